@@ -1,0 +1,12 @@
+"""Sichuan (Chengdu) mahjong scoring: the public Python API.
+
+Importing :mod:`service` loads only the pure rules core (no Flask, no Redis).
+
+>>> from service import parse_hand, validate, ting, discards, score, Ruleset
+>>> ting("2344567p345789s").ting
+True
+"""
+
+from .rules.api import Ruleset, Validation, discards, parse_hand, score, settle, ting, validate
+
+__all__ = ["Ruleset", "Validation", "discards", "parse_hand", "score", "settle", "ting", "validate"]

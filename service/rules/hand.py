@@ -1,0 +1,240 @@
+"""Hands and melds (RULES.md §2): concealed tiles, melds, the 定缺 void suit.
+
+>>> h = parse_hand("321m 456p 789s 11m", melds=[Meld.peng("5s")], void="p")
+>>> str(h), h.size, sorted(h.suits)
+('11123m456p789s', 14, ['m', 'p', 's'])
+>>> h.huazhu
+True
+>>> [p.code for p in hand_problems(parse_hand("1111m1m"))]
+['bad_size', 'too_many_copies']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from .errors import BadMeld, HandSizeError, NotationError, TooManyCopies
+from .tiles import SUITS, TILES, Tile, format_counts, parse_suit, parse_tiles
+
+MELD_TYPES = ("peng", "kong")
+KONG_KINDS = ("direct", "added", "concealed")
+POW5 = tuple(5**r for r in range(9))
+
+
+@dataclass(frozen=True, slots=True)
+class Meld:
+    """An exposed (or concealed-kong) set: ``peng`` or ``kong`` of a ``kind``.
+
+    >>> str(Meld.kong("7s", "concealed")), Meld.kong("7s", "concealed").copies
+    ('kong concealed 7s', 4)
+    """
+
+    type: str
+    tile: Tile
+    kind: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in MELD_TYPES:
+            raise BadMeld(f"unknown meld type {self.type!r} (peng or kong)", text=str(self.type))
+        if not isinstance(self.tile, Tile):
+            object.__setattr__(self, "tile", Tile.from_str(self.tile))
+        if self.type == "kong":
+            if self.kind not in KONG_KINDS:
+                raise BadMeld(
+                    f"unknown kong kind {self.kind!r} (direct, added or concealed)", text=str(self.kind)
+                )
+        elif self.kind is not None:
+            raise BadMeld(f"a peng has no kind, got {self.kind!r}", text=str(self.kind))
+
+    @classmethod
+    def peng(cls, tile: Tile | str) -> "Meld":
+        return cls("peng", tile if isinstance(tile, Tile) else Tile.from_str(tile))
+
+    @classmethod
+    def kong(cls, tile: Tile | str, kind: str) -> "Meld":
+        return cls("kong", tile if isinstance(tile, Tile) else Tile.from_str(tile), kind)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, object]) -> "Meld":
+        """Build from the API shape ``{"type", "tile", "kind"?}``."""
+        return cls(str(data.get("type")), Tile.from_str(data.get("tile")), data.get("kind"))  # type: ignore[arg-type]
+
+    @property
+    def copies(self) -> int:
+        return 4 if self.type == "kong" else 3
+
+    @property
+    def is_concealed_kong(self) -> bool:
+        return self.kind == "concealed"
+
+    def as_dict(self) -> dict:
+        out = {"type": self.type, "tile": str(self.tile)}
+        if self.kind is not None:
+            out["kind"] = self.kind
+        return out
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.kind} {self.tile}" if self.kind else f"{self.type} {self.tile}"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One rule a hand breaks: a stable ``code`` and a readable ``message``."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Hand:
+    """Concealed tiles (kept in canonical order), melds and an optional void suit.
+
+    Derived vectors are computed once, here, so that the hot paths (win check,
+    ting) never re-count: ``counts`` (concealed, 27 long), ``held`` (concealed
+    plus melds) and ``keys`` (one base-5 key per suit for the shape tables, or
+    ``None`` when a count exceeds 4).
+    """
+
+    tiles: tuple[Tile, ...]
+    melds: tuple[Meld, ...] = ()
+    void: str | None = None
+    counts: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    held: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    keys: tuple[int, int, int] | None = field(init=False, repr=False, compare=False)
+    suit_mask: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        tiles = tuple(sorted(self.tiles, key=_index))
+        object.__setattr__(self, "tiles", tiles)
+        object.__setattr__(self, "melds", tuple(self.melds))
+        if self.void is not None:
+            object.__setattr__(self, "void", parse_suit(self.void))
+        counts = [0] * 27
+        for t in tiles:
+            counts[t.index] += 1
+        held = counts[:]
+        mask = 0
+        for m in self.melds:
+            held[m.tile.index] += m.copies
+            mask |= 1 << m.tile.suit_index
+        keys = None
+        if max(counts) <= 4:
+            keys = tuple(
+                sum(counts[s * 9 + r] * POW5[r] for r in range(9)) for s in range(3)
+            )
+        for s in range(3):
+            if any(counts[s * 9 : s * 9 + 9]):
+                mask |= 1 << s
+        object.__setattr__(self, "counts", tuple(counts))
+        object.__setattr__(self, "held", tuple(held))
+        object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "suit_mask", mask)
+
+    @property
+    def size(self) -> int:
+        """Concealed tiles plus 3 per meld (a kong counts as 3)."""
+        return len(self.tiles) + 3 * len(self.melds)
+
+    @property
+    def suits(self) -> frozenset[str]:
+        """The suit letters present, melds included."""
+        return frozenset(SUITS[s] for s in range(3) if self.suit_mask >> s & 1)
+
+    @property
+    def huazhu(self) -> bool:
+        """花猪: tiles of three suits, or any tile of the declared void suit."""
+        if self.suit_mask == 0b111:
+            return True
+        return self.void is not None and bool(self.suit_mask >> SUITS.index(self.void) & 1)
+
+    def with_tile(self, tile: Tile) -> "Hand":
+        return Hand(self.tiles + (tile,), self.melds, self.void)
+
+    def without_tile(self, tile: Tile) -> "Hand":
+        tiles = list(self.tiles)
+        tiles.remove(tile)
+        return Hand(tuple(tiles), self.melds, self.void)
+
+    def as_dict(self) -> dict:
+        out: dict = {"tiles": str(self), "melds": [m.as_dict() for m in self.melds]}
+        if self.void is not None:
+            out["void"] = self.void
+        return out
+
+    def __str__(self) -> str:
+        return format_counts(self.counts)
+
+
+def _index(t: Tile) -> int:
+    return t.index
+
+
+def parse_hand(
+    text: "str | Sequence[str] | Hand",
+    melds: Iterable["Meld | Mapping[str, object]"] = (),
+    void: str | None = None,
+) -> Hand:
+    """Parse a hand string (or a list of tile strings) with optional melds and void.
+
+    Only notation is checked here; sizes and copies are rules, reported by
+    :func:`hand_problems` and enforced by the operations that need them.
+
+    >>> parse_hand(["5m", "1万"]).tiles
+    (Tile('1m'), Tile('5m'))
+    >>> parse_hand("").size
+    0
+    """
+    if isinstance(text, Hand):
+        return text
+    if isinstance(text, str):
+        tiles = parse_tiles(text)
+    elif isinstance(text, (list, tuple)):
+        tiles = [t if isinstance(t, Tile) else Tile.from_str(t) for t in text]
+    else:
+        raise NotationError(f"a hand is a string or a list of tiles, got {type(text).__name__}")
+    parsed = tuple(m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds)
+    return Hand(tuple(tiles), parsed, void)
+
+
+def count_tiles(tiles: Iterable[Tile]) -> tuple[int, ...]:
+    counts = [0] * 27
+    for t in tiles:
+        counts[t.index] += 1
+    return tuple(counts)
+
+
+def hand_problems(hand: Hand, visible: Iterable[Tile] = (), sizes: tuple[int, ...] = (13, 14)) -> list[Problem]:
+    """Rules of §2 the hand breaks: its size, and copies over 4 (with ``visible``)."""
+    out: list[Problem] = []
+    if hand.size not in sizes:
+        want = " or ".join(map(str, sizes))
+        out.append(
+            Problem(
+                "bad_size",
+                f"hand {str(hand) or '(empty)'!r} with {len(hand.melds)} meld(s) has size {hand.size}; "
+                f"expected {want} (each meld counts 3)",
+            )
+        )
+    seen = list(hand.held)
+    for t in visible:
+        seen[t.index] += 1
+    over = [TILES[i] for i, c in enumerate(seen) if c > 4]
+    if over:
+        out.append(
+            Problem(
+                "too_many_copies",
+                "more than 4 copies of "
+                + ", ".join(f"{t} ({seen[t.index]})" for t in over)
+                + " across the hand, its melds and the visible tiles",
+            )
+        )
+    return out
+
+
+def require_valid(hand: Hand, size: int | tuple[int, ...], visible: Iterable[Tile] = ()) -> None:
+    """Raise the narrow error for the first problem of ``hand``."""
+    sizes = (size,) if isinstance(size, int) else size
+    for problem in hand_problems(hand, visible, sizes):
+        cls = HandSizeError if problem.code == "bad_size" else TooManyCopies
+        raise cls(problem.message, text=str(hand))

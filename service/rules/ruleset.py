@@ -1,0 +1,161 @@
+"""Rule variants (RULES.md §5.3, §9): one frozen :class:`Ruleset` and named presets.
+
+>>> r = Ruleset.preset("xuezhan")
+>>> r.mode, r.base, r.cap
+('xuezhan', 6, None)
+>>> r2 = Ruleset.from_spec({"preset": "normal", "cap": 4, "zimo": "base"})
+>>> r2.preset, r2.mode, r2.cap, r2.zimo
+('normal', 'normal', 4, 'base')
+>>> Ruleset.from_spec({"bogus": 1})
+Traceback (most recent call last):
+...
+service.rules.errors.UnknownRulesetField: unknown ruleset field 'bogus'
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Mapping
+
+from .errors import BadRulesetValue, UnknownRuleset, UnknownRulesetField
+
+_ENUMS: dict[str, tuple[str, ...]] = {
+    "mode": ("xuezhan", "normal"),
+    "fan_table": ("qq", "chengdu"),
+    "scoring": ("exponential", "linear"),
+    "zimo": ("none", "base", "fan"),
+    "dianganghua": ("self_draw", "discard"),
+    "dajiao": ("max", "min"),
+    "winner_leaves": ("deferred", "forfeit"),
+    "next_dealer": ("winner", "discarder"),
+}
+_UNITS = ("direct_kong", "added_kong", "concealed_kong", "huazhu", "escape")
+_FLAGS = ("huazhu_pays_winners", "haidi", "jingoudiao", "menqing", "zhongzhang")
+MAX_BASE = 1_000_000
+MAX_UNITS = 1_000
+MAX_CAP = 64
+
+
+@dataclass(frozen=True)
+class Ruleset:
+    """Every rule variant of §9 in one immutable value.
+
+    ``preset`` names the preset it was built from (informational).
+    """
+
+    preset: str = "xuezhan"
+    mode: str = "xuezhan"
+    fan_table: str = "qq"
+    scoring: str = "exponential"
+    base: int = 6
+    cap: int | None = None
+    zimo: str = "none"
+    direct_kong: int = 1
+    added_kong: int = 1
+    concealed_kong: int = 2
+    dianganghua: str = "self_draw"
+    huazhu: int = 16
+    huazhu_pays_winners: bool = True
+    dajiao: str = "max"
+    escape: int = 16
+    winner_leaves: str = "deferred"
+    next_dealer: str = "winner"
+    haidi: bool = False
+    jingoudiao: bool = False
+    menqing: bool = False
+    zhongzhang: bool = False
+
+    def __post_init__(self) -> None:
+        for name, allowed in _ENUMS.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise BadRulesetValue(
+                    f"ruleset field {name!r} must be one of {', '.join(allowed)}; got {value!r}",
+                    text=str(value), field=name,
+                )
+        _int_in(self, "base", 1, MAX_BASE)
+        if self.cap is not None:
+            _int_in(self, "cap", 1, MAX_CAP)
+        for name in _UNITS:
+            _int_in(self, name, 0, MAX_UNITS)
+        for name in _FLAGS:
+            if not isinstance(getattr(self, name), bool):
+                raise BadRulesetValue(
+                    f"ruleset field {name!r} must be true or false; got {getattr(self, name)!r}",
+                    text=str(getattr(self, name)), field=name,
+                )
+        if self.preset not in PRESET_FIELDS:
+            raise UnknownRuleset(
+                f"unknown ruleset preset {self.preset!r} (one of {', '.join(PRESET_FIELDS)})",
+                text=str(self.preset),
+            )
+
+    @classmethod
+    def preset_names(cls) -> tuple[str, ...]:
+        return tuple(PRESET_FIELDS)
+
+    @classmethod
+    def preset(cls, name: str) -> "Ruleset":
+        try:
+            return PRESETS[name]
+        except (KeyError, TypeError):
+            raise UnknownRuleset(
+                f"unknown ruleset preset {name!r} (one of {', '.join(PRESET_FIELDS)})", text=str(name)
+            ) from None
+
+    @classmethod
+    def from_spec(cls, spec: "str | Mapping[str, Any] | Ruleset | None") -> "Ruleset":
+        """A preset name, ``{"preset": name, field: value, ...}``, a Ruleset, or None (xuezhan)."""
+        if spec is None:
+            return PRESETS["xuezhan"]
+        if isinstance(spec, Ruleset):
+            return spec
+        if isinstance(spec, str):
+            return cls.preset(spec)
+        if not isinstance(spec, Mapping):
+            raise BadRulesetValue(f"a ruleset is a preset name or an object, got {spec!r}")
+        overrides = dict(spec)
+        name = overrides.pop("preset", "xuezhan")
+        return cls.preset(name).replace(**overrides)
+
+    def replace(self, **overrides: Any) -> "Ruleset":
+        known = {f.name for f in fields(self)} - {"preset"}
+        for name in overrides:
+            if name not in known:
+                raise UnknownRulesetField(f"unknown ruleset field {name!r}", text=str(name))
+        return replace(self, **overrides)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _int_in(rules: Ruleset, name: str, lo: int, hi: int) -> None:
+    value = getattr(rules, name)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise BadRulesetValue(
+            f"ruleset field {name!r} must be an integer from {lo} to {hi}; got {value!r}",
+            text=str(value), field=name,
+        )
+
+
+PRESET_FIELDS: dict[str, dict[str, Any]] = {
+    "xuezhan": {},
+    "normal": {"mode": "normal", "next_dealer": "discarder"},
+    "chengdu-points": {
+        "mode": "normal",
+        "fan_table": "chengdu",
+        "scoring": "linear",
+        "base": 1,
+        "direct_kong": 0,
+        "added_kong": 0,
+        "concealed_kong": 0,
+        "dianganghua": "discard",
+        "huazhu": 0,
+        "dajiao": "min",
+    },
+}
+
+PRESETS: dict[str, Ruleset] = {
+    name: Ruleset(preset=name, **values) for name, values in PRESET_FIELDS.items()
+}
+XUEZHAN = PRESETS["xuezhan"]

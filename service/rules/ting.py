@@ -1,0 +1,223 @@
+"""Ting (听牌), waits, 大叫 and discard advice (RULES.md §4).
+
+>>> from service.rules.hand import parse_hand
+>>> r = ting(parse_hand("1112345678999m"))
+>>> r.ting, [str(w.tile) for w in r.waits]
+(True, ['1m', '2m', '3m', '4m', '5m', '6m', '7m', '8m', '9m'])
+>>> r.dajiao
+Dajiao(fan=4, points=48)
+>>> best = discards(parse_hand("11122233344456m")).options[0]
+>>> str(best.discard), [str(w.tile) for w in best.waits], best.remaining
+('2m', ['2m', '3m', '4m', '5m', '6m', '7m'], 13)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from .fan import DISCARD_WIN, _Ctx, context, evaluate, meld_info, patterns_of, points_of
+from .hand import Hand, POW5, count_tiles, parse_hand, require_valid
+from .patterns import PatternFan
+from .ruleset import Ruleset
+from .shapes import EVEN_KEYS, SHAPES, WAITS
+from .tiles import SUITS, TILES, Tile, parse_tiles
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """A tile that completes the hand, valued as a plain win by discard."""
+
+    tile: Tile
+    fan: int
+    points: int
+    patterns: tuple[PatternFan, ...]
+    remaining: int
+    raw_fan: int
+    capped: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Dajiao:
+    """大叫: the highest (or, with ``dajiao = min``, lowest) points over the waits."""
+
+    fan: int
+    points: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ting:
+    ting: bool
+    huazhu: bool
+    waits: tuple[Wait, ...]
+    dajiao: Dajiao | None
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardOption:
+    discard: Tile
+    waits: tuple[Wait, ...]
+    remaining: int
+    dajiao: Dajiao
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardAdvice:
+    options: tuple[DiscardOption, ...]
+    complete: bool
+    """The 14 tiles already win."""
+
+
+_ODD: dict[int, tuple[int, ...]] = {}
+
+
+def _odd_ranks(key: int) -> tuple[int, ...]:
+    odd = _ODD.get(key)
+    if odd is None:
+        k, out = key, []
+        for r in range(9):
+            k, c = divmod(k, 5)
+            if c & 1:
+                out.append(r)
+        odd = _ODD[key] = tuple(out)
+    return odd
+
+
+def wait_tiles(keys, n_concealed: int, n_melds: int, held, mask: int, void_suit: int) -> list[int]:
+    """Indices of the tiles that complete a 13-size hand, in canonical order.
+
+    ``held``: copies in hand and melds (a tile held 4 times is no wait);
+    ``mask``: the suits present, melds included; ``void_suit``: -1 or a suit index.
+    A 花猪 (three suits, or holding its void suit) has no waits.
+    """
+    if mask == 7 or (void_suit >= 0 and mask >> void_suit & 1):
+        return []
+    k0, k1, k2 = keys
+    in0, in1, in2 = k0 in SHAPES, k1 in SHAPES, k2 in SHAPES
+    found: list[int] = []
+    nsuits = (mask & 1) + (mask >> 1 & 1) + (mask >> 2)
+    for s, ok in ((0, in1 and in2), (1, in0 and in2), (2, in0 and in1)):
+        if not ok or s == void_suit or (nsuits == 2 and not mask >> s & 1):
+            continue
+        base = s * 9
+        for r in WAITS.get(keys[s], ()):
+            if held[base + r] < 4:
+                found.append(base + r)
+    if n_melds == 0 and n_concealed == 13:
+        odd = [(s, r) for s in range(3) for r in _odd_ranks(keys[s])]
+        if len(odd) == 1:
+            s, r = odd[0]
+            t = s * 9 + r
+            if held[t] < 4 and t not in found:
+                found.append(t)
+                found.sort()
+    return found
+
+
+def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, remaining) -> list[Wait]:
+    out = []
+    for t in tiles:
+        s = t // 9
+        k = list(keys)
+        k[s] += POW5[t % 9]
+        ev = evaluate(k, n_concealed + 1, mi, DISCARD_WIN, ctx)
+        fan, _mult, points, capped = points_of(ev.raw_fan, ctx)
+        out.append(Wait(TILES[t], fan, points, patterns_of(ev, ctx), remaining(t), ev.raw_fan, capped))
+    return out
+
+
+def dajiao_of(waits: Iterable[Wait], rules_dajiao: str) -> Dajiao | None:
+    waits = list(waits)
+    if not waits:
+        return None
+    pick = max if rules_dajiao == "max" else min
+    w = pick(waits, key=lambda w: w.points)
+    return Dajiao(w.fan, w.points)
+
+
+def _visible_counts(visible) -> tuple[int, ...]:
+    if visible is None:
+        return (0,) * 27
+    if isinstance(visible, str):
+        return count_tiles(parse_tiles(visible))
+    return count_tiles(t if isinstance(t, Tile) else Tile.from_str(t) for t in visible)
+
+
+def _void_index(hand: Hand) -> int:
+    return -1 if hand.void is None else SUITS.index(hand.void)
+
+
+def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> Ting:
+    """Ting of a 13-size hand: each wait with fan, points, patterns and ``remaining``.
+
+    ``visible``: tiles seen elsewhere (a hand string or tiles), for ``remaining``.
+
+    >>> r = ting("1m2m3m 456p 789p 111p 5m", visible="5m5m")
+    >>> [(str(w.tile), w.fan, w.points, w.remaining) for w in r.waits]
+    [('5m', 1, 6, 1)]
+    >>> ting("123m456p789s1122m").ting   # three suits: 花猪, never ting
+    False
+    """
+    hand = parse_hand(hand)
+    rules = Ruleset.from_spec(ruleset)
+    ctx = context(rules)
+    vis = _visible_counts(visible)
+    require_valid(hand, 13, (TILES[i] for i, c in enumerate(vis) for _ in range(c)))
+    tiles = wait_tiles(
+        hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand)
+    )
+    held = hand.held
+    waits = _value_waits(
+        hand.keys, len(hand.tiles), meld_info(hand.melds), tiles, ctx, lambda t: 4 - held[t] - vis[t]
+    )
+    return Ting(bool(waits), hand.huazhu, tuple(waits), dajiao_of(waits, rules.dajiao))
+
+
+def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> DiscardAdvice:
+    """Discard advice for a 14-size hand: the discards that leave it ting, best first.
+
+    Best = most tiles remaining, then highest 大叫 points, then canonical tile order.
+
+    >>> adv = discards("11122233345m99p 5s")
+    >>> [str(o.discard) for o in adv.options], adv.complete
+    (['5s'], False)
+    """
+    hand = parse_hand(hand)
+    rules = Ruleset.from_spec(ruleset)
+    ctx = context(rules)
+    vis = _visible_counts(visible)
+    require_valid(hand, 14, (TILES[i] for i, c in enumerate(vis) for _ in range(c)))
+    from .fan import is_win
+
+    return DiscardAdvice(tuple(_options(hand, ctx, vis, rules.dajiao)), is_win(hand))
+
+
+def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOption]:
+    keys = hand.keys
+    held = hand.held
+    counts = hand.counts
+    n = len(hand.tiles) - 1
+    n_melds = len(hand.melds)
+    void_suit = _void_index(hand)
+    mi = meld_info(hand.melds)
+    meld_mask = mi.mask
+    out = []
+    remaining = lambda t: 4 - held[t] - vis[t]  # noqa: E731 - the 14-tile hand: the discard is seen
+    for d in range(27):
+        if not counts[d]:
+            continue
+        s = d // 9
+        k = list(keys)
+        k[s] -= POW5[d % 9]
+        mask = meld_mask | (1 if k[0] else 0) | (2 if k[1] else 0) | (4 if k[2] else 0)
+        held13 = list(held)
+        held13[d] -= 1
+        tiles = [t for t in wait_tiles(k, n, n_melds, held13, mask, void_suit) if held[t] < 4]
+        if not tiles:
+            continue
+        waits = _value_waits(k, n, mi, tiles, ctx, remaining)
+        out.append(
+            DiscardOption(TILES[d], tuple(waits), sum(w.remaining for w in waits), dajiao_of(waits, rules_dajiao))
+        )
+    out.sort(key=lambda o: (-o.remaining, -o.dajiao.points, o.discard.index))
+    return out

@@ -1,0 +1,55 @@
+"""Validating a hand (RULES.md §2): size, copies, suits, 花猪, completeness.
+
+>>> v = validate("123m456p789s11m")
+>>> v.valid, v.size, v.tiles, v.suits, v.huazhu, v.complete
+(False, 11, '11123m456p789s', ('m', 'p', 's'), True, False)
+>>> [p.code for p in v.problems]
+['bad_size']
+>>> validate("11122233344455m").complete
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .fan import is_win
+from .hand import Hand, Problem, hand_problems, parse_hand
+from .ruleset import Ruleset
+from .tiles import SUITS
+from .ting import _visible_counts
+from .tiles import TILES
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    valid: bool
+    size: int
+    tiles: str
+    suits: tuple[str, ...]
+    huazhu: bool
+    complete: bool
+    problems: tuple[Problem, ...]
+
+
+def validate(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> Validation:
+    """Check a hand against §2. Notation errors raise; rule breaches are reported.
+
+    ``valid`` means size 13 or 14 and at most 4 copies of any tile (``visible``
+    included).  Three suits or a void-suit tile make a hand a 花猪 (reported in
+    ``huazhu``), which is legal to hold but can neither win nor be ting.
+    ``complete``: size 14 and a legal win.
+    """
+    hand = parse_hand(hand)
+    Ruleset.from_spec(ruleset)  # the rules of §2 do not vary, but a bad ruleset is still an error
+    vis = _visible_counts(visible)
+    problems = hand_problems(hand, (TILES[i] for i, c in enumerate(vis) for _ in range(c)))
+    return Validation(
+        valid=not problems,
+        size=hand.size,
+        tiles=str(hand),
+        suits=tuple(s for i, s in enumerate(SUITS) if hand.suit_mask >> i & 1),
+        huazhu=hand.huazhu,
+        complete=not problems and is_win(hand),
+        problems=tuple(problems),
+    )

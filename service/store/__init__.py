@@ -1,0 +1,1 @@
+"""Storage back ends for the service (Redis access and an embedded Redis server)."""
