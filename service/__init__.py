@@ -7,6 +7,6 @@ Importing :mod:`service` loads only the pure rules core (no Flask, no Redis).
 True
 """
 
-from .rules.api import Ruleset, Validation, discards, parse_hand, score, settle, ting, validate
+from .rules.api import Ruleset, Validation, discards, is_win, parse_hand, score, settle, ting, validate
 
-__all__ = ["Ruleset", "Validation", "discards", "parse_hand", "score", "settle", "ting", "validate"]
+__all__ = ["Ruleset", "Validation", "discards", "is_win", "parse_hand", "score", "settle", "ting", "validate"]

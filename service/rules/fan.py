@@ -11,12 +11,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .errors import ContradictoryFlags, NotAWin, WinTileNotInHand
 from .hand import Hand, Meld, POW5, require_valid
-from .patterns import BASE_ORDER, EXTRA_ORDER, PATTERNS, SEVEN_PAIRS_WITH_DRAGON, PatternFan
+from .patterns import BASE_ORDER, EXTRA_ORDER, PATTERNS, SEVEN_PAIRS_WITH_DRAGON, PatternFan, pattern_fan
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import (
     EVEN_KEYS, GEN_SHIFT, HAS19, NOT258, SHAPES, TRIP, YAO, _tile_flags, describe,
@@ -59,9 +59,16 @@ class Win:
         for name in ("self_drawn", "after_kong", "robbing_kong", "last_tile", "heavenly", "earthly"):
             if not isinstance(getattr(self, name), bool):
                 raise ContradictoryFlags(f"flag {name} must be true or false", text=name)
-        problem = self.contradiction()
+        # Only the table-independent rules here: earthly by discard is legal under
+        # the chengdu table (RULES.md §5.1, §9); score() re-checks with the real table.
+        problem = self.contradiction("chengdu")
         if problem:
             raise ContradictoryFlags(problem)
+        object.__setattr__(self, "flags", (self.self_drawn, self.after_kong, self.robbing_kong,
+                                           self.last_tile, self.heavenly, self.earthly))
+
+    flags: tuple = field(init=False, repr=False, compare=False, default=())
+    """``(self_drawn, after_kong, robbing_kong, last_tile, heavenly, earthly)``."""
 
     def contradiction(self, fan_table: str = "qq") -> str | None:
         """Why the flags cannot all hold, or None."""
@@ -99,6 +106,8 @@ class _Ctx(NamedTuple):
     jingoudiao: bool
     menqing: bool
     zhongzhang: bool
+    best: list  # candidate mask -> (base id, base fan, uses a dragon 4) ; filled lazily
+    single: dict  # base id -> (PatternFan,)
 
 
 def context(rules: Ruleset) -> _Ctx:
@@ -108,9 +117,10 @@ def context(rules: Ruleset) -> _Ctx:
     except KeyError:
         pass
     table = rules.fan_table
+    base_fans = {pid: PATTERNS[pid].fan(table) for pid in BASE_ORDER}
     ctx = _Ctx(
         table=table,
-        base_fans={pid: PATTERNS[pid].fan(table) for pid in BASE_ORDER},
+        base_fans=base_fans,
         extra_fans={pid: PATTERNS[pid].fan(table) for pid in EXTRA_ORDER},
         cap=rules.cap,
         exponential=rules.scoring == "exponential",
@@ -120,6 +130,8 @@ def context(rules: Ruleset) -> _Ctx:
         jingoudiao=rules.jingoudiao,
         menqing=rules.menqing,
         zhongzhang=rules.zhongzhang,
+        best=[None] * 512,
+        single={pid: (pattern_fan(pid, f),) for pid, f in base_fans.items() if f},
     )
     object.__setattr__(rules, "_ctx", ctx)
     return ctx
@@ -166,108 +178,131 @@ _TILE_FLAGS: dict[int, int] = {}
 
 
 def _flags(key: int) -> int:
-    f = SHAPES.get(key)
+    """Tile facts of a suit key that need not decompose (seven pairs)."""
+    f = _TILE_FLAGS.get(key)
     if f is None:
-        f = _TILE_FLAGS.get(key)
-        if f is None:
-            f = _TILE_FLAGS[key] = _tile_flags(key_counts(key))
+        f = _TILE_FLAGS[key] = _tile_flags(key_counts(key))
     return f
 
 
 # -- evaluation --------------------------------------------------------------
+# Which base patterns a hand qualifies for is a function of a few facts; the
+# best of them (§3's tie-break included) is looked up per ruleset by this mask.
+_QING, _STD, _TRIP, _YAO, _J258, _PAIRS, _HAS4, _TIAN, _DI = (1 << b for b in range(9))
+
+
+def _best_base(ctx: _Ctx, mask: int) -> tuple[str, int, bool]:
+    bf = ctx.base_fans
+    cands = ["pinghu"]
+    if mask & _QING:
+        cands.append("qingyise")
+    if mask & _STD:
+        if mask & _TRIP:
+            cands.append("duiduihu")
+            if mask & _QING:
+                cands.append("qingdui")
+            if mask & _J258:
+                cands.append("jiangdui")
+        if mask & _YAO:
+            cands.append("daiyaojiu")
+            if mask & _QING:
+                cands.append("qingyaojiu")
+    if mask & _PAIRS:
+        if mask & _HAS4 and bf["longqidui"] is not None:
+            cands.append("qinglongqidui" if mask & _QING else "longqidui")
+        else:
+            cands.append("qingqidui" if mask & _QING else "qidui")
+    if mask & _TIAN:
+        cands.append("tianhu")
+    if mask & _DI:
+        cands.append("dihu")
+    gen_fan = ctx.extra_fans["gen"]
+
+    def rank(pid: str) -> tuple[int, int, int]:
+        dragon = pid in SEVEN_PAIRS_WITH_DRAGON
+        return (bf[pid] - (gen_fan if dragon else 0), bf[pid], -_BASE_INDEX[pid])
+
+    best = max(cands, key=rank)
+    out = (best, bf[best], best in SEVEN_PAIRS_WITH_DRAGON)
+    ctx.best[mask] = out
+    return out
+
+
 class Evaluation(NamedTuple):
     base: str
     raw_fan: int
-    extras: tuple[tuple[str, int, int], ...]  # (id, fan, count)
+    patterns: tuple[PatternFan, ...]
     standard: bool
 
 
-def evaluate(keys, n_concealed: int, mi: MeldInfo, sit: tuple, ctx: _Ctx) -> Evaluation | None:
-    """Best base pattern and extras of a complete hand, or None if it does not win.
+def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tuple, ctx: _Ctx) -> Evaluation | None:
+    """Best base pattern, total fan and patterns of a complete hand, or None if it does not win.
 
-    ``keys``: the three suit keys of the concealed tiles; ``sit``: the flags
+    ``k0..k2``: the suit keys of the concealed tiles; ``sit``: the flags
     ``(self_drawn, after_kong, robbing_kong, last_tile, heavenly, earthly)``.
     Suit rules (缺一门, 定缺) are the caller's.
     """
-    k0, k1, k2 = keys
-    standard = k0 in SHAPES and k1 in SHAPES and k2 in SHAPES
+    f0 = SHAPES.get(k0)
+    f1 = SHAPES.get(k1)
+    f2 = SHAPES.get(k2)
+    standard = f0 is not None and f1 is not None and f2 is not None
     pairs = mi.n == 0 and n_concealed == 14 and k0 in EVEN_KEYS and k1 in EVEN_KEYS and k2 in EVEN_KEYS
-    if not (standard or pairs):
-        return None
-    f0, f1, f2 = _flags(k0), _flags(k1), _flags(k2)
-    anyf = f0 | f1 | f2
-    mask = mi.mask | (1 if k0 else 0) | (2 if k1 else 0) | (4 if k2 else 0)
-    qing = mask in (1, 2, 4)
-    gen4 = (f0 >> GEN_SHIFT) + (f1 >> GEN_SHIFT) + (f2 >> GEN_SHIFT)
-    gens = gen4 + mi.kongs
-    for t in mi.peng_tiles:
-        if (keys[t // 9] // POW5[t % 9]) % 5 == 1:
-            gens += 1
-
-    bf = ctx.base_fans
-    cands: list[str] = ["pinghu"]
-    if qing:
-        cands.append("qingyise")
     if standard:
+        mask = _STD
         allf = f0 & f1 & f2
-        trip = allf & TRIP
-        yao = allf & YAO and mi.yao
-        if trip:
-            cands.append("duiduihu")
-            if qing:
-                cands.append("qingdui")
-            if not (anyf & NOT258) and not mi.not258:
-                cands.append("jiangdui")
-        if yao:
-            cands.append("daiyaojiu")
-            if qing:
-                cands.append("qingyaojiu")
+        if allf & TRIP:
+            mask |= _TRIP
+        if allf & YAO and mi.yao:
+            mask |= _YAO
+    elif pairs:
+        mask = 0
+        f0, f1, f2 = _flags(k0), _flags(k1), _flags(k2)
+    else:
+        return None
+    anyf = f0 | f1 | f2
+    suits = mi.mask | (1 if k0 else 0) | (2 if k1 else 0) | (4 if k2 else 0)
+    if suits == 1 or suits == 2 or suits == 4:
+        mask |= _QING
+    if not (anyf & NOT258 or mi.not258):
+        mask |= _J258
+    gen4 = (f0 >> GEN_SHIFT) + (f1 >> GEN_SHIFT) + (f2 >> GEN_SHIFT)
     if pairs:
-        if gen4 and bf["longqidui"] is not None:
-            cands.append("qinglongqidui" if qing else "longqidui")
-        else:
-            cands.append("qingqidui" if qing else "qidui")
+        mask |= _PAIRS | (_HAS4 if gen4 else 0)
     self_drawn, after_kong, robbing_kong, last_tile, heavenly, earthly = sit
     if heavenly:
-        cands.append("tianhu")
+        mask |= _TIAN
     if earthly:
-        cands.append("dihu")
-
+        mask |= _DI
+    best = ctx.best[mask] or _best_base(ctx, mask)
+    base, fan, dragon = best
+    gens = gen4 + mi.kongs - (1 if dragon else 0)
+    for t in mi.peng_tiles:
+        if (k0, k1, k2)[t // 9] // POW5[t % 9] % 5 == 1:
+            gens += 1
+    if not (gens or after_kong or robbing_kong or ctx.zimo_fan or ctx.haidi or ctx.jingoudiao
+            or ctx.menqing or ctx.zhongzhang):
+        return Evaluation(base, fan, ctx.single[base], standard)
     ef = ctx.extra_fans
-    extras: list[tuple[str, int, int]] = []
+    pats = list(ctx.single[base])
     if gens:
-        extras.append(("gen", ef["gen"] * gens, gens))
+        pats.append(pattern_fan("gen", ef["gen"] * gens, gens))
     if after_kong:
-        extras.append(("gangshanghua", ef["gangshanghua"], 1) if self_drawn else ("gangshangpao", ef["gangshangpao"], 1))
+        pats.append(pattern_fan("gangshanghua", ef["gangshanghua"]) if self_drawn
+                    else pattern_fan("gangshangpao", ef["gangshangpao"]))
     if robbing_kong:
-        extras.append(("qiangganghu", ef["qiangganghu"], 1))
+        pats.append(pattern_fan("qiangganghu", ef["qiangganghu"]))
     if self_drawn and ctx.zimo_fan:
-        extras.append(("zimo", ef["zimo"], 1))
+        pats.append(pattern_fan("zimo", ef["zimo"]))
     if last_tile and ctx.haidi:
-        extras.append(("haidi", ef["haidi"], 1))
+        pats.append(pattern_fan("haidi", ef["haidi"]))
     if ctx.jingoudiao and mi.n == 4:
-        extras.append(("jingoudiao", ef["jingoudiao"], 1))
+        pats.append(pattern_fan("jingoudiao", ef["jingoudiao"]))
     if ctx.menqing and mi.concealed_only:
-        extras.append(("menqing", ef["menqing"], 1))
-    if ctx.zhongzhang and not (anyf & HAS19) and not mi.has19:
-        extras.append(("zhongzhang", ef["zhongzhang"], 1))
-    extra_total = sum(e[1] for e in extras)
-
-    best = None
-    best_rank = None
-    for pid in cands:
-        fan = bf[pid]
-        total = fan + extra_total
-        if pid in SEVEN_PAIRS_WITH_DRAGON:
-            total -= ef["gen"]
-        rank = (total, fan, -_BASE_INDEX[pid])
-        if best_rank is None or rank > best_rank:
-            best, best_rank = pid, rank
-    raw = best_rank[0]
-    if best in SEVEN_PAIRS_WITH_DRAGON:
-        gens -= 1
-        extras = [("gen", ef["gen"] * gens, gens) if e[0] == "gen" else e for e in extras]
-    return Evaluation(best, raw, tuple(e for e in extras if e[1] and e[2]), standard)
+        pats.append(pattern_fan("menqing", ef["menqing"]))
+    if ctx.zhongzhang and not (anyf & HAS19 or mi.has19):
+        pats.append(pattern_fan("zhongzhang", ef["zhongzhang"]))
+    pats = [p for p in pats if p.fan]
+    return Evaluation(base, sum(p.fan for p in pats), tuple(pats), standard)
 
 
 # -- the public score ----------------------------------------------------------
@@ -294,12 +329,6 @@ def points_of(raw_fan: int, ctx: _Ctx) -> tuple[int, int, int, bool]:
     return fan, mult, ctx.base * mult, capped
 
 
-def patterns_of(ev: Evaluation, ctx: _Ctx) -> tuple[PatternFan, ...]:
-    out = [PatternFan(ev.base, ctx.base_fans[ev.base])]
-    out.extend(PatternFan(pid, fan, count) for pid, fan, count in ev.extras)
-    return tuple(p for p in out if p.fan)
-
-
 def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | str | None" = None) -> Score:
     """Score a 14-size winning hand (the winning tile included in ``hand``).
 
@@ -313,33 +342,38 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
     >>> score(parse_hand("11333222456999s"), Win("4s", self_drawn=True), ruleset={"zimo": "fan", "cap": 3}).capped
     True
     """
-    from .hand import parse_hand
+    if not isinstance(hand, Hand):
+        from .hand import parse_hand
 
-    hand = parse_hand(hand) if isinstance(hand, str) else hand
-    rules = Ruleset.from_spec(ruleset)
+        hand = parse_hand(hand)
+    rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
     if not isinstance(win, Win):
         win = Win(win)
     ctx = context(rules)
-    require_valid(hand, 14)
-    problem = win.contradiction(ctx.table)
-    if problem:
-        raise ContradictoryFlags(problem)
-    if (win.heavenly or win.earthly) and hand.melds:
-        raise ContradictoryFlags(
-            f"{'heavenly' if win.heavenly else 'earthly'} is a win with no melds", text=str(hand)
-        )
+    if hand.size != 14 or hand.max_held > 4:
+        require_valid(hand, 14)
+    if win.heavenly or win.earthly or win.robbing_kong:
+        problem = win.contradiction(ctx.table)
+        if problem:
+            raise ContradictoryFlags(problem)
+        if (win.heavenly or win.earthly) and hand.melds:
+            raise ContradictoryFlags(
+                f"{'heavenly' if win.heavenly else 'earthly'} is a win with no melds", text=str(hand)
+            )
     if not hand.counts[win.tile.index]:
         raise WinTileNotInHand(
             f"the winning tile {win.tile} is not among the concealed tiles {str(hand)!r}",
             text=str(win.tile),
         )
-    ev = evaluate_hand(hand, win_flags(win), ctx)
-    fan, mult, points, capped = points_of(ev.raw_fan, ctx)
-    return Score(fan, ev.raw_fan, mult, points, capped, patterns_of(ev, ctx), decomposition(hand, ev))
+    ev = evaluate_hand(hand, win.flags, ctx)
+    raw = ev.raw_fan
+    fan = ctx.cap if ctx.cap is not None and raw > ctx.cap else raw
+    mult = (1 << (fan - 1)) if ctx.exponential else fan
+    return Score(fan, raw, mult, ctx.base * mult, fan != raw, ev.patterns, decomposition(hand, ev))
 
 
 def win_flags(win: Win) -> tuple:
-    return (win.self_drawn, win.after_kong, win.robbing_kong, win.last_tile, win.heavenly, win.earthly)
+    return win.flags
 
 
 def suit_problem(mask: int, void: str | None) -> str | None:
@@ -353,10 +387,12 @@ def suit_problem(mask: int, void: str | None) -> str | None:
 
 def evaluate_hand(hand: Hand, sit: tuple, ctx: _Ctx) -> Evaluation:
     """Evaluate a 14-size hand, raising :class:`NotAWin` with the reason when it does not win."""
-    problem = suit_problem(hand.suit_mask, hand.void)
+    mask = hand.suit_mask
+    problem = (mask == 7 or hand.void is not None) and suit_problem(mask, hand.void)
     if problem:
         raise NotAWin(f"{str(hand)!r} cannot win: {problem}", text=str(hand))
-    ev = evaluate(hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx)
+    k0, k1, k2 = hand.keys
+    ev = evaluate(k0, k1, k2, len(hand.tiles), meld_info(hand.melds), sit, ctx)
     if ev is None:
         raise NotAWin(
             f"{str(hand)!r} is not a winning shape (four sets and a pair, or seven pairs)",

@@ -103,33 +103,32 @@ class Hand:
     held: tuple[int, ...] = field(init=False, repr=False, compare=False)
     keys: tuple[int, int, int] | None = field(init=False, repr=False, compare=False)
     suit_mask: int = field(init=False, repr=False, compare=False)
+    max_held: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        tiles = tuple(sorted(self.tiles, key=_index))
-        object.__setattr__(self, "tiles", tiles)
+        counts = [0] * 27
+        for t in self.tiles:
+            counts[t.index] += 1
+        object.__setattr__(self, "tiles", tuple(TILES[i] for i in range(27) for _ in range(counts[i])))
         object.__setattr__(self, "melds", tuple(self.melds))
         if self.void is not None:
             object.__setattr__(self, "void", parse_suit(self.void))
-        counts = [0] * 27
-        for t in tiles:
-            counts[t.index] += 1
         held = counts[:]
         mask = 0
         for m in self.melds:
             held[m.tile.index] += m.copies
             mask |= 1 << m.tile.suit_index
-        keys = None
-        if max(counts) <= 4:
-            keys = tuple(
-                sum(counts[s * 9 + r] * POW5[r] for r in range(9)) for s in range(3)
-            )
-        for s in range(3):
-            if any(counts[s * 9 : s * 9 + 9]):
-                mask |= 1 << s
+        keys = [0, 0, 0]
+        for i in range(27):
+            c = counts[i]
+            if c:
+                keys[i // 9] += c * POW5[i % 9]
+                mask |= 1 << (i // 9)
         object.__setattr__(self, "counts", tuple(counts))
         object.__setattr__(self, "held", tuple(held))
-        object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "keys", tuple(keys) if max(counts) <= 4 else None)
         object.__setattr__(self, "suit_mask", mask)
+        object.__setattr__(self, "max_held", max(held))
 
     @property
     def size(self) -> int:
@@ -232,9 +231,11 @@ def hand_problems(hand: Hand, visible: Iterable[Tile] = (), sizes: tuple[int, ..
     return out
 
 
-def require_valid(hand: Hand, size: int | tuple[int, ...], visible: Iterable[Tile] = ()) -> None:
+def require_valid(hand: Hand, size: int | tuple[int, ...], visible: "tuple[Tile, ...]" = ()) -> None:
     """Raise the narrow error for the first problem of ``hand``."""
     sizes = (size,) if isinstance(size, int) else size
+    if hand.size in sizes and hand.max_held <= 4 and not visible:
+        return
     for problem in hand_problems(hand, visible, sizes):
         cls = HandSizeError if problem.code == "bad_size" else TooManyCopies
         raise cls(problem.message, text=str(hand))

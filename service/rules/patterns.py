@@ -15,6 +15,7 @@ add to it.  Each pattern's fan value depends on the ruleset's ``fan_table``;
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +71,10 @@ def base_fan(pattern_id: str, table: str) -> int | None:
     return PATTERNS[pattern_id].fan(table)
 
 
-@dataclass(frozen=True, slots=True)
-class PatternFan:
+class PatternFan(NamedTuple):
     """A pattern as scored in one hand: its fan total and, for 根, its count.
+
+    (An immutable record; a NamedTuple because ting builds many of them.)
 
     >>> PatternFan("gen", 2, 2).as_dict()
     {'id': 'gen', 'name': '根', 'name_en': 'Root', 'fan': 2, 'count': 2}
@@ -92,3 +94,15 @@ class PatternFan:
         if not p.base and p.id == "gen":
             out["count"] = self.count
         return out
+
+
+_PF_CACHE: dict[tuple[str, int, int], PatternFan] = {}
+
+
+def pattern_fan(pid: str, fan: int, count: int = 1) -> PatternFan:
+    """An interned :class:`PatternFan` (scoring builds the same few again and again)."""
+    key = (pid, fan, count)
+    pf = _PF_CACHE.get(key)
+    if pf is None:
+        pf = _PF_CACHE[key] = PatternFan(pid, fan, count)
+    return pf

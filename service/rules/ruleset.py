@@ -66,6 +66,8 @@ class Ruleset:
     zhongzhang: bool = False
 
     def __post_init__(self) -> None:
+        if self.preset == type(self).preset:  # the field default is shadowed by the preset() classmethod
+            object.__setattr__(self, "preset", "xuezhan")
         for name, allowed in _ENUMS.items():
             value = getattr(self, name)
             if value not in allowed:

@@ -227,6 +227,9 @@ class Round:
             self.transfers.append(Transfer(payer, payee, points, reason, i))
 
     def _merge(self, start: int) -> None:
+        new = self.transfers[start:]
+        if len({(t.payer, t.payee, t.reason) for t in new}) == len(new):
+            return
         merged: dict[tuple, int] = {}
         for t in self.transfers[start:]:
             key = (t.payer, t.payee, t.reason, t.event)
@@ -239,14 +242,15 @@ class Round:
         if seat in self.left:
             raise EventError("seat_not_in_round", i, f"{role} seat {seat} has left the round")
 
-    def _check_copies(self, i: int) -> None:
-        total = list(self.concealed)
-        for s in range(4):
-            src = self.melds[s] if self.logged[s] else self.hand_melds[s]
-            for t, c in enumerate(src):
-                if c:
-                    total[t] += c
-        over = [f"{TILES[t]} ({c})" for t, c in enumerate(total) if c > 4]
+    def _check_copies(self, i: int, tiles: Iterable[int]) -> None:
+        """No tile among ``tiles`` (those the event added) appears more than 4 times in the round."""
+        over = []
+        for t in set(tiles):
+            total = self.concealed[t]
+            for s in range(4):
+                total += self.melds[s][t] if self.logged[s] else self.hand_melds[s][t]
+            if total > 4:
+                over.append(f"{TILES[t]} ({total})")
         if over:
             raise EventError("too_many_copies", i, "more than 4 copies across the round: " + ", ".join(over))
 
@@ -263,7 +267,7 @@ class Round:
         self.logged[ev.seat] = True
         self.pengs[ev.seat].append(ev.tile.index)
         self.any_peng = self.any_meld = True
-        self._check_copies(i)
+        self._check_copies(i, (ev.tile.index,))
         self.last = ("peng", ev.seat, None, ev.tile.index, ev.from_, i)
 
     def _kong(self, ev: Kong, i: int) -> None:
@@ -290,7 +294,7 @@ class Round:
             payers = [(s, self._unit(self.rules.concealed_kong)) for s in others]
         self.logged[seat] = True
         self.any_meld = True
-        self._check_copies(i)
+        self._check_copies(i, (t,))
         reason = "kong_" + ev.kind
         paid = []
         for payer, pts in payers:
@@ -399,31 +403,37 @@ class Round:
         problem = suit_problem(hand.suit_mask, hand.void)
         if problem:
             raise EventError("not_a_win", i, f"seat {w.seat} cannot win: {problem}")
-        evn = evaluate(hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx)
+        evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx)
         if evn is None:
             raise EventError("not_a_win", i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
         return points_of(evn.raw_fan, ctx)[2]
 
     def _count_hu_tiles(self, ev: Hu, i: int) -> None:
         first = True
+        touched: list[int] = []
         for w in ev.winners:
             if w.hand is None:
                 continue
-            self._add_hand(w.seat, w.hand)
+            touched.extend(self._add_hand(w.seat, w.hand))
             if ev.from_ is not None and not first:
                 self.concealed[ev.tile.index] -= 1  # the discard counts once
             first = False
         if ev.robbing_kong:
             self.melds[ev.from_][ev.tile.index] -= 1   # the robbed kong counts as a peng
-        self._check_copies(i)
+        self._check_copies(i, touched)
 
-    def _add_hand(self, seat: int, hand: Hand) -> None:
-        for t, c in enumerate(hand.counts):
-            self.concealed[t] += c
+    def _add_hand(self, seat: int, hand: Hand) -> list[int]:
+        """Count a given hand's tiles in the round; the tile indices it touched."""
+        touched = [t.index for t in hand.tiles]
+        for t in touched:
+            self.concealed[t] += 1
         hm = [0] * 27
         for m in hand.melds:
             hm[m.tile.index] += m.copies
+            touched.append(m.tile.index)
+        touched.extend(t for t, c in enumerate(self.hand_melds[seat]) if c)
         self.hand_melds[seat] = hm
+        return touched
 
     def _void_kong(self, kong: list, i: int) -> None:
         seat = kong[0]
@@ -437,6 +447,7 @@ class Round:
         """seat → (status, dajiao points) for the listed seats; hands are evaluated."""
         ctx = context(self.rules)
         out: dict[int, tuple[str, int]] = {}
+        touched: list[int] = []
         for rep in reports:
             if rep.seat not in seats:
                 raise EventError("bad_seats", i, f"seat {rep.seat} is not in the round")
@@ -447,7 +458,7 @@ class Round:
                 if probs:
                     raise EventError("bad_hand" if probs[0].code == "bad_size" else "too_many_copies", i,
                                      f"seat {rep.seat}'s hand: {probs[0].message}")
-                self._add_hand(rep.seat, rep.hand)
+                touched.extend(self._add_hand(rep.seat, rep.hand))
                 result = ting(rep.hand, ruleset=self.rules)
                 if result.huazhu:
                     out[rep.seat] = ("huazhu", 0)
@@ -459,7 +470,7 @@ class Round:
                 out[rep.seat] = ("ting", points_of(rep.dajiao_fan, ctx)[2])
             else:
                 out[rep.seat] = (rep.status, 0)
-        self._check_copies(i)
+        self._check_copies(i, touched)
         return out
 
     def _draw(self, ev: Draw, i: int) -> None:

@@ -72,54 +72,91 @@ _SETS = [("t", r) for r in range(9)] + [("q", r) for r in range(7)]
 def _build():
     shapes: dict[int, int] = {}
     decs: dict[int, list] = {}
+    terminal_pair = (True,) + (False,) * 7 + (True,)
 
-    def record(counts: list[int], sets: tuple, pair: int | None) -> None:
-        key = suit_key(counts)
-        trip = all(k == "t" for k, _ in sets)
-        yao = all((r in _TERMINAL) if k == "t" else (r in _SEQ_YAO) for k, r in sets) and (
-            pair is None or pair in _TERMINAL
-        )
+    def record(key: int, counts: list[int], sets: tuple, pair: int | None, trip: bool, yao: bool) -> None:
         bits = (TRIP if trip else 0) | (YAO if yao else 0)
-        dec = (sets, pair)
-        if key not in shapes:
+        slot = decs.get(key)
+        if slot is None:
             shapes[key] = _tile_flags(counts) | bits
+            dec = (sets, pair)
             decs[key] = [dec, dec if trip else None, dec if yao else None]
-        else:
-            shapes[key] |= bits
-            slot = decs[key]
-            if trip and slot[1] is None:
-                slot[1] = dec
-            if yao and slot[2] is None:
-                slot[2] = dec
+            return
+        shapes[key] |= bits
+        if trip and slot[1] is None:
+            slot[1] = (sets, pair)
+        if yao and slot[2] is None:
+            slot[2] = (sets, pair)
 
-    def walk(counts: list[int], sets: tuple, start: int) -> None:
-        record(counts, sets, None)
+    spans = []
+    for kind, r in _SETS:
+        span = (r,) * 3 if kind == "t" else (r, r + 1, r + 2)
+        yao = (r in _TERMINAL) if kind == "t" else (r in _SEQ_YAO)
+        spans.append((span, sum(POW5[x] for x in span), kind == "t", yao))
+
+    def walk(counts: list[int], key: int, sets: tuple, start: int, trip: bool, yao: bool) -> None:
+        record(key, counts, sets, None, trip, yao)
         for p in range(9):
             if counts[p] <= 2:
                 counts[p] += 2
-                record(counts, sets, p)
+                record(key + 2 * POW5[p], counts, sets, p, trip, yao and terminal_pair[p])
                 counts[p] -= 2
         if len(sets) == 4:
             return
         for i in range(start, len(_SETS)):
-            kind, r = _SETS[i]
-            span = (r,) * 3 if kind == "t" else (r, r + 1, r + 2)
-            if all(counts[x] < 4 for x in set(span)) and (kind == "q" or counts[r] <= 1):
-                for x in span:
-                    counts[x] += 1
-                walk(counts, sets + (_SETS[i],), i)
-                for x in span:
-                    counts[x] -= 1
+            span, add, is_trip, is_yao = spans[i]
+            if is_trip:
+                if counts[span[0]] > 1:
+                    continue
+            elif counts[span[0]] == 4 or counts[span[1]] == 4 or counts[span[2]] == 4:
+                continue
+            for x in span:
+                counts[x] += 1
+            walk(counts, key + add, sets + (_SETS[i],), i, trip and is_trip, yao and is_yao)
+            for x in span:
+                counts[x] -= 1
 
-    walk([0] * 9, (), 0)
+    walk([0] * 9, 0, (), 0, True, True)
     waits: dict[int, int] = {}
     for key in shapes:
-        counts = key_counts(key)
+        k = key
         for r in range(9):
-            if counts[r]:
-                waits[key - POW5[r]] = waits.get(key - POW5[r], 0) | 1 << r
-    wait_ranks = {k: tuple(r for r in range(9) if m >> r & 1) for k, m in waits.items()}
-    return shapes, {k: tuple(v) for k, v in decs.items()}, wait_ranks
+            k, c = divmod(k, 5)
+            if c:
+                w = key - POW5[r]
+                waits[w] = waits.get(w, 0) | 1 << r
+    wait_ranks = {k: _RANKS_OF[m] for k, m in waits.items()}
+    return shapes, {k: _notate(v) for k, v in decs.items()}, wait_ranks
+
+
+_RANKS_OF = [tuple(r for r in range(9) if m >> r & 1) for m in range(512)]
+
+
+_SET_NOTE = [
+    {(k, r): (f"{r + 1}" * 3 if k == "t" else f"{r + 1}{r + 2}{r + 3}") + letter for k, r in _SETS}
+    for letter in "mps"
+]
+_PAIR_NOTE = [[f"{r + 1}{r + 1}{letter}" for r in range(9)] + [None] for letter in "mps"]
+
+
+def _notate(decs: list) -> tuple:
+    """Per kind (any, TRIP, YAO): per suit, (set strings, pair string) in notation."""
+    first = None
+    out = []
+    for dec in decs:
+        if dec is None or dec is decs[0]:
+            if first is None:
+                first = _notate_one(decs[0])
+            out.append(first)
+        else:
+            out.append(_notate_one(dec))
+    return tuple(out)
+
+
+def _notate_one(dec) -> tuple:
+    sets, pair = dec
+    p = 9 if pair is None else pair
+    return tuple((tuple(notes[x] for x in sets), pairs[p]) for notes, pairs in zip(_SET_NOTE, _PAIR_NOTE))
 
 
 SHAPES, DECOMPOSITIONS, WAITS = _build()
@@ -160,15 +197,11 @@ def describe(keys, kind: int) -> list[str]:
     sets: list[str] = []
     pairs: list[str] = []
     for s, key in enumerate(keys):
-        if not key:
-            continue
-        dec = DECOMPOSITIONS[key][kind] or DECOMPOSITIONS[key][0]
-        suit_sets, pair = dec
-        letter = "mps"[s]
-        for k, r in suit_sets:
-            sets.append(f"{r + 1}" * 3 + letter if k == "t" else f"{r + 1}{r + 2}{r + 3}{letter}")
-        if pair is not None:
-            pairs.append(f"{pair + 1}{pair + 1}{letter}")
+        if key:
+            suit_sets, pair = DECOMPOSITIONS[key][kind][s]
+            sets.extend(suit_sets)
+            if pair is not None:
+                pairs.append(pair)
     return sets + pairs
 
 

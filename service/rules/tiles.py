@@ -19,6 +19,7 @@ service.rules.errors.UnknownSuit: unknown suit mark 'z' in '1z' at position 1
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from .errors import InvalidRank, MissingSuit, NotationError, UnexpectedCharacter, UnknownSuit
@@ -35,6 +36,9 @@ SUIT_MARKS = {
 }
 _SUIT_INDEX = {mark: SUITS.index(suit) for mark, suit in SUIT_MARKS.items()}
 _RANKS = "123456789"
+_SIMPLE = re.compile(r"(?:[1-9]+[mps])*")
+_GROUP = re.compile(r"([1-9]+)([mps])")
+_LETTER = {"m": 0, "p": 9, "s": 18}
 _SPACE = " \t\n\r"
 
 
@@ -119,6 +123,8 @@ def parse_tiles(text: str) -> list[Tile]:
     """
     if not isinstance(text, str):
         raise NotationError(f"a hand must be a string, got {type(text).__name__}", text=str(text))
+    if _SIMPLE.fullmatch(text):  # fast path: plain ASCII groups, e.g. "123m456p"
+        return [TILES[_LETTER[suit] + int(r) - 1] for ranks, suit in _GROUP.findall(text) for r in ranks]
     out: list[Tile] = []
     ranks: list[int] = []
     start = 0

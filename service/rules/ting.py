@@ -14,19 +14,18 @@ Dajiao(fan=4, points=48)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
-from .fan import DISCARD_WIN, _Ctx, context, evaluate, meld_info, patterns_of, points_of
+from .fan import DISCARD_WIN, _Ctx, context, evaluate, is_win, meld_info
 from .hand import Hand, POW5, count_tiles, parse_hand, require_valid
 from .patterns import PatternFan
-from .ruleset import Ruleset
+from .ruleset import XUEZHAN, Ruleset
 from .shapes import EVEN_KEYS, SHAPES, WAITS
 from .tiles import SUITS, TILES, Tile, parse_tiles
 
 
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """A tile that completes the hand, valued as a plain win by discard."""
+class Wait(NamedTuple):
+    """A tile that completes the hand, valued as a plain win by discard (immutable record)."""
 
     tile: Tile
     fan: int
@@ -37,8 +36,7 @@ class Wait:
     capped: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Dajiao:
+class Dajiao(NamedTuple):
     """大叫: the highest (or, with ``dajiao = min``, lowest) points over the waits."""
 
     fan: int
@@ -104,43 +102,55 @@ def wait_tiles(keys, n_concealed: int, n_melds: int, held, mask: int, void_suit:
             if held[base + r] < 4:
                 found.append(base + r)
     if n_melds == 0 and n_concealed == 13:
-        odd = [(s, r) for s in range(3) for r in _odd_ranks(keys[s])]
-        if len(odd) == 1:
-            s, r = odd[0]
-            t = s * 9 + r
+        o0, o1, o2 = _odd_ranks(k0), _odd_ranks(k1), _odd_ranks(k2)
+        if len(o0) + len(o1) + len(o2) == 1:
+            t = o0[0] if o0 else 9 + o1[0] if o1 else 18 + o2[0]
             if held[t] < 4 and t not in found:
                 found.append(t)
                 found.sort()
     return found
 
 
-def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, remaining) -> list[Wait]:
+def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, vis) -> list[Wait]:
+    """Each wait valued as a plain win by discard; ``remaining`` = 4 − held − visible."""
     out = []
+    k0, k1, k2 = keys
+    n = n_concealed + 1
+    cap, base, exponential = ctx.cap, ctx.base, ctx.exponential
     for t in tiles:
-        s = t // 9
-        k = list(keys)
-        k[s] += POW5[t % 9]
-        ev = evaluate(k, n_concealed + 1, mi, DISCARD_WIN, ctx)
-        fan, _mult, points, capped = points_of(ev.raw_fan, ctx)
-        out.append(Wait(TILES[t], fan, points, patterns_of(ev, ctx), remaining(t), ev.raw_fan, capped))
+        s, r = divmod(t, 9)
+        add = POW5[r]
+        ev = evaluate(k0 + add if s == 0 else k0, k1 + add if s == 1 else k1,
+                      k2 + add if s == 2 else k2, n, mi, DISCARD_WIN, ctx)
+        raw = ev.raw_fan
+        fan = cap if cap is not None and raw > cap else raw
+        points = base * ((1 << (fan - 1)) if exponential else fan)
+        out.append(Wait(TILES[t], fan, points, ev.patterns, 4 - held[t] - vis[t], raw, fan != raw))
     return out
 
 
-def dajiao_of(waits: Iterable[Wait], rules_dajiao: str) -> Dajiao | None:
-    waits = list(waits)
+def dajiao_of(waits: "list[Wait]", rules_dajiao: str) -> Dajiao | None:
     if not waits:
         return None
-    pick = max if rules_dajiao == "max" else min
-    w = pick(waits, key=lambda w: w.points)
+    w = waits[0]
+    for x in waits:
+        if (x.points > w.points) if rules_dajiao == "max" else (x.points < w.points):
+            w = x
     return Dajiao(w.fan, w.points)
 
 
-def _visible_counts(visible) -> tuple[int, ...]:
-    if visible is None:
-        return (0,) * 27
+_NO_TILES = (0,) * 27
+
+
+def _visible(visible) -> tuple[tuple[int, ...], tuple[Tile, ...]]:
+    """``visible`` (None, a hand string or tiles) as counts and as tiles."""
+    if not visible:
+        return _NO_TILES, ()
     if isinstance(visible, str):
-        return count_tiles(parse_tiles(visible))
-    return count_tiles(t if isinstance(t, Tile) else Tile.from_str(t) for t in visible)
+        tiles = tuple(parse_tiles(visible))
+    else:
+        tiles = tuple(t if isinstance(t, Tile) else Tile.from_str(t) for t in visible)
+    return count_tiles(tiles), tiles
 
 
 def _void_index(hand: Hand) -> int:
@@ -158,19 +168,20 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     >>> ting("123m456p789s1122m").ting   # three suits: 花猪, never ting
     False
     """
-    hand = parse_hand(hand)
-    rules = Ruleset.from_spec(ruleset)
+    if not isinstance(hand, Hand):
+        hand = parse_hand(hand)
+    rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
     ctx = context(rules)
-    vis = _visible_counts(visible)
-    require_valid(hand, 13, (TILES[i] for i, c in enumerate(vis) for _ in range(c)))
+    vis, vis_tiles = _visible(visible)
+    if hand.size != 13 or hand.max_held > 4 or vis_tiles:
+        require_valid(hand, 13, vis_tiles)
     tiles = wait_tiles(
         hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand)
     )
-    held = hand.held
-    waits = _value_waits(
-        hand.keys, len(hand.tiles), meld_info(hand.melds), tiles, ctx, lambda t: 4 - held[t] - vis[t]
-    )
-    return Ting(bool(waits), hand.huazhu, tuple(waits), dajiao_of(waits, rules.dajiao))
+    if not tiles:
+        return Ting(False, hand.huazhu, (), None)
+    waits = _value_waits(hand.keys, len(hand.tiles), meld_info(hand.melds), tiles, ctx, hand.held, vis)
+    return Ting(True, hand.huazhu, tuple(waits), dajiao_of(waits, rules.dajiao))
 
 
 def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> DiscardAdvice:
@@ -182,13 +193,13 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     >>> [str(o.discard) for o in adv.options], adv.complete
     (['5s'], False)
     """
-    hand = parse_hand(hand)
-    rules = Ruleset.from_spec(ruleset)
+    if not isinstance(hand, Hand):
+        hand = parse_hand(hand)
+    rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
     ctx = context(rules)
-    vis = _visible_counts(visible)
-    require_valid(hand, 14, (TILES[i] for i, c in enumerate(vis) for _ in range(c)))
-    from .fan import is_win
-
+    vis, vis_tiles = _visible(visible)
+    if hand.size != 14 or hand.max_held > 4 or vis_tiles:
+        require_valid(hand, 14, vis_tiles)
     return DiscardAdvice(tuple(_options(hand, ctx, vis, rules.dajiao)), is_win(hand))
 
 
@@ -202,7 +213,6 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
     mi = meld_info(hand.melds)
     meld_mask = mi.mask
     out = []
-    remaining = lambda t: 4 - held[t] - vis[t]  # noqa: E731 - the 14-tile hand: the discard is seen
     for d in range(27):
         if not counts[d]:
             continue
@@ -215,7 +225,7 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
         tiles = [t for t in wait_tiles(k, n, n_melds, held13, mask, void_suit) if held[t] < 4]
         if not tiles:
             continue
-        waits = _value_waits(k, n, mi, tiles, ctx, remaining)
+        waits = _value_waits(k, n, mi, tiles, ctx, held, vis)  # held: the discard is seen
         out.append(
             DiscardOption(TILES[d], tuple(waits), sum(w.remaining for w in waits), dajiao_of(waits, rules_dajiao))
         )

@@ -17,8 +17,7 @@ from .fan import is_win
 from .hand import Hand, Problem, hand_problems, parse_hand
 from .ruleset import Ruleset
 from .tiles import SUITS
-from .ting import _visible_counts
-from .tiles import TILES
+from .ting import _visible
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +41,7 @@ def validate(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     """
     hand = parse_hand(hand)
     Ruleset.from_spec(ruleset)  # the rules of §2 do not vary, but a bad ruleset is still an error
-    vis = _visible_counts(visible)
-    problems = hand_problems(hand, (TILES[i] for i, c in enumerate(vis) for _ in range(c)))
+    problems = hand_problems(hand, _visible(visible)[1])
     return Validation(
         valid=not problems,
         size=hand.size,

@@ -1,0 +1,161 @@
+"""Benchmark the rules core against the `mahjong` PyPI library (riichi) on the same hands.
+
+    python bench/core.py [--n 10000] [--reps 20]
+
+Prints one JSON line per operation: {"op", "ours_us", "mahjong_us", "speedup", ...}.
+Times are medians over the hands of the per-hand mean of ``reps`` calls, in µs.
+Hands are parsed once beforehand (parsing is reported on its own line, op "parse").
+The `mahjong` side: ``Agari.is_agari`` for the win check, a loop of it over the
+27 tiles for waits and per discard, ``HandCalculator.estimate_hand_value`` for scoring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.corpus import discard_hands, ting_hands, win_hands, winning_hands  # noqa: E402
+
+
+def per_hand_us(fn, items, reps: int) -> float:
+    """Median over items of the mean time of ``reps`` calls of fn(item), in µs."""
+    clock = time.perf_counter_ns
+    samples = []
+    for item in items:
+        t0 = clock()
+        for _ in range(reps):
+            fn(item)
+        samples.append((clock() - t0) / reps / 1000)
+    return statistics.median(samples)
+
+
+def table_build_cost() -> tuple[float, float]:
+    """Seconds and MiB to build the shape tables, measured in a fresh interpreter."""
+    import subprocess
+
+    def run(code: str) -> float:
+        return float(subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        ).stdout)
+
+    pre = "from service.rules.shapes import _build, _even_keys;"
+    seconds = min(run(pre + "import time;t=time.perf_counter();_build();_even_keys();"
+                      "print(time.perf_counter()-t)") for _ in range(3))
+    mib = run(pre + "import tracemalloc;tracemalloc.start();t=(_build(),_even_keys());"
+              "print(tracemalloc.get_traced_memory()[1]/2**20)")
+    return seconds, mib
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=10_000, help="hands per operation (default 10000)")
+    ap.add_argument("--reps", type=int, default=20, help="calls per hand for our side (default 20)")
+    ap.add_argument("--mahjong-reps", type=int, default=3, help="calls per hand for the mahjong library")
+    args = ap.parse_args()
+
+    from mahjong.agari import Agari
+    from mahjong.hand_calculating.hand import HandCalculator
+
+    from service import discards, is_win, parse_hand, score, ting
+    from service.rules.fan import Win
+    from service.rules.tiles import format_counts
+
+    n = args.n
+    build_s, build_mib = table_build_cost()
+    print(json.dumps({"op": "tables", "build_s": round(build_s, 3), "peak_mib": round(build_mib, 1)}))
+
+    def to34(counts):
+        return list(counts) + [0] * 7
+
+    agari = Agari()
+
+    # -- parse -------------------------------------------------------------------
+    texts = [str(h) for h in win_hands(min(n, 2000), seed=9)]
+    print(json.dumps({"op": "parse", "ours_us": round(per_hand_us(parse_hand, texts, args.reps), 3)}))
+
+    results = []
+
+    # -- win check ----------------------------------------------------------------
+    hands = win_hands(n)
+    arrays = [to34(h.counts) for h in hands]
+    ours = per_hand_us(is_win, hands, args.reps)
+    theirs = per_hand_us(agari.is_agari, arrays, args.mahjong_reps)
+    results.append(("win", ours, theirs))
+
+    # -- ting (waits with the fan of each) -------------------------------------------
+    hands = ting_hands(n)
+    arrays = [to34(h.counts) for h in hands]
+
+    def their_waits(a):
+        out = []
+        for t in range(27):
+            if a[t] < 4:
+                a[t] += 1
+                if agari.is_agari(a):
+                    out.append(t)
+                a[t] -= 1
+        return out
+
+    ours = per_hand_us(ting, hands, args.reps)
+    theirs = per_hand_us(their_waits, arrays, args.mahjong_reps)
+    results.append(("ting", ours, theirs))
+
+    # -- discard advice ---------------------------------------------------------------
+    hands = discard_hands(n)
+    arrays = [to34(h.counts) for h in hands]
+
+    def their_discards(a):
+        out = []
+        for d in range(27):
+            if a[d]:
+                a[d] -= 1
+                w = their_waits(a)
+                a[d] += 1
+                if w:
+                    out.append((d, w))
+        return out
+
+    ours = per_hand_us(discards, hands, max(1, args.reps // 4))
+    theirs = per_hand_us(their_discards, arrays, 1)
+    results.append(("discards", ours, theirs))
+
+    # -- score ------------------------------------------------------------------------
+    hands = winning_hands(n)
+    wins = [(h, Win(h.tiles[len(h.tiles) // 2])) for h in hands]
+    calc = HandCalculator()
+
+    def their_score(h):
+        tiles136 = []
+        seen = [0] * 34
+        for t in h.tiles:
+            tiles136.append(t.index * 4 + seen[t.index])
+            seen[t.index] += 1
+        return calc.estimate_hand_value(tiles136, tiles136[len(tiles136) // 2])
+
+    ours = per_hand_us(lambda hw: score(hw[0], hw[1]), wins, args.reps)
+    theirs = per_hand_us(their_score, hands[: max(1, n // 5)], 1)
+    results.append(("score", ours, theirs))
+
+    for op, o, t in results:
+        print(json.dumps({"op": op, "ours_us": round(o, 3), "mahjong_us": round(t, 3),
+                          "speedup": round(t / o, 1), "hands": n}))
+
+    # -- settle a typical xuezhan round --------------------------------------------------
+    from bench.rounds import typical_rounds
+    from service import settle
+
+    rounds = typical_rounds(min(n, 1000))
+    ours = per_hand_us(lambda r: settle(r["events"], dealer=r["dealer"]), rounds, max(1, args.reps // 4))
+    print(json.dumps({"op": "settle", "ours_us": round(ours, 3), "rounds": len(rounds)}))
+    _ = format_counts
+
+
+if __name__ == "__main__":
+    main()
