@@ -106,6 +106,11 @@ class Ruleset:
             ) from None
 
     @classmethod
+    def from_preset(cls, name: str) -> "Ruleset":
+        """The preset called ``name`` (same as :meth:`preset`)."""
+        return cls.preset(name)
+
+    @classmethod
     def from_spec(cls, spec: "str | Mapping[str, Any] | Ruleset | None") -> "Ruleset":
         """A preset name, ``{"preset": name, field: value, ...}``, a Ruleset, or None (xuezhan)."""
         if spec is None:

@@ -1,0 +1,246 @@
+"""A table: a physical game over many rounds, as a fold over its log (RULES.md §10).
+
+The log is a list of records, each ``{"seq": n, "type": ..., ...}`` with
+``seq`` = its 1-based position.  Record types: the round events of API.md
+(``peng``, ``kong``, ``hu``, ``draw``, ``escape``), ``round_start``
+(``dealer``, ``voids``), ``round_end``, and ``void`` (``target``: the seq of
+an earlier record, which then counts as never having happened).
+
+:class:`TableState` is the state after the first ``version`` records.  It is
+plain data (:meth:`TableState.to_dict`), so a store keeps it beside the log
+and appends without refolding; :func:`fold` rebuilds it from the log, which is
+the definition the stored state must always equal.
+
+Readings where RULES.md is silent (documented choices):
+
+* A round starts only by an explicit ``round_start``: a round event with no
+  round in progress is rejected (``no_round``); after a round has ended, the
+  next event must be a new ``round_start``.
+* ``round_start`` without ``dealer`` takes the previous round's next dealer
+  (the table's first dealer for round 1).  It is rejected while a round is
+  still being played (``round_in_progress``): post ``round_end`` first.
+* ``round_end`` closes a round that has not ended by its events; all payments
+  so far stand (no 流局 checks: post a ``draw`` for those), and the next
+  dealer follows the first win, or the dealer stays.
+* Transfers of a table name the ``seq`` of the record that caused them.
+* Voiding a record refolds the log without it; it is refused
+  (``void_conflict``) when a later record no longer validates without it.
+
+>>> st = TableState.new(["A", "B", "C", "D"], "xuezhan", dealer=1)
+>>> st, out = st.apply({"type": "round_start"}, seq=1)
+>>> st, out = st.apply({"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}, seq=2)
+>>> st.balances, st.version, [t.as_dict()["reason"] for t in out]
+([-12, -12, 36, -12], 2, ['kong_concealed', 'kong_concealed', 'kong_concealed'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from .errors import EventError
+from .ruleset import Ruleset
+from .settle import Round, Transfer
+from .tiles import parse_suit
+
+ROUND_EVENTS = ("peng", "kong", "hu", "draw", "escape")
+TABLE_EVENTS = ROUND_EVENTS + ("round_start", "round_end")
+
+
+class TableError(EventError):
+    """A record the table cannot take; ``code`` is stable, ``event`` is its seq."""
+
+
+class VoidConflict(TableError):
+    pass
+
+
+@dataclass
+class TableState:
+    """The state of a table after ``version`` log records (mutable only inside :meth:`apply`)."""
+
+    players: list[str]
+    ruleset: Ruleset
+    dealer: int                       # the dealer of the next round_start without one
+    version: int = 0
+    balances: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    rounds_done: int = 0              # rounds that have ended (summaries live beside the log)
+    round_meta: dict | None = None    # number, dealer, voids, start seq, seqs, status, ended_by
+    round: Round | None = None
+    voided: list[int] = field(default_factory=list)
+    base: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # balances before this round
+
+    @classmethod
+    def new(cls, players: list[str], ruleset: "Ruleset | str | Mapping | None", dealer: int = 0) -> "TableState":
+        return cls(list(players), Ruleset.from_spec(ruleset), dealer)
+
+    # -- views ------------------------------------------------------------------
+    def round_view(self) -> dict | None:
+        """The current (latest) round as API.md shows it."""
+        if self.round_meta is None or self.round is None:
+            return None
+        m, r = self.round_meta, self.round
+        return {
+            "number": m["number"],
+            "dealer": m["dealer"],
+            "status": m["status"],
+            "voids": m["voids"],
+            "won": list(r.won),
+            "left": list(r.left),
+            "deltas": list(r.deltas),
+            "ended_by": m["ended_by"],
+            "next_dealer": self._next_dealer() if m["status"] == "ended" else None,
+            "events": len(m["seqs"]),
+        }
+
+    def round_summary(self) -> dict:
+        """The summary of the current round once it has ended (kept in the rounds list)."""
+        view = self.round_view()
+        assert view is not None
+        return {k: view[k] for k in ("number", "dealer", "deltas", "won", "left", "ended_by", "next_dealer")} | {
+            "first_seq": self.round_meta["start"],
+            "last_seq": self.version,
+        }
+
+    def _next_dealer(self) -> int:
+        r = self.round
+        if r.first_win is None:
+            return r.dealer
+        seats, frm = r.first_win
+        if self.ruleset.next_dealer == "discarder":
+            return seats[0] if frm is None else frm
+        return seats[0] if len(seats) == 1 else frm
+
+    # -- persistence ---------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "players": self.players, "ruleset": self.ruleset.as_dict(), "dealer": self.dealer,
+            "version": self.version, "balances": self.balances, "rounds_done": self.rounds_done,
+            "round_meta": self.round_meta, "round": None if self.round is None else self.round.to_dict(),
+            "voided": self.voided, "base": self.base,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "TableState":
+        rules = dict(d["ruleset"])
+        preset = rules.pop("preset")
+        return cls(
+            players=list(d["players"]), ruleset=Ruleset.from_preset(preset).replace(**rules),
+            dealer=d["dealer"], version=d["version"], balances=list(d["balances"]),
+            rounds_done=d["rounds_done"],
+            round_meta=None if d["round_meta"] is None else dict(d["round_meta"]),
+            round=None if d["round"] is None else Round.from_dict(d["round"]),
+            voided=list(d["voided"]), base=list(d["base"]),
+        )
+
+    def copy(self) -> "TableState":
+        return TableState.from_dict(self.to_dict())
+
+    # -- applying records ---------------------------------------------------------------
+    def apply(self, record: Mapping[str, Any], seq: int) -> tuple["TableState", tuple[Transfer, ...]]:
+        """A new state with ``record`` (an event body) applied as ``seq``; self is unchanged."""
+        new = self.copy()
+        out = new.step(record, seq)
+        return new, out
+
+    def step(self, record: Mapping[str, Any], seq: int) -> tuple[Transfer, ...]:
+        kind = record.get("type") if isinstance(record, Mapping) else None
+        if kind == "round_start":
+            out: tuple[Transfer, ...] = ()
+            self._round_start(record, seq)
+        elif kind == "round_end":
+            out = ()
+            self._round_end(seq)
+        elif kind in ROUND_EVENTS:
+            out = self._round_event(record, seq)
+        else:
+            raise TableError("bad_event", seq, f"unknown event type {kind!r} (one of {', '.join(TABLE_EVENTS)})")
+        self.version = seq
+        return out
+
+    @property
+    def playing(self) -> bool:
+        return self.round_meta is not None and self.round_meta["status"] == "playing"
+
+    def _round_start(self, record: Mapping[str, Any], seq: int) -> None:
+        if self.playing:
+            raise TableError("round_in_progress", seq,
+                             f"round {self.round_meta['number']} is still being played; post round_end first")
+        unknown = set(record) - {"type", "dealer", "voids"}
+        if unknown:
+            raise TableError("bad_event", seq, f"unknown field(s) of round_start: {', '.join(sorted(unknown))}")
+        dealer = record.get("dealer")
+        if dealer is None:
+            dealer = self.dealer
+        if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer <= 3:
+            raise TableError("seat_out_of_range", seq, f"dealer {dealer!r} is not a seat 0-3")
+        voids = record.get("voids")
+        if voids is None:
+            voids = [None] * 4
+        if not isinstance(voids, list) or len(voids) != 4:
+            raise TableError("bad_event", seq, "voids lists four seats' void suits (or null)")
+        try:
+            voids = [None if v is None else parse_suit(v) for v in voids]
+        except Exception as exc:  # NotationError
+            raise TableError("bad_event", seq, f"voids: {exc}") from None
+        number = self.rounds_done + 1
+        self.round = Round(self.ruleset, dealer, voids)
+        self.round_meta = {"number": number, "dealer": dealer, "voids": voids, "start": seq,
+                           "seqs": [], "status": "playing", "ended_by": None}
+        self.base = list(self.balances)
+
+    def _round_end(self, seq: int) -> None:
+        if self.round_meta is None:
+            raise TableError("no_round", seq, "no round has started")
+        if not self.playing:
+            raise TableError("round_ended", seq, f"round {self.round_meta['number']} has already ended")
+        self.round.ended = True
+        self._close("round_end")
+
+    def _close(self, ended_by: str) -> None:
+        self.round_meta["status"] = "ended"
+        self.round_meta["ended_by"] = ended_by
+        self.rounds_done += 1
+        self.dealer = self._next_dealer()
+
+    def _round_event(self, record: Mapping[str, Any], seq: int) -> tuple[Transfer, ...]:
+        if self.round_meta is None:
+            raise TableError("no_round", seq, "post a round_start before the round's events")
+        if not self.playing:
+            raise TableError("round_ended", seq,
+                             f"round {self.round_meta['number']} has ended; post a round_start for the next")
+        out = self.round.step(record, seq)
+        self.round_meta["seqs"].append(seq)
+        d = self.round.deltas
+        self.balances = [b + x for b, x in zip(self.base, d)]
+        if self.round.ended:
+            self._close(record["type"])
+        return out
+
+
+def fold(players: list[str], ruleset, dealer: int, records: Iterable[Mapping[str, Any]]) -> tuple[TableState, list[dict]]:
+    """Rebuild a table's state from its whole log; also the summaries of its ended rounds.
+
+    Void records remove their targets; every other record is re-validated.
+    Raises :class:`VoidConflict` when a record no longer validates.
+    """
+    records = list(records)
+    voided = {r["target"] for r in records if r.get("type") == "void"}
+    st = TableState.new(players, ruleset, dealer)
+    summaries: list[dict] = []
+    for rec in records:
+        seq = rec["seq"]
+        if rec.get("type") == "void" or seq in voided:
+            st.version = seq
+            if rec.get("type") == "void":
+                st.voided.append(rec["target"])
+            continue
+        body = {k: v for k, v in rec.items() if k not in ("seq", "at", "round")}
+        before = st.rounds_done
+        try:
+            st.step(body, seq)
+        except EventError as exc:
+            raise VoidConflict("void_conflict", exc.event, f"record {seq} no longer holds: {exc.reason}") from None
+        if st.rounds_done > before:
+            summaries.append(st.round_summary())
+    return st, summaries

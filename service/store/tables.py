@@ -1,0 +1,339 @@
+"""The live table log on Redis: create, read, append, list, void, delete, verify.
+
+Every write is one Lua script call (:mod:`service.store.keys`), so it is
+all-or-nothing.  The hot path reads the state stored at version N, validates
+the event against it with the rules core (the single source of truth), and asks
+the script to append only if the log is still at N; a concurrent append makes
+the script answer ``conflict`` and the store retries (or, under ``If-Match``,
+reports 412).  An ``Idempotency-Key`` request stores its first response in the
+same script call, so a retry can only replay it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import random
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+import redis
+
+from ..rules.errors import EventError
+from ..rules.table import TableState, VoidConflict, fold
+from . import keys
+
+IDEMPOTENCY_TTL = 24 * 3600
+MAX_RETRIES = 50
+
+
+class StoreError(Exception):
+    """Base of the store's errors; ``code`` is a stable id."""
+
+    code = "store_error"
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.context = context
+
+
+class TableNotFound(StoreError):
+    code = "table_not_found"
+
+
+class EventNotFound(StoreError):
+    code = "event_not_found"
+
+
+class Unauthorized(StoreError):
+    code = "unauthorized"
+
+
+class Forbidden(StoreError):
+    code = "forbidden"
+
+
+class PreconditionFailed(StoreError):
+    code = "version_mismatch"
+
+
+class IdempotencyMismatch(StoreError):
+    code = "idempotency_key_reused"
+
+
+class Conflict(StoreError):
+    """409: the table's state forbids the change (a void others depend on, a full log, ...)."""
+
+    def __init__(self, code: str, message: str, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.code = code
+
+
+class Busy(StoreError):
+    code = "busy"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A write's response: what the client sees, and whether it was a replay."""
+
+    status: int
+    body: dict
+    headers: dict
+    replayed: bool = False
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def fingerprint(method: str, path: str, body: Any) -> str:
+    """What an Idempotency-Key is bound to: the method, the path and the canonical body."""
+    canon = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(f"{method} {path}\n{canon}".encode()).hexdigest()
+
+
+class TableStore:
+    """Tables kept in one Redis (or one Redis Cluster slot per table)."""
+
+    def __init__(self, client: redis.Redis, *, table_ttl: int = 0, max_events: int = 0,
+                 idempotency_ttl: int = IDEMPOTENCY_TTL) -> None:
+        self.r = client
+        self.table_ttl = table_ttl
+        self.max_events = max_events
+        self.idempotency_ttl = idempotency_ttl
+        self._create = client.register_script(keys.CREATE)
+        self._append = client.register_script(keys.APPEND)
+        self._delete = client.register_script(keys.DELETE)
+        self._repair = client.register_script(keys.REPAIR)
+
+    # -- create ------------------------------------------------------------------
+    def create(self, players: list[str], ruleset: Any, dealer: int = 0) -> dict:
+        state = TableState.new(players, ruleset, dealer)
+        token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        for _ in range(5):
+            table_id = secrets.token_hex(8)
+            fields = {
+                "players": _dumps(players), "ruleset": _dumps(state.ruleset.as_dict()),
+                "dealer": str(dealer), "token": _hash(token), "read_token": _hash(read_token),
+                "created": _now(),
+            }
+            flat = [x for kv in fields.items() for x in kv]
+            created = self._create(keys=[keys.meta(table_id), keys.state(table_id)],
+                                   args=[_dumps(state.to_dict()), self.table_ttl, *flat])
+            if created:
+                return {"id": table_id, "token": token, "read_token": read_token, "players": players,
+                        "ruleset": state.ruleset.as_dict(), "dealer": dealer, "version": 0,
+                        "balances": [0, 0, 0, 0]}
+        raise Busy("could not allocate a table id")  # pragma: no cover - 64 random bits
+
+    # -- auth ------------------------------------------------------------------------
+    def authorize(self, table_id: str, token: str | None, *, write: bool) -> None:
+        """401 without a valid token of this table, 403 for the read token on a write, 404 if unknown."""
+        stored = self.r.hmget(keys.meta(table_id), "token", "read_token")
+        if stored[0] is None:
+            raise TableNotFound(f"no table {table_id!r}")
+        if not token:
+            raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
+        given = _hash(token)
+        if hmac.compare_digest(given, stored[0].decode()):
+            return
+        if hmac.compare_digest(given, stored[1].decode()):
+            if write:
+                raise Forbidden("the read token cannot change the table; use the write token")
+            return
+        raise Unauthorized("the token is not valid for this table")
+
+    # -- read --------------------------------------------------------------------------
+    def _load(self, table_id: str, pipe_extra=None) -> tuple[dict, TableState, int]:
+        with self.r.pipeline(transaction=True) as p:
+            p.hgetall(keys.meta(table_id))
+            p.get(keys.state(table_id))
+            p.llen(keys.log(table_id))
+            meta, state, version = p.execute()
+        if not meta or state is None:
+            raise TableNotFound(f"no table {table_id!r}")
+        st = TableState.from_dict(json.loads(state))
+        if st.version != version:  # never expected: the script writes both at once
+            st = self.rebuild(table_id)[0]
+        return meta, st, version
+
+    def get(self, table_id: str) -> dict:
+        meta, st, version = self._load(table_id)
+        done = [json.loads(x) for x in self.r.lrange(keys.rounds(table_id), 0, -1)]
+        return self._view(table_id, st) | {"rounds": done}
+
+    def _view(self, table_id: str, st: TableState) -> dict:
+        return {"id": table_id, "players": st.players, "ruleset": st.ruleset.as_dict(),
+                "dealer": st.dealer, "version": st.version, "balances": st.balances,
+                "round": st.round_view()}
+
+    def version(self, table_id: str) -> int:
+        if not self.r.exists(keys.meta(table_id)):
+            raise TableNotFound(f"no table {table_id!r}")
+        return self.r.llen(keys.log(table_id))
+
+    def events(self, table_id: str, after: int = 0, limit: int = 100) -> dict:
+        with self.r.pipeline(transaction=True) as p:
+            p.exists(keys.meta(table_id))
+            p.lrange(keys.log(table_id), after, after + limit)
+            p.get(keys.state(table_id))
+            exists, raw, state = p.execute()
+        if not exists:
+            raise TableNotFound(f"no table {table_id!r}")
+        voided = set(json.loads(state)["voided"]) if state else set()
+        items = [json.loads(x) for x in raw[:limit]]
+        for it in items:
+            it["voided"] = it["seq"] in voided
+        nxt = items[-1]["seq"] if len(raw) > limit else None
+        return {"events": items, "next": nxt}
+
+    # -- write ---------------------------------------------------------------------------
+    def append(self, table_id: str, body: Mapping[str, Any], *, if_match: int | None = None,
+               idempotency_key: str | None = None, fp: str = "") -> Reply:
+        """Validate ``body`` against the table's state and append it; see the module doc."""
+        return self._write(table_id, if_match, idempotency_key, fp,
+                           lambda st, version: self._plan_event(table_id, st, version, body))
+
+    def void(self, table_id: str, target: int, *, if_match: int | None = None,
+             idempotency_key: str | None = None, fp: str = "") -> Reply:
+        """Append a void record for ``target``; the state is refolded without it."""
+        return self._write(table_id, if_match, idempotency_key, fp,
+                           lambda st, version: self._plan_void(table_id, st, version, target))
+
+    def _write(self, table_id, if_match, idem_key, fp, plan) -> Reply:
+        idem = keys.idem(table_id, idem_key) if idem_key else keys.idem(table_id, "")
+        for attempt in range(MAX_RETRIES):
+            if idem_key:
+                prior = self.r.get(idem)
+                if prior is not None:
+                    return self._replay(prior, fp)
+            meta, st, version = self._load(table_id)
+            if if_match is not None and if_match != version:
+                raise PreconditionFailed(f"the table is at version {version}, not {if_match}",
+                                         current=version)
+            record, new_state, reply, rounds_mode, rounds_payload = plan(st, version)
+            stored = ""
+            if idem_key:
+                stored = _dumps({"fp": fp, "status": reply.status, "body": reply.body,
+                                 "headers": reply.headers})
+            res = self._append(
+                keys=[keys.meta(table_id), keys.log(table_id), keys.state(table_id),
+                      keys.rounds(table_id), idem, keys.idems(table_id)],
+                args=[version, _dumps(record), _dumps(new_state.to_dict()), rounds_mode,
+                      rounds_payload, stored, self.idempotency_ttl, self.table_ttl, self.max_events],
+            )
+            outcome = res[0].decode()
+            if outcome == "ok":
+                return reply
+            if outcome == "replay":
+                return self._replay(res[1], fp)
+            if outcome == "missing":
+                raise TableNotFound(f"no table {table_id!r}")
+            if outcome == "full":
+                raise Conflict("table_full", f"the table has reached its limit of {self.max_events} events",
+                               current=version)
+            current = int(res[1])
+            if if_match is not None:
+                raise PreconditionFailed(f"the table is at version {current}, not {if_match}", current=current)
+            time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
+        raise Busy("too many concurrent writes to this table; retry")
+
+    def _replay(self, raw: bytes, fp: str) -> Reply:
+        rec = json.loads(raw)
+        if rec["fp"] != fp:
+            raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
+        return Reply(rec["status"], rec["body"], rec["headers"], replayed=True)
+
+    def _plan_event(self, table_id: str, st: TableState, version: int, body: Mapping[str, Any]):
+        seq = version + 1
+        new, transfers = st.apply(body, seq)  # raises EventError: nothing is written
+        record = {"seq": seq, **body, "round": new.round_meta["number"] if new.round_meta else None,
+                  "at": _now()}
+        mode, payload = "none", ""
+        if new.rounds_done > st.rounds_done:
+            mode, payload = "push", _dumps(new.round_summary())
+        reply = Reply(201, {"seq": seq, "version": seq, "transfers": [t.as_dict() for t in transfers],
+                            "balances": new.balances, "round": new.round_view()},
+                      {"Location": f"/v1/tables/{table_id}/events?after={seq - 1}&limit=1", "ETag": f'"{seq}"'})
+        return record, new, reply, mode, payload
+
+    def _plan_void(self, table_id: str, st: TableState, version: int, target: int):
+        if not 1 <= target <= version:
+            raise EventNotFound(f"table {table_id!r} has no event {target}")
+        records = [json.loads(x) for x in self.r.lrange(keys.log(table_id), 0, version - 1)]
+        if len(records) != version:
+            raise Busy("the log moved while it was read; retry")
+        if records[target - 1].get("type") == "void":
+            raise Conflict("not_voidable", f"event {target} is itself a void")
+        if target in st.voided:
+            raise Conflict("already_voided", f"event {target} is already voided")
+        seq = version + 1
+        record = {"seq": seq, "type": "void", "target": target, "at": _now()}
+        meta = self.r.hgetall(keys.meta(table_id))
+        try:
+            new, summaries = fold(st.players, st.ruleset, int(meta[b"dealer"]), records + [record])
+        except VoidConflict as exc:
+            raise Conflict("void_conflict",
+                           f"event {target} cannot be voided: a later event depends on it ({exc.reason})",
+                           event=exc.event) from None
+        delta = [a - b for a, b in zip(new.balances, st.balances)]
+        reply = Reply(201, {"seq": seq, "version": seq, "voided": target, "transfers": [],
+                            "deltas": delta, "balances": new.balances, "round": new.round_view()},
+                      {"Location": f"/v1/tables/{table_id}/events?after={seq - 1}&limit=1", "ETag": f'"{seq}"'})
+        return record, new, reply, "replace", _dumps([_dumps(s) for s in summaries])
+
+    def delete(self, table_id: str) -> bool:
+        return bool(self._delete(keys=[keys.meta(table_id), keys.log(table_id), keys.state(table_id),
+                                       keys.rounds(table_id), keys.idems(table_id)]))
+
+    # -- verification ------------------------------------------------------------------------
+    def rebuild(self, table_id: str) -> tuple[TableState, list[dict]]:
+        """Fold the whole log (the definition of the state)."""
+        meta = self.r.hgetall(keys.meta(table_id))
+        if not meta:
+            raise TableNotFound(f"no table {table_id!r}")
+        records = [json.loads(x) for x in self.r.lrange(keys.log(table_id), 0, -1)]
+        return fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]) | {},
+                    int(meta[b"dealer"]), records)
+
+    def check(self, table_id: str, repair: bool = False) -> dict:
+        """Compare the stored state with the fold of the log; optionally write the fold back."""
+        with self.r.pipeline(transaction=True) as p:
+            p.llen(keys.log(table_id))
+            p.get(keys.state(table_id))
+            p.lrange(keys.rounds(table_id), 0, -1)
+            length, state, rounds = p.execute()
+        folded, summaries = self.rebuild(table_id)
+        stored = None if state is None else json.loads(state)
+        ok = stored == json.loads(_dumps(folded.to_dict())) and [json.loads(x) for x in rounds] == json.loads(
+            _dumps(summaries))
+        ok = ok and sum(folded.balances) == 0
+        repaired = False
+        if not ok and repair:
+            repaired = bool(self._repair(keys=[keys.log(table_id), keys.state(table_id), keys.rounds(table_id)],
+                                         args=[length, _dumps(folded.to_dict()),
+                                               _dumps([_dumps(s) for s in summaries])]))
+        return {"id": table_id, "version": length, "ok": ok, "repaired": repaired,
+                "balances": folded.balances}
+
+    def table_ids(self):
+        for key in self.r.scan_iter(match=keys.TABLE_PATTERN, count=500):
+            k = key.decode()
+            yield k[len("{t:"): k.index("}")]
+
+
+_ = EventError
