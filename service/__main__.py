@@ -1,0 +1,129 @@
+"""Command line: ``python -m service serve`` and ``python -m service openapi``.
+
+``serve [--host H] [--port P] [--workers N] [--threads T]`` runs the HTTP API
+under gunicorn (``gthread`` workers, the app built by
+:func:`service.api.app.create_app` in each worker).  ``openapi [--json]``
+prints the OpenAPI document (YAML by default; the committed ``openapi.yaml``
+is ``python -m service openapi > openapi.yaml``).
+
+Configuration is by environment variable (read in :mod:`service.config`);
+command-line options win over the environment:
+
+============================ ============ ===============================================
+variable                     default      meaning
+============================ ============ ===============================================
+``HOST``                     127.0.0.1    address to bind (``--host``)
+``PORT``                     8000         TCP port (``--port``)
+``WORKERS``                  2            gunicorn worker processes (``--workers``)
+``THREADS``                  4            threads per worker (``--threads``)
+``TIMEOUT``                  30           seconds before a stuck worker is restarted
+``KEEPALIVE``                5            seconds an idle keep-alive connection stays open
+``LOG_LEVEL``                INFO         DEBUG, INFO, WARNING, ERROR, CRITICAL
+``MAX_BODY_BYTES``           65536        largest request body (larger: 413)
+``REDIS_URL``                (unset)      Redis of the tables store; unset: an embedded
+                                          redis-server is started for the service
+``PROMETHEUS_MULTIPROC_DIR`` (unset)      metrics directory shared by the workers; when
+                                          unset ``serve`` uses a fresh temporary one
+============================ ============ ===============================================
+
+Logs are JSON lines on stderr: one per request (logger ``service.access``)
+plus gunicorn's own messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import contextmanager
+from typing import Iterator, Sequence
+
+from .config import ConfigError, Settings, load_settings
+
+
+@contextmanager
+def storage(settings: Settings) -> Iterator[str | None]:
+    """Yield the Redis URL the workers will use.
+
+    Hook for the embedded Redis: when ``settings.redis_url`` is None, start
+    :class:`service.store.embedded.EmbeddedRedis` here, yield its URL, and
+    stop it in a ``finally`` after gunicorn has exited.
+    """
+    yield settings.redis_url
+
+
+def serve(settings: Settings) -> int:
+    import os
+
+    from . import serving
+
+    with serving.metrics_dir():  # before prometheus_client is imported
+        with storage(settings) as redis_url:
+            if redis_url:
+                os.environ["REDIS_URL"] = redis_url
+            settings = settings.with_overrides(redis_url=redis_url)
+
+            def load_app():
+                from .api.app import create_app
+                from .api.observe import configure_logging
+
+                configure_logging(settings.log_level)
+                return create_app()
+
+            try:
+                serving.run(load_app, settings)
+            except SystemExit as exc:
+                return exc.code if isinstance(exc.code, int) else 0
+    return 0
+
+
+def print_openapi(as_json: bool) -> int:
+    from .api.app import openapi_dict, openapi_yaml
+
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(openapi_dict(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        sys.stdout.write(openapi_yaml())
+    return 0
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m service", description="Sichuan mahjong scoring service")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("serve", help="run the HTTP API under gunicorn")
+    run.add_argument("--host", help="address to bind (env HOST)")
+    run.add_argument("--port", type=int, help="TCP port (env PORT)")
+    run.add_argument("--workers", type=int, help="worker processes (env WORKERS)")
+    run.add_argument("--threads", type=int, help="threads per worker (env THREADS)")
+    spec = sub.add_parser("openapi", help="print the OpenAPI document")
+    spec.add_argument("--json", action="store_true", help="JSON instead of YAML")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.command == "openapi":
+        return print_openapi(args.json)
+    try:
+        settings = load_settings().with_overrides(
+            host=args.host, port=args.port, workers=args.workers, threads=args.threads
+        )
+        _check(settings)
+    except ConfigError as exc:
+        print(f"python -m service: {exc}", file=sys.stderr)
+        return 2
+    return serve(settings)
+
+
+def _check(settings: Settings) -> None:
+    if not 0 <= settings.port <= 65535:
+        raise ConfigError(f"--port must be 0-65535; got {settings.port}")
+    if not 1 <= settings.workers <= 64:
+        raise ConfigError(f"--workers must be 1-64; got {settings.workers}")
+    if not 1 <= settings.threads <= 256:
+        raise ConfigError(f"--threads must be 1-256; got {settings.threads}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The Flask application factory.
+
+``create_app(config)`` builds the app from :mod:`service.config` (the
+environment) with ``config`` (a dict of Flask config keys) on top, then
+
+* installs the request-id / access-log / metrics hooks (:mod:`.observe`);
+* installs the one error handler (:mod:`.problems`);
+* registers the blueprints with flask-smorest, which generates the OpenAPI
+  3.1 document served at ``/openapi.json`` (Swagger UI at ``/docs``);
+* sets ``app.extensions["readiness_checks"]`` (a list) for ``/readyz``.
+
+>>> app = create_app({"TESTING": True})
+>>> app.test_client().get("/healthz").get_json()
+{'status': 'ok'}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from flask import Flask
+
+from ..config import load_settings
+from . import hands, observe, ops, problems, rounds
+from .schemas import DocumentedField
+from .smorest import Api
+
+API_TITLE = "Sichuan mahjong scoring service"
+API_VERSION = "1.0.0"
+
+API_DESCRIPTION = """\
+Rules engine for Sichuan (血战到底) mahjong: hand validation, ting and
+discard advice, scoring, round settlement. The rules are those of RULES.md.
+
+* Every request and response body is JSON; a POST body must be sent as
+  `application/json` (else 415) and be at most `MAX_BODY_BYTES` (64 KiB by
+  default; else 413).
+* Every error is RFC 9457 `application/problem+json` with `type`, `title`,
+  `status`, `detail`, `code` (a stable id), `instance` and `request_id`;
+  schema errors add `errors` (field path → messages); a settlement error adds
+  `event` (the index of the event that cannot happen). Malformed JSON is 400,
+  JSON that breaks the schema or a rule is 422.
+* `X-Request-ID` (`^[A-Za-z0-9._-]{1,128}$`) is echoed on every response; an
+  absent or invalid one is replaced by a generated id.
+"""
+
+DEFAULTS: dict[str, Any] = {
+    "API_TITLE": API_TITLE,
+    "API_VERSION": API_VERSION,
+    "OPENAPI_VERSION": "3.1.0",
+    "OPENAPI_URL_PREFIX": "/",
+    "OPENAPI_JSON_PATH": "openapi.json",
+    "OPENAPI_SWAGGER_UI_PATH": "/docs",
+    "OPENAPI_SWAGGER_UI_URL": "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/",
+    "API_SPEC_OPTIONS": {
+        "info": {
+            "description": API_DESCRIPTION,
+            "license": {"name": "MIT", "identifier": "MIT"},
+        },
+    },
+}
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """Build the application; ``config`` overrides the environment's settings."""
+    app = Flask("service.api")
+    app.config.update(DEFAULTS)
+    app.config.update(load_settings().flask_config())
+    if config:
+        app.config.update(config)
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.json.ensure_ascii = False  # type: ignore[attr-defined]  (input surrogates are rejected)
+
+    app.extensions["readiness_checks"] = []
+    observe.install(app)
+    problems.register(app)
+
+    api = Api(app)
+    api.register_field(DocumentedField, None, None)
+    api.ma_plugin.converter.add_attribute_function(_documented_field)
+    for blueprint in (hands.blp, rounds.blp, ops.blp):
+        api.register_blueprint(blueprint)
+    # flask-smorest's pagination schema is not used by this API
+    api.spec.components.schemas.pop("PaginationMetadata", None)
+    app.extensions["api"] = api
+    return app
+
+
+def _documented_field(self, field, **kwargs) -> dict:
+    """apispec attribute function: a DocumentedField gives its own schema."""
+    if isinstance(field, DocumentedField):
+        return field.openapi(self)
+    return {}
+
+
+def openapi_dict(app: Flask | None = None) -> dict:
+    """The OpenAPI document as a dict."""
+    app = app or create_app({"TESTING": True})
+    with app.app_context():
+        spec = app.extensions["api"].spec.to_dict()
+    order = ("openapi", "info", "tags", "paths", "components")
+    return {**{k: spec[k] for k in order if k in spec}, **{k: v for k, v in spec.items() if k not in order}}
+
+
+def openapi_yaml(app: Flask | None = None) -> str:
+    """The OpenAPI document as YAML (multi-line strings as literal blocks)."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(openapi_dict(app), Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)

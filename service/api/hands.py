@@ -1,0 +1,72 @@
+"""`/v1/hands/*`: stateless hand operations (thin views: parse → core → dump)."""
+
+from __future__ import annotations
+
+from flask import jsonify
+
+from .. import discards, score, ting, validate
+from . import schemas as s
+from .smorest import Blueprint
+
+blp = Blueprint("hands", __name__, url_prefix="/v1/hands", description="Validate, ting, discard advice and scoring of one hand.")
+
+
+def errors(func):
+    """Document the errors every JSON POST can answer besides 422."""
+    for status, name in ((400, "BAD_REQUEST"), (413, "REQUEST_ENTITY_TOO_LARGE"), (415, "UNSUPPORTED_MEDIA_TYPE")):
+        func = blp.alt_response(status, name)(func)
+    return func
+
+
+@blp.route("/validate", methods=["POST"])
+@blp.arguments(s.ValidateRequest(), example={"hand": {"tiles": "23445677p345789s", "melds": [], "void": "m"}})
+@blp.response(200, s.ValidateResponse)
+@errors
+def validate_hand(args):
+    """Check a hand: size, copies, suits, 花猪, completeness.
+
+    A hand that parses but breaks a rule (wrong size, a fifth copy) is a 200
+    with `valid: false` and its problems; notation that does not parse is a 422.
+    """
+    result = validate(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
+    return jsonify(s.dump_validation(result))
+
+
+@blp.route("/ting", methods=["POST"])
+@blp.arguments(s.TingRequest(), example={"hand": {"tiles": "1112345678999m"}, "ruleset": "xuezhan", "visible": "5m5m"})
+@blp.response(200, s.TingResponse)
+@errors
+def ting_hand(args):
+    """Waits of a 13-size hand with their fan, points and remaining copies, and its 大叫."""
+    result = ting(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
+    return jsonify(s.dump_ting(result))
+
+
+@blp.route("/discards", methods=["POST"])
+@blp.arguments(s.DiscardsRequest(), example={"hand": {"tiles": "11122233344456m"}, "ruleset": {"preset": "xuezhan", "cap": 4}})
+@blp.response(200, s.DiscardsResponse)
+@errors
+def discard_advice(args):
+    """Discards of a 14-size hand that leave it ting, best first."""
+    result = discards(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
+    return jsonify(s.dump_discards(result))
+
+
+@blp.route("/score", methods=["POST"])
+@blp.arguments(
+    s.ScoreRequest(),
+    example={
+        "hand": {"tiles": "123345m999p66p", "melds": [{"type": "kong", "kind": "concealed", "tile": "2p"}]},
+        "win": {"tile": "6p", "self_drawn": True},
+        "ruleset": {"preset": "xuezhan", "zimo": "fan"},
+    },
+)
+@blp.response(200, s.ScoreResponse)
+@errors
+def score_hand(args):
+    """Score a 14-size winning hand (the winning tile included).
+
+    A hand that does not win, or contradictory flags: 422.
+    """
+    result = score(args["hand"], args["win"], ruleset=args["ruleset"])
+    return jsonify(s.dump_score(result))

@@ -1,0 +1,149 @@
+"""Request ids, one structured access-log line per request, Prometheus metrics.
+
+* ``X-Request-ID``: a client value matching ``^[A-Za-z0-9._-]{1,128}$`` is
+  kept, anything else is ignored and a fresh id generated; the id is echoed
+  on every response and put in every problem body.
+* Access log: logger ``service.access``, one JSON object per request as the
+  log message: ``method``, ``path``, ``status``, ``duration_ms``,
+  ``request_id`` (never bodies, query strings or headers).
+* Metrics: ``mahjong_http_requests_total{endpoint,method,status}`` and
+  ``mahjong_http_request_duration_seconds{endpoint,method}``; ``endpoint`` is
+  the URL rule (``<unmatched>`` for 404s, so paths cannot explode the label
+  set).  Under several gunicorn workers set ``PROMETHEUS_MULTIPROC_DIR``
+  (``serve`` does) and ``/metrics`` aggregates every worker's files.
+
+>>> valid_request_id("abc-123.X_y"), valid_request_id("bad id"), valid_request_id("x" * 129)
+(True, False, False)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+import uuid
+
+from flask import Flask, Response, g, request
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+access_log = logging.getLogger("service.access")
+
+# Metric objects are process-wide (prometheus-client registers them once).
+from prometheus_client import (  # noqa: E402  (after the module docstring on purpose)
+    CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest,
+)
+
+REQUESTS = Counter(
+    "mahjong_http_requests",
+    "HTTP requests handled, by endpoint (URL rule), method and status.",
+    ["endpoint", "method", "status"],
+)
+LATENCY = Histogram(
+    "mahjong_http_request_duration_seconds",
+    "Time from the start of request handling to the response, by endpoint and method.",
+    ["endpoint", "method"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+
+
+def valid_request_id(value: str | None) -> bool:
+    return bool(value) and _REQUEST_ID.fullmatch(value) is not None
+
+
+def _begin() -> None:
+    g.start = time.perf_counter()
+    rid = request.headers.get(REQUEST_ID_HEADER)
+    g.request_id = rid if valid_request_id(rid) else uuid.uuid4().hex
+
+
+def _finish(response: Response) -> Response:
+    rid = g.get("request_id") or uuid.uuid4().hex
+    response.headers[REQUEST_ID_HEADER] = rid
+    start = g.get("start")
+    elapsed = time.perf_counter() - start if start is not None else 0.0
+    rule = request.url_rule.rule if request.url_rule is not None else "<unmatched>"
+    method = request.method if len(request.method) <= 10 else "OTHER"
+    status = response.status_code
+    try:
+        REQUESTS.labels(rule, method, str(status)).inc()
+        LATENCY.labels(rule, method).observe(elapsed)
+    except Exception:  # pragma: no cover - metrics must never break a response
+        logging.getLogger("service.api").exception("recording metrics failed")
+    if access_log.isEnabledFor(logging.INFO):
+        access_log.info(
+            json.dumps(
+                {
+                    "event": "request",
+                    "method": method,
+                    "path": request.path[:512],
+                    "endpoint": rule,
+                    "status": status,
+                    "duration_ms": round(elapsed * 1000, 3),
+                    "request_id": rid,
+                },
+                ensure_ascii=True,
+            )
+        )
+    return response
+
+
+def install(app: Flask) -> None:
+    """Register the request-id / log / metrics hooks (first before, last after)."""
+    app.before_request_funcs.setdefault(None, []).insert(0, _begin)
+    app.after_request(_finish)
+
+
+def metrics_response() -> Response:
+    """The Prometheus exposition of this process, or of every worker (multiprocess)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        body = generate_latest(registry)
+    else:
+        body = generate_latest(REGISTRY)
+    return Response(body, content_type=CONTENT_TYPE_LATEST)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line; a message that already is a JSON object is merged in."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        out = {
+            "ts": round(record.created, 3),
+            "level": record.levelname,
+            "logger": record.name,
+            "pid": record.process,
+        }
+        if message.startswith("{"):
+            try:
+                parsed = json.loads(message)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict):
+                out.update(parsed)
+            else:
+                out["message"] = message
+        else:
+            out["message"] = message
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False)
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """JSON lines on stderr for the ``service`` loggers (idempotent)."""
+    logger = logging.getLogger("service")
+    logger.setLevel(level)
+    if not any(getattr(h, "_service_json", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(JsonFormatter())
+        handler._service_json = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.propagate = False

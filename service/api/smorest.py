@@ -1,0 +1,158 @@
+"""flask-smorest adapted to the service: strict JSON bodies, problem+json errors.
+
+* :class:`JsonBodyParser` reads a request body as JSON only when the content
+  type says JSON (else 415), rejects malformed JSON, ``NaN``/``Infinity``, lone
+  surrogates and over-deep nesting (400), and turns schema errors into
+  :class:`~service.api.problems.InvalidInput` with flat field paths (422).
+* :class:`Blueprint` uses that parser; :class:`Api` documents every error
+  response as ``application/problem+json`` and leaves error handling to
+  :mod:`service.api.problems` (flask-smorest's own handler is not installed).
+
+>>> flatten_messages({"hand": {"melds": {0: {"tile": ["Missing data for required field."]}}}})
+{'hand.melds.0.tile': ['Missing data for required field.']}
+>>> flatten_messages({"_schema": ["Invalid input type."]})
+{'_schema': ['Invalid input type.']}
+"""
+
+from __future__ import annotations
+
+import http
+import json
+import re
+from typing import Any
+
+import flask_smorest
+from flask_smorest.utils import prepare_response
+from webargs import core
+from werkzeug.exceptions import RequestEntityTooLarge
+from webargs.flaskparser import FlaskParser
+
+from .problems import PROBLEM_JSON, InvalidInput, MalformedJSON, UnsupportedMediaType
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json_body(raw: bytes) -> Any:
+    """Decode a request body as strict JSON, raising :class:`MalformedJSON`."""
+    if not raw.strip():
+        raise MalformedJSON("the request body is empty; a JSON object is expected")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedJSON(f"the request body is not UTF-8 (byte {exc.start})") from None
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise MalformedJSON(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise MalformedJSON("invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # NaN/Infinity, integers too long to convert
+        raise MalformedJSON(f"invalid JSON: {exc}") from None
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(data):
+        raise MalformedJSON("invalid JSON: a string holds an unpaired UTF-16 surrogate")
+    return data
+
+
+def _has_lone_surrogate(data: Any, depth: int = 0) -> bool:
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def flatten_messages(messages: Any, prefix: str = "") -> dict[str, list[str]]:
+    """marshmallow's nested error messages → ``{"a.b.0.c": [messages]}``.
+
+    Schema-level messages (``_schema``) belong to the object that holds them;
+    at the top they stay under ``_schema``.
+    """
+    out: dict[str, list[str]] = {}
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                key = str(key)
+                if key == "_schema":
+                    walk(value, path or "_schema")
+                else:
+                    walk(value, f"{path}.{key}" if path else key)
+        elif isinstance(node, (list, tuple)):
+            for item in node:
+                if isinstance(item, (dict, list, tuple)):
+                    walk(item, path)
+                else:
+                    out.setdefault(path or "_schema", []).append(str(item))
+        else:
+            out.setdefault(path or "_schema", []).append(str(node))
+
+    walk(messages, prefix)
+    return out
+
+
+class JsonBodyParser(FlaskParser):
+    """webargs parser for JSON bodies with the service's error model."""
+
+    def _raw_load_json(self, req) -> Any:
+        if not core.is_json(req.mimetype):
+            got = req.mimetype or "no content type"
+            raise UnsupportedMediaType(f"the request body must be application/json, got {got}")
+        raw = req.get_data(cache=True)
+        limit = req.max_content_length
+        if limit is not None and len(raw) >= limit and req.content_length is None:
+            # A body without Content-Length (chunked) is cut at the limit by
+            # werkzeug without an error: anything left unread makes it too large.
+            if req.environ["wsgi.input"].read(1):
+                raise RequestEntityTooLarge()
+        return parse_json_body(raw)
+
+    def handle_error(self, error, req, schema, *, error_status_code, error_headers):
+        messages = error.messages
+        if isinstance(messages, dict) and set(messages) == {"json"}:
+            messages = messages["json"]
+        errors = flatten_messages(messages)
+        first = next(iter(errors.items()), None)
+        detail = "the request body does not match the schema"
+        if first:
+            where = "" if first[0] == "_schema" else f"{first[0]}: "
+            detail += f" ({where}{first[1][0]})"
+        raise InvalidInput(detail, errors=errors)
+
+
+class Blueprint(flask_smorest.Blueprint):
+    ARGUMENTS_PARSER = JsonBodyParser()
+
+
+class Api(flask_smorest.Api):
+    """flask-smorest Api whose documented errors are problem+json."""
+
+    DEFAULT_ERROR_RESPONSE_NAME = "DEFAULT_ERROR"
+
+    def _register_error_handlers(self) -> None:
+        """Errors are handled by :func:`service.api.problems.problem_response`."""
+
+    def _register_responses(self) -> None:
+        from .schemas import ProblemSchema
+
+        for status in http.HTTPStatus:
+            if status < 400:
+                continue
+            response = {"description": status.phrase, "schema": ProblemSchema}
+            prepare_response(response, self.spec, PROBLEM_JSON)
+            self.spec.components.response(status.name, response, lazy=True)
+        response = {"description": "Error (RFC 9457 problem details)", "schema": ProblemSchema}
+        prepare_response(response, self.spec, PROBLEM_JSON)
+        self.spec.components.response(self.DEFAULT_ERROR_RESPONSE_NAME, response, lazy=True)

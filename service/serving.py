@@ -1,0 +1,92 @@
+"""Running a WSGI app under gunicorn (``gthread`` workers), programmatically.
+
+Used by ``python -m service serve`` and by ``bench/load_ting.py`` (which
+serves a bare WSGI app with exactly the same settings).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from gunicorn.app.base import BaseApplication
+
+from .config import Settings
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def _child_exit(server: Any, worker: Any) -> None:
+    """gunicorn hook: drop a dead worker's live metrics (multiprocess mode)."""
+    if os.environ.get(MULTIPROC_ENV):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
+
+
+def gunicorn_options(settings: Settings) -> dict[str, Any]:
+    return {
+        "bind": [f"{settings.host}:{settings.port}"],
+        "workers": settings.workers,
+        "threads": settings.threads,
+        "worker_class": "gthread",
+        "timeout": settings.timeout,
+        "graceful_timeout": 10,
+        "keepalive": settings.keepalive,
+        "loglevel": settings.log_level.lower(),
+        "accesslog": None,  # the app writes one JSON line per request itself
+        "errorlog": "-",
+        "proc_name": "mahjong-service",
+        "limit_request_line": 4094,
+        "limit_request_fields": 100,
+        "limit_request_field_size": 8190,
+        "child_exit": _child_exit,
+        "control_socket_disable": True,  # no shared ~/.gunicorn socket between instances
+    }
+
+
+class GunicornApp(BaseApplication):
+    """A gunicorn application whose WSGI app comes from ``loader()`` (called in each worker)."""
+
+    def __init__(self, loader: Callable[[], Any], options: dict[str, Any]) -> None:
+        self._loader = loader
+        self._options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self._options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        return self._loader()
+
+
+@contextmanager
+def metrics_dir() -> Iterator[str]:
+    """``PROMETHEUS_MULTIPROC_DIR`` for the workers: the operator's (emptied) or a fresh one.
+
+    Must be entered before :mod:`prometheus_client` is imported in this process.
+    """
+    given = os.environ.get(MULTIPROC_ENV)
+    if given:
+        os.makedirs(given, exist_ok=True)
+        for stale in glob.glob(os.path.join(given, "*.db")):
+            os.unlink(stale)
+        yield given
+        return
+    path = tempfile.mkdtemp(prefix="mahjong-metrics-")
+    os.environ[MULTIPROC_ENV] = path
+    try:
+        yield path
+    finally:
+        os.environ.pop(MULTIPROC_ENV, None)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def run(loader: Callable[[], Any], settings: Settings) -> None:
+    """Run gunicorn until it is stopped (SIGINT/SIGTERM); raises SystemExit at the end."""
+    GunicornApp(loader, gunicorn_options(settings)).run()

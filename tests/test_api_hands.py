@@ -1,0 +1,233 @@
+"""/v1/hands/*: the API.md response shapes and their contents."""
+
+from __future__ import annotations
+
+import pytest
+
+from service import discards, parse_hand, score, ting
+from service.api import create_app
+from service.rules.fan import Win
+from service.rules.patterns import PATTERNS
+
+PATTERN_KEYS = {"id", "name", "name_en", "fan"}
+
+
+@pytest.fixture(scope="module")
+def client():
+    return create_app({"TESTING": True}).test_client()
+
+
+def ok(response) -> dict:
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.mimetype == "application/json"
+    return response.get_json()
+
+
+def check_pattern(p: dict) -> None:
+    assert set(p) in (PATTERN_KEYS, PATTERN_KEYS | {"count"})
+    ref = PATTERNS[p["id"]]
+    assert (p["name"], p["name_en"]) == (ref.name, ref.name_en)
+    assert isinstance(p["fan"], int) and p["fan"] > 0
+    assert ("count" in p) == (p["id"] == "gen")
+
+
+def check_wait(w: dict) -> None:
+    assert set(w) == {"tile", "fan", "points", "patterns", "remaining"}
+    for p in w["patterns"]:
+        check_pattern(p)
+
+
+# -- validate -----------------------------------------------------------------------
+def test_validate_shape(client):
+    body = ok(client.post("/v1/hands/validate", json={"hand": {"tiles": "321m 456p 789s 11m"}}))
+    assert set(body) == {"valid", "size", "tiles", "suits", "huazhu", "complete", "problems"}
+    assert body == {
+        "valid": False, "size": 11, "tiles": "11123m456p789s", "suits": ["m", "p", "s"], "huazhu": True,
+        "complete": False, "problems": [body["problems"][0]],
+    }
+    assert set(body["problems"][0]) == {"code", "message"}
+    assert body["problems"][0]["code"] == "bad_size"
+
+
+def test_validate_complete_hand_with_melds(client):
+    hand = {"tiles": "123345m999p66p", "melds": [{"type": "kong", "kind": "concealed", "tile": "2p"}]}
+    body = ok(client.post("/v1/hands/validate", json={"hand": hand}))
+    assert body["valid"] and body["complete"] and body["size"] == 14
+    assert body["suits"] == ["m", "p"] and body["tiles"] == "123345m66999p"
+    assert body["problems"] == []
+
+
+def test_validate_suits_include_melds_and_void(client):
+    hand = {"tiles": "11122233344m", "melds": [{"type": "peng", "tile": "5条"}], "void": "s"}
+    body = ok(client.post("/v1/hands/validate", json={"hand": hand}))
+    assert body["suits"] == ["m", "s"]
+    assert body["huazhu"] is True and body["complete"] is False
+
+
+def test_validate_fifth_copy_is_200_with_problem(client):
+    body = ok(client.post("/v1/hands/validate", json={"hand": {"tiles": "11111m"}}))
+    assert body["valid"] is False
+    assert [p["code"] for p in body["problems"]] == ["bad_size", "too_many_copies"]
+
+
+def test_validate_visible_counts_copies(client):
+    body = ok(client.post("/v1/hands/validate", json={"hand": {"tiles": "1111234567899m"}, "visible": "1m"}))
+    assert [p["code"] for p in body["problems"]] == ["too_many_copies"]
+
+
+def test_validate_empty_hand(client):
+    body = ok(client.post("/v1/hands/validate", json={"hand": {"tiles": ""}}))
+    assert body["size"] == 0 and body["tiles"] == "" and body["suits"] == []
+
+
+def test_tiles_as_list_and_chinese_marks(client):
+    a = ok(client.post("/v1/hands/validate", json={"hand": {"tiles": ["1万", "2m", " 3M ", "4p"]}}))
+    b = ok(client.post("/v1/hands/validate", json={"hand": {"tiles": "123m4筒"}}))
+    assert a == b and a["tiles"] == "123m4p"
+
+
+# -- ting ------------------------------------------------------------------------------
+def test_ting_shape_and_values(client):
+    body = ok(client.post("/v1/hands/ting", json={"hand": {"tiles": "1112345678999m"}}))
+    assert set(body) == {"ting", "huazhu", "waits", "dajiao"}
+    assert body["ting"] is True and body["huazhu"] is False
+    assert [w["tile"] for w in body["waits"]] == [f"{r}m" for r in range(1, 10)]
+    for w in body["waits"]:
+        check_wait(w)
+    assert body["dajiao"] == {"fan": 4, "points": 48}
+    first = body["waits"][0]
+    assert first == {
+        "tile": "1m", "fan": 4, "points": 48, "remaining": 1,
+        "patterns": [
+            {"id": "qingyise", "name": "清一色", "name_en": "Full flush", "fan": 3},
+            {"id": "gen", "name": "根", "name_en": "Root", "fan": 1, "count": 1},
+        ],
+    }
+
+
+def test_ting_matches_core(client):
+    payload = {"hand": {"tiles": "1m2m3m 456p 789p 111p 5m"}, "visible": "5m5m", "ruleset": {"cap": 2}}
+    body = ok(client.post("/v1/hands/ting", json=payload))
+    core = ting("1m2m3m 456p 789p 111p 5m", visible="5m5m", ruleset={"cap": 2})
+    assert [(w["tile"], w["fan"], w["points"], w["remaining"]) for w in body["waits"]] == [
+        (str(w.tile), w.fan, w.points, w.remaining) for w in core.waits
+    ]
+
+
+def test_not_ting_has_null_dajiao(client):
+    body = ok(client.post("/v1/hands/ting", json={"hand": {"tiles": "123m456p789s1122m"}}))
+    assert body == {"ting": False, "huazhu": True, "waits": [], "dajiao": None}
+
+
+def test_ting_ruleset_changes_points(client):
+    hand = {"tiles": "1112345678999m"}
+    linear = ok(client.post("/v1/hands/ting", json={"hand": hand, "ruleset": "chengdu-points"}))
+    capped = ok(client.post("/v1/hands/ting", json={"hand": hand, "ruleset": {"preset": "xuezhan", "cap": 3}}))
+    assert linear["dajiao"]["points"] == linear["dajiao"]["fan"]  # base 1, linear
+    assert capped["dajiao"] == {"fan": 3, "points": 24}
+
+
+def test_ting_void(client):
+    body = ok(client.post("/v1/hands/ting", json={"hand": {"tiles": "1112345678999m", "void": "万"}}))
+    assert body["ting"] is False and body["huazhu"] is True
+
+
+def test_ting_with_melds(client):
+    hand = {"tiles": "2344567p", "melds": [{"type": "peng", "tile": "9s"}, {"type": "kong", "kind": "direct", "tile": "1s"}]}
+    body = ok(client.post("/v1/hands/ting", json={"hand": hand}))
+    assert body["ting"] is True
+    assert body["waits"] == [check_wait(w) or w for w in body["waits"]]
+
+
+# -- discards -------------------------------------------------------------------------------
+def test_discards_shape_and_order(client):
+    body = ok(client.post("/v1/hands/discards", json={"hand": {"tiles": "11122233344456m"}}))
+    assert set(body) == {"options", "complete"}
+    assert body["complete"] is True
+    core = discards("11122233344456m")
+    assert [o["discard"] for o in body["options"]] == [str(o.discard) for o in core.options]
+    for o in body["options"]:
+        assert set(o) == {"discard", "waits", "remaining", "dajiao"}
+        assert o["remaining"] == sum(w["remaining"] for w in o["waits"])
+        assert set(o["dajiao"]) == {"fan", "points"}
+        for w in o["waits"]:
+            check_wait(w)
+    keys = [(-o["remaining"], -o["dajiao"]["points"]) for o in body["options"]]
+    assert keys == sorted(keys)
+
+
+def test_discards_none(client):
+    body = ok(client.post("/v1/hands/discards", json={"hand": {"tiles": "1357m1357p135799s"}}))
+    assert body == {"options": [], "complete": False}
+
+
+# -- score ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("tiles", "fan", "points", "base"),
+    [
+        ("23445677p345789s", 1, 6, "pinghu"),
+        ("111222444m33399p", 2, 12, "duiduihu"),
+        ("11333222456999s", 3, 24, "qingyise"),
+        ("111222333m78999p", 3, 24, "daiyaojiu"),
+        ("222555888s88855m", 4, 48, "jiangdui"),
+        ("11222244p557799m", 5, 96, "longqidui"),
+        ("11334466778899s", 5, 96, "qingqidui"),
+        ("11123777888999p", 5, 96, "qingyaojiu"),
+        ("11224444557799m", 6, 192, "qinglongqidui"),
+    ],
+)
+def test_score_worked_examples(client, tiles, fan, points, base):
+    win_tile = tiles[-2] + tiles[-1] if tiles[-2].isdigit() else None
+    body = ok(client.post("/v1/hands/score", json={"hand": {"tiles": tiles}, "win": {"tile": win_tile}}))
+    assert set(body) == {"fan", "raw_fan", "multiplier", "points", "capped", "patterns", "decomposition"}
+    assert (body["fan"], body["points"], body["patterns"][0]["id"]) == (fan, points, base)
+    for p in body["patterns"]:
+        check_pattern(p)
+    assert all(isinstance(g, str) for g in body["decomposition"])
+
+
+def test_score_with_kong_and_flags(client):
+    payload = {
+        "hand": {"tiles": "123345m999p66p", "melds": [{"type": "kong", "kind": "concealed", "tile": "2p"}]},
+        "win": {"tile": "6p", "self_drawn": True, "after_kong": True},
+        "ruleset": {"preset": "xuezhan", "zimo": "fan", "cap": 3},
+    }
+    body = ok(client.post("/v1/hands/score", json=payload))
+    core = score(
+        parse_hand("123345m999p66p", melds=[{"type": "kong", "kind": "concealed", "tile": "2p"}]),
+        Win("6p", self_drawn=True, after_kong=True),
+        ruleset={"zimo": "fan", "cap": 3},
+    )
+    assert body["raw_fan"] == core.raw_fan == 4
+    assert body["fan"] == 3 and body["capped"] is True and body["multiplier"] == 4 and body["points"] == 24
+    ids = [p["id"] for p in body["patterns"]]
+    assert ids == ["pinghu", "gen", "gangshanghua", "zimo"]
+    assert body["decomposition"] == list(core.decomposition)
+
+
+def test_score_heavenly(client):
+    body = ok(client.post("/v1/hands/score", json={
+        "hand": {"tiles": "23445677p345789s"}, "win": {"tile": "2p", "self_drawn": True, "heavenly": True},
+    }))
+    assert body["patterns"][0]["id"] == "tianhu" and body["fan"] == 6
+
+
+# -- rulesets ---------------------------------------------------------------------------------------
+def test_rulesets_lists_every_preset_with_every_field(client):
+    from dataclasses import fields
+
+    from service.rules.ruleset import PRESETS, Ruleset
+
+    body = ok(client.get("/v1/rulesets"))
+    assert body["default"] == "xuezhan"
+    assert list(body["presets"]) == list(PRESETS)
+    names = {f.name for f in fields(Ruleset)}
+    for name, preset in body["presets"].items():
+        assert set(preset) == names
+        assert preset == PRESETS[name].as_dict()
+    assert body["presets"]["chengdu-points"]["scoring"] == "linear"
+
+
+@pytest.mark.parametrize("override", [{"cap": None}, {"base": 1}, {"haidi": True}, {"preset": "normal", "zimo": "base"}])
+def test_ruleset_overrides_accepted(client, override):
+    ok(client.post("/v1/hands/ting", json={"hand": {"tiles": "1112345678999m"}, "ruleset": override}))

@@ -1,0 +1,43 @@
+"""Property-based tests of the whole OpenAPI document, in-process (schemathesis 4).
+
+Positive and negative cases for every operation, checking that no input
+gives a 5xx, that every status, content type and body conforms to the
+document, and that input the document forbids is rejected.
+"""
+
+from __future__ import annotations
+
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from service.api import create_app
+
+app = create_app({"TESTING": True})
+schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    negative_data_rejection,
+]
+
+
+@schema.parametrize()
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+def test_api_conforms_to_its_document(case):
+    response = case.call_and_validate(checks=CHECKS)
+    assert "x-request-id" in response.headers

@@ -1,0 +1,118 @@
+"""The real server: ``python -m service serve`` in a subprocess, over TCP."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def request(port, method, path, body=None, headers=None, timeout=10):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        payload = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+        hdrs = {"Content-Type": "application/json"} if body is not None else {}
+        hdrs.update(headers or {})
+        conn.request(method, path, body=payload, headers=hdrs)
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def server(free_port, redis_url, tmp_path):
+    env = {**os.environ, "REDIS_URL": redis_url, "LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    log = open(tmp_path / "server.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(free_port),
+         "--workers", "2", "--threads", "2"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None:
+            log.close()
+            pytest.fail(f"server exited early:\n{(tmp_path / 'server.log').read_text()}")
+        try:
+            if request(free_port, "GET", "/healthz", timeout=1)[0] == 200:
+                break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("server did not start in 30 s")
+        time.sleep(0.1)
+    try:
+        yield free_port, proc, tmp_path / "server.log"
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+
+
+def test_serve_end_to_end(server):
+    port, proc, log_path = server
+    status, headers, body = request(port, "GET", "/healthz", headers={"X-Request-ID": "e2e-1"})
+    assert status == 200 and json.loads(body) == {"status": "ok"} and headers["X-Request-ID"] == "e2e-1"
+
+    status, headers, body = request(port, "POST", "/v1/hands/ting", {"hand": {"tiles": "1112345678999m"}})
+    assert status == 200 and headers["Content-Type"] == "application/json"
+    data = json.loads(body)
+    assert data["ting"] is True and len(data["waits"]) == 9 and data["dajiao"] == {"fan": 4, "points": 48}
+
+    status, headers, body = request(port, "POST", "/v1/hands/ting", b"x" * (70 * 1024))
+    assert status == 413 and headers["Content-Type"] == "application/problem+json"
+
+    status, _, body = request(port, "POST", "/v1/hands/ting", b"{oops")
+    assert status == 400 and json.loads(body)["code"] == "malformed_json"
+
+    # every worker's requests are counted in /metrics (multiprocess mode): send
+    # concurrent requests so that both workers serve some
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(lambda _: request(port, "GET", "/healthz")[0], range(200)))
+    assert statuses == [200] * 200
+    status, headers, body = request(port, "GET", "/metrics")
+    assert status == 200 and headers["Content-Type"].startswith("text/plain")
+    text = body.decode()
+    match = re.search(r'mahjong_http_requests_total\{endpoint="/healthz",method="GET",status="200"\} (\S+)', text)
+    assert match
+    counted = float(match.group(1))
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    lines = [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith("{")]
+    access = [line for line in lines if line.get("logger") == "service.access"]
+    pids = {line["pid"] for line in access}
+    assert len(pids) == 2, pids  # both workers served requests...
+    healthz = [line for line in access if line["path"] == "/healthz" and line["status"] == 200]
+    assert counted == len(healthz) >= 201  # ...and /metrics counted them all
+    first = next(line for line in access if line["request_id"] == "e2e-1")
+    assert (first["method"], first["path"], first["status"]) == ("GET", "/healthz", 200)
+    assert isinstance(first["duration_ms"], float)
+
+
+def test_serve_rejects_bad_configuration(free_port):
+    env = {**os.environ, "WORKERS": "zero"}
+    result = subprocess.run(
+        [sys.executable, "-m", "service", "serve", "--port", str(free_port)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2 and "WORKERS" in result.stderr
