@@ -22,6 +22,10 @@ variable                     default      meaning
 ``MAX_BODY_BYTES``           65536        largest request body (larger: 413)
 ``REDIS_URL``                (unset)      Redis of the tables store; unset: an embedded
                                           redis-server is started for the service
+``REDIS_DATA_DIR``           var/redis    data directory of the embedded redis-server
+``TABLE_TTL``                2592000      seconds an idle table is kept (0: forever)
+``MAX_TABLE_EVENTS``         20000        log records per table (0: no limit)
+``TABLES_PER_HOUR``          60           tables one client may create per hour (0: no limit)
 ``PROMETHEUS_MULTIPROC_DIR`` (unset)      metrics directory shared by the workers; when
                                           unset ``serve`` uses a fresh temporary one
 ============================ ============ ===============================================
@@ -44,11 +48,23 @@ from .config import ConfigError, Settings, load_settings
 def storage(settings: Settings) -> Iterator[str | None]:
     """Yield the Redis URL the workers will use.
 
-    Hook for the embedded Redis: when ``settings.redis_url`` is None, start
-    :class:`service.store.embedded.EmbeddedRedis` here, yield its URL, and
-    stop it in a ``finally`` after gunicorn has exited.
+    With ``REDIS_URL`` unset, a private redis-server is started on a free
+    loopback port (AOF on, ``appendfsync always``, data kept in
+    ``REDIS_DATA_DIR`` across restarts) and stopped when the service stops.
     """
-    yield settings.redis_url
+    if settings.redis_url:
+        yield settings.redis_url
+        return
+    from .store.embedded import EmbeddedRedis
+
+    server = EmbeddedRedis(settings.redis_data_dir)
+    server.start()
+    print(f"python -m service: embedded redis-server at {server.url} (data in {server.data_dir})",
+          file=sys.stderr)
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 def serve(settings: Settings) -> int:

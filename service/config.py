@@ -40,6 +40,10 @@ class Settings:
     log_level: str = "INFO"
     max_body_bytes: int = 64 * 1024
     redis_url: str | None = None
+    redis_data_dir: str = "var/redis"
+    table_ttl: int = 30 * 24 * 3600
+    max_table_events: int = 20_000
+    tables_per_hour: int = 60
     prometheus_multiproc_dir: str | None = None
 
     @classmethod
@@ -60,6 +64,10 @@ class Settings:
             log_level=_level(text("LOG_LEVEL", cls.log_level)),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", cls.max_body_bytes, 1024, 16 * 1024 * 1024),
             redis_url=text("REDIS_URL", None),
+            redis_data_dir=text("REDIS_DATA_DIR", cls.redis_data_dir) or cls.redis_data_dir,
+            table_ttl=_int(env, "TABLE_TTL", cls.table_ttl, 0, 10 * 365 * 24 * 3600),
+            max_table_events=_int(env, "MAX_TABLE_EVENTS", cls.max_table_events, 0, 10_000_000),
+            tables_per_hour=_int(env, "TABLES_PER_HOUR", cls.tables_per_hour, 0, 1_000_000),
             prometheus_multiproc_dir=text("PROMETHEUS_MULTIPROC_DIR", None),
         )
 
@@ -76,6 +84,9 @@ class Settings:
         return {
             "MAX_CONTENT_LENGTH": self.max_body_bytes,
             "REDIS_URL": self.redis_url,
+            "TABLE_TTL": self.table_ttl,
+            "MAX_TABLE_EVENTS": self.max_table_events,
+            "TABLES_PER_HOUR": self.tables_per_hour,
             "LOG_LEVEL": self.log_level,
         }
 

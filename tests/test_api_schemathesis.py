@@ -7,6 +7,9 @@ document, and that input the document forbids is rejected.
 
 from __future__ import annotations
 
+import tempfile
+
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
@@ -19,8 +22,20 @@ from schemathesis.specs.openapi.checks import (
 
 from service.api import create_app
 
-app = create_app({"TESTING": True})
+from service.store.embedded import EmbeddedRedis
+
+# The tables endpoints need a real Redis.  schemathesis parametrizes at import
+# time (its fixture-based loader does not work with this pytest), so this
+# module starts its own private redis-server; it is stopped at interpreter exit.
+_redis = EmbeddedRedis(tempfile.mkdtemp(prefix="schemathesis-redis-")).start()
+app = create_app({"TESTING": True, "REDIS_URL": _redis.url})
 schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_redis():
+    yield
+    _redis.stop()
 
 CHECKS = [
     not_a_server_error,

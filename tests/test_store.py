@@ -33,19 +33,19 @@ def store(client):
 
 @pytest.fixture
 def table(store):
-    t = store.create(PLAYERS, "xuezhan", dealer=0)
+    t = store.create(PLAYERS, "xuezhan", dealer=0).body
     store.append(t["id"], {"type": "round_start"})
     return t
 
 
 def test_create_stores_only_token_hashes(store, client):
-    t = store.create(PLAYERS, {"preset": "normal", "cap": 4}, dealer=2)
+    t = store.create(PLAYERS, {"preset": "normal", "cap": 4}, dealer=2).body
     meta = client.hgetall(keys.meta(t["id"]))
     assert t["token"].encode() not in meta.values()
     assert t["read_token"].encode() not in meta.values()
     assert t["version"] == 0 and t["balances"] == [0, 0, 0, 0]
     assert t["ruleset"]["cap"] == 4 and t["ruleset"]["mode"] == "normal"
-    ids = {store.create(PLAYERS, None)["id"] for _ in range(20)}
+    ids = {store.create(PLAYERS, None).body["id"] for _ in range(20)}
     assert len(ids) == 20
 
 
@@ -66,7 +66,7 @@ def test_tokens(store, table):
         store.authorize(tid, None, write=False)
     with pytest.raises(Unauthorized):
         store.authorize(tid, "x" * 43, write=False)
-    other = store.create(PLAYERS, None)
+    other = store.create(PLAYERS, None).body
     with pytest.raises(Unauthorized):
         store.authorize(tid, other["token"], write=False)
     with pytest.raises(TableNotFound):
@@ -98,7 +98,7 @@ def test_rejected_event_changes_nothing(store, table, client):
 
 
 def test_events_need_a_round(store):
-    t = store.create(PLAYERS, None)
+    t = store.create(PLAYERS, None).body
     with pytest.raises(EventError) as exc:
         store.append(t["id"], KONG)
     assert exc.value.code == "no_round"
@@ -192,7 +192,7 @@ def test_void_recomputes_and_refuses_dependents(store, table):
 
 
 def test_rounds_carry_balances_and_rotate_the_dealer(store):
-    t = store.create(PLAYERS, "normal", dealer=0)
+    t = store.create(PLAYERS, "normal", dealer=0).body
     tid = t["id"]
     store.append(tid, {"type": "round_start"})
     store.append(tid, {"type": "hu", "from": 2, "tile": "5p", "winners": [{"seat": 1, "fan": 2}]})
@@ -241,7 +241,7 @@ def test_check_detects_and_repairs_a_corrupt_state(store, table, client):
 
 def test_max_events_and_ttl(client):
     store = TableStore(client, max_events=3, table_ttl=3600)
-    t = store.create(PLAYERS, None)
+    t = store.create(PLAYERS, None).body
     store.append(t["id"], {"type": "round_start"})
     store.append(t["id"], KONG)
     store.append(t["id"], {"type": "peng", "seat": 0, "tile": "1m", "from": 1})
@@ -250,3 +250,16 @@ def test_max_events_and_ttl(client):
     assert exc.value.code == "table_full"
     for k in client.keys("*"):
         assert 0 < client.ttl(k) <= 3600
+
+
+def test_idempotent_create_replays_the_tokens_but_stores_none(store, client):
+    fp = fingerprint("POST", "/v1/tables", {"players": PLAYERS})
+    first = store.create(PLAYERS, None, idempotency_key="key-1", fp=fp)
+    again = store.create(PLAYERS, None, idempotency_key="key-1", fp=fp)
+    assert again.replayed and again.body == first.body
+    assert len(client.keys("*:meta")) == 1
+    dump = b"".join(client.dump(k) or b"" for k in client.keys("*"))
+    assert first.body["token"].encode() not in dump and first.body["read_token"].encode() not in dump
+    with pytest.raises(IdempotencyMismatch):
+        store.create(PLAYERS[::-1], None, idempotency_key="key-1",
+                     fp=fingerprint("POST", "/v1/tables", {"players": PLAYERS[::-1]}))

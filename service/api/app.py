@@ -21,7 +21,7 @@ from typing import Any, Mapping
 from flask import Flask
 
 from ..config import load_settings
-from . import hands, observe, ops, problems, rounds
+from . import hands, observe, ops, problems, rounds, tables
 from .schemas import DocumentedField
 from .smorest import Api
 
@@ -78,12 +78,36 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     api = Api(app)
     api.register_field(DocumentedField, None, None)
     api.ma_plugin.converter.add_attribute_function(_documented_field)
-    for blueprint in (hands.blp, rounds.blp, ops.blp):
+    for blueprint in (hands.blp, rounds.blp, tables.blp, ops.blp):
         api.register_blueprint(blueprint)
+    tables.document(api)
+    _install_store(app)
     # flask-smorest's pagination schema is not used by this API
     api.spec.components.schemas.pop("PaginationMetadata", None)
     app.extensions["api"] = api
     return app
+
+
+def _install_store(app: Flask) -> None:
+    """The tables store on ``REDIS_URL`` (absent: the tables API answers 503)."""
+    url = app.config.get("REDIS_URL")
+    if not url:
+        return
+    import redis
+
+    from ..store.tables import TableStore
+
+    client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=1,
+                                  health_check_interval=10)
+    app.extensions["redis"] = client
+    app.extensions["tables"] = TableStore(
+        client, table_ttl=app.config.get("TABLE_TTL", 0), max_events=app.config.get("MAX_TABLE_EVENTS", 0),
+    )
+
+    def redis_ping() -> None:
+        client.ping()
+
+    ops.register_readiness_check(app, redis_ping, "redis")
 
 
 def _documented_field(self, field, **kwargs) -> dict:

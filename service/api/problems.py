@@ -28,6 +28,9 @@ from typing import Any, Mapping
 from flask import Flask, Response, current_app, g, has_request_context, request
 from werkzeug.exceptions import HTTPException
 
+import redis.exceptions
+
+from ..store import tables as store_errors
 from ..rules.errors import (
     EventError, HandError, NotationError, RuleError, RulesetError, WinError,
 )
@@ -143,6 +146,14 @@ def _describe(
     if isinstance(exc, ApiProblem):
         status, code, title, detail = exc.status, exc.code, exc.title, exc.detail
         errors, extra, headers = exc.errors, dict(exc.extra), dict(exc.headers)
+    elif isinstance(exc, store_errors.StoreError):
+        status, title, headers, extra = _store_problem(exc)
+        code, detail = exc.code, exc.message
+    elif isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                          redis.exceptions.BusyLoadingError, redis.exceptions.ReadOnlyError)):
+        status, code, title = 503, "store_unavailable", "Tables store unavailable"
+        detail = "the tables store (Redis) is not reachable; retry shortly"
+        headers = {"Retry-After": "2"}
     elif isinstance(exc, FieldRuleError):
         status, code, title, detail, extra = _rule_problem(exc.error)
         errors = {exc.path: [str(exc.error)]}
@@ -176,6 +187,34 @@ def _describe(
         body["errors"] = errors
     body.update(extra)
     return body, status, headers
+
+
+_STORE_STATUS: tuple[tuple[type, int, str], ...] = (
+    (store_errors.TableNotFound, 404, "Table not found"),
+    (store_errors.EventNotFound, 404, "Event not found"),
+    (store_errors.Unauthorized, 401, "Unauthorized"),
+    (store_errors.Forbidden, 403, "Forbidden"),
+    (store_errors.PreconditionFailed, 412, "Precondition failed"),
+    (store_errors.IdempotencyMismatch, 422, "Idempotency-Key reused"),
+    (store_errors.Conflict, 409, "Conflict"),
+    (store_errors.Busy, 503, "Busy"),
+)
+
+
+def _store_problem(exc: "store_errors.StoreError") -> tuple[int, str, dict[str, str], dict[str, Any]]:
+    status, title = next(((s, t) for cls, s, t in _STORE_STATUS if isinstance(exc, cls)), (500, "Store error"))
+    headers: dict[str, str] = {}
+    extra: dict[str, Any] = {}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="tables"'
+    if status == 503:
+        headers["Retry-After"] = "1"
+    if "current" in exc.context:
+        extra["version"] = exc.context["current"]
+        headers["ETag"] = f'"{exc.context["current"]}"'
+    if "event" in exc.context:
+        extra["event"] = exc.context["event"]
+    return status, title, headers, extra
 
 
 def _slug(name: str) -> str:

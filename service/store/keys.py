@@ -56,22 +56,29 @@ def idems(table_id: str) -> str:
 TABLE_PATTERN = "{t:*}:meta"
 
 
-# CREATE: a new table, unless the id is taken.
-# KEYS[1] meta, KEYS[2] state
-# ARGV[1] state JSON, ARGV[2] table TTL in seconds (0: none), ARGV[3..] meta field/value pairs
-# returns 1 when created, 0 when the id exists
+# CREATE: a new table, unless the id is taken (then the stored first response, if any).
+# KEYS[1] meta, KEYS[2] state, KEYS[3] idem, KEYS[4] idems
+# ARGV[1] state JSON, ARGV[2] table TTL in seconds (0: none),
+# ARGV[3] idempotency record ("" when the request has no key), ARGV[4] idempotency TTL,
+# ARGV[5..] meta field/value pairs
+# returns {1} when created, {0, record or false} when the id exists
 CREATE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {0, redis.call('GET', KEYS[3])} end
 local fields = {}
-for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('SET', KEYS[2], ARGV[1])
+if ARGV[3] ~= '' then
+  redis.call('SET', KEYS[3], ARGV[3], 'EX', tonumber(ARGV[4]))
+  redis.call('SADD', KEYS[4], KEYS[3])
+end
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
   redis.call('EXPIRE', KEYS[2], ttl)
+  if ARGV[3] ~= '' then redis.call('EXPIRE', KEYS[4], ttl) end
 end
-return 1
+return {1}
 """
 
 # APPEND: one record, atomically: idempotency replay check, version check,

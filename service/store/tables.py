@@ -100,6 +100,21 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
+def _keystream(secret: str, n: int) -> bytes:
+    return hashlib.shake_256(b"mahjong-idempotency-v1:" + secret.encode()).digest(n)
+
+
+def _seal(secret: str, text: str) -> str:
+    """Encrypt ``text`` under a key derived from ``secret`` (an Idempotency-Key Redis never sees)."""
+    data = text.encode()
+    return bytes(a ^ b for a, b in zip(data, _keystream(secret, len(data)))).hex()
+
+
+def _unseal(secret: str, sealed: str) -> str:
+    data = bytes.fromhex(sealed)
+    return bytes(a ^ b for a, b in zip(data, _keystream(secret, len(data)))).decode()
+
+
 def fingerprint(method: str, path: str, body: Any) -> str:
     """What an Idempotency-Key is bound to: the method, the path and the canonical body."""
     canon = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -121,23 +136,48 @@ class TableStore:
         self._repair = client.register_script(keys.REPAIR)
 
     # -- create ------------------------------------------------------------------
-    def create(self, players: list[str], ruleset: Any, dealer: int = 0) -> dict:
+    def create(self, players: list[str], ruleset: Any, dealer: int = 0, *,
+               idempotency_key: str | None = None, fp: str = "") -> Reply:
+        """A new table; its tokens are returned here only (Redis keeps their SHA-256).
+
+        With an ``Idempotency-Key`` the table id is derived from the key, so a retry
+        finds the same table; its first response is kept encrypted with a key
+        derived from the Idempotency-Key (which Redis never sees), so the tokens
+        can be replayed without being stored in the clear.
+        """
         state = TableState.new(players, ruleset, dealer)
-        token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         for _ in range(5):
-            table_id = secrets.token_hex(8)
+            table_id = (hashlib.sha256(b"table-id:" + idempotency_key.encode()).hexdigest()[:16]
+                        if idempotency_key else secrets.token_hex(8))
+            token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+            body = {"id": table_id, "token": token, "read_token": read_token, "players": list(players),
+                    "ruleset": state.ruleset.as_dict(), "dealer": dealer, "version": 0,
+                    "balances": [0, 0, 0, 0]}
+            reply = Reply(201, body, {"Location": f"/v1/tables/{table_id}"})
+            stored = ""
+            if idempotency_key:
+                stored = _dumps({"fp": fp, "sealed": _seal(idempotency_key, _dumps(
+                    {"status": reply.status, "body": reply.body, "headers": reply.headers}))})
             fields = {
-                "players": _dumps(players), "ruleset": _dumps(state.ruleset.as_dict()),
+                "players": _dumps(list(players)), "ruleset": _dumps(state.ruleset.as_dict()),
                 "dealer": str(dealer), "token": _hash(token), "read_token": _hash(read_token),
                 "created": _now(),
             }
             flat = [x for kv in fields.items() for x in kv]
-            created = self._create(keys=[keys.meta(table_id), keys.state(table_id)],
-                                   args=[_dumps(state.to_dict()), self.table_ttl, *flat])
-            if created:
-                return {"id": table_id, "token": token, "read_token": read_token, "players": players,
-                        "ruleset": state.ruleset.as_dict(), "dealer": dealer, "version": 0,
-                        "balances": [0, 0, 0, 0]}
+            idem = keys.idem(table_id, idempotency_key or "")
+            res = self._create(keys=[keys.meta(table_id), keys.state(table_id), idem, keys.idems(table_id)],
+                               args=[_dumps(state.to_dict()), self.table_ttl, stored,
+                                     self.idempotency_ttl, *flat])
+            if res[0] == 1:
+                return reply
+            if idempotency_key:
+                if not res[1]:
+                    raise IdempotencyMismatch("this Idempotency-Key belongs to a table created without it")
+                rec = json.loads(res[1])
+                if rec["fp"] != fp:
+                    raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
+                first = json.loads(_unseal(idempotency_key, rec["sealed"]))
+                return Reply(first["status"], first["body"], first["headers"], replayed=True)
         raise Busy("could not allocate a table id")  # pragma: no cover - 64 random bits
 
     # -- auth ------------------------------------------------------------------------

@@ -1,0 +1,152 @@
+"""Schemas of the tables API (loaded at the edge; responses documented)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import marshmallow as ma
+from marshmallow import fields, post_load, validate
+
+from ..rules.ruleset import PRESETS
+from .schemas import (
+    EVENT_SCHEMAS, Int, RulesetField, RulesetOut, Str, TransferSchema, UnionField, MAX_SUIT_CHARS,
+)
+
+MAX_PLAYER_CHARS = 40
+MAX_PAGE = 500
+MAX_IDEMPOTENCY_KEY = 128
+
+
+class CreateTableRequest(ma.Schema):
+    players = fields.List(
+        fields.String(validate=validate.Length(min=1, max=MAX_PLAYER_CHARS)),
+        required=True, validate=validate.Length(equal=4),
+        metadata={"description": "the four seats' names, seat 0 first"},
+    )
+    ruleset = RulesetField(metadata={"default": "xuezhan"})
+    dealer = Int(0, 3, load_default=0, metadata={"description": "the first round's dealer"})
+
+    @post_load
+    def _defaults(self, data: dict, **kwargs: Any) -> dict:
+        data.setdefault("ruleset", PRESETS["xuezhan"])
+        return data
+
+
+class RoundStartEvent(ma.Schema):
+    type = fields.String(required=True, validate=validate.OneOf(["round_start"]))
+    dealer = Int(0, 3, allow_none=True, metadata={
+        "description": "this round's dealer; omitted: the previous round's next dealer"})
+    voids = fields.List(Str(MAX_SUIT_CHARS, allow_none=True), allow_none=True,
+                        validate=validate.Length(equal=4),
+                        metadata={"description": "each seat's 定缺 suit (or null)"})
+
+
+class RoundEndEvent(ma.Schema):
+    type = fields.String(required=True, validate=validate.OneOf(["round_end"]))
+
+
+TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
+    **EVENT_SCHEMAS, "round_start": RoundStartEvent, "round_end": RoundEndEvent,
+}
+
+
+class TableEventField(UnionField):
+    schemas = tuple(TABLE_EVENT_SCHEMAS.values())
+    discriminator = "type"
+    no_match = f"Must be one of: {', '.join(TABLE_EVENT_SCHEMAS)}."
+
+    def choose(self, value):
+        kind = value.get("type")
+        return TABLE_EVENT_SCHEMAS.get(kind) if isinstance(kind, str) else None
+
+    def openapi(self, converter) -> dict:
+        out = super().openapi(converter)
+        out["discriminator"] = {
+            "propertyName": "type",
+            "mapping": {k: converter.resolve_nested_schema(s)["$ref"] for k, s in TABLE_EVENT_SCHEMAS.items()},
+        }
+        return out
+
+
+class EventsQuery(ma.Schema):
+    after = fields.Integer(validate=validate.Range(0, 10**9), load_default=0,
+                           metadata={"description": "list the events after this seq"})
+    limit = fields.Integer(validate=validate.Range(1, MAX_PAGE), load_default=100)
+
+
+# -- responses (documentation) ----------------------------------------------------
+_Seats = fields.List(fields.Integer(), required=True)
+
+
+class RoundView(ma.Schema):
+    number = fields.Integer(required=True)
+    dealer = fields.Integer(required=True)
+    status = fields.String(required=True, validate=validate.OneOf(["playing", "ended"]))
+    voids = fields.List(fields.String(allow_none=True), required=True)
+    won = fields.List(fields.Integer(), required=True, metadata={"description": "winners in order"})
+    left = fields.List(fields.Integer(), required=True, metadata={"description": "seats that escaped"})
+    deltas = fields.List(fields.Integer(), required=True)
+    ended_by = fields.String(required=True, allow_none=True)
+    next_dealer = fields.Integer(required=True, allow_none=True)
+    events = fields.Integer(required=True, metadata={"description": "round events so far"})
+
+
+class RoundSummary(ma.Schema):
+    number = fields.Integer(required=True)
+    dealer = fields.Integer(required=True)
+    deltas = fields.List(fields.Integer(), required=True)
+    won = fields.List(fields.Integer(), required=True)
+    left = fields.List(fields.Integer(), required=True)
+    ended_by = fields.String(required=True, allow_none=True)
+    next_dealer = fields.Integer(required=True, allow_none=True)
+    first_seq = fields.Integer(required=True)
+    last_seq = fields.Integer(required=True)
+
+
+class TableCreated(ma.Schema):
+    id = fields.String(required=True)
+    token = fields.String(required=True, metadata={"description": "write token: shown only here"})
+    read_token = fields.String(required=True, metadata={"description": "read token: shown only here"})
+    players = fields.List(fields.String(), required=True)
+    ruleset = fields.Nested(RulesetOut, required=True)
+    dealer = fields.Integer(required=True)
+    version = fields.Integer(required=True)
+    balances = fields.List(fields.Integer(), required=True)
+
+
+class TableView(ma.Schema):
+    id = fields.String(required=True)
+    players = fields.List(fields.String(), required=True)
+    ruleset = fields.Nested(RulesetOut, required=True)
+    dealer = fields.Integer(required=True, metadata={"description": "dealer of the next round_start"})
+    version = fields.Integer(required=True, metadata={"description": "log length; also the ETag"})
+    balances = fields.List(fields.Integer(), required=True)
+    round = fields.Nested(RoundView, required=True, allow_none=True)
+    rounds = fields.List(fields.Nested(RoundSummary), required=True)
+
+
+class EventAppended(ma.Schema):
+    seq = fields.Integer(required=True)
+    version = fields.Integer(required=True)
+    transfers = fields.List(fields.Nested(TransferSchema), required=True,
+                            metadata={"description": "transfers caused; `event` is the seq"})
+    balances = fields.List(fields.Integer(), required=True)
+    round = fields.Nested(RoundView, required=True, allow_none=True)
+    voided = fields.Integer(metadata={"description": "(void) the seq voided"})
+    deltas = fields.List(fields.Integer(), metadata={"description": "(void) change of the balances"})
+
+
+class LogRecord(ma.Schema):
+    class Meta:
+        unknown = ma.INCLUDE
+
+    seq = fields.Integer(required=True)
+    type = fields.String(required=True)
+    at = fields.String(required=True)
+    voided = fields.Boolean(required=True)
+
+
+class EventsPage(ma.Schema):
+    events = fields.List(fields.Nested(LogRecord), required=True)
+    next = fields.Integer(required=True, allow_none=True,
+                          metadata={"description": "pass as `after` for the next page; null at the end"})

@@ -1,0 +1,256 @@
+"""`/v1/tables`: the live log of a physical game (thin views over the store).
+
+Writes take ``Authorization: Bearer <write token>``; reads take either token.
+``If-Match: "<version>"`` makes a write conditional (412 when stale) and
+``Idempotency-Key`` makes a retry replay the first response
+(``Idempotent-Replayed: true``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from flask import Response, current_app, jsonify, request
+from marshmallow import ValidationError
+
+from ..store.tables import TableNotFound, TableStore, fingerprint
+from . import table_schemas as ts
+from .hands import errors
+from .problems import ApiProblem, InvalidInput
+from .smorest import Blueprint, flatten_messages, parse_json_body
+
+blp = Blueprint("tables", __name__, url_prefix="/v1/tables",
+                description="The live table log: rounds, events, balances, undo.")
+
+_TABLE_ID = re.compile(r"^[0-9a-f]{16}$")
+_IDEM_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % ts.MAX_IDEMPOTENCY_KEY)
+_VERSION = re.compile(r'^(?:W/)?"(\d{1,12})"$')
+
+AUTH = [{"bearer": []}]
+WRITE_HEADERS = [
+    {"in": "header", "name": "Idempotency-Key", "required": False,
+     "schema": {"type": "string", "maxLength": ts.MAX_IDEMPOTENCY_KEY},
+     "description": "a retry with the same key returns the first response; another body: 422"},
+]
+IF_MATCH = {"in": "header", "name": "If-Match", "required": False, "schema": {"type": "string"},
+            "description": 'the version the write expects, as "<version>"; stale: 412'}
+
+
+class StoreNotConfigured(ApiProblem):
+    status, code, title = 503, "store_unavailable", "Tables store unavailable"
+
+
+def store() -> TableStore:
+    s = current_app.extensions.get("tables")
+    if s is None:
+        raise StoreNotConfigured("no Redis is configured for tables (set REDIS_URL)",
+                                 headers={"Retry-After": "5"})
+    return s
+
+
+def _table_id(table_id: str) -> str:
+    if not _TABLE_ID.match(table_id):
+        raise TableNotFound(f"no table {table_id!r}")
+    return table_id
+
+
+def _token() -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def _idempotency_key() -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    if not _IDEM_KEY.match(key):
+        raise InvalidInput("Idempotency-Key must be 1-128 visible ASCII characters",
+                           errors={"Idempotency-Key": ["1-128 visible ASCII characters"]})
+    return key
+
+
+def _if_match() -> int | None:
+    raw = request.headers.get("If-Match")
+    if raw is None:
+        return None
+    m = _VERSION.match(raw.strip())
+    if not m:
+        raise InvalidInput('If-Match must be a version in quotes, e.g. "12"',
+                           errors={"If-Match": ['a version in quotes, e.g. "12"']})
+    return int(m.group(1))
+
+
+def _reply(reply) -> Response:
+    response = jsonify(reply.body)
+    response.status_code = reply.status
+    for k, v in reply.headers.items():
+        response.headers[k] = v
+    if reply.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _json_body() -> dict:
+    """The request body as a JSON object (415/400 as for every JSON POST)."""
+    from .problems import UnsupportedMediaType
+
+    mimetype = request.mimetype or ""
+    if not (mimetype == "application/json" or mimetype.endswith("+json")):
+        raise UnsupportedMediaType(f"send the body as application/json, not {mimetype or 'nothing'!r}")
+    data = parse_json_body(request.get_data(cache=True))
+    return data
+
+
+@blp.route("", methods=["POST"])
+@blp.arguments(ts.CreateTableRequest(), example={"players": ["东", "南", "西", "北"], "ruleset": "xuezhan", "dealer": 0})
+@blp.response(201, ts.TableCreated, headers={"Location": {"schema": {"type": "string"}}})
+@blp.alt_response(429, "TOO_MANY_REQUESTS")
+@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@blp.doc(parameters=WRITE_HEADERS)
+@errors
+def create_table(args):
+    """Create a table. Its write `token` and `read_token` are shown only in this response."""
+    key = _idempotency_key()
+    fp = fingerprint("POST", request.path, request.get_json(silent=True))
+    reply = store().create(args["players"], args["ruleset"], args["dealer"], idempotency_key=key, fp=fp)
+    return _reply(reply)
+
+
+@blp.route("/<table_id>", methods=["GET"])
+@blp.response(200, ts.TableView, headers={"ETag": {"schema": {"type": "string"}}})
+@blp.alt_response(304, description="Not modified (If-None-Match)")
+@blp.alt_response(401, "UNAUTHORIZED")
+@blp.alt_response(403, "FORBIDDEN")
+@blp.alt_response(404, "NOT_FOUND")
+@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@blp.doc(security=AUTH)
+def get_table(table_id):
+    """A table: players, ruleset, version, balances, the current round and the ended rounds."""
+    s = store()
+    tid = _table_id(table_id)
+    s.authorize(tid, _token(), write=False)
+    if request.if_none_match:
+        version = s.version(tid)
+        if request.if_none_match.contains(str(version)):
+            response = Response(status=304)
+            response.headers["ETag"] = f'"{version}"'
+            return response
+    view = s.get(tid)
+    response = jsonify(view)
+    response.headers["ETag"] = f'"{view["version"]}"'
+    return response
+
+
+@blp.route("/<table_id>", methods=["DELETE"])
+@blp.response(204)
+@blp.alt_response(401, "UNAUTHORIZED")
+@blp.alt_response(403, "FORBIDDEN")
+@blp.alt_response(404, "NOT_FOUND")
+@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@blp.doc(security=AUTH)
+def delete_table(table_id):
+    """Delete a table and its whole log (write token)."""
+    s = store()
+    tid = _table_id(table_id)
+    s.authorize(tid, _token(), write=True)
+    s.delete(tid)
+    return Response(status=204)
+
+
+@blp.route("/<table_id>/events", methods=["POST"])
+@blp.doc(requestBody={
+    "required": True,
+    "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/TableEvent"},
+        "example": {"type": "kong", "seat": 0, "kind": "direct", "tile": "5m", "from": 2},
+    }},
+})
+@blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}}})
+@blp.alt_response(401, "UNAUTHORIZED")
+@blp.alt_response(403, "FORBIDDEN")
+@blp.alt_response(404, "NOT_FOUND")
+@blp.alt_response(409, "CONFLICT")
+@blp.alt_response(412, "PRECONDITION_FAILED")
+@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH])
+@errors
+def post_event(table_id):
+    """Append an event: a round event of API.md, `round_start` or `round_end`.
+
+    The event is validated against the round as it stands; an event the rules
+    reject is a 422 with a stable `code` and `event` (the seq it would have had).
+    """
+    s = store()
+    tid = _table_id(table_id)
+    s.authorize(tid, _token(), write=True)
+    body = _json_body()
+    if not isinstance(body, dict):
+        raise InvalidInput("the event must be a JSON object", errors={"_schema": ["Invalid input type."]})
+    try:
+        ts.TableEventField().deserialize(body)
+    except ValidationError as exc:
+        raise InvalidInput("the event does not match its schema", errors=flatten_messages(exc.messages)) from None
+    key = _idempotency_key()
+    reply = s.append(tid, body, if_match=_if_match(), idempotency_key=key,
+                     fp=fingerprint("POST", request.path, body))
+    return _reply(reply)
+
+
+@blp.route("/<table_id>/events", methods=["GET"])
+@blp.arguments(ts.EventsQuery(), location="query")
+@blp.response(200, ts.EventsPage)
+@blp.alt_response(401, "UNAUTHORIZED")
+@blp.alt_response(403, "FORBIDDEN")
+@blp.alt_response(404, "NOT_FOUND")
+@blp.alt_response(422, "UNPROCESSABLE_ENTITY")
+@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@blp.doc(security=AUTH)
+def list_events(args, table_id):
+    """The log in order, a page at a time: `after` a seq, at most `limit` records."""
+    s = store()
+    tid = _table_id(table_id)
+    s.authorize(tid, _token(), write=False)
+    return jsonify(s.events(tid, args["after"], args["limit"]))
+
+
+@blp.route("/<table_id>/events/<int:seq>/void", methods=["POST"])
+@blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}}})
+@blp.alt_response(401, "UNAUTHORIZED")
+@blp.alt_response(403, "FORBIDDEN")
+@blp.alt_response(404, "NOT_FOUND")
+@blp.alt_response(409, "CONFLICT")
+@blp.alt_response(412, "PRECONDITION_FAILED")
+@blp.alt_response(422, "UNPROCESSABLE_ENTITY")
+@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH])
+def void_event(table_id, seq):
+    """Undo an event by a compensating record: balances are recomputed without it.
+
+    Refused (409) when a later event depends on it, or it is already voided.
+    """
+    s = store()
+    tid = _table_id(table_id)
+    s.authorize(tid, _token(), write=True)
+    key = _idempotency_key()
+    reply = s.void(tid, seq, if_match=_if_match(), idempotency_key=key,
+                   fp=fingerprint("POST", request.path, None))
+    return _reply(reply)
+
+
+def document(api) -> None:
+    """Register the event union of ``POST /v1/tables/{id}/events`` in the OpenAPI document."""
+    spec = api.spec
+    names = {}
+    for kind, schema in ts.TABLE_EVENT_SCHEMAS.items():
+        name = schema.__name__
+        if name not in spec.components.schemas:
+            spec.components.schema(name, schema=schema)
+        names[kind] = f"#/components/schemas/{name}"
+    spec.components.schema("TableEvent", component={
+        "oneOf": [{"$ref": ref} for ref in names.values()],
+        "discriminator": {"propertyName": "type", "mapping": names},
+    })
+    spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
