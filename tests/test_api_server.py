@@ -86,9 +86,17 @@ def test_serve_end_to_end(server):
 
     # every worker's requests are counted in /metrics (multiprocess mode): send
     # concurrent requests so that both workers serve some
-    with ThreadPoolExecutor(8) as pool:
-        statuses = list(pool.map(lambda _: request(port, "GET", "/healthz")[0], range(200)))
-    assert statuses == [200] * 200
+    # (gunicorn does not promise to spread load, so burst until both have served)
+    def access_pids() -> set:
+        lines = [json.loads(x) for x in log_path.read_text().splitlines() if x.startswith("{")]
+        return {x["pid"] for x in lines if x.get("logger") == "service.access"}
+
+    for _ in range(20):
+        with ThreadPoolExecutor(16) as pool:
+            statuses = list(pool.map(lambda _: request(port, "GET", "/healthz")[0], range(200)))
+        assert statuses == [200] * 200
+        if len(access_pids()) == 2:
+            break
     status, headers, body = request(port, "GET", "/metrics")
     assert status == 200 and headers["Content-Type"].startswith("text/plain")
     text = body.decode()
