@@ -108,6 +108,31 @@ def _install_store(app: Flask) -> None:
         client.ping()
 
     ops.register_readiness_check(app, redis_ping, "redis")
+    _install_limits(app, url)
+
+
+def _install_limits(app: Flask, url: str) -> None:
+    """``TABLES_PER_HOUR``: tables one client (address) may create per hour (Flask-Limiter on Redis).
+
+    Over the limit: 429 problem with ``Retry-After``.  If Redis cannot be asked,
+    the limit is not enforced (the store's own 503 follows).
+    """
+    per_hour = app.config.get("TABLES_PER_HOUR", 0)
+    if not per_hour:
+        return
+    from flask_limiter import Limiter
+    from flask_limiter.util import get_remote_address
+
+    limiter = Limiter(
+        get_remote_address, app=app, storage_uri=url,
+        storage_options={"socket_timeout": 2, "socket_connect_timeout": 1},
+        strategy="moving-window", key_prefix="rl", headers_enabled=True, swallow_errors=True,
+    )
+    endpoint = "tables.create_table"
+    app.view_functions[endpoint] = limiter.limit(f"{per_hour}/hour", methods=["POST"])(
+        app.view_functions[endpoint]
+    )
+    app.extensions["limiter"] = limiter
 
 
 def _documented_field(self, field, **kwargs) -> dict:
