@@ -13,7 +13,7 @@ import re
 from flask import Response, current_app, jsonify, request
 from marshmallow import ValidationError
 
-from ..store.tables import TableNotFound, TableStore, fingerprint
+from ..store.tables import Access, TableNotFound, TableStore, fingerprint
 from . import table_schemas as ts
 from .hands import errors
 from .problems import ApiProblem, InvalidInput
@@ -131,14 +131,14 @@ def get_table(table_id):
     """A table: players, ruleset, version, balances, the current round and the ended rounds."""
     s = store()
     tid = _table_id(table_id)
-    s.authorize(tid, _token(), write=False)
+    access = Access(_token(), write=False)
     if request.if_none_match:
-        version = s.version(tid)
+        version = s.version(tid, access)
         if request.if_none_match.contains(str(version)):
             response = Response(status=304)
             response.headers["ETag"] = f'"{version}"'
             return response
-    view = s.get(tid)
+    view = s.get(tid, access)
     response = jsonify(view)
     response.headers["ETag"] = f'"{view["version"]}"'
     return response
@@ -185,7 +185,7 @@ def post_event(table_id):
     """
     s = store()
     tid = _table_id(table_id)
-    s.authorize(tid, _token(), write=True)
+    s.authorize(tid, _token(), write=True)  # before the body is looked at
     body = _json_body()
     if not isinstance(body, dict):
         raise InvalidInput("the event must be a JSON object", errors={"_schema": ["Invalid input type."]})
@@ -212,8 +212,7 @@ def list_events(args, table_id):
     """The log in order, a page at a time: `after` a seq, at most `limit` records."""
     s = store()
     tid = _table_id(table_id)
-    s.authorize(tid, _token(), write=False)
-    return jsonify(s.events(tid, args["after"], args["limit"]))
+    return jsonify(s.events(tid, args["after"], args["limit"], access=Access(_token(), write=False)))
 
 
 @blp.route("/<table_id>/events/<int:seq>/void", methods=["POST"])
@@ -233,10 +232,9 @@ def void_event(table_id, seq):
     """
     s = store()
     tid = _table_id(table_id)
-    s.authorize(tid, _token(), write=True)
     key = _idempotency_key()
     reply = s.void(tid, seq, if_match=_if_match(), idempotency_key=key,
-                   fp=fingerprint("POST", request.path, None))
+                   fp=fingerprint("POST", request.path, None), access=Access(_token(), write=True))
     return _reply(reply)
 
 

@@ -14,7 +14,8 @@ service.rules.errors.UnknownRulesetField: unknown ruleset field 'bogus'
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
 from typing import Any, Mapping
 
 from .errors import BadRulesetValue, UnknownRuleset, UnknownRulesetField
@@ -133,7 +134,24 @@ class Ruleset:
         return replace(self, **overrides)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field, ``preset`` first (a fresh dict each call)."""
+        cached = self.__dict__.get("_as_dict")
+        if cached is None:
+            cached = {f.name: getattr(self, f.name) for f in fields(self)}
+            object.__setattr__(self, "_as_dict", cached)
+        return dict(cached)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Ruleset":
+        """The inverse of :meth:`as_dict` (every field given); cached, since stored states repeat it."""
+        return _from_items(tuple(sorted(data.items())))
+
+
+@lru_cache(maxsize=256)
+def _from_items(items: tuple) -> Ruleset:
+    data = dict(items)
+    preset = data.pop("preset", "xuezhan")
+    return Ruleset.preset(preset).replace(**data)
 
 
 def _int_in(rules: Ruleset, name: str, lo: int, hi: int) -> None:

@@ -170,9 +170,7 @@ class Round:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Round":
-        rules = dict(d["ruleset"])
-        preset = rules.pop("preset")
-        r = cls(Ruleset.preset(preset).replace(**rules), d["dealer"], d["voids"])
+        r = cls(Ruleset.from_dict(d["ruleset"]), d["dealer"], d["voids"])
         r.n, r.won, r.left, r.ended = d["n"], list(d["won"]), list(d["left"]), d["ended"]
         r.first_win = None if d["first_win"] is None else (list(d["first_win"][0]), d["first_win"][1])
         r.kongs = {int(k): [list(x) if isinstance(x, list) else x for x in v] for k, v in d["kongs"].items()}

@@ -122,10 +122,8 @@ class TableState:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TableState":
-        rules = dict(d["ruleset"])
-        preset = rules.pop("preset")
         return cls(
-            players=list(d["players"]), ruleset=Ruleset.from_preset(preset).replace(**rules),
+            players=list(d["players"]), ruleset=Ruleset.from_dict(d["ruleset"]),
             dealer=d["dealer"], version=d["version"], balances=list(d["balances"]),
             rounds_done=d["rounds_done"],
             round_meta=None if d["round_meta"] is None else dict(d["round_meta"]),

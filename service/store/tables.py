@@ -79,6 +79,33 @@ class Busy(StoreError):
 
 
 @dataclass(frozen=True)
+class Access:
+    """Who asks: the bearer token given (or None) and whether the request writes."""
+
+    token: str | None
+    write: bool
+
+
+def _check_token(table_id: str, hashes, access: Access) -> None:
+    """404 for an unknown table, 401 without a valid token of it, 403 for the read token on a write.
+
+    Tokens are compared as SHA-256 digests in constant time.
+    """
+    if hashes[0] is None:
+        raise TableNotFound(f"no table {table_id!r}")
+    if not access.token:
+        raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
+    given = _hash(access.token)
+    if hmac.compare_digest(given, hashes[0].decode()):
+        return
+    if hmac.compare_digest(given, hashes[1].decode()):
+        if access.write:
+            raise Forbidden("the read token cannot change the table; use the write token")
+        return
+    raise Unauthorized("the token is not valid for this table")
+
+
+@dataclass(frozen=True)
 class Reply:
     """A write's response: what the client sees, and whether it was a replay."""
 
@@ -183,56 +210,60 @@ class TableStore:
     # -- auth ------------------------------------------------------------------------
     def authorize(self, table_id: str, token: str | None, *, write: bool) -> None:
         """401 without a valid token of this table, 403 for the read token on a write, 404 if unknown."""
-        stored = self.r.hmget(keys.meta(table_id), "token", "read_token")
-        if stored[0] is None:
-            raise TableNotFound(f"no table {table_id!r}")
-        if not token:
-            raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
-        given = _hash(token)
-        if hmac.compare_digest(given, stored[0].decode()):
-            return
-        if hmac.compare_digest(given, stored[1].decode()):
-            if write:
-                raise Forbidden("the read token cannot change the table; use the write token")
-            return
-        raise Unauthorized("the token is not valid for this table")
+        _check_token(table_id, self.r.hmget(keys.meta(table_id), "token", "read_token"), Access(token, write))
 
     # -- read --------------------------------------------------------------------------
-    def _load(self, table_id: str, pipe_extra=None) -> tuple[dict, TableState, int]:
+    def _load(self, table_id: str, access: "Access | None", idem: str | None = None,
+              rounds: bool = False) -> tuple[TableState, int, bytes | None, list]:
+        """One round trip: token hashes, state, version, a stored idempotent reply, rounds."""
         with self.r.pipeline(transaction=True) as p:
-            p.hgetall(keys.meta(table_id))
+            p.hmget(keys.meta(table_id), "token", "read_token")
             p.get(keys.state(table_id))
             p.llen(keys.log(table_id))
-            meta, state, version = p.execute()
-        if not meta or state is None:
+            if idem:
+                p.get(idem)
+            if rounds:
+                p.lrange(keys.rounds(table_id), 0, -1)
+            res = p.execute()
+        hashes, state, version = res[0], res[1], res[2]
+        if access is not None:
+            _check_token(table_id, hashes, access)
+        if hashes[0] is None or state is None:
             raise TableNotFound(f"no table {table_id!r}")
         st = TableState.from_dict(json.loads(state))
         if st.version != version:  # never expected: the script writes both at once
             st = self.rebuild(table_id)[0]
-        return meta, st, version
+        return st, version, res[3] if idem else None, res[-1] if rounds else []
 
-    def get(self, table_id: str) -> dict:
-        meta, st, version = self._load(table_id)
-        done = [json.loads(x) for x in self.r.lrange(keys.rounds(table_id), 0, -1)]
-        return self._view(table_id, st) | {"rounds": done}
+    def get(self, table_id: str, access: "Access | None" = None) -> dict:
+        st, _, _, done = self._load(table_id, access, rounds=True)
+        return self._view(table_id, st) | {"rounds": [json.loads(x) for x in done]}
 
     def _view(self, table_id: str, st: TableState) -> dict:
         return {"id": table_id, "players": st.players, "ruleset": st.ruleset.as_dict(),
                 "dealer": st.dealer, "version": st.version, "balances": st.balances,
                 "round": st.round_view()}
 
-    def version(self, table_id: str) -> int:
-        if not self.r.exists(keys.meta(table_id)):
-            raise TableNotFound(f"no table {table_id!r}")
-        return self.r.llen(keys.log(table_id))
-
-    def events(self, table_id: str, after: int = 0, limit: int = 100) -> dict:
+    def version(self, table_id: str, access: "Access | None" = None) -> int:
         with self.r.pipeline(transaction=True) as p:
-            p.exists(keys.meta(table_id))
+            p.hmget(keys.meta(table_id), "token", "read_token")
+            p.llen(keys.log(table_id))
+            hashes, version = p.execute()
+        if access is not None:
+            _check_token(table_id, hashes, access)
+        if hashes[0] is None:
+            raise TableNotFound(f"no table {table_id!r}")
+        return version
+
+    def events(self, table_id: str, after: int = 0, limit: int = 100, access: "Access | None" = None) -> dict:
+        with self.r.pipeline(transaction=True) as p:
+            p.hmget(keys.meta(table_id), "token", "read_token")
             p.lrange(keys.log(table_id), after, after + limit)
             p.get(keys.state(table_id))
-            exists, raw, state = p.execute()
-        if not exists:
+            hashes, raw, state = p.execute()
+        if access is not None:
+            _check_token(table_id, hashes, access)
+        if hashes[0] is None:
             raise TableNotFound(f"no table {table_id!r}")
         voided = set(json.loads(state)["voided"]) if state else set()
         items = [json.loads(x) for x in raw[:limit]]
@@ -243,25 +274,23 @@ class TableStore:
 
     # -- write ---------------------------------------------------------------------------
     def append(self, table_id: str, body: Mapping[str, Any], *, if_match: int | None = None,
-               idempotency_key: str | None = None, fp: str = "") -> Reply:
+               idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Reply:
         """Validate ``body`` against the table's state and append it; see the module doc."""
-        return self._write(table_id, if_match, idempotency_key, fp,
+        return self._write(table_id, if_match, idempotency_key, fp, access,
                            lambda st, version: self._plan_event(table_id, st, version, body))
 
     def void(self, table_id: str, target: int, *, if_match: int | None = None,
-             idempotency_key: str | None = None, fp: str = "") -> Reply:
+             idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Reply:
         """Append a void record for ``target``; the state is refolded without it."""
-        return self._write(table_id, if_match, idempotency_key, fp,
+        return self._write(table_id, if_match, idempotency_key, fp, access,
                            lambda st, version: self._plan_void(table_id, st, version, target))
 
-    def _write(self, table_id, if_match, idem_key, fp, plan) -> Reply:
+    def _write(self, table_id, if_match, idem_key, fp, access, plan) -> Reply:
         idem = keys.idem(table_id, idem_key) if idem_key else keys.idem(table_id, "")
         for attempt in range(MAX_RETRIES):
-            if idem_key:
-                prior = self.r.get(idem)
-                if prior is not None:
-                    return self._replay(prior, fp)
-            meta, st, version = self._load(table_id)
+            st, version, prior, _ = self._load(table_id, access, idem if idem_key else None)
+            if prior is not None:
+                return self._replay(prior, fp)
             if if_match is not None and if_match != version:
                 raise PreconditionFailed(f"the table is at version {version}, not {if_match}",
                                          current=version)
@@ -300,11 +329,13 @@ class TableStore:
 
     def _plan_event(self, table_id: str, st: TableState, version: int, body: Mapping[str, Any]):
         seq = version + 1
-        new, transfers = st.apply(body, seq)  # raises EventError: nothing is written
+        done_before = st.rounds_done
+        new = st  # a fresh copy from Redis: step it in place (on error it is dropped)
+        transfers = new.step(body, seq)  # raises EventError: nothing is written
         record = {"seq": seq, **body, "round": new.round_meta["number"] if new.round_meta else None,
                   "at": _now()}
         mode, payload = "none", ""
-        if new.rounds_done > st.rounds_done:
+        if new.rounds_done > done_before:
             mode, payload = "push", _dumps(new.round_summary())
         reply = Reply(201, {"seq": seq, "version": seq, "transfers": [t.as_dict() for t in transfers],
                             "balances": new.balances, "round": new.round_view()},

@@ -1,0 +1,117 @@
+"""Helpers for the loopback benchmarks: a keep-alive JSON client and a service process."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection to 127.0.0.1:port; reconnects after errors."""
+
+    def __init__(self, port: int, timeout: float = 10.0) -> None:
+        self.port, self.timeout = port, timeout
+        self.conn: http.client.HTTPConnection | None = None
+
+    def request(self, method: str, path: str, body=None, headers: dict | None = None):
+        """(status, headers, parsed JSON or None); raises OSError/HTTPException on a dropped connection."""
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        h = {"Content-Type": "application/json"} if body is not None else {}
+        h.update(headers or {})
+        data = None if body is None else json.dumps(body).encode()
+        try:
+            self.conn.request(method, path, body=data, headers=h)
+            resp = self.conn.getresponse()
+            raw = resp.read()
+        except (OSError, http.client.HTTPException):
+            self.close()
+            raise
+        if resp.getheader("Connection", "").lower() == "close":
+            self.close()
+        parsed = json.loads(raw) if raw and resp.getheader("Content-Type", "").find("json") >= 0 else None
+        return resp.status, dict(resp.getheaders()), parsed
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def start_service(port: int, redis_url: str, workers: int = 2, threads: int = 8,
+                  extra_env: dict | None = None, log_path: str | None = None) -> subprocess.Popen:
+    """``python -m service serve`` on ``port`` against ``redis_url``; waits for /readyz."""
+    env = {**os.environ, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING", "TABLES_PER_HOUR": "0",
+           **(extra_env or {})}
+    out = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(port), "--workers", str(workers),
+         "--threads", str(threads)],
+        cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    c = Client(port, timeout=2)
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the service exited with {proc.returncode}")
+        try:
+            if c.request("GET", "/readyz")[0] == 200:
+                c.close()
+                return proc
+        except (OSError, http.client.HTTPException):
+            pass
+        time.sleep(0.1)
+    stop_service(proc)
+    raise RuntimeError("the service did not become ready in 30 s")
+
+
+def stop_service(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def worker_pids(master_pid: int) -> list[int]:
+    """The gunicorn workers (children of the master)."""
+    try:
+        out = subprocess.run(["pgrep", "-P", str(master_pid)], capture_output=True, text=True).stdout
+    except FileNotFoundError:  # no pgrep: read /proc
+        out = "\n".join(
+            d for d in os.listdir("/proc") if d.isdigit() and _ppid(int(d)) == master_pid
+        )
+    return [int(x) for x in out.split()]
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return s[k]

@@ -1,0 +1,141 @@
+"""Benchmark the live table log (loopback only, bounded in time).
+
+    python bench/store.py [--tables 32] [--duration 10] [--long 10000]
+
+1. HTTP: ``python -m service serve`` (2 workers × 8 threads) on a private
+   redis-server; ``--tables`` client threads, each with its own table and
+   keep-alive connection, append valid events for ``--duration`` seconds.
+   Prints append throughput and latency p50/p99 (ms).
+2. In-process, through :class:`service.store.tables.TableStore` on the same
+   redis-server: the median cost of one append on a table whose log has 10
+   records and on one whose log has ``--long`` records, and their ratio
+   (the hot path keeps the state beside the log, so it must not grow).
+
+Each prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.client import Client, free_port, percentile, start_service, stop_service  # noqa: E402
+
+PLAYERS = ["东", "南", "西", "北"]
+
+
+def cycle():
+    """An endless valid stream: rounds of start, two kongs, end."""
+    n = 0
+    while True:
+        t = n % 9 + 1
+        yield {"type": "round_start"}
+        yield {"type": "kong", "seat": n % 4, "kind": "concealed", "tile": f"{t}m"}
+        yield {"type": "kong", "seat": (n + 1) % 4, "kind": "direct", "tile": f"{t}p", "from": (n + 2) % 4}
+        yield {"type": "round_end"}
+        n += 1
+
+
+def http_phase(port: int, tables: int, duration: float) -> dict:
+    setup = Client(port)
+    ids = []
+    for _ in range(tables):
+        status, _, body = setup.request("POST", "/v1/tables", {"players": PLAYERS})
+        assert status == 201, body
+        ids.append((body["id"], body["token"]))
+    setup.close()
+    latencies: list[list[float]] = [[] for _ in range(tables)]
+    errors = [0] * tables
+    stop_at = time.monotonic() + duration
+
+    def run(i: int) -> None:
+        tid, token = ids[i]
+        c = Client(port)
+        auth = {"Authorization": "Bearer " + token}
+        events = cycle()
+        while time.monotonic() < stop_at:
+            ev = next(events)
+            t0 = time.perf_counter()
+            status, _, _ = c.request("POST", f"/v1/tables/{tid}/events", ev, auth)
+            latencies[i].append((time.perf_counter() - t0) * 1000)
+            if status != 201:
+                errors[i] += 1
+        c.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(tables)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - t0
+    flat = [x for lat in latencies for x in lat]
+    return {"op": "append_http", "tables": tables, "appends": len(flat),
+            "appends_per_s": round(len(flat) / elapsed, 1), "p50_ms": round(percentile(flat, 50), 2),
+            "p99_ms": round(percentile(flat, 99), 2), "errors": sum(errors)}
+
+
+def length_phase(redis_url: str, long: int, samples: int = 400) -> dict:
+    import redis
+
+    from service.store.tables import TableStore
+
+    store = TableStore(redis.Redis.from_url(redis_url))
+
+    def fill(n: int) -> tuple[str, object]:
+        tid = store.create(PLAYERS, "xuezhan").body["id"]
+        events = cycle()
+        for _ in range(n):
+            store.append(tid, next(events))
+        return tid, events
+
+    def cost(tid: str, events) -> list[float]:
+        out = []
+        for _ in range(samples):
+            ev = next(events)
+            t0 = time.perf_counter()
+            store.append(tid, ev)
+            out.append((time.perf_counter() - t0) * 1e6)
+        return out
+
+    short_t = fill(10)
+    long_t = fill(long)
+    # interleave the two measurements so background load hits both alike
+    a, b = [], []
+    for _ in range(5):
+        a += cost(*short_t)[: samples // 5]
+        b += cost(*long_t)[: samples // 5]
+    m_short, m_long = statistics.median(a), statistics.median(b)
+    return {"op": "append_vs_length", "short_len": 10, "long_len": long,
+            "short_us": round(m_short, 1), "long_us": round(m_long, 1), "ratio": round(m_long / m_short, 3)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tables", type=int, default=32)
+    ap.add_argument("--duration", type=float, default=10.0)
+    ap.add_argument("--long", type=int, default=10_000)
+    args = ap.parse_args()
+
+    from service.store.embedded import EmbeddedRedis
+
+    with EmbeddedRedis(tempfile.mkdtemp(prefix="bench-redis-")) as server:
+        port = free_port()
+        proc = start_service(port, server.url)
+        try:
+            print(json.dumps(http_phase(port, args.tables, args.duration)), flush=True)
+        finally:
+            stop_service(proc)
+        print(json.dumps(length_phase(server.url, args.long)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
