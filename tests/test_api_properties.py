@@ -123,7 +123,7 @@ rulesets = st.one_of(
     ),
 )
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 def core_hand(h: dict):
