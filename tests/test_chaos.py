@@ -1,0 +1,46 @@
+"""Short CI versions of the load and crash runs of bench/chaos.py (the long runs are in the README).
+
+Each starts a real redis-server and ``python -m service serve`` (2 workers) on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import redis
+
+from bench import chaos
+from service.store import keys
+
+
+def test_load_run_has_no_errors_and_loses_nothing():
+    r = chaos.run(tables=24, clients=4, duration=6, with_faults=False, seed=7)
+    assert r["events_ok"] > 100
+    assert r["errors"] == 0 and r["rejected_422"] == 0
+    assert r["violations"] == 0, r["violation_samples"]
+    assert r["log_records"] == r["final"]["ok"]
+
+
+def test_crash_run_keeps_every_acknowledged_event_exactly_once():
+    r = chaos.run(tables=24, clients=4, duration=10, with_faults=True, seed=8)
+    assert len(r["faults"]) == 4  # two redis SIGKILLs, two worker SIGKILLs
+    assert r["violations"] == 0, r["violation_samples"]
+    assert r["rejected_422"] == 0
+    assert r["final"]["ok"] > 100
+
+
+@pytest.mark.parametrize("damage", ["extra", "lost"])
+def test_the_checker_catches_damage(damage):
+    def tamper(url, tables):
+        client = redis.Redis.from_url(url)
+        t = next(t for t in tables if any(a["status"] == "ok" for a in t.attempts))
+        log = keys.log(t.id)
+        if damage == "extra":
+            n = client.llen(log)
+            client.rpush(log, json.dumps({"seq": n + 1, "type": "round_end", "at": "x", "round": 1}))
+        else:
+            client.rpop(log)
+
+    r = chaos.run(tables=6, clients=2, duration=2, with_faults=False, seed=9, tamper=tamper)
+    assert r["violations"] >= 1
