@@ -64,6 +64,8 @@ def test_tokens(store, table):
         store.authorize(tid, table["read_token"], write=True)
     with pytest.raises(Unauthorized):
         store.authorize(tid, None, write=False)
+    with pytest.raises(Unauthorized):  # no token: nothing said about existence
+        store.authorize("0123456789abcdef", None, write=False)
     with pytest.raises(Unauthorized):
         store.authorize(tid, "x" * 43, write=False)
     other = store.create(PLAYERS, None).body
@@ -221,11 +223,19 @@ def test_events_pagination(store, table):
     assert [e["seq"] for e in page["events"]] == [5, 6] and page["next"] is None
 
 
-def test_delete_removes_every_key(store, table, client):
+def test_delete_removes_every_key_but_a_tombstone(store, table, client):
     store.append(table["id"], KONG, idempotency_key="k", fp="f")
     assert store.delete(table["id"])
-    assert client.keys("*") == []
+    assert client.keys("*") == [keys.meta(table["id"]).encode()]
+    assert set(client.hgetall(keys.meta(table["id"]))) == {b"token", b"read_token", b"deleted"}
+    assert 0 < client.ttl(keys.meta(table["id"])) <= 24 * 3600
     assert not store.delete(table["id"])
+    with pytest.raises(Unauthorized):  # a wrong token still learns nothing
+        store.authorize(table["id"], "wrong", write=False)
+    with pytest.raises(TableNotFound):
+        store.authorize(table["id"], table["token"], write=False)
+    with pytest.raises(TableNotFound):
+        store.get(table["id"])
 
 
 def test_check_detects_and_repairs_a_corrupt_state(store, table, client):

@@ -27,6 +27,25 @@ _IDEM_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % ts.MAX_IDEMPOTENCY_KEY)
 _VERSION = re.compile(r'^(?:W/)?"(\d{1,12})"$')
 
 AUTH = [{"bearer": []}]
+
+# OpenAPI links: how a client (or a stateful fuzzer) goes from one call to the next.
+_SAME_TABLE = {"path.table_id": "$request.path.table_id", "header.Authorization": "$request.header.Authorization"}
+_NEW_TABLE = {"path.table_id": "$response.body#/id", "header.Authorization": "Bearer {$response.body#/token}"}
+_READ_TABLE = {"path.table_id": "$response.body#/id", "header.Authorization": "Bearer {$response.body#/read_token}"}
+
+
+def _links(params: dict, start_round: bool = False, void: bool = False) -> dict:
+    links = {
+        "GetTable": {"operationId": "getTable", "parameters": params},
+        "ListEvents": {"operationId": "listEvents", "parameters": params},
+        "PostEvent": {"operationId": "postEvent", "parameters": params},
+    }
+    if start_round:
+        links["StartRound"] = {"operationId": "postEvent", "parameters": params,
+                               "requestBody": {"type": "round_start"}}
+    if void:
+        links["VoidEvent"] = {"operationId": "voidEvent", "parameters": {**params, "path.seq": "$response.body#/seq"}}
+    return links
 WRITE_HEADERS = [
     {"in": "header", "name": "Idempotency-Key", "required": False,
      "schema": {"type": "string", "maxLength": ts.MAX_IDEMPOTENCY_KEY},
@@ -50,6 +69,10 @@ def store() -> TableStore:
 
 def _table_id(table_id: str) -> str:
     if not _TABLE_ID.match(table_id):
+        if _token() is None:  # as for a real table: no token, no answer about existence
+            from ..store.tables import Unauthorized
+
+            raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
         raise TableNotFound(f"no table {table_id!r}")
     return table_id
 
@@ -109,7 +132,10 @@ def _json_body() -> dict:
 @blp.response(201, ts.TableCreated, headers={"Location": {"schema": {"type": "string"}}})
 @blp.alt_response(429, "TOO_MANY_REQUESTS")
 @blp.alt_response(503, "SERVICE_UNAVAILABLE")
-@blp.doc(parameters=WRITE_HEADERS)
+@blp.doc(parameters=WRITE_HEADERS, operationId="createTable",
+         responses={201: {"links": {**_links(_NEW_TABLE, start_round=True),
+                                      "ReadTable": {"operationId": "getTable", "parameters": _READ_TABLE},
+                                      "DeleteTable": {"operationId": "deleteTable", "parameters": _NEW_TABLE}}}})
 @errors
 def create_table(args):
     """Create a table. Its write `token` and `read_token` are shown only in this response."""
@@ -126,7 +152,7 @@ def create_table(args):
 @blp.alt_response(403, "FORBIDDEN")
 @blp.alt_response(404, "NOT_FOUND")
 @blp.alt_response(503, "SERVICE_UNAVAILABLE")
-@blp.doc(security=AUTH)
+@blp.doc(security=AUTH, operationId="getTable")
 def get_table(table_id):
     """A table: players, ruleset, version, balances, the current round and the ended rounds."""
     s = store()
@@ -150,7 +176,7 @@ def get_table(table_id):
 @blp.alt_response(403, "FORBIDDEN")
 @blp.alt_response(404, "NOT_FOUND")
 @blp.alt_response(503, "SERVICE_UNAVAILABLE")
-@blp.doc(security=AUTH)
+@blp.doc(security=AUTH, operationId="deleteTable")
 def delete_table(table_id):
     """Delete a table and its whole log (write token)."""
     s = store()
@@ -175,7 +201,8 @@ def delete_table(table_id):
 @blp.alt_response(409, "CONFLICT")
 @blp.alt_response(412, "PRECONDITION_FAILED")
 @blp.alt_response(503, "SERVICE_UNAVAILABLE")
-@blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH])
+@blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH], operationId="postEvent",
+         responses={201: {"links": _links(_SAME_TABLE, start_round=True, void=True)}})
 @errors
 def post_event(table_id):
     """Append an event: a round event of API.md, `round_start` or `round_end`.
@@ -207,7 +234,7 @@ def post_event(table_id):
 @blp.alt_response(404, "NOT_FOUND")
 @blp.alt_response(422, "UNPROCESSABLE_ENTITY")
 @blp.alt_response(503, "SERVICE_UNAVAILABLE")
-@blp.doc(security=AUTH)
+@blp.doc(security=AUTH, operationId="listEvents")
 def list_events(args, table_id):
     """The log in order, a page at a time: `after` a seq, at most `limit` records."""
     s = store()
@@ -224,7 +251,8 @@ def list_events(args, table_id):
 @blp.alt_response(412, "PRECONDITION_FAILED")
 @blp.alt_response(422, "UNPROCESSABLE_ENTITY")
 @blp.alt_response(503, "SERVICE_UNAVAILABLE")
-@blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH])
+@blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH], operationId="voidEvent",
+         responses={201: {"links": _links(_SAME_TABLE)}})
 def void_event(table_id, seq):
     """Undo an event by a compensating record: balances are recomputed without it.
 

@@ -7,6 +7,7 @@ Redis Cluster slot and every script touches one slot.
 key                            type    holds
 =============================  ======  ==================================================
 ``{t:<id>}:meta``              hash    players, ruleset, first dealer, token hashes, created
+                                       (after DELETE: only the token hashes and ``deleted``, 24 h)
 ``{t:<id>}:log``               list    the log: one JSON record per seq (append-only)
 ``{t:<id>}:state``             string  JSON :class:`~service.rules.table.TableState` at version = LLEN log
 ``{t:<id>}:rounds``            list    JSON summaries of the table's ended rounds
@@ -125,15 +126,21 @@ end
 return {'ok', tostring(version + 1)}
 """
 
-# DELETE: every key of a table.
+# DELETE: every key of a table, leaving a tombstone: the meta hash keeps only the
+# token hashes and "deleted" for ARGV[1] seconds, so that a request for a deleted
+# table is still authenticated (401 for a wrong token, 404 for a right one).
 # KEYS[1] meta, KEYS[2] log, KEYS[3] state, KEYS[4] rounds, KEYS[5] idems
+# ARGV[1] tombstone TTL in seconds
 # returns 1 when the table existed, else 0
 DELETE = """
-local existed = redis.call('EXISTS', KEYS[1])
+if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
 local names = redis.call('SMEMBERS', KEYS[5])
 for i = 1, #names do redis.call('DEL', names[i]) end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-return existed
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created')
+redis.call('HSET', KEYS[1], 'deleted', '1')
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
+return 1
 """
 
 # REPAIR: replace a table's state and rounds with a fresh fold, if the log has not moved.

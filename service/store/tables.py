@@ -28,6 +28,7 @@ from ..rules.table import TableState, VoidConflict, fold
 from . import keys
 
 IDEMPOTENCY_TTL = 24 * 3600
+TOMBSTONE_TTL = 24 * 3600
 MAX_RETRIES = 50
 
 
@@ -87,22 +88,26 @@ class Access:
 
 
 def _check_token(table_id: str, hashes, access: Access) -> None:
-    """404 for an unknown table, 401 without a valid token of it, 403 for the read token on a write.
+    """401 without a token, 404 for an unknown table, 401 for a token that is not this
+    table's, 403 for the read token on a write.
 
-    Tokens are compared as SHA-256 digests in constant time.
+    No token says nothing about whether a table exists.  Tokens are compared as
+    SHA-256 digests in constant time.
     """
-    if hashes[0] is None:
-        raise TableNotFound(f"no table {table_id!r}")
     if not access.token:
         raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
+    if hashes[0] is None:
+        raise TableNotFound(f"no table {table_id!r}")
     given = _hash(access.token)
     if hmac.compare_digest(given, hashes[0].decode()):
-        return
-    if hmac.compare_digest(given, hashes[1].decode()):
+        pass
+    elif hmac.compare_digest(given, hashes[1].decode()):
         if access.write:
             raise Forbidden("the read token cannot change the table; use the write token")
-        return
-    raise Unauthorized("the token is not valid for this table")
+    else:
+        raise Unauthorized("the token is not valid for this table")
+    if len(hashes) > 2 and hashes[2]:
+        raise TableNotFound(f"table {table_id!r} has been deleted")
 
 
 @dataclass(frozen=True)
@@ -199,7 +204,7 @@ class TableStore:
                 return reply
             if idempotency_key:
                 if not res[1]:
-                    raise IdempotencyMismatch("this Idempotency-Key belongs to a table created without it")
+                    raise Conflict("table_deleted", "the table this Idempotency-Key created has been deleted")
                 rec = json.loads(res[1])
                 if rec["fp"] != fp:
                     raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
@@ -210,14 +215,15 @@ class TableStore:
     # -- auth ------------------------------------------------------------------------
     def authorize(self, table_id: str, token: str | None, *, write: bool) -> None:
         """401 without a valid token of this table, 403 for the read token on a write, 404 if unknown."""
-        _check_token(table_id, self.r.hmget(keys.meta(table_id), "token", "read_token"), Access(token, write))
+        _check_token(table_id, self.r.hmget(keys.meta(table_id), "token", "read_token", "deleted"),
+                     Access(token, write))
 
     # -- read --------------------------------------------------------------------------
     def _load(self, table_id: str, access: "Access | None", idem: str | None = None,
               rounds: bool = False) -> tuple[TableState, int, bytes | None, list]:
         """One round trip: token hashes, state, version, a stored idempotent reply, rounds."""
         with self.r.pipeline(transaction=True) as p:
-            p.hmget(keys.meta(table_id), "token", "read_token")
+            p.hmget(keys.meta(table_id), "token", "read_token", "deleted")
             p.get(keys.state(table_id))
             p.llen(keys.log(table_id))
             if idem:
@@ -246,24 +252,24 @@ class TableStore:
 
     def version(self, table_id: str, access: "Access | None" = None) -> int:
         with self.r.pipeline(transaction=True) as p:
-            p.hmget(keys.meta(table_id), "token", "read_token")
+            p.hmget(keys.meta(table_id), "token", "read_token", "deleted")
             p.llen(keys.log(table_id))
             hashes, version = p.execute()
         if access is not None:
             _check_token(table_id, hashes, access)
-        if hashes[0] is None:
+        if hashes[0] is None or hashes[2]:
             raise TableNotFound(f"no table {table_id!r}")
         return version
 
     def events(self, table_id: str, after: int = 0, limit: int = 100, access: "Access | None" = None) -> dict:
         with self.r.pipeline(transaction=True) as p:
-            p.hmget(keys.meta(table_id), "token", "read_token")
+            p.hmget(keys.meta(table_id), "token", "read_token", "deleted")
             p.lrange(keys.log(table_id), after, after + limit)
             p.get(keys.state(table_id))
             hashes, raw, state = p.execute()
         if access is not None:
             _check_token(table_id, hashes, access)
-        if hashes[0] is None:
+        if hashes[0] is None or hashes[2]:
             raise TableNotFound(f"no table {table_id!r}")
         voided = set(json.loads(state)["voided"]) if state else set()
         items = [json.loads(x) for x in raw[:limit]]
@@ -368,8 +374,9 @@ class TableStore:
         return record, new, reply, "replace", _dumps([_dumps(s) for s in summaries])
 
     def delete(self, table_id: str) -> bool:
+        """Delete a table's keys, keeping a 24 h tombstone of its token hashes."""
         return bool(self._delete(keys=[keys.meta(table_id), keys.log(table_id), keys.state(table_id),
-                                       keys.rounds(table_id), keys.idems(table_id)]))
+                                       keys.rounds(table_id), keys.idems(table_id)], args=[TOMBSTONE_TTL]))
 
     # -- verification ------------------------------------------------------------------------
     def rebuild(self, table_id: str) -> tuple[TableState, list[dict]]:
