@@ -742,10 +742,8 @@ class TestEscape:
         d = settle(events, dealer=0)
         assert of_event(d, 2) == [] and d.deltas == (12, -12, 0, 0)
 
-    @pytest.mark.xfail(strict=True, reason=(
-        "disagreement with RULES.md §6/§8 (see the report): the robbed kong's payments were already "
-        "reversed by kong_void, yet forfeit returns them a second time"))
     def test_forfeit_voided_kong_income(self):
+        """A robbed kong's payments were already given back by kong_void: forfeit must not repeat them."""
         events = [kong(1, "added", "5p"),                               # 0: 0, 2, 3 pay 1 6 each
                   hu(1, "5p", win(0, fan=1), robbing_kong=True),       # 1: 1 reverses the 18, pays 0 6
                   hu(2, "1s", win(1, fan=1)),                          # 2: 2 pays 1 6

@@ -531,8 +531,12 @@ class Round:
     def _winner_leaves(self, seat: int, i: int) -> None:
         if self.rules.winner_leaves == "forfeit":
             for t in list(self.transfers):
-                if t.payee == seat and t.reason != "kong_void" and t.payer not in self.left:
-                    self._pay(seat, t.payer, t.points, "forfeit", i)
+                if t.payee != seat or t.payer in self.left or t.reason == "kong_void":
+                    continue
+                kong = self.kongs.get(t.event) if t.reason.startswith("kong_") else None
+                if kong is not None and kong[5]:
+                    continue  # a robbed kong's payments were already given back (kong_void)
+                self._pay(seat, t.payer, t.points, "forfeit", i)
         self.left.append(seat)
         self.last = ("escape", seat, None, None, None, i)
 
