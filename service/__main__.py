@@ -1,10 +1,13 @@
-"""Command line: ``python -m service serve`` and ``python -m service openapi``.
+"""Command line: ``python -m service serve``, ``openapi`` and ``check-tables``.
 
 ``serve [--host H] [--port P] [--workers N] [--threads T]`` runs the HTTP API
 under gunicorn (``gthread`` workers, the app built by
 :func:`service.api.app.create_app` in each worker).  ``openapi [--json]``
 prints the OpenAPI document (YAML by default; the committed ``openapi.yaml``
-is ``python -m service openapi > openapi.yaml``).
+is ``python -m service openapi > openapi.yaml``).  ``check-tables [ID ...]
+[--repair]`` re-folds each table's log (on ``REDIS_URL``) and compares the
+fold with the state stored beside the log (one JSON line per table; exit 1 if
+any differs).
 
 Configuration is by environment variable (read in :mod:`service.config`);
 command-line options win over the environment:
@@ -114,13 +117,43 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     run.add_argument("--threads", type=int, help="threads per worker (env THREADS)")
     spec = sub.add_parser("openapi", help="print the OpenAPI document")
     spec.add_argument("--json", action="store_true", help="JSON instead of YAML")
+    check = sub.add_parser("check-tables", help="re-fold every table's log and compare it with the stored state")
+    check.add_argument("ids", nargs="*", help="table ids (default: every table)")
+    check.add_argument("--repair", action="store_true", help="write the fold back where they differ")
     return parser.parse_args(argv)
+
+
+def check_tables(ids: Sequence[str], repair: bool) -> int:
+    """``check-tables``: one JSON line per table; exit 1 if any differs (and was not repaired)."""
+    import json
+
+    import redis
+
+    from .rules.errors import EventError
+    from .store.tables import TableStore
+
+    url = load_settings().redis_url
+    if not url:
+        print("python -m service check-tables: set REDIS_URL to the tables' Redis", file=sys.stderr)
+        return 2
+    store = TableStore(redis.Redis.from_url(url))
+    bad = 0
+    for table_id in ids or store.table_ids():
+        try:
+            report = store.check(table_id, repair=repair)
+        except EventError as exc:
+            report = {"id": table_id, "ok": False, "repaired": False, "error": str(exc)}
+        bad += not (report["ok"] or report["repaired"])
+        print(json.dumps(report, ensure_ascii=False))
+    return 1 if bad else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.command == "openapi":
         return print_openapi(args.json)
+    if args.command == "check-tables":
+        return check_tables(args.ids, args.repair)
     try:
         settings = load_settings().with_overrides(
             host=args.host, port=args.port, workers=args.workers, threads=args.threads
