@@ -102,7 +102,7 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None) -> Ev
     ``voids`` (four suit letters or None) gives each seat's 定缺 suit for hands
     that do not state one.
     """
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         if isinstance(data, (Peng, Kong, Hu, Draw, Escape)):
             return data
         raise EventError("bad_event", index, f"an event is an object, got {type(data).__name__}")
@@ -171,7 +171,7 @@ class _Parser:
     def hand(self, data: Any, seat: int) -> Hand:
         if isinstance(data, Hand):
             return data
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise self.fail(f"a hand is an object with 'tiles'; got {data!r}")
         void = data.get("void")
         if void is None and self.voids is not None:
@@ -187,7 +187,7 @@ class _Parser:
         return value
 
     def winner(self, w: Any) -> WinnerEntry:
-        if not isinstance(w, Mapping):
+        if type(w) is not dict and not isinstance(w, Mapping):
             raise self.fail("each winner is an object with 'seat' and 'hand' or 'fan'")
         seat = self.seat("seat", w)
         has_hand, has_fan = w.get("hand") is not None, w.get("fan") is not None
@@ -207,7 +207,7 @@ class _Parser:
             raise self.fail("'seats' must be a list of {seat, hand | status}")
         out = []
         for item in items:
-            if not isinstance(item, Mapping):
+            if type(item) is not dict and not isinstance(item, Mapping):
                 raise self.fail("each entry of 'seats' is an object")
             seat = self.seat("seat", item)
             hand, status = item.get("hand"), item.get("status")

@@ -20,6 +20,9 @@ from .tiles import SUITS, TILES, Tile, format_counts, parse_suit, parse_tiles
 MELD_TYPES = ("peng", "kong")
 KONG_KINDS = ("direct", "added", "concealed")
 POW5 = tuple(5**r for r in range(9))
+_SUIT = tuple(i // 9 for i in range(27))      # per tile index: its suit,
+_POW = tuple(POW5[i % 9] for i in range(27))  # its weight in its suit's key,
+_BIT = tuple(1 << (i // 9) for i in range(27))  # and its suit's bit
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,28 +110,30 @@ class Hand:
 
     def __post_init__(self) -> None:
         counts = [0] * 27
-        for t in self.tiles:
-            counts[t.index] += 1
-        object.__setattr__(self, "tiles", tuple(TILES[i] for i in range(27) for _ in range(counts[i])))
-        object.__setattr__(self, "melds", tuple(self.melds))
-        if self.void is not None:
-            object.__setattr__(self, "void", parse_suit(self.void))
-        held = counts[:]
-        mask = 0
-        for m in self.melds:
-            held[m.tile.index] += m.copies
-            mask |= 1 << m.tile.suit_index
         keys = [0, 0, 0]
-        for i in range(27):
-            c = counts[i]
-            if c:
-                keys[i // 9] += c * POW5[i % 9]
-                mask |= 1 << (i // 9)
-        object.__setattr__(self, "counts", tuple(counts))
-        object.__setattr__(self, "held", tuple(held))
-        object.__setattr__(self, "keys", tuple(keys) if max(counts) <= 4 else None)
-        object.__setattr__(self, "suit_mask", mask)
-        object.__setattr__(self, "max_held", max(held))
+        mask = 0
+        for t in self.tiles:
+            i = t.index
+            counts[i] += 1
+            keys[_SUIT[i]] += _POW[i]
+            mask |= _BIT[i]
+        set_ = object.__setattr__
+        set_(self, "tiles", tuple(sorted(self.tiles, key=_index)))
+        if type(self.melds) is not tuple:
+            set_(self, "melds", tuple(self.melds))
+        if self.void is not None:
+            set_(self, "void", parse_suit(self.void))
+        held = counts[:]
+        for m in self.melds:
+            i = m.tile.index
+            held[i] += m.copies
+            mask |= _BIT[i]
+        top = max(counts)
+        # derived fields, set at once (a frozen dataclass's __dict__, as object.__setattr__ would)
+        self.__dict__.update(
+            counts=tuple(counts), held=tuple(held), keys=tuple(keys) if top <= 4 else None,
+            suit_mask=mask, max_held=max(held) if self.melds else top,
+        )
 
     @property
     def size(self) -> int:
@@ -192,7 +197,7 @@ def parse_hand(
         tiles = [t if isinstance(t, Tile) else Tile.from_str(t) for t in text]
     else:
         raise NotationError(f"a hand is a string or a list of tiles, got {type(text).__name__}")
-    parsed = tuple(m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds)
+    parsed = tuple(m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds) if melds else ()
     return Hand(tuple(tiles), parsed, void)
 
 

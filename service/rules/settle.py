@@ -43,17 +43,17 @@ Readings of RULES.md where it is silent (documented choices):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from .errors import EventError, RuleError
 from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event
 from .fan import (
-    _Ctx, context, evaluate, meld_info, points_of, suit_problem, win_flags, Win,
+    _Ctx, context, evaluate, meld_info, points_of, suit_problem, Win,
 )
 from .hand import Hand, hand_problems
 from .ruleset import Ruleset
 from .tiles import SUITS, TILES, parse_suit
-from .ting import dajiao_of, ting
+from .ting import dajiao_points
 
 REASONS = (
     "kong_direct", "kong_added", "kong_concealed", "kong_void", "dianpao", "zimo",
@@ -61,9 +61,11 @@ REASONS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Transfer:
-    """``payer`` pays ``payee`` ``points`` for ``reason``, caused by event ``event``."""
+class Transfer(NamedTuple):
+    """``payer`` pays ``payee`` ``points`` for ``reason``, caused by event ``event``.
+
+    (An immutable record; a NamedTuple because a round makes many of them.)
+    """
 
     payer: int
     payee: int
@@ -131,7 +133,8 @@ class Round:
     # -- derived ------------------------------------------------------------
     @property
     def active(self) -> list[int]:
-        return [s for s in range(4) if s not in self.won and s not in self.left]
+        """Seats still in the round (neither won nor left), in seat order."""
+        return [s for s in (0, 1, 2, 3) if s not in self.won and s not in self.left]
 
     @property
     def deltas(self) -> tuple[int, int, int, int]:
@@ -213,9 +216,10 @@ class Round:
             self._hu(ev, i)
         elif isinstance(ev, Draw):
             self._draw(ev, i)
+            self._merge(start)  # refunds of several kongs between the same two seats
         else:
             self._escape(ev, i)
-        self._merge(start)
+            self._merge(start)
         self.n += 1
         return tuple(self.transfers[start:])
 
@@ -243,14 +247,22 @@ class Round:
     def _check_copies(self, i: int, tiles: Iterable[int]) -> None:
         """No tile among ``tiles`` (those the event added) appears more than 4 times in the round."""
         over = []
+        m0, m1, m2, m3 = (self.melds[s] if self.logged[s] else self.hand_melds[s] for s in range(4))
+        concealed = self.concealed
         for t in set(tiles):
-            total = self.concealed[t]
-            for s in range(4):
-                total += self.melds[s][t] if self.logged[s] else self.hand_melds[s][t]
+            total = concealed[t] + m0[t] + m1[t] + m2[t] + m3[t]
             if total > 4:
                 over.append(f"{TILES[t]} ({total})")
         if over:
             raise EventError("too_many_copies", i, "more than 4 copies across the round: " + ", ".join(over))
+
+    def _check_tile(self, i: int, t: int) -> None:
+        """:meth:`_check_copies` for the one tile a peng or kong adds."""
+        total = self.concealed[t]
+        for s in (0, 1, 2, 3):
+            total += (self.melds[s] if self.logged[s] else self.hand_melds[s])[t]
+        if total > 4:
+            raise EventError("too_many_copies", i, f"more than 4 copies across the round: {TILES[t]} ({total})")
 
     def _unit(self, units: int) -> int:
         return units * self.rules.base
@@ -265,7 +277,7 @@ class Round:
         self.logged[ev.seat] = True
         self.pengs[ev.seat].append(ev.tile.index)
         self.any_peng = self.any_meld = True
-        self._check_copies(i, (ev.tile.index,))
+        self._check_tile(i, ev.tile.index)
         self.last = ("peng", ev.seat, None, ev.tile.index, ev.from_, i)
 
     def _kong(self, ev: Kong, i: int) -> None:
@@ -292,7 +304,7 @@ class Round:
             payers = [(s, self._unit(self.rules.concealed_kong)) for s in others]
         self.logged[seat] = True
         self.any_meld = True
-        self._check_copies(i, (t,))
+        self._check_tile(i, t)
         reason = "kong_" + ev.kind
         paid = []
         for payer, pts in payers:
@@ -315,7 +327,7 @@ class Round:
                 raise EventError("self_discard", i, f"the discarder {ev.from_} cannot be a winner")
         elif len(seats) != 1:
             raise EventError("self_draw_one_winner", i, "a self-drawn hu has exactly one winner")
-        sit = win_flags(self._check_hu_flags(ev, i))
+        sit = self._check_hu_flags(ev, i)
         kong = self.kongs[self.last[5]] if self.last and self.last[0] == "kong" else None
         ctx = context(self.rules)
         feeder_pays = (
@@ -351,15 +363,17 @@ class Round:
             self.ended = True
         self.last = ("hu", seats[0], None, ev.tile.index, ev.from_, i)
 
-    def _check_hu_flags(self, ev: Hu, i: int) -> Win:
-        try:
-            win = Win(ev.tile, ev.self_drawn, ev.after_kong, ev.robbing_kong, ev.last_tile,
-                      ev.heavenly, ev.earthly)
-        except RuleError as exc:
-            raise EventError("contradictory_flags", i, str(exc)) from None
-        problem = win.contradiction(self.rules.fan_table)
-        if problem:
-            raise EventError("contradictory_flags", i, problem)
+    def _check_hu_flags(self, ev: Hu, i: int) -> tuple:
+        """The situation flags of the win, after checking they can hold together here."""
+        flags = (ev.self_drawn, ev.after_kong, ev.robbing_kong, ev.last_tile, ev.heavenly, ev.earthly)
+        if ev.robbing_kong or ev.heavenly or ev.earthly:  # the only flags that can clash
+            try:
+                win = Win(ev.tile, *flags)
+            except RuleError as exc:
+                raise EventError("contradictory_flags", i, str(exc)) from None
+            problem = win.contradiction(self.rules.fan_table)
+            if problem:
+                raise EventError("contradictory_flags", i, problem)
         last = self.last
         if ev.robbing_kong:
             if not (last and last[0] == "kong" and last[2] == "added" and last[1] == ev.from_
@@ -383,13 +397,13 @@ class Round:
                 raise EventError("contradictory_flags", i, "earthly comes before any peng or kong")
             if ev.from_ is not None and ev.from_ != self.dealer:
                 raise EventError("contradictory_flags", i, "earthly by discard is on the dealer's first discard")
-        return win
+        return flags
 
     def _winner_points(self, w, ev: Hu, sit, ctx: _Ctx, i: int) -> int:
         if w.hand is None:
             return points_of(w.fan, ctx)[2]
         hand: Hand = w.hand
-        probs = hand_problems(hand, sizes=(14,))
+        probs = hand_problems(hand, sizes=(14,)) if hand.size != 14 or hand.max_held > 4 else None
         if probs:
             raise EventError("bad_hand" if probs[0].code == "bad_size" else "too_many_copies", i,
                              f"seat {w.seat}'s hand: {probs[0].message}")
@@ -429,8 +443,7 @@ class Round:
         for m in hand.melds:
             hm[m.tile.index] += m.copies
             touched.append(m.tile.index)
-        touched.extend(t for t, c in enumerate(self.hand_melds[seat]) if c)
-        self.hand_melds[seat] = hm
+        self.hand_melds[seat] = hm  # (replacing a seat's earlier hand only lowers counts)
         return touched
 
     def _void_kong(self, kong: list, i: int) -> None:
@@ -452,18 +465,17 @@ class Round:
             if rep.seat in out:
                 raise EventError("bad_seats", i, f"seat {rep.seat} is listed twice")
             if rep.hand is not None:
-                probs = hand_problems(rep.hand, sizes=(13,))
+                h = rep.hand
+                probs = hand_problems(h, sizes=(13,)) if h.size != 13 or h.max_held > 4 else None
                 if probs:
                     raise EventError("bad_hand" if probs[0].code == "bad_size" else "too_many_copies", i,
                                      f"seat {rep.seat}'s hand: {probs[0].message}")
-                touched.extend(self._add_hand(rep.seat, rep.hand))
-                result = ting(rep.hand, ruleset=self.rules)
-                if result.huazhu:
+                touched.extend(self._add_hand(rep.seat, h))
+                if h.huazhu:
                     out[rep.seat] = ("huazhu", 0)
-                elif result.ting:
-                    out[rep.seat] = ("ting", result.dajiao.points)
                 else:
-                    out[rep.seat] = ("not_ting", 0)
+                    best = dajiao_points(h, ctx, self.rules.dajiao)
+                    out[rep.seat] = ("not_ting", 0) if best is None else ("ting", best)
             elif rep.status == "ting":
                 out[rep.seat] = ("ting", points_of(rep.dajiao_fan, ctx)[2])
             else:

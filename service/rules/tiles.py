@@ -74,6 +74,9 @@ class Tile:
     @classmethod
     def from_str(cls, text: str) -> "Tile":
         """Parse one tile; surrounding white space is allowed."""
+        tile = _BY_TEXT.get(text) if type(text) is str else None
+        if tile is not None:
+            return tile
         tiles = parse_tiles(text)
         if len(tiles) != 1:
             raise NotationError(f"expected exactly one tile, got {text!r}", text=text)
@@ -97,6 +100,8 @@ class Tile:
 
 
 TILES: tuple[Tile, ...] = tuple(Tile(i) for i in range(27))
+_BY_TEXT = {str(t): t for t in TILES}  # the canonical spellings, for Tile.from_str's fast path
+_FAST = {suit: {str(r + 1): TILES[base + r] for r in range(9)} for suit, base in _LETTER.items()}
 
 
 def parse_suit(text: str) -> str:
@@ -124,7 +129,7 @@ def parse_tiles(text: str) -> list[Tile]:
     if not isinstance(text, str):
         raise NotationError(f"a hand must be a string, got {type(text).__name__}", text=str(text))
     if _SIMPLE.fullmatch(text):  # fast path: plain ASCII groups, e.g. "123m456p"
-        return [TILES[_LETTER[suit] + int(r) - 1] for ranks, suit in _GROUP.findall(text) for r in ranks]
+        return [_FAST[suit][r] for ranks, suit in _GROUP.findall(text) for r in ranks]
     out: list[Tile] = []
     ranks: list[int] = []
     start = 0

@@ -142,6 +142,15 @@ def dajiao_of(waits: "list[Wait]", rules_dajiao: str) -> Dajiao | None:
 _NO_TILES = (0,) * 27
 
 
+def dajiao_points(hand: Hand, ctx: _Ctx, rules_dajiao: str) -> int | None:
+    """大叫 points of a valid 13-size hand (None when it is not ting), as :func:`ting` gives them."""
+    tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand))
+    if not tiles:
+        return None
+    waits = _value_waits(hand.keys, len(hand.tiles), meld_info(hand.melds), tiles, ctx, hand.held, _NO_TILES)
+    return dajiao_of(waits, rules_dajiao).points
+
+
 def _visible(visible) -> tuple[tuple[int, ...], tuple[Tile, ...]]:
     """``visible`` (None, a hand string or tiles) as counts and as tiles."""
     if not visible:

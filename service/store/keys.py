@@ -96,7 +96,8 @@ return {1}
 # ARGV[9] maximum log length (0: none)
 # returns {"ok", version} | {"replay", record} | {"conflict", version} | {"missing"} | {"full", version}
 APPEND = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
+-- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
+if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing'} end
 if ARGV[6] ~= '' then
   local rec = redis.call('GET', KEYS[5])
   if rec then return {'replay', rec} end
