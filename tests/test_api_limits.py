@@ -16,7 +16,9 @@ def make_client(redis_url, **config):
 
 def test_tables_per_hour_is_enforced_with_retry_after(redis_url):
     c = make_client(redis_url, TABLES_PER_HOUR=3)
-    assert [c.post("/v1/tables", json=PLAYERS).status_code for _ in range(3)] == [201] * 3
+    created = [c.post("/v1/tables", json=PLAYERS) for _ in range(3)]
+    assert [r.status_code for r in created] == [201] * 3
+    assert "Retry-After" not in created[0].headers and created[2].headers["X-RateLimit-Remaining"] == "0"
     r = c.post("/v1/tables", json=PLAYERS)
     assert r.status_code == 429 and r.mimetype == "application/problem+json"
     assert r.get_json()["code"] == "too_many_requests"

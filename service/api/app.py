@@ -123,6 +123,14 @@ def _install_limits(app: Flask, url: str) -> None:
     from flask_limiter import Limiter
     from flask_limiter.util import get_remote_address
 
+    @app.after_request
+    def _retry_after_only_when_refused(response):
+        # Flask-Limiter adds Retry-After to every response; it means something only on 429/503.
+        # (Registered before the limiter, so it runs after the limiter's own hook.)
+        if response.status_code not in (429, 503):
+            response.headers.pop("Retry-After", None)
+        return response
+
     limiter = Limiter(
         get_remote_address, app=app, storage_uri=url,
         storage_options={"socket_timeout": 2, "socket_connect_timeout": 1},
