@@ -65,7 +65,6 @@ def main() -> None:
 
     from service import discards, is_win, parse_hand, score, ting
     from service.rules.fan import Win
-    from service.rules.tiles import format_counts
 
     n = args.n
     build_s, build_mib = table_build_cost()
@@ -154,7 +153,6 @@ def main() -> None:
     rounds = typical_rounds(min(n, 1000))
     ours = per_hand_us(lambda r: settle(r["events"], dealer=r["dealer"]), rounds, max(1, args.reps // 4))
     print(json.dumps({"op": "settle", "ours_us": round(ours, 3), "rounds": len(rounds)}))
-    _ = format_counts
 
 
 if __name__ == "__main__":

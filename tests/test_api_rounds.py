@@ -162,7 +162,7 @@ def test_loaded_events_have_the_api_keys():
             {"type": "escape", "seat": 3, "last_four": True},
         ],
     })
-    assert data["ruleset"] == Ruleset.preset("xuezhan") and data["dealer"] == 1
+    assert data["ruleset"] == Ruleset.from_preset("xuezhan") and data["dealer"] == 1
     peng, kong, hu, draw, escape = data["events"]
     assert peng == {"type": "peng", "seat": 0, "tile": "5m", "from": 2}
     assert kong == {"type": "kong", "seat": 0, "kind": "added", "tile": "5m", "from": None}

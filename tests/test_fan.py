@@ -57,7 +57,7 @@ KONG_2P = [Meld.kong("2p", "concealed")]
     ],
 )
 def test_worked_examples(hand, patterns, fan, points):
-    for ruleset in (None, "xuezhan", Ruleset.preset("xuezhan")):
+    for ruleset in (None, "xuezhan", Ruleset.from_preset("xuezhan")):
         for tile in {str(t) for t in parse_hand(hand).tiles}:  # any tile of the hand may be the win tile
             s = score(parse_hand(hand), tile, ruleset=ruleset)
             assert pats(s) == patterns
@@ -485,17 +485,17 @@ PRESET_TABLE = {
 
 @pytest.mark.parametrize("name", sorted(PRESET_TABLE))
 def test_presets_match_the_section_9_table(name):
-    for r in (Ruleset.preset(name), Ruleset.from_spec(name), Ruleset.from_spec({"preset": name})):
+    for r in (Ruleset.from_preset(name), Ruleset.from_spec(name), Ruleset.from_spec({"preset": name})):
         d = r.as_dict()
         assert {k: d[k] for k in PRESET_TABLE[name]} == PRESET_TABLE[name]
         assert r.preset == name
 
 
 def test_default_ruleset_is_xuezhan():
-    assert Ruleset.from_spec(None).as_dict() == Ruleset.preset("xuezhan").as_dict()
-    assert Ruleset().as_dict() == Ruleset.preset("xuezhan").as_dict()
-    assert Ruleset(cap=3).as_dict() == dict(Ruleset.preset("xuezhan").as_dict(), cap=3)
-    assert Ruleset.from_spec({}).as_dict() == Ruleset.preset("xuezhan").as_dict()
+    assert Ruleset.from_spec(None).as_dict() == Ruleset.from_preset("xuezhan").as_dict()
+    assert Ruleset().as_dict() == Ruleset.from_preset("xuezhan").as_dict()
+    assert Ruleset(cap=3).as_dict() == dict(Ruleset.from_preset("xuezhan").as_dict(), cap=3)
+    assert Ruleset.from_spec({}).as_dict() == Ruleset.from_preset("xuezhan").as_dict()
 
 
 def test_overriding_one_field_does_not_change_the_other():
@@ -559,7 +559,7 @@ def test_ruleset_spec_of_a_wrong_type():
 
 
 def test_rulesets_are_immutable_values():
-    r = Ruleset.preset("xuezhan")
+    r = Ruleset.from_preset("xuezhan")
     with pytest.raises(Exception):
         r.cap = 3  # type: ignore[misc]
     assert r.replace(cap=3).cap == 3 and r.cap is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import jsonify
 
+from ..rules.settle import settle
 from . import schemas as s
 from .hands import errors
 from .smorest import Blueprint
@@ -31,8 +32,6 @@ def settle_round(args):
     An event that cannot happen is a 422 whose problem carries `event` (its
     0-based index) and a stable `code`.
     """
-    from ..rules.settle import settle  # imported late: settlement is its own module
-
     result = settle(
         args["events"], dealer=args["dealer"], ruleset=args["ruleset"], voids=args.get("voids")
     )

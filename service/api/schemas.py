@@ -29,7 +29,7 @@ from ..rules.events import MAX_FAN
 from ..rules.fan import Score, Win
 from ..rules.hand import Hand, Meld
 from ..rules.patterns import PATTERNS, PatternFan
-from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PRESETS, Ruleset, _ENUMS
+from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PRESETS, Ruleset, ENUMS
 from ..rules.tiles import Tile, parse_suit, parse_tiles
 from ..rules.ting import DiscardAdvice, Ting, Wait
 from ..rules.validate import Validation
@@ -204,8 +204,8 @@ def _ruleset_spec_fields() -> dict[str, fields.Field]:
         name = f.name
         if name == "preset":
             continue
-        if name in _ENUMS:
-            out[name] = fields.String(validate=validate.OneOf(list(_ENUMS[name])))
+        if name in ENUMS:
+            out[name] = fields.String(validate=validate.OneOf(list(ENUMS[name])))
         elif isinstance(f.default, bool):
             out[name] = StrictBoolean()
         elif name == "cap":

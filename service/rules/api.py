@@ -6,12 +6,10 @@ from .ruleset import PRESETS, Ruleset
 from .ting import DiscardAdvice, Ting, discards, ting
 from .validate import Validation, validate
 
-try:  # settlement lands in its own module
-    from .settle import settle
-except ImportError:  # pragma: no cover
-    settle = None
+from .settle import Settlement, Transfer, settle
 
 __all__ = [
     "Hand", "Meld", "PRESETS", "Ruleset", "Score", "Win", "Ting", "DiscardAdvice", "Validation",
+    "Settlement", "Transfer",
     "discards", "is_win", "parse_hand", "score", "settle", "ting", "validate",
 ]

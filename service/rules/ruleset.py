@@ -1,6 +1,6 @@
 """Rule variants (RULES.md §5.3, §9): one frozen :class:`Ruleset` and named presets.
 
->>> r = Ruleset.preset("xuezhan")
+>>> r = Ruleset.from_preset("xuezhan")
 >>> r.mode, r.base, r.cap
 ('xuezhan', 6, None)
 >>> r2 = Ruleset.from_spec({"preset": "normal", "cap": 4, "zimo": "base"})
@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from .errors import BadRulesetValue, UnknownRuleset, UnknownRulesetField
 
-_ENUMS: dict[str, tuple[str, ...]] = {
+ENUMS: dict[str, tuple[str, ...]] = {
     "mode": ("xuezhan", "normal"),
     "fan_table": ("qq", "chengdu"),
     "scoring": ("exponential", "linear"),
@@ -67,9 +67,7 @@ class Ruleset:
     zhongzhang: bool = False
 
     def __post_init__(self) -> None:
-        if self.preset == type(self).preset:  # the field default is shadowed by the preset() classmethod
-            object.__setattr__(self, "preset", "xuezhan")
-        for name, allowed in _ENUMS.items():
+        for name, allowed in ENUMS.items():
             value = getattr(self, name)
             if value not in allowed:
                 raise BadRulesetValue(
@@ -98,18 +96,14 @@ class Ruleset:
         return tuple(PRESET_FIELDS)
 
     @classmethod
-    def preset(cls, name: str) -> "Ruleset":
+    def from_preset(cls, name: str) -> "Ruleset":
+        """The preset called ``name``."""
         try:
             return PRESETS[name]
         except (KeyError, TypeError):
             raise UnknownRuleset(
                 f"unknown ruleset preset {name!r} (one of {', '.join(PRESET_FIELDS)})", text=str(name)
             ) from None
-
-    @classmethod
-    def from_preset(cls, name: str) -> "Ruleset":
-        """The preset called ``name`` (same as :meth:`preset`)."""
-        return cls.preset(name)
 
     @classmethod
     def from_spec(cls, spec: "str | Mapping[str, Any] | Ruleset | None") -> "Ruleset":
@@ -119,12 +113,12 @@ class Ruleset:
         if isinstance(spec, Ruleset):
             return spec
         if isinstance(spec, str):
-            return cls.preset(spec)
+            return cls.from_preset(spec)
         if not isinstance(spec, Mapping):
             raise BadRulesetValue(f"a ruleset is a preset name or an object, got {spec!r}")
         overrides = dict(spec)
         name = overrides.pop("preset", "xuezhan")
-        return cls.preset(name).replace(**overrides)
+        return cls.from_preset(name).replace(**overrides)
 
     def replace(self, **overrides: Any) -> "Ruleset":
         known = {f.name for f in fields(self)} - {"preset"}
@@ -151,7 +145,7 @@ class Ruleset:
 def _from_items(items: tuple) -> Ruleset:
     data = dict(items)
     preset = data.pop("preset", "xuezhan")
-    return Ruleset.preset(preset).replace(**data)
+    return Ruleset.from_preset(preset).replace(**data)
 
 
 def _int_in(rules: Ruleset, name: str, lo: int, hi: int) -> None:

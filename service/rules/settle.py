@@ -52,7 +52,7 @@ from .fan import (
 )
 from .hand import Hand, hand_problems
 from .ruleset import Ruleset
-from .tiles import SUITS, TILES, parse_suit
+from .tiles import TILES, parse_suit
 from .ting import dajiao_points
 
 REASONS = (

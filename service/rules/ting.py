@@ -14,13 +14,13 @@ Dajiao(fan=4, points=48)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from .fan import DISCARD_WIN, _Ctx, context, evaluate, is_win, meld_info
 from .hand import Hand, POW5, count_tiles, parse_hand, require_valid
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
-from .shapes import EVEN_KEYS, SHAPES, WAITS
+from .shapes import SHAPES, WAITS
 from .tiles import SUITS, TILES, Tile, parse_tiles
 
 

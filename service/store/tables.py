@@ -23,7 +23,6 @@ from typing import Any, Mapping
 
 import redis
 
-from ..rules.errors import EventError
 from ..rules.table import TableState, VoidConflict, fold
 from . import keys
 
@@ -413,5 +412,3 @@ class TableStore:
             k = key.decode()
             yield k[len("{t:"): k.index("}")]
 
-
-_ = EventError
