@@ -193,6 +193,8 @@ def test_get_with_either_token_etag_and_if_none_match(client):
     assert r.headers["ETag"] == '"1"' and r.get_json()["version"] == 1
     nm = client.get(url, headers={**bearer(t["read_token"]), "If-None-Match": '"1"'})
     assert nm.status_code == 304 and nm.data == b"" and nm.headers["ETag"] == '"1"'
+    weak = client.get(url, headers={**bearer(t["read_token"]), "If-None-Match": 'W/"1"'})
+    assert weak.status_code == 304  # If-None-Match compares weakly
     stale = client.get(url, headers={**bearer(t["read_token"]), "If-None-Match": '"0"'})
     assert stale.status_code == 200 and stale.get_json()["version"] == 1
     # a 304 still needs a token of this table
@@ -496,13 +498,20 @@ def test_if_match(client):
         body = problem(post(client, t, KONG0, **{"If-Match": bad}), 422, "invalid_input")
         assert "If-Match" in body["errors"]
     assert snapshot(client, t) == before
+    # a weak tag never matches If-Match (strong comparison): 412 with the current version
+    r = post(client, t, KONG0, **{"If-Match": 'W/"1"'})
+    assert problem(r, 412, "version_mismatch")["version"] == 1
+    assert snapshot(client, t) == before
     b = ok(client, t, KONG0, **{"If-Match": '"1"'})
     assert b["version"] == 2
+    # "*" matches any existing table
+    assert ok(client, t, {"type": "kong", "seat": 1, "kind": "concealed", "tile": "2m"},
+              **{"If-Match": "*"})["version"] == 3
     # void takes If-Match too
     r = client.post(f"{TABLES}/{t['id']}/events/2/void", headers={**bearer(t["token"]), "If-Match": '"1"'})
-    assert problem(r, 412, "version_mismatch")["version"] == 2
-    r = client.post(f"{TABLES}/{t['id']}/events/2/void", headers={**bearer(t["token"]), "If-Match": '"2"'})
-    assert r.status_code == 201 and r.get_json()["version"] == 3
+    assert problem(r, 412, "version_mismatch")["version"] == 3
+    r = client.post(f"{TABLES}/{t['id']}/events/2/void", headers={**bearer(t["token"]), "If-Match": '"3"'})
+    assert r.status_code == 201 and r.get_json()["version"] == 4
 
 
 # -- Idempotency-Key ------------------------------------------------------------------------------
@@ -566,19 +575,25 @@ def test_bad_idempotency_key_is_422(client, key):
     assert snapshot(client, t) == before
 
 
+def test_a_table_creating_key_must_be_unguessably_long(client):
+    """The key alone finds the table again and replays its tokens: short keys are refused."""
+    r = client.post(TABLES, json={"players": PLAYERS}, headers={"Idempotency-Key": "create-1"})
+    assert problem(r, 422, "invalid_input")["errors"] == {"Idempotency-Key": ["at least 16 characters"]}
+
+
 def test_idempotent_create_replays_the_same_table_and_tokens(client, redis_url):
     body = {"players": PLAYERS, "ruleset": "normal", "dealer": 1}
-    first = client.post(TABLES, json=body, headers={"Idempotency-Key": "create-1"})
+    first = client.post(TABLES, json=body, headers={"Idempotency-Key": "create-1-0f9c2d7e"})
     assert first.status_code == 201 and "Idempotent-Replayed" not in first.headers
-    again = client.post(TABLES, json=dict(reversed(list(body.items()))), headers={"Idempotency-Key": "create-1"})
+    again = client.post(TABLES, json=dict(reversed(list(body.items()))), headers={"Idempotency-Key": "create-1-0f9c2d7e"})
     assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
     assert again.get_json() == first.get_json() and again.headers["Location"] == first.headers["Location"]
     t = again.get_json()
     assert view(client, t)["dealer"] == 1 and view(client, t, t["read_token"])["version"] == 0  # the tokens work
     assert len(redis.Redis.from_url(redis_url).keys("{t:*}:meta")) == 1
-    problem(client.post(TABLES, json={**body, "dealer": 2}, headers={"Idempotency-Key": "create-1"}),
+    problem(client.post(TABLES, json={**body, "dealer": 2}, headers={"Idempotency-Key": "create-1-0f9c2d7e"}),
             422, "idempotency_key_reused")
-    other = client.post(TABLES, json=body, headers={"Idempotency-Key": "create-2"})
+    other = client.post(TABLES, json=body, headers={"Idempotency-Key": "create-2-0f9c2d7e"})
     assert other.status_code == 201 and other.get_json()["id"] != t["id"]
 
 

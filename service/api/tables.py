@@ -24,9 +24,11 @@ blp = Blueprint("tables", __name__, url_prefix="/v1/tables",
 
 _TABLE_ID = re.compile(r"^[0-9a-f]{16}$")
 _IDEM_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % ts.MAX_IDEMPOTENCY_KEY)
-_VERSION = re.compile(r'^(?:W/)?"(\d{1,12})"$')
+_VERSION = re.compile(r'^(W/)?"(\d{1,12})"$')
+NEVER = -1  # a version no table has: a weak tag never matches If-Match (RFC 9110 §13.1.1)
 
 AUTH = [{"bearer": []}]
+MIN_CREATE_KEY = 16
 
 # OpenAPI links: how a client (or a stateful fuzzer) goes from one call to the next.
 _SAME_TABLE = {"path.table_id": "$request.path.table_id", "header.Authorization": "$request.header.Authorization"}
@@ -96,14 +98,15 @@ def _idempotency_key() -> str | None:
 
 
 def _if_match() -> int | None:
+    """The version an ``If-Match`` asks for; ``*`` (any existing table) and no header: None."""
     raw = request.headers.get("If-Match")
-    if raw is None:
+    if raw is None or raw.strip() == "*":
         return None
     m = _VERSION.match(raw.strip())
     if not m:
         raise InvalidInput('If-Match must be a version in quotes, e.g. "12"',
                            errors={"If-Match": ['a version in quotes, e.g. "12"']})
-    return int(m.group(1))
+    return NEVER if m.group(1) else int(m.group(2))
 
 
 def _reply(reply) -> Response:
@@ -140,6 +143,11 @@ def _json_body() -> dict:
 def create_table(args):
     """Create a table. Its write `token` and `read_token` are shown only in this response."""
     key = _idempotency_key()
+    if key is not None and len(key) < MIN_CREATE_KEY:
+        # the key alone finds the table again (and replays its tokens): it must be unguessable
+        raise InvalidInput(f"an Idempotency-Key that creates a table must be at least {MIN_CREATE_KEY} "
+                           "characters: use a random UUID",
+                           errors={"Idempotency-Key": [f"at least {MIN_CREATE_KEY} characters"]})
     fp = fingerprint("POST", request.path, request.get_json(silent=True))
     reply = store().create(args["players"], args["ruleset"], args["dealer"], idempotency_key=key, fp=fp)
     return _reply(reply)
@@ -160,7 +168,7 @@ def get_table(table_id):
     access = Access(_token(), write=False)
     if request.if_none_match:
         version = s.version(tid, access)
-        if request.if_none_match.contains(str(version)):
+        if request.if_none_match.contains_weak(str(version)):  # weak comparison (RFC 9110 §13.1.2)
             response = Response(status=304)
             response.headers["ETag"] = f'"{version}"'
             return response
