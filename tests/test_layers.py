@@ -1,0 +1,48 @@
+"""The three floors: the rules core imports no web or Redis code; the store imports no HTTP code."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_importing_service_loads_no_flask_marshmallow_or_redis():
+    code = (
+        "import sys, service\n"
+        "from service import parse_hand, validate, ting, discards, score, settle, Ruleset\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('flask', 'marshmallow', 'redis', 'werkzeug', 'gunicorn', 'flask_smorest'))\n"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.add("." * node.level + (node.module or ""))
+    return names
+
+
+def test_rules_core_imports_only_itself_and_the_standard_library():
+    for path in (ROOT / "service" / "rules").glob("*.py"):
+        for name in _imports(path):
+            top = name.lstrip(".").split(".")[0]
+            assert not name.startswith("..") and top not in (
+                "flask", "marshmallow", "redis", "werkzeug", "flask_smorest", "apispec", "api", "store",
+            ), f"{path.name} imports {name}"
+
+
+def test_store_never_imports_the_http_layer():
+    for path in (ROOT / "service" / "store").glob("*.py"):
+        for name in _imports(path):
+            assert "api" not in name.split(".") and not name.startswith("flask"), f"{path.name} imports {name}"
