@@ -7,13 +7,16 @@ serves a bare WSGI app with exactly the same settings).
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import tempfile
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from gunicorn import util as gunicorn_util
 from gunicorn.app.base import BaseApplication
+from gunicorn.workers.gthread import ThreadWorker
 
 from .config import Settings
 
@@ -33,7 +36,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "bind": [f"{settings.host}:{settings.port}"],
         "workers": settings.workers,
         "threads": settings.threads,
-        "worker_class": "gthread",
+        "worker_class": "service.serving.ProblemThreadWorker",
         "timeout": settings.timeout,
         "graceful_timeout": 10,
         "keepalive": settings.keepalive,
@@ -41,12 +44,38 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "accesslog": None,  # the app writes one JSON line per request itself
         "errorlog": "-",
         "proc_name": "mahjong-service",
-        "limit_request_line": 4094,
+        "limit_request_line": 8190,  # longer query strings reach the app (and its 422s)
         "limit_request_fields": 100,
         "limit_request_field_size": 8190,
         "child_exit": _child_exit,
         "control_socket_disable": True,  # no shared ~/.gunicorn socket between instances
     }
+
+
+class ProblemThreadWorker(ThreadWorker):
+    """gunicorn's ``gthread`` worker whose own HTTP errors are problem+json too.
+
+    gunicorn answers a request it cannot parse (a request line or headers over
+    the limits, a malformed request line) itself, before the app sees it, with
+    an HTML page; this worker makes that answer an RFC 9457 problem like every
+    other error of the service.
+    """
+
+    def init_process(self) -> None:
+        gunicorn_util.write_error = write_problem  # in this worker process only
+        super().init_process()
+
+
+def write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's ``util.write_error``, writing ``application/problem+json``."""
+    from .api.problems import PROBLEM_BASE
+
+    code = "_".join(reason.lower().split()) or "bad_request"
+    body = json.dumps({"type": PROBLEM_BASE + code, "title": reason, "status": status_int,
+                       "detail": str(mesg) or reason, "code": code}).encode()
+    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+            f"Content-Type: application/problem+json\r\nContent-Length: {len(body)}\r\n\r\n")
+    gunicorn_util.write_nonblock(sock, head.encode("latin1") + body)
 
 
 class GunicornApp(BaseApplication):

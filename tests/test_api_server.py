@@ -124,3 +124,31 @@ def test_serve_rejects_bad_configuration(free_port):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 2 and "WORKERS" in result.stderr
+
+
+def test_gunicorn_level_errors_are_problems_too(redis_url, free_port):
+    """A request line over gunicorn's limit never reaches Flask: it is still problem+json."""
+    env = {**os.environ, "REDIS_URL": redis_url, "TABLES_PER_HOUR": "0"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(free_port), "--workers", "1"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if request(free_port, "GET", "/healthz")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        # a long but acceptable query string reaches the app: a 422 problem for the bad value
+        status, headers, body = request(free_port, "GET", "/v1/tables/0123456789abcdef/events?limit=" + "9" * 5000)
+        assert status in (401, 422) and headers["Content-Type"] == "application/problem+json"
+        # one over the limit is refused by gunicorn itself, as a problem
+        status, headers, body = request(free_port, "GET", "/healthz?x=" + "a" * 9000)
+        assert status == 414 and headers["Content-Type"] == "application/problem+json"
+        problem = json.loads(body)
+        assert problem["status"] == 414 and problem["type"].endswith("/" + problem["code"])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)

@@ -389,22 +389,32 @@ EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
 }
 
 
-class EventField(UnionField):
-    schemas = tuple(EVENT_SCHEMAS.values())
+class TypedUnionField(UnionField):
+    """A union chosen by the object's ``type`` member, documented with an OpenAPI discriminator."""
+
+    kinds: dict[str, type[ma.Schema]] = {}
     discriminator = "type"
-    no_match = f"Must be one of: {', '.join(EVENT_SCHEMAS)}."
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.schemas = tuple(cls.kinds.values())
+        cls.no_match = f"Must be one of: {', '.join(cls.kinds)}."
 
     def choose(self, value):
         kind = value.get("type")
-        return EVENT_SCHEMAS.get(kind) if isinstance(kind, str) else None
+        return self.kinds.get(kind) if isinstance(kind, str) else None
 
     def openapi(self, converter) -> dict:
         out = super().openapi(converter)
         out["discriminator"] = {
             "propertyName": "type",
-            "mapping": {k: converter.resolve_nested_schema(s)["$ref"] for k, s in EVENT_SCHEMAS.items()},
+            "mapping": {k: converter.resolve_nested_schema(s)["$ref"] for k, s in self.kinds.items()},
         }
         return out
+
+
+class EventField(TypedUnionField):
+    kinds = EVENT_SCHEMAS
 
 
 class SettleRequest(ma.Schema):

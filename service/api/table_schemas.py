@@ -9,7 +9,7 @@ from marshmallow import fields, post_load, validate
 
 from ..rules.ruleset import PRESETS
 from .schemas import (
-    EVENT_SCHEMAS, Int, RulesetField, RulesetOut, Str, TransferSchema, UnionField, MAX_SUIT_CHARS,
+    EVENT_SCHEMAS, Int, RulesetField, RulesetOut, Str, TransferSchema, TypedUnionField, MAX_SUIT_CHARS,
 )
 
 MAX_PLAYER_CHARS = 40
@@ -50,22 +50,8 @@ TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
 }
 
 
-class TableEventField(UnionField):
-    schemas = tuple(TABLE_EVENT_SCHEMAS.values())
-    discriminator = "type"
-    no_match = f"Must be one of: {', '.join(TABLE_EVENT_SCHEMAS)}."
-
-    def choose(self, value):
-        kind = value.get("type")
-        return TABLE_EVENT_SCHEMAS.get(kind) if isinstance(kind, str) else None
-
-    def openapi(self, converter) -> dict:
-        out = super().openapi(converter)
-        out["discriminator"] = {
-            "propertyName": "type",
-            "mapping": {k: converter.resolve_nested_schema(s)["$ref"] for k, s in TABLE_EVENT_SCHEMAS.items()},
-        }
-        return out
+class TableEventField(TypedUnionField):
+    kinds = TABLE_EVENT_SCHEMAS
 
 
 class EventsQuery(ma.Schema):

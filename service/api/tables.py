@@ -57,6 +57,20 @@ IF_MATCH = {"in": "header", "name": "If-Match", "required": False, "schema": {"t
             "description": 'the version the write expects, as "<version>"; stale: 412'}
 
 
+def responds(*statuses: int):
+    """Document the error responses a table operation can give (besides its success)."""
+    names = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT",
+             412: "PRECONDITION_FAILED", 422: "UNPROCESSABLE_ENTITY", 429: "TOO_MANY_REQUESTS",
+             503: "SERVICE_UNAVAILABLE"}
+
+    def decorate(func):
+        for status in statuses:
+            func = blp.alt_response(status, names[status])(func)
+        return func
+
+    return decorate
+
+
 class StoreNotConfigured(ApiProblem):
     status, code, title = 503, "store_unavailable", "Tables store unavailable"
 
@@ -133,8 +147,7 @@ def _json_body() -> dict:
 @blp.route("", methods=["POST"])
 @blp.arguments(ts.CreateTableRequest(), example={"players": ["东", "南", "西", "北"], "ruleset": "xuezhan", "dealer": 0})
 @blp.response(201, ts.TableCreated, headers={"Location": {"schema": {"type": "string"}}})
-@blp.alt_response(429, "TOO_MANY_REQUESTS")
-@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@responds(429, 503)
 @blp.doc(parameters=WRITE_HEADERS, operationId="createTable",
          responses={201: {"links": {**_links(_NEW_TABLE, start_round=True),
                                       "ReadTable": {"operationId": "getTable", "parameters": _READ_TABLE},
@@ -156,10 +169,7 @@ def create_table(args):
 @blp.route("/<table_id>", methods=["GET"])
 @blp.response(200, ts.TableView, headers={"ETag": {"schema": {"type": "string"}}})
 @blp.alt_response(304, description="Not modified (If-None-Match)")
-@blp.alt_response(401, "UNAUTHORIZED")
-@blp.alt_response(403, "FORBIDDEN")
-@blp.alt_response(404, "NOT_FOUND")
-@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@responds(401, 403, 404, 503)
 @blp.doc(security=AUTH, operationId="getTable")
 def get_table(table_id):
     """A table: players, ruleset, version, balances, the current round and the ended rounds."""
@@ -180,10 +190,7 @@ def get_table(table_id):
 
 @blp.route("/<table_id>", methods=["DELETE"])
 @blp.response(204)
-@blp.alt_response(401, "UNAUTHORIZED")
-@blp.alt_response(403, "FORBIDDEN")
-@blp.alt_response(404, "NOT_FOUND")
-@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@responds(401, 403, 404, 503)
 @blp.doc(security=AUTH, operationId="deleteTable")
 def delete_table(table_id):
     """Delete a table and its whole log (write token)."""
@@ -203,12 +210,7 @@ def delete_table(table_id):
     }},
 })
 @blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}}})
-@blp.alt_response(401, "UNAUTHORIZED")
-@blp.alt_response(403, "FORBIDDEN")
-@blp.alt_response(404, "NOT_FOUND")
-@blp.alt_response(409, "CONFLICT")
-@blp.alt_response(412, "PRECONDITION_FAILED")
-@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@responds(401, 403, 404, 409, 412, 503)
 @blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH], operationId="postEvent",
          responses={201: {"links": _links(_SAME_TABLE, start_round=True, void=True)}})
 @errors
@@ -237,11 +239,7 @@ def post_event(table_id):
 @blp.route("/<table_id>/events", methods=["GET"])
 @blp.arguments(ts.EventsQuery(), location="query")
 @blp.response(200, ts.EventsPage)
-@blp.alt_response(401, "UNAUTHORIZED")
-@blp.alt_response(403, "FORBIDDEN")
-@blp.alt_response(404, "NOT_FOUND")
-@blp.alt_response(422, "UNPROCESSABLE_ENTITY")
-@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@responds(401, 403, 404, 422, 503)
 @blp.doc(security=AUTH, operationId="listEvents")
 def list_events(args, table_id):
     """The log in order, a page at a time: `after` a seq, at most `limit` records."""
@@ -252,13 +250,7 @@ def list_events(args, table_id):
 
 @blp.route("/<table_id>/events/<int:seq>/void", methods=["POST"])
 @blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}}})
-@blp.alt_response(401, "UNAUTHORIZED")
-@blp.alt_response(403, "FORBIDDEN")
-@blp.alt_response(404, "NOT_FOUND")
-@blp.alt_response(409, "CONFLICT")
-@blp.alt_response(412, "PRECONDITION_FAILED")
-@blp.alt_response(422, "UNPROCESSABLE_ENTITY")
-@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@responds(401, 403, 404, 409, 412, 422, 503)
 @blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH], operationId="voidEvent",
          responses={201: {"links": _links(_SAME_TABLE)}})
 def void_event(table_id, seq):
