@@ -94,11 +94,15 @@ def test_one_json_access_log_line_per_request(client, caplog):
                     headers={"X-Request-ID": "log-1", "Authorization": "Bearer secret"})
     records = [r for r in caplog.records if r.name == "service.access"]
     assert len(records) == 1
-    line = json.loads(records[0].getMessage())
+    from service.api.observe import JsonFormatter
+
+    text = JsonFormatter().format(records[0])  # the line as written
+    line = json.loads(text)
     assert {"method", "path", "status", "duration_ms", "request_id"} <= set(line)
     assert (line["method"], line["path"], line["status"], line["request_id"]) == ("POST", "/v1/hands/ting", 200, "log-1")
+    assert line["logger"] == "service.access" and line["level"] == "INFO"
     assert isinstance(line["duration_ms"], float)
-    assert "secret" not in records[0].getMessage() and "1112345678999m" not in records[0].getMessage()
+    assert "secret" not in text and "1112345678999m" not in text
 
 
 def test_json_formatter_merges_json_messages():
