@@ -23,7 +23,6 @@ import logging
 import os
 import re
 import time
-import uuid
 
 from flask import Flask, Response, g, request
 

@@ -19,10 +19,10 @@ from .hand import Hand, Meld, POW5, require_valid
 from .patterns import BASE_ORDER, EXTRA_ORDER, PATTERNS, SEVEN_PAIRS_WITH_DRAGON, PatternFan, pattern_fan
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import (
-    EVEN_KEYS, GEN_SHIFT, HAS19, NOT258, SHAPES, TRIP, YAO, _tile_flags, describe,
+    DECOMPOSITIONS, EVEN_KEYS, GEN_SHIFT, HAS19, NOT258, SHAPES, TRIP, YAO, _tile_flags,
     describe_pairs, key_counts,
 )
-from .tiles import SUITS, Tile
+from .tiles import SUITS, TILES, Tile
 
 _BASE_INDEX = {pid: i for i, pid in enumerate(BASE_ORDER)}
 _TRIP_BASES = frozenset({"duiduihu", "qingdui", "jiangdui"})
@@ -108,6 +108,7 @@ class _Ctx(NamedTuple):
     zhongzhang: bool
     best: list  # candidate mask -> (base id, base fan, uses a dragon 4) ; filled lazily
     single: dict  # base id -> (PatternFan,)
+    options: bool  # any extra switched on by the ruleset (zimo fan, haidi, jingoudiao, menqing, zhongzhang)
 
 
 def context(rules: Ruleset) -> _Ctx:
@@ -132,6 +133,7 @@ def context(rules: Ruleset) -> _Ctx:
         zhongzhang=rules.zhongzhang,
         best=[None] * 512,
         single={pid: (pattern_fan(pid, f),) for pid, f in base_fans.items() if f},
+        options=rules.zimo == "fan" or rules.haidi or rules.jingoudiao or rules.menqing or rules.zhongzhang,
     )
     object.__setattr__(rules, "_ctx", ctx)
     return ctx
@@ -279,8 +281,7 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
     for t in mi.peng_tiles:
         if (k0, k1, k2)[t // 9] // POW5[t % 9] % 5 == 1:
             gens += 1
-    if not (gens or after_kong or robbing_kong or ctx.zimo_fan or ctx.haidi or ctx.jingoudiao
-            or ctx.menqing or ctx.zhongzhang):
+    if not (gens or after_kong or robbing_kong or ctx.options):
         return Evaluation(base, fan, ctx.single[base], standard)
     ef = ctx.extra_fans
     pats = list(ctx.single[base])
@@ -317,6 +318,14 @@ class Score:
     capped: bool
     patterns: tuple[PatternFan, ...]
     decomposition: tuple[str, ...]
+
+    @classmethod
+    def _of(cls, fan, raw_fan, multiplier, points, capped, patterns, decomposition) -> "Score":
+        """Build one without the frozen ``__init__``'s per-field checks (the scoring hot path)."""
+        obj = object.__new__(cls)
+        obj.__dict__.update(fan=fan, raw_fan=raw_fan, multiplier=multiplier, points=points,
+                            capped=capped, patterns=patterns, decomposition=decomposition)
+        return obj
 
 
 def points_of(raw_fan: int, ctx: _Ctx) -> tuple[int, int, int, bool]:
@@ -365,11 +374,23 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
             f"the winning tile {win.tile} is not among the concealed tiles {str(hand)!r}",
             text=str(win.tile),
         )
-    ev = evaluate_hand(hand, win.flags, ctx)
+    mask = hand.suit_mask
+    if mask == 7 or hand.void is not None:
+        problem = suit_problem(mask, hand.void)
+        if problem:
+            raise NotAWin(f"{str(hand)!r} cannot win: {problem}", text=str(hand))
+    k0, k1, k2 = hand.keys
+    ev = evaluate(k0, k1, k2, len(hand.tiles), meld_info(hand.melds) if hand.melds else _NO_MELDS,
+                  win.flags, ctx)
+    if ev is None:
+        raise NotAWin(
+            f"{str(hand)!r} is not a winning shape (four sets and a pair, or seven pairs)",
+            text=str(hand),
+        )
     raw = ev.raw_fan
     fan = ctx.cap if ctx.cap is not None and raw > ctx.cap else raw
     mult = (1 << (fan - 1)) if ctx.exponential else fan
-    return Score(fan, raw, mult, ctx.base * mult, fan != raw, ev.patterns, decomposition(hand, ev))
+    return Score._of(fan, raw, mult, ctx.base * mult, fan != raw, ev.patterns, decomposition(hand, ev))
 
 
 def win_flags(win: Win) -> tuple:
@@ -383,22 +404,6 @@ def suit_problem(mask: int, void: str | None) -> str | None:
     if void is not None and mask >> SUITS.index(void) & 1:
         return f"the hand holds tiles of its void suit {void!r} (定缺)"
     return None
-
-
-def evaluate_hand(hand: Hand, sit: tuple, ctx: _Ctx) -> Evaluation:
-    """Evaluate a 14-size hand, raising :class:`NotAWin` with the reason when it does not win."""
-    mask = hand.suit_mask
-    problem = (mask == 7 or hand.void is not None) and suit_problem(mask, hand.void)
-    if problem:
-        raise NotAWin(f"{str(hand)!r} cannot win: {problem}", text=str(hand))
-    k0, k1, k2 = hand.keys
-    ev = evaluate(k0, k1, k2, len(hand.tiles), meld_info(hand.melds), sit, ctx)
-    if ev is None:
-        raise NotAWin(
-            f"{str(hand)!r} is not a winning shape (four sets and a pair, or seven pairs)",
-            text=str(hand),
-        )
-    return ev
 
 
 def is_win(hand: Hand) -> bool:
@@ -421,10 +426,27 @@ def is_win(hand: Hand) -> bool:
 
 
 def decomposition(hand: Hand, ev: Evaluation) -> tuple[str, ...]:
+    """The groups of the reported decomposition: concealed sets, melds, then the pair.
+
+    The decomposition is one that has the chosen base pattern (all triplets for
+    对对胡, a 1 or 9 in every group for 带幺九, pairs for the seven-pair family).
+    """
     if ev.base in _PAIR_BASES or not ev.standard:
         return tuple(describe_pairs(hand.counts))
     kind = 1 if ev.base in _TRIP_BASES else 2 if ev.base in _YAO_BASES else 0
-    groups = describe(hand.keys, kind)
-    pair = groups.pop() if groups else None
-    melds = [str(m.tile.rank) * m.copies + m.tile.suit for m in hand.melds]
-    return tuple(groups + melds + ([pair] if pair else []))
+    groups: list[str] = []
+    pair = None
+    for s, key in enumerate(hand.keys):
+        if key:
+            sets, p = DECOMPOSITIONS[key][kind][s]
+            groups += sets
+            if p is not None:
+                pair = p
+    if hand.melds:
+        groups += [_MELD_NOTE[m.tile.index][m.copies] for m in hand.melds]
+    if pair is not None:
+        groups.append(pair)
+    return tuple(groups)
+
+
+_MELD_NOTE = [{3: str(t.rank) * 3 + t.suit, 4: str(t.rank) * 4 + t.suit} for t in TILES]

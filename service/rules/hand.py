@@ -107,6 +107,8 @@ class Hand:
     keys: tuple[int, int, int] | None = field(init=False, repr=False, compare=False)
     suit_mask: int = field(init=False, repr=False, compare=False)
     max_held: int = field(init=False, repr=False, compare=False)
+    size: int = field(init=False, repr=False, compare=False)
+    """Concealed tiles plus 3 per meld (a kong counts as 3)."""
 
     def __post_init__(self) -> None:
         counts = [0] * 27
@@ -133,12 +135,8 @@ class Hand:
         self.__dict__.update(
             counts=tuple(counts), held=tuple(held), keys=tuple(keys) if top <= 4 else None,
             suit_mask=mask, max_held=max(held) if self.melds else top,
+            size=len(self.tiles) + 3 * len(self.melds),
         )
-
-    @property
-    def size(self) -> int:
-        """Concealed tiles plus 3 per meld (a kong counts as 3)."""
-        return len(self.tiles) + 3 * len(self.melds)
 
     @property
     def suits(self) -> frozenset[str]:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .fan import DISCARD_WIN, _Ctx, context, evaluate, is_win, meld_info
-from .hand import Hand, POW5, count_tiles, parse_hand, require_valid
+from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, context, evaluate, is_win, meld_info
+from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_valid
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import SHAPES, WAITS
@@ -43,12 +43,19 @@ class Dajiao(NamedTuple):
     points: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Ting:
     ting: bool
     huazhu: bool
     waits: tuple[Wait, ...]
     dajiao: Dajiao | None
+
+    @classmethod
+    def _of(cls, ting: bool, huazhu: bool, waits: tuple, dajiao: "Dajiao | None") -> "Ting":
+        """Build one without the frozen ``__init__``'s per-field checks (the ting hot path)."""
+        obj = object.__new__(cls)
+        obj.__dict__.update(ting=ting, huazhu=huazhu, waits=waits, dajiao=dajiao)
+        return obj
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +125,8 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, 
     n = n_concealed + 1
     cap, base, exponential = ctx.cap, ctx.base, ctx.exponential
     for t in tiles:
-        s, r = divmod(t, 9)
-        add = POW5[r]
+        add = _POW[t]
+        s = _SUIT[t]
         ev = evaluate(k0 + add if s == 0 else k0, k1 + add if s == 1 else k1,
                       k2 + add if s == 2 else k2, n, mi, DISCARD_WIN, ctx)
         raw = ev.raw_fan
@@ -181,16 +188,17 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
         hand = parse_hand(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
     ctx = context(rules)
-    vis, vis_tiles = _visible(visible)
+    vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
     if hand.size != 13 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 13, vis_tiles)
     tiles = wait_tiles(
         hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand)
     )
     if not tiles:
-        return Ting(False, hand.huazhu, (), None)
-    waits = _value_waits(hand.keys, len(hand.tiles), meld_info(hand.melds), tiles, ctx, hand.held, vis)
-    return Ting(True, hand.huazhu, tuple(waits), dajiao_of(waits, rules.dajiao))
+        return Ting._of(False, hand.huazhu, (), None)
+    mi = meld_info(hand.melds) if hand.melds else NO_MELDS
+    waits = _value_waits(hand.keys, len(hand.tiles), mi, tiles, ctx, hand.held, vis)
+    return Ting._of(True, hand.huazhu, tuple(waits), dajiao_of(waits, rules.dajiao))
 
 
 def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> DiscardAdvice:
