@@ -146,14 +146,17 @@ class Round:
 
     @property
     def next_dealer(self) -> int | None:
-        if not self.ended:
-            return None
+        """The next round's dealer (§10), or None while the round goes on."""
+        return self.dealer_after() if self.ended else None
+
+    def dealer_after(self) -> int:
+        """The dealer the next round gets if this one ends now (§10)."""
         if self.first_win is None:
-            return self.dealer
+            return self.dealer  # 流局 or no win: 连庄
         seats, frm = self.first_win
         if self.rules.next_dealer == "discarder":
             return seats[0] if frm is None else frm
-        return seats[0] if len(seats) == 1 else frm
+        return seats[0] if len(seats) == 1 else frm  # 一炮多响: the discarder
 
     def settlement(self) -> Settlement:
         return Settlement(self.deltas, tuple(self.transfers), tuple(self.won), self.ended, self.next_dealer)

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .errors import EventError
+from .errors import EventError, RuleError
 from .ruleset import Ruleset
 from .settle import Round, Transfer
 from .tiles import parse_suit
@@ -103,13 +103,7 @@ class TableState:
         }
 
     def _next_dealer(self) -> int:
-        r = self.round
-        if r.first_win is None:
-            return r.dealer
-        seats, frm = r.first_win
-        if self.ruleset.next_dealer == "discarder":
-            return seats[0] if frm is None else frm
-        return seats[0] if len(seats) == 1 else frm
+        return self.round.dealer_after()
 
     # -- persistence ---------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -179,7 +173,7 @@ class TableState:
             raise TableError("bad_event", seq, "voids lists four seats' void suits (or null)")
         try:
             voids = [None if v is None else parse_suit(v) for v in voids]
-        except Exception as exc:  # NotationError
+        except RuleError as exc:
             raise TableError("bad_event", seq, f"voids: {exc}") from None
         number = self.rounds_done + 1
         self.round = Round(self.ruleset, dealer, voids)
