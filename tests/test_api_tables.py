@@ -352,7 +352,7 @@ REJECTIONS = [
     ("xuezhan", [R, HU21], {"type": "draw", "seats": [{"seat": s, "status": "not_ting"} for s in range(4)]},
      "bad_seats"),
     ("xuezhan", [R, {"type": "peng", "seat": 1, "tile": "3p", "from": 0}],
-     {"type": "kong", "seat": 2, "kind": "added", "tile": "5m"}, "no_peng"),
+     {"type": "kong", "seat": 1, "kind": "added", "tile": "5m"}, "no_peng"),
     ("xuezhan", [], {"type": "round_start", "voids": ["x", None, None, None]}, "bad_event"),
     ("xuezhan", [R], {"type": "peng", "seat": 0, "tile": "0m", "from": 1}, "bad_event"),
     ("xuezhan", [R], {"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m", "from": 1}, "bad_event"),

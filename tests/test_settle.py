@@ -1017,7 +1017,11 @@ class TestRejections:
 
     # -- pengs and added kongs --------------------------------------------------------
     def test_added_kong_without_peng_when_pengs_logged(self):
-        reject([peng(1, "5m", 0), kong(2, "added", "5m")], "no_peng", 1)
+        # pengs are logged per seat (§6 counts melds per seat): seat 2 logs none, so its added
+        # kong stands alone as four copies — here a fifth and more of 5m
+        reject([peng(1, "5m", 0), kong(2, "added", "5m")], "too_many_copies", 1)
+        s = settle([peng(1, "5m", 0), kong(2, "added", "6m")], dealer=0)
+        assert s.deltas == (-6, -6, 18, -6)
         reject([peng(1, "5m", 0), kong(1, "added", "6m")], "no_peng", 1)
         # after upgrading the peng it is gone: a second added kong of it has no peng
         reject([peng(1, "5m", 0), kong(1, "added", "5m"), kong(1, "added", "5m")], "no_peng", 2)

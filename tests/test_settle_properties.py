@@ -204,7 +204,7 @@ class Model:
     left: list = field(default_factory=list)
     melds: list = field(default_factory=lambda: [[] for _ in range(4)])   # (type, tile, kind)
     pengs: list = field(default_factory=lambda: [[] for _ in range(4)])   # addable pengs
-    any_peng: bool = False
+    pengs_logged: list = field(default_factory=lambda: [False] * 4)
     any_meld: bool = False
     ended: bool = False
     events: list = field(default_factory=list)
@@ -248,7 +248,7 @@ def gen_kong(m: Model, draw, rnd) -> bool:
             m.melds[seat] = [(("kong", t, "added") if (typ == "peng" and tt == t) else (typ, tt, k))
                              for typ, tt, k in m.melds[seat]]
             m.used[t] += 1
-        elif not m.any_peng:
+        elif not m.pengs_logged[seat]:
             free = [t for t in range(27) if m.used[t] == 0]
             if not free:
                 return False
@@ -299,7 +299,7 @@ def gen_peng(m: Model, draw, rnd) -> bool:
     m.used[t] += 3
     m.melds[seat].append(("peng", t, None))
     m.pengs[seat].append(t)
-    m.any_peng = m.any_meld = True
+    m.pengs_logged[seat] = m.any_meld = True
     i = len(m.events)
     m.expected[i] = []
     m.last = ("peng", seat, None, t, frm, i)

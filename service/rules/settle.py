@@ -31,7 +31,9 @@ Readings of RULES.md where it is silent (documented choices):
   discard must be on the dealer's discard.
 * 杠上炮 with several winners: each winner receives the full kong income
   (呼叫转移 per winner, as the rule reads).
-* "Pengs are logged" once the round has any peng event before an added kong.
+* "Pengs are logged" per seat (as §6 counts melds per seat): a seat with a logged
+  peng this round must have logged the peng its added kong upgrades; a seat that
+  logs no pengs may post added kongs alone (the kong then counts as four copies).
 * A 13-size hand given at a draw is ting by the same rules as ``ting`` (死叫 is
   not ting); its 大叫 follows the ruleset's ``dajiao`` (max or min) and cap.
 
@@ -123,7 +125,7 @@ class Round:
         self.melds = [[0] * 27 for _ in range(4)]      # copies in logged peng/kong, per seat
         self.logged = [False] * 4
         self.pengs: list[list[int]] = [[] for _ in range(4)]
-        self.any_peng = False
+        self.pengs_logged = [False] * 4  # the seat has a logged peng this round (§6: per seat)
         self.any_meld = False
         self.hand_melds = [[0] * 27 for _ in range(4)]  # melds of the last hand given, per seat
         self.concealed = [0] * 27                       # concealed tiles of every hand given
@@ -168,7 +170,7 @@ class Round:
             "n": self.n, "won": self.won, "left": self.left, "ended": self.ended,
             "first_win": self.first_win, "kongs": {str(k): v for k, v in self.kongs.items()},
             "melds": self.melds, "logged": self.logged, "pengs": self.pengs,
-            "any_peng": self.any_peng, "any_meld": self.any_meld,
+            "pengs_logged": self.pengs_logged, "any_meld": self.any_meld,
             "hand_melds": self.hand_melds, "concealed": self.concealed,
             "last": self.last,
             "transfers": [[t.payer, t.payee, t.points, t.reason, t.event] for t in self.transfers],
@@ -185,7 +187,7 @@ class Round:
         r.melds = [list(m) for m in d["melds"]]
         r.logged = list(d["logged"])
         r.pengs = [list(p) for p in d["pengs"]]
-        r.any_peng, r.any_meld = d["any_peng"], d["any_meld"]
+        r.pengs_logged, r.any_meld = list(d["pengs_logged"]), d["any_meld"]
         r.hand_melds = [list(m) for m in d["hand_melds"]]
         r.concealed = list(d["concealed"])
         r.last = None if d["last"] is None else tuple(d["last"])
@@ -279,7 +281,7 @@ class Round:
         self.melds[ev.seat][ev.tile.index] += 3
         self.logged[ev.seat] = True
         self.pengs[ev.seat].append(ev.tile.index)
-        self.any_peng = self.any_meld = True
+        self.pengs_logged[ev.seat] = self.any_meld = True
         self._check_tile(i, ev.tile.index)
         self.last = ("peng", ev.seat, None, ev.tile.index, ev.from_, i)
 
@@ -297,8 +299,8 @@ class Round:
             if t in self.pengs[seat]:
                 self.pengs[seat].remove(t)
                 self.melds[seat][t] += 1
-            elif self.any_peng:
-                raise EventError("no_peng", i, f"seat {seat} has no logged peng of {ev.tile} to add to")
+            elif self.pengs_logged[seat]:
+                raise EventError("no_peng", i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
             else:
                 self.melds[seat][t] += 4
             payers = [(s, self._unit(self.rules.added_kong)) for s in others]
