@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -65,6 +66,20 @@ class ProblemThreadWorker(ThreadWorker):
     def init_process(self) -> None:
         gunicorn_util.write_error = write_problem  # in this worker process only
         super().init_process()
+
+    def accept(self, listener: Any) -> None:
+        """Accept a new connection, leaving it to a less busy sibling if there is one.
+
+        Every worker is woken for a new connection and the first to call
+        ``accept`` gets it, so a burst of keep-alive connections can all land on
+        one worker while the others idle (seen: 32 of 32, halving throughput).
+        A worker that already has a connection per thread waits a little first,
+        longer the more it has, so the least busy worker tends to win.
+        """
+        extra = self.nr_conns - self.cfg.threads
+        if extra >= 0:
+            time.sleep(min(0.005, 0.0005 * (extra + 1)))
+        super().accept(listener)
 
 
 def write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
