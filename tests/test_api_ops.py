@@ -141,3 +141,13 @@ def test_head_and_options(client):
     assert client.head("/healthz").status_code == 200
     response = client.options("/v1/hands/ting")
     assert response.status_code == 200 and "POST" in response.headers["Allow"]
+
+
+def test_metric_labels_stay_bounded(client):
+    """Unknown methods and paths fold into one label value each: no series per client whim."""
+    for method in ("FOO", "BAR1", "PROPFIND"):
+        client.open("/v1/hands/ting", method=method)
+    client.get("/no/such/path/" + "x" * 50)
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'method="OTHER"' in text and 'endpoint="<unmatched>"' in text
+    assert "FOO" not in text and "PROPFIND" not in text and "x" * 50 not in text

@@ -60,6 +60,23 @@ def _begin() -> None:
     ctx_g.request_id = rid if valid_request_id(rid) else os.urandom(16).hex()
 
 
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_SERIES: dict[tuple[str, str, int], tuple] = {}
+
+
+def _series(rule: str, method: str, status: int) -> tuple:
+    """The labelled counter and histogram of a (rule, method, status), looked up once each.
+
+    Keys are bounded: rules are the app's URL rules (or ``<unmatched>``), methods
+    are :data:`_METHODS` or ``OTHER``, statuses are HTTP statuses.
+    """
+    key = (rule, method, status)
+    found = _SERIES.get(key)
+    if found is None:
+        found = _SERIES[key] = (REQUESTS.labels(rule, method, str(status)), LATENCY.labels(rule, method))
+    return found
+
+
 def _finish(response: Response) -> Response:
     ctx_g = g._get_current_object()
     req = request._get_current_object()  # type: ignore[attr-defined]
@@ -68,11 +85,12 @@ def _finish(response: Response) -> Response:
     start = getattr(ctx_g, "start", None)
     elapsed = time.perf_counter() - start if start is not None else 0.0
     rule = req.url_rule.rule if req.url_rule is not None else "<unmatched>"
-    method = req.method if len(req.method) <= 10 else "OTHER"
+    method = req.method if req.method in _METHODS else "OTHER"  # bounded label values
     status = response.status_code
     try:
-        REQUESTS.labels(rule, method, str(status)).inc()
-        LATENCY.labels(rule, method).observe(elapsed)
+        counter, histogram = _series(rule, method, status)
+        counter.inc()
+        histogram.observe(elapsed)
     except Exception:  # pragma: no cover - metrics must never break a response
         logging.getLogger("service.api").exception("recording metrics failed")
     if access_log.isEnabledFor(logging.INFO):
