@@ -494,9 +494,14 @@ def test_if_match(client):
         body = problem(r, 412, "version_mismatch")
         assert body["version"] == 1 and r.headers["ETag"] == '"1"'
     assert snapshot(client, t) == before
-    for bad in ("1", "abc", '"x"', '"1', '"-1"', '"1", "2"'):
+    for bad in ("1", "abc", '"x"', '"1', '"-1"', '"1", 2'):
         body = problem(post(client, t, KONG0, **{"If-Match": bad}), 422, "invalid_input")
         assert "If-Match" in body["errors"]
+    assert snapshot(client, t) == before
+    # a list matches if any of its tags does (RFC 9110); a long version is just stale
+    assert problem(post(client, t, KONG0, **{"If-Match": '"0", "7"'}), 412, "version_mismatch")["version"] == 1
+    assert problem(post(client, t, KONG0, **{"If-Match": '"' + "9" * 20 + '"'}), 412,
+                   "version_mismatch")["version"] == 1
     assert snapshot(client, t) == before
     # a weak tag never matches If-Match (strong comparison): 412 with the current version
     r = post(client, t, KONG0, **{"If-Match": 'W/"1"'})
@@ -842,3 +847,55 @@ def test_a_write_racing_a_delete_is_not_acknowledged(app, client, redis_url):
     problem(r, 404, "table_not_found")
     leftovers = redis.Redis.from_url(redis_url).keys("{t:" + t["id"] + "}:*")
     assert sorted(leftovers) == [("{t:" + t["id"] + "}:meta").encode()]  # only the tombstone
+
+
+def test_if_match_list_accepts_any_of_its_versions(client):
+    t = playing(client)  # version 1
+    assert ok(client, t, KONG0, **{"If-Match": '"0", "1"'})["version"] == 2
+
+
+def test_a_chunked_event_body_over_the_limit_is_413(client):
+    """werkzeug cuts a body without Content-Length at the limit; it must still be refused."""
+    import io
+
+    from werkzeug.test import EnvironBuilder, run_wsgi_app
+
+    t = playing(client)
+    before = snapshot(client, t)
+    body = b'{"type": "round_end"}' + b" " * (70 * 1024)
+    environ = EnvironBuilder(path=f"{TABLES}/{t['id']}/events", method="POST", content_type="application/json",
+                             headers=bearer(t["token"])).get_environ()
+    environ.pop("CONTENT_LENGTH", None)
+    environ.update({"wsgi.input": io.BytesIO(body), "wsgi.input_terminated": True})
+    app_iter, status_line, headers = run_wsgi_app(client.application, environ)
+    b"".join(app_iter)
+    assert int(status_line.split()[0]) == 413 and headers["Content-Type"] == "application/problem+json"
+    assert snapshot(client, t) == before
+
+
+def test_store_refusing_writes_is_503_not_500(client, redis_url):
+    """Redis out of memory (or MISCONF, MASTERDOWN...) is the store being unavailable."""
+    t = playing(client)
+    r = redis.Redis.from_url(redis_url)
+    r.config_set("maxmemory-policy", "noeviction")
+    r.config_set("maxmemory", "1")
+    try:
+        resp = post(client, t, KONG0)
+        assert resp.status_code == 503 and resp.headers["Retry-After"]
+        assert resp.get_json()["code"] == "store_unavailable"
+    finally:
+        r.config_set("maxmemory", "0")
+
+
+def test_a_create_retry_does_not_count_against_the_hourly_limit(redis_url):
+    from service.api.app import create_app
+
+    c = create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 2}).test_client()
+    key = {"Idempotency-Key": "retry-me-0f9c2d7e-1234"}
+    first = c.post(TABLES, json={"players": PLAYERS}, headers=key)
+    assert first.status_code == 201
+    for _ in range(4):  # the phone lost the answer and keeps retrying
+        again = c.post(TABLES, json={"players": PLAYERS}, headers=key)
+        assert again.status_code == 201 and again.get_json() == first.get_json()
+    assert c.post(TABLES, json={"players": PLAYERS}).status_code == 201  # quota: 1 of 2 used before
+    assert c.post(TABLES, json={"players": PLAYERS}).status_code == 429

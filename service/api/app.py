@@ -145,11 +145,26 @@ def _install_limits(app: Flask, url: str) -> None:
         strategy="moving-window", key_prefix="rl", headers_enabled=True, swallow_errors=True,
     )
     endpoint = "tables.create_table"
-    app.view_functions[endpoint] = limiter.limit(f"{per_hour}/hour", methods=["POST"])(
-        app.view_functions[endpoint]
-    )
+    app.view_functions[endpoint] = limiter.limit(
+        f"{per_hour}/hour", methods=["POST"], exempt_when=_is_create_replay,
+    )(app.view_functions[endpoint])
     _scope_to_blueprint(app, limiter, "tables")
     app.extensions["limiter"] = limiter
+
+
+def _is_create_replay() -> bool:
+    """A retried table creation (its Idempotency-Key already made a table) replays the
+    first response: it creates nothing, so it does not count against the limit."""
+    from flask import current_app, request
+
+    key = request.headers.get("Idempotency-Key")
+    store = current_app.extensions.get("tables")
+    if not key or store is None:
+        return False
+    try:
+        return store.created_with(key)
+    except Exception:  # Redis trouble: count it (the store will answer 503 anyway)
+        return False
 
 
 def _scope_to_blueprint(app: Flask, limiter: Any, blueprint: str) -> None:

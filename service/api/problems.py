@@ -149,10 +149,11 @@ def _describe(
     elif isinstance(exc, store_errors.StoreError):
         status, title, headers, extra = _store_problem(exc)
         code, detail = exc.code, exc.message
-    elif isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-                          redis.exceptions.BusyLoadingError, redis.exceptions.ReadOnlyError)):
+    elif isinstance(exc, redis.exceptions.RedisError):
+        # unreachable, loading, read-only, out of memory, MISCONF...: the store cannot
+        # take the request now, which says nothing about the request itself
         status, code, title = 503, "store_unavailable", "Tables store unavailable"
-        detail = "the tables store (Redis) is not reachable; retry shortly"
+        detail = "the tables store (Redis) cannot serve requests right now; retry shortly"
         headers = {"Retry-After": "2"}
     elif isinstance(exc, FieldRuleError):
         status, code, title, detail, extra = _rule_problem(exc.error)
@@ -237,7 +238,10 @@ def problem_response(exc: BaseException) -> Response:
     method = request.method if has_request_context() else "GET"
     request_id = g.get("request_id") if has_request_context() else None
     body, status, headers = _describe(exc, path, method, request_id)
-    if status >= 500 and not isinstance(exc, ApiProblem):
+    if isinstance(exc, redis.exceptions.RedisError):
+        log.warning("tables store unavailable (%s: %s) on %s %s (request %s)",
+                    type(exc).__name__, exc, method, path, request_id)
+    elif status >= 500 and not isinstance(exc, ApiProblem):
         original = getattr(exc, "original_exception", None) or exc
         log.error(
             "unhandled error %s on %s %s (request %s)",

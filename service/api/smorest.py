@@ -103,21 +103,27 @@ def flatten_messages(messages: Any, prefix: str = "") -> dict[str, list[str]]:
     return out
 
 
+def read_json_body(req) -> Any:
+    """A request's body as strict JSON: 415 unless the content type is JSON, 413 over the
+    size limit (chunked bodies included), 400 when it does not parse."""
+    if not core.is_json(req.mimetype):
+        got = req.mimetype or "no content type"
+        raise UnsupportedMediaType(f"the request body must be application/json, got {got}")
+    raw = req.get_data(cache=True)
+    limit = req.max_content_length
+    if limit is not None and len(raw) >= limit and req.content_length is None:
+        # A body without Content-Length (chunked) is cut at the limit by
+        # werkzeug without an error: anything left unread makes it too large.
+        if req.environ["wsgi.input"].read(1):
+            raise RequestEntityTooLarge()
+    return parse_json_body(raw)
+
+
 class JsonBodyParser(FlaskParser):
     """webargs parser for JSON bodies with the service's error model."""
 
     def _raw_load_json(self, req) -> Any:
-        if not core.is_json(req.mimetype):
-            got = req.mimetype or "no content type"
-            raise UnsupportedMediaType(f"the request body must be application/json, got {got}")
-        raw = req.get_data(cache=True)
-        limit = req.max_content_length
-        if limit is not None and len(raw) >= limit and req.content_length is None:
-            # A body without Content-Length (chunked) is cut at the limit by
-            # werkzeug without an error: anything left unread makes it too large.
-            if req.environ["wsgi.input"].read(1):
-                raise RequestEntityTooLarge()
-        return parse_json_body(raw)
+        return read_json_body(req)
 
     def handle_error(self, error, req, schema, *, error_status_code, error_headers):
         messages = error.messages

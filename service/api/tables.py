@@ -17,14 +17,14 @@ from ..store.tables import Access, TableNotFound, TableStore, fingerprint
 from . import table_schemas as ts
 from .hands import errors
 from .problems import ApiProblem, InvalidInput
-from .smorest import Blueprint, flatten_messages, parse_json_body
+from .smorest import Blueprint, flatten_messages, read_json_body
 
 blp = Blueprint("tables", __name__, url_prefix="/v1/tables",
                 description="The live table log: rounds, events, balances, undo.")
 
 _TABLE_ID = re.compile(r"^[0-9a-f]{16}$")
 _IDEM_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % ts.MAX_IDEMPOTENCY_KEY)
-_VERSION = re.compile(r'^(W/)?"(\d{1,12})"$')
+_VERSION = re.compile(r'^(W/)?"(\d{1,40})"$')
 NEVER = -1  # a version no table has: a weak tag never matches If-Match (RFC 9110 §13.1.1)
 
 AUTH = [{"bearer": []}]
@@ -111,16 +111,22 @@ def _idempotency_key() -> str | None:
     return key
 
 
-def _if_match() -> int | None:
-    """The version an ``If-Match`` asks for; ``*`` (any existing table) and no header: None."""
+def _if_match() -> int | tuple[int, ...] | None:
+    """The version(s) an ``If-Match`` accepts; ``*`` (any existing table) and no header: None.
+
+    A list (``"3", "4"``) accepts any of its versions; a weak tag never matches.
+    """
     raw = request.headers.get("If-Match")
     if raw is None or raw.strip() == "*":
         return None
-    m = _VERSION.match(raw.strip())
-    if not m:
-        raise InvalidInput('If-Match must be a version in quotes, e.g. "12"',
-                           errors={"If-Match": ['a version in quotes, e.g. "12"']})
-    return NEVER if m.group(1) else int(m.group(2))
+    versions = []
+    for tag in raw.split(","):
+        m = _VERSION.match(tag.strip())
+        if not m:
+            raise InvalidInput('If-Match must be a version in quotes, e.g. "12"',
+                               errors={"If-Match": ['a version in quotes, e.g. "12"']})
+        versions.append(NEVER if m.group(1) else int(m.group(2)))
+    return versions[0] if len(versions) == 1 else tuple(versions)
 
 
 def _reply(reply) -> Response:
@@ -134,14 +140,8 @@ def _reply(reply) -> Response:
 
 
 def _json_body() -> dict:
-    """The request body as a JSON object (415/400 as for every JSON POST)."""
-    from .problems import UnsupportedMediaType
-
-    mimetype = request.mimetype or ""
-    if not (mimetype == "application/json" or mimetype.endswith("+json")):
-        raise UnsupportedMediaType(f"send the body as application/json, not {mimetype or 'nothing'!r}")
-    data = parse_json_body(request.get_data(cache=True))
-    return data
+    """The request body as JSON (415/413/400 as for every JSON POST)."""
+    return read_json_body(request)
 
 
 @blp.route("", methods=["POST"])

@@ -146,6 +146,21 @@ def _unseal(secret: str, sealed: str) -> str:
     return bytes(a ^ b for a, b in zip(data, _keystream(secret, len(data)))).decode()
 
 
+def _matches(if_match: "int | tuple[int, ...]", version: int) -> bool:
+    return version in if_match if isinstance(if_match, tuple) else version == if_match
+
+
+def _show(if_match: "int | tuple[int, ...]") -> str:
+    if isinstance(if_match, tuple):
+        return " or ".join(str(v) for v in if_match if v >= 0) or "a weak tag"
+    return str(if_match) if if_match >= 0 else "a weak tag"
+
+
+def _created_id(idempotency_key: str) -> str:
+    """The id of the table an Idempotency-Key creates (so that a retry finds it)."""
+    return hashlib.sha256(b"table-id:" + idempotency_key.encode()).hexdigest()[:16]
+
+
 def fingerprint(method: str, path: str, body: Any) -> str:
     """What an Idempotency-Key is bound to: the method, the path and the canonical body."""
     canon = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -178,8 +193,7 @@ class TableStore:
         """
         state = TableState.new(players, ruleset, dealer)
         for _ in range(5):
-            table_id = (hashlib.sha256(b"table-id:" + idempotency_key.encode()).hexdigest()[:16]
-                        if idempotency_key else secrets.token_hex(8))
+            table_id = _created_id(idempotency_key) if idempotency_key else secrets.token_hex(8)
             token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
             body = {"id": table_id, "token": token, "read_token": read_token, "players": list(players),
                     "ruleset": state.ruleset.as_dict(), "dealer": dealer, "version": 0,
@@ -203,7 +217,11 @@ class TableStore:
                 return reply
             if idempotency_key:
                 if not res[1]:
-                    raise Conflict("table_deleted", "the table this Idempotency-Key created has been deleted")
+                    if self.r.hget(keys.meta(table_id), "deleted"):
+                        raise Conflict("table_deleted", "the table this Idempotency-Key created has been deleted")
+                    raise Conflict("idempotency_key_expired",
+                                   "this Idempotency-Key created a table whose first response is no longer kept "
+                                   "(24 h): use the tokens from that response")
                 rec = json.loads(res[1])
                 if rec["fp"] != fp:
                     raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
@@ -278,13 +296,13 @@ class TableStore:
         return {"events": items, "next": nxt}
 
     # -- write ---------------------------------------------------------------------------
-    def append(self, table_id: str, body: Mapping[str, Any], *, if_match: int | None = None,
+    def append(self, table_id: str, body: Mapping[str, Any], *, if_match: "int | tuple[int, ...] | None" = None,
                idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Reply:
         """Validate ``body`` against the table's state and append it; see the module doc."""
         return self._write(table_id, if_match, idempotency_key, fp, access,
                            lambda st, version: self._plan_event(table_id, st, version, body))
 
-    def void(self, table_id: str, target: int, *, if_match: int | None = None,
+    def void(self, table_id: str, target: int, *, if_match: "int | tuple[int, ...] | None" = None,
              idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Reply:
         """Append a void record for ``target``; the state is refolded without it."""
         return self._write(table_id, if_match, idempotency_key, fp, access,
@@ -296,8 +314,8 @@ class TableStore:
             st, version, prior, _ = self._load(table_id, access, idem if idem_key else None)
             if prior is not None:
                 return self._replay(prior, fp)
-            if if_match is not None and if_match != version:
-                raise PreconditionFailed(f"the table is at version {version}, not {if_match}",
+            if if_match is not None and not _matches(if_match, version):
+                raise PreconditionFailed(f"the table is at version {version}, not {_show(if_match)}",
                                          current=version)
             record, new_state, reply, rounds_mode, rounds_payload = plan(st, version)
             stored = ""
@@ -322,7 +340,8 @@ class TableStore:
                                current=version)
             current = int(res[1])
             if if_match is not None:
-                raise PreconditionFailed(f"the table is at version {current}, not {if_match}", current=current)
+                raise PreconditionFailed(f"the table is at version {current}, not {_show(if_match)}",
+                                         current=current)
             time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
         raise Busy("too many concurrent writes to this table; retry")
 
@@ -350,7 +369,13 @@ class TableStore:
     def _plan_void(self, table_id: str, st: TableState, version: int, target: int):
         if not 1 <= target <= version:
             raise EventNotFound(f"table {table_id!r} has no event {target}")
-        records = [json.loads(x) for x in self.r.lrange(keys.log(table_id), 0, version - 1)]
+        with self.r.pipeline(transaction=True) as p:
+            p.hget(keys.meta(table_id), "dealer")
+            p.lrange(keys.log(table_id), 0, version - 1)
+            first_dealer, raw = p.execute()
+        if first_dealer is None:  # deleted meanwhile
+            raise TableNotFound(f"no table {table_id!r}")
+        records = [json.loads(x) for x in raw]
         if len(records) != version:
             raise Busy("the log moved while it was read; retry")
         if records[target - 1].get("type") == "void":
@@ -359,9 +384,8 @@ class TableStore:
             raise Conflict("already_voided", f"event {target} is already voided")
         seq = version + 1
         record = {"seq": seq, "type": "void", "target": target, "at": _now()}
-        meta = self.r.hgetall(keys.meta(table_id))
         try:
-            new, summaries = fold(st.players, st.ruleset, int(meta[b"dealer"]), records + [record])
+            new, summaries = fold(st.players, st.ruleset, int(first_dealer), records + [record])
         except VoidConflict as exc:
             raise Conflict("void_conflict",
                            f"event {target} cannot be voided: a later event depends on it ({exc.reason})",
@@ -381,7 +405,7 @@ class TableStore:
     def rebuild(self, table_id: str) -> tuple[TableState, list[dict]]:
         """Fold the whole log (the definition of the state)."""
         meta = self.r.hgetall(keys.meta(table_id))
-        if not meta:
+        if not meta or b"dealer" not in meta:
             raise TableNotFound(f"no table {table_id!r}")
         records = [json.loads(x) for x in self.r.lrange(keys.log(table_id), 0, -1)]
         return fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]) | {},
@@ -406,6 +430,10 @@ class TableStore:
                                                _dumps([_dumps(s) for s in summaries])]))
         return {"id": table_id, "version": length, "ok": ok, "repaired": repaired,
                 "balances": folded.balances}
+
+    def created_with(self, idempotency_key: str) -> bool:
+        """Whether a table created with this Idempotency-Key exists (its retry is a replay)."""
+        return bool(self.r.exists(keys.state(_created_id(idempotency_key))))
 
     def table_ids(self):
         for key in self.r.scan_iter(match=keys.TABLE_PATTERN, count=500):
