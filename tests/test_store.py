@@ -273,3 +273,12 @@ def test_idempotent_create_replays_the_tokens_but_stores_none(store, client):
     with pytest.raises(IdempotencyMismatch):
         store.create(PLAYERS[::-1], None, idempotency_key="key-1",
                      fp=fingerprint("POST", "/v1/tables", {"players": PLAYERS[::-1]}))
+
+
+def test_a_void_racing_a_delete_is_table_not_found(store, table):
+    """The table is deleted between reading its state and planning the void: 404, not a crash."""
+    store.append(table["id"], KONG)
+    st, version, _, _ = store._load(table["id"], None)
+    store.delete(table["id"])
+    with pytest.raises(TableNotFound):
+        store._plan_void(table["id"], st, version, 2)
