@@ -139,11 +139,6 @@ def context(rules: Ruleset) -> _Ctx:
     return ctx
 
 
-def multiplier(fan: int, ctx: _Ctx) -> int:
-    if ctx.exponential:
-        return 1 << (fan - 1) if fan >= 1 else 0
-    return fan
-
 
 # -- melds ---------------------------------------------------------------
 class MeldInfo(NamedTuple):
@@ -329,13 +324,10 @@ class Score:
 
 
 def points_of(raw_fan: int, ctx: _Ctx) -> tuple[int, int, int, bool]:
-    """``(fan, multiplier, points, capped)`` for a raw fan under the ruleset."""
-    fan = raw_fan
-    capped = False
-    if ctx.cap is not None and fan > ctx.cap:
-        fan, capped = ctx.cap, True
-    mult = multiplier(fan, ctx)
-    return fan, mult, ctx.base * mult, capped
+    """``(fan, multiplier, points, capped)`` for a raw fan: the cap, then 2^(fan−1) or fan (§5.3)."""
+    fan = ctx.cap if ctx.cap is not None and raw_fan > ctx.cap else raw_fan
+    mult = ((1 << (fan - 1)) if fan >= 1 else 0) if ctx.exponential else fan
+    return fan, mult, ctx.base * mult, fan != raw_fan
 
 
 def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | str | None" = None) -> Score:
@@ -387,14 +379,8 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
             f"{str(hand)!r} is not a winning shape (four sets and a pair, or seven pairs)",
             text=str(hand),
         )
-    raw = ev.raw_fan
-    fan = ctx.cap if ctx.cap is not None and raw > ctx.cap else raw
-    mult = (1 << (fan - 1)) if ctx.exponential else fan
-    return Score._of(fan, raw, mult, ctx.base * mult, fan != raw, ev.patterns, decomposition(hand, ev))
-
-
-def win_flags(win: Win) -> tuple:
-    return win.flags
+    fan, mult, points, capped = points_of(ev.raw_fan, ctx)
+    return Score._of(fan, ev.raw_fan, mult, points, capped, ev.patterns, decomposition(hand, ev))
 
 
 def suit_problem(mask: int, void: str | None) -> str | None:

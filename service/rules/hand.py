@@ -150,14 +150,6 @@ class Hand:
             return True
         return self.void is not None and bool(self.suit_mask >> SUITS.index(self.void) & 1)
 
-    def with_tile(self, tile: Tile) -> "Hand":
-        return Hand(self.tiles + (tile,), self.melds, self.void)
-
-    def without_tile(self, tile: Tile) -> "Hand":
-        tiles = list(self.tiles)
-        tiles.remove(tile)
-        return Hand(tuple(tiles), self.melds, self.void)
-
     def as_dict(self) -> dict:
         out: dict = {"tiles": str(self), "melds": [m.as_dict() for m in self.melds]}
         if self.void is not None:

@@ -92,10 +92,6 @@ class Ruleset:
             )
 
     @classmethod
-    def preset_names(cls) -> tuple[str, ...]:
-        return tuple(PRESET_FIELDS)
-
-    @classmethod
     def from_preset(cls, name: str) -> "Ruleset":
         """The preset called ``name``."""
         try:

@@ -173,38 +173,6 @@ EVEN_KEYS = _even_keys()
 """Suit keys whose every count is even (0, 2 or 4): the stuff of seven pairs."""
 
 
-def is_standard(keys) -> bool:
-    """Every suit decomposes (the caller guarantees the tile count)."""
-    return keys[0] in SHAPES and keys[1] in SHAPES and keys[2] in SHAPES
-
-
-def is_seven_pairs(keys, n_concealed: int, n_melds: int) -> bool:
-    return (
-        n_melds == 0
-        and n_concealed == 14
-        and keys[0] in EVEN_KEYS
-        and keys[1] in EVEN_KEYS
-        and keys[2] in EVEN_KEYS
-    )
-
-
-def describe(keys, kind: int) -> list[str]:
-    """Sets and pair of one decomposition, as notation: ``kind`` 0 any, 1 TRIP, 2 YAO.
-
-    >>> describe((suit_key([2, 1, 1, 1, 0, 0, 0, 0, 0]), 0, 0), 0)
-    ['234m', '11m']
-    """
-    sets: list[str] = []
-    pairs: list[str] = []
-    for s, key in enumerate(keys):
-        if key:
-            suit_sets, pair = DECOMPOSITIONS[key][kind][s]
-            sets.extend(suit_sets)
-            if pair is not None:
-                pairs.append(pair)
-    return sets + pairs
-
-
 def describe_pairs(counts) -> list[str]:
     out = []
     for i, c in enumerate(counts):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, context, evaluate, is_win, meld_info
+from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, context, evaluate, is_win, meld_info, points_of
 from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_valid
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
@@ -123,16 +123,13 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, 
     out = []
     k0, k1, k2 = keys
     n = n_concealed + 1
-    cap, base, exponential = ctx.cap, ctx.base, ctx.exponential
     for t in tiles:
         add = _POW[t]
         s = _SUIT[t]
         ev = evaluate(k0 + add if s == 0 else k0, k1 + add if s == 1 else k1,
                       k2 + add if s == 2 else k2, n, mi, DISCARD_WIN, ctx)
-        raw = ev.raw_fan
-        fan = cap if cap is not None and raw > cap else raw
-        points = base * ((1 << (fan - 1)) if exponential else fan)
-        out.append(Wait(TILES[t], fan, points, ev.patterns, 4 - held[t] - vis[t], raw, fan != raw))
+        fan, _mult, points, capped = points_of(ev.raw_fan, ctx)
+        out.append(Wait(TILES[t], fan, points, ev.patterns, 4 - held[t] - vis[t], ev.raw_fan, capped))
     return out
 
 
