@@ -250,24 +250,19 @@ class Round:
             raise EventError("seat_not_in_round", i, f"{role} seat {seat} has left the round")
 
     def _check_copies(self, i: int, tiles: Iterable[int]) -> None:
-        """No tile among ``tiles`` (those the event added) appears more than 4 times in the round."""
-        over = []
-        m0, m1, m2, m3 = (self.melds[s] if self.logged[s] else self.hand_melds[s] for s in range(4))
-        concealed = self.concealed
-        for t in set(tiles):
-            total = concealed[t] + m0[t] + m1[t] + m2[t] + m3[t]
-            if total > 4:
-                over.append(f"{TILES[t]} ({total})")
-        if over:
-            raise EventError("too_many_copies", i, "more than 4 copies across the round: " + ", ".join(over))
+        """No tile among ``tiles`` (those the event added) appears more than 4 times in the round.
 
-    def _check_tile(self, i: int, t: int) -> None:
-        """:meth:`_check_copies` for the one tile a peng or kong adds."""
-        total = self.concealed[t]
-        for s in (0, 1, 2, 3):
-            total += (self.melds[s] if self.logged[s] else self.hand_melds[s])[t]
-        if total > 4:
-            raise EventError("too_many_copies", i, f"more than 4 copies across the round: {TILES[t]} ({total})")
+        Per seat, the melds logged by peng/kong events count, or else those of its hand (§6).
+        """
+        melds = [self.melds[s] if self.logged[s] else self.hand_melds[s] for s in (0, 1, 2, 3)]
+        over = {}
+        for t in tiles:
+            total = self.concealed[t] + melds[0][t] + melds[1][t] + melds[2][t] + melds[3][t]
+            if total > 4:
+                over[t] = total
+        if over:
+            raise EventError("too_many_copies", i, "more than 4 copies across the round: "
+                             + ", ".join(f"{TILES[t]} ({n})" for t, n in over.items()))
 
     def _unit(self, units: int) -> int:
         return units * self.rules.base
@@ -282,7 +277,7 @@ class Round:
         self.logged[ev.seat] = True
         self.pengs[ev.seat].append(ev.tile.index)
         self.pengs_logged[ev.seat] = self.any_meld = True
-        self._check_tile(i, ev.tile.index)
+        self._check_copies(i, (ev.tile.index,))
         self.last = ("peng", ev.seat, None, ev.tile.index, ev.from_, i)
 
     def _kong(self, ev: Kong, i: int) -> None:
@@ -309,7 +304,7 @@ class Round:
             payers = [(s, self._unit(self.rules.concealed_kong)) for s in others]
         self.logged[seat] = True
         self.any_meld = True
-        self._check_tile(i, t)
+        self._check_copies(i, (t,))
         reason = "kong_" + ev.kind
         paid = []
         for payer, pts in payers:
