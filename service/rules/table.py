@@ -57,44 +57,67 @@ class VoidConflict(TableError):
 
 @dataclass
 class TableState:
-    """The state of a table after ``version`` log records (mutable only inside :meth:`apply`)."""
+    """The state of a table after ``version`` log records (mutable only inside :meth:`step`).
+
+    Only what the log cannot give back cheaply is kept: the latest round (its
+    own fold) with its number, first seq and how it ended, the balances before
+    it, and the default dealer as of the last ended round.  Balances and the
+    number of ended rounds are derived from those.
+    """
 
     players: list[str]
     ruleset: Ruleset
-    dealer: int                       # the dealer of the next round_start without one
+    first_dealer: int                 # the table's first dealer (a fold starts from it)
+    dealer: int = -1                  # the dealer of the next round_start that names none (§10)
     version: int = 0
-    balances: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
-    rounds_done: int = 0              # rounds that have ended (summaries live beside the log)
-    round_meta: dict | None = None    # number, dealer, voids, start seq, seqs, status, ended_by
+    round_meta: dict | None = None    # number, start (seq of its round_start), ended_by
     round: Round | None = None
     voided: list[int] = field(default_factory=list)
-    base: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # balances before this round
+    base: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # balances before the latest round
 
     @classmethod
     def new(cls, players: list[str], ruleset: "Ruleset | str | Mapping | None", dealer: int = 0) -> "TableState":
-        return cls(list(players), Ruleset.from_spec(ruleset), dealer)
+        return cls(list(players), Ruleset.from_spec(ruleset), dealer, dealer)
+
+    # -- derived ----------------------------------------------------------------
+    @property
+    def playing(self) -> bool:
+        return self.round is not None and not self.round.ended
+
+    @property
+    def balances(self) -> list[int]:
+        if self.round is None:
+            return list(self.base)
+        return [b + d for b, d in zip(self.base, self.round.deltas)]
+
+    @property
+    def rounds_done(self) -> int:
+        """Rounds that have ended (their summaries live beside the log)."""
+        if self.round_meta is None:
+            return 0
+        return self.round_meta["number"] - (1 if self.playing else 0)
 
     # -- views ------------------------------------------------------------------
     def round_view(self) -> dict | None:
-        """The current (latest) round as API.md shows it."""
+        """The latest round as API.md shows it."""
         if self.round_meta is None or self.round is None:
             return None
         m, r = self.round_meta, self.round
         return {
             "number": m["number"],
-            "dealer": m["dealer"],
-            "status": m["status"],
-            "voids": m["voids"],
+            "dealer": r.dealer,
+            "status": "playing" if self.playing else "ended",
+            "voids": list(r.voids),
             "won": list(r.won),
             "left": list(r.left),
             "deltas": list(r.deltas),
             "ended_by": m["ended_by"],
-            "next_dealer": self._next_dealer() if m["status"] == "ended" else None,
-            "events": len(m["seqs"]),
+            "next_dealer": None if self.playing else r.dealer_after(),
+            "events": r.n,
         }
 
     def round_summary(self) -> dict:
-        """The summary of the current round once it has ended (kept in the rounds list)."""
+        """The summary of the latest round once it has ended (kept in the rounds list)."""
         view = self.round_view()
         assert view is not None
         return {k: view[k] for k in ("number", "dealer", "deltas", "won", "left", "ended_by", "next_dealer")} | {
@@ -102,15 +125,12 @@ class TableState:
             "last_seq": self.version,
         }
 
-    def _next_dealer(self) -> int:
-        return self.round.dealer_after()
-
     # -- persistence ---------------------------------------------------------------
     def to_dict(self) -> dict:
         return {
-            "players": self.players, "ruleset": self.ruleset.as_dict(), "dealer": self.dealer,
-            "version": self.version, "balances": self.balances, "rounds_done": self.rounds_done,
-            "round_meta": self.round_meta, "round": None if self.round is None else self.round.to_dict(),
+            "players": self.players, "ruleset": self.ruleset.as_dict(), "first_dealer": self.first_dealer,
+            "dealer": self.dealer, "version": self.version, "round_meta": self.round_meta,
+            "round": None if self.round is None else self.round.to_dict(),
             "voided": self.voided, "base": self.base,
         }
 
@@ -118,8 +138,7 @@ class TableState:
     def from_dict(cls, d: Mapping[str, Any]) -> "TableState":
         return cls(
             players=list(d["players"]), ruleset=Ruleset.from_dict(d["ruleset"]),
-            dealer=d["dealer"], version=d["version"], balances=list(d["balances"]),
-            rounds_done=d["rounds_done"],
+            first_dealer=d["first_dealer"], dealer=d["dealer"], version=d["version"],
             round_meta=None if d["round_meta"] is None else dict(d["round_meta"]),
             round=None if d["round"] is None else Round.from_dict(d["round"]),
             voided=list(d["voided"]), base=list(d["base"]),
@@ -150,10 +169,6 @@ class TableState:
         self.version = seq
         return out
 
-    @property
-    def playing(self) -> bool:
-        return self.round_meta is not None and self.round_meta["status"] == "playing"
-
     def _round_start(self, record: Mapping[str, Any], seq: int) -> None:
         if self.playing:
             raise TableError("round_in_progress", seq,
@@ -176,10 +191,9 @@ class TableState:
         except RuleError as exc:
             raise TableError("bad_event", seq, f"voids: {exc}") from None
         number = self.rounds_done + 1
+        self.base = self.balances
         self.round = Round(self.ruleset, dealer, voids)
-        self.round_meta = {"number": number, "dealer": dealer, "voids": voids, "start": seq,
-                           "seqs": [], "status": "playing", "ended_by": None}
-        self.base = list(self.balances)
+        self.round_meta = {"number": number, "start": seq, "ended_by": None}
 
     def _round_end(self, seq: int) -> None:
         if self.round_meta is None:
@@ -190,10 +204,8 @@ class TableState:
         self._close("round_end")
 
     def _close(self, ended_by: str) -> None:
-        self.round_meta["status"] = "ended"
         self.round_meta["ended_by"] = ended_by
-        self.rounds_done += 1
-        self.dealer = self._next_dealer()
+        self.dealer = self.round.dealer_after()
 
     def _round_event(self, record: Mapping[str, Any], seq: int) -> tuple[Transfer, ...]:
         if self.round_meta is None:
@@ -202,9 +214,6 @@ class TableState:
             raise TableError("round_ended", seq,
                              f"round {self.round_meta['number']} has ended; post a round_start for the next")
         out = self.round.step(record, seq)
-        self.round_meta["seqs"].append(seq)
-        d = self.round.deltas
-        self.balances = [b + x for b, x in zip(self.base, d)]
         if self.round.ended:
             self._close(record["type"])
         return out

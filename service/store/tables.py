@@ -369,15 +369,9 @@ class TableStore:
     def _plan_void(self, table_id: str, st: TableState, version: int, target: int):
         if not 1 <= target <= version:
             raise EventNotFound(f"table {table_id!r} has no event {target}")
-        with self.r.pipeline(transaction=True) as p:
-            p.hget(keys.meta(table_id), "dealer")
-            p.lrange(keys.log(table_id), 0, version - 1)
-            first_dealer, raw = p.execute()
-        if first_dealer is None:  # deleted meanwhile
+        records = [json.loads(x) for x in self.r.lrange(keys.log(table_id), 0, version - 1)]
+        if len(records) != version:  # a log only grows: it was deleted meanwhile
             raise TableNotFound(f"no table {table_id!r}")
-        records = [json.loads(x) for x in raw]
-        if len(records) != version:
-            raise Busy("the log moved while it was read; retry")
         if records[target - 1].get("type") == "void":
             raise Conflict("not_voidable", f"event {target} is itself a void")
         if target in st.voided:
@@ -385,7 +379,7 @@ class TableStore:
         seq = version + 1
         record = {"seq": seq, "type": "void", "target": target, "at": _now()}
         try:
-            new, summaries = fold(st.players, st.ruleset, int(first_dealer), records + [record])
+            new, summaries = fold(st.players, st.ruleset, st.first_dealer, records + [record])
         except VoidConflict as exc:
             raise Conflict("void_conflict",
                            f"event {target} cannot be voided: a later event depends on it ({exc.reason})",
