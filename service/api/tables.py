@@ -13,7 +13,7 @@ import re
 from flask import Response, current_app, jsonify, request
 from marshmallow import ValidationError
 
-from ..store.tables import Access, TableNotFound, TableStore, fingerprint
+from ..store.tables import Access, TableNotFound, TableStore, Unauthorized, fingerprint
 from . import table_schemas as ts
 from .hands import errors
 from .problems import ApiProblem, InvalidInput
@@ -86,8 +86,6 @@ def store() -> TableStore:
 def _table_id(table_id: str) -> str:
     if not _TABLE_ID.match(table_id):
         if _token() is None:  # as for a real table: no token, no answer about existence
-            from ..store.tables import Unauthorized
-
             raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
         raise TableNotFound(f"no table {table_id!r}")
     return table_id
@@ -175,16 +173,13 @@ def get_table(table_id):
     """A table: players, ruleset, version, balances, the current round and the ended rounds."""
     s = store()
     tid = _table_id(table_id)
-    access = Access(_token(), write=False)
-    if request.if_none_match:
-        version = s.version(tid, access)
-        if request.if_none_match.contains_weak(str(version)):  # weak comparison (RFC 9110 §13.1.2)
-            response = Response(status=304)
-            response.headers["ETag"] = f'"{version}"'
-            return response
-    view = s.get(tid, access)
-    response = jsonify(view)
-    response.headers["ETag"] = f'"{view["version"]}"'
+    view = s.get(tid, Access(_token(), write=False))
+    etag = f'"{view["version"]}"'
+    if request.if_none_match.contains_weak(str(view["version"])):  # weak comparison (RFC 9110 §13.1.2)
+        response = Response(status=304)
+    else:
+        response = jsonify(view)
+    response.headers["ETag"] = etag
     return response
 
 
@@ -222,7 +217,7 @@ def post_event(table_id):
     """
     s = store()
     tid = _table_id(table_id)
-    s.authorize(tid, _token(), write=True)  # before the body is looked at
+    token = _token()  # checked with the state, in the store's one read before the append
     body = _json_body()
     if not isinstance(body, dict):
         raise InvalidInput("the event must be a JSON object", errors={"_schema": ["Invalid input type."]})
@@ -232,7 +227,7 @@ def post_event(table_id):
         raise InvalidInput("the event does not match its schema", errors=flatten_messages(exc.messages)) from None
     key = _idempotency_key()
     reply = s.append(tid, body, if_match=_if_match(), idempotency_key=key,
-                     fp=fingerprint("POST", request.path, body))
+                     fp=fingerprint("POST", request.path, body), access=Access(token, write=True))
     return _reply(reply)
 
 

@@ -267,17 +267,6 @@ class TableStore:
                 "dealer": st.dealer, "version": st.version, "balances": st.balances,
                 "round": st.round_view()}
 
-    def version(self, table_id: str, access: "Access | None" = None) -> int:
-        with self.r.pipeline(transaction=True) as p:
-            p.hmget(keys.meta(table_id), "token", "read_token", "deleted")
-            p.llen(keys.log(table_id))
-            hashes, version = p.execute()
-        if access is not None:
-            _check_token(table_id, hashes, access)
-        if hashes[0] is None or hashes[2]:
-            raise TableNotFound(f"no table {table_id!r}")
-        return version
-
     def events(self, table_id: str, after: int = 0, limit: int = 100, access: "Access | None" = None) -> dict:
         with self.r.pipeline(transaction=True) as p:
             p.hmget(keys.meta(table_id), "token", "read_token", "deleted")
