@@ -109,6 +109,7 @@ class _Ctx(NamedTuple):
     best: list  # candidate mask -> (base id, base fan, uses a dragon 4) ; filled lazily
     single: dict  # base id -> (PatternFan,)
     options: bool  # any extra switched on by the ruleset (zimo fan, haidi, jingoudiao, menqing, zhongzhang)
+    points: tuple  # raw fan -> (fan, multiplier, points, capped), for the raw fans a hand can reach
 
 
 def context(rules: Ruleset) -> _Ctx:
@@ -134,7 +135,9 @@ def context(rules: Ruleset) -> _Ctx:
         best=[None] * 512,
         single={pid: (pattern_fan(pid, f),) for pid, f in base_fans.items() if f},
         options=rules.zimo == "fan" or rules.haidi or rules.jingoudiao or rules.menqing or rules.zhongzhang,
+        points=(),
     )
+    ctx = ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
     object.__setattr__(rules, "_ctx", ctx)
     return ctx
 
@@ -323,8 +326,15 @@ class Score:
         return obj
 
 
+_MAX_RAW_FAN = 40  # well above any hand's total (a table, not a limit: larger fans are computed)
+
+
 def points_of(raw_fan: int, ctx: _Ctx) -> tuple[int, int, int, bool]:
     """``(fan, multiplier, points, capped)`` for a raw fan: the cap, then 2^(fan−1) or fan (§5.3)."""
+    return ctx.points[raw_fan] if 0 <= raw_fan <= _MAX_RAW_FAN else _points(raw_fan, ctx)
+
+
+def _points(raw_fan: int, ctx: _Ctx) -> tuple[int, int, int, bool]:
     fan = ctx.cap if ctx.cap is not None and raw_fan > ctx.cap else raw_fan
     mult = ((1 << (fan - 1)) if fan >= 1 else 0) if ctx.exponential else fan
     return fan, mult, ctx.base * mult, fan != raw_fan
