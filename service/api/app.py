@@ -76,6 +76,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(load_settings().flask_config())
     if config:
         app.config.update(config)
+    # "/v1//tables" is not "/v1/tables": no 308 redirect (an HTML page) for merged slashes
+    app.url_map.merge_slashes = False
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]  (input surrogates are rejected)
 

@@ -22,7 +22,7 @@ from .smorest import Blueprint, flatten_messages, read_json_body
 blp = Blueprint("tables", __name__, url_prefix="/v1/tables",
                 description="The live table log: rounds, events, balances, undo.")
 
-_TABLE_ID = re.compile(r"^[0-9a-f]{16}$")
+_TABLE_ID = re.compile(r"[0-9a-f]{16}")
 _IDEM_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % ts.MAX_IDEMPOTENCY_KEY)
 _VERSION = re.compile(r'^(W/)?"(\d{1,40})"$')
 NEVER = -1  # a version no table has: a weak tag never matches If-Match (RFC 9110 §13.1.1)
@@ -84,7 +84,7 @@ def store() -> TableStore:
 
 
 def _table_id(table_id: str) -> str:
-    if not _TABLE_ID.match(table_id):
+    if not _TABLE_ID.fullmatch(table_id):
         if _token() is None:  # as for a real table: no token, no answer about existence
             raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
         raise TableNotFound(f"no table {table_id!r}")
@@ -137,6 +137,13 @@ def _reply(reply) -> Response:
     return response
 
 
+def _no_content(status: int) -> Response:
+    """A response without a body, and so without a ``Content-Type`` (Werkzeug would add text/html)."""
+    response = Response(status=status)
+    del response.headers["Content-Type"]
+    return response
+
+
 def _json_body() -> dict:
     """The request body as JSON (415/413/400 as for every JSON POST)."""
     return read_json_body(request)
@@ -176,7 +183,7 @@ def get_table(table_id):
     view = s.get(tid, Access(_token(), write=False))
     etag = f'"{view["version"]}"'
     if request.if_none_match.contains_weak(str(view["version"])):  # weak comparison (RFC 9110 §13.1.2)
-        response = Response(status=304)
+        response = _no_content(304)
     else:
         response = jsonify(view)
     response.headers["ETag"] = etag
@@ -193,7 +200,7 @@ def delete_table(table_id):
     tid = _table_id(table_id)
     s.authorize(tid, _token(), write=True)
     s.delete(tid)
-    return Response(status=204)
+    return _no_content(204)
 
 
 @blp.route("/<table_id>/events", methods=["POST"])
