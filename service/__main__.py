@@ -158,20 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings().with_overrides(
             host=args.host, port=args.port, workers=args.workers, threads=args.threads
         )
-        _check(settings)
     except ConfigError as exc:
         print(f"python -m service: {exc}", file=sys.stderr)
         return 2
     return serve(settings)
-
-
-def _check(settings: Settings) -> None:
-    if not 0 <= settings.port <= 65535:
-        raise ConfigError(f"--port must be 0-65535; got {settings.port}")
-    if not 1 <= settings.workers <= 64:
-        raise ConfigError(f"--workers must be 1-64; got {settings.workers}")
-    if not 1 <= settings.threads <= 256:
-        raise ConfigError(f"--threads must be 1-256; got {settings.threads}")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 Every variable is optional; the table of them (``HOST``, ``PORT``,
 ``WORKERS``, ``THREADS``, ``TIMEOUT``, ``KEEPALIVE``, ``LOG_LEVEL``,
-``MAX_BODY_BYTES``, ``REDIS_URL``, ``PROMETHEUS_MULTIPROC_DIR``) is in
-:mod:`service.__main__`.  ``python -m service serve`` options override the
+``MAX_BODY_BYTES``, ``REDIS_URL``, ...) is in :mod:`service.__main__`
+(``PROMETHEUS_MULTIPROC_DIR`` is read where it is used, by
+:func:`service.serving.metrics_dir`).  ``python -m service serve`` options override the
 matching variable; :func:`service.api.app.create_app` takes a dict of Flask
 config overrides on top of these.
 
@@ -29,6 +30,21 @@ class ConfigError(ValueError):
     """An environment variable (or option) with a value the service cannot use."""
 
 
+# integer settings: (environment variable, lowest, highest), checked for the
+# environment and for command-line overrides alike
+BOUNDS: dict[str, tuple[str, int, int]] = {
+    "port": ("PORT", 0, 65535),
+    "workers": ("WORKERS", 1, 64),
+    "threads": ("THREADS", 1, 256),
+    "timeout": ("TIMEOUT", 1, 3600),
+    "keepalive": ("KEEPALIVE", 0, 3600),
+    "max_body_bytes": ("MAX_BODY_BYTES", 1024, 16 * 1024 * 1024),
+    "table_ttl": ("TABLE_TTL", 0, 10 * 365 * 24 * 3600),
+    "max_table_events": ("MAX_TABLE_EVENTS", 0, 10_000_000),
+    "tables_per_hour": ("TABLES_PER_HOUR", 0, 1_000_000),
+}
+
+
 @dataclass(frozen=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -44,7 +60,6 @@ class Settings:
     table_ttl: int = 30 * 24 * 3600
     max_table_events: int = 20_000
     tables_per_hour: int = 60
-    prometheus_multiproc_dir: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -54,30 +69,36 @@ class Settings:
             value = env.get(name)
             return default if value is None or value.strip() == "" else value.strip()
 
+        numbers = {name: _int(env, var, getattr(cls, name), lo, hi) for name, (var, lo, hi) in BOUNDS.items()}
         return cls(
             host=text("HOST", cls.host) or cls.host,
-            port=_int(env, "PORT", cls.port, 0, 65535),
-            workers=_int(env, "WORKERS", cls.workers, 1, 64),
-            threads=_int(env, "THREADS", cls.threads, 1, 256),
-            timeout=_int(env, "TIMEOUT", cls.timeout, 1, 3600),
-            keepalive=_int(env, "KEEPALIVE", cls.keepalive, 0, 3600),
             log_level=_level(text("LOG_LEVEL", cls.log_level)),
-            max_body_bytes=_int(env, "MAX_BODY_BYTES", cls.max_body_bytes, 1024, 16 * 1024 * 1024),
             redis_url=text("REDIS_URL", None),
             redis_data_dir=text("REDIS_DATA_DIR", cls.redis_data_dir) or cls.redis_data_dir,
-            table_ttl=_int(env, "TABLE_TTL", cls.table_ttl, 0, 10 * 365 * 24 * 3600),
-            max_table_events=_int(env, "MAX_TABLE_EVENTS", cls.max_table_events, 0, 10_000_000),
-            tables_per_hour=_int(env, "TABLES_PER_HOUR", cls.tables_per_hour, 0, 1_000_000),
-            prometheus_multiproc_dir=text("PROMETHEUS_MULTIPROC_DIR", None),
+            **numbers,
         )
 
     def with_overrides(self, **overrides: Any) -> "Settings":
-        """Command-line options over the environment (``None`` values are ignored)."""
+        """Command-line options over the environment (``None`` values are ignored), within the same bounds.
+
+        >>> Settings().with_overrides(port=9000, workers=None).port
+        9000
+        >>> Settings().with_overrides(port=70000)
+        Traceback (most recent call last):
+        ...
+        service.config.ConfigError: port must be an integer from 0 to 65535; got 70000
+        """
         known = {f.name for f in fields(self)}
         unknown = set(overrides) - known
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
+        for name, value in given.items():
+            if name in BOUNDS:
+                _, lo, hi = BOUNDS[name]
+                if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+                    raise ConfigError(f"{name} must be an integer from {lo} to {hi}; got {value!r}")
+        return replace(self, **given)
 
     def flask_config(self) -> dict[str, Any]:
         """The Flask config keys the HTTP layer reads."""
