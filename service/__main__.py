@@ -25,7 +25,10 @@ variable                     default      meaning
 ``MAX_BODY_BYTES``           65536        largest request body (larger: 413)
 ``REDIS_URL``                (unset)      Redis of the tables store; unset: an embedded
                                           redis-server is started for the service
-``REDIS_DATA_DIR``           var/redis    data directory of the embedded redis-server
+``REDIS_DATA_DIR``           var/redis    data directory of the embedded redis-server (one
+                                          ``serve`` at a time: it is locked while in use)
+``REDIS_MAXMEMORY``          512mb        memory bound of the embedded redis-server (bytes,
+                                          or kb/mb/gb; 0: none); full: writes answer 507
 ``TABLE_TTL``                2592000      seconds an idle table is kept (0: forever)
 ``MAX_TABLE_EVENTS``         20000        log records per table (0: no limit)
 ``TABLES_PER_HOUR``          60           tables one client may create per hour (0: no limit)
@@ -47,21 +50,32 @@ from typing import Iterator, Sequence
 from .config import ConfigError, Settings, load_settings
 
 
+class StartupError(Exception):
+    """``serve`` cannot start (its port is taken, its Redis data directory is in use, ...)."""
+
+
 @contextmanager
 def storage(settings: Settings) -> Iterator[str | None]:
     """Yield the Redis URL the workers will use.
 
     With ``REDIS_URL`` unset, a private redis-server is started on a free
-    loopback port (AOF on, ``appendfsync always``, data kept in
-    ``REDIS_DATA_DIR`` across restarts) and stopped when the service stops.
+    loopback port (AOF on, ``appendfsync always``, ``maxmemory`` =
+    ``REDIS_MAXMEMORY`` with ``noeviction``, data kept in ``REDIS_DATA_DIR``
+    across restarts) and stopped when the service stops.  It holds an
+    exclusive lock on its data directory, in which it records its URL (see
+    :func:`service.store.embedded.running_url`): a second ``serve`` on the same
+    directory raises :class:`StartupError` and starts nothing.
     """
     if settings.redis_url:
         yield settings.redis_url
         return
-    from .store.embedded import EmbeddedRedis
+    from .store.embedded import EmbeddedRedis, EmbeddedRedisError
 
-    server = EmbeddedRedis(settings.redis_data_dir)
-    server.start()
+    server = EmbeddedRedis(settings.redis_data_dir, maxmemory=settings.redis_maxmemory)
+    try:
+        server.start()
+    except EmbeddedRedisError as exc:
+        raise StartupError(str(exc)) from None
     print(f"python -m service: embedded redis-server at {server.url} (data in {server.data_dir})",
           file=sys.stderr)
     try:
@@ -74,7 +88,11 @@ def serve(settings: Settings) -> int:
     import os
 
     from . import serving
+    from .store.embedded import port_is_free
 
+    if settings.port and not port_is_free(settings.host, settings.port):
+        # before anything starts (the embedded Redis above all)
+        raise StartupError(f"{settings.host}:{settings.port} is already in use: choose another --port (PORT)")
     with serving.metrics_dir():  # before prometheus_client is imported
         with storage(settings) as redis_url:
             if redis_url:
@@ -158,10 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings().with_overrides(
             host=args.host, port=args.port, workers=args.workers, threads=args.threads
         )
-    except ConfigError as exc:
+        return serve(settings)
+    except (ConfigError, StartupError) as exc:
         print(f"python -m service: {exc}", file=sys.stderr)
         return 2
-    return serve(settings)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ class Settings:
     max_body_bytes: int = 64 * 1024
     redis_url: str | None = None
     redis_data_dir: str = "var/redis"
+    redis_maxmemory: int = 512 * 1024 * 1024
     table_ttl: int = 30 * 24 * 3600
     max_table_events: int = 20_000
     tables_per_hour: int = 60
@@ -75,6 +76,7 @@ class Settings:
             log_level=_level(text("LOG_LEVEL", cls.log_level)),
             redis_url=text("REDIS_URL", None),
             redis_data_dir=text("REDIS_DATA_DIR", cls.redis_data_dir) or cls.redis_data_dir,
+            redis_maxmemory=_bytes(text("REDIS_MAXMEMORY", None), cls.redis_maxmemory, "REDIS_MAXMEMORY"),
             **numbers,
         )
 
@@ -122,6 +124,32 @@ def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> i
         value = None
     if value is None or not lo <= value <= hi:
         raise ConfigError(f"{name} must be an integer from {lo} to {hi}; got {raw!r}")
+    return value
+
+
+_UNITS = {"": 1, "b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3}
+
+
+def _bytes(raw: str | None, default: int, name: str) -> int:
+    """A size as Redis writes it: bytes, or a whole number of ``kb``/``mb``/``gb`` (powers of 1024).
+
+    0 means no bound; otherwise at least 1 MiB (less leaves Redis no room to start).
+
+    >>> _bytes("512mb", 0, "X"), _bytes("0", 1, "X"), _bytes(None, 7, "X"), _bytes("2GB", 0, "X")
+    (536870912, 0, 7, 2147483648)
+    >>> _bytes("12k", 0, "X")
+    Traceback (most recent call last):
+    ...
+    service.config.ConfigError: X must be 0 or a size from 1mb to 1024gb (bytes, or a number with kb, mb or gb); got '12k'
+    """
+    if raw is None:
+        return default
+    number = raw.rstrip("bBkKmMgG")
+    unit = raw[len(number):].lower()
+    value = int(number) * _UNITS[unit] if number.isdigit() and unit in _UNITS else -1
+    if value != 0 and not 1024**2 <= value <= 1024**4:
+        raise ConfigError(f"{name} must be 0 or a size from 1mb to 1024gb (bytes, or a number with kb, mb "
+                          f"or gb); got {raw!r}")
     return value
 
 

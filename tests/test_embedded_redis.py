@@ -162,3 +162,60 @@ def test_shared_fixture_is_flushed_again(redis_url):
     client = redis.Redis.from_url(redis_url)
     assert client.dbsize() == 0
     client.close()
+
+
+# -- the data directory is owned by one server at a time ------------------------------------------
+def test_a_second_server_on_the_same_directory_is_refused(tmp_path, free_port):
+    from service.store.embedded import running_url
+
+    first = EmbeddedRedis(tmp_path, port=free_port)
+    second = EmbeddedRedis(tmp_path)
+    assert running_url(tmp_path) is None
+    with first:
+        with pytest.raises(EmbeddedRedisError, match=f"in use by process {os.getpid()}.*{first.url}"):
+            second.start()
+        assert not second.running
+        assert running_url(tmp_path) == first.url
+        first.kill()  # a crash of the server alone keeps the directory owned
+        with pytest.raises(EmbeddedRedisError, match="in use"):
+            second.start()
+        first.restart()
+        assert _client(first).ping()
+    assert running_url(tmp_path) is None
+    with second:  # released by stop
+        assert running_url(tmp_path) == second.url
+
+
+def test_a_redis_server_left_by_a_crashed_owner_is_stopped_before_a_new_start(tmp_path, free_port):
+    """The owner is killed with SIGKILL and its redis-server lives on: the next start shuts it
+    down (SIGTERM: its AOF is complete) rather than run a second server on the same files."""
+    import signal
+    import subprocess
+    import sys
+
+    code = (f"from service.store.embedded import EmbeddedRedis; import os, signal, redis; "
+            f"s = EmbeddedRedis({str(tmp_path)!r}, port={free_port}).start(); "
+            f"redis.Redis.from_url(s.url).set('kept', 'yes'); print(s.pid, flush=True); "
+            f"os.kill(os.getpid(), signal.SIGKILL)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == -signal.SIGKILL
+    orphan = int(out.stdout.split()[0])
+    assert _alive(orphan)  # still running, reparented
+    with EmbeddedRedis(tmp_path) as srv:
+        assert not _alive(orphan)
+        assert _client(srv).get("kept") == "yes"
+
+
+def _alive(pid: int) -> bool:
+    """Running (not gone, not a zombie nobody has reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_maxmemory_with_noeviction(tmp_path, free_port):
+    with EmbeddedRedis(tmp_path, port=free_port, maxmemory=8 * 1024 * 1024) as srv:
+        cfg = _client(srv).config_get("maxmemory*")
+        assert cfg["maxmemory"] == str(8 * 1024 * 1024) and cfg["maxmemory-policy"] == "noeviction"
