@@ -5,9 +5,11 @@ under gunicorn (``gthread`` workers, the app built by
 :func:`service.api.app.create_app` in each worker).  ``openapi [--json]``
 prints the OpenAPI document (YAML by default; the committed ``openapi.yaml``
 is ``python -m service openapi > openapi.yaml``).  ``check-tables [ID ...]
-[--repair]`` re-folds each table's log (on ``REDIS_URL``) and compares the
-fold with the state stored beside the log (one JSON line per table; exit 1 if
-any differs).
+[--repair]`` re-folds each table's log and compares the fold with the state
+stored beside the log: one JSON line per table, exit 0 when all agree, 1 when
+any differs (2 when it cannot run).  It uses ``REDIS_URL`` if set, else the
+embedded Redis of the ``serve`` running on ``REDIS_DATA_DIR`` (found through
+the lock file there), else starts one on that directory for the check.
 
 Configuration is by environment variable (read in :mod:`service.config`);
 command-line options win over the environment:
@@ -44,7 +46,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator, Sequence
 
 from .config import ConfigError, Settings, load_settings
@@ -141,28 +145,81 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@contextmanager
+def tables_redis(settings: Settings) -> Iterator[str]:
+    """The Redis of the tables, for a tool run beside the service (``check-tables``).
+
+    ``REDIS_URL`` if set; else the embedded Redis that a running ``serve``
+    recorded in ``REDIS_DATA_DIR``; else, when no ``serve`` runs there, an
+    embedded Redis started on that directory for the duration (its lock keeps
+    a ``serve`` from starting on the same files meanwhile).
+    """
+    if settings.redis_url:
+        yield settings.redis_url
+        return
+    from .store.embedded import EmbeddedRedis, EmbeddedRedisError, running_url
+
+    data = Path(settings.redis_data_dir)
+    if not data.is_dir():
+        raise StartupError(f"no tables here: REDIS_DATA_DIR {str(data)!r} is not a directory "
+                           "(set REDIS_DATA_DIR to the service's, or REDIS_URL)")
+    for _ in range(50):
+        url = running_url(data)
+        if url:
+            yield url
+            return
+        server = EmbeddedRedis(data)
+        try:
+            server.start()
+        except EmbeddedRedisError as exc:
+            if "in use" not in str(exc):
+                raise StartupError(str(exc)) from None
+            time.sleep(0.1)  # a serve holds it but has not recorded its URL yet: ask again
+            continue
+        try:
+            yield server.url
+        finally:
+            server.stop()
+        return
+    raise StartupError(f"the service using {data} has not recorded its Redis URL; retry when it is up")
+
+
 def check_tables(ids: Sequence[str], repair: bool) -> int:
-    """``check-tables``: one JSON line per table; exit 1 if any differs (and was not repaired)."""
+    """``check-tables``: one JSON line per table; exit 1 if any differs (and was not repaired).
+
+    Without ids, every live table (deleted tables' tombstones are skipped; a
+    table deleted or expired while the check runs is reported as skipped).  An
+    id given on the command line that is not a table counts as a failure.
+    """
     import json
 
     import redis
 
     from .rules.errors import EventError
-    from .store.tables import TableStore
+    from .store.tables import TableNotFound, TableStore
 
-    url = load_settings().redis_url
-    if not url:
-        print("python -m service check-tables: set REDIS_URL to the tables' Redis", file=sys.stderr)
+    try:
+        with tables_redis(load_settings()) as url:
+            store = TableStore(redis.Redis.from_url(url))
+            bad = 0
+            for table_id in ids or store.table_ids():
+                try:
+                    report = store.check(table_id, repair=repair)
+                except TableNotFound:
+                    if not ids:
+                        print(json.dumps({"id": table_id, "skipped": "deleted or expired during the check"}))
+                        continue
+                    report = {"id": table_id, "ok": False, "repaired": False, "error": "no such table"}
+                except EventError as exc:
+                    report = {"id": table_id, "ok": False, "repaired": False, "error": str(exc)}
+                bad += not (report["ok"] or report["repaired"])
+                print(json.dumps(report, ensure_ascii=False), flush=True)
+    except (ConfigError, StartupError) as exc:
+        print(f"python -m service check-tables: {exc}", file=sys.stderr)
         return 2
-    store = TableStore(redis.Redis.from_url(url))
-    bad = 0
-    for table_id in ids or store.table_ids():
-        try:
-            report = store.check(table_id, repair=repair)
-        except EventError as exc:
-            report = {"id": table_id, "ok": False, "repaired": False, "error": str(exc)}
-        bad += not (report["ok"] or report["repaired"])
-        print(json.dumps(report, ensure_ascii=False))
+    except redis.exceptions.RedisError as exc:
+        print(f"python -m service check-tables: Redis: {exc}", file=sys.stderr)
+        return 2
     return 1 if bad else 0
 
 

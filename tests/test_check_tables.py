@@ -44,3 +44,47 @@ def test_check_tables_finds_and_repairs_a_drifted_state(redis_url):
     assert result.returncode == 0 and json.loads(result.stdout)["repaired"]
     assert run(redis_url).returncode == 0
     assert store.get(bad)["balances"] == [36, -12, -12, -12]
+
+
+def test_check_tables_skips_tombstones_and_reports_every_live_table(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    store = TableStore(client)
+    ids = [store.create(["a", "b", "c", "d"], None).body["id"] for _ in range(4)]
+    for tid in ids:
+        store.append(tid, {"type": "round_start"})
+    store.delete(ids[0])  # its 24 h tombstone matches the scan
+    result = run(redis_url)
+    assert result.returncode == 0, result.stderr
+    reports = [json.loads(line) for line in result.stdout.splitlines()]
+    assert sorted(r["id"] for r in reports) == sorted(ids[1:]) and all(r["ok"] for r in reports)
+    # an id asked for by name that is not a live table is a failure, not a crash
+    result = run(redis_url, ids[1], ids[0])
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert [json.loads(line)["ok"] for line in result.stdout.splitlines()] == [True, False]
+
+
+def test_check_tables_survives_tables_vanishing_mid_scan(redis_url, monkeypatch, capsys):
+    """Tables deleted (or expiring) while the scan runs are reported as skipped; the rest are checked."""
+    from service.__main__ import check_tables
+
+    client = redis.Redis.from_url(redis_url)
+    store = TableStore(client)
+    ids = [store.create(["a", "b", "c", "d"], None).body["id"] for _ in range(3)]
+    real_check = TableStore.check
+
+    def check(self, table_id, repair=False):
+        checked.append(table_id)
+        if len(checked) == 1:  # the first check makes the others vanish: one deleted, one expired
+            others = [t for t in ids if t != table_id]
+            store.delete(others[0])
+            client.delete(*client.keys("{t:" + others[1] + "}*"))
+        return real_check(self, table_id, repair)
+
+    checked: list[str] = []
+    monkeypatch.setattr(TableStore, "check", check)
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    assert check_tables([], repair=False) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 3 and lines[0] == {"id": checked[0], "version": 0, "ok": True, "repaired": False,
+                                            "balances": [0, 0, 0, 0]}
+    assert all(line["skipped"] for line in lines[1:])

@@ -395,13 +395,23 @@ class TableStore:
                     int(meta[b"dealer"]), records)
 
     def check(self, table_id: str, repair: bool = False) -> dict:
-        """Compare the stored state with the fold of the log; optionally write the fold back."""
+        """Compare the stored state with the fold of the log; optionally write the fold back.
+
+        Everything is read in one transaction, so a table being written meanwhile is
+        checked as it stood (a later append cannot look like a mismatch); a repair
+        is written only if the log has not moved since.  Raises
+        :class:`TableNotFound` for a table that does not exist (or no longer does).
+        """
         with self.r.pipeline(transaction=True) as p:
-            p.llen(keys.log(table_id))
+            p.hgetall(keys.meta(table_id))
+            p.lrange(keys.log(table_id), 0, -1)
             p.get(keys.state(table_id))
             p.lrange(keys.rounds(table_id), 0, -1)
-            length, state, rounds = p.execute()
-        folded, summaries = self.rebuild(table_id)
+            meta, log, state, rounds = p.execute()
+        if b"dealer" not in meta:  # unknown, expired, or a deleted table's tombstone
+            raise TableNotFound(f"no table {table_id!r}")
+        folded, summaries = fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]),
+                                 int(meta[b"dealer"]), [json.loads(x) for x in log])
         stored = None if state is None else json.loads(state)
         ok = stored == json.loads(_dumps(folded.to_dict())) and [json.loads(x) for x in rounds] == json.loads(
             _dumps(summaries))
@@ -409,9 +419,9 @@ class TableStore:
         repaired = False
         if not ok and repair:
             repaired = bool(self._repair(keys=[keys.log(table_id), keys.state(table_id), keys.rounds(table_id)],
-                                         args=[length, _dumps(folded.to_dict()),
+                                         args=[len(log), _dumps(folded.to_dict()),
                                                _dumps([_dumps(s) for s in summaries])]))
-        return {"id": table_id, "version": length, "ok": ok, "repaired": repaired,
+        return {"id": table_id, "version": len(log), "ok": ok, "repaired": repaired,
                 "balances": folded.balances}
 
     def created_with(self, idempotency_key: str) -> bool:
@@ -419,7 +429,18 @@ class TableStore:
         return bool(self.r.exists(keys.state(_created_id(idempotency_key))))
 
     def table_ids(self):
+        """The ids of the live tables (deleted tables' tombstones left out), in no order."""
+        batch: list[str] = []
         for key in self.r.scan_iter(match=keys.TABLE_PATTERN, count=500):
             k = key.decode()
-            yield k[len("{t:"): k.index("}")]
+            batch.append(k[len("{t:"): k.index("}")])
+            if len(batch) == 500:
+                yield from self._live(batch)
+                batch = []
+        yield from self._live(batch)
 
+    def _live(self, ids: list[str]) -> list[str]:
+        with self.r.pipeline(transaction=False) as p:
+            for table_id in ids:
+                p.hexists(keys.meta(table_id), "dealer")
+            return [table_id for table_id, live in zip(ids, p.execute()) if live]
