@@ -227,7 +227,57 @@ def fold(players: list[str], ruleset, dealer: int, records: Iterable[Mapping[str
     """
     records = list(records)
     voided = {r["target"] for r in records if r.get("type") == "void"}
-    st = TableState.new(players, ruleset, dealer)
+    return _fold_on(TableState.new(players, ruleset, dealer), records, voided)
+
+
+def refold_round(st: TableState, prior: Mapping[str, Any] | None, later: list[Mapping[str, Any]],
+                 records: Iterable[Mapping[str, Any]], voided: Iterable[int]) -> tuple[TableState, list[dict]]:
+    """:func:`fold` again from the start of one round, without re-reading the rounds before it.
+
+    ``st`` is the table's state (the fold of its log, voids included); ``prior``
+    the summary of the round before that round (None for round 1); ``later``
+    the summaries of the ended rounds from that round on; ``records`` the log
+    from that round's ``round_start`` on, through ``st.version`` and then any
+    new records (a new void last, say); ``voided`` every seq the new fold
+    leaves out.  The rounds before it are not touched by what follows them, so
+    the state between rounds is rebuilt from the summaries: the balances
+    before the round are ``st``'s minus the deltas of the rounds from it on.
+
+    Returns what :func:`fold` would return for the whole log, except that the
+    summaries are only those from that round on.  Raises :class:`VoidConflict`
+    as soon as a record no longer validates (the records after it are not read).
+
+    >>> log = [{"seq": 1, "type": "round_start"},
+    ...        {"seq": 2, "type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"},
+    ...        {"seq": 3, "type": "round_end"}, {"seq": 4, "type": "round_start"},
+    ...        {"seq": 5, "type": "kong", "seat": 1, "kind": "concealed", "tile": "2m"}]
+    >>> st, summaries = fold(["A", "B", "C", "D"], "xuezhan", 0, log)
+    >>> void = {"seq": 6, "type": "void", "target": 5}
+    >>> new, tail = refold_round(st, summaries[0], [], log[3:] + [void], {5})
+    >>> new.balances, tail
+    ([36, -12, -12, -12], [])
+    >>> whole, every = fold(["A", "B", "C", "D"], "xuezhan", 0, log + [void])
+    >>> new.to_dict() == whole.to_dict() and every == summaries
+    True
+    """
+    balances = list(st.balances)
+    for summary in list(later) + ([{"deltas": st.round.deltas}] if st.playing else []):
+        balances = [b - d for b, d in zip(balances, summary["deltas"])]
+    start = TableState(list(st.players), st.ruleset, st.first_dealer, base=balances)
+    if prior is not None:
+        start.dealer = prior["next_dealer"]
+        start.round_meta = {"number": prior["number"], "start": prior["first_seq"], "ended_by": prior["ended_by"]}
+        start.version = prior["last_seq"]
+    else:
+        start.dealer = st.first_dealer
+    new, summaries = _fold_on(start, records, set(voided))
+    # the voids before the round, in log order, then those the fold met
+    new.voided = list(st.voided) + [v for v in new.voided if v not in st.voided]
+    return new, summaries
+
+
+def _fold_on(st: TableState, records: Iterable[Mapping[str, Any]], voided: set[int]) -> tuple[TableState, list[dict]]:
+    """Step ``st`` (in place) through ``records``, skipping void records and the ``voided`` seqs."""
     summaries: list[dict] = []
     for rec in records:
         seq = rec["seq"]
