@@ -91,7 +91,7 @@ def length_phase(redis_url: str, long: int, samples: int = 400) -> dict:
     store = TableStore(redis.Redis.from_url(redis_url))
 
     def fill(n: int) -> tuple[str, object]:
-        tid = store.create(PLAYERS, "xuezhan").body["id"]
+        tid = store.create(PLAYERS, "xuezhan").id
         events = cycle()
         for _ in range(n):
             store.append(tid, next(events))

@@ -580,25 +580,48 @@ def test_bad_idempotency_key_is_422(client, key):
     assert snapshot(client, t) == before
 
 
-def test_a_table_creating_key_must_be_unguessably_long(client):
-    """The key alone finds the table again and replays its tokens: short keys are refused."""
-    r = client.post(TABLES, json={"players": PLAYERS}, headers={"Idempotency-Key": "create-1"})
-    assert problem(r, 422, "invalid_input")["errors"] == {"Idempotency-Key": ["at least 16 characters"]}
+@pytest.mark.parametrize("key", [
+    "create-1", "create-1-0f9c2d7e-table-one-abcdefgh",         # long enough once, not a UUID
+    "0f9c2d7e-1b2c-11ee-8c90-0242ac120002",                      # version 1 (time and MAC)
+    "6fa459ea-ee8a-3ca4-894e-db77e160355e",                      # version 3 (a name's MD5)
+    "00000000-0000-0000-0000-000000000000",                      # the nil UUID
+    "{b3a1f8e2-4c7d-4e5f-9a6b-1c2d3e4f5a6b}", "urn:uuid:b3a1f8e2-4c7d-4e5f-9a6b-1c2d3e4f5a6b",
+    "b3a1f8e24c7d4e5f9a6b1c2d3e4f5a6b",                           # not in the canonical form
+    "b3a1f8e2-4c7d-4e5f-7a6b-1c2d3e4f5a6b",                      # not the RFC 9562 variant
+    "b3a1f8e2-4c7d-4e5f-9a6b-1c2d3e4f5a6b0",
+])
+def test_a_table_creating_key_must_be_a_uuid_v4_or_v7(client, redis_url, key):
+    """The key alone finds the table again (and replays its tokens): only a random UUID will do."""
+    r = client.post(TABLES, json={"players": PLAYERS}, headers={"Idempotency-Key": key})
+    body = problem(r, 422, "invalid_input")
+    assert body["errors"] == {"Idempotency-Key": ["a UUID of version 4 or 7"]}
+    assert not redis.Redis.from_url(redis_url).keys("{t:*")
+
+
+def test_a_creation_key_may_be_any_uuid_v4_or_v7_in_either_case(client):
+    import uuid
+
+    v4 = uuid.uuid4()
+    v7 = "01890a5d-ac96-774b-bcce-b302099a8057"  # RFC 9562 appendix A.6
+    for key in (str(v4), v7):
+        assert client.post(TABLES, json={"players": PLAYERS}, headers={"Idempotency-Key": key}).status_code == 201
+    again = client.post(TABLES, json={"players": PLAYERS}, headers={"Idempotency-Key": str(v4).upper()})
+    assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"  # one UUID, any case
 
 
 def test_idempotent_create_replays_the_same_table_and_tokens(client, redis_url):
     body = {"players": PLAYERS, "ruleset": "normal", "dealer": 1}
-    first = client.post(TABLES, json=body, headers={"Idempotency-Key": "create-1-0f9c2d7e"})
+    first = client.post(TABLES, json=body, headers={"Idempotency-Key": "4f1c7a52-8d3e-4b6a-9c1f-0e2d3c4b5a69"})
     assert first.status_code == 201 and "Idempotent-Replayed" not in first.headers
-    again = client.post(TABLES, json=dict(reversed(list(body.items()))), headers={"Idempotency-Key": "create-1-0f9c2d7e"})
+    again = client.post(TABLES, json=dict(reversed(list(body.items()))), headers={"Idempotency-Key": "4f1c7a52-8d3e-4b6a-9c1f-0e2d3c4b5a69"})
     assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
     assert again.get_json() == first.get_json() and again.headers["Location"] == first.headers["Location"]
     t = again.get_json()
     assert view(client, t)["dealer"] == 1 and view(client, t, t["read_token"])["version"] == 0  # the tokens work
     assert len(redis.Redis.from_url(redis_url).keys("{t:*}:meta")) == 1
-    problem(client.post(TABLES, json={**body, "dealer": 2}, headers={"Idempotency-Key": "create-1-0f9c2d7e"}),
+    problem(client.post(TABLES, json={**body, "dealer": 2}, headers={"Idempotency-Key": "4f1c7a52-8d3e-4b6a-9c1f-0e2d3c4b5a69"}),
             422, "idempotency_key_reused")
-    other = client.post(TABLES, json=body, headers={"Idempotency-Key": "create-2-0f9c2d7e"})
+    other = client.post(TABLES, json=body, headers={"Idempotency-Key": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"})
     assert other.status_code == 201 and other.get_json()["id"] != t["id"]
 
 
@@ -716,11 +739,11 @@ def test_delete(client):
 
 def test_idempotent_create_of_a_deleted_table_is_not_recreated(client):
     body = {"players": PLAYERS}
-    first = client.post(TABLES, json=body, headers={"Idempotency-Key": "create-then-delete"})
+    first = client.post(TABLES, json=body, headers={"Idempotency-Key": "c0ffee00-1234-4567-89ab-cdef01234567"})
     assert first.status_code == 201
     t = first.get_json()
     assert client.delete(f"{TABLES}/{t['id']}", headers=bearer(t["token"])).status_code == 204
-    again = client.post(TABLES, json=body, headers={"Idempotency-Key": "create-then-delete"})
+    again = client.post(TABLES, json=body, headers={"Idempotency-Key": "c0ffee00-1234-4567-89ab-cdef01234567"})
     problem(again, 409, "table_deleted")
     problem(client.get(f"{TABLES}/{t['id']}", headers=bearer(t["token"])), 404, "table_not_found")
 
@@ -874,24 +897,24 @@ def test_a_chunked_event_body_over_the_limit_is_413(client):
 
 
 def test_store_refusing_writes_is_503_not_500(client, redis_url):
-    """Redis out of memory (or MISCONF, MASTERDOWN...) is the store being unavailable."""
+    """Redis refusing writes (MISCONF, READONLY, MASTERDOWN...) is the store being unavailable;
+    out of memory is 507 (tests/test_store_limits.py)."""
     t = playing(client)
     r = redis.Redis.from_url(redis_url)
-    r.config_set("maxmemory-policy", "noeviction")
-    r.config_set("maxmemory", "1")
+    r.config_set("min-replicas-to-write", "1")  # no replica: Redis refuses every write (NOREPLICAS)
     try:
         resp = post(client, t, KONG0)
         assert resp.status_code == 503 and resp.headers["Retry-After"]
         assert resp.get_json()["code"] == "store_unavailable"
     finally:
-        r.config_set("maxmemory", "0")
+        r.config_set("min-replicas-to-write", "0")
 
 
 def test_a_create_retry_does_not_count_against_the_hourly_limit(redis_url):
     from service.api.app import create_app
 
     c = create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 2}).test_client()
-    key = {"Idempotency-Key": "retry-me-0f9c2d7e-1234"}
+    key = {"Idempotency-Key": "0b5e4c1a-2f3d-4e6b-a7c8-9d0e1f2a3b4c"}
     first = c.post(TABLES, json={"players": PLAYERS}, headers=key)
     assert first.status_code == 201
     for _ in range(4):  # the phone lost the answer and keeps retrying

@@ -25,8 +25,8 @@ def run(redis_url, *args):
 def test_check_tables_finds_and_repairs_a_drifted_state(redis_url):
     client = redis.Redis.from_url(redis_url)
     store = TableStore(client)
-    good = store.create(["a", "b", "c", "d"], None).body["id"]
-    bad = store.create(["a", "b", "c", "d"], None).body["id"]
+    good = store.create(["a", "b", "c", "d"], None).id
+    bad = store.create(["a", "b", "c", "d"], None).id
     for tid in (good, bad):
         store.append(tid, {"type": "round_start"})
         store.append(tid, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "9s"})
@@ -49,7 +49,7 @@ def test_check_tables_finds_and_repairs_a_drifted_state(redis_url):
 def test_check_tables_skips_tombstones_and_reports_every_live_table(redis_url):
     client = redis.Redis.from_url(redis_url)
     store = TableStore(client)
-    ids = [store.create(["a", "b", "c", "d"], None).body["id"] for _ in range(4)]
+    ids = [store.create(["a", "b", "c", "d"], None).id for _ in range(4)]
     for tid in ids:
         store.append(tid, {"type": "round_start"})
     store.delete(ids[0])  # its 24 h tombstone matches the scan
@@ -69,7 +69,7 @@ def test_check_tables_survives_tables_vanishing_mid_scan(redis_url, monkeypatch,
 
     client = redis.Redis.from_url(redis_url)
     store = TableStore(client)
-    ids = [store.create(["a", "b", "c", "d"], None).body["id"] for _ in range(3)]
+    ids = [store.create(["a", "b", "c", "d"], None).id for _ in range(3)]
     real_check = TableStore.check
 
     def check(self, table_id, repair=False):

@@ -155,16 +155,22 @@ def _install_limits(app: Flask, url: str) -> None:
 
 
 def _is_create_replay() -> bool:
-    """A retried table creation (its Idempotency-Key already made a table) replays the
-    first response: it creates nothing, so it does not count against the limit."""
-    from flask import current_app, request
+    """A retried table creation (its Idempotency-Key already made a table from this very
+    request) replays the first response: it creates nothing, so it does not count against
+    the limit.  The same key with another body counts (it could be guessing)."""
+    from flask import current_app
 
-    key = request.headers.get("Idempotency-Key")
+    from ..store.tables import StoreError
+    from .problems import ApiProblem
+
     store = current_app.extensions.get("tables")
-    if not key or store is None:
+    if store is None:
         return False
     try:
-        return store.created_with(key)
+        key = tables.creation_key()
+        return key is not None and store.is_creation_replay(key, tables.creation_fingerprint())
+    except (ApiProblem, StoreError):  # not a valid key: counted (and refused by the view)
+        return False
     except Exception:  # Redis trouble: count it (the store will answer 503 anyway)
         return False
 

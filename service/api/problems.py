@@ -199,6 +199,7 @@ _STORE_STATUS: tuple[tuple[type, int, str], ...] = (
     (store_errors.IdempotencyMismatch, 422, "Idempotency-Key reused"),
     (store_errors.Conflict, 409, "Conflict"),
     (store_errors.Busy, 503, "Busy"),
+    (store_errors.StoreFull, 507, "Insufficient storage"),
 )
 
 
@@ -238,7 +239,8 @@ def problem_response(exc: BaseException) -> Response:
     method = request.method if has_request_context() else "GET"
     request_id = g.get("request_id") if has_request_context() else None
     body, status, headers = _describe(exc, path, method, request_id)
-    if isinstance(exc, redis.exceptions.RedisError):
+    if isinstance(exc, redis.exceptions.RedisError) or isinstance(exc, store_errors.StoreError) and status >= 500:
+        # the store cannot take the request now (down, full, busy): an operational state, not a bug
         log.warning("tables store unavailable (%s: %s) on %s %s (request %s)",
                     type(exc).__name__, exc, method, path, request_id)
     elif status >= 500 and not isinstance(exc, ApiProblem):

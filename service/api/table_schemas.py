@@ -8,6 +8,7 @@ import marshmallow as ma
 from marshmallow import fields, post_load, validate
 
 from ..rules.ruleset import PRESETS
+from ..store.tables import ROUNDS_PAGE
 from .schemas import (
     EVENT_SCHEMAS, Int, RulesetField, RulesetOut, Str, TransferSchema, TypedUnionField, MAX_SUIT_CHARS,
 )
@@ -52,6 +53,13 @@ TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
 
 class TableEventField(TypedUnionField):
     kinds = TABLE_EVENT_SCHEMAS
+
+
+class TableQuery(ma.Schema):
+    rounds_after = fields.Integer(validate=validate.Range(0, 10**9), load_default=0,
+                                  metadata={"description": "list the ended rounds after this round number"})
+    rounds_limit = fields.Integer(validate=validate.Range(1, MAX_PAGE), load_default=ROUNDS_PAGE,
+                                  metadata={"description": "at most this many ended rounds"})
 
 
 class EventsQuery(ma.Schema):
@@ -108,7 +116,10 @@ class TableView(ma.Schema):
     version = fields.Integer(required=True, metadata={"description": "log length; also the ETag"})
     balances = fields.List(fields.Integer(), required=True)
     round = fields.Nested(RoundView, required=True, allow_none=True)
-    rounds = fields.List(fields.Nested(RoundSummary), required=True)
+    rounds = fields.List(fields.Nested(RoundSummary), required=True, metadata={
+        "description": "the ended rounds after `rounds_after`, oldest first, at most `rounds_limit`"})
+    rounds_next = fields.Integer(required=True, allow_none=True, metadata={
+        "description": "pass as `rounds_after` for the next page of ended rounds; null at the end"})
 
 
 class EventAppended(ma.Schema):

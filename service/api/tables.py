@@ -3,17 +3,22 @@
 Writes take ``Authorization: Bearer <write token>``; reads take either token.
 ``If-Match: "<version>"`` makes a write conditional (412 when stale) and
 ``Idempotency-Key`` makes a retry replay the first response
-(``Idempotent-Replayed: true``).
+(``Idempotent-Replayed: true``).  A creation's ``Idempotency-Key`` must be a
+UUID (RFC 9562, version 4 or 7): it finds the table again and replays its
+tokens, so it is a secret.  The store answers in domain terms
+(:class:`~service.store.tables.Created`, :class:`~service.store.tables.Written`);
+status codes, ``Location`` and ``ETag`` are made here.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 
 from flask import Response, current_app, jsonify, request
 from marshmallow import ValidationError
 
-from ..store.tables import Access, TableNotFound, TableStore, Unauthorized, fingerprint
+from ..store.tables import Access, Created, TableNotFound, TableStore, Unauthorized, Written, fingerprint
 from . import table_schemas as ts
 from .hands import errors
 from .problems import ApiProblem, InvalidInput
@@ -28,7 +33,8 @@ _VERSION = re.compile(r'^(W/)?"(\d{1,40})"$')
 NEVER = -1  # a version no table has: a weak tag never matches If-Match (RFC 9110 §13.1.1)
 
 AUTH = [{"bearer": []}]
-MIN_CREATE_KEY = 16
+# a creation's Idempotency-Key: a UUID of version 4 (random) or 7 (time and random), RFC 9562
+_CREATE_KEY = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.IGNORECASE)
 
 # OpenAPI links: how a client (or a stateful fuzzer) goes from one call to the next.
 _SAME_TABLE = {"path.table_id": "$request.path.table_id", "header.Authorization": "$request.header.Authorization"}
@@ -50,8 +56,19 @@ def _links(params: dict, start_round: bool = False, void: bool = False) -> dict:
     return links
 WRITE_HEADERS = [
     {"in": "header", "name": "Idempotency-Key", "required": False,
-     "schema": {"type": "string", "maxLength": ts.MAX_IDEMPOTENCY_KEY},
-     "description": "a retry with the same key returns the first response; another body: 422"},
+     "schema": {"type": "string", "minLength": 1, "maxLength": ts.MAX_IDEMPOTENCY_KEY, "pattern": r"^[!-~]+$"},
+     "description": "1-128 visible ASCII characters, unique per write of this table: a retry with the same key "
+                    "and body returns the first response (`Idempotent-Replayed: true`) and records nothing; the "
+                    "same key with another body: 422 `idempotency_key_reused`. Kept as long as the table."},
+]
+CREATE_HEADERS = [
+    {"in": "header", "name": "Idempotency-Key", "required": False,
+     "schema": {"type": "string", "format": "uuid", "pattern": _CREATE_KEY.pattern},
+     "description": "a UUID (RFC 9562) of version 4 or 7, generated at random for this one creation; anything "
+                    "else: 422. **A secret**: a retry with the same key and body returns the first response, "
+                    "the tokens included (kept 24 h, never longer than the table), so whoever knows the key "
+                    "can take the table. The same key with another body: 422 `idempotency_key_reused`, and it "
+                    "counts against the creation rate limit (an exact retry does not)."},
 ]
 IF_MATCH = {"in": "header", "name": "If-Match", "required": False, "schema": {"type": "string"},
             "description": 'the version the write expects, as "<version>"; stale: 412'}
@@ -127,12 +144,33 @@ def _if_match() -> int | tuple[int, ...] | None:
     return versions[0] if len(versions) == 1 else tuple(versions)
 
 
-def _reply(reply) -> Response:
-    response = jsonify(reply.body)
-    response.status_code = reply.status
-    for k, v in reply.headers.items():
-        response.headers[k] = v
-    if reply.replayed:
+def creation_key() -> str | None:
+    """A creation's ``Idempotency-Key``, in its canonical (lower-case) form; 422 unless a UUID v4 or v7."""
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    if not _CREATE_KEY.fullmatch(key):
+        raise InvalidInput("the Idempotency-Key of a table creation must be a random UUID (RFC 9562, version 4 "
+                           "or 7), e.g. from uuid.uuid4(): it finds the table again, so it is a secret",
+                           errors={"Idempotency-Key": ["a UUID of version 4 or 7"]})
+    return str(uuid.UUID(key))
+
+
+def _created(table: Created) -> Response:
+    response = jsonify(table.as_dict())
+    response.status_code = 201
+    response.headers["Location"] = f"/v1/tables/{table.id}"
+    if table.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _written(table_id: str, written: Written) -> Response:
+    response = jsonify(written.as_dict())
+    response.status_code = 201
+    response.headers["Location"] = f"/v1/tables/{table_id}/events?after={written.seq - 1}&limit=1"
+    response.headers["ETag"] = f'"{written.version}"'
+    if written.replayed:
         response.headers["Idempotent-Replayed"] = "true"
     return response
 
@@ -153,34 +191,44 @@ def _json_body() -> dict:
 @blp.arguments(ts.CreateTableRequest(), example={"players": ["东", "南", "西", "北"], "ruleset": "xuezhan", "dealer": 0})
 @blp.response(201, ts.TableCreated, headers={"Location": {"schema": {"type": "string"}}})
 @responds(429, 503)
-@blp.doc(parameters=WRITE_HEADERS, operationId="createTable",
+@blp.doc(parameters=CREATE_HEADERS, operationId="createTable",
          responses={201: {"links": {**_links(_NEW_TABLE, start_round=True),
                                       "ReadTable": {"operationId": "getTable", "parameters": _READ_TABLE},
                                       "DeleteTable": {"operationId": "deleteTable", "parameters": _NEW_TABLE}}}})
 @errors
 def create_table(args):
-    """Create a table. Its write `token` and `read_token` are shown only in this response."""
-    key = _idempotency_key()
-    if key is not None and len(key) < MIN_CREATE_KEY:
-        # the key alone finds the table again (and replays its tokens): it must be unguessable
-        raise InvalidInput(f"an Idempotency-Key that creates a table must be at least {MIN_CREATE_KEY} "
-                           "characters: use a random UUID",
-                           errors={"Idempotency-Key": [f"at least {MIN_CREATE_KEY} characters"]})
-    fp = fingerprint("POST", request.path, request.get_json(silent=True))
-    reply = store().create(args["players"], args["ruleset"], args["dealer"], idempotency_key=key, fp=fp)
-    return _reply(reply)
+    """Create a table. Its write `token` and `read_token` are shown only in this response.
+
+    An `Idempotency-Key` here must be a random UUID (version 4 or 7) and is a secret: its retry
+    returns the same table and tokens.
+    """
+    key = creation_key()
+    table = store().create(args["players"], args["ruleset"], args["dealer"], idempotency_key=key,
+                           fp=creation_fingerprint())
+    return _created(table)
+
+
+def creation_fingerprint() -> str:
+    """What a creation's Idempotency-Key is bound to (the rate limiter asks too)."""
+    return fingerprint("POST", request.path, request.get_json(silent=True))
 
 
 @blp.route("/<table_id>", methods=["GET"])
+@blp.arguments(ts.TableQuery(), location="query")
 @blp.response(200, ts.TableView, headers={"ETag": {"schema": {"type": "string"}}})
 @blp.alt_response(304, description="Not modified (If-None-Match)")
-@responds(401, 403, 404, 503)
+@responds(401, 403, 404, 422, 503)
 @blp.doc(security=AUTH, operationId="getTable")
-def get_table(table_id):
-    """A table: players, ruleset, version, balances, the current round and the ended rounds."""
+def get_table(args, table_id):
+    """A table: players, ruleset, version, balances, the current round and a page of the ended rounds.
+
+    `rounds` lists the ended rounds after round `rounds_after`, oldest first, at most `rounds_limit`
+    (100 by default); `rounds_next` is the `rounds_after` of the next page, or null.
+    """
     s = store()
     tid = _table_id(table_id)
-    view = s.get(tid, Access(_token(), write=False))
+    view = s.get(tid, Access(_token(), write=False), rounds_after=args["rounds_after"],
+                 rounds_limit=args["rounds_limit"])
     etag = f'"{view["version"]}"'
     if request.if_none_match.contains_weak(str(view["version"])):  # weak comparison (RFC 9110 §13.1.2)
         response = _no_content(304)
@@ -233,9 +281,9 @@ def post_event(table_id):
     except ValidationError as exc:
         raise InvalidInput("the event does not match its schema", errors=flatten_messages(exc.messages)) from None
     key = _idempotency_key()
-    reply = s.append(tid, body, if_match=_if_match(), idempotency_key=key,
-                     fp=fingerprint("POST", request.path, body), access=Access(token, write=True))
-    return _reply(reply)
+    written = s.append(tid, body, if_match=_if_match(), idempotency_key=key,
+                       fp=fingerprint("POST", request.path, body), access=Access(token, write=True))
+    return _written(tid, written)
 
 
 @blp.route("/<table_id>/events", methods=["GET"])
@@ -263,9 +311,9 @@ def void_event(table_id, seq):
     s = store()
     tid = _table_id(table_id)
     key = _idempotency_key()
-    reply = s.void(tid, seq, if_match=_if_match(), idempotency_key=key,
-                   fp=fingerprint("POST", request.path, None), access=Access(_token(), write=True))
-    return _reply(reply)
+    written = s.void(tid, seq, if_match=_if_match(), idempotency_key=key,
+                     fp=fingerprint("POST", request.path, None), access=Access(_token(), write=True))
+    return _written(tid, written)
 
 
 def document(api) -> None:

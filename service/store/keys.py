@@ -10,15 +10,32 @@ key                            type    holds
                                        (after DELETE: only the token hashes and ``deleted``, 24 h)
 ``{t:<id>}:log``               list    the log: one JSON record per seq (append-only)
 ``{t:<id>}:state``             string  JSON :class:`~service.rules.table.TableState` at version = LLEN log
-``{t:<id>}:rounds``            list    JSON summaries of the table's ended rounds
-``{t:<id>}:idem:<sha256>``     string  JSON first response to an Idempotency-Key (24 h)
-``{t:<id>}:idems``             set     names of the idempotency keys (for delete)
+``{t:<id>}:rounds``            list    JSON summaries of the table's ended rounds (round n at index n - 1)
+``{t:<id>}:idem``              hash    the table's Idempotency-Key records: field = the key's
+                                       :func:`idem_field` (16 bytes), value = :func:`fp_digest` of
+                                       the request (8 bytes) then the seq it wrote (decimal)
+``{t:<id>}:created``           string  a keyed creation's record: :func:`fp_digest` of the request,
+                                       then its tokens sealed with AES-GCM under a key derived
+                                       from the Idempotency-Key (24 h at most)
 ``rl:...``                     -       rate-limit counters (Flask-Limiter's storage)
 =============================  ======  ==================================================
 
 The version of a table is the length of its log; the state stored beside the
 log is always the fold of the log up to that version (``python -m service
 check-tables`` re-folds and verifies).
+
+Idempotency records belong to their table: they live as long as it does
+(every write renews the TTL of all its keys alike, the ``idem`` hash
+included), go with a DELETE, and a CREATE wipes whatever an expired table of
+the same id left.  An event's record is 24 bytes and a few of overhead, not
+its response: a replay rebuilds the first response from the log (the seq it
+names, folded from the records before it), which is what it was computed from.
+
+Writes that add data start with a command Redis refuses when it is out of
+memory (``maxmemory``, ``noeviction``), so a full Redis refuses the whole script
+and never runs half of it; DELETE starts with ``DEL``, so it still works then.
+Reads that must see one moment go through the READ script rather than
+MULTI/EXEC, which a full Redis refuses altogether.
 """
 
 from __future__ import annotations
@@ -46,60 +63,84 @@ def rounds(table_id: str) -> str:
     return tag(table_id) + ":rounds"
 
 
-def idem(table_id: str, key: str) -> str:
-    return tag(table_id) + ":idem:" + hashlib.sha256(key.encode()).hexdigest()
+def idem(table_id: str) -> str:
+    return tag(table_id) + ":idem"
 
 
-def idems(table_id: str) -> str:
-    return tag(table_id) + ":idems"
+def created(table_id: str) -> str:
+    return tag(table_id) + ":created"
+
+
+def idem_field(key: str) -> bytes:
+    """The field of an Idempotency-Key in its table's ``idem`` hash (Redis never sees the key).
+
+    >>> len(idem_field("phone-1:evt-7")), idem_field("a") == idem_field("b")
+    (16, False)
+    """
+    return hashlib.sha256(b"idempotency-key:" + key.encode()).digest()[:16]
+
+
+def fp_digest(fingerprint: str) -> bytes:
+    """8 bytes that tell two requests under one Idempotency-Key apart (see ``fingerprint``).
+
+    >>> len(fp_digest("POST /v1/tables {}"))
+    8
+    """
+    return hashlib.sha256(b"request:" + fingerprint.encode()).digest()[:8]
+
+
+def every(table_id: str) -> list[str]:
+    """Every key a live table may have (meta first)."""
+    return [meta(table_id), log(table_id), state(table_id), rounds(table_id), idem(table_id), created(table_id)]
 
 
 TABLE_PATTERN = "{t:*}:meta"
 
 
-# CREATE: a new table, unless the id is taken (then the stored first response, if any).
-# KEYS[1] meta, KEYS[2] state, KEYS[3] idem, KEYS[4] idems
+# CREATE: a new table, unless the id is taken (then what a replay needs).
+# KEYS: meta, log, state, rounds, idem, created (as every())
 # ARGV[1] state JSON, ARGV[2] table TTL in seconds (0: none),
-# ARGV[3] idempotency record ("" when the request has no key), ARGV[4] idempotency TTL,
+# ARGV[3] the creation's record ("" when the request has no key), ARGV[4] its TTL,
 # ARGV[5..] meta field/value pairs
-# returns {1} when created, {0, record or false} when the id exists
+# returns {1} when created, {0, record or false, {players, ruleset, dealer, deleted}} when the id exists
 CREATE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return {0, redis.call('GET', KEYS[3])} end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {0, redis.call('GET', KEYS[6]), redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted')}
+end
 local fields = {}
 for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
-redis.call('SET', KEYS[2], ARGV[1])
-if ARGV[3] ~= '' then
-  redis.call('SET', KEYS[3], ARGV[3], 'EX', tonumber(ARGV[4]))
-  redis.call('SADD', KEYS[4], KEYS[3])
-end
+redis.call('SET', KEYS[3], ARGV[1])
+-- whatever an expired table of this id left never attaches to the new one
+redis.call('DEL', KEYS[2], KEYS[4], KEYS[5], KEYS[6])
+if ARGV[3] ~= '' then redis.call('SET', KEYS[6], ARGV[3], 'EX', tonumber(ARGV[4])) end
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
-  redis.call('EXPIRE', KEYS[2], ttl)
-  if ARGV[3] ~= '' then redis.call('EXPIRE', KEYS[4], ttl) end
+  redis.call('EXPIRE', KEYS[3], ttl)
 end
 return {1}
 """
 
 # APPEND: one record, atomically: idempotency replay check, version check,
 # append, state update, rounds update, idempotency record, TTL refresh.
-# KEYS[1] meta, KEYS[2] log, KEYS[3] state, KEYS[4] rounds, KEYS[5] idem (may be unused), KEYS[6] idems
+# KEYS: meta, log, state, rounds, idem
 # ARGV[1] expected version (the log length the record was validated against)
 # ARGV[2] record JSON
 # ARGV[3] new state JSON
-# ARGV[4] rounds mode: "none" | "push" (ARGV[5] is one summary) | "replace" (ARGV[5] is a JSON array)
+# ARGV[4] rounds mode: "none" | "push" (ARGV[5] is one summary)
+#         | "splice" (ARGV[5] is {"keep": n, "items": [summary JSON, ...]}: keep the first n, then the items)
 # ARGV[5] rounds payload
-# ARGV[6] idempotency record JSON, or "" when the request has no key
-# ARGV[7] idempotency TTL in seconds
+# ARGV[6] idem field, or "" when the request has no key
+# ARGV[7] fp_digest of the request (with a key)
 # ARGV[8] table TTL in seconds (0: none)
 # ARGV[9] maximum log length (0: none)
-# returns {"ok", version} | {"replay", record} | {"conflict", version} | {"missing"} | {"full", version}
+# returns {"ok", version} | {"replay", idem value} | {"conflict", version} | {"missing"} | {"full", version}
 APPEND = """
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
 if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing'} end
 if ARGV[6] ~= '' then
-  local rec = redis.call('GET', KEYS[5])
+  local rec = redis.call('HGET', KEYS[5], ARGV[6])
   if rec then return {'replay', rec} end
 end
 local version = redis.call('LLEN', KEYS[2])
@@ -110,19 +151,17 @@ redis.call('RPUSH', KEYS[2], ARGV[2])
 redis.call('SET', KEYS[3], ARGV[3])
 if ARGV[4] == 'push' then
   redis.call('RPUSH', KEYS[4], ARGV[5])
-elseif ARGV[4] == 'replace' then
-  redis.call('DEL', KEYS[4])
-  local items = cjson.decode(ARGV[5])
-  for i = 1, #items do redis.call('RPUSH', KEYS[4], items[i]) end
+elseif ARGV[4] == 'splice' then
+  local splice = cjson.decode(ARGV[5])
+  if splice.keep == 0 then redis.call('DEL', KEYS[4]) else redis.call('LTRIM', KEYS[4], 0, splice.keep - 1) end
+  for i = 1, #splice.items do redis.call('RPUSH', KEYS[4], splice.items[i]) end
 end
 if ARGV[6] ~= '' then
-  redis.call('SET', KEYS[5], ARGV[6], 'EX', tonumber(ARGV[7]))
-  redis.call('SADD', KEYS[6], KEYS[5])
+  redis.call('HSET', KEYS[5], ARGV[6], ARGV[7] .. tostring(version + 1))
 end
 local ttl = tonumber(ARGV[8])
 if ttl > 0 then
-  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
-  redis.call('EXPIRE', KEYS[6], ttl)
+  for i = 1, 5 do redis.call('EXPIRE', KEYS[i], ttl) end
 end
 return {'ok', tostring(version + 1)}
 """
@@ -130,18 +169,35 @@ return {'ok', tostring(version + 1)}
 # DELETE: every key of a table, leaving a tombstone: the meta hash keeps only the
 # token hashes and "deleted" for ARGV[1] seconds, so that a request for a deleted
 # table is still authenticated (401 for a wrong token, 404 for a right one).
-# KEYS[1] meta, KEYS[2] log, KEYS[3] state, KEYS[4] rounds, KEYS[5] idems
+# KEYS: meta, log, state, rounds, idem, created (as every())
 # ARGV[1] tombstone TTL in seconds
 # returns 1 when the table existed, else 0
 DELETE = """
 if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
-local names = redis.call('SMEMBERS', KEYS[5])
-for i = 1, #names do redis.call('DEL', names[i]) end
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created')
 redis.call('HSET', KEYS[1], 'deleted', '1')
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
 return 1
+"""
+
+# READ: several reads at once, atomically: what MULTI/EXEC would do, except that a Redis
+# at its memory bound refuses every command queued in a MULTI, and a script's reads it runs
+# (so tables can still be read, and deleted, when Redis is full).
+# KEYS: the keys read
+# ARGV: for each read: the command, the index of its key in KEYS, the number of its other
+#       arguments, then those arguments
+# returns the replies, in order
+READ = """
+local allowed = {GET = 1, HGET = 1, HMGET = 1, HGETALL = 1, LLEN = 1, LRANGE = 1, LINDEX = 1}
+local out, i = {}, 1
+while i <= #ARGV do
+  local name, key, n = ARGV[i], KEYS[tonumber(ARGV[i + 1])], tonumber(ARGV[i + 2])
+  if not allowed[name] then return redis.error_reply('READ does not run ' .. name) end
+  out[#out + 1] = redis.call(name, key, unpack(ARGV, i + 3, i + 2 + n))
+  i = i + 3 + n
+end
+return out
 """
 
 # REPAIR: replace a table's state and rounds with a fresh fold, if the log has not moved.

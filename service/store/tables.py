@@ -5,8 +5,23 @@ all-or-nothing.  The hot path reads the state stored at version N, validates
 the event against it with the rules core (the single source of truth), and asks
 the script to append only if the log is still at N; a concurrent append makes
 the script answer ``conflict`` and the store retries (or, under ``If-Match``,
-reports 412).  An ``Idempotency-Key`` request stores its first response in the
-same script call, so a retry can only replay it.
+reports 412).  An ``Idempotency-Key`` request records its key in the same
+script call, so a retry can only replay it.
+
+The store speaks the domain, not HTTP: a write answers :class:`Written` (seq,
+transfers, balances, round) and a creation :class:`Created`; the HTTP layer
+makes status codes, ``Location`` and ``ETag`` of them.
+
+Readings (where API.md is silent):
+
+* An event's Idempotency-Key is kept as long as its table (not 24 h): a retry
+  however late replays rather than records twice.  A replay is rebuilt from the
+  log (the response the write gave is a function of the log up to its seq), so
+  a late retry of an old event costs a fold of the log up to it.
+* A creation's Idempotency-Key is a secret (a UUID the client generated): the
+  first response is kept 24 h (never longer than the table), its tokens sealed
+  with AES-GCM under a key derived from the Idempotency-Key by HKDF, which Redis
+  never sees; the table id is derived from the key too, so a retry finds it.
 """
 
 from __future__ import annotations
@@ -14,21 +29,28 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import random
 import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import redis
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ..rules.table import TableState, VoidConflict, fold
+from ..rules.table import TableState, VoidConflict, fold, refold_round
 from . import keys
 
-IDEMPOTENCY_TTL = 24 * 3600
+IDEMPOTENCY_TTL = 24 * 3600  # how long a keyed creation's first response (its tokens) is kept
 TOMBSTONE_TTL = 24 * 3600
 MAX_RETRIES = 50
+ROUNDS_PAGE = 100  # ended rounds a table view lists by default
+CHUNKS = (64, 256, 1024, 4096)  # log records read at a time when a void refolds (then the last again)
 
 
 class StoreError(Exception):
@@ -78,6 +100,16 @@ class Busy(StoreError):
     code = "busy"
 
 
+class StoreFull(StoreError):
+    """Redis is at its memory bound (``maxmemory``, ``noeviction``): nothing was written."""
+
+    code = "store_full"
+
+
+class _Moved(Exception):
+    """The log moved while a write was being planned: plan again."""
+
+
 @dataclass(frozen=True)
 class Access:
     """Who asks: the bearer token given (or None) and whether the request writes."""
@@ -110,13 +142,49 @@ def _check_token(table_id: str, hashes, access: Access) -> None:
 
 
 @dataclass(frozen=True)
-class Reply:
-    """A write's response: what the client sees, and whether it was a replay."""
+class Created:
+    """A new table as its creator sees it (the only time the tokens are shown)."""
 
-    status: int
-    body: dict
-    headers: dict
-    replayed: bool = False
+    id: str
+    token: str
+    read_token: str
+    players: list[str]
+    ruleset: dict
+    dealer: int
+    version: int
+    balances: list[int]
+    replayed: bool = False  # a retry of the creation: the first answer again
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "token": self.token, "read_token": self.read_token, "players": self.players,
+                "ruleset": self.ruleset, "dealer": self.dealer, "version": self.version,
+                "balances": self.balances}
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write to a table's log did: the record's seq (= the new version), the
+    transfers it caused, the balances and the round after it; a void also names the
+    seq it voided and the change of the balances."""
+
+    seq: int
+    transfers: list[dict]
+    balances: list[int]
+    round: dict | None
+    voided: int | None = None
+    deltas: list[int] | None = None
+    replayed: bool = False  # a retry under its Idempotency-Key: the first answer again
+
+    @property
+    def version(self) -> int:
+        return self.seq
+
+    def as_dict(self) -> dict:
+        if self.voided is None:
+            return {"seq": self.seq, "version": self.seq, "transfers": self.transfers,
+                    "balances": self.balances, "round": self.round}
+        return {"seq": self.seq, "version": self.seq, "voided": self.voided, "transfers": self.transfers,
+                "deltas": self.deltas, "balances": self.balances, "round": self.round}
 
 
 def _hash(token: str) -> str:
@@ -131,19 +199,30 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def _keystream(secret: str, n: int) -> bytes:
-    return hashlib.shake_256(b"mahjong-idempotency-v1:" + secret.encode()).digest(n)
+def _cipher(idempotency_key: str) -> AESGCM:
+    """AES-256-GCM keyed by HKDF-SHA256 from a creation's Idempotency-Key."""
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
+               info=b"mahjong-service table creation v2").derive(idempotency_key.encode())
+    return AESGCM(key)
 
 
-def _seal(secret: str, text: str) -> str:
-    """Encrypt ``text`` under a key derived from ``secret`` (an Idempotency-Key Redis never sees)."""
-    data = text.encode()
-    return bytes(a ^ b for a, b in zip(data, _keystream(secret, len(data)))).hex()
+def _seal(idempotency_key: str, table_id: str, secret: Any) -> bytes:
+    """``secret`` (JSON) encrypted and authenticated under the Idempotency-Key, bound to the table id.
+
+    >>> sealed = _seal("k", "t1", ["a", "b"])
+    >>> _unseal("k", "t1", sealed)
+    ['a', 'b']
+    >>> _unseal("k", "t2", sealed)
+    Traceback (most recent call last):
+    ...
+    cryptography.exceptions.InvalidTag
+    """
+    nonce = os.urandom(12)
+    return nonce + _cipher(idempotency_key).encrypt(nonce, _dumps(secret).encode(), table_id.encode())
 
 
-def _unseal(secret: str, sealed: str) -> str:
-    data = bytes.fromhex(sealed)
-    return bytes(a ^ b for a, b in zip(data, _keystream(secret, len(data)))).decode()
+def _unseal(idempotency_key: str, table_id: str, sealed: bytes) -> Any:
+    return json.loads(_cipher(idempotency_key).decrypt(sealed[:12], sealed[12:], table_id.encode()))
 
 
 def _matches(if_match: "int | tuple[int, ...]", version: int) -> bool:
@@ -159,6 +238,11 @@ def _show(if_match: "int | tuple[int, ...]") -> str:
 def _created_id(idempotency_key: str) -> str:
     """The id of the table an Idempotency-Key creates (so that a retry finds it)."""
     return hashlib.sha256(b"table-id:" + idempotency_key.encode()).hexdigest()[:16]
+
+
+def _out_of_memory(exc: redis.exceptions.ResponseError) -> bool:
+    # Redis 7 answers a script's refused write as OOM; Redis 6.2 wraps it in a script error
+    return isinstance(exc, redis.exceptions.OutOfMemoryError) or "OOM command not allowed" in str(exc)
 
 
 def fingerprint(method: str, path: str, body: Any) -> str:
@@ -180,54 +264,84 @@ class TableStore:
         self._append = client.register_script(keys.APPEND)
         self._delete = client.register_script(keys.DELETE)
         self._repair = client.register_script(keys.REPAIR)
+        self._reads = client.register_script(keys.READ)
+
+    def _read(self, *reads: tuple) -> list:
+        """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
+        names: list[str] = []
+        argv: list = []
+        for command, key, *args in reads:
+            if key not in names:
+                names.append(key)
+            argv += [command, names.index(key) + 1, len(args), *args]
+        return self._reads(keys=names, args=argv)
+
+    def _run(self, script, keys: list, args: list):
+        """Run a write script; a Redis out of memory refused all of it: :class:`StoreFull`."""
+        try:
+            return script(keys=keys, args=args)
+        except redis.exceptions.ResponseError as exc:
+            if _out_of_memory(exc):
+                raise StoreFull("the tables store is full (its memory bound is reached): nothing was "
+                                "written; deleting tables frees room") from None
+            raise
 
     # -- create ------------------------------------------------------------------
     def create(self, players: list[str], ruleset: Any, dealer: int = 0, *,
-               idempotency_key: str | None = None, fp: str = "") -> Reply:
+               idempotency_key: str | None = None, fp: str = "") -> Created:
         """A new table; its tokens are returned here only (Redis keeps their SHA-256).
 
         With an ``Idempotency-Key`` the table id is derived from the key, so a retry
-        finds the same table; its first response is kept encrypted with a key
-        derived from the Idempotency-Key (which Redis never sees), so the tokens
-        can be replayed without being stored in the clear.
+        finds the same table; its tokens are kept (24 h, and never longer than the
+        table) sealed under a key derived from the Idempotency-Key, which Redis
+        never sees, so that the retry can be answered with them.
         """
         state = TableState.new(players, ruleset, dealer)
+        created_ttl = min(self.idempotency_ttl, self.table_ttl) if self.table_ttl else self.idempotency_ttl
         for _ in range(5):
             table_id = _created_id(idempotency_key) if idempotency_key else secrets.token_hex(8)
             token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-            body = {"id": table_id, "token": token, "read_token": read_token, "players": list(players),
-                    "ruleset": state.ruleset.as_dict(), "dealer": dealer, "version": 0,
-                    "balances": [0, 0, 0, 0]}
-            reply = Reply(201, body, {"Location": f"/v1/tables/{table_id}"})
-            stored = ""
+            record = b""
             if idempotency_key:
-                stored = _dumps({"fp": fp, "sealed": _seal(idempotency_key, _dumps(
-                    {"status": reply.status, "body": reply.body, "headers": reply.headers}))})
+                record = keys.fp_digest(fp) + _seal(idempotency_key, table_id, [token, read_token])
             fields = {
                 "players": _dumps(list(players)), "ruleset": _dumps(state.ruleset.as_dict()),
                 "dealer": str(dealer), "token": _hash(token), "read_token": _hash(read_token),
                 "created": _now(),
             }
             flat = [x for kv in fields.items() for x in kv]
-            idem = keys.idem(table_id, idempotency_key or "")
-            res = self._create(keys=[keys.meta(table_id), keys.state(table_id), idem, keys.idems(table_id)],
-                               args=[_dumps(state.to_dict()), self.table_ttl, stored,
-                                     self.idempotency_ttl, *flat])
+            res = self._run(self._create, keys.every(table_id),
+                            [_dumps(state.to_dict()), self.table_ttl, record, created_ttl, *flat])
             if res[0] == 1:
-                return reply
+                return Created(table_id, token, read_token, list(players), state.ruleset.as_dict(), dealer,
+                               state.version, state.balances)
             if idempotency_key:
-                if not res[1]:
-                    if self.r.hget(keys.meta(table_id), "deleted"):
-                        raise Conflict("table_deleted", "the table this Idempotency-Key created has been deleted")
-                    raise Conflict("idempotency_key_expired",
-                                   "this Idempotency-Key created a table whose first response is no longer kept "
-                                   "(24 h): use the tokens from that response")
-                rec = json.loads(res[1])
-                if rec["fp"] != fp:
-                    raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
-                first = json.loads(_unseal(idempotency_key, rec["sealed"]))
-                return Reply(first["status"], first["body"], first["headers"], replayed=True)
+                return self._replay_creation(table_id, idempotency_key, fp, res[1], res[2])
         raise Busy("could not allocate a table id")  # pragma: no cover - 64 random bits
+
+    def _replay_creation(self, table_id: str, idempotency_key: str, fp: str, record: bytes | None,
+                         meta: list) -> Created:
+        players, ruleset, dealer, deleted = meta
+        if deleted:
+            raise Conflict("table_deleted", "the table this Idempotency-Key created has been deleted")
+        if not record:
+            raise Conflict("idempotency_key_expired",
+                           "this Idempotency-Key created a table whose first response is no longer kept "
+                           "(24 h): use the tokens from that response")
+        if not hmac.compare_digest(record[:8], keys.fp_digest(fp)):
+            raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
+        try:
+            token, read_token = _unseal(idempotency_key, table_id, record[8:])
+        except InvalidTag:  # another key with the same 64-bit table id: never in practice
+            raise IdempotencyMismatch("this Idempotency-Key was used with a different request") from None
+        state = TableState.new(json.loads(players), json.loads(ruleset), int(dealer))
+        return Created(table_id, token, read_token, state.players, state.ruleset.as_dict(), state.first_dealer,
+                       state.version, state.balances, replayed=True)
+
+    def is_creation_replay(self, idempotency_key: str, fp: str) -> bool:
+        """Whether this key already created a table from this very request (its retry is a replay)."""
+        record = self.r.get(keys.created(_created_id(idempotency_key)))
+        return bool(record) and hmac.compare_digest(record[:8], keys.fp_digest(fp))
 
     # -- auth ------------------------------------------------------------------------
     def authorize(self, table_id: str, token: str | None, *, write: bool) -> None:
@@ -236,18 +350,16 @@ class TableStore:
                      Access(token, write))
 
     # -- read --------------------------------------------------------------------------
-    def _load(self, table_id: str, access: "Access | None", idem: str | None = None,
-              rounds: bool = False) -> tuple[TableState, int, bytes | None, list]:
-        """One round trip: token hashes, state, version, a stored idempotent reply, rounds."""
-        with self.r.pipeline(transaction=True) as p:
-            p.hmget(keys.meta(table_id), "token", "read_token", "deleted")
-            p.get(keys.state(table_id))
-            p.llen(keys.log(table_id))
-            if idem:
-                p.get(idem)
-            if rounds:
-                p.lrange(keys.rounds(table_id), 0, -1)
-            res = p.execute()
+    def _load(self, table_id: str, access: "Access | None", idem_field: bytes | None = None,
+              rounds: tuple[int, int] | None = None) -> tuple[TableState, int, bytes | None, list]:
+        """One round trip: token hashes, state, version, an idempotency record, a page of rounds."""
+        reads = [("HMGET", keys.meta(table_id), "token", "read_token", "deleted"),
+                 ("GET", keys.state(table_id)), ("LLEN", keys.log(table_id))]
+        if idem_field:
+            reads.append(("HGET", keys.idem(table_id), idem_field))
+        if rounds:
+            reads.append(("LRANGE", keys.rounds(table_id), rounds[0], rounds[0] + rounds[1]))
+        res = self._read(*reads)
         hashes, state, version = res[0], res[1], res[2]
         if access is not None:
             _check_token(table_id, hashes, access)
@@ -256,11 +368,16 @@ class TableStore:
         st = TableState.from_dict(json.loads(state))
         if st.version != version:  # never expected: the script writes both at once
             st = self.rebuild(table_id)[0]
-        return st, version, res[3] if idem else None, res[-1] if rounds else []
+        return st, version, res[3] if idem_field else None, res[-1] if rounds else []
 
-    def get(self, table_id: str, access: "Access | None" = None) -> dict:
-        st, _, _, done = self._load(table_id, access, rounds=True)
-        return self._view(table_id, st) | {"rounds": [json.loads(x) for x in done]}
+    def get(self, table_id: str, access: "Access | None" = None, *, rounds_after: int = 0,
+            rounds_limit: int = ROUNDS_PAGE) -> dict:
+        """The table view with one page of its ended rounds: those after round ``rounds_after``,
+        at most ``rounds_limit``; ``rounds_next`` is the ``rounds_after`` of the next page (or None)."""
+        st, _, _, done = self._load(table_id, access, rounds=(rounds_after, rounds_limit))
+        page = [json.loads(x) for x in done[:rounds_limit]]
+        more = len(done) > rounds_limit
+        return self._view(table_id, st) | {"rounds": page, "rounds_next": rounds_after + rounds_limit if more else None}
 
     def _view(self, table_id: str, st: TableState) -> dict:
         return {"id": table_id, "players": st.players, "ruleset": st.ruleset.as_dict(),
@@ -268,11 +385,9 @@ class TableStore:
                 "round": st.round_view()}
 
     def events(self, table_id: str, after: int = 0, limit: int = 100, access: "Access | None" = None) -> dict:
-        with self.r.pipeline(transaction=True) as p:
-            p.hmget(keys.meta(table_id), "token", "read_token", "deleted")
-            p.lrange(keys.log(table_id), after, after + limit)
-            p.get(keys.state(table_id))
-            hashes, raw, state = p.execute()
+        hashes, raw, state = self._read(("HMGET", keys.meta(table_id), "token", "read_token", "deleted"),
+                                        ("LRANGE", keys.log(table_id), after, after + limit),
+                                        ("GET", keys.state(table_id)))
         if access is not None:
             _check_token(table_id, hashes, access)
         if hashes[0] is None or hashes[2]:
@@ -286,42 +401,42 @@ class TableStore:
 
     # -- write ---------------------------------------------------------------------------
     def append(self, table_id: str, body: Mapping[str, Any], *, if_match: "int | tuple[int, ...] | None" = None,
-               idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Reply:
+               idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Written:
         """Validate ``body`` against the table's state and append it; see the module doc."""
         return self._write(table_id, if_match, idempotency_key, fp, access,
-                           lambda st, version: self._plan_event(table_id, st, version, body))
+                           lambda st, version: self._plan_event(st, version, body))
 
     def void(self, table_id: str, target: int, *, if_match: "int | tuple[int, ...] | None" = None,
-             idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Reply:
+             idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Written:
         """Append a void record for ``target``; the state is refolded without it."""
         return self._write(table_id, if_match, idempotency_key, fp, access,
                            lambda st, version: self._plan_void(table_id, st, version, target))
 
-    def _write(self, table_id, if_match, idem_key, fp, access, plan) -> Reply:
-        idem = keys.idem(table_id, idem_key) if idem_key else keys.idem(table_id, "")
+    def _write(self, table_id, if_match, idem_key, fp, access, plan) -> Written:
+        field = keys.idem_field(idem_key) if idem_key else None
         for attempt in range(MAX_RETRIES):
-            st, version, prior, _ = self._load(table_id, access, idem if idem_key else None)
+            st, version, prior, _ = self._load(table_id, access, field)
             if prior is not None:
-                return self._replay(prior, fp)
+                return self._replay(table_id, st, prior, fp)
             if if_match is not None and not _matches(if_match, version):
                 raise PreconditionFailed(f"the table is at version {version}, not {_show(if_match)}",
                                          current=version)
-            record, new_state, reply, rounds_mode, rounds_payload = plan(st, version)
-            stored = ""
-            if idem_key:
-                stored = _dumps({"fp": fp, "status": reply.status, "body": reply.body,
-                                 "headers": reply.headers})
-            res = self._append(
-                keys=[keys.meta(table_id), keys.log(table_id), keys.state(table_id),
-                      keys.rounds(table_id), idem, keys.idems(table_id)],
-                args=[version, _dumps(record), _dumps(new_state.to_dict()), rounds_mode,
-                      rounds_payload, stored, self.idempotency_ttl, self.table_ttl, self.max_events],
+            try:
+                record, new_state, written, rounds_mode, rounds_payload = plan(st, version)
+            except _Moved:
+                continue
+            res = self._run(
+                self._append,
+                [keys.meta(table_id), keys.log(table_id), keys.state(table_id), keys.rounds(table_id),
+                 keys.idem(table_id)],
+                [version, _dumps(record), _dumps(new_state.to_dict()), rounds_mode, rounds_payload,
+                 field or b"", keys.fp_digest(fp) if field else b"", self.table_ttl, self.max_events],
             )
             outcome = res[0].decode()
             if outcome == "ok":
-                return reply
+                return written
             if outcome == "replay":
-                return self._replay(res[1], fp)
+                return self._replay(table_id, st, res[1], fp)
             if outcome == "missing":
                 raise TableNotFound(f"no table {table_id!r}")
             if outcome == "full":
@@ -334,13 +449,25 @@ class TableStore:
             time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
         raise Busy("too many concurrent writes to this table; retry")
 
-    def _replay(self, raw: bytes, fp: str) -> Reply:
-        rec = json.loads(raw)
-        if rec["fp"] != fp:
+    def _replay(self, table_id: str, st: TableState, value: bytes, fp: str) -> Written:
+        """The first answer to a write under an Idempotency-Key, rebuilt from the log up to its seq."""
+        if not hmac.compare_digest(value[:8], keys.fp_digest(fp)):
             raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
-        return Reply(rec["status"], rec["body"], rec["headers"], replayed=True)
+        seq = int(value[8:])
+        raw = self.r.lrange(keys.log(table_id), 0, seq - 1)
+        if len(raw) != seq:  # a log only grows: the table was deleted meanwhile
+            raise TableNotFound(f"no table {table_id!r}")
+        records = [json.loads(x) for x in raw]
+        before, _ = fold(st.players, st.ruleset, st.first_dealer, records[:-1])
+        record = records[-1]
+        if record["type"] == "void":
+            after, _ = fold(st.players, st.ruleset, st.first_dealer, records)
+            return Written(seq, [], after.balances, after.round_view(), voided=record["target"],
+                           deltas=[a - b for a, b in zip(after.balances, before.balances)], replayed=True)
+        transfers = before.step({k: v for k, v in record.items() if k not in ("seq", "at", "round")}, seq)
+        return Written(seq, [t.as_dict() for t in transfers], before.balances, before.round_view(), replayed=True)
 
-    def _plan_event(self, table_id: str, st: TableState, version: int, body: Mapping[str, Any]):
+    def _plan_event(self, st: TableState, version: int, body: Mapping[str, Any]):
         seq = version + 1
         done_before = st.rounds_done
         new = st  # a fresh copy from Redis: step it in place (on error it is dropped)
@@ -350,39 +477,88 @@ class TableStore:
         mode, payload = "none", ""
         if new.rounds_done > done_before:
             mode, payload = "push", _dumps(new.round_summary())
-        reply = Reply(201, {"seq": seq, "version": seq, "transfers": [t.as_dict() for t in transfers],
-                            "balances": new.balances, "round": new.round_view()},
-                      {"Location": f"/v1/tables/{table_id}/events?after={seq - 1}&limit=1", "ETag": f'"{seq}"'})
-        return record, new, reply, mode, payload
+        written = Written(seq, [t.as_dict() for t in transfers], new.balances, new.round_view())
+        return record, new, written, mode, payload
 
     def _plan_void(self, table_id: str, st: TableState, version: int, target: int):
+        """Refold the target's round (and the rounds after it) without the target.
+
+        Only what the decision needs is read: a refusal for a seq out of range or
+        already voided reads nothing, one for a void record reads that record, and
+        a void that a later record depends on reads the log from the start of the
+        target's round up to that record.
+        """
         if not 1 <= target <= version:
             raise EventNotFound(f"table {table_id!r} has no event {target}")
-        records = [json.loads(x) for x in self.r.lrange(keys.log(table_id), 0, version - 1)]
-        if len(records) != version:  # a log only grows: it was deleted meanwhile
-            raise TableNotFound(f"no table {table_id!r}")
-        if records[target - 1].get("type") == "void":
-            raise Conflict("not_voidable", f"event {target} is itself a void")
         if target in st.voided:
             raise Conflict("already_voided", f"event {target} is already voided")
+        latest = st.round_meta
+        current = latest is not None and target >= latest["start"]
+        number = latest["number"] if current else None
+        reads = [("LLEN", keys.log(table_id)), ("LINDEX", keys.log(table_id), target - 1)]
+        if current:
+            reads.append(("LRANGE", keys.rounds(table_id), max(number - 2, 0), -1))
+        res = self._read(*reads)
+        self._still_at(table_id, version, res[0])
+        record = json.loads(res[1])
+        if record.get("type") == "void":
+            raise Conflict("not_voidable", f"event {target} is itself a void")
+        if current:
+            summaries = [json.loads(x) for x in res[2]]
+            first = latest["start"]
+        else:  # an ended round: the record names its round's number, its summary where it starts
+            number = record["round"]
+            summaries = self._rounds_from(table_id, version, number - 1)
+            own = summaries[1 if number >= 2 else 0] if len(summaries) > (number >= 2) else None
+            if own is None or not own["first_seq"] <= target <= own["last_seq"]:  # never expected: refold all
+                number, summaries = 1, self._rounds_from(table_id, version, 0)
+                own = {"first_seq": 1}
+            first = own["first_seq"]
+        prior = summaries.pop(0) if number >= 2 else None
         seq = version + 1
-        record = {"seq": seq, "type": "void", "target": target, "at": _now()}
+        void = {"seq": seq, "type": "void", "target": target, "at": _now()}
+
+        def log_from_round() -> Iterator[dict]:
+            start, n = first - 1, 0
+            while start < version:  # the log up to the version is immutable: read it bit by bit
+                end = min(start + CHUNKS[min(n, len(CHUNKS) - 1)], version)
+                raw = self.r.lrange(keys.log(table_id), start, end - 1)
+                if len(raw) != end - start:  # deleted meanwhile
+                    raise TableNotFound(f"no table {table_id!r}")
+                yield from map(json.loads, raw)
+                start, n = end, n + 1
+            yield void
+
         try:
-            new, summaries = fold(st.players, st.ruleset, st.first_dealer, records + [record])
+            new, tail = refold_round(st, prior, summaries, log_from_round(), set(st.voided) | {target})
         except VoidConflict as exc:
             raise Conflict("void_conflict",
                            f"event {target} cannot be voided: a later event depends on it ({exc.reason})",
                            event=exc.event) from None
         delta = [a - b for a, b in zip(new.balances, st.balances)]
-        reply = Reply(201, {"seq": seq, "version": seq, "voided": target, "transfers": [],
-                            "deltas": delta, "balances": new.balances, "round": new.round_view()},
-                      {"Location": f"/v1/tables/{table_id}/events?after={seq - 1}&limit=1", "ETag": f'"{seq}"'})
-        return record, new, reply, "replace", _dumps([_dumps(s) for s in summaries])
+        written = Written(seq, [], new.balances, new.round_view(), voided=target, deltas=delta)
+        splice = {"keep": number - 1, "items": [_dumps(s) for s in tail]}
+        return void, new, written, "splice", _dumps(splice)
+
+    def _rounds_from(self, table_id: str, version: int, number: int) -> list[dict]:
+        """The summaries of the ended rounds from round ``number`` on (round 1: all), read with the
+        log's length, which must still be ``version``."""
+        length, raw = self._read(("LLEN", keys.log(table_id)),
+                                 ("LRANGE", keys.rounds(table_id), max(number - 1, 0), -1))
+        self._still_at(table_id, version, length)
+        return [json.loads(x) for x in raw]
+
+    @staticmethod
+    def _still_at(table_id: str, version: int, length: int) -> None:
+        """A plan read the log at ``length``: go on only if that is the version it started from."""
+        if length < version:  # a log only grows: it was deleted meanwhile
+            raise TableNotFound(f"no table {table_id!r}")
+        if length > version:
+            raise _Moved()
 
     def delete(self, table_id: str) -> bool:
         """Delete a table's keys, keeping a 24 h tombstone of its token hashes."""
-        return bool(self._delete(keys=[keys.meta(table_id), keys.log(table_id), keys.state(table_id),
-                                       keys.rounds(table_id), keys.idems(table_id)], args=[TOMBSTONE_TTL]))
+        return bool(self._run(self._delete, keys.every(table_id), [TOMBSTONE_TTL]))
 
     # -- verification ------------------------------------------------------------------------
     def rebuild(self, table_id: str) -> tuple[TableState, list[dict]]:
@@ -402,12 +578,9 @@ class TableStore:
         is written only if the log has not moved since.  Raises
         :class:`TableNotFound` for a table that does not exist (or no longer does).
         """
-        with self.r.pipeline(transaction=True) as p:
-            p.hgetall(keys.meta(table_id))
-            p.lrange(keys.log(table_id), 0, -1)
-            p.get(keys.state(table_id))
-            p.lrange(keys.rounds(table_id), 0, -1)
-            meta, log, state, rounds = p.execute()
+        flat, log, state, rounds = self._read(("HGETALL", keys.meta(table_id)), ("LRANGE", keys.log(table_id), 0, -1),
+                                              ("GET", keys.state(table_id)), ("LRANGE", keys.rounds(table_id), 0, -1))
+        meta = dict(zip(flat[::2], flat[1::2]))
         if b"dealer" not in meta:  # unknown, expired, or a deleted table's tombstone
             raise TableNotFound(f"no table {table_id!r}")
         folded, summaries = fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]),
@@ -418,15 +591,11 @@ class TableStore:
         ok = ok and sum(folded.balances) == 0
         repaired = False
         if not ok and repair:
-            repaired = bool(self._repair(keys=[keys.log(table_id), keys.state(table_id), keys.rounds(table_id)],
-                                         args=[len(log), _dumps(folded.to_dict()),
-                                               _dumps([_dumps(s) for s in summaries])]))
+            repaired = bool(self._run(self._repair, [keys.log(table_id), keys.state(table_id),
+                                                     keys.rounds(table_id)],
+                                      [len(log), _dumps(folded.to_dict()), _dumps([_dumps(s) for s in summaries])]))
         return {"id": table_id, "version": len(log), "ok": ok, "repaired": repaired,
                 "balances": folded.balances}
-
-    def created_with(self, idempotency_key: str) -> bool:
-        """Whether a table created with this Idempotency-Key exists (its retry is a replay)."""
-        return bool(self.r.exists(keys.state(_created_id(idempotency_key))))
 
     def table_ids(self):
         """The ids of the live tables (deleted tables' tombstones left out), in no order."""

@@ -1,0 +1,205 @@
+"""Idempotency records in the table store (issue 9, items 10-12; issue 17, item 3), on a real Redis.
+
+* records never outlive their table and never attach to a new one;
+* they are small (the memory of 500 keyed events against 500 unkeyed ones,
+  measured with ``MEMORY USAGE``), and a replay still answers exactly the first
+  response, rebuilt from the log;
+* a creation's kept tokens are sealed with AES-GCM under a key derived from the
+  Idempotency-Key; nothing HTTP (status, Location, ETag) is stored.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench.store import cycle
+from service.rules.errors import EventError
+from service.store import keys
+from service.store.tables import (
+    Conflict, EventNotFound, IdempotencyMismatch, StoreError, TableStore, _created_id, _unseal, fingerprint,
+)
+
+PLAYERS = ["东", "南", "西", "北"]
+KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}
+
+
+@pytest.fixture
+def client(redis_url):
+    c = redis.Redis.from_url(redis_url)
+    yield c
+    c.close()
+
+
+def table_keys(client, table_id: str) -> list[bytes]:
+    return sorted(client.keys("{t:" + table_id + "}*"))
+
+
+# -- item 10: records live and die with their table ------------------------------------------------
+def test_idempotency_records_expire_with_their_table(client):
+    store = TableStore(client, table_ttl=3600)
+    key = str(uuid.uuid4())
+    t = store.create(PLAYERS, None, idempotency_key=key, fp="create")
+    store.append(t.id, {"type": "round_start"}, idempotency_key="start", fp="a")
+    client.expire(keys.meta(t.id), 100)  # time passes: the table's keys are down to 100 s...
+    store.append(t.id, KONG, idempotency_key="kong", fp="b")  # ...and a write renews them all alike
+    ttls = {k: client.ttl(k) for k in table_keys(client, t.id)}
+    assert keys.idem(t.id).encode() in ttls and keys.created(t.id).encode() in ttls
+    assert all(3590 <= ttl <= 3600 for ttl in ttls.values()), ttls
+
+
+def test_a_creation_record_never_outlives_a_short_lived_table(client):
+    store = TableStore(client, table_ttl=600)  # shorter than the 24 h a creation's answer is kept
+    t = store.create(PLAYERS, None, idempotency_key=str(uuid.uuid4()), fp="create")
+    assert 590 <= client.ttl(keys.created(t.id)) <= 600
+
+
+def test_a_table_recreated_after_expiry_inherits_no_idempotency_record(client):
+    """Issue 9 item 10: with TABLE_TTL below 24 h, an expired table re-created with the same creation
+    key must not answer its old event keys as replays (that would acknowledge writes not in its log)."""
+    store = TableStore(client, table_ttl=1)
+    key = str(uuid.uuid4())
+    old = store.create(PLAYERS, None, idempotency_key=key, fp="create")
+    store.append(old.id, {"type": "round_start"}, idempotency_key="start", fp="start")
+    first_kong = store.append(old.id, KONG, idempotency_key="kong-1", fp="kong")
+    deadline = time.monotonic() + 10
+    while table_keys(client, old.id):  # every key of the table expires (together)
+        assert time.monotonic() < deadline, table_keys(client, old.id)
+        time.sleep(0.1)
+
+    new = store.create(PLAYERS, None, idempotency_key=key, fp="create")
+    assert new.id == old.id and not new.replayed and new.token != old.token
+    assert not store.append(new.id, {"type": "round_start"}, idempotency_key="start", fp="start").replayed
+    again = store.append(new.id, KONG, idempotency_key="kong-1", fp="kong")
+    assert not again.replayed and again.seq == first_kong.seq == 2
+    assert client.llen(keys.log(new.id)) == 2
+
+
+def test_leftovers_of_an_expired_table_never_attach_to_a_new_one(client):
+    """Whatever an expired table left behind (say, a record written by an older version with its own
+    TTL) is wiped when a table of the same id is created."""
+    store = TableStore(client, table_ttl=3600)
+    key = str(uuid.uuid4())
+    old = store.create(PLAYERS, None, idempotency_key=key, fp="create")
+    store.append(old.id, {"type": "round_start"}, idempotency_key="start", fp="start")
+    client.delete(keys.meta(old.id), keys.state(old.id))  # the table expired; its log, rounds, records did not
+    new = store.create(PLAYERS, None, idempotency_key=key, fp="create")
+    assert not new.replayed
+    assert table_keys(client, new.id) == sorted(k.encode() for k in (keys.meta(new.id), keys.state(new.id),
+                                                                       keys.created(new.id)))
+    assert not store.append(new.id, {"type": "round_start"}, idempotency_key="start", fp="start").replayed
+
+
+def test_a_delete_takes_the_records_with_it(client):
+    store = TableStore(client)
+    t = store.create(PLAYERS, None, idempotency_key=str(uuid.uuid4()), fp="create")
+    store.append(t.id, {"type": "round_start"}, idempotency_key="start", fp="start")
+    assert store.delete(t.id)
+    assert table_keys(client, t.id) == [keys.meta(t.id).encode()]  # the tombstone alone
+
+
+# -- item 12: compact records, exact replays --------------------------------------------------------
+def _table_memory(client, table_id: str) -> int:
+    return sum(client.memory_usage(k, samples=0) for k in client.keys("{t:" + table_id + "}*"))
+
+
+def test_500_keyed_events_take_at_most_twice_the_memory_of_500_unkeyed_ones(client):
+    store = TableStore(client)
+    usage = {}
+    for keyed in (False, True):
+        t = store.create(PLAYERS, None).id
+        events = cycle()
+        for _ in range(500):
+            store.append(t, next(events), idempotency_key=str(uuid.uuid4()) if keyed else None, fp="x")
+        usage[keyed] = _table_memory(client, t)
+    assert usage[True] <= 2 * usage[False], usage
+    assert usage[True] - usage[False] <= 40 * 500, usage  # each record: a few dozen bytes
+
+
+ACTIONS = st.lists(st.tuples(st.sampled_from("skkkhhepv"), st.integers(0, 3), st.integers(0, 40),
+                             st.booleans()), min_size=5, max_size=40)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(actions=ACTIONS, preset=st.sampled_from(["xuezhan", "normal"]))
+def test_every_replay_answers_exactly_the_first_response(redis_url, actions, preset):
+    """Random rounds with kongs, wins, pengs, round ends and voids (some refused), each keyed:
+    every retry afterwards — the table long moved on, later voids included — returns exactly
+    the first answer, and the state stays the fold of the log."""
+    client = redis.Redis.from_url(redis_url)
+    store = TableStore(client)
+    t = store.create(PLAYERS, preset).id
+    answers = {}
+    for n, (kind, seat, x, keyed) in enumerate(actions):
+        key = f"k{n}" if keyed else None
+        other = (seat + 1 + x % 3) % 4
+        event = {
+            "s": {"type": "round_start"},
+            "k": {"type": "kong", "seat": seat, "kind": "concealed", "tile": f"{x % 9 + 1}{'mps'[x % 3]}"},
+            "h": {"type": "hu", "from": other, "tile": "5p", "winners": [{"seat": seat, "fan": x % 4}]},
+            "e": {"type": "round_end"},
+            "p": {"type": "peng", "seat": seat, "tile": f"{x % 9 + 1}p", "from": other},
+        }.get(kind)
+        try:
+            if event is None:
+                target = x % (store.get(t)["version"] + 1) + 1
+                written = store.void(t, target, idempotency_key=key, fp=f"void {target}")
+            else:
+                written = store.append(t, event, idempotency_key=key, fp=fingerprint("POST", "/", event))
+        except (EventError, Conflict, EventNotFound):
+            continue
+        if key:
+            answers[key] = (written, event)
+    for key, (first, event) in answers.items():
+        fp = f"void {first.voided}" if event is None else fingerprint("POST", "/", event)
+        again = (store.void(t, first.voided, idempotency_key=key, fp=fp) if event is None
+                 else store.append(t, event, idempotency_key=key, fp=fp))
+        assert again.replayed and again.as_dict() == first.as_dict()
+    assert store.check(t)["ok"]
+    client.close()
+
+
+def test_a_replay_with_another_body_is_refused(client):
+    store = TableStore(client)
+    t = store.create(PLAYERS, None).id
+    store.append(t, {"type": "round_start"}, idempotency_key="k", fp="one")
+    with pytest.raises(IdempotencyMismatch):
+        store.append(t, {"type": "round_end"}, idempotency_key="k", fp="two")
+
+
+# -- item 11: the creation's tokens, sealed ----------------------------------------------------------
+def test_a_creation_keeps_its_tokens_sealed_with_aes_gcm_under_the_key(client):
+    store = TableStore(client)
+    key = str(uuid.uuid4())
+    t = store.create(PLAYERS, "normal", 2, idempotency_key=key, fp="create")
+    assert t.id == _created_id(key)
+    record = client.get(keys.created(t.id))
+    assert t.token.encode() not in record and key.encode() not in b"".join(
+        client.dump(k) for k in client.keys("*"))
+    assert record[:8] == keys.fp_digest("create")
+    assert _unseal(key, t.id, record[8:]) == [t.token, t.read_token]
+    again = store.create(PLAYERS, "normal", 2, idempotency_key=key, fp="create")
+    assert again.replayed and again.as_dict() == t.as_dict()
+    assert store.is_creation_replay(key, "create") and not store.is_creation_replay(key, "another body")
+    # a forged or corrupted record gives nothing away
+    client.set(keys.created(t.id), record[:-1] + bytes([record[-1] ^ 1]), keepttl=True)
+    with pytest.raises(StoreError):
+        store.create(PLAYERS, "normal", 2, idempotency_key=key, fp="create")
+
+
+# -- issue 17 item 3: the store keeps no HTTP ---------------------------------------------------------
+def test_the_store_keeps_domain_results_not_http(client):
+    store = TableStore(client)
+    t = store.create(PLAYERS, None, idempotency_key=str(uuid.uuid4()), fp="create")
+    store.append(t.id, {"type": "round_start"}, idempotency_key="a", fp="a")
+    written = store.append(t.id, KONG, idempotency_key="b", fp="b")
+    store.void(t.id, 2, idempotency_key="c", fp="c")
+    assert not hasattr(written, "status") and not hasattr(written, "headers")
+    stored = b"".join(client.dump(k) for k in client.keys("*"))
+    for http in (b"/v1/", b"Location", b"ETag"):
+        assert http not in stored
