@@ -1,6 +1,6 @@
 """Benchmark the live table log (loopback only, bounded in time).
 
-    python bench/store.py [--tables 32] [--duration 10] [--long 10000]
+    python bench/store.py [--tables 32] [--duration 10] [--long 10000] [--phases http,length,void,memory]
 
 1. HTTP: ``python -m service serve`` (2 workers × 8 threads) on a private
    redis-server; ``--tables`` client threads, each with its own table and
@@ -10,6 +10,12 @@
    redis-server: the median cost of one append on a table whose log has 10
    records and on one whose log has ``--long`` records, and their ratio
    (the hot path keeps the state beside the log, so it must not grow).
+3. In-process: the median cost of a refused void (a later event depends on
+   it) on a 4,000-event log, against an append on a log as long, interleaved;
+   a refused void reads the target's round, not the log.
+4. ``MEMORY USAGE`` of every key of a table with 500 events appended without
+   an ``Idempotency-Key`` and of one with a key on each (and 2,000 of each:
+   Redis packs a hash of up to 512 fields, a larger one costs more per field).
 
 Each prints one JSON line.
 """
@@ -118,23 +124,91 @@ def length_phase(redis_url: str, long: int, samples: int = 400) -> dict:
             "short_us": round(m_short, 1), "long_us": round(m_long, 1), "ratio": round(m_long / m_short, 3)}
 
 
+def void_phase(redis_url: str, length: int = 4000, samples: int = 200) -> dict:
+    import redis
+
+    from service.store.tables import Conflict, TableStore
+
+    store = TableStore(redis.Redis.from_url(redis_url))
+
+    def fill() -> tuple[str, object]:
+        tid = store.create(PLAYERS, "xuezhan").id
+        events = cycle()
+        for _ in range(length // 4 * 4 - 4):  # whole rounds
+            store.append(tid, next(events))
+        return tid, events
+
+    refused, _ = fill()
+    store.append(refused, {"type": "round_start"})
+    kong = store.append(refused, {"type": "kong", "seat": 2, "kind": "direct", "tile": "3s", "from": 0}).seq
+    store.append(refused, {"type": "hu", "from": 2, "tile": "9p", "after_kong": True,
+                           "winners": [{"seat": 3, "fan": 1}]})  # 杠上炮: depends on the kong
+    appended, events = fill()
+    voids, appends = [], []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        try:
+            store.void(refused, kong)
+        except Conflict:
+            pass
+        voids.append((time.perf_counter() - t0) * 1e6)
+        ev = next(events)
+        t0 = time.perf_counter()
+        store.append(appended, ev)
+        appends.append((time.perf_counter() - t0) * 1e6)
+    m_void, m_append = statistics.median(voids), statistics.median(appends)
+    return {"op": "refused_void_vs_append", "log_len": kong + 1, "refused_void_us": round(m_void, 1),
+            "append_us": round(m_append, 1), "ratio": round(m_void / m_append, 3)}
+
+
+def memory_phase(redis_url: str) -> dict:
+    import uuid
+
+    import redis
+
+    from service.store.tables import TableStore
+
+    client = redis.Redis.from_url(redis_url)
+    store = TableStore(client)
+    out: dict = {"op": "memory"}
+    for n in (500, 2000):
+        for keyed in (False, True):
+            tid = store.create(PLAYERS, "xuezhan").id
+            events = cycle()
+            for _ in range(n):
+                store.append(tid, next(events), idempotency_key=str(uuid.uuid4()) if keyed else None, fp="bench")
+            usage = {k.decode().rsplit(":", 1)[1]: client.memory_usage(k, samples=0)
+                     for k in client.keys("{t:" + tid + "}*")}
+            out[f"{n}_{'keyed' if keyed else 'unkeyed'}"] = {"total": sum(usage.values()), **usage}
+        out[f"{n}_ratio"] = round(out[f"{n}_keyed"]["total"] / out[f"{n}_unkeyed"]["total"], 3)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", type=int, default=32)
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--long", type=int, default=10_000)
+    ap.add_argument("--phases", default="http,length,void,memory", help="which phases, comma-separated")
     args = ap.parse_args()
+    phases = set(args.phases.split(","))
 
     from service.store.embedded import EmbeddedRedis
 
     with EmbeddedRedis(tempfile.mkdtemp(prefix="bench-redis-")) as server:
-        port = free_port()
-        proc = start_service(port, server.url)
-        try:
-            print(json.dumps(http_phase(port, args.tables, args.duration)), flush=True)
-        finally:
-            stop_service(proc)
-        print(json.dumps(length_phase(server.url, args.long)), flush=True)
+        if "http" in phases:
+            port = free_port()
+            proc = start_service(port, server.url)
+            try:
+                print(json.dumps(http_phase(port, args.tables, args.duration)), flush=True)
+            finally:
+                stop_service(proc)
+        if "length" in phases:
+            print(json.dumps(length_phase(server.url, args.long)), flush=True)
+        if "void" in phases:
+            print(json.dumps(void_phase(server.url)), flush=True)
+        if "memory" in phases:
+            print(json.dumps(memory_phase(server.url)), flush=True)
 
 
 if __name__ == "__main__":
