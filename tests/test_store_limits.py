@@ -151,3 +151,14 @@ def test_the_table_view_pages_its_ended_rounds(http):
     for q in ("?rounds_limit=0", "?rounds_limit=501", "?rounds_after=-1", "?rounds_after=x"):
         r = http.get(url + q, headers=auth)
         assert r.status_code == 422 and r.mimetype == PROBLEM and r.get_json()["errors"], q
+
+
+def test_the_openapi_document_lists_507_for_every_write():
+    from service.api.app import openapi_dict
+
+    paths = openapi_dict()["paths"]
+    for path, method in (("/v1/tables", "post"), ("/v1/tables/{table_id}/events", "post"),
+                         ("/v1/tables/{table_id}/events/{seq}/void", "post")):
+        assert "507" in paths[path][method]["responses"], path
+    query = {p["name"] for p in paths["/v1/tables/{table_id}"]["get"]["parameters"] if p["in"] == "query"}
+    assert query == {"rounds_after", "rounds_limit"}

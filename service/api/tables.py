@@ -78,7 +78,7 @@ def responds(*statuses: int):
     """Document the error responses a table operation can give (besides its success)."""
     names = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT",
              412: "PRECONDITION_FAILED", 422: "UNPROCESSABLE_ENTITY", 429: "TOO_MANY_REQUESTS",
-             503: "SERVICE_UNAVAILABLE"}
+             503: "SERVICE_UNAVAILABLE", 507: "INSUFFICIENT_STORAGE"}
 
     def decorate(func):
         for status in statuses:
@@ -190,7 +190,7 @@ def _json_body() -> dict:
 @blp.route("", methods=["POST"])
 @blp.arguments(ts.CreateTableRequest(), example={"players": ["东", "南", "西", "北"], "ruleset": "xuezhan", "dealer": 0})
 @blp.response(201, ts.TableCreated, headers={"Location": {"schema": {"type": "string"}}})
-@responds(429, 503)
+@responds(429, 503, 507)
 @blp.doc(parameters=CREATE_HEADERS, operationId="createTable",
          responses={201: {"links": {**_links(_NEW_TABLE, start_round=True),
                                       "ReadTable": {"operationId": "getTable", "parameters": _READ_TABLE},
@@ -260,7 +260,7 @@ def delete_table(table_id):
     }},
 })
 @blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}}})
-@responds(401, 403, 404, 409, 412, 503)
+@responds(401, 403, 404, 409, 412, 503, 507)
 @blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH], operationId="postEvent",
          responses={201: {"links": _links(_SAME_TABLE, start_round=True, void=True)}})
 @errors
@@ -300,7 +300,7 @@ def list_events(args, table_id):
 
 @blp.route("/<table_id>/events/<int:seq>/void", methods=["POST"])
 @blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}}})
-@responds(401, 403, 404, 409, 412, 422, 503)
+@responds(401, 403, 404, 409, 412, 422, 503, 507)
 @blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH], operationId="voidEvent",
          responses={201: {"links": _links(_SAME_TABLE)}})
 def void_event(table_id, seq):
