@@ -160,18 +160,13 @@ def _is_create_replay() -> bool:
     the limit.  The same key with another body counts (it could be guessing)."""
     from flask import current_app
 
-    from ..store.tables import StoreError
-    from .problems import ApiProblem
-
     store = current_app.extensions.get("tables")
     if store is None:
         return False
     try:
         key = tables.creation_key()
         return key is not None and store.is_creation_replay(key, tables.creation_fingerprint())
-    except (ApiProblem, StoreError):  # not a valid key: counted (and refused by the view)
-        return False
-    except Exception:  # Redis trouble: count it (the store will answer 503 anyway)
+    except Exception:  # not a valid key (the view refuses it) or Redis trouble (503 follows): counted
         return False
 
 
