@@ -8,11 +8,9 @@ Redis by itself (item 8); the embedded Redis has a memory bound (item 12).
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import redis
 
