@@ -657,8 +657,38 @@ def test_heavenly_and_earthly_carry_no_melds(flags):
     ],
 )
 def test_allowed_flag_combinations(flags):
-    s = score("23445677p345789s", Win("7p", **flags))
+    hand = "23445677p345789s"
+    if flags.get("self_drawn") and flags.get("after_kong"):   # 杠上花 needs a kong among the melds
+        hand = parse_hand("123345m999p77p", melds=KONG_2P)
+    s = score(hand, Win("7p", **flags))
     assert s.fan >= 1
+
+
+@pytest.mark.parametrize(
+    "tiles, melds, tile",
+    [
+        ("23445677p345789s", (), "7p"),
+        ("123345m999p66p", [Meld.peng("2p")], "6p"),
+        ("123m999p66p", [Meld.peng("2p"), Meld.peng("8p")], "6p"),
+    ],
+    ids=["no melds", "a peng", "two pengs"],
+)
+@pytest.mark.parametrize("ruleset", ["xuezhan", CHENGDU])
+def test_gangshanghua_needs_a_kong_among_the_melds(tiles, melds, tile, ruleset):
+    """§5.1: 杠上花 is a win on the replacement tile of one's own kong: no kong, bad input."""
+    hand = parse_hand(tiles, melds=melds)
+    with pytest.raises(ContradictoryFlags) as exc:
+        score(hand, Win(tile, self_drawn=True, after_kong=True), ruleset=ruleset)
+    assert exc.value.code == "contradictory_flags" and "kong" in str(exc.value)
+    # the same hand scores without the flag, and 杠上炮 (by discard) needs no kong of the winner's
+    score(hand, Win(tile, self_drawn=True), ruleset=ruleset)
+    score(hand, Win(tile, after_kong=True), ruleset=ruleset)
+
+
+@pytest.mark.parametrize("kind", ["direct", "added", "concealed"])
+def test_gangshanghua_with_any_kind_of_kong(kind):
+    s = score(parse_hand("123345m999p66p", melds=[Meld.kong("2p", kind)]), Win("6p", self_drawn=True, after_kong=True))
+    assert pats(s) == [("pinghu", 1), ("gen", 1), ("gangshanghua", 1)]
 
 
 def test_omitted_flags_are_false():

@@ -1186,3 +1186,38 @@ class TestRound:
                      "transfers": [{"from": 2, "to": 1, "points": 6, "reason": "kong_direct", "event": 0},
                                    {"from": 3, "to": 0, "points": 12, "reason": "dianpao", "event": 1}],
                      "winners": [0], "ended": False, "next_dealer": None}
+
+
+# =========================================================================
+# issue 9 (RULES.md revised): 杠上花 needs a kong among the winner's melds
+# =========================================================================
+class TestGangShangHuaNeedsAKong:
+    def test_a_hand_with_only_a_peng_is_refused(self):
+        # the kong just before is seat 0's (kong_required holds) but its hand shows only a peng
+        e = reject([kong(0, "concealed", "9p"),
+                    hu(None, "1p", win(0, tiles="123m456m11p", melds=[PENG_MELD("9p"), PENG_MELD("7m")]),
+                       after_kong=True)], "contradictory_flags", 1)
+        assert "kong" in e.reason
+        reject([kong(0, "concealed", "9p"), hu(None, "1p", win(0, tiles="123m456m789m11p999p"), after_kong=True)],
+               "contradictory_flags", 1)
+
+    def test_a_hand_with_a_kong_is_accepted(self):
+        s = settle([kong(0, "concealed", "9p"),
+                    hu(None, "1p", win(0, tiles=GSH_TILES, melds=[KONG_MELD("9p")]), after_kong=True)], dealer=0)
+        assert s.winners == (0,)
+
+    def test_gangshangpao_needs_no_kong_of_the_winner(self):
+        s = settle([kong(1, "concealed", "5m"), hu(1, "5s", win(2, tiles="123p456p789p234s55s"), after_kong=True)],
+                   dealer=0)
+        assert s.winners == (2,)
+
+    def test_at_a_table_too(self):
+        from service.rules.table import TableState
+
+        st0 = TableState.new(["A", "B", "C", "D"], "xuezhan")
+        st0, _ = st0.apply({"type": "round_start"}, 1)
+        st0, _ = st0.apply(kong(0, "concealed", "9p"), 2)
+        with pytest.raises(EventError) as info:
+            st0.apply(hu(None, "1p", win(0, tiles="123m456m789m11p999p"), after_kong=True), 3)
+        assert (info.value.code, info.value.event) == ("contradictory_flags", 3)
+        assert st0.version == 2 and st0.balances == [36, -12, -12, -12]

@@ -371,6 +371,8 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
             raise ContradictoryFlags(
                 f"{'heavenly' if win.heavenly else 'earthly'} is a win with no melds", text=str(hand)
             )
+    if win.after_kong and win.self_drawn and not _has_kong(hand):
+        raise ContradictoryFlags(GANGSHANGHUA_NEEDS_KONG, text=str(hand))
     if not hand.counts[win.tile.index]:
         raise WinTileNotInHand(
             f"the winning tile {win.tile} is not among the concealed tiles {str(hand)!r}",
@@ -391,6 +393,16 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
         )
     fan, mult, points, capped = points_of(ev.raw_fan, ctx)
     return Score._of(fan, ev.raw_fan, mult, points, capped, ev.patterns, decomposition(hand, ev))
+
+
+GANGSHANGHUA_NEEDS_KONG = (
+    "after_kong on a self-drawn win (杠上花) needs a kong among the hand's melds: "
+    "it is a win on the replacement tile of one's own kong"
+)
+
+
+def _has_kong(hand: Hand) -> bool:
+    return any(m.type == "kong" for m in hand.melds)
 
 
 def suit_problem(mask: int, void: str | None) -> str | None:

@@ -50,7 +50,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 from .errors import EventError, RuleError
 from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event
 from .fan import (
-    _Ctx, context, evaluate, meld_info, points_of, suit_problem, Win,
+    GANGSHANGHUA_NEEDS_KONG, _Ctx, context, evaluate, meld_info, points_of, suit_problem, Win,
 )
 from .hand import Hand, hand_problems
 from .ruleset import Ruleset
@@ -410,6 +410,8 @@ class Round:
         if not hand.counts[ev.tile.index]:
             raise EventError("win_tile_not_in_hand", i,
                              f"the hu tile {ev.tile} is not among seat {w.seat}'s concealed tiles {str(hand)!r}")
+        if ev.after_kong and ev.self_drawn and not any(m.type == "kong" for m in hand.melds):
+            raise EventError("contradictory_flags", i, f"seat {w.seat}: {GANGSHANGHUA_NEEDS_KONG}")
         if (ev.heavenly or ev.earthly) and hand.melds:
             raise EventError("contradictory_flags", i, "heavenly/earthly is a win with no melds")
         problem = suit_problem(hand.suit_mask, hand.void)
