@@ -401,7 +401,8 @@ CHENGDU = "chengdu-points"  # fan_table chengdu, linear, base 1
         ("111333555777m99m", [("qingdui", 4)], 4),
         ("222555888s88855m", [("jiangdui", 4)], 4),
         ("11334466778899s", [("qingqidui", 4)], 4),
-        ("11123777888999p", [("qingyaojiu", 4)], 4),
+        # no 清幺九 in this table: 清一色 3 and 带幺九 3 tie; 清一色 comes first in §5.1 (§3)
+        ("11123777888999p", [("qingyise", 3)], 3),
         # 龙七对 = 七对 3 + every 根
         ("11222244p557799m", [("qidui", 3), ("gen", 1)], 4),
         # 清龙七对 = 清七对 4 + every 根
@@ -414,6 +415,19 @@ def test_chengdu_fan_table(hand, patterns, fan):
     s = sc(hand, ruleset=CHENGDU)
     assert pats(s) == patterns
     assert (s.fan, s.multiplier, s.points) == (fan, fan, fan)  # linear, base 1
+
+
+def test_chengdu_has_no_qingyaojiu():
+    """Issue 9: §9's chengdu table lists no 清幺九; 清一色 + 带幺九 is 3, reported as 清一色 (§3 tie rule)."""
+    cases = [
+        ("11123777888999p", [], "9p", [("qingyise", 3)], [("qingyaojiu", 5)]),
+        ("11112233789s", [Meld.peng("9s")], "9s", [("qingyise", 3), ("gen", 2)], [("qingyaojiu", 5), ("gen", 2)]),
+    ]
+    for hand, melds, tile, chengdu, qq in cases:
+        assert pats(score(parse_hand(hand, melds=melds), tile, ruleset=CHENGDU)) == chengdu
+        assert pats(score(parse_hand(hand, melds=melds), tile)) == qq
+    s = sc("11123777888999p", ruleset={"fan_table": "chengdu"})
+    assert pats(s) == [("qingyise", 3)] and s.points == 24
 
 
 def test_chengdu_table_with_exponential_scoring():

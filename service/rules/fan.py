@@ -205,7 +205,7 @@ def _best_base(ctx: _Ctx, mask: int) -> tuple[str, int, bool]:
                 cands.append("jiangdui")
         if mask & _YAO:
             cands.append("daiyaojiu")
-            if mask & _QING:
+            if mask & _QING and bf["qingyaojiu"] is not None:  # the chengdu table has none (§9)
                 cands.append("qingyaojiu")
     if mask & _PAIRS:
         if mask & _HAS4 and bf["longqidui"] is not None:

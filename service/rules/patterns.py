@@ -44,7 +44,7 @@ _DEFS = (
     Pattern("jiangdui", "将对", "All 2-5-8 triplets", True, 4, 4),
     Pattern("longqidui", "龙七对", "Dragon seven pairs", True, 5, None),
     Pattern("qingqidui", "清七对", "Full flush seven pairs", True, 5, 4),
-    Pattern("qingyaojiu", "清幺九", "Full flush terminals", True, 5, 4),
+    Pattern("qingyaojiu", "清幺九", "Full flush terminals", True, 5, None),  # not in the chengdu table (§9)
     Pattern("qinglongqidui", "清龙七对", "Full flush dragon seven pairs", True, 6, None),
     Pattern("tianhu", "天胡", "Heavenly hand", True, 6, 8),
     Pattern("dihu", "地胡", "Earthly hand", True, 6, 8),
