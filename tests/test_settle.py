@@ -854,8 +854,8 @@ class TestChengduPoints:
     def test_dajiao_min(self):
         s = settle([draw(hs(0, "1112345678999m"), st(1, "not_ting"), st(2, "not_ting"), st(3, "huazhu"))],
                    dealer=0, ruleset="chengdu-points")
-        # 大叫 min = 清一色 3 → 3; 花猪 0 units → nothing; 3 is 花猪, pays no 大叫
-        check(s, [T(1, 0, 3, "dajiao", 0), T(2, 0, 3, "dajiao", 0)], (6, -3, -3, 0))
+        # 大叫 min = 清一色 3 → 3; no 花猪 in this table (§7.2 as revised): seat 3 is simply not ting
+        check(s, [T(1, 0, 3, "dajiao", 0), T(2, 0, 3, "dajiao", 0), T(3, 0, 3, "dajiao", 0)], (9, -3, -3, -3))
 
     def test_earthly_by_discard_on_dealers_discard(self):
         # §5.1/§9: under the chengdu table 地胡 may be won on the dealer's (first) discard: 8 fan
@@ -1221,3 +1221,33 @@ class TestGangShangHuaNeedsAKong:
             st0.apply(hu(None, "1p", win(0, tiles="123m456m789m11p999p"), after_kong=True), 3)
         assert (info.value.code, info.value.event) == ("contradictory_flags", 3)
         assert st0.version == 2 and st0.balances == [36, -12, -12, -12]
+
+
+# =========================================================================
+# issue 9 (RULES.md §7.2 revised): with huazhu = 0 there is no 花猪
+# =========================================================================
+class TestNoHuazhuTable:
+    def test_issue_example_chengdu_points(self):
+        # seat 0 holds three suits: not ting (no 花猪 in chengdu-points); seat 1 九莲, 大叫 min = 清一色 3
+        s = settle([draw(hs(0, "234m456p789s5566m"), hs(1, "1112345678999m"), st(2, "not_ting"), st(3, "not_ting"))],
+                   dealer=0, ruleset="chengdu-points")
+        check(s, [T(0, 1, 3, "dajiao", 0), T(2, 1, 3, "dajiao", 0), T(3, 1, 3, "dajiao", 0)], (-3, 9, -3, -3))
+
+    def test_declared_huazhu_is_not_ting_refunds_and_pays_dajiao(self):
+        events = [kong(1, "concealed", "5p"),
+                  draw(st(0, "ting", 3), st(1, "huazhu"), hs(2, "123m467p789s1122s"), st(3, "not_ting"))]
+        s = settle(events, dealer=0, ruleset={"huazhu": 0})
+        assert of_event(s, 1) == [
+            T(1, 0, 12, "refund", 1), T(1, 2, 12, "refund", 1), T(1, 3, 12, "refund", 1),
+            T(1, 0, 24, "dajiao", 1), T(2, 0, 24, "dajiao", 1), T(3, 0, 24, "dajiao", 1),
+        ]
+
+    def test_void_suit_hand_is_simply_not_ting(self):
+        s = settle([draw(hs(0, "1112345678999m"), st(1, "ting", 1), st(2, "not_ting"), st(3, "not_ting"))],
+                   dealer=0, voids=["m", None, None, None], ruleset={"huazhu": 0})
+        check(s, [T(0, 1, 6, "dajiao", 0), T(2, 1, 6, "dajiao", 0), T(3, 1, 6, "dajiao", 0)], (-6, 18, -6, -6))
+
+    def test_escape_in_the_last_four_reads_huazhu_as_not_ting(self):
+        s = settle([escape(0, True, [st(1, "huazhu"), hs(2, "234m456p789s5566m"), st(3, "ting", 6)])],
+                   dealer=0, ruleset={"huazhu": 0, "escape": 1})
+        check(s, [T(0, 3, 192, "escape", 0)], (-192, 0, 0, 192))

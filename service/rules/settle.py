@@ -459,6 +459,7 @@ class Round:
     def _statuses(self, reports: Iterable[SeatReport], i: int, seats: list[int]) -> dict[int, tuple[str, int]]:
         """seat → (status, dajiao points) for the listed seats; hands are evaluated."""
         ctx = context(self.rules)
+        pigs = self.rules.huazhu != 0  # §7.2: with huazhu = 0 there is no 花猪, only seats not ting
         out: dict[int, tuple[str, int]] = {}
         touched: list[int] = []
         for rep in reports:
@@ -474,14 +475,14 @@ class Round:
                                      f"seat {rep.seat}'s hand: {probs[0].message}")
                 touched.extend(self._add_hand(rep.seat, h))
                 if h.huazhu:
-                    out[rep.seat] = ("huazhu", 0)
+                    out[rep.seat] = ("huazhu" if pigs else "not_ting", 0)
                 else:
                     best = dajiao_points(h, ctx, self.rules.dajiao)
                     out[rep.seat] = ("not_ting", 0) if best is None else ("ting", best)
             elif rep.status == "ting":
                 out[rep.seat] = ("ting", points_of(rep.dajiao_fan, ctx)[2])
             else:
-                out[rep.seat] = (rep.status, 0)
+                out[rep.seat] = (rep.status if pigs or rep.status != "huazhu" else "not_ting", 0)
         self._check_copies(i, touched)
         return out
 
