@@ -356,7 +356,7 @@ def written_hands(draw):
             pieces.append((suit, "".join(ranks[:n])))
             ranks = ranks[n:]
     pieces = draw(st.permutations(pieces))
-    blank = st.text(alphabet=" \t\n", max_size=2)
+    blank = st.text(alphabet=" \t\n\r", max_size=2)
     text = draw(blank)
     for suit, ranks in pieces:
         text += ranks + draw(st.sampled_from(ref.SUIT_MARK_ALIASES[suit])) + draw(blank)
@@ -382,4 +382,4 @@ def test_white_space_inside_a_group_is_rejected(written, data):
     assume(spots)
     i = data.draw(st.sampled_from(spots))
     with pytest.raises(ValueError):
-        parse_hand(text[:i] + data.draw(st.sampled_from([" ", "\t", "\n"])) + text[i:])
+        parse_hand(text[:i] + data.draw(st.sampled_from([" ", "\t", "\n", "\r"])) + text[i:])
