@@ -6,7 +6,7 @@ add to it.  Each pattern's fan value depends on the ruleset's ``fan_table``;
 
 >>> PATTERNS["qingyise"].name, PATTERNS["qingyise"].name_en
 ('清一色', 'Full flush')
->>> base_fan("longqidui", "qq"), base_fan("longqidui", "chengdu")
+>>> PATTERNS["longqidui"].fan("qq"), PATTERNS["longqidui"].fan("chengdu")
 (5, None)
 >>> [p for p in BASE_ORDER][:3]
 ['pinghu', 'duiduihu', 'qingyise']
@@ -67,10 +67,6 @@ SEVEN_PAIRS_WITH_DRAGON = frozenset({"longqidui", "qinglongqidui"})
 """Base patterns that use one set of four identical tiles (减1根)."""
 
 
-def base_fan(pattern_id: str, table: str) -> int | None:
-    return PATTERNS[pattern_id].fan(table)
-
-
 class PatternFan(NamedTuple):
     """A pattern as scored in one hand: its fan total and, for 根, its count.
 
@@ -83,10 +79,6 @@ class PatternFan(NamedTuple):
     id: str
     fan: int
     count: int = 1
-
-    @property
-    def pattern(self) -> Pattern:
-        return PATTERNS[self.id]
 
     def as_dict(self) -> dict:
         p = PATTERNS[self.id]
