@@ -1251,3 +1251,45 @@ class TestNoHuazhuTable:
         s = settle([escape(0, True, [st(1, "huazhu"), hs(2, "234m456p789s5566m"), st(3, "ting", 6)])],
                    dealer=0, ruleset={"huazhu": 0, "escape": 1})
         check(s, [T(0, 3, 192, "escape", 0)], (-192, 0, 0, 192))
+
+
+# =========================================================================
+# issue 17.1: named records, persisted through to_dict / from_dict
+# =========================================================================
+class TestRecords:
+    EVENTS = [kong(1, "added", "5p"), hu(1, "5p", win(0, fan=1), robbing_kong=True),
+              kong(2, "concealed", "9s"), hu(2, "3s", win(3, fan=2), after_kong=True)]
+
+    def test_state_holds_named_records(self):
+        from service.rules.settle import FirstWin, KongRecord, LastEvent
+
+        r = Round("xuezhan", 0)
+        for ev in self.EVENTS:
+            r.step(ev)
+        assert r.kongs[0] == KongRecord(1, "added", 13, None, ((0, 6), (2, 6), (3, 6)), void=True)
+        assert r.kongs[2].transferred and not r.kongs[2].void and r.kongs[2].collected == 24  # seat 0 has won
+        assert r.last == LastEvent("hu", 3, 3, None, 20, 2)
+        assert r.first_win == FirstWin((0,), 1)
+        d = r.to_dict()
+        assert d["kongs"]["0"] == {"seat": 1, "kind": "added", "tile": 13, "from": None,
+                                   "paid": [[0, 6], [2, 6], [3, 6]], "void": True, "transferred": False}
+        assert d["last"] == {"type": "hu", "index": 3, "seat": 3, "kind": None, "tile": 20, "from": 2}
+        assert d["first_win"] == {"seats": [0], "from": 1}
+        again = Round.from_dict(json.loads(json.dumps(d)))
+        assert again.kongs == r.kongs and again.last == r.last and again.to_dict() == d
+
+    def test_states_stored_in_the_earlier_list_form_still_load(self):
+        r = Round("xuezhan", 0)
+        for ev in self.EVENTS[:3]:
+            r.step(ev)
+        d = json.loads(json.dumps(r.to_dict()))
+        legacy = dict(d)
+        legacy["kongs"] = {k: [v["seat"], v["kind"], v["tile"], v["from"], v["paid"], v["void"], v["transferred"]]
+                           for k, v in d["kongs"].items()}
+        last = d["last"]
+        legacy["last"] = [last["type"], last["seat"], last["kind"], last["tile"], last["from"], last["index"]]
+        legacy["first_win"] = [d["first_win"]["seats"], d["first_win"]["from"]]
+        old = Round.from_dict(legacy)
+        assert old.to_dict() == d
+        old.step(self.EVENTS[3])          # 杠上炮 right after the kong read from the list form
+        assert old.settlement() == settle(self.EVENTS, dealer=0)

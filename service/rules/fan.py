@@ -329,15 +329,24 @@ class Score:
 _MAX_RAW_FAN = 40  # well above any hand's total (a table, not a limit: larger fans are computed)
 
 
-def points_of(raw_fan: int, ctx: _Ctx) -> tuple[int, int, int, bool]:
+class Points(NamedTuple):
+    """What a raw fan is worth under a ruleset (§5.3)."""
+
+    fan: int
+    multiplier: int
+    points: int
+    capped: bool
+
+
+def points_of(raw_fan: int, ctx: _Ctx) -> Points:
     """``(fan, multiplier, points, capped)`` for a raw fan: the cap, then 2^(fan−1) or fan (§5.3)."""
     return ctx.points[raw_fan] if 0 <= raw_fan <= _MAX_RAW_FAN else _points(raw_fan, ctx)
 
 
-def _points(raw_fan: int, ctx: _Ctx) -> tuple[int, int, int, bool]:
+def _points(raw_fan: int, ctx: _Ctx) -> Points:
     fan = ctx.cap if ctx.cap is not None and raw_fan > ctx.cap else raw_fan
     mult = ((1 << (fan - 1)) if fan >= 1 else 0) if ctx.exponential else fan
-    return fan, mult, ctx.base * mult, fan != raw_fan
+    return Points(fan, mult, ctx.base * mult, fan != raw_fan)
 
 
 def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | str | None" = None) -> Score:
