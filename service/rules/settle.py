@@ -21,6 +21,12 @@ Readings of RULES.md where it is silent (documented choices):
   logs no pengs may post added kongs alone (the kong then counts as four copies).
 * A 13-size hand given at a draw is ting by the same rules as ``ting`` (死叫 is
   not ting); its 大叫 follows the ruleset's ``dajiao`` (max or min) and cap.
+* 杠上花 needs a kong among the winner's melds (§5.1); that is checked when the
+  winner gives a hand.  A winner given as a ``fan`` has no melds to check: the
+  event just before being its own kong (``kong_required``) is what is checked.
+* With ``huazhu = 0`` a declared ``huazhu`` status, and a hand of three suits
+  or holding its 定缺 suit, stand as ``not_ting`` (§7.2), at a draw and in an
+  escape's last-four reports alike.
 
 >>> s = settle([{"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m"}], dealer=0)
 >>> s.deltas, [t.as_dict()["reason"] for t in s.transfers]
