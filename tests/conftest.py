@@ -16,7 +16,7 @@ settings.register_profile(
     "ci",
     max_examples=200,
     deadline=None,
-    derandomize=False,
+    derandomize=True,  # CI is reproducible: the same examples on every run
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=100, deadline=None)

@@ -31,10 +31,10 @@ QQ_BASE = {
     "jiangdui": 4, "longqidui": 5, "qingqidui": 5, "qingyaojiu": 5, "qinglongqidui": 6,
     "tianhu": 6, "dihu": 6,
 }
-# §9: the chengdu table has no separate dragon seven pairs.
+# §9: the chengdu table has no separate dragon seven pairs and no 清幺九.
 CHENGDU_BASE = {
     "pinghu": 1, "duiduihu": 2, "qingyise": 3, "daiyaojiu": 3, "qidui": 3, "qingdui": 4,
-    "jiangdui": 4, "qingqidui": 4, "qingyaojiu": 4, "tianhu": 8, "dihu": 8,
+    "jiangdui": 4, "qingqidui": 4, "tianhu": 8, "dihu": 8,
 }
 QQ_EXTRA = {
     "gen": 1, "gangshanghua": 1, "gangshangpao": 1, "qiangganghu": 1, "zimo": 1, "haidi": 1,
@@ -250,6 +250,7 @@ def best_fan(counts, melds, flags: dict, rules: dict) -> dict:
         applicable = {
             {"longqidui": "qidui", "qinglongqidui": "qingqidui"}.get(p, p) for p in applicable
         }
+        applicable &= set(base_table)  # 清幺九 is not in the table: 清一色 and 带幺九 compete (§3)
 
     held = held_counts(counts, melds)
     fours = sum(1 for x in held if x == 4)

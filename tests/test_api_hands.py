@@ -231,3 +231,22 @@ def test_rulesets_lists_every_preset_with_every_field(client):
 @pytest.mark.parametrize("override", [{"cap": None}, {"base": 1}, {"haidi": True}, {"preset": "normal", "zimo": "base"}])
 def test_ruleset_overrides_accepted(client, override):
     ok(client.post("/v1/hands/ting", json={"hand": {"tiles": "1112345678999m"}, "ruleset": override}))
+
+
+def test_score_gangshanghua_without_a_kong_is_422(client):
+    # issue 9: a self-drawn after_kong needs a kong among the melds (RULES.md §5.1); a peng is not one
+    hand = {"tiles": "123345m999p66p", "melds": [{"type": "peng", "tile": "2p"}]}
+    r = client.post("/v1/hands/score", json={"hand": hand, "win": {"tile": "6p", "self_drawn": True, "after_kong": True}})
+    assert r.status_code == 422 and r.mimetype == "application/problem+json"
+    assert r.get_json()["code"] == "contradictory_flags"
+    hand["melds"] = [{"type": "kong", "kind": "added", "tile": "2p"}]
+    body = ok(client.post("/v1/hands/score", json={"hand": hand, "win": {"tile": "6p", "self_drawn": True, "after_kong": True}}))
+    assert [p["id"] for p in body["patterns"]] == ["pinghu", "gen", "gangshanghua"]
+
+
+def test_carriage_returns_in_hand_strings(client):
+    # issue 9.4: RULES.md §1 allows \r among the white space between groups
+    body = ok(client.post("/v1/hands/validate", json={"hand": {"tiles": "123m\r\n456p\r\n789p\r\n11m\r\n", "void": "\r\ns\r"}}))
+    assert body["tiles"] == "11123m456789p" and body["size"] == 11
+    r = client.post("/v1/hands/validate", json={"hand": {"tiles": "12\r3m"}})
+    assert r.status_code == 422 and r.get_json()["code"] == "missing_suit"

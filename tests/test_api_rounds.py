@@ -174,10 +174,3 @@ def test_loaded_events_have_the_api_keys():
     assert draw == {"type": "draw", "seats": [{"seat": 0, "status": "ting", "dajiao_fan": 2},
                                               {"seat": 3, "status": "huazhu"}]}
     assert escape == {"type": "escape", "seat": 3, "last_four": True}
-
-
-def test_documented_reasons_are_the_cores():
-    from service.api.schemas import REASONS
-    from service.rules.settle import REASONS as CORE
-
-    assert set(REASONS) == set(CORE)

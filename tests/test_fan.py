@@ -401,7 +401,8 @@ CHENGDU = "chengdu-points"  # fan_table chengdu, linear, base 1
         ("111333555777m99m", [("qingdui", 4)], 4),
         ("222555888s88855m", [("jiangdui", 4)], 4),
         ("11334466778899s", [("qingqidui", 4)], 4),
-        ("11123777888999p", [("qingyaojiu", 4)], 4),
+        # no 清幺九 in this table: 清一色 3 and 带幺九 3 tie; 清一色 comes first in §5.1 (§3)
+        ("11123777888999p", [("qingyise", 3)], 3),
         # 龙七对 = 七对 3 + every 根
         ("11222244p557799m", [("qidui", 3), ("gen", 1)], 4),
         # 清龙七对 = 清七对 4 + every 根
@@ -414,6 +415,19 @@ def test_chengdu_fan_table(hand, patterns, fan):
     s = sc(hand, ruleset=CHENGDU)
     assert pats(s) == patterns
     assert (s.fan, s.multiplier, s.points) == (fan, fan, fan)  # linear, base 1
+
+
+def test_chengdu_has_no_qingyaojiu():
+    """Issue 9: §9's chengdu table lists no 清幺九; 清一色 + 带幺九 is 3, reported as 清一色 (§3 tie rule)."""
+    cases = [
+        ("11123777888999p", [], "9p", [("qingyise", 3)], [("qingyaojiu", 5)]),
+        ("11112233789s", [Meld.peng("9s")], "9s", [("qingyise", 3), ("gen", 2)], [("qingyaojiu", 5), ("gen", 2)]),
+    ]
+    for hand, melds, tile, chengdu, qq in cases:
+        assert pats(score(parse_hand(hand, melds=melds), tile, ruleset=CHENGDU)) == chengdu
+        assert pats(score(parse_hand(hand, melds=melds), tile)) == qq
+    s = sc("11123777888999p", ruleset={"fan_table": "chengdu"})
+    assert pats(s) == [("qingyise", 3)] and s.points == 24
 
 
 def test_chengdu_table_with_exponential_scoring():
@@ -657,8 +671,38 @@ def test_heavenly_and_earthly_carry_no_melds(flags):
     ],
 )
 def test_allowed_flag_combinations(flags):
-    s = score("23445677p345789s", Win("7p", **flags))
+    hand = "23445677p345789s"
+    if flags.get("self_drawn") and flags.get("after_kong"):   # 杠上花 needs a kong among the melds
+        hand = parse_hand("123345m999p77p", melds=KONG_2P)
+    s = score(hand, Win("7p", **flags))
     assert s.fan >= 1
+
+
+@pytest.mark.parametrize(
+    "tiles, melds, tile",
+    [
+        ("23445677p345789s", (), "7p"),
+        ("123345m999p66p", [Meld.peng("2p")], "6p"),
+        ("123m999p66p", [Meld.peng("2p"), Meld.peng("8p")], "6p"),
+    ],
+    ids=["no melds", "a peng", "two pengs"],
+)
+@pytest.mark.parametrize("ruleset", ["xuezhan", CHENGDU])
+def test_gangshanghua_needs_a_kong_among_the_melds(tiles, melds, tile, ruleset):
+    """§5.1: 杠上花 is a win on the replacement tile of one's own kong: no kong, bad input."""
+    hand = parse_hand(tiles, melds=melds)
+    with pytest.raises(ContradictoryFlags) as exc:
+        score(hand, Win(tile, self_drawn=True, after_kong=True), ruleset=ruleset)
+    assert exc.value.code == "contradictory_flags" and "kong" in str(exc.value)
+    # the same hand scores without the flag, and 杠上炮 (by discard) needs no kong of the winner's
+    score(hand, Win(tile, self_drawn=True), ruleset=ruleset)
+    score(hand, Win(tile, after_kong=True), ruleset=ruleset)
+
+
+@pytest.mark.parametrize("kind", ["direct", "added", "concealed"])
+def test_gangshanghua_with_any_kind_of_kong(kind):
+    s = score(parse_hand("123345m999p66p", melds=[Meld.kong("2p", kind)]), Win("6p", self_drawn=True, after_kong=True))
+    assert pats(s) == [("pinghu", 1), ("gen", 1), ("gangshanghua", 1)]
 
 
 def test_omitted_flags_are_false():

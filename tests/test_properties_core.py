@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import reference as ref
 from service import discards, parse_hand, score, ting, validate
-from service.rules.errors import NotAWin
+from service.rules.errors import ContradictoryFlags, NotAWin
 from service.rules.fan import Win, is_win
 from service.rules.hand import Meld
 
@@ -168,6 +168,11 @@ def test_score_matches_brute_force(data, hand, rules):
     counts, melds = hand
     flags = data.draw(flags_for(melds, rules))
     tile = data.draw(st.sampled_from(concealed_tiles(counts)))
+    if flags.get("self_drawn") and flags.get("after_kong") and not any(k == "kong" for k, _, _ in melds):
+        # §5.1: 杠上花 is a win on one's own kong's replacement tile; with no kong it is bad input
+        with pytest.raises(ContradictoryFlags):
+            score(service_hand(counts, melds), Win(ref.tile_name(tile), **flags), ruleset=rules)
+        return
     want = ref.best_fan(counts, melds, flags, rules)
     note(f"{ref.canonical(counts)} {melds} {flags} {rules} → {want}")
     event(f"base {want['base']}")
@@ -351,7 +356,7 @@ def written_hands(draw):
             pieces.append((suit, "".join(ranks[:n])))
             ranks = ranks[n:]
     pieces = draw(st.permutations(pieces))
-    blank = st.text(alphabet=" \t\n", max_size=2)
+    blank = st.text(alphabet=" \t\n\r", max_size=2)
     text = draw(blank)
     for suit, ranks in pieces:
         text += ranks + draw(st.sampled_from(ref.SUIT_MARK_ALIASES[suit])) + draw(blank)
@@ -377,4 +382,4 @@ def test_white_space_inside_a_group_is_rejected(written, data):
     assume(spots)
     i = data.draw(st.sampled_from(spots))
     with pytest.raises(ValueError):
-        parse_hand(text[:i] + data.draw(st.sampled_from([" ", "\t", "\n"])) + text[i:])
+        parse_hand(text[:i] + data.draw(st.sampled_from([" ", "\t", "\n", "\r"])) + text[i:])

@@ -854,8 +854,8 @@ class TestChengduPoints:
     def test_dajiao_min(self):
         s = settle([draw(hs(0, "1112345678999m"), st(1, "not_ting"), st(2, "not_ting"), st(3, "huazhu"))],
                    dealer=0, ruleset="chengdu-points")
-        # 大叫 min = 清一色 3 → 3; 花猪 0 units → nothing; 3 is 花猪, pays no 大叫
-        check(s, [T(1, 0, 3, "dajiao", 0), T(2, 0, 3, "dajiao", 0)], (6, -3, -3, 0))
+        # 大叫 min = 清一色 3 → 3; no 花猪 in this table (§7.2 as revised): seat 3 is simply not ting
+        check(s, [T(1, 0, 3, "dajiao", 0), T(2, 0, 3, "dajiao", 0), T(3, 0, 3, "dajiao", 0)], (9, -3, -3, -3))
 
     def test_earthly_by_discard_on_dealers_discard(self):
         # §5.1/§9: under the chengdu table 地胡 may be won on the dealer's (first) discard: 8 fan
@@ -1186,3 +1186,110 @@ class TestRound:
                      "transfers": [{"from": 2, "to": 1, "points": 6, "reason": "kong_direct", "event": 0},
                                    {"from": 3, "to": 0, "points": 12, "reason": "dianpao", "event": 1}],
                      "winners": [0], "ended": False, "next_dealer": None}
+
+
+# =========================================================================
+# issue 9 (RULES.md revised): 杠上花 needs a kong among the winner's melds
+# =========================================================================
+class TestGangShangHuaNeedsAKong:
+    def test_a_hand_with_only_a_peng_is_refused(self):
+        # the kong just before is seat 0's (kong_required holds) but its hand shows only a peng
+        e = reject([kong(0, "concealed", "9p"),
+                    hu(None, "1p", win(0, tiles="123m456m11p", melds=[PENG_MELD("9p"), PENG_MELD("7m")]),
+                       after_kong=True)], "contradictory_flags", 1)
+        assert "kong" in e.reason
+        reject([kong(0, "concealed", "9p"), hu(None, "1p", win(0, tiles="123m456m789m11p999p"), after_kong=True)],
+               "contradictory_flags", 1)
+
+    def test_a_hand_with_a_kong_is_accepted(self):
+        s = settle([kong(0, "concealed", "9p"),
+                    hu(None, "1p", win(0, tiles=GSH_TILES, melds=[KONG_MELD("9p")]), after_kong=True)], dealer=0)
+        assert s.winners == (0,)
+
+    def test_gangshangpao_needs_no_kong_of_the_winner(self):
+        s = settle([kong(1, "concealed", "5m"), hu(1, "5s", win(2, tiles="123p456p789p234s55s"), after_kong=True)],
+                   dealer=0)
+        assert s.winners == (2,)
+
+    def test_at_a_table_too(self):
+        from service.rules.table import TableState
+
+        st0 = TableState.new(["A", "B", "C", "D"], "xuezhan")
+        st0, _ = st0.apply({"type": "round_start"}, 1)
+        st0, _ = st0.apply(kong(0, "concealed", "9p"), 2)
+        with pytest.raises(EventError) as info:
+            st0.apply(hu(None, "1p", win(0, tiles="123m456m789m11p999p"), after_kong=True), 3)
+        assert (info.value.code, info.value.event) == ("contradictory_flags", 3)
+        assert st0.version == 2 and st0.balances == [36, -12, -12, -12]
+
+
+# =========================================================================
+# issue 9 (RULES.md §7.2 revised): with huazhu = 0 there is no 花猪
+# =========================================================================
+class TestNoHuazhuTable:
+    def test_issue_example_chengdu_points(self):
+        # seat 0 holds three suits: not ting (no 花猪 in chengdu-points); seat 1 九莲, 大叫 min = 清一色 3
+        s = settle([draw(hs(0, "234m456p789s5566m"), hs(1, "1112345678999m"), st(2, "not_ting"), st(3, "not_ting"))],
+                   dealer=0, ruleset="chengdu-points")
+        check(s, [T(0, 1, 3, "dajiao", 0), T(2, 1, 3, "dajiao", 0), T(3, 1, 3, "dajiao", 0)], (-3, 9, -3, -3))
+
+    def test_declared_huazhu_is_not_ting_refunds_and_pays_dajiao(self):
+        events = [kong(1, "concealed", "5p"),
+                  draw(st(0, "ting", 3), st(1, "huazhu"), hs(2, "123m467p789s1122s"), st(3, "not_ting"))]
+        s = settle(events, dealer=0, ruleset={"huazhu": 0})
+        assert of_event(s, 1) == [
+            T(1, 0, 12, "refund", 1), T(1, 2, 12, "refund", 1), T(1, 3, 12, "refund", 1),
+            T(1, 0, 24, "dajiao", 1), T(2, 0, 24, "dajiao", 1), T(3, 0, 24, "dajiao", 1),
+        ]
+
+    def test_void_suit_hand_is_simply_not_ting(self):
+        s = settle([draw(hs(0, "1112345678999m"), st(1, "ting", 1), st(2, "not_ting"), st(3, "not_ting"))],
+                   dealer=0, voids=["m", None, None, None], ruleset={"huazhu": 0})
+        check(s, [T(0, 1, 6, "dajiao", 0), T(2, 1, 6, "dajiao", 0), T(3, 1, 6, "dajiao", 0)], (-6, 18, -6, -6))
+
+    def test_escape_in_the_last_four_reads_huazhu_as_not_ting(self):
+        s = settle([escape(0, True, [st(1, "huazhu"), hs(2, "234m456p789s5566m"), st(3, "ting", 6)])],
+                   dealer=0, ruleset={"huazhu": 0, "escape": 1})
+        check(s, [T(0, 3, 192, "escape", 0)], (-192, 0, 0, 192))
+
+
+# =========================================================================
+# issue 17.1: named records, persisted through to_dict / from_dict
+# =========================================================================
+class TestRecords:
+    EVENTS = [kong(1, "added", "5p"), hu(1, "5p", win(0, fan=1), robbing_kong=True),
+              kong(2, "concealed", "9s"), hu(2, "3s", win(3, fan=2), after_kong=True)]
+
+    def test_state_holds_named_records(self):
+        from service.rules.settle import FirstWin, KongRecord, LastEvent
+
+        r = Round("xuezhan", 0)
+        for ev in self.EVENTS:
+            r.step(ev)
+        assert r.kongs[0] == KongRecord(1, "added", 13, None, ((0, 6), (2, 6), (3, 6)), void=True)
+        assert r.kongs[2].transferred and not r.kongs[2].void and r.kongs[2].collected == 24  # seat 0 has won
+        assert r.last == LastEvent("hu", 3, 3, None, 20, 2)
+        assert r.first_win == FirstWin((0,), 1)
+        d = r.to_dict()
+        assert d["kongs"]["0"] == {"seat": 1, "kind": "added", "tile": 13, "from": None,
+                                   "paid": [[0, 6], [2, 6], [3, 6]], "void": True, "transferred": False}
+        assert d["last"] == {"type": "hu", "index": 3, "seat": 3, "kind": None, "tile": 20, "from": 2}
+        assert d["first_win"] == {"seats": [0], "from": 1}
+        again = Round.from_dict(json.loads(json.dumps(d)))
+        assert again.kongs == r.kongs and again.last == r.last and again.to_dict() == d
+
+    def test_states_stored_in_the_earlier_list_form_still_load(self):
+        r = Round("xuezhan", 0)
+        for ev in self.EVENTS[:3]:
+            r.step(ev)
+        d = json.loads(json.dumps(r.to_dict()))
+        legacy = dict(d)
+        legacy["kongs"] = {k: [v["seat"], v["kind"], v["tile"], v["from"], v["paid"], v["void"], v["transferred"]]
+                           for k, v in d["kongs"].items()}
+        last = d["last"]
+        legacy["last"] = [last["type"], last["seat"], last["kind"], last["tile"], last["from"], last["index"]]
+        legacy["first_win"] = [d["first_win"]["seats"], d["first_win"]["from"]]
+        old = Round.from_dict(legacy)
+        assert old.to_dict() == d
+        old.step(self.EVENTS[3])          # 杠上炮 right after the kong read from the list form
+        assert old.settlement() == settle(self.EVENTS, dealer=0)

@@ -475,7 +475,8 @@ def seat_reports(m: Model, draw, rnd, seats):
         else:
             entries.append({"seat": s, "status": choice})
             if statuses is not None:
-                statuses[s] = (choice, 0)
+                # §7.2: with huazhu = 0 there is no 花猪: a declared huazhu is simply not ting
+                statuses[s] = ("not_ting" if choice == "huazhu" and m.R["huazhu"] == 0 else choice, 0)
     return entries, statuses
 
 

@@ -90,6 +90,20 @@ def test_white_space_before_between_and_after_groups():
     assert names(parse_tiles(" \t1m\n 2p \t3s\n")) == ["1m", "2p", "3s"]
 
 
+def test_carriage_returns_are_white_space():
+    """Issue 9.4: §1 lists carriage returns among the white space (a Windows client sends CRLF)."""
+    assert names(parse_tiles("\r\n123m\r\n456p\r")) == ["1m", "2m", "3m", "4p", "5p", "6p"]
+    assert names(parse_tiles("1m\r2p")) == ["1m", "2p"]
+    assert str(Tile.from_str("\r5m\r\n")) == "5m"
+    assert parse_suit("\r\n条\r") == "s"
+    assert parse_tiles("\r") == []
+    assert str(parse_hand("123m\r\n456p\r\n789s\r\n11m")) == "11123m456p789s"
+    with pytest.raises(MissingSuit):
+        parse_tiles("12\r3m")          # not inside a group
+    with pytest.raises(MissingSuit):
+        parse_tiles("123\rm")
+
+
 def test_empty_and_blank_strings_are_no_tiles():
     assert parse_tiles("") == []
     assert parse_tiles(" \t\n") == []

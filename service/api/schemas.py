@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping
 import marshmallow as ma
 from marshmallow import ValidationError, fields, post_load, validate
 
+from ..rules.codes import REASONS  # API.md: stable transfer reasons
 from ..rules.errors import RuleError
 from ..rules.events import MAX_FAN
 from ..rules.fan import Score, Win
@@ -46,10 +47,6 @@ MAX_EVENTS = 200
 MAX_WINNERS = 4
 MAX_SEATS = 4
 MAX_PATTERNS = 32
-REASONS = (  # API.md: stable transfer reasons
-    "dianpao", "zimo", "kong_direct", "kong_added", "kong_concealed", "kong_void",
-    "transfer", "refund", "huazhu", "dajiao", "escape", "forfeit",
-)
 
 
 def _rule(path: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

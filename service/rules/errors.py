@@ -14,11 +14,13 @@ invalid_rank - invalid rank '0' in '0m' (ranks are 1-9)
 
 from __future__ import annotations
 
+from .codes import Code
+
 
 class RuleError(ValueError):
     """Base of every error raised by the rules core."""
 
-    code = "rule_error"
+    code = Code.RULE_ERROR
 
     def __init__(self, message: str, *, text: str | None = None, **context: object) -> None:
         super().__init__(message)
@@ -31,88 +33,89 @@ class RuleError(ValueError):
 class NotationError(RuleError):
     """Text that is not valid tile notation."""
 
-    code = "bad_notation"
+    code = Code.BAD_NOTATION
 
 
 class InvalidRank(NotationError):
-    code = "invalid_rank"
+    code = Code.INVALID_RANK
 
 
 class UnknownSuit(NotationError):
-    code = "unknown_suit"
+    code = Code.UNKNOWN_SUIT
 
 
 class MissingSuit(NotationError):
-    code = "missing_suit"
+    code = Code.MISSING_SUIT
 
 
 class UnexpectedCharacter(NotationError):
-    code = "unexpected_character"
+    code = Code.UNEXPECTED_CHARACTER
 
 
 # -- hands ------------------------------------------------------------------
 class HandError(RuleError):
     """A hand that parses but breaks a rule of RULES.md §2."""
 
-    code = "bad_hand"
+    code = Code.BAD_HAND
 
 
 class HandSizeError(HandError):
-    code = "bad_size"
+    code = Code.BAD_SIZE
 
 
 class TooManyCopies(HandError):
-    code = "too_many_copies"
+    code = Code.TOO_MANY_COPIES
 
 
 class BadMeld(HandError):
-    code = "bad_meld"
+    code = Code.BAD_MELD
 
 
 # -- wins -------------------------------------------------------------------
 class WinError(RuleError):
-    code = "bad_win"
+    code = Code.BAD_WIN
 
 
 class NotAWin(WinError):
-    code = "not_a_win"
+    code = Code.NOT_A_WIN
 
 
 class WinTileNotInHand(WinError):
-    code = "win_tile_not_in_hand"
+    code = Code.WIN_TILE_NOT_IN_HAND
 
 
 class ContradictoryFlags(WinError):
-    code = "contradictory_flags"
+    code = Code.CONTRADICTORY_FLAGS
 
 
 # -- rulesets ---------------------------------------------------------------
 class RulesetError(RuleError):
-    code = "bad_ruleset"
+    code = Code.BAD_RULESET
 
 
 class UnknownRuleset(RulesetError):
-    code = "unknown_ruleset"
+    code = Code.UNKNOWN_RULESET
 
 
 class UnknownRulesetField(RulesetError):
-    code = "unknown_ruleset_field"
+    code = Code.UNKNOWN_RULESET_FIELD
 
 
 class BadRulesetValue(RulesetError):
-    code = "bad_ruleset_value"
+    code = Code.BAD_RULESET_VALUE
 
 
 # -- events -----------------------------------------------------------------
 class EventError(RuleError):
     """An event that cannot happen in the round as it stands.
 
-    ``code`` is one of the stable ids listed in :mod:`service.rules.settle`;
-    ``event`` is the 0-based index of the offending event.
+    ``code`` is one of the stable ids of :class:`~service.rules.codes.Code`
+    (a string that is none of them raises ``ValueError``: no code is made up
+    on the way); ``event`` is the 0-based index of the offending event.
     """
 
-    def __init__(self, code: str, event: int, message: str, **context: object) -> None:
+    def __init__(self, code: "Code | str", event: int, message: str, **context: object) -> None:
         super().__init__(f"event {event}: {message}", **context)
-        self.code = code
+        self.code = Code(code)
         self.event = event
         self.reason = message

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Union
 
+from .codes import Code
 from .errors import EventError, RuleError
 from .hand import KONG_KINDS, Hand, parse_hand
 from .tiles import Tile
@@ -105,7 +106,7 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None) -> Ev
     if type(data) is not dict and not isinstance(data, Mapping):
         if isinstance(data, (Peng, Kong, Hu, Draw, Escape)):
             return data
-        raise EventError("bad_event", index, f"an event is an object, got {type(data).__name__}")
+        raise EventError(Code.BAD_EVENT, index, f"an event is an object, got {type(data).__name__}")
     p = _Parser(data, index, voids)
     kind = data.get("type")
     if kind == "peng":
@@ -113,17 +114,17 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None) -> Ev
     if kind == "kong":
         k = data.get("kind")
         if k not in KONG_KINDS:
-            raise EventError("bad_event", index, f"kong kind must be direct, added or concealed; got {k!r}")
+            raise EventError(Code.BAD_EVENT, index, f"kong kind must be direct, added or concealed; got {k!r}")
         if k == "direct":
             return Kong(p.seat("seat"), k, p.tile("tile"), p.seat("from"))
         if data.get("from") is not None:
-            raise EventError("bad_event", index, f"an {k} kong has no 'from'")
+            raise EventError(Code.BAD_EVENT, index, f"an {k} kong has no 'from'")
         return Kong(p.seat("seat"), k, p.tile("tile"))
     if kind == "hu":
         frm = data.get("from")
         winners = data.get("winners")
         if not isinstance(winners, list) or not winners:
-            raise EventError("bad_event", index, "a hu needs at least one winner")
+            raise EventError(Code.BAD_EVENT, index, "a hu needs at least one winner")
         entries = tuple(p.winner(w) for w in winners)
         return Hu(
             None if frm is None else p.seat("from"),
@@ -135,7 +136,7 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None) -> Ev
         return Draw(p.reports(data.get("seats"), required=True))
     if kind == "escape":
         return Escape(p.seat("seat"), p.flag("last_four"), p.reports(data.get("seats"), required=False))
-    raise EventError("bad_event", index, f"unknown event type {kind!r} (one of {', '.join(EVENT_TYPES)})")
+    raise EventError(Code.BAD_EVENT, index, f"unknown event type {kind!r} (one of {', '.join(EVENT_TYPES)})")
 
 
 class _Parser:
@@ -143,14 +144,14 @@ class _Parser:
         self.data, self.index, self.voids = data, index, voids
 
     def fail(self, message: str) -> EventError:
-        return EventError("bad_event", self.index, message)
+        return EventError(Code.BAD_EVENT, self.index, message)
 
     def seat(self, name: str, data: Mapping | None = None) -> int:
         value = (self.data if data is None else data).get(name)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(f"{name!r} must be a seat number 0-3; got {value!r}")
         if not 0 <= value <= 3:
-            raise EventError("seat_out_of_range", self.index, f"seat {value} is out of range (0-3)")
+            raise EventError(Code.SEAT_OUT_OF_RANGE, self.index, f"seat {value} is out of range (0-3)")
         return value
 
     def tile(self, name: str) -> Tile:
@@ -179,7 +180,7 @@ class _Parser:
         try:
             return parse_hand(data.get("tiles", ""), data.get("melds") or (), void)
         except RuleError as exc:
-            raise EventError("bad_hand", self.index, f"seat {seat}'s hand: {exc}") from None
+            raise EventError(Code.BAD_HAND, self.index, f"seat {seat}'s hand: {exc}") from None
 
     def fan(self, value: Any, what: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FAN:

@@ -205,7 +205,7 @@ def _best_base(ctx: _Ctx, mask: int) -> tuple[str, int, bool]:
                 cands.append("jiangdui")
         if mask & _YAO:
             cands.append("daiyaojiu")
-            if mask & _QING:
+            if mask & _QING and bf["qingyaojiu"] is not None:  # the chengdu table has none (§9)
                 cands.append("qingyaojiu")
     if mask & _PAIRS:
         if mask & _HAS4 and bf["longqidui"] is not None:
@@ -329,15 +329,24 @@ class Score:
 _MAX_RAW_FAN = 40  # well above any hand's total (a table, not a limit: larger fans are computed)
 
 
-def points_of(raw_fan: int, ctx: _Ctx) -> tuple[int, int, int, bool]:
+class Points(NamedTuple):
+    """What a raw fan is worth under a ruleset (§5.3)."""
+
+    fan: int
+    multiplier: int
+    points: int
+    capped: bool
+
+
+def points_of(raw_fan: int, ctx: _Ctx) -> Points:
     """``(fan, multiplier, points, capped)`` for a raw fan: the cap, then 2^(fan−1) or fan (§5.3)."""
     return ctx.points[raw_fan] if 0 <= raw_fan <= _MAX_RAW_FAN else _points(raw_fan, ctx)
 
 
-def _points(raw_fan: int, ctx: _Ctx) -> tuple[int, int, int, bool]:
+def _points(raw_fan: int, ctx: _Ctx) -> Points:
     fan = ctx.cap if ctx.cap is not None and raw_fan > ctx.cap else raw_fan
     mult = ((1 << (fan - 1)) if fan >= 1 else 0) if ctx.exponential else fan
-    return fan, mult, ctx.base * mult, fan != raw_fan
+    return Points(fan, mult, ctx.base * mult, fan != raw_fan)
 
 
 def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | str | None" = None) -> Score:
@@ -371,6 +380,8 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
             raise ContradictoryFlags(
                 f"{'heavenly' if win.heavenly else 'earthly'} is a win with no melds", text=str(hand)
             )
+    if win.after_kong and win.self_drawn and not _has_kong(hand):
+        raise ContradictoryFlags(GANGSHANGHUA_NEEDS_KONG, text=str(hand))
     if not hand.counts[win.tile.index]:
         raise WinTileNotInHand(
             f"the winning tile {win.tile} is not among the concealed tiles {str(hand)!r}",
@@ -391,6 +402,16 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
         )
     fan, mult, points, capped = points_of(ev.raw_fan, ctx)
     return Score._of(fan, ev.raw_fan, mult, points, capped, ev.patterns, decomposition(hand, ev))
+
+
+GANGSHANGHUA_NEEDS_KONG = (
+    "after_kong on a self-drawn win (杠上花) needs a kong among the hand's melds: "
+    "it is a win on the replacement tile of one's own kong"
+)
+
+
+def _has_kong(hand: Hand) -> bool:
+    return any(m.type == "kong" for m in hand.melds)
 
 
 def suit_problem(mask: int, void: str | None) -> str | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from .codes import Code
 from .errors import BadMeld, HandSizeError, NotationError, TooManyCopies
 from .tiles import SUITS, TILES, Tile, format_counts, parse_suit, parse_tiles
 
@@ -205,7 +206,7 @@ def hand_problems(hand: Hand, visible: Iterable[Tile] = (), sizes: tuple[int, ..
         want = " or ".join(map(str, sizes))
         out.append(
             Problem(
-                "bad_size",
+                Code.BAD_SIZE.value,
                 f"hand {str(hand) or '(empty)'!r} with {len(hand.melds)} meld(s) has size {hand.size}; "
                 f"expected {want} (each meld counts 3)",
             )
@@ -217,7 +218,7 @@ def hand_problems(hand: Hand, visible: Iterable[Tile] = (), sizes: tuple[int, ..
     if over:
         out.append(
             Problem(
-                "too_many_copies",
+                Code.TOO_MANY_COPIES.value,
                 "more than 4 copies of "
                 + ", ".join(f"{t} ({seen[t.index]})" for t in over)
                 + " across the hand, its melds and the visible tiles",
@@ -232,5 +233,5 @@ def require_valid(hand: Hand, size: int | tuple[int, ...], visible: "tuple[Tile,
     if hand.size in sizes and hand.max_held <= 4 and not visible:
         return
     for problem in hand_problems(hand, visible, sizes):
-        cls = HandSizeError if problem.code == "bad_size" else TooManyCopies
+        cls = HandSizeError if problem.code == Code.BAD_SIZE else TooManyCopies
         raise cls(problem.message, text=str(hand))

@@ -6,7 +6,7 @@ add to it.  Each pattern's fan value depends on the ruleset's ``fan_table``;
 
 >>> PATTERNS["qingyise"].name, PATTERNS["qingyise"].name_en
 ('清一色', 'Full flush')
->>> base_fan("longqidui", "qq"), base_fan("longqidui", "chengdu")
+>>> PATTERNS["longqidui"].fan("qq"), PATTERNS["longqidui"].fan("chengdu")
 (5, None)
 >>> [p for p in BASE_ORDER][:3]
 ['pinghu', 'duiduihu', 'qingyise']
@@ -44,7 +44,7 @@ _DEFS = (
     Pattern("jiangdui", "将对", "All 2-5-8 triplets", True, 4, 4),
     Pattern("longqidui", "龙七对", "Dragon seven pairs", True, 5, None),
     Pattern("qingqidui", "清七对", "Full flush seven pairs", True, 5, 4),
-    Pattern("qingyaojiu", "清幺九", "Full flush terminals", True, 5, 4),
+    Pattern("qingyaojiu", "清幺九", "Full flush terminals", True, 5, None),  # not in the chengdu table (§9)
     Pattern("qinglongqidui", "清龙七对", "Full flush dragon seven pairs", True, 6, None),
     Pattern("tianhu", "天胡", "Heavenly hand", True, 6, 8),
     Pattern("dihu", "地胡", "Earthly hand", True, 6, 8),
@@ -67,10 +67,6 @@ SEVEN_PAIRS_WITH_DRAGON = frozenset({"longqidui", "qinglongqidui"})
 """Base patterns that use one set of four identical tiles (减1根)."""
 
 
-def base_fan(pattern_id: str, table: str) -> int | None:
-    return PATTERNS[pattern_id].fan(table)
-
-
 class PatternFan(NamedTuple):
     """A pattern as scored in one hand: its fan total and, for 根, its count.
 
@@ -83,10 +79,6 @@ class PatternFan(NamedTuple):
     id: str
     fan: int
     count: int = 1
-
-    @property
-    def pattern(self) -> Pattern:
-        return PATTERNS[self.id]
 
     def as_dict(self) -> dict:
         p = PATTERNS[self.id]

@@ -4,25 +4,10 @@ A round is a fold over its events: :class:`Round` holds the state after N
 events and :meth:`Round.step` validates one more event against it, returning
 the transfers it causes.  :func:`settle` folds a whole list.
 
-Error codes (``EventError.code``), stable:
-
-=========================  ====================================================
-``bad_event``              malformed event (shape, flag types, unknown type)
-``bad_hand``               a hand that does not parse or has the wrong size
-``seat_out_of_range``      a seat outside 0-3
-``seat_not_in_round``      a seat that has won or left acts (or pays) again
-``self_discard``           a discarder (or kong feeder) who is the actor itself
-``duplicate_winner``       one seat listed twice as a winner
-``self_draw_one_winner``   a self-drawn hu with several winners
-``not_a_win``              a winner's hand does not win (shape, 缺一门, 定缺)
-``win_tile_not_in_hand``   the hu tile is not among a winner's concealed tiles
-``contradictory_flags``    flags that cannot hold together (§5.1)
-``kong_required``          杠上炮/杠上花/抢杠胡 without the kong just before
-``no_peng``                an added kong without the seat's peng, pengs being logged
-``too_many_copies``        a fifth copy of a tile across the round
-``bad_seats``              a draw/escape seat list naming a seat not in the round, twice, or (draw) not all
-``round_ended``            any event after the round has ended
-=========================  ====================================================
+Errors: an event that cannot happen raises :class:`~service.rules.errors.EventError`
+whose ``code`` is a stable :class:`~service.rules.codes.Code` (the documented
+table of codes is generated from that enum: :func:`~service.rules.codes.code_table`);
+transfer reasons are :class:`~service.rules.codes.Reason`.
 
 Readings of RULES.md where it is silent (documented choices):
 
@@ -36,6 +21,12 @@ Readings of RULES.md where it is silent (documented choices):
   logs no pengs may post added kongs alone (the kong then counts as four copies).
 * A 13-size hand given at a draw is ting by the same rules as ``ting`` (死叫 is
   not ting); its 大叫 follows the ruleset's ``dajiao`` (max or min) and cap.
+* 杠上花 needs a kong among the winner's melds (§5.1); that is checked when the
+  winner gives a hand.  A winner given as a ``fan`` has no melds to check: the
+  event just before being its own kong (``kong_required``) is what is checked.
+* With ``huazhu = 0`` a declared ``huazhu`` status, and a hand of three suits
+  or holding its 定缺 suit, stand as ``not_ting`` (§7.2), at a draw and in an
+  escape's last-four reports alike.
 
 >>> s = settle([{"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m"}], dealer=0)
 >>> s.deltas, [t.as_dict()["reason"] for t in s.transfers]
@@ -47,20 +38,99 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, NamedTuple
 
+from .codes import Code, Reason
 from .errors import EventError, RuleError
 from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event
 from .fan import (
-    _Ctx, context, evaluate, meld_info, points_of, suit_problem, Win,
+    GANGSHANGHUA_NEEDS_KONG, _Ctx, context, evaluate, meld_info, points_of, suit_problem, Win,
 )
 from .hand import Hand, hand_problems
 from .ruleset import Ruleset
 from .tiles import TILES, parse_suit
 from .ting import dajiao_points
 
-REASONS = (
-    "kong_direct", "kong_added", "kong_concealed", "kong_void", "dianpao", "zimo",
-    "transfer", "refund", "huazhu", "dajiao", "escape", "forfeit",
-)
+class KongRecord(NamedTuple):
+    """A kong made this round, as settlement remembers it (an immutable record).
+
+    ``paid``: ``(payer, points)`` of what the kong collected; ``void``: robbed
+    (抢杠胡), so it counts as a peng and its payments were reversed;
+    ``transferred``: its income passed on by 呼叫转移 (杠上炮), never refunded.
+    """
+
+    seat: int
+    kind: str
+    tile: int
+    from_: int | None
+    paid: tuple[tuple[int, int], ...]
+    void: bool = False
+    transferred: bool = False
+
+    @property
+    def collected(self) -> int:
+        return sum(points for _, points in self.paid)
+
+    def to_dict(self) -> dict:
+        return {"seat": self.seat, "kind": self.kind, "tile": self.tile, "from": self.from_,
+                "paid": [[payer, points] for payer, points in self.paid],
+                "void": self.void, "transferred": self.transferred}
+
+    @classmethod
+    def from_dict(cls, d: "Mapping[str, Any] | list") -> "KongRecord":
+        if isinstance(d, list):  # the list form of states stored before issue 17
+            seat, kind, tile, frm, paid, void, transferred = d
+            d = {"seat": seat, "kind": kind, "tile": tile, "from": frm, "paid": paid,
+                 "void": void, "transferred": transferred}
+        return cls(d["seat"], d["kind"], d["tile"], d["from"],
+                   tuple((payer, points) for payer, points in d["paid"]), d["void"], d["transferred"])
+
+
+class LastEvent(NamedTuple):
+    """What later events need to know of the event just before (杠上花/杠上炮/抢杠胡)."""
+
+    type: str
+    index: int
+    seat: int | None = None
+    kind: str | None = None
+    tile: int | None = None
+    from_: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"type": self.type, "index": self.index, "seat": self.seat, "kind": self.kind,
+                "tile": self.tile, "from": self.from_}
+
+    @classmethod
+    def from_dict(cls, d: "Mapping[str, Any] | list") -> "LastEvent":
+        if isinstance(d, list):  # the list form of states stored before issue 17
+            kind_, seat, kind, tile, frm, index = d
+            return cls(kind_, index, seat, kind, tile, frm)
+        return cls(d["type"], d["index"], d["seat"], d["kind"], d["tile"], d["from"])
+
+
+_KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
+_KONG_REASONS = frozenset(_KONG_REASON.values())
+
+
+class Standing(NamedTuple):
+    """A seat's standing at a draw (or an escape's last-four reports): ting or not, and its 大叫 points."""
+
+    status: str     # "ting", "not_ting" or "huazhu"
+    dajiao: int = 0
+
+
+class FirstWin(NamedTuple):
+    """The round's first ``hu`` event: its winners and its discarder (None: self-drawn)."""
+
+    seats: tuple[int, ...]
+    from_: int | None
+
+    def to_dict(self) -> dict:
+        return {"seats": list(self.seats), "from": self.from_}
+
+    @classmethod
+    def from_dict(cls, d: "Mapping[str, Any] | list") -> "FirstWin":
+        if isinstance(d, list):  # the list form of states stored before issue 17
+            return cls(tuple(d[0]), d[1])
+        return cls(tuple(d["seats"]), d["from"])
 
 
 class Transfer(NamedTuple):
@@ -109,19 +179,18 @@ class Round:
                  voids: Iterable[str | None] | None = None) -> None:
         self.rules = Ruleset.from_spec(ruleset)
         if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer <= 3:
-            raise EventError("seat_out_of_range", 0, f"dealer {dealer!r} is not a seat 0-3")
+            raise EventError(Code.SEAT_OUT_OF_RANGE, 0, f"dealer {dealer!r} is not a seat 0-3")
         self.dealer = dealer
         v = list(voids) if voids is not None else [None] * 4
         if len(v) != 4:
-            raise EventError("bad_event", 0, "voids must list four seats")
+            raise EventError(Code.BAD_EVENT, 0, "voids must list four seats")
         self.voids = [None if x is None else parse_suit(x) for x in v]
         self.n = 0                      # events applied
         self.won: list[int] = []        # winners in order
         self.left: list[int] = []       # seats that left (escaped)
         self.ended = False
-        self.first_win: tuple[list[int], int | None] | None = None
-        # kongs by event index: [seat, kind, tile, from, [[payer, points]...], void, transferred]
-        self.kongs: dict[int, list] = {}
+        self.first_win: FirstWin | None = None
+        self.kongs: dict[int, KongRecord] = {}          # by event index
         self.melds = [[0] * 27 for _ in range(4)]      # copies in logged peng/kong, per seat
         self.logged = [False] * 4
         self.pengs: list[list[int]] = [[] for _ in range(4)]
@@ -129,7 +198,7 @@ class Round:
         self.any_meld = False
         self.hand_melds = [[0] * 27 for _ in range(4)]  # melds of the last hand given, per seat
         self.concealed = [0] * 27                       # concealed tiles of every hand given
-        self.last: tuple | None = None                  # (type, seat, kind, tile, from) of the previous event
+        self.last: LastEvent | None = None              # the previous event
         self.transfers: list[Transfer] = []
 
     # -- derived ------------------------------------------------------------
@@ -155,7 +224,7 @@ class Round:
         """The dealer the next round gets if this one ends now (§10)."""
         if self.first_win is None:
             return self.dealer  # 流局 or no win: 连庄
-        seats, frm = self.first_win
+        seats, frm = self.first_win.seats, self.first_win.from_
         if self.rules.next_dealer == "discarder":
             return seats[0] if frm is None else frm
         return seats[0] if len(seats) == 1 else frm  # 一炮多响: the discarder
@@ -168,11 +237,11 @@ class Round:
         return {
             "ruleset": self.rules.as_dict(), "dealer": self.dealer, "voids": self.voids,
             "n": self.n, "won": self.won, "left": self.left, "ended": self.ended,
-            "first_win": self.first_win, "kongs": {str(k): v for k, v in self.kongs.items()},
+            "first_win": None if self.first_win is None else self.first_win.to_dict(), "kongs": {str(k): v.to_dict() for k, v in self.kongs.items()},
             "melds": self.melds, "logged": self.logged, "pengs": self.pengs,
             "pengs_logged": self.pengs_logged, "any_meld": self.any_meld,
             "hand_melds": self.hand_melds, "concealed": self.concealed,
-            "last": self.last,
+            "last": None if self.last is None else self.last.to_dict(),
             "transfers": [[t.payer, t.payee, t.points, t.reason, t.event] for t in self.transfers],
         }
 
@@ -180,17 +249,15 @@ class Round:
     def from_dict(cls, d: Mapping[str, Any]) -> "Round":
         r = cls(Ruleset.from_dict(d["ruleset"]), d["dealer"], d["voids"])
         r.n, r.won, r.left, r.ended = d["n"], list(d["won"]), list(d["left"]), d["ended"]
-        r.first_win = None if d["first_win"] is None else (list(d["first_win"][0]), d["first_win"][1])
-        r.kongs = {int(k): [list(x) if isinstance(x, list) else x for x in v] for k, v in d["kongs"].items()}
-        for v in r.kongs.values():
-            v[4] = [list(p) for p in v[4]]
+        r.first_win = None if d["first_win"] is None else FirstWin.from_dict(d["first_win"])
+        r.kongs = {int(k): KongRecord.from_dict(v) for k, v in d["kongs"].items()}
         r.melds = [list(m) for m in d["melds"]]
         r.logged = list(d["logged"])
         r.pengs = [list(p) for p in d["pengs"]]
         r.pengs_logged, r.any_meld = list(d["pengs_logged"]), d["any_meld"]
         r.hand_melds = [list(m) for m in d["hand_melds"]]
         r.concealed = list(d["concealed"])
-        r.last = None if d["last"] is None else tuple(d["last"])
+        r.last = None if d["last"] is None else LastEvent.from_dict(d["last"])
         r.transfers = [Transfer(*t) for t in d["transfers"]]
         return r
 
@@ -210,7 +277,7 @@ class Round:
         """
         i = self.n if index is None else index
         if self.ended:
-            raise EventError("round_ended", i, "the round has already ended")
+            raise EventError(Code.ROUND_ENDED, i, "the round has already ended")
         ev = parse_event(event, i, self.voids)
         start = len(self.transfers)
         if isinstance(ev, Peng):
@@ -229,9 +296,9 @@ class Round:
         return tuple(self.transfers[start:])
 
     # -- helpers ------------------------------------------------------------------
-    def _pay(self, payer: int, payee: int, points: int, reason: str, i: int) -> None:
-        if points and payer != payee:
-            self.transfers.append(Transfer(payer, payee, points, reason, i))
+    def _pay(self, payer: int, payee: int, points: int, reason: Reason, i: int) -> None:
+        if points and payer != payee:  # (a transfer keeps the plain id: it is data)
+            self.transfers.append(Transfer(payer, payee, points, reason._value_, i))
 
     def _merge(self, start: int) -> None:
         new = self.transfers[start:]
@@ -245,9 +312,9 @@ class Round:
 
     def _require_active(self, seat: int, i: int, role: str) -> None:
         if seat in self.won:
-            raise EventError("seat_not_in_round", i, f"{role} seat {seat} has already won")
+            raise EventError(Code.SEAT_NOT_IN_ROUND, i, f"{role} seat {seat} has already won")
         if seat in self.left:
-            raise EventError("seat_not_in_round", i, f"{role} seat {seat} has left the round")
+            raise EventError(Code.SEAT_NOT_IN_ROUND, i, f"{role} seat {seat} has left the round")
 
     def _check_copies(self, i: int, tiles: Iterable[int]) -> None:
         """No tile among ``tiles`` (those the event added) appears more than 4 times in the round.
@@ -261,7 +328,7 @@ class Round:
             if total > 4:
                 over[t] = total
         if over:
-            raise EventError("too_many_copies", i, "more than 4 copies across the round: "
+            raise EventError(Code.TOO_MANY_COPIES, i, "more than 4 copies across the round: "
                              + ", ".join(f"{TILES[t]} ({n})" for t, n in over.items()))
 
     def _unit(self, units: int) -> int:
@@ -272,13 +339,13 @@ class Round:
         self._require_active(ev.seat, i, "peng")
         self._require_active(ev.from_, i, "discarding")
         if ev.from_ == ev.seat:
-            raise EventError("self_discard", i, f"seat {ev.seat} cannot peng its own discard")
+            raise EventError(Code.SELF_DISCARD, i, f"seat {ev.seat} cannot peng its own discard")
         self.melds[ev.seat][ev.tile.index] += 3
         self.logged[ev.seat] = True
         self.pengs[ev.seat].append(ev.tile.index)
         self.pengs_logged[ev.seat] = self.any_meld = True
         self._check_copies(i, (ev.tile.index,))
-        self.last = ("peng", ev.seat, None, ev.tile.index, ev.from_, i)
+        self.last = LastEvent("peng", i, ev.seat, None, ev.tile.index, ev.from_)
 
     def _kong(self, ev: Kong, i: int) -> None:
         seat, t = ev.seat, ev.tile.index
@@ -287,7 +354,7 @@ class Round:
         if ev.kind == "direct":
             self._require_active(ev.from_, i, "discarding")
             if ev.from_ == seat:
-                raise EventError("self_discard", i, f"seat {seat} cannot kong its own discard")
+                raise EventError(Code.SELF_DISCARD, i, f"seat {seat} cannot kong its own discard")
             self.melds[seat][t] += 4
             payers = [(ev.from_, self._unit(self.rules.direct_kong))]
         elif ev.kind == "added":
@@ -295,7 +362,7 @@ class Round:
                 self.pengs[seat].remove(t)
                 self.melds[seat][t] += 1
             elif self.pengs_logged[seat]:
-                raise EventError("no_peng", i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
+                raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
             else:
                 self.melds[seat][t] += 4
             payers = [(s, self._unit(self.rules.added_kong)) for s in others]
@@ -305,34 +372,35 @@ class Round:
         self.logged[seat] = True
         self.any_meld = True
         self._check_copies(i, (t,))
-        reason = "kong_" + ev.kind
+        reason = _KONG_REASON[ev.kind]
         paid = []
         for payer, pts in payers:
             if pts:
                 self._pay(payer, seat, pts, reason, i)
-                paid.append([payer, pts])
-        self.kongs[i] = [seat, ev.kind, t, ev.from_, paid, False, False]
-        self.last = ("kong", seat, ev.kind, t, ev.from_, i)
+                paid.append((payer, pts))
+        self.kongs[i] = KongRecord(seat, ev.kind, t, ev.from_, tuple(paid))
+        self.last = LastEvent("kong", i, seat, ev.kind, t, ev.from_)
 
     # -- hu -----------------------------------------------------------------------
     def _hu(self, ev: Hu, i: int) -> None:
         seats = [w.seat for w in ev.winners]
         if len(set(seats)) != len(seats):
-            raise EventError("duplicate_winner", i, "a seat is listed twice among the winners")
+            raise EventError(Code.DUPLICATE_WINNER, i, "a seat is listed twice among the winners")
         for s in seats:
             self._require_active(s, i, "winning")
         if ev.from_ is not None:
             self._require_active(ev.from_, i, "discarding")
             if ev.from_ in seats:
-                raise EventError("self_discard", i, f"the discarder {ev.from_} cannot be a winner")
+                raise EventError(Code.SELF_DISCARD, i, f"the discarder {ev.from_} cannot be a winner")
         elif len(seats) != 1:
-            raise EventError("self_draw_one_winner", i, "a self-drawn hu has exactly one winner")
+            raise EventError(Code.SELF_DRAW_ONE_WINNER, i, "a self-drawn hu has exactly one winner")
         sit = self._check_hu_flags(ev, i)
-        kong = self.kongs[self.last[5]] if self.last and self.last[0] == "kong" else None
+        kong_index = self.last.index if self.last and self.last.type == "kong" else None
+        kong = None if kong_index is None else self.kongs[kong_index]
         ctx = context(self.rules)
         feeder_pays = (
             ev.self_drawn and ev.after_kong and self.rules.dianganghua == "discard"
-            and kong is not None and kong[1] == "direct"
+            and kong is not None and kong.kind == "direct"
         )
         if feeder_pays:
             ctx = ctx._replace(zimo_fan=False)
@@ -343,25 +411,24 @@ class Round:
             self._void_kong(kong, i)
         for w, pts in zip(ev.winners, points):
             if ev.from_ is not None:
-                self._pay(ev.from_, w.seat, pts, "dianpao", i)
+                self._pay(ev.from_, w.seat, pts, Reason.DIANPAO, i)
             elif feeder_pays:
-                self._pay(kong[3], w.seat, pts, "dianpao", i)
+                self._pay(kong.from_, w.seat, pts, Reason.DIANPAO, i)
             else:
                 extra = self._unit(1) if self.rules.zimo == "base" else 0
                 for s in self.active:
                     if s != w.seat:
-                        self._pay(s, w.seat, pts + extra, "zimo", i)
-        if ev.after_kong and ev.from_ is not None:
-            collected = sum(p for _, p in kong[4])
+                        self._pay(s, w.seat, pts + extra, Reason.ZIMO, i)
+        if ev.after_kong and ev.from_ is not None:  # 杠上炮: 呼叫转移
             for w in ev.winners:
-                self._pay(ev.from_, w.seat, collected, "transfer", i)
-            kong[6] = True
+                self._pay(ev.from_, w.seat, kong.collected, Reason.TRANSFER, i)
+            self.kongs[kong_index] = kong._replace(transferred=True)
         if self.first_win is None:
-            self.first_win = (seats, ev.from_)
+            self.first_win = FirstWin(tuple(seats), ev.from_)
         self.won.extend(seats)
         if self.rules.mode == "normal" or len(self.won) >= 3:
             self.ended = True
-        self.last = ("hu", seats[0], None, ev.tile.index, ev.from_, i)
+        self.last = LastEvent("hu", i, seats[0], None, ev.tile.index, ev.from_)
 
     def _check_hu_flags(self, ev: Hu, i: int) -> tuple:
         """The situation flags of the win, after checking they can hold together here."""
@@ -370,55 +437,57 @@ class Round:
             try:
                 win = Win(ev.tile, *flags)
             except RuleError as exc:
-                raise EventError("contradictory_flags", i, str(exc)) from None
+                raise EventError(Code.CONTRADICTORY_FLAGS, i, str(exc)) from None
             problem = win.contradiction(self.rules.fan_table)
             if problem:
-                raise EventError("contradictory_flags", i, problem)
+                raise EventError(Code.CONTRADICTORY_FLAGS, i, problem)
         last = self.last
         if ev.robbing_kong:
-            if not (last and last[0] == "kong" and last[2] == "added" and last[1] == ev.from_
-                    and last[3] == ev.tile.index):
-                raise EventError("kong_required", i,
+            if not (last and last.type == "kong" and last.kind == "added" and last.seat == ev.from_
+                    and last.tile == ev.tile.index):
+                raise EventError(Code.KONG_REQUIRED, i,
                                  f"robbing_kong needs seat {ev.from_}'s added kong of {ev.tile} just before")
         elif ev.after_kong:
             actor = ev.winners[0].seat if ev.self_drawn else ev.from_
-            if not (last and last[0] == "kong" and last[1] == actor):
+            if not (last and last.type == "kong" and last.seat == actor):
                 what = "杠上花 needs the winner's" if ev.self_drawn else "杠上炮 needs the discarder's"
-                raise EventError("kong_required", i, f"{what} kong (seat {actor}) just before")
+                raise EventError(Code.KONG_REQUIRED, i, f"{what} kong (seat {actor}) just before")
         if ev.heavenly:
             if ev.winners[0].seat != self.dealer:
-                raise EventError("contradictory_flags", i, "heavenly is the dealer's win")
+                raise EventError(Code.CONTRADICTORY_FLAGS, i, "heavenly is the dealer's win")
             if self.n != 0:
-                raise EventError("contradictory_flags", i, "heavenly must be the round's first event")
+                raise EventError(Code.CONTRADICTORY_FLAGS, i, "heavenly must be the round's first event")
         if ev.earthly:
             if any(w.seat == self.dealer for w in ev.winners):
-                raise EventError("contradictory_flags", i, "earthly is a non-dealer's win")
+                raise EventError(Code.CONTRADICTORY_FLAGS, i, "earthly is a non-dealer's win")
             if self.any_meld:
-                raise EventError("contradictory_flags", i, "earthly comes before any peng or kong")
+                raise EventError(Code.CONTRADICTORY_FLAGS, i, "earthly comes before any peng or kong")
             if ev.from_ is not None and ev.from_ != self.dealer:
-                raise EventError("contradictory_flags", i, "earthly by discard is on the dealer's first discard")
+                raise EventError(Code.CONTRADICTORY_FLAGS, i, "earthly by discard is on the dealer's first discard")
         return flags
 
     def _winner_points(self, w, ev: Hu, sit, ctx: _Ctx, i: int) -> int:
         if w.hand is None:
-            return points_of(w.fan, ctx)[2]
+            return points_of(w.fan, ctx).points
         hand: Hand = w.hand
         probs = hand_problems(hand, sizes=(14,)) if hand.size != 14 or hand.max_held > 4 else None
         if probs:
-            raise EventError("bad_hand" if probs[0].code == "bad_size" else "too_many_copies", i,
+            raise EventError(Code.BAD_HAND if probs[0].code == Code.BAD_SIZE else Code.TOO_MANY_COPIES, i,
                              f"seat {w.seat}'s hand: {probs[0].message}")
         if not hand.counts[ev.tile.index]:
-            raise EventError("win_tile_not_in_hand", i,
+            raise EventError(Code.WIN_TILE_NOT_IN_HAND, i,
                              f"the hu tile {ev.tile} is not among seat {w.seat}'s concealed tiles {str(hand)!r}")
+        if ev.after_kong and ev.self_drawn and not any(m.type == "kong" for m in hand.melds):
+            raise EventError(Code.CONTRADICTORY_FLAGS, i, f"seat {w.seat}: {GANGSHANGHUA_NEEDS_KONG}")
         if (ev.heavenly or ev.earthly) and hand.melds:
-            raise EventError("contradictory_flags", i, "heavenly/earthly is a win with no melds")
+            raise EventError(Code.CONTRADICTORY_FLAGS, i, "heavenly/earthly is a win with no melds")
         problem = suit_problem(hand.suit_mask, hand.void)
         if problem:
-            raise EventError("not_a_win", i, f"seat {w.seat} cannot win: {problem}")
+            raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat} cannot win: {problem}")
         evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx)
         if evn is None:
-            raise EventError("not_a_win", i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
-        return points_of(evn.raw_fan, ctx)[2]
+            raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
+        return points_of(evn.raw_fan, ctx).points
 
     def _count_hu_tiles(self, ev: Hu, i: int) -> None:
         first = True
@@ -446,40 +515,41 @@ class Round:
         self.hand_melds[seat] = hm  # (replacing a seat's earlier hand only lowers counts)
         return touched
 
-    def _void_kong(self, kong: list, i: int) -> None:
-        seat = kong[0]
-        for payer, pts in kong[4]:
-            self._pay(seat, payer, pts, "kong_void", i)
-        kong[5] = True
-        self.pengs[seat].append(kong[2])
+    def _void_kong(self, kong: KongRecord, i: int) -> None:
+        """抢杠胡: the robbed kong's payments are reversed and it counts as a peng."""
+        for payer, pts in kong.paid:
+            self._pay(kong.seat, payer, pts, Reason.KONG_VOID, i)
+        self.kongs[self.last.index] = kong._replace(void=True)
+        self.pengs[kong.seat].append(kong.tile)
 
     # -- draw and escape ------------------------------------------------------------
-    def _statuses(self, reports: Iterable[SeatReport], i: int, seats: list[int]) -> dict[int, tuple[str, int]]:
-        """seat → (status, dajiao points) for the listed seats; hands are evaluated."""
+    def _statuses(self, reports: Iterable[SeatReport], i: int, seats: list[int]) -> dict[int, Standing]:
+        """seat → its :class:`Standing` for the listed seats; hands are evaluated."""
         ctx = context(self.rules)
-        out: dict[int, tuple[str, int]] = {}
+        pigs = self.rules.huazhu != 0  # §7.2: with huazhu = 0 there is no 花猪, only seats not ting
+        out: dict[int, Standing] = {}
         touched: list[int] = []
         for rep in reports:
             if rep.seat not in seats:
-                raise EventError("bad_seats", i, f"seat {rep.seat} is not in the round")
+                raise EventError(Code.BAD_SEATS, i, f"seat {rep.seat} is not in the round")
             if rep.seat in out:
-                raise EventError("bad_seats", i, f"seat {rep.seat} is listed twice")
+                raise EventError(Code.BAD_SEATS, i, f"seat {rep.seat} is listed twice")
             if rep.hand is not None:
                 h = rep.hand
                 probs = hand_problems(h, sizes=(13,)) if h.size != 13 or h.max_held > 4 else None
                 if probs:
-                    raise EventError("bad_hand" if probs[0].code == "bad_size" else "too_many_copies", i,
+                    raise EventError(Code.BAD_HAND if probs[0].code == Code.BAD_SIZE else Code.TOO_MANY_COPIES, i,
                                      f"seat {rep.seat}'s hand: {probs[0].message}")
                 touched.extend(self._add_hand(rep.seat, h))
                 if h.huazhu:
-                    out[rep.seat] = ("huazhu", 0)
+                    out[rep.seat] = Standing("huazhu" if pigs else "not_ting")
                 else:
                     best = dajiao_points(h, ctx, self.rules.dajiao)
-                    out[rep.seat] = ("not_ting", 0) if best is None else ("ting", best)
+                    out[rep.seat] = Standing("not_ting") if best is None else Standing("ting", best)
             elif rep.status == "ting":
-                out[rep.seat] = ("ting", points_of(rep.dajiao_fan, ctx)[2])
+                out[rep.seat] = Standing("ting", points_of(rep.dajiao_fan, ctx).points)
             else:
-                out[rep.seat] = (rep.status, 0)
+                out[rep.seat] = Standing(rep.status if pigs or rep.status != "huazhu" else "not_ting")
         self._check_copies(i, touched)
         return out
 
@@ -488,41 +558,42 @@ class Round:
         status = self._statuses(ev.seats, i, active)
         missing = [s for s in active if s not in status]
         if missing:
-            raise EventError("bad_seats", i, f"a draw lists every seat still in the round; missing {missing}")
+            raise EventError(Code.BAD_SEATS, i, f"a draw lists every seat still in the round; missing {missing}")
         # 1. 退税
         for s in active:
-            if status[s][0] != "ting":
+            if status[s].status != "ting":
                 self._refund(s, i)
         # 2. 查花猪
-        pigs = [s for s in active if status[s][0] == "huazhu"]
+        pigs = [s for s in active if status[s].status == "huazhu"]
         if pigs:
-            payees = [s for s in active if status[s][0] != "huazhu"]
+            payees = [s for s in active if status[s].status != "huazhu"]
             if self.rules.huazhu_pays_winners:
                 payees += [s for s in self.won if s not in self.left]
             for pig in pigs:
                 for s in payees:
-                    self._pay(pig, s, self._unit(self.rules.huazhu), "huazhu", i)
+                    self._pay(pig, s, self._unit(self.rules.huazhu), Reason.HUAZHU, i)
         # 3. 查大叫
-        tings = [s for s in active if status[s][0] == "ting"]
+        tings = [s for s in active if status[s].status == "ting"]
         for s in active:
-            if status[s][0] == "not_ting":
+            if status[s].status == "not_ting":
                 for t in tings:
-                    self._pay(s, t, status[t][1], "dajiao", i)
+                    self._pay(s, t, status[t].dajiao, Reason.DAJIAO, i)
         self.ended = True
-        self.last = ("draw", None, None, None, None, i)
+        self.last = LastEvent("draw", i)
 
     def _refund(self, seat: int, i: int) -> None:
+        """退税: ``seat`` hands back its kongs' income (not a robbed kong's, nor one passed on)."""
         for kong in self.kongs.values():
-            if kong[0] != seat or kong[5] or kong[6]:
+            if kong.seat != seat or kong.void or kong.transferred:
                 continue
-            for payer, pts in kong[4]:
+            for payer, pts in kong.paid:
                 if payer not in self.left:
-                    self._pay(seat, payer, pts, "refund", i)
+                    self._pay(seat, payer, pts, Reason.REFUND, i)
 
     def _escape(self, ev: Escape, i: int) -> None:
         seat = ev.seat
         if seat in self.left:
-            raise EventError("seat_not_in_round", i, f"seat {seat} has already left")
+            raise EventError(Code.SEAT_NOT_IN_ROUND, i, f"seat {seat} has already left")
         if seat in self.won:
             self._winner_leaves(seat, i)
             return
@@ -531,26 +602,26 @@ class Round:
         status = self._statuses(reports, i, others)
         charge = [(s, self._unit(self.rules.escape)) for s in others]
         if ev.last_four:
-            dajiao = [(s, status[s][1]) for s in others if s in status and status[s][0] == "ting"]
+            dajiao = [(s, status[s].dajiao) for s in others if s in status and status[s].status == "ting"]
             if sum(p for _, p in dajiao) > sum(p for _, p in charge):
                 charge = dajiao
         for s, pts in charge:
-            self._pay(seat, s, pts, "escape", i)
+            self._pay(seat, s, pts, Reason.ESCAPE, i)
         self.left.append(seat)
         self.ended = True
-        self.last = ("escape", seat, None, None, None, i)
+        self.last = LastEvent("escape", i, seat)
 
     def _winner_leaves(self, seat: int, i: int) -> None:
         if self.rules.winner_leaves == "forfeit":
             for t in list(self.transfers):
-                if t.payee != seat or t.payer in self.left or t.reason == "kong_void":
+                if t.payee != seat or t.payer in self.left or t.reason == Reason.KONG_VOID:
                     continue
-                kong = self.kongs.get(t.event) if t.reason.startswith("kong_") else None
-                if kong is not None and kong[5]:
+                kong = self.kongs.get(t.event) if t.reason in _KONG_REASONS else None
+                if kong is not None and kong.void:
                     continue  # a robbed kong's payments were already given back (kong_void)
-                self._pay(seat, t.payer, t.points, "forfeit", i)
+                self._pay(seat, t.payer, t.points, Reason.FORFEIT, i)
         self.left.append(seat)
-        self.last = ("escape", seat, None, None, None, i)
+        self.last = LastEvent("escape", i, seat)
 
 
 def settle(events: Iterable["Mapping[str, Any] | Event"], *, dealer: int,

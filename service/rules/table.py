@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from .codes import Code
 from .errors import EventError, RuleError
 from .ruleset import Ruleset
 from .settle import Round, Transfer
@@ -165,31 +166,31 @@ class TableState:
         elif kind in ROUND_EVENTS:
             out = self._round_event(record, seq)
         else:
-            raise TableError("bad_event", seq, f"unknown event type {kind!r} (one of {', '.join(TABLE_EVENTS)})")
+            raise TableError(Code.BAD_EVENT, seq, f"unknown event type {kind!r} (one of {', '.join(TABLE_EVENTS)})")
         self.version = seq
         return out
 
     def _round_start(self, record: Mapping[str, Any], seq: int) -> None:
         if self.playing:
-            raise TableError("round_in_progress", seq,
+            raise TableError(Code.ROUND_IN_PROGRESS, seq,
                              f"round {self.round_meta['number']} is still being played; post round_end first")
         unknown = set(record) - {"type", "dealer", "voids"}
         if unknown:
-            raise TableError("bad_event", seq, f"unknown field(s) of round_start: {', '.join(sorted(unknown))}")
+            raise TableError(Code.BAD_EVENT, seq, f"unknown field(s) of round_start: {', '.join(sorted(unknown))}")
         dealer = record.get("dealer")
         if dealer is None:
             dealer = self.dealer
         if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer <= 3:
-            raise TableError("seat_out_of_range", seq, f"dealer {dealer!r} is not a seat 0-3")
+            raise TableError(Code.SEAT_OUT_OF_RANGE, seq, f"dealer {dealer!r} is not a seat 0-3")
         voids = record.get("voids")
         if voids is None:
             voids = [None] * 4
         if not isinstance(voids, list) or len(voids) != 4:
-            raise TableError("bad_event", seq, "voids lists four seats' void suits (or null)")
+            raise TableError(Code.BAD_EVENT, seq, "voids lists four seats' void suits (or null)")
         try:
             voids = [None if v is None else parse_suit(v) for v in voids]
         except RuleError as exc:
-            raise TableError("bad_event", seq, f"voids: {exc}") from None
+            raise TableError(Code.BAD_EVENT, seq, f"voids: {exc}") from None
         number = self.rounds_done + 1
         self.base = self.balances
         self.round = Round(self.ruleset, dealer, voids)
@@ -197,9 +198,9 @@ class TableState:
 
     def _round_end(self, seq: int) -> None:
         if self.round_meta is None:
-            raise TableError("no_round", seq, "no round has started")
+            raise TableError(Code.NO_ROUND, seq, "no round has started")
         if not self.playing:
-            raise TableError("round_ended", seq, f"round {self.round_meta['number']} has already ended")
+            raise TableError(Code.ROUND_ENDED, seq, f"round {self.round_meta['number']} has already ended")
         self.round.ended = True
         self._close("round_end")
 
@@ -209,9 +210,9 @@ class TableState:
 
     def _round_event(self, record: Mapping[str, Any], seq: int) -> tuple[Transfer, ...]:
         if self.round_meta is None:
-            raise TableError("no_round", seq, "post a round_start before the round's events")
+            raise TableError(Code.NO_ROUND, seq, "post a round_start before the round's events")
         if not self.playing:
-            raise TableError("round_ended", seq,
+            raise TableError(Code.ROUND_ENDED, seq,
                              f"round {self.round_meta['number']} has ended; post a round_start for the next")
         out = self.round.step(record, seq)
         if self.round.ended:
@@ -291,7 +292,7 @@ def _fold_on(st: TableState, records: Iterable[Mapping[str, Any]], voided: set[i
         try:
             st.step(body, seq)
         except EventError as exc:
-            raise VoidConflict("void_conflict", exc.event, f"record {seq} no longer holds: {exc.reason}") from None
+            raise VoidConflict(Code.VOID_CONFLICT, exc.event, f"record {seq} no longer holds: {exc.reason}") from None
         if st.rounds_done > before:
             summaries.append(st.round_summary())
     return st, summaries

@@ -27,8 +27,6 @@ from .errors import InvalidRank, MissingSuit, NotationError, UnexpectedCharacter
 SUITS = ("m", "p", "s")
 """Suit letters in canonical order; a suit's index is its position here."""
 
-SUIT_NAMES = {"m": "万", "p": "筒", "s": "条"}
-
 SUIT_MARKS = {
     "m": "m", "万": "m", "萬": "m",
     "s": "s", "条": "s", "條": "s", "索": "s",

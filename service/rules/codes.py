@@ -1,0 +1,111 @@
+"""The stable ids of the rules core, in one place: error codes and transfer reasons.
+
+Clients see an error's :class:`Code` as the ``code`` of a problem+json body
+(and as the last segment of its ``type`` URI), and a transfer's
+:class:`Reason` as its ``reason``.  Both are ``StrEnum`` s, so a member *is*
+its id (``Code.BAD_EVENT == "bad_event"``) and a typo is an ``AttributeError``
+at import, never a new public id.  Each member carries its ``meaning``; the
+documented tables are generated from here (:func:`code_table`,
+:func:`reason_table`).
+
+>>> Code.TOO_MANY_COPIES, Code.TOO_MANY_COPIES.meaning
+(<Code.TOO_MANY_COPIES: 'too_many_copies'>, 'a fifth copy of a tile (in a hand, or across a round)')
+>>> f"{Code.ROUND_ENDED}", Code("round_ended") is Code.ROUND_ENDED
+('round_ended', True)
+>>> next(code_table())
+('rule_error', 'a rule of RULES.md is broken')
+>>> REASONS[:3]
+('dianpao', 'zimo', 'kong_direct')
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Iterator
+
+
+class _Documented(StrEnum):
+    """A StrEnum whose members are ``NAME = "id", "meaning"``."""
+
+    meaning: str
+
+    def __new__(cls, value: str, meaning: str) -> "_Documented":
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        return member
+
+
+class Code(_Documented):
+    """Every error code the rules core raises (``RuleError.code``)."""
+
+    RULE_ERROR = "rule_error", "a rule of RULES.md is broken"
+    # notation (RULES.md §1)
+    BAD_NOTATION = "bad_notation", "text that is not tile notation"
+    INVALID_RANK = "invalid_rank", "a rank that is not 1-9 (e.g. 0)"
+    UNKNOWN_SUIT = "unknown_suit", "a suit mark that is not m/万, p/筒 or s/条 (e.g. an honour)"
+    MISSING_SUIT = "missing_suit", "ranks with no suit mark after them (or white space inside a group)"
+    UNEXPECTED_CHARACTER = "unexpected_character", "a character that is neither a rank, a suit mark nor white space"
+    # hands (§2)
+    BAD_HAND = "bad_hand", "a hand that does not parse or has the wrong size"
+    BAD_SIZE = "bad_size", "a hand whose size (concealed + 3 per meld) is not the one required"
+    TOO_MANY_COPIES = "too_many_copies", "a fifth copy of a tile (in a hand, or across a round)"
+    BAD_MELD = "bad_meld", "a meld of unknown type or kong kind"
+    # wins (§3, §5)
+    BAD_WIN = "bad_win", "a win that cannot be scored"
+    NOT_A_WIN = "not_a_win", "a hand that does not win (shape, 缺一门 or 定缺)"
+    WIN_TILE_NOT_IN_HAND = "win_tile_not_in_hand", "the winning tile is not among the concealed tiles"
+    CONTRADICTORY_FLAGS = "contradictory_flags", "win flags that cannot hold together (§5.1)"
+    # rulesets (§9)
+    BAD_RULESET = "bad_ruleset", "a ruleset that is neither a preset name nor an object of fields"
+    UNKNOWN_RULESET = "unknown_ruleset", "an unknown preset name"
+    UNKNOWN_RULESET_FIELD = "unknown_ruleset_field", "an unknown ruleset field"
+    BAD_RULESET_VALUE = "bad_ruleset_value", "a ruleset field with a value out of its range"
+    # events (§6-§8)
+    BAD_EVENT = "bad_event", "a malformed event (shape, flag types, unknown type)"
+    SEAT_OUT_OF_RANGE = "seat_out_of_range", "a seat outside 0-3"
+    SEAT_NOT_IN_ROUND = "seat_not_in_round", "a seat that has won or left acts (or pays) again"
+    SELF_DISCARD = "self_discard", "a discarder (or kong feeder) who is the actor itself"
+    DUPLICATE_WINNER = "duplicate_winner", "one seat listed twice as a winner"
+    SELF_DRAW_ONE_WINNER = "self_draw_one_winner", "a self-drawn hu with several winners"
+    KONG_REQUIRED = "kong_required", "杠上炮, 杠上花 or 抢杠胡 without the right kong just before"
+    NO_PENG = "no_peng", "an added kong without the seat's peng, its pengs being logged"
+    BAD_SEATS = "bad_seats", "a draw or escape seat list naming a seat not in the round, twice, or (draw) not all"
+    ROUND_ENDED = "round_ended", "an event after the round has ended"
+    # tables (§10)
+    NO_ROUND = "no_round", "a round event with no round started"
+    ROUND_IN_PROGRESS = "round_in_progress", "a round_start while a round is being played"
+    VOID_CONFLICT = "void_conflict", "a void after which a later record no longer holds"
+
+
+class Reason(_Documented):
+    """Why a transfer was paid (API.md: stable transfer reasons)."""
+
+    DIANPAO = "dianpao", "a win on the payer's discard (点炮)"
+    ZIMO = "zimo", "a self-drawn win (自摸)"
+    KONG_DIRECT = "kong_direct", "a direct kong (直杠) on the payer's discard"
+    KONG_ADDED = "kong_added", "an added kong (面下杠)"
+    KONG_CONCEALED = "kong_concealed", "a concealed kong (暗杠)"
+    KONG_VOID = "kong_void", "a robbed kong's payments reversed (抢杠胡)"
+    TRANSFER = "transfer", "a kong's income passed on to the winner of 杠上炮 (呼叫转移)"
+    REFUND = "refund", "kong income handed back at a draw by a seat not ting (退税)"
+    HUAZHU = "huazhu", "a 花猪 pays at a draw (查花猪)"
+    DAJIAO = "dajiao", "a seat not ting pays a ting seat's 大叫 at a draw (查大叫)"
+    ESCAPE = "escape", "a seat leaves the round (逃跑)"
+    FORFEIT = "forfeit", "a winner who leaves gives back what it received (winner_leaves = forfeit)"
+
+
+REASONS: tuple[str, ...] = tuple(r.value for r in Reason)
+"""The transfer reasons, in API.md's order."""
+
+
+def code_table() -> Iterator[tuple[str, str]]:
+    """``(code, meaning)`` for every error code, in documentation order."""
+    for code in Code:
+        yield code.value, code.meaning
+
+
+def reason_table() -> Iterator[tuple[str, str]]:
+    """``(reason, meaning)`` for every transfer reason, in API.md's order."""
+    for reason in Reason:
+        yield reason.value, reason.meaning
