@@ -132,6 +132,26 @@ def test_voids_in_earlier_rounds_refold_from_there_and_agree_with_the_whole_fold
     assert view["rounds"][0]["deltas"] == [0, 0, 0, 0]
 
 
+def test_voiding_the_latest_round_start_reopens_the_round_before_it_as_the_fold_does(client):
+    store = TableStore(client)
+    t = store.create(PLAYERS, "xuezhan").id
+    store.append(t, {"type": "round_start"})
+    store.append(t, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"})
+    store.append(t, {"type": "round_end"})
+    store.append(t, {"type": "round_start"})                                           # seq 4
+    store.append(t, {"type": "kong", "seat": 1, "kind": "concealed", "tile": "2m"})  # seq 5
+    store.void(t, 5)
+    written = store.void(t, 4)  # round 2 is gone: round 1, ended, is the latest round again
+    assert written.round is not None and (written.round["number"], written.round["status"]) == (1, "ended")
+    assert written.balances == [36, -12, -12, -12]
+    report = store.check(t)
+    assert report["ok"] and report["balances"] == written.balances
+    view = store.get(t)
+    assert view["round"] == written.round and [r["number"] for r in view["rounds"]] == [1]
+    store.append(t, {"type": "round_start"})  # and the next round is round 2 again
+    assert store.get(t)["round"]["number"] == 2 and store.check(t)["ok"]
+
+
 # -- the table view pages its ended rounds ---------------------------------------------------------
 def test_the_table_view_pages_its_ended_rounds(http):
     t, auth = _table(http)

@@ -514,6 +514,13 @@ class TableStore:
                 number, summaries = 1, self._rounds_from(table_id, version, 0)
                 own = {"first_seq": 1}
             first = own["first_seq"]
+        if current and number >= 2 and target == first:
+            # voiding the latest round_start makes the round before it the latest again: refold
+            # that round from its own start (its summary alone cannot give back its fold).  (An
+            # earlier round's round_start always has its round's own records depending on it.)
+            number -= 1
+            summaries = self._rounds_from(table_id, version, number - 1)
+            first = summaries[1 if number >= 2 else 0]["first_seq"]
         prior = summaries.pop(0) if number >= 2 else None
         seq = version + 1
         void = {"seq": seq, "type": "void", "target": target, "at": _now()}
