@@ -196,7 +196,7 @@ async function createTable(seats) {
 
 // -- the table ---------------------------------------------------------------------------------
 function openTable(id, token, read) {
-  Object.assign(S, { tableId: id, token, readToken: read, qr: null });
+  Object.assign(S, { tableId: id, token, readToken: read, qr: null, qrAsked: false });
   remember({ id, token, read });
   S.view = store.get(`mj.view.${id}`, null);
   if (token) {
@@ -236,6 +236,7 @@ function openTable(id, token, read) {
     },
   });
   render();
+  window.scrollTo(0, 0);
   S.live.start();
   sync();
 }
@@ -384,6 +385,7 @@ function render() {
   });
   const actions = S.token && view ? actionBar(playing) : null;
   const showShareFirst = S.showShare && !(view && view.round);
+  if (showShareFirst && S.token && !S.qr && !S.qrAsked) { S.qrAsked = true; setTimeout(() => showQr(shareLinks().write)); }
   root().replaceChildren(
     h('header', { class: 'bar' }, h('h1', {}, view ? (t(`presets.${view.ruleset.preset}`) || t('app')) : t('app')), langButton(render)),
     h('div', { class: 'status', id: 'status', role: 'status' }, statusParts()),
@@ -451,10 +453,16 @@ function roundStartSeq(round) {
   return start ? start.seq : null;
 }
 
-function shareSection() {
+function shareLinks() {
   const origin = location.origin;
-  const write = S.token ? `${origin}/#t=${S.tableId}&k=${S.token}${S.readToken ? `&r=${S.readToken}` : ''}` : null;
-  const read = S.readToken ? `${origin}/#t=${S.tableId}&r=${S.readToken}` : null;
+  return {
+    write: S.token ? `${origin}/#t=${S.tableId}&k=${S.token}${S.readToken ? `&r=${S.readToken}` : ''}` : null,
+    read: S.readToken ? `${origin}/#t=${S.tableId}&r=${S.readToken}` : null,
+  };
+}
+
+function shareSection() {
+  const { write, read } = shareLinks();
   const loopback = /^(localhost|127\.|\[::1\])/.test(location.hostname);
   return h('section', { class: 'share', 'aria-labelledby': 'share-h' },
     h('h2', { id: 'share-h' }, t('share')),

@@ -15,6 +15,8 @@ const overlay = () => document.getElementById('overlay');
 export const dialogOpen = () => active !== null;
 
 export function openDialog(dlg) {
+  const toast = document.getElementById('toast'); // the player has moved on from the last message
+  if (toast) toast.hidden = true;
   returnFocus = document.activeElement;
   active = dlg;
   dlg.update = () => { if (active === dlg) render(); };
@@ -196,13 +198,12 @@ function patternPicker(entry, ctx, update) {
     if (f > 0) entry.fan = f;
     update();
   };
-  return h('details', { class: 'patterns', open: Object.keys(entry.picked).length > 0 || entry.patternsOpen,
-    ontoggle: (e) => { entry.patternsOpen = e.target.open; } },
-  h('summary', {}, t('by_patterns')),
-  h('div', { class: 'chips' }, pats.map((p) => h('button', {
-    type: 'button', class: `chip${p.base ? '' : ' extra'}`, testid: `pattern-${p.id}`,
-    'aria-pressed': String(!!entry.picked[p.id]), onclick: () => pick(p),
-  }, `${patternName(p.id)} ${t('fan_n', { fan: fanOf(p) })}${entry.picked[p.id] > 1 ? ` ${t('times', { n: entry.picked[p.id] })}` : ''}`))));
+  return h('div', { class: 'group patterns', role: 'group', 'aria-label': t('by_patterns') },
+    h('div', { class: 'group-label' }, t('by_patterns')),
+    h('div', { class: 'chips' }, pats.map((p) => h('button', {
+      type: 'button', class: `chip${p.base ? '' : ' extra'}`, testid: `pattern-${p.id}`,
+      'aria-pressed': String(!!entry.picked[p.id]), onclick: () => pick(p),
+    }, `${patternName(p.id)} ${t('fan_n', { fan: fanOf(p) })}${entry.picked[p.id] > 1 ? ` ${t('times', { n: entry.picked[p.id] })}` : ''}`))));
 }
 
 function winnerValue(entry, seat, ctx) {
