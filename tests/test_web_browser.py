@@ -236,7 +236,16 @@ def test_offline_event_is_queued_and_sent_once(service, api, phones):
         a.tap("confirm")
         a.wait(lambda: a.text("pending-count") == "1", "one pending event")
         a.wait(lambda: a.text("online") in ("offline", "离线"), "offline shown")
+        # a wrong tap made offline is taken back before it is ever sent
+        a.tap("record-peng")
+        a.tap("seat-1")
+        a.tap("from-0")
+        a.tiles("6p")
+        a.tap("confirm")
+        a.wait(lambda: a.text("pending-count") == "2", "two pending events")
         a.screenshot("offline-pending")
+        a.tap("pending-cancel-1")
+        a.wait(lambda: a.text("pending-count") == "1", "the peng taken back")
         assert api.events(table["t"], table["k"]) == before
 
         # the request gets through but its answer is lost: the phone retries with its key
@@ -246,8 +255,8 @@ def test_offline_event_is_queued_and_sent_once(service, api, phones):
         proxy.set_mode("up")
         a.wait(lambda: a.text("pending-count") == "0", "the outbox to empty")
         a.wait_balances([36, -12, -12, -12])
-        kongs = [e for e in api.events(table["t"], table["k"]) if e["type"] == "kong"]
-        assert len(kongs) == 1 and kongs[0]["tile"] == "3m"  # recorded exactly once
+        recorded = api.events(table["t"], table["k"])[len(before):]
+        assert [(e["type"], e["tile"]) for e in recorded] == [("kong", "3m")]  # exactly once, no peng
         assert api.table(table["t"], table["k"])["balances"] == [36, -12, -12, -12]
     finally:
         proxy.close()
@@ -355,7 +364,8 @@ def test_both_languages(service, api, phones):
     a.tap("confirm")
     a.wait_balances([36, -12, -12, -12])
     a.wait(lambda: "Bo 付给 Ann 12 分（暗杠）" in a.text("event-2"), "the transfers in Chinese")
-    a.screenshot("table-zh")
+    a.js("window.scrollTo(0, 0)")
+    a.screenshot("table-zh")  # the README's picture (docs/table-zh.png)
     a.tap("lang")
     a.wait(lambda: "Bo pays Ann 12 — concealed kong" in a.text("event-2"), "the transfers in English")
     assert a.text("record-kong") == "Kong"

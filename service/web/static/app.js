@@ -362,7 +362,9 @@ function statusParts() {
 
 function pendingParts() {
   if (!S.pending.length) return [];
-  return [h('h3', {}, t('pending_list')), h('ul', {}, S.pending.map((i) => h('li', {}, i.label)))];
+  return [h('h3', {}, t('pending_list')), h('ul', {}, S.pending.map((i, n) => h('li', {}, i.label,
+    S.outbox && !(n === 0 && S.outbox.sending) ? h('button', { type: 'button', class: 'small', testid: `pending-cancel-${n}`,
+      'aria-label': `${t('cancel')}: ${i.label}`, onclick: () => S.outbox.cancel(i.key) }, t('cancel')) : null)))];
 }
 
 function render() {
@@ -387,8 +389,9 @@ function render() {
   const showShareFirst = S.showShare && !(view && view.round);
   if (showShareFirst && S.token && !S.qr && !S.qrAsked) { S.qrAsked = true; setTimeout(() => showQr(shareLinks().write)); }
   root().replaceChildren(
-    h('header', { class: 'bar' }, h('h1', {}, view ? (t(`presets.${view.ruleset.preset}`) || t('app')) : t('app')), langButton(render)),
-    h('div', { class: 'status', id: 'status', role: 'status' }, statusParts()),
+    h('div', { class: 'top' },
+      h('header', { class: 'bar' }, h('h1', {}, view ? (t(`presets.${view.ruleset.preset}`) || t('app')) : t('app')), langButton(render)),
+      h('div', { class: 'status', id: 'status', role: 'status' }, statusParts())),
     view ? h('main', { class: 'page' },
       h('p', { class: 'round-line', testid: 'round-line' }, round ? `${t('round_n', { n: round.number })} · ${t('dealer')} ${seatName(ps, round.dealer)}${playing ? '' : ` · ${t('round_ended')}`}` : t('no_round')),
       h('section', { class: 'board', 'aria-label': t('balance') }, seats),

@@ -39,6 +39,15 @@ export class Outbox {
 
   get length() { return this.items.length; }
 
+  // drop an item not sent yet (a wrong tap made offline); the one on the wire stays
+  cancel(key) {
+    const i = this.items.findIndex((x) => x.key === key);
+    if (i < 0 || (i === 0 && this.sending)) return false;
+    this.items.splice(i, 1);
+    this.save();
+    return true;
+  }
+
   // path: API path to POST; body: JSON (undefined for a void); seen: the table version the
   // player was looking at (null: no If-Match); label: words for the pending list.
   add({ path, body, seen, label }) {
