@@ -339,6 +339,20 @@ def test_read_only_link_cannot_write(service, api, phones):
             {"type": "kong", "seat": 3, "kind": "concealed", "tile": "9s"}, {"Authorization": f"Bearer {table['k']}"})
     watcher.wait_balances([-12, -12, -12, 36])
     watcher.screenshot("read-only")
+    # a peng (no payment) and an escape, recorded on the writer's phone, reach the watcher
+    a.tap("record-peng")
+    a.tap("seat-1")
+    a.tap("from-0")
+    a.tiles("6p")
+    a.tap("confirm")
+    watcher.wait(lambda: "南 pengs 6 Dots (from 东)" in watcher.text("event-3"), "the peng")
+    a.tap("record-escape")
+    a.tap("seat-0")
+    a.tap("confirm")
+    # 东 leaves: 16 units × 6 to each of the three others; the round ends
+    synced(api, table, a, watcher, expect=[-300, 84, 84, 132])
+    watcher.wait(lambda: "东 escapes" in watcher.text("event-4"), "the escape in words")
+    assert "东 pays 北 96 — escape" in watcher.text("event-4")
 
 
 def test_both_languages(service, api, phones):
