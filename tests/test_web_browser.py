@@ -457,3 +457,42 @@ def test_no_external_request_from_the_app_or_the_docs(service, phones):
     a.screenshot("docs")
     logs = [entry["message"] for entry in a.d.get_log("browser") if entry["level"] == "SEVERE"]
     assert not [m for m in logs if "ERR_NAME_NOT_RESOLVED" in m], logs
+
+
+FAKE_STREAM = """
+window.__sse = { requests: [], controllers: [] };
+const realFetch = window.fetch.bind(window);
+window.fetch = (url, opts = {}) => {
+  const path = new URL(url, location.href).pathname;
+  window.__sse.requests.push({ path, auth: (opts.headers || {}).Authorization || null, method: opts.method || 'GET' });
+  if (!path.endsWith('/stream')) return realFetch(url, opts);
+  const body = new ReadableStream({ start(c) { window.__sse.controllers.push(c); } });
+  return Promise.resolve(new Response(body, { status: 200, headers: { 'Content-Type': 'text/event-stream' } }));
+};
+window.__sse.push = (text) => window.__sse.controllers.forEach((c) => c.enqueue(new TextEncoder().encode(text)));
+"""
+
+
+def test_table_stream_records_refresh_the_view(service, api, phones):
+    """With a table stream (served here by a stand-in for GET /v1/tables/{id}/stream, which
+    the service does not have yet), the app opens it with the token in a header, stops
+    polling, and refreshes the table on each `record` event."""
+    a = phones("a")
+    table = create_table(a, service.url)
+    a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": FAKE_STREAM})
+    a.d.refresh()
+    a.wait(lambda: a.js("return window.__sse && window.__sse.controllers.length") == 1, "the stream to open")
+    stream = [r for r in a.js("return window.__sse.requests") if r["path"].endswith("/stream")]
+    assert stream == [{"path": f"/v1/tables/{table['t']}/stream", "auth": f"Bearer {table['k']}", "method": "GET"}]
+    a.wait(lambda: a.js("return document.getElementById('status').dataset.live") == "stream", "stream mode")
+    a.wait_balances([0, 0, 0, 0])
+    gets = lambda: len([r for r in a.js("return window.__sse.requests") if r["path"] == f"/v1/tables/{table['t']}"])
+    request(service.port, "POST", f"/v1/tables/{table['t']}/events", {"type": "round_start"},
+            {"Authorization": f"Bearer {table['k']}"})
+    request(service.port, "POST", f"/v1/tables/{table['t']}/events",
+            {"type": "kong", "seat": 2, "kind": "concealed", "tile": "1s"}, {"Authorization": f"Bearer {table['k']}"})
+    before = gets()
+    assert a.balances() == [0, 0, 0, 0]  # no polling while the stream is open: it has to say so
+    a.js("window.__sse.push(': keep-alive\\n\\nid: 2\\nevent: record\\ndata: {\"seq\": 2}\\n\\n')")
+    a.wait(lambda: gets() > before, "a refresh caused by the record event")
+    a.wait_balances([-12, -12, 36, -12])

@@ -88,7 +88,7 @@ function parseHash() {
 function route() {
   closeDialog();
   if (S.live) S.live.stop();
-  S.live = null; S.outbox = null; S.view = null; S.records = []; S.transfers = new Map(); S.roundKey = null;
+  S.live = null; S.liveMode = 'poll'; S.outbox = null; S.view = null; S.records = []; S.transfers = new Map(); S.roundKey = null;
   const { id, token, read } = parseHash();
   if (id && (token || read)) openTable(id, token, read);
   else renderStart();
@@ -99,6 +99,9 @@ function langButton(rerender) {
     onclick: () => { setLang(getLang() === 'zh' ? 'en' : 'zh'); rerender(); if (dialogOpen()) closeDialog(); } },
   t('lang_switch'));
 }
+
+// a room's name in the current language (a preset the app does not know: its id)
+const presetName = (name) => (t(`presets.${name}`) !== `presets.${name}` ? t(`presets.${name}`) : name);
 
 // -- start -------------------------------------------------------------------------------------
 let startState = null;
@@ -126,8 +129,7 @@ function drawStart() {
   const seats = preset.players || 4;
   const winds = t('wind');
   const select = h('select', { testid: 'ruleset', onchange: (e) => { st.preset = e.target.value; st.opts = {}; drawStart(); } },
-    Object.keys(presets).map((name) => h('option', { value: name, selected: name === st.preset },
-      t(`presets.${name}`) !== `presets.${name}` ? t(`presets.${name}`) : name)));
+    Object.keys(presets).map((name) => h('option', { value: name, selected: name === st.preset }, presetName(name))));
   const opt = (k) => (k in st.opts ? st.opts[k] : preset[k]);
   const setOpt = (k, v) => { if (v === preset[k]) delete st.opts[k]; else st.opts[k] = v; };
   const options = [];
@@ -227,6 +229,7 @@ function openTable(id, token, read) {
   }
   S.live = new TableLive({
     id, token: token || read,
+    onMode: (mode) => { S.liveMode = mode; renderStatus(); },
     onView: (view) => { S.view = view; store.set(`mj.view.${id}`, view); remember({ id, players: view.players }); render(); sync(); if (S.outbox) S.outbox.flush(); },
     onStatus: (online, err) => {
       const was = S.online;
@@ -346,6 +349,7 @@ function lastUndoable() {
 function renderStatus() {
   const el = document.getElementById('status');
   if (!el) return;
+  el.dataset.live = S.liveMode;
   el.replaceChildren(...statusParts());
   const list = document.getElementById('pending');
   if (list) list.replaceChildren(...pendingParts());
@@ -390,8 +394,8 @@ function render() {
   if (showShareFirst && S.token && !S.qr && !S.qrAsked) { S.qrAsked = true; setTimeout(() => showQr(shareLinks().write)); }
   root().replaceChildren(
     h('div', { class: 'top' },
-      h('header', { class: 'bar' }, h('h1', {}, view ? (t(`presets.${view.ruleset.preset}`) || t('app')) : t('app')), langButton(render)),
-      h('div', { class: 'status', id: 'status', role: 'status' }, statusParts())),
+      h('header', { class: 'bar' }, h('h1', {}, view ? presetName(view.ruleset.preset) : t('app')), langButton(render)),
+      h('div', { class: 'status', id: 'status', role: 'status', 'data-live': S.liveMode }, statusParts())),
     view ? h('main', { class: 'page' },
       h('p', { class: 'round-line', testid: 'round-line' }, round ? `${t('round_n', { n: round.number })} · ${t('dealer')} ${seatName(ps, round.dealer)}${playing ? '' : ` · ${t('round_ended')}`}` : t('no_round')),
       h('section', { class: 'board', 'aria-label': t('balance') }, seats),

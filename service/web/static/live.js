@@ -2,20 +2,23 @@
 //
 // refresh() is one conditional GET /v1/tables/{id} (If-None-Match: the version this phone
 // has; 304 when nothing changed). Two ways to know when to call it:
-//   * polling (today): every POLL_MS while the page is visible, slower when hidden;
-//   * the table stream GET /v1/tables/{id}/stream (SSE, being built): each `record` event
-//     triggers a refresh. It is read with fetch() (sse.js), since EventSource cannot send the
-//     Authorization header. When the server has no stream (404/405/501...), polling stays.
-// Switching is the USE_STREAM flag; either way the view comes from the same GET.
+//   * the table stream GET /v1/tables/{id}/stream (SSE): each `record` event triggers a
+//     refresh. It is read with fetch() (sse.js), since EventSource cannot send the
+//     Authorization header. While it is open the phone does not poll; a stream silent for
+//     longer than STALL_MS (the server comments at least every 15 s) is dropped and opened
+//     again, polling meanwhile;
+//   * polling: every POLL_MS while the page is visible, slower when hidden — when the
+//     server has no stream (404/405/501...), or while it cannot be reached.
+// Switching off the stream is the USE_STREAM flag; either way the view comes from the same GET.
 import { call, tablePath, ApiError } from '/web/api.js';
 import { readStream } from '/web/sse.js';
 
 export const USE_STREAM = true;
-const POLL_MS = 1500, HIDDEN_POLL_MS = 10000, STREAM_RETRY_MS = 5000;
+const POLL_MS = 1500, HIDDEN_POLL_MS = 10000, STREAM_RETRY_MS = 5000, STALL_MS = 45000;
 
 export class TableLive {
-  constructor({ id, token, onView, onStatus }) {
-    Object.assign(this, { id, token, onView, onStatus });
+  constructor({ id, token, onView, onStatus, onMode = () => {} }) {
+    Object.assign(this, { id, token, onView, onStatus, onMode });
     this.etag = null;
     this.timer = null;
     this.stopped = false;
@@ -38,11 +41,19 @@ export class TableLive {
     document.removeEventListener('visibilitychange', this.onVisible);
   }
 
-  // one conditional GET; coalesces concurrent calls
+  // one conditional GET at a time; a call while one is in flight runs one more after it
+  // (the table may have changed after the first one was answered)
   refresh() {
-    if (!this.busy) {
-      this.busy = this.fetchView().finally(() => { this.busy = null; });
+    if (this.busy) {
+      this.again = true;
+      return this.busy;
     }
+    this.busy = (async () => {
+      do {
+        this.again = false;
+        await this.fetchView();
+      } while (this.again && !this.stopped);
+    })().finally(() => { this.busy = null; });
     return this.busy;
   }
 
@@ -63,27 +74,39 @@ export class TableLive {
 
   loop() {
     if (this.stopped) return;
-    const wait = this.streaming ? HIDDEN_POLL_MS * 3 : document.visibilityState === 'visible' ? POLL_MS : HIDDEN_POLL_MS;
-    this.refresh().finally(() => {
+    const wait = document.visibilityState === 'visible' ? POLL_MS : HIDDEN_POLL_MS;
+    (this.streaming ? Promise.resolve() : this.refresh()).finally(() => {
       if (!this.stopped) this.timer = setTimeout(() => this.loop(), wait);
     });
   }
 
+  setStreaming(on) {
+    if (this.streaming === on) return;
+    this.streaming = on;
+    this.onMode(on ? 'stream' : 'poll');
+  }
+
   async stream() {
     let lastId = null;
+    let heard = 0;
+    const watchdog = setInterval(() => {
+      if (this.stopped) clearInterval(watchdog);
+      else if (this.streaming && Date.now() - heard > STALL_MS) this.abort.abort();
+    }, 5000);
     while (!this.stopped) {
       this.abort = new AbortController();
       try {
-        this.streaming = true;
         lastId = await readStream(tablePath(this.id, '/stream'), {
           token: this.token, lastEventId: lastId, signal: this.abort.signal,
+          onOpen: () => { heard = Date.now(); this.setStreaming(true); this.refresh(); }, // what was missed
+          onChunk: () => { heard = Date.now(); },
           onEvent: (ev) => { if (ev.event === 'record') this.refresh(); },
         });
       } catch (e) {
-        this.streaming = false;
-        if (e && e.status && e.status !== 503 && e.status !== 429) return; // no stream here: poll
+        this.setStreaming(false);
+        if (e && e.status && e.status !== 503 && e.status !== 429) { clearInterval(watchdog); return; } // no stream: poll
       }
-      this.streaming = false;
+      this.setStreaming(false);
       await new Promise((r) => setTimeout(r, STREAM_RETRY_MS));
     }
   }

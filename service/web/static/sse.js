@@ -38,8 +38,9 @@ export function createSseParser(onEvent) {
 }
 
 // Read a stream until it ends or `signal` aborts. Resolves when the stream closes; rejects
-// (ApiError-like {status}) when the server does not answer with text/event-stream.
-export async function readStream(url, { token, lastEventId, signal, onEvent }) {
+// (an Error with the HTTP `status`) when the server does not answer with text/event-stream.
+// onOpen() is called once the stream is accepted, onChunk() on every chunk (comments too).
+export async function readStream(url, { token, lastEventId, signal, onEvent, onOpen, onChunk }) {
   const headers = { Accept: 'text/event-stream' };
   if (token) headers.Authorization = `Bearer ${token}`;
   if (lastEventId != null) headers['Last-Event-ID'] = String(lastEventId);
@@ -50,11 +51,13 @@ export async function readStream(url, { token, lastEventId, signal, onEvent }) {
     err.status = res.status;
     throw err;
   }
+  if (onOpen) onOpen();
   const parser = createSseParser(onEvent);
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return parser.lastEventId;
+    if (onChunk) onChunk();
     parser.push(value);
   }
 }

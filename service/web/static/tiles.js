@@ -1,6 +1,6 @@
 // Tiles drawn by the app as SVG (no emoji font, no image files): 筒 as dots, 条 as sticks,
 // 万 as the rank in Chinese numerals over 万. Every tile also shows its rank in a corner.
-import { t, getLang } from '/web/i18n.js';
+import { t } from '/web/i18n.js';
 
 const NS = 'http://www.w3.org/2000/svg';
 export const SUITS = ['m', 'p', 's'];
@@ -33,10 +33,8 @@ function el(name, attrs, parent) {
   return e;
 }
 
-export function tileName(tile) {
-  const r = tile[0], s = tile[1];
-  return getLang() === 'zh' ? `${r}${t(`suits.${s}`)}` : `${r}${t(`suits.${s}`)}`;
-}
+// "5筒" / "5 Dots"
+export const tileName = (tile) => `${tile[0]}${t(`suits.${tile[1]}`)}`;
 
 export function tileSvg(tile, cls = 'tile') {
   const rank = Number(tile[0]), suit = tile[1];
