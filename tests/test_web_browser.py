@@ -380,8 +380,21 @@ def test_both_languages(service, api, phones):
     a.wait(lambda: "Bo 付给 Ann 12 分（暗杠）" in a.text("event-2"), "the transfers in Chinese")
     a.js("window.scrollTo(0, 0)")
     a.screenshot("table-zh")  # the README's picture (docs/table-zh.png)
+    # Ann wins on the kong's replacement tile: 自摸 with 杠上花, 2 fan typed → 12 from each
+    a.tap("record-hu")
+    a.tap("self-drawn")
+    a.tap("seat-0")
+    a.tiles("3s")
+    a.tap("flag-after_kong")
+    a.tap("confirm")
+    a.type("fan-input", "2")
+    a.tap("confirm")
+    a.wait_balances([72, -24, -24, -24])
+    a.wait(lambda: "杠上花" in a.text("event-3") and "Cy 付给 Ann 12 分（自摸，2番）" in a.text("event-3"),
+           "the win in Chinese")
     a.tap("lang")
     a.wait(lambda: "Bo pays Ann 12 — concealed kong" in a.text("event-2"), "the transfers in English")
+    assert "On a kong replacement (杠上花)" in a.text("event-3")
     assert a.text("record-kong") == "Kong"
     a.screenshot("table-en")
 
