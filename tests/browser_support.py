@@ -272,10 +272,14 @@ class Phone:
         self.wait(click, f"[{testid}] to be tapped")
 
     def type(self, testid: str, text: str, clear: bool = True) -> None:
-        el = self.wait(lambda: self.has(testid) and self.el(testid), f"[{testid}] to appear")
-        if clear:
-            el.clear()
-        el.send_keys(text)
+        def typed():
+            el = self.el(testid)
+            if clear:
+                el.clear()
+            el.send_keys(text)
+            return True
+
+        self.wait(typed, f"[{testid}] to take {text!r}")
 
     def text(self, testid: str) -> str:
         """The element's visible text ('' when absent or hidden)."""

@@ -477,7 +477,9 @@ window.__sse = { requests: [], controllers: [] };
 const realFetch = window.fetch.bind(window);
 window.fetch = (url, opts = {}) => {
   const path = new URL(url, location.href).pathname;
-  window.__sse.requests.push({ path, auth: (opts.headers || {}).Authorization || null, method: opts.method || 'GET' });
+  const headers = opts.headers || {};
+  window.__sse.requests.push({ path, auth: headers.Authorization || null, method: opts.method || 'GET',
+    key: headers['X-API-Key'] || null });
   if (!path.endsWith('/stream')) return realFetch(url, opts);
   const body = new ReadableStream({ start(c) { window.__sse.controllers.push(c); } });
   return Promise.resolve(new Response(body, { status: 200, headers: { 'Content-Type': 'text/event-stream' } }));
@@ -496,7 +498,8 @@ def test_table_stream_records_refresh_the_view(service, api, phones):
     a.d.refresh()
     a.wait(lambda: a.js("return window.__sse && window.__sse.controllers.length") == 1, "the stream to open")
     stream = [r for r in a.js("return window.__sse.requests") if r["path"].endswith("/stream")]
-    assert stream == [{"path": f"/v1/tables/{table['t']}/stream", "auth": f"Bearer {table['k']}", "method": "GET"}]
+    assert stream == [{"path": f"/v1/tables/{table['t']}/stream", "auth": f"Bearer {table['k']}", "method": "GET",
+                       "key": None}]
     a.wait(lambda: a.js("return document.getElementById('status').dataset.live") == "stream", "stream mode")
     a.wait_balances([0, 0, 0, 0])
     gets = lambda: len([r for r in a.js("return window.__sse.requests") if r["path"] == f"/v1/tables/{table['t']}"])
@@ -509,3 +512,25 @@ def test_table_stream_records_refresh_the_view(service, api, phones):
     a.js("window.__sse.push(': keep-alive\\n\\nid: 2\\nevent: record\\ndata: {\"seq\": 2}\\n\\n')")
     a.wait(lambda: gets() > before, "a refresh caused by the record event")
     a.wait_balances([-12, -12, 36, -12])
+
+
+def test_an_api_key_entered_once_goes_with_every_call(service, phones):
+    """A service run with API keys needs X-API-Key on calls without a table token (API.md):
+    entered once on the start page, the phone sends it with every API call."""
+    a = phones("a")
+    a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": FAKE_STREAM})
+    a.d.get(service.url + "/")
+    a.wait(lambda: a.has("create-table"), "the start page")
+    a.js("document.querySelector('details.options').open = true")
+    a.type("api-key", "k" * 40)
+    assert a.el("api-key").get_attribute("type") == "password"
+    a.js("document.querySelector('[data-testid=api-key]').dispatchEvent(new Event('change'))")
+    for i, n in enumerate("ABCD"):
+        a.type(f"player-{i}", n)
+    a.tap("create-table")
+    a.wait(lambda: a.has("round-start"), "the table")
+    calls = [r for r in a.js("return window.__sse.requests") if r["path"].startswith("/v1/")]
+    assert calls[0] == {"path": "/v1/rulesets", "auth": None, "method": "GET", "key": None}  # before it was entered
+    after = calls[1:]
+    assert {"/v1/rulesets", "/v1/tables", f"/v1/tables/{fragment(a.d.current_url)['t']}/stream"} <= {r["path"] for r in after}
+    assert all(r["key"] == "k" * 40 for r in after), after

@@ -24,8 +24,18 @@ export function uuid4() {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
+// An API key, when the service is run with API keys (API.md: calls without a table token
+// need X-API-Key); entered once on the start page and kept on the phone.
+const KEY = 'mj.apikey';
+export function apiKey() { try { return localStorage.getItem(KEY) || ''; } catch { return ''; } }
+export function setApiKey(value) {
+  try { if (value) localStorage.setItem(KEY, value); else localStorage.removeItem(KEY); } catch { /* ignore */ }
+}
+
 export async function call(method, path, { body, token, headers = {}, timeout = 15000 } = {}) {
   const h = { Accept: 'application/json', ...headers };
+  const key = apiKey();
+  if (key) h['X-API-Key'] = key;
   if (body !== undefined) h['Content-Type'] = 'application/json';
   if (token) h.Authorization = `Bearer ${token}`;
   const ctl = new AbortController();

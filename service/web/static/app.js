@@ -1,7 +1,7 @@
 // The table companion: start a table, share it, record a round by tapping, see the
 // balances live on every phone. Speaks only the public HTTP API (/v1/...), plus POST /web/qr
 // for the QR picture of the share link.
-import { call, tablePath, uuid4, ApiError } from '/web/api.js';
+import { call, tablePath, uuid4, ApiError, apiKey, setApiKey } from '/web/api.js';
 import { t, getLang, setLang } from '/web/i18n.js';
 import { h, field } from '/web/dom.js';
 import { TableLive } from '/web/live.js';
@@ -46,7 +46,7 @@ export function errorText(e) {
     case e.status === 0: return t('err.offline');
     case e.status === 412: return t('err.stale');
     case e.status === 403: return t('err.read_only');
-    case e.status === 401: return t('err.auth');
+    case e.status === 401: return /api.?key/i.test(`${code} ${detail} ${p.title || ''}`) ? t('err.api_key') : t('err.auth');
     case e.status === 404: return t('err.gone');
     case e.status === 429 || e.status >= 500: return t('err.busy');
     case e.status === 409:
@@ -150,6 +150,8 @@ function drawStart() {
     options.push(h('label', { class: 'check' }, h('input', { type: 'checkbox', testid: `opt-${k}`, checked: !!opt(k),
       onchange: (e) => setOpt(k, e.target.checked) }), t(k)));
   }
+  options.push(field(t('api_key'), h('input', { type: 'password', testid: 'api-key', autocomplete: 'off', value: apiKey(),
+    onchange: (e) => { setApiKey(e.target.value.trim()); S.rulesets = null; renderStart(); } }), t('api_key_hint')));
   const recent = store.get('mj.tables', []);
   const form = h('form', { class: 'start', onsubmit: (e) => { e.preventDefault(); createTable(seats); } },
     field(t('room'), select),
@@ -157,7 +159,8 @@ function drawStart() {
       `${t('player_n', { n: i + 1 })} · ${winds[i]}`,
       h('input', { type: 'text', testid: `player-${i}`, maxlength: 40, autocomplete: 'off', value: st.names[i] || '',
         placeholder: winds[i], oninput: (e) => { st.names[i] = e.target.value; } })))),
-    h('details', { class: 'options' }, h('summary', {}, t('options')), options),
+    h('details', { class: 'options', open: st.optionsOpen, ontoggle: (e) => { st.optionsOpen = e.target.open; } },
+      h('summary', {}, t('options')), options),
     h('button', { type: 'submit', class: 'primary big', testid: 'create-table', disabled: st.busy }, st.busy ? t('creating') : t('create')));
   root().replaceChildren(
     h('header', { class: 'bar' }, h('h1', {}, t('app')), langButton(drawStart)),

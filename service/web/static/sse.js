@@ -1,3 +1,5 @@
+import { apiKey } from '/web/api.js';
+
 // A Server-Sent Events reader over fetch(): EventSource cannot send an Authorization header,
 // and the table stream needs the token there (never in the URL).
 
@@ -43,6 +45,7 @@ export function createSseParser(onEvent) {
 export async function readStream(url, { token, lastEventId, signal, onEvent, onOpen, onChunk }) {
   const headers = { Accept: 'text/event-stream' };
   if (token) headers.Authorization = `Bearer ${token}`;
+  if (apiKey()) headers['X-API-Key'] = apiKey();
   if (lastEventId != null) headers['Last-Event-ID'] = String(lastEventId);
   const res = await fetch(url, { headers, cache: 'no-store', credentials: 'omit', signal });
   const type = res.headers.get('Content-Type') || '';
