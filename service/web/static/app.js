@@ -325,6 +325,7 @@ function context() {
   const mode = view.ruleset.mode;
   return {
     view, players: view.players, ruleset: view.ruleset, voids: round.voids || [],
+    suits: view.players.length === 3 ? ['p', 's'] : ['m', 'p', 's'], // 三人两房: 筒 and 条 only
     out: (i) => round.left.includes(i) || (mode !== 'xueliu' && round.won.includes(i)),
     won: (i) => round.won.includes(i),
     roundRecords: () => S.records.filter((r) => r.round === round.number && !r.voided),

@@ -131,7 +131,7 @@ export function pengDialog(ctx) {
         disabled: ctx.out, onPick: (i) => { st.seat = i; if (st.from === i) st.from = null; d.update(); } }),
       seatButtons({ prefix: 'from', players: ctx.players, label: t('from_whom'), pressed: (i) => i === st.from,
         disabled: (i) => i === st.seat || ctx.out(i), onPick: (i) => { st.from = i; d.update(); } }),
-      tilePicker({ label: t('tile'), pressed: (x) => x === st.tile, onPick: (x) => { st.tile = x; d.update(); } }),
+      tilePicker({ suits: ctx.suits, label: t('tile'), pressed: (x) => x === st.tile, onPick: (x) => { st.tile = x; d.update(); } }),
     ],
     confirm: () => {
       const miss = [st.seat == null && t('who_peng'), st.from == null && t('from_whom'), !st.tile && t('tile')].filter(Boolean);
@@ -159,7 +159,7 @@ export function kongDialog(ctx) {
       st.kind === 'direct' ? seatButtons({ prefix: 'from', players: ctx.players, label: t('from_whom'),
         pressed: (i) => i === st.from, disabled: (i) => i === st.seat || ctx.out(i),
         onPick: (i) => { st.from = i; d.update(); } }) : null,
-      tilePicker({ label: t('tile'), pressed: (x) => x === st.tile, onPick: (x) => { st.tile = x; d.update(); } }),
+      tilePicker({ suits: ctx.suits, label: t('tile'), pressed: (x) => x === st.tile, onPick: (x) => { st.tile = x; d.update(); } }),
     ],
     confirm: () => {
       const miss = [st.seat == null && t('who_kong'), !st.kind && t('kind'),
@@ -271,7 +271,7 @@ export function huDialog(ctx) {
         else st.winners = st.selfDrawn ? [i] : [...st.winners, i];
         d.update();
       } }),
-    tilePicker({ label: t('win_tile'), pressed: (x) => x === st.tile, onPick: (x) => {
+    tilePicker({ suits: ctx.suits, label: t('win_tile'), pressed: (x) => x === st.tile, onPick: (x) => {
       st.tile = x;
       for (const e of Object.values(st.entries)) { e.hand.tiles = []; e.hand.score = null; }
       d.update();
@@ -293,7 +293,7 @@ export function huDialog(ctx) {
     const head = h('p', { class: 'lead' }, `${seatName(ctx.players, seat)} · ${tileName(st.tile)}`);
     if (e.mode === 'hand') {
       return [head, modes, handEditor({
-        entry: e.hand, size: 14, fixed: st.tile, update: d.update,
+        suits: ctx.suits, entry: e.hand, size: 14, fixed: st.tile, update: d.update,
         check: async (hand) => {
           try {
             hand.score = await scoreHand(hand, { tile: st.tile, win: winFlags(), ruleset: ctx.ruleset, voidSuit: ctx.voids[seat] });
@@ -326,7 +326,7 @@ function statusStep(ctx, seat, e, update) {
   if (e.status === 'ting') parts.push(fanInput(e, t('dajiao_fan'), null));
   if (e.status === 'hand') {
     parts.push(handEditor({
-      entry: e.hand, size: 13, update,
+      suits: ctx.suits, entry: e.hand, size: 13, update,
       check: async (hand) => {
         try {
           const r = await tingHand(hand, { ruleset: ctx.ruleset, voidSuit: ctx.voids[seat] });

@@ -17,11 +17,12 @@ export function seatButtons({ prefix, players, pressed, onPick, disabled = () =>
 }
 
 // the 27 tiles as buttons `tile-1m`…`tile-9s`
-export function tilePicker({ label, pressed = () => false, onPick, count = () => 0 }) {
+// (suits: those of the room — a three-player room plays 筒 and 条 only)
+export function tilePicker({ label, pressed = () => false, onPick, count = () => 0, suits = SUITS }) {
   const id = uid('g');
   return h('div', { class: 'group', role: 'group', 'aria-labelledby': id },
     h('div', { class: 'group-label', id }, label),
-    SUITS.map((s) => h('div', { class: 'tiles' }, TILES.filter((x) => x[1] === s).map((tile) => {
+    suits.map((s) => h('div', { class: 'tiles' }, TILES.filter((x) => x[1] === s).map((tile) => {
       const n = count(tile);
       return h('button', {
         type: 'button', class: 'tile-btn', testid: `tile-${tile}`, 'aria-label': tileName(tile),
@@ -40,7 +41,7 @@ const MELD_KINDS = ['peng', 'direct', 'added', 'concealed'];
 // A hand entered with the tile picker. entry = {tiles: [..], melds: [{type, kind?, tile}],
 // result, error}; size: 14 (a win, checked by /v1/hands/score) or 13 (a draw, /v1/hands/ting).
 // check(entry) → Promise: called when the hand reaches its size; update() re-renders.
-export function handEditor({ entry, size, check, update, fixed }) {
+export function handEditor({ entry, size, check, update, fixed, suits = SUITS }) {
   const held = entry.tiles.length + 3 * entry.melds.length;
   const counts = {};
   for (const x of entry.tiles) counts[x] = (counts[x] || 0) + 1;
@@ -54,7 +55,8 @@ export function handEditor({ entry, size, check, update, fixed }) {
   };
   const meldSel = h('select', { 'aria-label': t('add_meld') },
     MELD_KINDS.map((k) => h('option', { value: k }, t(`meld_${k}`))));
-  const meldTile = h('select', { 'aria-label': t('tile') }, TILES.map((x) => h('option', { value: x }, tileName(x))));
+  const meldTile = h('select', { 'aria-label': t('tile') },
+    TILES.filter((x) => suits.includes(x[1])).map((x) => h('option', { value: x }, tileName(x))));
   return h('div', { class: 'hand' },
     h('div', { class: 'group-label' }, t('hand_tiles', { n: held, size })),
     h('div', { class: 'hand-tiles', testid: 'hand-tiles' }, tileRow([...entry.tiles].sort(order))),
@@ -64,7 +66,7 @@ export function handEditor({ entry, size, check, update, fixed }) {
       h('button', { type: 'button', testid: 'clear-hand',
         onclick: () => { entry.tiles = fixed ? [fixed] : []; changed(); } }, t('clear'))),
     tilePicker({
-      label: t('tile'), count: (x) => counts[x] || 0,
+      label: t('tile'), count: (x) => counts[x] || 0, suits,
       onPick: (x) => { if (held < size && (counts[x] || 0) < 4) { entry.tiles.push(x); changed(); } },
     }),
     h('div', { class: 'group-label' }, t('melds')),
