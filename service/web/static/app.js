@@ -88,7 +88,7 @@ function parseHash() {
 function route() {
   closeDialog();
   if (S.live) S.live.stop();
-  S.live = null; S.liveMode = 'poll'; S.outbox = null; S.view = null; S.records = []; S.transfers = new Map(); S.roundKey = null;
+  S.live = null; S.liveMode = 'poll'; S.outbox = null; S.view = null; S.syncing = null; S.records = []; S.transfers = new Map(); S.roundKey = null;
   const { id, token, read } = parseHash();
   if (id && (token || read)) openTable(id, token, read);
   else renderStart();
@@ -250,26 +250,35 @@ function openTable(id, token, read) {
 const players = () => (S.view ? S.view.players : []);
 const describeItem = (item) => item.label || '';
 
-// the log records (all of them, fetched incrementally; a void marks its target)
+// the log records (all of them, fetched incrementally; a void marks its target). One fetch
+// at a time; a call during one runs another after it (the log may have grown meanwhile).
 function sync() {
-  if (!S.syncing) {
-    S.syncing = (async () => {
+  if (S.syncing) {
+    S.syncAgain = true;
+    return S.syncing;
+  }
+  const id = S.tableId;
+  const run = (async () => {
+    do {
+      S.syncAgain = false;
       try {
         for (;;) {
           const after = S.records.length ? S.records[S.records.length - 1].seq : 0;
-          const res = await call('GET', tablePath(S.tableId, `/events?after=${after}&limit=500`), { token: S.token || S.readToken });
+          const res = await call('GET', tablePath(id, `/events?after=${after}&limit=500`), { token: S.token || S.readToken });
+          if (S.tableId !== id) return; // the phone opened another table meanwhile
           for (const r of res.data.events) {
             if (r.type === 'void') { const target = S.records.find((x) => x.seq === r.target); if (target) target.voided = true; }
             S.records.push(r);
           }
           if (res.data.next == null || !res.data.events.length) break;
         }
-      } catch { /* offline: try again on the next view */ }
+      } catch { /* offline: again with the next view */ }
       await roundTransfers();
-      render();
-    })().finally(() => { S.syncing = null; });
-  }
-  return S.syncing;
+      if (S.tableId === id) render();
+    } while (S.syncAgain && S.tableId === id);
+  })().finally(() => { if (S.syncing === run) S.syncing = null; });
+  S.syncing = run;
+  return run;
 }
 
 const eventBody = (r) => Object.fromEntries(Object.entries(r).filter(([k]) => !['seq', 'at', 'round', 'voided'].includes(k)));
