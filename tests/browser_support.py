@@ -2,7 +2,8 @@
 
 * :func:`start_service` runs ``python -m service serve`` as a subprocess on a free port.
 * :class:`Phone` is one headless Chromium (Debian's ``chromium`` + ``chromium-driver``,
-  driven by Selenium) with a 360×640 mobile viewport and a fresh profile.
+  driven by Selenium; both paths are given, so Selenium Manager never runs or downloads
+  anything) with a 360×640 mobile viewport and a fresh profile.
 * :class:`FlakyProxy` sits between a phone and the service: ``up`` forwards, ``down``
   drops every connection, ``lost_answers`` forwards requests but drops the answers (the
   request lands, the phone never hears back: the case idempotency keys exist for).

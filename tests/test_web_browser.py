@@ -22,6 +22,8 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def service(redis_server, tmp_path_factory):
     require_browser()
+    if not redis_server.running:  # an earlier test may have stopped it
+        redis_server.start()
     svc = Service(redis_server.url, tmp_path_factory.mktemp("web-service"))
     try:
         yield svc
