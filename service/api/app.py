@@ -7,6 +7,7 @@ environment) with ``config`` (a dict of Flask config keys) on top, then
 * installs the one error handler (:mod:`.problems`);
 * registers the blueprints with flask-smorest, which generates the OpenAPI
   3.1 document served at ``/openapi.json`` (Swagger UI at ``/docs``);
+* registers the companion app (:mod:`service.web`) at ``/``;
 * sets ``app.extensions["readiness_checks"]`` (a list) for ``/readyz``.
 
 >>> app = create_app({"TESTING": True})
@@ -21,6 +22,7 @@ from typing import Any, Mapping
 
 from flask import Flask
 
+from .. import web
 from ..config import load_settings
 from . import hands, observe, ops, problems, rounds, tables
 from .schemas import DocumentedField
@@ -52,7 +54,8 @@ DEFAULTS: dict[str, Any] = {
     "OPENAPI_URL_PREFIX": "/",
     "OPENAPI_JSON_PATH": "openapi.json",
     "OPENAPI_SWAGGER_UI_PATH": "/docs",
-    "OPENAPI_SWAGGER_UI_URL": "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/",
+    "OPENAPI_SWAGGER_UI_URL": web.SWAGGER_UI_URL,  # Swagger UI from an installed package, no CDN
+    "OPENAPI_SWAGGER_UI_CONFIG": {"validatorUrl": None},  # no call to the online validator
     "API_SPEC_OPTIONS": {
         "info": {
             "description": API_DESCRIPTION,
@@ -91,6 +94,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     for blueprint in (hands.blp, rounds.blp, tables.blp, ops.blp):
         api.register_blueprint(blueprint)
     tables.document(api)
+    web.register(app)  # the companion app at / and the /docs assets
     _install_store(app)
     # flask-smorest's pagination schema is not used by this API
     api.spec.components.schemas.pop("PaginationMetadata", None)

@@ -1,0 +1,328 @@
+"""Helpers of the browser tests: the real service, headless Chromium phones, a flaky network.
+
+* :func:`start_service` runs ``python -m service serve`` as a subprocess on a free port.
+* :class:`Phone` is one headless Chromium (Debian's ``chromium`` + ``chromium-driver``,
+  driven by Selenium; both paths are given, so Selenium Manager never runs or downloads
+  anything) with a 360×640 mobile viewport and a fresh profile.
+* :class:`FlakyProxy` sits between a phone and the service: ``up`` forwards, ``down``
+  drops every connection, ``lost_answers`` forwards requests but drops the answers (the
+  request lands, the phone never hears back: the case idempotency keys exist for).
+* :class:`Api` reads the table through the public API, as the tests' source of truth.
+
+Outside CI, a machine without Chromium skips the browser tests with the reason; under
+``CI=true`` a missing browser is a failure (CI installs it: ``.ci/run``).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CHROMIUM_BIN", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER_BIN", "/usr/bin/chromedriver")
+SHOTS = ROOT / "test-output" / "screenshots"
+WAIT = 20  # seconds a condition may take to become true (polling is every 1.5 s)
+CHROME_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage", "--lang=en-US",
+]
+
+
+def require_browser() -> None:
+    """Skip (outside CI) or fail (CI=true) when Chromium or its driver is missing."""
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not (Path(p).exists() and os.access(p, os.X_OK))]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("the selenium package (pip install -e '.[test]')")
+    if missing:
+        reason = f"browser tests need {', '.join(missing)} (apt-get install chromium chromium-driver)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(reason + " — required under CI")
+        pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def request(port: int, method: str, path: str, body=None, headers=None, timeout=10):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        hdrs = {"Content-Type": "application/json"} if body is not None else {}
+        hdrs.update(headers or {})
+        conn.request(method, path, body=None if body is None else json.dumps(body).encode(), headers=hdrs)
+        r = conn.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        conn.close()
+
+
+class Service:
+    """``python -m service serve`` in a subprocess (its log in ``log``)."""
+
+    def __init__(self, redis_url: str, log_dir: Path):
+        self.port = free_port()
+        self.log = log_dir / "service.log"
+        env = {**os.environ, "REDIS_URL": redis_url, "TABLES_PER_HOUR": "0", "PYTHONUNBUFFERED": "1"}
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        self._log = open(self.log, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+             "--workers", "2", "--threads", "8"],
+            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            if self.proc.poll() is not None:
+                self._log.close()
+                raise RuntimeError(f"service exited early:\n{self.log.read_text()}")
+            try:
+                if request(self.port, "GET", "/healthz", timeout=1)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("service did not start in 60 s")
+            time.sleep(0.1)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+class FlakyProxy:
+    """A TCP proxy on 127.0.0.1 with a switchable failure mode (see the module doc)."""
+
+    def __init__(self, target_port: int):
+        self.target = target_port
+        self.mode = "up"
+        self.lost = 0  # answers dropped in lost_answers mode
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.conns: set[socket.socket] = set()
+        self.lock = threading.Lock()
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def set_mode(self, mode: str) -> None:
+        assert mode in ("up", "down", "lost_answers")
+        self.mode = mode
+        with self.lock:  # open keep-alive connections die with the network
+            for c in list(self.conns):
+                self._close(c)
+
+    def _close(self, c: socket.socket) -> None:
+        self.conns.discard(c)
+        try:
+            c.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        c.close()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.mode == "down":
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target), timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.conns.update((client, upstream))
+            threading.Thread(target=self._pump, args=(client, upstream, False), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, True), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, answers: bool) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if answers and self.mode == "lost_answers":
+                    self.lost += 1
+                    break
+                if self.mode == "down":
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        with self.lock:
+            self._close(src)
+            self._close(dst)
+
+    def close(self) -> None:
+        self.closed = True
+        self.sock.close()
+        self.set_mode("down")
+
+
+class Api:
+    """The table as the public API tells it (the tests' source of truth)."""
+
+    def __init__(self, port: int):
+        self.port = port
+
+    def table(self, table_id: str, token: str) -> dict:
+        status, _, body = request(self.port, "GET", f"/v1/tables/{table_id}", headers={"Authorization": f"Bearer {token}"})
+        assert status == 200, body
+        return json.loads(body)
+
+    def events(self, table_id: str, token: str) -> list[dict]:
+        status, _, body = request(self.port, "GET", f"/v1/tables/{table_id}/events?after=0&limit=500",
+                                  headers={"Authorization": f"Bearer {token}"})
+        assert status == 200, body
+        return json.loads(body)["events"]
+
+
+def fragment(url: str) -> dict:
+    """The table id and tokens of an app URL's fragment (#t=…&k=…&r=…)."""
+    q = parse_qs(urlsplit(url).fragment)
+    return {k: v[0] for k, v in q.items()}
+
+
+class Phone:
+    """One headless Chromium at 360×640 with a fresh profile."""
+
+    def __init__(self, name: str, extra_args: tuple[str, ...] = ()):
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service as DriverService
+
+        self.name = name
+        self.profile = tempfile.mkdtemp(prefix=f"chromium-{name}-")
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = CHROMIUM
+        for arg in CHROME_ARGS + list(extra_args) + [f"--user-data-dir={self.profile}", "--window-size=360,640"]:
+            opts.add_argument(arg)
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self.d = webdriver.Chrome(service=DriverService(CHROMEDRIVER), options=opts)
+        self.d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": 360, "height": 640, "deviceScaleFactor": 1, "mobile": True})
+        self.d.set_script_timeout(20)
+
+    # -- finding and tapping ------------------------------------------------------------------
+    def el(self, testid: str):
+        from selenium.webdriver.common.by import By
+
+        return self.d.find_element(By.CSS_SELECTOR, f'[data-testid="{testid}"]')
+
+    def all(self, css: str):
+        from selenium.webdriver.common.by import By
+
+        return self.d.find_elements(By.CSS_SELECTOR, css)
+
+    def has(self, testid: str) -> bool:
+        return bool(self.all(f'[data-testid="{testid}"]'))
+
+    def wait(self, cond, what: str, timeout: float = WAIT):
+        """Wait until ``cond()`` is truthy (the page re-renders as the table changes: an
+        element that went stale meanwhile is looked up again)."""
+        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        return WebDriverWait(self.d, timeout, poll_frequency=0.1,
+                             ignored_exceptions=(StaleElementReferenceException, NoSuchElementException)).until(
+            lambda _: cond(), message=f"{self.name}: {what}")
+
+    def tap(self, testid: str) -> None:
+        """Scroll the element into the middle of the screen and click it like a finger would."""
+        def click():
+            el = self.el(testid)
+            if not el.is_enabled():
+                return False
+            self.d.execute_script("arguments[0].scrollIntoView({block: 'center'})", el)
+            el.click()
+            return True
+
+        self.wait(click, f"[{testid}] to be tapped")
+
+    def type(self, testid: str, text: str, clear: bool = True) -> None:
+        def typed():
+            el = self.el(testid)
+            if clear:
+                el.clear()
+            el.send_keys(text)
+            return True
+
+        self.wait(typed, f"[{testid}] to take {text!r}")
+
+    def text(self, testid: str) -> str:
+        """The element's visible text ('' when absent or hidden)."""
+        return self.js("const e = document.querySelector(`[data-testid='${arguments[0]}']`);"
+                       "return e && e.offsetParent !== null ? e.innerText : '';", testid) or ""
+
+    def balances(self, seats: int = 4) -> list[int | None]:
+        texts = self.js("return Array.from({length: arguments[0]}, (_, i) => {"
+                        "const e = document.querySelector(`[data-testid='balance-${i}']`); return e ? e.textContent : ''; })",
+                        seats)
+        return [int(t) if t.strip().lstrip("-").isdigit() else None for t in texts]
+
+    def wait_balances(self, expected: list[int]) -> None:
+        self.wait(lambda: self.balances(len(expected)) == expected, f"balances {expected} (shown: {self.balances(len(expected))})")
+
+    def tiles(self, tiles: str) -> None:
+        """Tap tiles of a hand string like '123m55p' in the tile picker."""
+        for t in _split_tiles(tiles):
+            self.tap(f"tile-{t}")
+
+    def screenshot(self, name: str) -> Path:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        path = SHOTS / f"{name}.png"
+        self.d.save_screenshot(str(path))
+        return path
+
+    def js(self, script: str, *args):
+        return self.d.execute_script(script, *args)
+
+    def quit(self) -> None:
+        try:
+            self.d.quit()
+        finally:
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def _split_tiles(hand: str) -> list[str]:
+    out, ranks = [], []
+    for ch in hand:
+        if ch.isdigit():
+            ranks.append(ch)
+        else:
+            out.extend(f"{r}{ch}" for r in ranks)
+            ranks = []
+    return out

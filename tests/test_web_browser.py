@@ -1,0 +1,538 @@
+"""The companion app in a real browser: headless Chromium phones against ``python -m service serve``.
+
+One service per module (a real subprocess on a free port, on the session's private
+redis-server); each test opens its own phones (fresh profiles). Every expectation about
+money is checked twice: the phones show what the public API says, and the API says what
+RULES.md says the tapped events are worth. Screenshots at 360×640 go to
+``test-output/screenshots/`` (gitignored).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from browser_support import Api, FlakyProxy, Phone, Service, fragment, require_browser, request
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def service(redis_server, tmp_path_factory):
+    require_browser()
+    if not redis_server.running:  # an earlier test may have stopped it
+        redis_server.start()
+    svc = Service(redis_server.url, tmp_path_factory.mktemp("web-service"))
+    try:
+        yield svc
+    finally:
+        svc.stop()
+
+
+@pytest.fixture
+def api(service) -> Api:
+    return Api(service.port)
+
+
+@pytest.fixture
+def phones():
+    made: list[Phone] = []
+
+    def make(name: str, *args: str) -> Phone:
+        phone = Phone(name, tuple(args))
+        made.append(phone)
+        return phone
+
+    yield make
+    for p in made:
+        p.quit()
+
+
+def create_table(phone: Phone, base_url: str, names=("东", "南", "西", "北"), preset: str | None = None) -> dict:
+    phone.d.get(base_url + "/")
+    if preset:
+        from selenium.webdriver.support.select import Select
+
+        phone.wait(lambda: phone.has("ruleset"), "the room select")
+        Select(phone.el("ruleset")).select_by_value(preset)
+    for i, name in enumerate(names):
+        phone.type(f"player-{i}", name)
+    phone.tap("create-table")
+    phone.wait(lambda: "#t=" in phone.d.current_url, "the table to open")
+    phone.wait(lambda: phone.has("balance-0"), "the balances")
+    return fragment(phone.d.current_url)
+
+
+def synced(api: Api, table: dict, *phones: Phone, expect: list[int]) -> None:
+    """The API reaches ``expect`` (the phone's outbox posts in the background), then every
+    phone shows exactly the API's balances."""
+    deadline = time.monotonic() + 20
+    while (balances := api.table(table["t"], table["k"])["balances"]) != expect and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert balances == expect
+    for p in phones:
+        p.wait_balances(balances)
+
+
+def test_create_share_and_join(service, api, phones):
+    a = phones("a")
+    table = create_table(a, service.url)
+    view = api.table(table["t"], table["k"])
+    assert view["players"] == ["东", "南", "西", "北"] and view["balances"] == [0, 0, 0, 0]
+    # tokens only in the fragment; the share links carry them the same way
+    share = a.el("share-link").get_attribute("href")
+    read = a.el("share-read-link").get_attribute("href")
+    assert fragment(share) == table and "?" not in share.split("#")[0]
+    assert fragment(read) == {"t": table["t"], "r": table["r"]}
+    a.wait(lambda: a.has("share-qr"), "the QR code")
+    assert a.el("share-qr").get_attribute("src").startswith("blob:")
+    a.screenshot("share")
+
+    b = phones("b")
+    b.d.get(share)
+    b.wait_balances([0, 0, 0, 0])
+    assert b.has("round-start") and b.text("pending-count") == "0"
+
+
+def test_a_whole_xuezhan_round_on_two_phones(service, api, phones):
+    a = phones("a")
+    table = create_table(a, service.url)
+    b = phones("b")
+    b.d.get(a.el("share-link").get_attribute("href"))
+    b.wait(lambda: b.has("round-start"), "phone b on the table")
+
+    # round 1, dealer 东 (seat 0, preset)
+    a.tap("round-start")
+    assert a.el("seat-0").get_attribute("aria-pressed") == "true"
+    a.tap("confirm")
+    b.wait(lambda: b.has("record-hu"), "the round on phone b")
+    a.screenshot("round-started")
+
+    # 西 暗杠 7s: 12 from each other seat
+    a.tap("record-kong")
+    a.tap("seat-2")
+    a.tap("kind-concealed")
+    a.tiles("7s")
+    a.tap("confirm")
+    synced(api, table, a, b, expect=[-12, -12, 36, -12])
+
+    # 南 明杠 5m fed by 北 (recorded on phone b): 北 pays 6
+    b.tap("record-kong")
+    b.tap("seat-1")
+    b.tap("kind-direct")
+    b.tap("from-3")
+    b.tiles("5m")
+    b.screenshot("kong-dialog")
+    b.tap("confirm")
+    synced(api, table, a, b, expect=[-12, -6, 36, -18])
+
+    # a refused event: a fifth 7s (南 暗杠 7s) is 422, shown in words, nothing changes
+    version = api.table(table["t"], table["k"])["version"]
+    b.tap("record-kong")
+    b.tap("seat-1")
+    b.tap("kind-concealed")
+    b.tiles("7s")
+    b.tap("confirm")
+    b.wait(lambda: b.text("error"), "the refusal")
+    assert "7s" in b.text("error") or "four" in b.text("error")
+    b.screenshot("refused")
+    assert api.table(table["t"], table["k"])["version"] == version
+    synced(api, table, a, b, expect=[-12, -6, 36, -18])
+
+    # one discard, two winners: 西 feeds 东 (对对胡 picked from the patterns: 2 fan) and 北 (3 fan typed)
+    a.tap("record-hu")
+    a.tap("from-2")
+    a.tap("seat-0")
+    a.tap("seat-3")
+    a.tiles("9p")
+    a.tap("confirm")
+    a.tap("pattern-duiduihu")
+    assert a.el("fan-input").get_attribute("value") == "2"
+    a.screenshot("hu-patterns")
+    a.tap("confirm")
+    a.type("fan-input", "3")
+    a.tap("confirm")
+    synced(api, table, a, b, expect=[0, -6, 0, 6])
+    words = a.text("event-4")
+    assert "西 pays 东 12" in words and "西 pays 北 24" in words and "All triplets" in words, words
+
+    # 南 self-drawn on 4p, the hand entered with the tile picker (the 5m kong is prefilled):
+    # 平胡 1 + 根 1 = 2 fan = 12, paid by 西 alone (东 and 北 have won); the round ends
+    b.tap("record-hu")
+    b.tap("self-drawn")
+    b.tap("seat-1")
+    b.tiles("4p")
+    b.tap("confirm")
+    b.tap("mode-hand")
+    b.tiles("123678m2399p")
+    b.wait(lambda: "2" in b.text("score-total"), "the server's score")
+    assert "Root" in b.text("hand-result") and "12" in b.text("score-total")
+    b.screenshot("hu-hand")
+    b.tap("confirm")
+    synced(api, table, a, b, expect=[0, 6, -12, 6])
+    a.wait(lambda: a.has("round-start"), "the round to end")
+    assert "西 pays 南 12" in a.text("event-5") and "Root" in a.text("event-5")
+
+    # round 2: the dealer preset from round 1 (一炮多响: the discarder 西)
+    b.tap("round-start")
+    assert b.el("seat-2").get_attribute("aria-pressed") == "true"
+    b.tap("confirm")
+    a.wait(lambda: a.has("record-draw"), "round 2 on phone a")
+    a.tap("record-kong")
+    a.tap("seat-3")
+    a.tap("kind-added")
+    a.tiles("2s")
+    a.tap("confirm")
+    synced(api, table, a, b, expect=[-6, 0, -18, 24])
+
+    # 流局: 东 ting 2 fan, 南 ting with a hand (大叫 4 fan), 西 not ting, 北 花猪
+    a.tap("record-draw")
+    a.tap("status-ting")
+    a.type("fan-input", "2")
+    a.tap("confirm")
+    a.tap("status-hand")
+    a.tiles("1112345678999m")
+    a.wait(lambda: "4" in a.text("hand-result"), "the waits of 南's hand")
+    a.screenshot("draw-hand")
+    a.tap("confirm")
+    a.tap("status-not_ting")
+    a.tap("confirm")
+    a.tap("status-huazhu")
+    a.tap("confirm")
+    # 北 refunds 18, pays 96 to each; 西 pays 大叫 12 to 东 and 48 to 南
+    synced(api, table, a, b, expect=[108, 150, 24, -282])
+    a.screenshot("after-draw")
+    rounds = api.table(table["t"], table["k"])["rounds"]
+    assert [r["deltas"] for r in rounds] == [[0, 6, -12, 6], [108, 144, 36, -288]]
+    history = a.el("rounds").text
+    assert "108" in history and "-288" in history
+
+    # undo (after a confirmation) the draw: the round is open again, on both phones
+    b.tap("undo")
+    assert "#" in b.text("confirm-text")
+    b.tap("confirm")
+    synced(api, table, a, b, expect=[-6, 0, -18, 24])
+    b.wait(lambda: b.has("record-draw"), "the round reopened")
+    events = api.events(table["t"], table["k"])
+    assert events[-1]["type"] == "void" and events[-2]["type"] == "draw" and events[-2]["voided"] is True
+
+
+def test_offline_event_is_queued_and_sent_once(service, api, phones):
+    proxy = FlakyProxy(service.port)
+    try:
+        a = phones("a")
+        table = create_table(a, proxy.url)
+        a.tap("round-start")
+        a.tap("confirm")
+        a.wait(lambda: a.has("record-kong"), "the round")
+        before = api.events(table["t"], table["k"])
+
+        # the network is gone: the kong waits in the outbox
+        proxy.set_mode("down")
+        a.tap("record-kong")
+        a.tap("seat-0")
+        a.tap("kind-concealed")
+        a.tiles("3m")
+        a.tap("confirm")
+        a.wait(lambda: a.text("pending-count") == "1", "one pending event")
+        a.wait(lambda: a.text("online") in ("offline", "离线"), "offline shown")
+        # a wrong tap made offline is taken back before it is ever sent
+        a.tap("record-peng")
+        a.tap("seat-1")
+        a.tap("from-0")
+        a.tiles("6p")
+        a.tap("confirm")
+        a.wait(lambda: a.text("pending-count") == "2", "two pending events")
+        a.screenshot("offline-pending")
+        a.tap("pending-cancel-1")
+        a.wait(lambda: a.text("pending-count") == "1", "the peng taken back")
+        assert api.events(table["t"], table["k"]) == before
+
+        # the request gets through but its answer is lost: the phone retries with its key
+        proxy.set_mode("lost_answers")
+        a.wait(lambda: proxy.lost >= 1, "a lost answer")
+        assert a.text("pending-count") == "1"
+        proxy.set_mode("up")
+        a.wait(lambda: a.text("pending-count") == "0", "the outbox to empty")
+        a.wait_balances([36, -12, -12, -12])
+        recorded = api.events(table["t"], table["k"])[len(before):]
+        assert [(e["type"], e["tile"]) for e in recorded] == [("kong", "3m")]  # exactly once, no peng
+        assert api.table(table["t"], table["k"])["balances"] == [36, -12, -12, -12]
+    finally:
+        proxy.close()
+
+
+def test_offline_conflict_is_shown_not_hidden(service, api, phones):
+    proxy = FlakyProxy(service.port)
+    try:
+        a = phones("a")
+        table = create_table(a, proxy.url)
+        a.tap("round-start")
+        a.tap("confirm")
+        a.wait(lambda: a.has("record-kong"), "the round")
+        proxy.set_mode("down")
+        a.tap("record-kong")
+        a.tap("seat-0")
+        a.tap("kind-concealed")
+        a.tiles("3m")
+        a.tap("confirm")
+        a.wait(lambda: a.text("pending-count") == "1", "one pending event")
+        # meanwhile another phone records something
+        status, _, _ = request(service.port, "POST", f"/v1/tables/{table['t']}/events",
+                               {"type": "kong", "seat": 1, "kind": "concealed", "tile": "4s"},
+                               {"Authorization": f"Bearer {table['k']}"})
+        assert status == 201
+        proxy.set_mode("up")
+        a.wait(lambda: a.text("pending-count") == "0", "the outbox to empty")
+        a.wait(lambda: a.text("error"), "the conflict shown")
+        assert "Another phone changed the table first" in a.text("error")
+        a.screenshot("offline-conflict")
+        kongs = [e for e in api.events(table["t"], table["k"]) if e["type"] == "kong"]
+        assert [k["tile"] for k in kongs] == ["4s"]
+        a.wait_balances([-12, 36, -12, -12])
+    finally:
+        proxy.close()
+
+
+def test_app_shell_opens_offline(service, api, phones):
+    proxy = FlakyProxy(service.port)
+    try:
+        a = phones("a")
+        table = create_table(a, proxy.url)
+        a.tap("round-start")
+        a.tap("confirm")
+        a.wait(lambda: a.has("record-kong"), "the round")
+        a.wait(lambda: a.js("return !!(navigator.serviceWorker && navigator.serviceWorker.controller)"),
+               "the service worker to control the page")
+        proxy.set_mode("down")
+        a.d.refresh()
+        a.wait(lambda: a.has("balance-0"), "the table from the cache")
+        a.wait(lambda: a.text("online") == "offline", "offline shown")
+        assert a.balances() == [0, 0, 0, 0] and a.has("record-kong")
+        a.screenshot("offline-reload")
+        proxy.set_mode("up")
+        a.wait(lambda: a.text("online") == "online", "back online")
+    finally:
+        proxy.close()
+
+
+def test_read_only_link_cannot_write(service, api, phones):
+    a = phones("a")
+    table = create_table(a, service.url)
+    a.tap("round-start")
+    a.tap("confirm")
+    watcher = phones("watcher")
+    watcher.d.get(a.el("share-read-link").get_attribute("href"))
+    watcher.wait(lambda: watcher.has("balance-0"), "the table")
+    assert not any(watcher.has(x) for x in ("record-kong", "record-hu", "round-start", "undo", "share-link"))
+    assert watcher.has("share-read-link")
+    # the read token itself is refused by the API
+    status = watcher.d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const read = new URLSearchParams(location.hash.slice(1)).get('r');
+        fetch(`/v1/tables/${arguments[0]}/events`, {method: 'POST', headers: {'Content-Type': 'application/json',
+          Authorization: `Bearer ${read}`}, body: JSON.stringify({type: 'round_end'})}).then((r) => done(r.status));
+    """, table["t"])
+    assert status == 403
+    # it still sees the table live
+    request(service.port, "POST", f"/v1/tables/{table['t']}/events",
+            {"type": "kong", "seat": 3, "kind": "concealed", "tile": "9s"}, {"Authorization": f"Bearer {table['k']}"})
+    watcher.wait_balances([-12, -12, -12, 36])
+    watcher.screenshot("read-only")
+    # a peng (no payment) and an escape, recorded on the writer's phone, reach the watcher
+    a.tap("record-peng")
+    a.tap("seat-1")
+    a.tap("from-0")
+    a.tiles("6p")
+    a.tap("confirm")
+    watcher.wait(lambda: "南 pengs 6 Dots (from 东)" in watcher.text("event-3"), "the peng")
+    a.tap("record-escape")
+    a.tap("seat-0")
+    a.tap("confirm")
+    # 东 leaves: 16 units × 6 to each of the three others; the round ends
+    synced(api, table, a, watcher, expect=[-300, 84, 84, 132])
+    watcher.wait(lambda: "东 escapes" in watcher.text("event-4"), "the escape in words")
+    assert "东 pays 北 96 — escape" in watcher.text("event-4")
+
+
+def test_both_languages(service, api, phones):
+    a = phones("a")
+    a.d.get(service.url + "/")
+    a.wait(lambda: a.has("create-table"), "the start page")
+    assert a.text("create-table") == "Create table" and a.js("return document.documentElement.lang") == "en"
+    a.tap("lang")
+    a.wait(lambda: a.text("create-table") == "开桌", "Chinese")
+    assert a.js("return document.documentElement.lang") == "zh-CN"
+    a.screenshot("start-zh")
+    for i, n in enumerate(["Ann", "Bo", "Cy", "Di"]):
+        a.type(f"player-{i}", n)
+    a.tap("create-table")
+    a.wait(lambda: a.has("round-start"), "the table")
+    assert a.text("round-start") == "开始新局"
+    a.tap("round-start")
+    a.tap("confirm")
+    a.tap("record-kong")
+    a.tap("seat-0")
+    a.tap("kind-concealed")
+    a.tiles("8p")
+    a.tap("confirm")
+    a.wait_balances([36, -12, -12, -12])
+    a.wait(lambda: "Bo 付给 Ann 12 分（暗杠）" in a.text("event-2"), "the transfers in Chinese")
+    a.js("window.scrollTo(0, 0)")
+    a.screenshot("table-zh")  # the README's picture (docs/table-zh.png)
+    # Ann wins on the kong's replacement tile: 自摸 with 杠上花, 2 fan typed → 12 from each
+    a.tap("record-hu")
+    a.tap("self-drawn")
+    a.tap("seat-0")
+    a.tiles("3s")
+    a.tap("flag-after_kong")
+    a.tap("confirm")
+    a.type("fan-input", "2")
+    a.tap("confirm")
+    a.wait_balances([72, -24, -24, -24])
+    a.wait(lambda: "杠上花" in a.text("event-3") and "Cy 付给 Ann 12 分（自摸，2番）" in a.text("event-3"),
+           "the win in Chinese")
+    a.tap("lang")
+    a.wait(lambda: "Bo pays Ann 12 — concealed kong" in a.text("event-2"), "the transfers in English")
+    assert "On a kong replacement (杠上花)" in a.text("event-3")
+    assert a.text("record-kong") == "Kong"
+    a.screenshot("table-en")
+
+
+def test_tap_targets_and_labels(service, api, phones):
+    a = phones("a")
+    create_table(a, service.url)
+    a.tap("round-start")
+    a.tap("confirm")
+    a.tap("record-hu")
+    a.tap("from-1")
+    a.tap("seat-0")
+    a.tiles("5s")
+    a.tap("confirm")
+    a.tap("mode-hand")
+    # every visible control at least 44×44 CSS px and with an accessible name
+    bad = a.js("""
+        const out = [];
+        for (const e of document.querySelectorAll('button, input, select, a, summary')) {
+          const r = e.getBoundingClientRect();
+          if (!r.width || !r.height || getComputedStyle(e).visibility === 'hidden') continue;
+          const small = r.width < 44 || r.height < 44;
+          let name = e.getAttribute('aria-label') || e.textContent.trim();
+          if (!name && e.id) { const l = document.querySelector(`label[for="${e.id}"]`); name = l && l.textContent.trim(); }
+          if (!name && e.closest('label')) name = e.closest('label').textContent.trim();
+          if (small || !name) out.push(`${e.tagName} ${e.dataset.testid || ''} ${Math.round(r.width)}x${Math.round(r.height)} ${name ? '' : 'unnamed'}`);
+        }
+        return out;
+    """)
+    assert bad == []
+    assert a.js("return document.documentElement.scrollWidth") <= 360  # no sideways scrolling
+    a.screenshot("hand-picker")
+
+
+def test_sse_reader_parses_any_chunking(service, phones):
+    a = phones("a")
+    a.d.get(service.url + "/")
+    events = a.d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        import('/web/sse.js').then(({ createSseParser }) => {
+          const text = ': hi\\r\\nid: 3\\r\\nevent: record\\r\\ndata: {"seq": 3,\\r\\ndata:  "x": 1}\\r\\n\\r\\n'
+            + 'data: plain\\n\\nevent: deleted\\ndata\\n\\n';
+          const runs = [];
+          for (const size of [1, 2, 5, text.length]) {
+            const got = [];
+            const p = createSseParser((e) => got.push(e));
+            for (let i = 0; i < text.length; i += size) p.push(text.slice(i, i + size));
+            runs.push(got);
+          }
+          done(runs);
+        });
+    """)
+    expected = [{"event": "record", "data": '{"seq": 3,\n "x": 1}', "id": "3"},
+                {"event": "message", "data": "plain", "id": "3"},
+                {"event": "deleted", "data": "", "id": "3"}]
+    assert all(run == expected for run in events), events
+
+
+def test_no_external_request_from_the_app_or_the_docs(service, phones):
+    # an external host cannot even be resolved: anything that tried would fail to load
+    a = phones("a", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+    for path in ("/", "/docs"):
+        a.d.get(service.url + path)
+        if path == "/docs":
+            a.wait(lambda: a.all(".opblock"), "Swagger UI to render the operations")
+        else:
+            a.wait(lambda: a.has("create-table"), "the app")
+        origins = a.js("""
+            return performance.getEntriesByType('resource').concat(performance.getEntriesByType('navigation'))
+              .map((e) => new URL(e.name).origin);
+        """)
+        assert set(origins) == {service.url}, origins
+    a.screenshot("docs")
+    logs = [entry["message"] for entry in a.d.get_log("browser") if entry["level"] == "SEVERE"]
+    assert not [m for m in logs if "ERR_NAME_NOT_RESOLVED" in m], logs
+
+
+FAKE_STREAM = """
+window.__sse = { requests: [], controllers: [] };
+const realFetch = window.fetch.bind(window);
+window.fetch = (url, opts = {}) => {
+  const path = new URL(url, location.href).pathname;
+  const headers = opts.headers || {};
+  window.__sse.requests.push({ path, auth: headers.Authorization || null, method: opts.method || 'GET',
+    key: headers['X-API-Key'] || null });
+  if (!path.endsWith('/stream')) return realFetch(url, opts);
+  const body = new ReadableStream({ start(c) { window.__sse.controllers.push(c); } });
+  return Promise.resolve(new Response(body, { status: 200, headers: { 'Content-Type': 'text/event-stream' } }));
+};
+window.__sse.push = (text) => window.__sse.controllers.forEach((c) => c.enqueue(new TextEncoder().encode(text)));
+"""
+
+
+def test_table_stream_records_refresh_the_view(service, api, phones):
+    """With a table stream (served here by a stand-in for GET /v1/tables/{id}/stream, which
+    the service does not have yet), the app opens it with the token in a header, stops
+    polling, and refreshes the table on each `record` event."""
+    a = phones("a")
+    table = create_table(a, service.url)
+    a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": FAKE_STREAM})
+    a.d.refresh()
+    a.wait(lambda: a.js("return window.__sse && window.__sse.controllers.length") == 1, "the stream to open")
+    stream = [r for r in a.js("return window.__sse.requests") if r["path"].endswith("/stream")]
+    assert stream == [{"path": f"/v1/tables/{table['t']}/stream", "auth": f"Bearer {table['k']}", "method": "GET",
+                       "key": None}]
+    a.wait(lambda: a.js("return document.getElementById('status').dataset.live") == "stream", "stream mode")
+    a.wait_balances([0, 0, 0, 0])
+    gets = lambda: len([r for r in a.js("return window.__sse.requests") if r["path"] == f"/v1/tables/{table['t']}"])
+    request(service.port, "POST", f"/v1/tables/{table['t']}/events", {"type": "round_start"},
+            {"Authorization": f"Bearer {table['k']}"})
+    request(service.port, "POST", f"/v1/tables/{table['t']}/events",
+            {"type": "kong", "seat": 2, "kind": "concealed", "tile": "1s"}, {"Authorization": f"Bearer {table['k']}"})
+    before = gets()
+    assert a.balances() == [0, 0, 0, 0]  # no polling while the stream is open: it has to say so
+    a.js("window.__sse.push(': keep-alive\\n\\nid: 2\\nevent: record\\ndata: {\"seq\": 2}\\n\\n')")
+    a.wait(lambda: gets() > before, "a refresh caused by the record event")
+    a.wait_balances([-12, -12, 36, -12])
+
+
+def test_an_api_key_entered_once_goes_with_every_call(service, phones):
+    """A service run with API keys needs X-API-Key on calls without a table token (API.md):
+    entered once on the start page, the phone sends it with every API call."""
+    a = phones("a")
+    a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": FAKE_STREAM})
+    a.d.get(service.url + "/")
+    a.wait(lambda: a.has("create-table"), "the start page")
+    a.js("document.querySelector('details.options').open = true")
+    a.type("api-key", "k" * 40)
+    assert a.el("api-key").get_attribute("type") == "password"
+    a.js("document.querySelector('[data-testid=api-key]').dispatchEvent(new Event('change'))")
+    for i, n in enumerate("ABCD"):
+        a.type(f"player-{i}", n)
+    a.tap("create-table")
+    a.wait(lambda: a.has("round-start"), "the table")
+    calls = [r for r in a.js("return window.__sse.requests") if r["path"].startswith("/v1/")]
+    assert calls[0] == {"path": "/v1/rulesets", "auth": None, "method": "GET", "key": None}  # before it was entered
+    after = calls[1:]
+    assert {"/v1/rulesets", "/v1/tables", f"/v1/tables/{fragment(a.d.current_url)['t']}/stream"} <= {r["path"] for r in after}
+    assert all(r["key"] == "k" * 40 for r in after), after
