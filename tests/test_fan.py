@@ -495,6 +495,29 @@ PRESET_TABLE = {
         next_dealer="winner", haidi=False, jingoudiao=False, menqing=False, zhongzhang=False,
     ),
 }
+_NEW_FIELDS = dict(jiaxinwu=False, kaertiao=False, yitiaolong=False, players=4, dianpao_pinghu=True,
+                   xueliu_dajiao_winners=False)   # §9 as revised for issue 16
+for _fields in PRESET_TABLE.values():
+    _fields.update(_NEW_FIELDS)
+PRESET_TABLE["xueliu"] = dict(PRESET_TABLE["xuezhan"], mode="xueliu")
+PRESET_TABLE["sanren-liangfang"] = dict(PRESET_TABLE["xuezhan"], players=3, dianpao_pinghu=False, huazhu=0,
+                                        direct_kong=2, cap=4)
+
+
+def test_every_preset_is_in_the_section_9_table():
+    assert set(PRESET_TABLE) == set(Ruleset.from_preset(n).preset for n in PRESET_TABLE)
+    from service.rules.ruleset import PRESETS
+
+    assert set(PRESETS) == set(PRESET_TABLE)
+    for name, r in PRESETS.items():
+        assert r.as_dict() == {"preset": name, **PRESET_TABLE[name]}
+
+
+def test_three_players_have_no_huazhu_whatever_is_asked():
+    assert Ruleset.from_spec({"preset": "sanren-liangfang", "huazhu": 16}).huazhu == 0
+    assert Ruleset.from_spec({"players": 3}).huazhu == 0
+    assert Ruleset.from_spec({"players": 3}).as_dict()["huazhu"] == 0
+    assert Ruleset.from_spec({"players": 4}).huazhu == 16
 
 
 @pytest.mark.parametrize("name", sorted(PRESET_TABLE))
@@ -525,9 +548,13 @@ def test_every_field_can_be_overridden():
         direct_kong=2, added_kong=0, concealed_kong=5, dianganghua="discard", huazhu=0,
         huazhu_pays_winners=False, dajiao="min", escape=0, winner_leaves="forfeit",
         next_dealer="discarder", haidi=True, jingoudiao=True, menqing=True, zhongzhang=True,
+        jiaxinwu=True, kaertiao=True, yitiaolong=True, players=4, dianpao_pinghu=False,
+        xueliu_dajiao_winners=True,
     )
     r = Ruleset.from_spec(overrides)
     d = r.as_dict()
+    assert Ruleset.from_spec(dict(overrides, mode="xueliu", players=3)).as_dict() == dict(
+        d, mode="xueliu", players=3, huazhu=0)
     assert {k: d[k] for k in overrides} == overrides
     assert Ruleset.from_spec(dict(overrides, cap=None)).cap is None
 
@@ -556,6 +583,9 @@ def test_unknown_preset(spec):
         ("cap", 0), ("cap", -1), ("cap", "4"), ("cap", True),
         ("direct_kong", -1), ("added_kong", "1"), ("concealed_kong", 2.0), ("huazhu", -16), ("escape", None),
         ("huazhu_pays_winners", "yes"), ("haidi", 1), ("jingoudiao", None), ("menqing", "true"), ("zhongzhang", 0),
+        ("jiaxinwu", 1), ("kaertiao", "no"), ("yitiaolong", None), ("dianpao_pinghu", 0),
+        ("xueliu_dajiao_winners", "true"), ("players", 2), ("players", 5), ("players", "3"), ("players", True),
+        ("players", 3.0), ("players", None),
     ],
 )
 def test_bad_ruleset_values(field, value):
