@@ -748,6 +748,7 @@ NAMES = {  # RULES.md §5.1 and §5.2, column 名
     "qinglongqidui": "清龙七对", "tianhu": "天胡", "dihu": "地胡",
     "gen": "根", "gangshanghua": "杠上花", "gangshangpao": "杠上炮", "qiangganghu": "抢杠胡", "zimo": "自摸加番",
     "haidi": "海底捞月/海底炮", "jingoudiao": "金钩钓", "menqing": "门清", "zhongzhang": "中张",
+    "jiaxinwu": "夹心五", "kaertiao": "卡二条", "yitiaolong": "一条龙",
 }
 
 
@@ -773,3 +774,67 @@ def test_patterns_in_a_score_carry_id_name_and_name_en():
     for d in dicts:
         assert d["name_en"] == PATTERNS[d["id"]].name_en
         assert ("count" in d) == (d["id"] == "gen")
+
+
+# -- 夹心五, 卡二条, 一条龙 (§5.2, issue 16) ----------------------------------------------------------------
+RUNS = {"jiaxinwu": True, "kaertiao": True, "yitiaolong": True}
+
+
+def test_jiaxinwu():
+    # 46p + 5p: the winning 5 sits in the middle of 456p
+    assert pats(sc("234678m11145699p", "5p", ruleset={"jiaxinwu": True})) == [("pinghu", 1), ("jiaxinwu", 1)]
+    assert pats(sc("234678m11145699p", "5p")) == [("pinghu", 1)]                    # off by default
+    assert pats(sc("234678m11145699p", "4p", ruleset={"jiaxinwu": True})) == [("pinghu", 1)]  # not a 5
+    # the 5 won is in a triplet: no 456 in the decomposition
+    assert pats(sc("234678m11155599p", "5p", ruleset={"jiaxinwu": True})) == [("pinghu", 1)]
+    # a 5 of another suit than the 456
+    assert pats(sc("234m567m111p456p99p", "5m", ruleset={"jiaxinwu": True})) == [("pinghu", 1)]
+
+
+def test_jiaxinwu_competes_through_section_3():
+    # 444555666p: 对对胡 (2), or 456p×3 with the 5p in the middle: 平胡 1 + 夹心五 1 = 2.  Equal totals:
+    # the higher base-pattern fan is reported (§3)
+    s = sc("111m99m444555666p", "5p", ruleset={"jiaxinwu": True})
+    assert pats(s) == [("duiduihu", 2)] and s.decomposition == ("111m", "444p", "555p", "666p", "99m")
+    # with 中张 on the 111m/99m spoil it either way; with 一条龙 also on nothing changes (no 123/789)
+    s = sc("111m99m444555666p", "5p", ruleset=RUNS)
+    assert pats(s) == [("duiduihu", 2)]
+
+
+def test_kaertiao():
+    # 13s + 2s, the only wait: 卡二条
+    s = sc("234567888m12399s", "2s", ruleset={"kaertiao": True})
+    assert pats(s) == [("pinghu", 1), ("kaertiao", 1)] and "123s" in s.decomposition
+    assert pats(sc("234567888m12399s", "2s")) == [("pinghu", 1)]                    # off by default
+    # 1113s waits on 2s and 3s: not the only wait
+    assert pats(sc("234567888m11123s", "2s", ruleset={"kaertiao": True})) == [("pinghu", 1)]
+    # 2p is no 2条
+    assert pats(sc("234567888m12399p", "2p", ruleset={"kaertiao": True})) == [("pinghu", 1)]
+    # the only wait 2s, but as the pair (单钓): not in a 1-2-3
+    assert pats(sc("234567888m45622s", "2s", ruleset={"kaertiao": True})) == [("pinghu", 1)]
+
+
+def test_yitiaolong():
+    s = sc("123456789m11234p", "5m", ruleset={"yitiaolong": True})
+    assert pats(s) == [("pinghu", 1), ("yitiaolong", 1)]
+    assert s.decomposition == ("123m", "456m", "789m", "234p", "11p")
+    assert pats(sc("123456789m11234p", "5m")) == [("pinghu", 1)]
+    # 清一色 + 根 (1111m) + 一条龙
+    s = sc("11112345678999m", "5m", ruleset={"yitiaolong": True})
+    assert pats(s) == [("qingyise", 3), ("gen", 1), ("yitiaolong", 1)] and s.fan == 5
+    # all three at once, with the chengdu table's values (the table lists none of them: §5.2's +1)
+    s = sc("123456789m45699p", "5m", ruleset=dict(RUNS, preset=CHENGDU))
+    assert pats(s) == [("pinghu", 1), ("jiaxinwu", 1), ("yitiaolong", 1)] and s.points == 3
+
+
+def test_run_extras_count_for_ting_and_dajiao():
+    from service import ting
+
+    r = ting("123456789m4699p", ruleset=RUNS)
+    assert [(str(w.tile), [p.id for p in w.patterns]) for w in r.waits] == [
+        ("5p", ["pinghu", "jiaxinwu", "yitiaolong"])]
+    assert r.dajiao.fan == 3
+    r = ting("234567888m1399s", ruleset=RUNS)
+    assert [(str(w.tile), w.fan) for w in r.waits] == [("2s", 2)]
+    r = ting("234567888m1113s", ruleset=RUNS)       # two waits: no 卡二条 on the 2s
+    assert [(str(w.tile), w.fan) for w in r.waits] == [("2s", 1), ("3s", 1)]

@@ -1293,3 +1293,15 @@ class TestRecords:
         assert old.to_dict() == d
         old.step(self.EVENTS[3])          # 杠上炮 right after the kong read from the list form
         assert old.settlement() == settle(self.EVENTS, dealer=0)
+
+
+def test_run_extras_in_settlement():
+    # a winner's hand is scored with 夹心五/卡二条/一条龙 when the ruleset has them (§5.2)
+    s = settle([hu(1, "5m", win(0, tiles="123456789m45699p"))], dealer=0,
+               ruleset={"jiaxinwu": True, "yitiaolong": True})
+    assert s.transfers[0].points == 6 * 4          # 平胡 1 + 夹心五 1 + 一条龙 1 = 3 fan
+    s = settle([hu(1, "2s", win(0, tiles="234567888m12399s"))], dealer=0, ruleset={"kaertiao": True})
+    assert s.transfers[0].points == 12             # 平胡 1 + 卡二条 1
+    s = settle([draw(hs(0, "123456789m4699p"), st(1, "not_ting"), st(2, "not_ting"), st(3, "not_ting"))],
+               dealer=0, ruleset={"jiaxinwu": True, "yitiaolong": True})
+    assert s.deltas == (72, -24, -24, -24)         # 大叫 3 fan

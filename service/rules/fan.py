@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import product
 from typing import NamedTuple
 
 from .errors import ContradictoryFlags, NotAWin, WinTileNotInHand
@@ -19,8 +20,8 @@ from .hand import Hand, Meld, POW5, require_valid
 from .patterns import BASE_ORDER, EXTRA_ORDER, PATTERNS, SEVEN_PAIRS_WITH_DRAGON, PatternFan, pattern_fan
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import (
-    DECOMPOSITIONS, EVEN_KEYS, GEN_SHIFT, HAS19, NOT258, SHAPES, TRIP, YAO, _tile_flags,
-    describe_pairs, key_counts,
+    DECOMPOSITIONS, EVEN_KEYS, F_123, F_456, F_LONG, F_TRIP, F_YAO, GEN_SHIFT, HAS19, NOT258, SHAPES, TRIP, YAO,
+    _tile_flags, describe_pairs, key_counts, notate, suit_features, waits_without,
 )
 from .tiles import SUITS, TILES, Tile
 
@@ -110,6 +111,10 @@ class _Ctx(NamedTuple):
     single: dict  # base id -> (PatternFan,)
     options: bool  # any extra switched on by the ruleset (zimo fan, haidi, jingoudiao, menqing, zhongzhang)
     points: tuple  # raw fan -> (fan, multiplier, points, capped), for the raw fans a hand can reach
+    jiaxinwu: bool
+    kaertiao: bool
+    yitiaolong: bool
+    runs: bool  # any of the three extras that depend on the decomposition's sequences is on
 
 
 def context(rules: Ruleset) -> _Ctx:
@@ -136,6 +141,10 @@ def context(rules: Ruleset) -> _Ctx:
         single={pid: (pattern_fan(pid, f),) for pid, f in base_fans.items() if f},
         options=rules.zimo == "fan" or rules.haidi or rules.jingoudiao or rules.menqing or rules.zhongzhang,
         points=(),
+        jiaxinwu=rules.jiaxinwu,
+        kaertiao=rules.kaertiao,
+        yitiaolong=rules.yitiaolong,
+        runs=rules.jiaxinwu or rules.kaertiao or rules.yitiaolong,
     )
     ctx = ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
     object.__setattr__(rules, "_ctx", ctx)
@@ -233,14 +242,23 @@ class Evaluation(NamedTuple):
     raw_fan: int
     patterns: tuple[PatternFan, ...]
     standard: bool
+    features: tuple[int, int, int] | None = None
+    """Per suit, the feature set of the decomposition scored, when a run extra (夹心五, 卡二条,
+    一条龙) chose it; None: any decomposition with the base pattern will do."""
 
 
-def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tuple, ctx: _Ctx) -> Evaluation | None:
+KAERTIAO_TILE = 19  # 2s
+
+
+def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tuple, ctx: _Ctx,
+             tile: int = -1, only_wait: bool = False) -> Evaluation | None:
     """Best base pattern, total fan and patterns of a complete hand, or None if it does not win.
 
     ``k0..k2``: the suit keys of the concealed tiles; ``sit``: the flags
-    ``(self_drawn, after_kong, robbing_kong, last_tile, heavenly, earthly)``.
-    Suit rules (缺一门, 定缺) are the caller's.
+    ``(self_drawn, after_kong, robbing_kong, last_tile, heavenly, earthly)``;
+    ``tile``: the winning tile's index and ``only_wait``: whether it was the
+    hand's only wait (both only for 夹心五 and 卡二条).  Suit rules (缺一门,
+    定缺) are the caller's.
     """
     f0 = SHAPES.get(k0)
     f1 = SHAPES.get(k1)
@@ -273,6 +291,8 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
         mask |= _TIAN
     if earthly:
         mask |= _DI
+    if standard and ctx.runs:
+        return _evaluate_runs((k0, k1, k2), mask, gen4, anyf, mi, sit, ctx, tile, only_wait)
     best = ctx.best[mask] or _best_base(ctx, mask)
     base, fan, dragon = best
     gens = gen4 + mi.kongs - (1 if dragon else 0)
@@ -281,6 +301,13 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
             gens += 1
     if not (gens or after_kong or robbing_kong or ctx.options):
         return Evaluation(base, fan, ctx.single[base], standard)
+    pats = _patterns(base, gens, anyf, mi, sit, ctx)
+    return Evaluation(base, sum(p.fan for p in pats), tuple(pats), standard)
+
+
+def _patterns(base: str, gens: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: _Ctx, runs: tuple = ()) -> list:
+    """The listed patterns of a win: its base pattern, then the extras in §5.2's order (0-fan ones left out)."""
+    self_drawn, after_kong, robbing_kong, last_tile, _heavenly, _earthly = sit
     ef = ctx.extra_fans
     pats = list(ctx.single[base])
     if gens:
@@ -300,8 +327,58 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
         pats.append(pattern_fan("menqing", ef["menqing"]))
     if ctx.zhongzhang and not (anyf & HAS19 or mi.has19):
         pats.append(pattern_fan("zhongzhang", ef["zhongzhang"]))
-    pats = [p for p in pats if p.fan]
-    return Evaluation(base, sum(p.fan for p in pats), tuple(pats), standard)
+    for pid in runs:
+        pats.append(pattern_fan(pid, ef[pid]))
+    return [p for p in pats if p.fan]
+
+
+def _evaluate_runs(keys: tuple, mask: int, gen4: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: _Ctx,
+                   tile: int, only_wait: bool) -> Evaluation:
+    """:func:`evaluate` for a standard shape when 夹心五, 卡二条 or 一条龙 is on.
+
+    Those extras depend on the decomposition, so §3's "highest total over every
+    decomposition" is taken over each combination of the suits' feature sets
+    (with the seven-pairs reading too, when the hand also has that shape).
+    Ties: the higher base-pattern fan, then §5.1's order (§3).
+    """
+    ef = ctx.extra_fans
+    gen_fan = ef["gen"]
+    best = None  # (rank, (base, fan, dragon), runs, features)
+    if mask & _PAIRS:
+        m = mask & ~(_STD | _TRIP | _YAO)
+        b = ctx.best[m] or _best_base(ctx, m)
+        best = ((b[1] - (gen_fan if b[2] else 0), b[1], -_BASE_INDEX[b[0]]), b, (), None)
+    m_std = mask & ~(_PAIRS | _HAS4 | _TRIP | _YAO)
+    win_suit = tile // 9 if tile >= 0 else -1
+    five = ctx.jiaxinwu and tile >= 0 and tile % 9 == 4
+    kaer = ctx.kaertiao and tile == KAERTIAO_TILE and only_wait
+    per_suit = [suit_features(k) for k in keys]
+    for feats in product(*per_suit):
+        both = feats[0] & feats[1] & feats[2]
+        m = m_std
+        if both & F_TRIP:
+            m |= _TRIP
+        if both & F_YAO and mi.yao:
+            m |= _YAO
+        b = ctx.best[m] or _best_base(ctx, m)
+        runs = []
+        if five and feats[win_suit] & F_456:
+            runs.append("jiaxinwu")
+        if kaer and feats[2] & F_123:
+            runs.append("kaertiao")
+        if ctx.yitiaolong and any(f & F_LONG == F_LONG for f in feats):
+            runs.append("yitiaolong")
+        rank = (b[1] + sum(ef[r] for r in runs), b[1], -_BASE_INDEX[b[0]])
+        if best is None or rank > best[0]:
+            best = (rank, b, tuple(runs), feats)
+    _rank, (base, _fan, dragon), runs, feats = best
+    gens = gen4 + mi.kongs - (1 if dragon else 0)
+    for t in mi.peng_tiles:
+        if keys[t // 9] // POW5[t % 9] % 5 == 1:
+            gens += 1
+    pats = _patterns(base, gens, anyf, mi, sit, ctx, runs)
+    return Evaluation(base, sum(p.fan for p in pats), tuple(pats), True,
+                      feats if runs and feats is not None else None)
 
 
 # -- the public score ----------------------------------------------------------
@@ -393,8 +470,9 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
         if problem:
             raise NotAWin(f"{str(hand)!r} cannot win: {problem}", text=str(hand))
     k0, k1, k2 = hand.keys
+    t = win.tile.index
     ev = evaluate(k0, k1, k2, len(hand.tiles), meld_info(hand.melds) if hand.melds else _NO_MELDS,
-                  win.flags, ctx)
+                  win.flags, ctx, t, ctx.kaertiao and t == KAERTIAO_TILE and only_wait(hand, t))
     if ev is None:
         raise NotAWin(
             f"{str(hand)!r} is not a winning shape (four sets and a pair, or seven pairs)",
@@ -412,6 +490,13 @@ GANGSHANGHUA_NEEDS_KONG = (
 
 def _has_kong(hand: Hand) -> bool:
     return any(m.type == "kong" for m in hand.melds)
+
+
+def only_wait(hand: Hand, tile: int) -> bool:
+    """Whether ``tile`` was the only wait (§4) of the 13 tiles a 14-size hand had before it."""
+    void = -1 if hand.void is None else SUITS.index(hand.void)
+    return waits_without(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, void,
+                         tile) == [tile]
 
 
 def suit_problem(mask: int, void: str | None) -> str | None:
@@ -455,7 +540,10 @@ def decomposition(hand: Hand, ev: Evaluation) -> tuple[str, ...]:
     pair = None
     for s, key in enumerate(hand.keys):
         if key:
-            sets, p = DECOMPOSITIONS[key][kind][s]
+            if ev.features is None:
+                sets, p = DECOMPOSITIONS[key][kind][s]
+            else:  # the decomposition a run extra (夹心五, 卡二条, 一条龙) was scored on
+                sets, p = notate(s, *suit_features(key)[ev.features[s]])
             groups += sets
             if p is not None:
                 pair = p

@@ -42,7 +42,8 @@ from .codes import Code, Reason
 from .errors import EventError, RuleError
 from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event
 from .fan import (
-    GANGSHANGHUA_NEEDS_KONG, _Ctx, context, evaluate, meld_info, points_of, suit_problem, Win,
+    GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, _Ctx, context, evaluate, meld_info, only_wait, points_of, suit_problem,
+    Win,
 )
 from .hand import Hand, hand_problems
 from .ruleset import Ruleset
@@ -484,7 +485,9 @@ class Round:
         problem = suit_problem(hand.suit_mask, hand.void)
         if problem:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat} cannot win: {problem}")
-        evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx)
+        t = ev.tile.index
+        evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx, t,
+                       ctx.kaertiao and t == KAERTIAO_TILE and only_wait(hand, t))
         if evn is None:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
         return points_of(evn.raw_fan, ctx).points
