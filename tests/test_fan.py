@@ -838,3 +838,43 @@ def test_run_extras_count_for_ting_and_dajiao():
     assert [(str(w.tile), w.fan) for w in r.waits] == [("2s", 2)]
     r = ting("234567888m1113s", ruleset=RUNS)       # two waits: no 卡二条 on the 2s
     assert [(str(w.tile), w.fan) for w in r.waits] == [("2s", 1), ("3s", 1)]
+
+
+# -- dianpao_pinghu (§9, issue 16) ---------------------------------------------------------------------------
+NO_PINGHU_ON_DISCARD = {"dianpao_pinghu": False}
+
+
+def test_a_one_fan_win_on_a_discard_is_refused():
+    from service.rules.errors import DianpaoPinghu
+
+    for ruleset in (NO_PINGHU_ON_DISCARD, {"preset": "normal", "dianpao_pinghu": False}):
+        with pytest.raises(DianpaoPinghu) as exc:
+            sc("23445677p345789s", ruleset=ruleset)
+        assert exc.value.code == "dianpao_pinghu"
+    with pytest.raises(DianpaoPinghu):       # 海底炮 without the haidi option is still 1 fan
+        sc("23445677p345789s", last_tile=True, ruleset=NO_PINGHU_ON_DISCARD)
+    with pytest.raises(DianpaoPinghu):       # 杠上炮 worth 0 in the chengdu table: 1 fan in all
+        score(parse_hand("123345m999p66p", melds=[Meld.peng("2p")]), Win("6p", after_kong=True),
+              ruleset=dict(NO_PINGHU_ON_DISCARD, preset=CHENGDU))
+
+
+def test_other_wins_are_not_affected_by_dianpao_pinghu():
+    r = NO_PINGHU_ON_DISCARD
+    assert sc("23445677p345789s", self_drawn=True, ruleset=r).fan == 1               # 自摸 平胡
+    assert sc("111222444m33399p", ruleset=r).fan == 2                                  # 对对胡 on a discard
+    assert sc("23445677p345789s", robbing_kong=True, ruleset=r).fan == 2               # 抢杠胡: 平胡 + 1
+    assert sc("23445677p345789s", after_kong=True, ruleset=r).fan == 2                 # 杠上炮: 平胡 + 1
+    assert sc("23445677p345789s", last_tile=True, ruleset=dict(r, haidi=True)).fan == 2
+    # the rule looks at the fan before the cap: 2 fan capped to 1 is a legal win on a discard
+    s = sc("111222444m33399p", ruleset=dict(r, cap=1))
+    assert (s.fan, s.raw_fan, s.capped) == (1, 2, True)
+    # and 1-fan discard wins stay legal when the option is true (the default)
+    assert sc("23445677p345789s").fan == 1
+
+
+def test_ting_still_lists_one_fan_waits_under_dianpao_pinghu():
+    """Reading: the option refuses a win on a discard; the hand is ting all the same (it may win self-drawn)."""
+    from service import ting
+
+    r = ting("2344567p345789s", ruleset=NO_PINGHU_ON_DISCARD)
+    assert r.ting and r.dajiao.fan == 1

@@ -56,6 +56,7 @@ class Code(_Documented):
     NOT_A_WIN = "not_a_win", "a hand that does not win (shape, 缺一门 or 定缺)"
     WIN_TILE_NOT_IN_HAND = "win_tile_not_in_hand", "the winning tile is not among the concealed tiles"
     CONTRADICTORY_FLAGS = "contradictory_flags", "win flags that cannot hold together (§5.1)"
+    DIANPAO_PINGHU = "dianpao_pinghu", "a 1-fan win on a discard where the ruleset forbids it (dianpao_pinghu = false)"
     # rulesets (§9)
     BAD_RULESET = "bad_ruleset", "a ruleset that is neither a preset name nor an object of fields"
     UNKNOWN_RULESET = "unknown_ruleset", "an unknown preset name"

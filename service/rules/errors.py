@@ -88,6 +88,12 @@ class ContradictoryFlags(WinError):
     code = Code.CONTRADICTORY_FLAGS
 
 
+class DianpaoPinghu(WinError):
+    """A win on a discard worth 1 fan (before the cap) where ``dianpao_pinghu`` is false (§9)."""
+
+    code = Code.DIANPAO_PINGHU
+
+
 # -- rulesets ---------------------------------------------------------------
 class RulesetError(RuleError):
     code = Code.BAD_RULESET

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import NamedTuple
 
-from .errors import ContradictoryFlags, NotAWin, WinTileNotInHand
+from .errors import ContradictoryFlags, DianpaoPinghu, NotAWin, WinTileNotInHand
 from .hand import Hand, Meld, POW5, require_valid
 from .patterns import BASE_ORDER, EXTRA_ORDER, PATTERNS, SEVEN_PAIRS_WITH_DRAGON, PatternFan, pattern_fan
 from .ruleset import XUEZHAN, Ruleset
@@ -478,10 +478,16 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
             f"{str(hand)!r} is not a winning shape (four sets and a pair, or seven pairs)",
             text=str(hand),
         )
+    if ev.raw_fan == 1 and not win.self_drawn and not rules.dianpao_pinghu:
+        raise DianpaoPinghu(DIANPAO_PINGHU, text=str(hand))
     fan, mult, points, capped = points_of(ev.raw_fan, ctx)
     return Score._of(fan, ev.raw_fan, mult, points, capped, ev.patterns, decomposition(hand, ev))
 
 
+DIANPAO_PINGHU = (
+    "a win on a discard (点炮, 抢杠胡, 杠上炮) worth 1 fan cannot happen under this ruleset "
+    "(dianpao_pinghu = false: a 平胡 may only be won self-drawn)"
+)
 GANGSHANGHUA_NEEDS_KONG = (
     "after_kong on a self-drawn win (杠上花) needs a kong among the hand's melds: "
     "it is a win on the replacement tile of one's own kong"

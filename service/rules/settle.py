@@ -42,7 +42,7 @@ from .codes import Code, Reason
 from .errors import EventError, RuleError
 from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event
 from .fan import (
-    GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, _Ctx, context, evaluate, meld_info, only_wait, points_of, suit_problem,
+    DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, _Ctx, context, evaluate, meld_info, only_wait, points_of, suit_problem,
     Win,
 )
 from .hand import Hand, hand_problems
@@ -406,7 +406,12 @@ class Round:
         if feeder_pays:
             ctx = ctx._replace(zimo_fan=False)
         # value every winner first: nothing moves unless all are valid
-        points = [self._winner_points(w, ev, sit, ctx, i) for w in ev.winners]
+        points = []
+        for w in ev.winners:
+            raw = self._winner_fan(w, ev, sit, ctx, i)
+            if raw == 1 and ev.from_ is not None and not self.rules.dianpao_pinghu:
+                raise EventError(Code.DIANPAO_PINGHU, i, f"seat {w.seat}: {DIANPAO_PINGHU}")
+            points.append(points_of(raw, ctx).points)
         self._count_hu_tiles(ev, i)
         if ev.robbing_kong:
             self._void_kong(kong, i)
@@ -467,9 +472,10 @@ class Round:
                 raise EventError(Code.CONTRADICTORY_FLAGS, i, "earthly by discard is on the dealer's first discard")
         return flags
 
-    def _winner_points(self, w, ev: Hu, sit, ctx: _Ctx, i: int) -> int:
+    def _winner_fan(self, w, ev: Hu, sit, ctx: _Ctx, i: int) -> int:
+        """A winner's total fan before the cap: as declared, or its hand's, checked."""
         if w.hand is None:
-            return points_of(w.fan, ctx).points
+            return w.fan
         hand: Hand = w.hand
         probs = hand_problems(hand, sizes=(14,)) if hand.size != 14 or hand.max_held > 4 else None
         if probs:
@@ -490,7 +496,7 @@ class Round:
                        ctx.kaertiao and t == KAERTIAO_TILE and only_wait(hand, t))
         if evn is None:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
-        return points_of(evn.raw_fan, ctx).points
+        return evn.raw_fan
 
     def _count_hu_tiles(self, ev: Hu, i: int) -> None:
         first = True
