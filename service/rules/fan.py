@@ -16,7 +16,7 @@ from itertools import product
 from typing import NamedTuple
 
 from .errors import ContradictoryFlags, DianpaoPinghu, NotAWin, WinTileNotInHand
-from .hand import Hand, Meld, POW5, require_valid
+from .hand import Hand, Meld, POW5, require_in_play, require_valid
 from .patterns import BASE_ORDER, EXTRA_ORDER, PATTERNS, SEVEN_PAIRS_WITH_DRAGON, PatternFan, pattern_fan
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import (
@@ -449,6 +449,8 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
     ctx = context(rules)
     if hand.size != 14 or hand.max_held > 4:
         require_valid(hand, 14)
+    if rules.players == 3:
+        require_in_play(hand, 3, (win.tile,))
     if win.heavenly or win.earthly or win.robbing_kong:
         problem = win.contradiction(ctx.table)
         if problem:

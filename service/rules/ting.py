@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, context, evaluate, is_win, meld_info, points_of
-from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_valid
+from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import wait_tiles
@@ -148,6 +148,8 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
     if hand.size != 13 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 13, vis_tiles)
+    if rules.players == 3:
+        require_in_play(hand, 3, vis_tiles)
     tiles = wait_tiles(
         hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand)
     )
@@ -174,6 +176,8 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     vis, vis_tiles = _visible(visible)
     if hand.size != 14 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 14, vis_tiles)
+    if rules.players == 3:
+        require_in_play(hand, 3, vis_tiles)
     return DiscardAdvice(tuple(_options(hand, ctx, vis, rules.dajiao)), is_win(hand))
 
 
