@@ -422,8 +422,9 @@ class SettleRequest(ma.Schema):
     ruleset = RulesetField(metadata={"default": "xuezhan"})
     dealer = Int(0, 3, required=True)
     voids = fields.List(
-        Str(MAX_SUIT_CHARS, allow_none=True), validate=validate.Length(equal=4),
-        metadata={"description": "each seat's 定缺 suit (or null), for hands that give no void"},
+        Str(MAX_SUIT_CHARS, allow_none=True), validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
+        metadata={"description": "each seat's 定缺 suit (or null), for hands that give no void; one per seat "
+                                 "(three with players = 3, where all are null: no 定缺)"},
     )
     events = fields.List(EventField(), required=True, validate=validate.Length(max=MAX_EVENTS))
 
@@ -513,7 +514,8 @@ class TransferSchema(ma.Schema):
 
 
 class SettleResponse(ma.Schema):
-    deltas = fields.List(fields.Integer(), required=True, validate=validate.Length(equal=4))
+    deltas = fields.List(fields.Integer(), required=True, validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
+                         metadata={"description": "one per seat (three with players = 3)"})
     transfers = fields.List(fields.Nested(TransferSchema), required=True)
     winners = fields.List(fields.Integer(), required=True)
     ended = fields.Boolean(required=True)
