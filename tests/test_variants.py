@@ -551,8 +551,9 @@ class TestThreePlayerTables:
         assert info.value.code == "bad_players" and isinstance(info.value, RuleError)
         with pytest.raises(TableSetupError):
             TableState.new(["A", "B", "C"], "xuezhan")
-        with pytest.raises(TableSetupError):
+        with pytest.raises(TableSetupError) as info:
             TableState.new(["A", "B", "C"], SANREN, dealer=3)
+        assert info.value.code == "seat_out_of_range"
         t = TableState.new(["A", "B", "C"], SANREN, dealer=2)
         assert t.balances == [0, 0, 0]
 

@@ -1,4 +1,4 @@
-"""Settling a round from its events (RULES.md §6-§8, §10): the only place money moves.
+"""Settling a round from its events (RULES.md §6-§8, §10, §13, §14): the only place money moves.
 
 A round is a fold over its events: :class:`Round` holds the state after N
 events and :meth:`Round.step` validates one more event against it, returning
@@ -27,6 +27,52 @@ Readings of RULES.md where it is silent (documented choices):
 * With ``huazhu = 0`` a declared ``huazhu`` status, and a hand of three suits
   or holding its 定缺 suit, stand as ``not_ting`` (§7.2), at a draw and in an
   escape's last-four reports alike.
+* ``dianpao_pinghu = false`` looks at each winner of a win on a discard (点炮,
+  抢杠胡, 杠上炮): a declared ``fan`` of 1 or a hand worth 1 fan before the cap
+  refuses the whole event.  杠上花 paid by the feeder alone (``dianganghua =
+  discard``) is a self-drawn win: not affected.
+
+Three players (三人两房, §14):
+
+* Seats are 0-2; ``voids`` are null (or three nulls): a suit there, or a hand's
+  ``void``, is ``void_not_allowed``; a 万 tile anywhere (a meld's tile, the hu
+  tile, a hand or its melds) is ``suit_not_in_play``.
+* 血战 ends when all seats but one have won (two of three); "the others" are
+  the seats still in the round, so a 自摸 after one win is paid by one seat.
+
+血流成河 (§13):
+
+* ``winners`` (and a table round's ``won``) lists each seat that has won once,
+  in the order of its first win; the transfers show every win.
+* A winner's hand is *known* once it wins with a ``hand``; its kept hand is that
+  hand without the tile won (the tile is set aside: counted once, in no later
+  hand).  A winner that only ever declared a ``fan`` has no kept hand: its kongs
+  are not checked, and a later win given with a hand makes that hand its kept one.
+* A later win with a hand must be the kept hand (concealed tiles, and melds by
+  type, tile and kind in any order) plus the tile won, else
+  ``kept_hand_mismatch``; at a draw, a winner's listed hand must be its kept hand.
+* A winner's concealed kong on a known hand needs exactly three of the tile among
+  its kept concealed tiles (the drawn tile is the fourth; a hand holding all four
+  could only kong them by taking in another tile), an added kong needs its kept
+  peng; otherwise ``kong_not_in_hand``.  "Leaves its waits unchanged" compares
+  §4's waits, so a kong of a tile that was a wait (now held four times) changes
+  them (``kong_changes_waits``).  Those three concealed copies move into the kong
+  in the copy count (only the drawn tile is new).  When an added kong of a winner
+  is robbed, its kept hand holds the peng again.
+* 天胡/地胡 only for the round's first win: an ``earthly`` hu after any hu is
+  ``contradictory_flags``.
+* At a draw a winner need not be listed; listed, it must be ting
+  (``winner_not_ting``: a ``not_ting``/``huazhu`` status, or a hand that is not
+  ting).  A winner's 大叫 (collected with ``xueliu_dajiao_winners``) is taken
+  from its kept hand when known, else from its entry's hand, else its entry's
+  ``dajiao_fan``; a winner neither known nor listed collects nothing.
+* ``huazhu_pays_winners = false`` changes nothing in 血流: winners are still in
+  the round (§13.1), so a 花猪 pays them as it pays every non-花猪 seat.
+* An escape's last-four charge follows §13.5's 查大叫: the ting seats that have
+  not won, and the winners (ting, listed or not) with ``xueliu_dajiao_winners``.
+  ``winner_leaves`` has no effect (§13.7: any seat leaving ends the round).
+* The next dealer follows the ruleset's ``next_dealer`` (§13.6 is the
+  ``winner`` rule, which the ``xueliu`` preset has).
 
 >>> s = settle([{"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m"}], dealer=0)
 >>> s.deltas, [t.as_dict()["reason"] for t in s.transfers]
@@ -154,7 +200,7 @@ class Transfer(NamedTuple):
 
 @dataclass(frozen=True)
 class Settlement:
-    deltas: tuple[int, int, int, int]
+    deltas: tuple[int, ...]          # one per seat (three with players = 3)
     transfers: tuple[Transfer, ...]
     winners: tuple[int, ...]
     ended: bool

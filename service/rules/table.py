@@ -1,4 +1,4 @@
-"""A table: a physical game over many rounds, as a fold over its log (RULES.md §10).
+"""A table: a physical game over many rounds, as a fold over its log (RULES.md §10, §14).
 
 The log is a list of records, each ``{"seq": n, "type": ..., ...}`` with
 ``seq`` = its 1-based position.  Record types: the round events of API.md
@@ -25,6 +25,10 @@ Readings where RULES.md is silent (documented choices):
 * Transfers of a table name the ``seq`` of the record that caused them.
 * Voiding a record refolds the log without it; it is refused
   (``void_conflict``) when a later record no longer validates without it.
+* A table seats as many players as its ruleset's ``players`` (4, or 3 for
+  三人两房): other numbers of names are ``bad_players`` (a first dealer outside
+  the seats ``seat_out_of_range``); every seat-indexed list (balances, deltas, ``voids``) has one
+  entry per seat, and with three players ``voids`` may only be null.
 
 >>> st = TableState.new(["A", "B", "C", "D"], "xuezhan", dealer=1)
 >>> st, out = st.apply({"type": "round_start"}, seq=1)
@@ -57,9 +61,14 @@ class VoidConflict(TableError):
 
 
 class TableSetupError(RuleError):
-    """A table that cannot be set up: its players do not match its ruleset's seats."""
+    """A table that cannot be set up: its players do not match its ruleset's seats (``bad_players``),
+    or its first dealer is no seat (``seat_out_of_range``)."""
 
     code = Code.BAD_PLAYERS
+
+    def __init__(self, message: str, *, code: Code = Code.BAD_PLAYERS, **context: object) -> None:
+        super().__init__(message, **context)
+        self.code = code
 
 
 @dataclass
@@ -92,7 +101,8 @@ class TableState:
                 f"this ruleset seats {n} players (players = {n}); got {len(players)} name(s)", text=str(len(players))
             )
         if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < n:
-            raise TableSetupError(f"dealer {dealer!r} is not a seat 0-{n - 1}", text=str(dealer))
+            raise TableSetupError(f"dealer {dealer!r} is not a seat 0-{n - 1}", text=str(dealer),
+                                  code=Code.SEAT_OUT_OF_RANGE)
         return cls(list(players), rules, dealer, dealer, base=[0] * n)
 
     # -- derived ----------------------------------------------------------------
