@@ -320,6 +320,9 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
             gens += 1
     if not (gens or after_kong or robbing_kong or ctx.options):
         return Evaluation(base, fan, ctx.single[base], standard)
+    if not (after_kong or robbing_kong or ctx.options):  # 根 alone: the common case with kongs
+        gen = pattern_fan("gen", ctx.extra_fans["gen"] * gens, gens)
+        return Evaluation(base, fan + gen.fan, ctx.single[base] + (gen,) if gen.fan else ctx.single[base], standard)
     pats = _patterns(base, gens, anyf, mi, sit, ctx)
     return Evaluation(base, sum(p.fan for p in pats), tuple(pats), standard)
 

@@ -154,6 +154,9 @@ class LastEvent(NamedTuple):
         return cls(d["type"], d["index"], d["seat"], d["kind"], d["tile"], d["from"])
 
 
+_record = tuple.__new__
+"""Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the fold's hot path."""
+
 _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
 _KONG_REASONS = frozenset(_KONG_REASON.values())
 
@@ -388,13 +391,18 @@ class Round:
         Per seat, the melds logged by peng/kong events count, or else those of its hand (§6).
         """
         melds = [self.melds[s] if self.logged[s] else self.hand_melds[s] for s in self.seats]
+        conc = self.concealed
         over = {}
-        for t in tiles:
-            total = self.concealed[t]
-            for m in melds:
-                total += m[t]
-            if total > 4:
-                over[t] = total
+        if len(melds) == 4:
+            m0, m1, m2, m3 = melds
+            for t in tiles:
+                if conc[t] + m0[t] + m1[t] + m2[t] + m3[t] > 4:
+                    over[t] = conc[t] + m0[t] + m1[t] + m2[t] + m3[t]
+        else:
+            m0, m1, m2 = melds
+            for t in tiles:
+                if conc[t] + m0[t] + m1[t] + m2[t] > 4:
+                    over[t] = conc[t] + m0[t] + m1[t] + m2[t]
         if over:
             raise EventError(Code.TOO_MANY_COPIES, i, "more than 4 copies across the round: "
                              + ", ".join(f"{TILES[t]} ({n})" for t, n in over.items()))
@@ -414,7 +422,7 @@ class Round:
         self.pengs[ev.seat].append(ev.tile.index)
         self.pengs_logged[ev.seat] = self.any_meld = True
         self._check_copies(i, (ev.tile.index,))
-        self.last = LastEvent("peng", i, ev.seat, None, ev.tile.index, ev.from_)
+        self.last = _record(LastEvent, ("peng", i, ev.seat, None, ev.tile.index, ev.from_))
 
     def _kept_kong(self, seat: int, kept: Hand, ev: Kong, i: int) -> None:
         """A 血流 winner's concealed or added kong on its known kept hand (§13.2).
@@ -457,7 +465,8 @@ class Round:
         others = [s for s in self.active if s != seat]
         kept = self.kept[seat]
         if ev.kind == "direct":
-            self._no_claim_after_win(seat, i, "make a direct kong (直杠)")
+            if self.xueliu:
+                self._no_claim_after_win(seat, i, "make a direct kong (直杠)")
         elif kept is not None:
             self._kept_kong(seat, kept, ev, i)
         if ev.kind == "direct":
@@ -487,8 +496,8 @@ class Round:
             if pts:
                 self._pay(payer, seat, pts, reason, i)
                 paid.append((payer, pts))
-        self.kongs[i] = KongRecord(seat, ev.kind, t, ev.from_, tuple(paid))
-        self.last = LastEvent("kong", i, seat, ev.kind, t, ev.from_)
+        self.kongs[i] = _record(KongRecord, (seat, ev.kind, t, ev.from_, tuple(paid), False, False))
+        self.last = _record(LastEvent, ("kong", i, seat, ev.kind, t, ev.from_))
 
     # -- hu -----------------------------------------------------------------------
     def _hu(self, ev: Hu, i: int) -> None:
@@ -543,10 +552,12 @@ class Round:
             self.kongs[kong_index] = kong._replace(transferred=True)
         if self.first_win is None:
             self.first_win = FirstWin(tuple(seats), ev.from_)
-        self.won.extend(s for s in seats if s not in self.won)
+        for s in seats:
+            if s not in self.won:
+                self.won.append(s)
         if self.rules.mode == "normal" or (not self.xueliu and len(self.won) >= len(self.seats) - 1):
             self.ended = True  # 血战: all but one have won (three of four, two of three); 血流: never by a win
-        self.last = LastEvent("hu", i, seats[0], None, ev.tile.index, ev.from_)
+        self.last = _record(LastEvent, ("hu", i, seats[0], None, ev.tile.index, ev.from_))
 
     def _check_hu_flags(self, ev: Hu, i: int) -> tuple:
         """The situation flags of the win, after checking they can hold together here."""
@@ -698,10 +709,10 @@ class Round:
                 else:
                     touched.extend(self._add_hand(seat, h))
                 if h.huazhu:
-                    out[seat] = Standing("huazhu" if pigs and not winner else "not_ting")
+                    out[seat] = _record(Standing, ("huazhu" if pigs and not winner else "not_ting", 0))
                 else:
                     best = dajiao_points(h, ctx, self.rules.dajiao)
-                    out[seat] = Standing("not_ting") if best is None else Standing("ting", best)
+                    out[seat] = _record(Standing, ("not_ting", 0) if best is None else ("ting", best))
             elif rep.status == "ting":
                 out[seat] = Standing("ting", points_of(rep.dajiao_fan, ctx).points)
             else:
@@ -745,13 +756,14 @@ class Round:
                 for s in payees:
                     self._pay(pig, s, self._unit(self.rules.huazhu), Reason.HUAZHU, i)
         # 3. 查大叫
-        tings = [s for s in active if status[s].status == "ting" and self._collects_dajiao(s)]
+        everyone = not self.xueliu or self.rules.xueliu_dajiao_winners  # else only seats that have not won
+        tings = [s for s in active if status[s].status == "ting" and (everyone or s not in self.won)]
         for s in active:
             if status[s].status == "not_ting":
                 for t in tings:
                     self._pay(s, t, status[t].dajiao, Reason.DAJIAO, i)
         self.ended = True
-        self.last = LastEvent("draw", i)
+        self.last = _record(LastEvent, ("draw", i, None, None, None, None))
 
     def _refund(self, seat: int, i: int) -> None:
         """退税: ``seat`` hands back its kongs' income (not a robbed kong's, nor one passed on)."""
