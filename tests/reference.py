@@ -38,7 +38,7 @@ CHENGDU_BASE = {
 }
 QQ_EXTRA = {
     "gen": 1, "gangshanghua": 1, "gangshangpao": 1, "qiangganghu": 1, "zimo": 1, "haidi": 1,
-    "jingoudiao": 1, "menqing": 1, "zhongzhang": 1,
+    "jingoudiao": 1, "menqing": 1, "zhongzhang": 1, "jiaxinwu": 1, "kaertiao": 1, "yitiaolong": 1,
 }
 CHENGDU_EXTRA = dict(QQ_EXTRA, gangshanghua=2, gangshangpao=0)
 
@@ -201,56 +201,98 @@ def _set_has19(kind: str, tile: int) -> bool:
     return _has19(tile) or _has19(tile + 2)
 
 
-def base_patterns(counts, melds, flags) -> set[str]:
-    """Every base pattern of §5.1 that applies to some decomposition of the hand."""
-    held = held_counts(counts, melds)
-    tiles = [i for i in range(27) if held[i]]
-    qing = len({i // 9 for i in tiles}) == 1
-    out = {"pinghu"}
-    if qing:
-        out.add("qingyise")
-    for sets, pair in standard_decompositions(counts, 4 - len(melds)):
-        all_sets = sets + [("t", tile) for _, tile, _ in melds]
-        if all(k == "t" for k, _ in all_sets):
-            out.add("duiduihu")
-            if qing:
-                out.add("qingdui")
-            if all(_is258(i) for i in tiles):
-                out.add("jiangdui")
-        if all(_set_has19(k, t) for k, t in all_sets) and _has19(pair):
-            out.add("daiyaojiu")
-            if qing:
-                out.add("qingyaojiu")
-    if is_seven_pairs(counts, melds):
-        dragon = any(x == 4 for x in counts)
-        if dragon:
-            out.add("qinglongqidui" if qing else "longqidui")
-        else:
-            out.add("qingqidui" if qing else "qidui")
-    if flags.get("heavenly"):
-        out.add("tianhu")
-    if flags.get("earthly"):
-        out.add("dihu")
+def _std_patterns(sets, pair, melds, tiles, qing) -> set[str]:
+    """Base patterns of §5.1 that one standard decomposition has (besides 平胡/清一色/天胡/地胡)."""
+    out = set()
+    all_sets = sets + [("t", tile) for _, tile, _ in melds]
+    if all(k == "t" for k, _ in all_sets):
+        out.add("duiduihu")
+        if qing:
+            out.add("qingdui")
+        if all(_is258(i) for i in tiles):
+            out.add("jiangdui")
+    if all(_set_has19(k, t) for k, t in all_sets) and _has19(pair):
+        out.add("daiyaojiu")
+        if qing:
+            out.add("qingyaojiu")
     return out
 
 
-def best_fan(counts, melds, flags: dict, rules: dict) -> dict:
+def _readings(counts, melds, flags):
+    """Every way to read the hand: ``(sets or None, pattern ids)`` per decomposition (None: seven pairs)."""
+    held = held_counts(counts, melds)
+    tiles = [i for i in range(27) if held[i]]
+    qing = len({i // 9 for i in tiles}) == 1
+    common = {"pinghu"} | ({"qingyise"} if qing else set())
+    if flags.get("heavenly"):
+        common.add("tianhu")
+    if flags.get("earthly"):
+        common.add("dihu")
+    for sets, pair in standard_decompositions(counts, 4 - len(melds)):
+        yield sets, common | _std_patterns(sets, pair, melds, tiles, qing)
+    if is_seven_pairs(counts, melds):
+        dragon = any(x == 4 for x in counts)
+        pats = set(common)
+        if dragon:
+            pats.add("qinglongqidui" if qing else "longqidui")
+        else:
+            pats.add("qingqidui" if qing else "qidui")
+        yield None, pats
+
+
+def base_patterns(counts, melds, flags) -> set[str]:
+    """Every base pattern of §5.1 that applies to some decomposition of the hand."""
+    out: set[str] = set()
+    for _, pats in _readings(counts, melds, flags):
+        out |= pats
+    return out
+
+
+def run_extras(sets, win_tile, only_wait_2s: bool, rules: dict) -> list[str]:
+    """§5.2's 夹心五, 卡二条 and 一条龙 of one standard decomposition (the ones switched on)."""
+    seqs = {t for k, t in sets if k == "q"}
+    out = []
+    # 夹心五: the winning 5 in the middle of a 4-5-6 of its suit (it can be that copy)
+    if rules.get("jiaxinwu") and win_tile is not None and win_tile % 9 == 4 and win_tile - 1 in seqs:
+        out.append("jiaxinwu")
+    # 卡二条: 2s was the only wait and the winning 2s is the middle of a 1-2-3 of 条
+    if rules.get("kaertiao") and win_tile == 19 and only_wait_2s and 18 in seqs:
+        out.append("kaertiao")
+    # 一条龙: 123, 456 and 789 of one suit
+    if rules.get("yitiaolong") and any({s * 9, s * 9 + 3, s * 9 + 6} <= seqs for s in range(3)):
+        out.append("yitiaolong")
+    return out
+
+
+def best_fan(counts, melds, flags: dict, rules: dict, win_tile: int | None = None, void: int | None = None) -> dict:
     """The score of a winning hand per §5 / §9 (the caller checks it wins).
 
     ``flags``: self_drawn, after_kong, robbing_kong, last_tile, heavenly, earthly.
     ``rules``: fan_table, scoring, base, cap, zimo, haidi, jingoudiao, menqing,
-    zhongzhang (defaults of the xuezhan preset).
+    zhongzhang, jiaxinwu, kaertiao, yitiaolong (defaults of the xuezhan preset).
+    ``win_tile`` (and the hand's ``void``, for its waits) is needed for 夹心五 and 卡二条.
+    The fan is the highest total over every (decomposition, base pattern) pair (§3).
     """
     table = rules.get("fan_table", "qq")
     base_table = dict(QQ_BASE if table == "qq" else CHENGDU_BASE)
     extra_table = QQ_EXTRA if table == "qq" else CHENGDU_EXTRA
-    applicable = base_patterns(counts, melds, flags)
-    if table == "chengdu":
-        # 龙七对 = 七对, 清龙七对 = 清七对; every four adds its 根 (no 减1根).
-        applicable = {
-            {"longqidui": "qidui", "qinglongqidui": "qingqidui"}.get(p, p) for p in applicable
-        }
-        applicable &= set(base_table)  # 清幺九 is not in the table: 清一色 and 带幺九 compete (§3)
+    if (rules.get("jiaxinwu") or rules.get("kaertiao")) and win_tile is None:
+        raise ValueError("夹心五 and 卡二条 need the winning tile")
+    only_2s = False
+    if rules.get("kaertiao") and win_tile == 19:
+        before = list(counts)
+        before[19] -= 1
+        only_2s = waits(before, melds, void) == [19]
+    candidates = []  # (pattern id, its run extras)
+    for sets, pats in _readings(counts, melds, flags):
+        runs = [] if sets is None else run_extras(sets, win_tile, only_2s, rules)
+        for pid in pats:
+            if table == "chengdu":
+                # 龙七对 = 七对, 清龙七对 = 清七对; every four adds its 根 (no 减1根); no 清幺九 (§9)
+                pid = {"longqidui": "qidui", "qinglongqidui": "qingqidui"}.get(pid, pid)
+                if pid not in base_table:
+                    continue
+            candidates.append((pid, tuple(runs)))
 
     held = held_counts(counts, melds)
     fours = sum(1 for x in held if x == 4)
@@ -275,17 +317,18 @@ def best_fan(counts, melds, flags: dict, rules: dict) -> dict:
         extras["zhongzhang"] = extra_table["zhongzhang"]
 
     best = None
-    for pid in applicable:
+    for pid, runs in candidates:
         gens = fours - (1 if table == "qq" and pid in ("longqidui", "qinglongqidui") else 0)
-        total = base_table[pid] + gens * extra_table["gen"] + sum(extras.values())
+        total = base_table[pid] + gens * extra_table["gen"] + sum(extras.values()) + sum(extra_table[r] for r in runs)
         rank = (total, base_table[pid], -BASE_ORDER.index(pid))
         if best is None or rank > best[0]:
-            best = (rank, pid, gens)
-    (raw, base_fan, _), pid, gens = best
+            best = (rank, pid, gens, runs)
+    (raw, base_fan, _), pid, gens, runs = best
     listed = {pid: base_fan}
     if gens:
         listed["gen"] = gens * extra_table["gen"]
     listed.update(extras)
+    listed.update({r: extra_table[r] for r in runs})
     listed = {k: v for k, v in listed.items() if v}
 
     cap = rules.get("cap")
@@ -298,5 +341,6 @@ def best_fan(counts, melds, flags: dict, rules: dict) -> dict:
         "capped": cap is not None and raw > cap,
         "points": rules.get("base", 6) * mult,
         "gens": gens,
+        "runs": runs,
         "patterns": listed,
     }

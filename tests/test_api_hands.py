@@ -250,3 +250,15 @@ def test_carriage_returns_in_hand_strings(client):
     assert body["tiles"] == "11123m456789p" and body["size"] == 11
     r = client.post("/v1/hands/validate", json={"hand": {"tiles": "12\r3m"}})
     assert r.status_code == 422 and r.get_json()["code"] == "missing_suit"
+
+
+def test_rulesets_list_the_issue_16_presets_and_fields(client):
+    body = ok(client.get("/v1/rulesets"))
+    assert body["presets"]["xueliu"]["mode"] == "xueliu"
+    sanren = body["presets"]["sanren-liangfang"]
+    assert (sanren["players"], sanren["dianpao_pinghu"], sanren["huazhu"], sanren["direct_kong"], sanren["cap"]) == (
+        3, False, 0, 2, 4)
+    for preset in body["presets"].values():
+        assert {"players", "dianpao_pinghu", "xueliu_dajiao_winners", "jiaxinwu", "kaertiao", "yitiaolong"} <= set(preset)
+    r = client.post("/v1/hands/ting", json={"hand": {"tiles": "1112345678999p"}, "ruleset": {"players": 2}})
+    assert r.status_code == 422 and r.mimetype == "application/problem+json"

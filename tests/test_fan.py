@@ -495,6 +495,29 @@ PRESET_TABLE = {
         next_dealer="winner", haidi=False, jingoudiao=False, menqing=False, zhongzhang=False,
     ),
 }
+_NEW_FIELDS = dict(jiaxinwu=False, kaertiao=False, yitiaolong=False, players=4, dianpao_pinghu=True,
+                   xueliu_dajiao_winners=False)   # §9 as revised for issue 16
+for _fields in PRESET_TABLE.values():
+    _fields.update(_NEW_FIELDS)
+PRESET_TABLE["xueliu"] = dict(PRESET_TABLE["xuezhan"], mode="xueliu")
+PRESET_TABLE["sanren-liangfang"] = dict(PRESET_TABLE["xuezhan"], players=3, dianpao_pinghu=False, huazhu=0,
+                                        direct_kong=2, cap=4)
+
+
+def test_every_preset_is_in_the_section_9_table():
+    assert set(PRESET_TABLE) == set(Ruleset.from_preset(n).preset for n in PRESET_TABLE)
+    from service.rules.ruleset import PRESETS
+
+    assert set(PRESETS) == set(PRESET_TABLE)
+    for name, r in PRESETS.items():
+        assert r.as_dict() == {"preset": name, **PRESET_TABLE[name]}
+
+
+def test_three_players_have_no_huazhu_whatever_is_asked():
+    assert Ruleset.from_spec({"preset": "sanren-liangfang", "huazhu": 16}).huazhu == 0
+    assert Ruleset.from_spec({"players": 3}).huazhu == 0
+    assert Ruleset.from_spec({"players": 3}).as_dict()["huazhu"] == 0
+    assert Ruleset.from_spec({"players": 4}).huazhu == 16
 
 
 @pytest.mark.parametrize("name", sorted(PRESET_TABLE))
@@ -525,9 +548,13 @@ def test_every_field_can_be_overridden():
         direct_kong=2, added_kong=0, concealed_kong=5, dianganghua="discard", huazhu=0,
         huazhu_pays_winners=False, dajiao="min", escape=0, winner_leaves="forfeit",
         next_dealer="discarder", haidi=True, jingoudiao=True, menqing=True, zhongzhang=True,
+        jiaxinwu=True, kaertiao=True, yitiaolong=True, players=4, dianpao_pinghu=False,
+        xueliu_dajiao_winners=True,
     )
     r = Ruleset.from_spec(overrides)
     d = r.as_dict()
+    assert Ruleset.from_spec(dict(overrides, mode="xueliu", players=3)).as_dict() == dict(
+        d, mode="xueliu", players=3, huazhu=0)
     assert {k: d[k] for k in overrides} == overrides
     assert Ruleset.from_spec(dict(overrides, cap=None)).cap is None
 
@@ -556,6 +583,9 @@ def test_unknown_preset(spec):
         ("cap", 0), ("cap", -1), ("cap", "4"), ("cap", True),
         ("direct_kong", -1), ("added_kong", "1"), ("concealed_kong", 2.0), ("huazhu", -16), ("escape", None),
         ("huazhu_pays_winners", "yes"), ("haidi", 1), ("jingoudiao", None), ("menqing", "true"), ("zhongzhang", 0),
+        ("jiaxinwu", 1), ("kaertiao", "no"), ("yitiaolong", None), ("dianpao_pinghu", 0),
+        ("xueliu_dajiao_winners", "true"), ("players", 2), ("players", 5), ("players", "3"), ("players", True),
+        ("players", 3.0), ("players", None),
     ],
 )
 def test_bad_ruleset_values(field, value):
@@ -718,6 +748,7 @@ NAMES = {  # RULES.md §5.1 and §5.2, column 名
     "qinglongqidui": "清龙七对", "tianhu": "天胡", "dihu": "地胡",
     "gen": "根", "gangshanghua": "杠上花", "gangshangpao": "杠上炮", "qiangganghu": "抢杠胡", "zimo": "自摸加番",
     "haidi": "海底捞月/海底炮", "jingoudiao": "金钩钓", "menqing": "门清", "zhongzhang": "中张",
+    "jiaxinwu": "夹心五", "kaertiao": "卡二条", "yitiaolong": "一条龙",
 }
 
 
@@ -743,3 +774,107 @@ def test_patterns_in_a_score_carry_id_name_and_name_en():
     for d in dicts:
         assert d["name_en"] == PATTERNS[d["id"]].name_en
         assert ("count" in d) == (d["id"] == "gen")
+
+
+# -- 夹心五, 卡二条, 一条龙 (§5.2, issue 16) ----------------------------------------------------------------
+RUNS = {"jiaxinwu": True, "kaertiao": True, "yitiaolong": True}
+
+
+def test_jiaxinwu():
+    # 46p + 5p: the winning 5 sits in the middle of 456p
+    assert pats(sc("234678m11145699p", "5p", ruleset={"jiaxinwu": True})) == [("pinghu", 1), ("jiaxinwu", 1)]
+    assert pats(sc("234678m11145699p", "5p")) == [("pinghu", 1)]                    # off by default
+    assert pats(sc("234678m11145699p", "4p", ruleset={"jiaxinwu": True})) == [("pinghu", 1)]  # not a 5
+    # the 5 won is in a triplet: no 456 in the decomposition
+    assert pats(sc("234678m11155599p", "5p", ruleset={"jiaxinwu": True})) == [("pinghu", 1)]
+    # a 5 of another suit than the 456
+    assert pats(sc("234m567m111p456p99p", "5m", ruleset={"jiaxinwu": True})) == [("pinghu", 1)]
+
+
+def test_jiaxinwu_competes_through_section_3():
+    # 444555666p: 对对胡 (2), or 456p×3 with the 5p in the middle: 平胡 1 + 夹心五 1 = 2.  Equal totals:
+    # the higher base-pattern fan is reported (§3)
+    s = sc("111m99m444555666p", "5p", ruleset={"jiaxinwu": True})
+    assert pats(s) == [("duiduihu", 2)] and s.decomposition == ("111m", "444p", "555p", "666p", "99m")
+    # with 中张 on the 111m/99m spoil it either way; with 一条龙 also on nothing changes (no 123/789)
+    s = sc("111m99m444555666p", "5p", ruleset=RUNS)
+    assert pats(s) == [("duiduihu", 2)]
+
+
+def test_kaertiao():
+    # 13s + 2s, the only wait: 卡二条
+    s = sc("234567888m12399s", "2s", ruleset={"kaertiao": True})
+    assert pats(s) == [("pinghu", 1), ("kaertiao", 1)] and "123s" in s.decomposition
+    assert pats(sc("234567888m12399s", "2s")) == [("pinghu", 1)]                    # off by default
+    # 1113s waits on 2s and 3s: not the only wait
+    assert pats(sc("234567888m11123s", "2s", ruleset={"kaertiao": True})) == [("pinghu", 1)]
+    # 2p is no 2条
+    assert pats(sc("234567888m12399p", "2p", ruleset={"kaertiao": True})) == [("pinghu", 1)]
+    # the only wait 2s, but as the pair (单钓): not in a 1-2-3
+    assert pats(sc("234567888m45622s", "2s", ruleset={"kaertiao": True})) == [("pinghu", 1)]
+
+
+def test_yitiaolong():
+    s = sc("123456789m11234p", "5m", ruleset={"yitiaolong": True})
+    assert pats(s) == [("pinghu", 1), ("yitiaolong", 1)]
+    assert s.decomposition == ("123m", "456m", "789m", "234p", "11p")
+    assert pats(sc("123456789m11234p", "5m")) == [("pinghu", 1)]
+    # 清一色 + 根 (1111m) + 一条龙
+    s = sc("11112345678999m", "5m", ruleset={"yitiaolong": True})
+    assert pats(s) == [("qingyise", 3), ("gen", 1), ("yitiaolong", 1)] and s.fan == 5
+    # all three at once, with the chengdu table's values (the table lists none of them: §5.2's +1)
+    s = sc("123456789m45699p", "5m", ruleset=dict(RUNS, preset=CHENGDU))
+    assert pats(s) == [("pinghu", 1), ("jiaxinwu", 1), ("yitiaolong", 1)] and s.points == 3
+
+
+def test_run_extras_count_for_ting_and_dajiao():
+    from service import ting
+
+    r = ting("123456789m4699p", ruleset=RUNS)
+    assert [(str(w.tile), [p.id for p in w.patterns]) for w in r.waits] == [
+        ("5p", ["pinghu", "jiaxinwu", "yitiaolong"])]
+    assert r.dajiao.fan == 3
+    r = ting("234567888m1399s", ruleset=RUNS)
+    assert [(str(w.tile), w.fan) for w in r.waits] == [("2s", 2)]
+    r = ting("234567888m1113s", ruleset=RUNS)       # two waits: no 卡二条 on the 2s
+    assert [(str(w.tile), w.fan) for w in r.waits] == [("2s", 1), ("3s", 1)]
+
+
+# -- dianpao_pinghu (§9, issue 16) ---------------------------------------------------------------------------
+NO_PINGHU_ON_DISCARD = {"dianpao_pinghu": False}
+
+
+def test_a_one_fan_win_on_a_discard_is_refused():
+    from service.rules.errors import DianpaoPinghu
+
+    for ruleset in (NO_PINGHU_ON_DISCARD, {"preset": "normal", "dianpao_pinghu": False}):
+        with pytest.raises(DianpaoPinghu) as exc:
+            sc("23445677p345789s", ruleset=ruleset)
+        assert exc.value.code == "dianpao_pinghu"
+    with pytest.raises(DianpaoPinghu):       # 海底炮 without the haidi option is still 1 fan
+        sc("23445677p345789s", last_tile=True, ruleset=NO_PINGHU_ON_DISCARD)
+    with pytest.raises(DianpaoPinghu):       # 杠上炮 worth 0 in the chengdu table: 1 fan in all
+        score(parse_hand("123345m999p66p", melds=[Meld.peng("2p")]), Win("6p", after_kong=True),
+              ruleset=dict(NO_PINGHU_ON_DISCARD, preset=CHENGDU))
+
+
+def test_other_wins_are_not_affected_by_dianpao_pinghu():
+    r = NO_PINGHU_ON_DISCARD
+    assert sc("23445677p345789s", self_drawn=True, ruleset=r).fan == 1               # 自摸 平胡
+    assert sc("111222444m33399p", ruleset=r).fan == 2                                  # 对对胡 on a discard
+    assert sc("23445677p345789s", robbing_kong=True, ruleset=r).fan == 2               # 抢杠胡: 平胡 + 1
+    assert sc("23445677p345789s", after_kong=True, ruleset=r).fan == 2                 # 杠上炮: 平胡 + 1
+    assert sc("23445677p345789s", last_tile=True, ruleset=dict(r, haidi=True)).fan == 2
+    # the rule looks at the fan before the cap: 2 fan capped to 1 is a legal win on a discard
+    s = sc("111222444m33399p", ruleset=dict(r, cap=1))
+    assert (s.fan, s.raw_fan, s.capped) == (1, 2, True)
+    # and 1-fan discard wins stay legal when the option is true (the default)
+    assert sc("23445677p345789s").fan == 1
+
+
+def test_ting_still_lists_one_fan_waits_under_dianpao_pinghu():
+    """Reading: the option refuses a win on a discard; the hand is ting all the same (it may win self-drawn)."""
+    from service import ting
+
+    r = ting("2344567p345789s", ruleset=NO_PINGHU_ON_DISCARD)
+    assert r.ting and r.dajiao.fan == 1

@@ -27,6 +27,7 @@ RANK_STYLES = {
     "258": ((1, 4, 7), ()),
     "low": ((0, 1, 2, 3), (0, 1, 2)),
     "mid": ((2, 3, 4, 5, 6), (2, 3, 4)),
+    "runs": ((1, 4, 8), (0, 3, 6, 0, 3, 6, 2, 4)),  # 123/456/789 runs, 5s and 2s: 夹心五, 卡二条, 一条龙
 }
 
 
@@ -115,6 +116,9 @@ rulesets = st.fixed_dictionaries(
         "jingoudiao": st.booleans(),
         "menqing": st.booleans(),
         "zhongzhang": st.booleans(),
+        "jiaxinwu": st.booleans(),
+        "kaertiao": st.booleans(),
+        "yitiaolong": st.booleans(),
     }
 )
 
@@ -134,8 +138,8 @@ def concealed_tiles(counts) -> list[int]:
 
 
 # -- the most valuable one: score == brute force --------------------------------------------------------------
-def check_decomposition(dec, counts, melds, base):
-    """The reported decomposition uses exactly the hand's tiles and supports its base pattern."""
+def check_decomposition(dec, counts, melds, base, extras=(), win_tile=None):
+    """The reported decomposition uses exactly the hand's tiles and supports its base pattern and run extras."""
     held = ref.held_counts(counts, melds)
     used = Counter()
     groups = []
@@ -161,6 +165,13 @@ def check_decomposition(dec, counts, melds, base):
     if base in ("daiyaojiu", "qingyaojiu"):
         for k, t in groups:
             assert t % 9 in (0, 8) or (k == "seq" and t % 9 == 6), dec
+    runs = {t for k, t in groups if k == "seq"}
+    if "yitiaolong" in extras:
+        assert any({s * 9, s * 9 + 3, s * 9 + 6} <= runs for s in range(3)), dec
+    if "jiaxinwu" in extras:
+        assert win_tile - 1 in runs, dec
+    if "kaertiao" in extras:
+        assert 18 in runs, dec
 
 
 @given(data=st.data(), hand=winning_hands(), rules=rulesets)
@@ -173,14 +184,15 @@ def test_score_matches_brute_force(data, hand, rules):
         with pytest.raises(ContradictoryFlags):
             score(service_hand(counts, melds), Win(ref.tile_name(tile), **flags), ruleset=rules)
         return
-    want = ref.best_fan(counts, melds, flags, rules)
+    want = ref.best_fan(counts, melds, flags, rules, win_tile=tile)
     note(f"{ref.canonical(counts)} {melds} {flags} {rules} → {want}")
     event(f"base {want['base']}")
+    event(f"run extras {sorted(want['runs'])}")
     s = score(service_hand(counts, melds), Win(ref.tile_name(tile), **flags), ruleset=rules)
     assert s.patterns[0].id == want["base"]
     assert {p.id: p.fan for p in s.patterns} == want["patterns"]
     assert (s.fan, s.raw_fan, s.capped, s.points) == (want["fan"], want["raw_fan"], want["capped"], want["points"])
-    check_decomposition(s.decomposition, counts, melds, want["base"])
+    check_decomposition(s.decomposition, counts, melds, want["base"], want["patterns"], tile)
 
 
 @given(hand=winning_hands(), rules=rulesets, cap=st.integers(1, 12))
@@ -276,7 +288,7 @@ def test_waits_match_brute_force(hand, rules):
     for w in r.waits:
         c = list(counts)
         c[w.tile.index] += 1
-        exp = ref.best_fan(c, melds, {}, rules)  # a plain win by discard: no situational extras
+        exp = ref.best_fan(c, melds, {}, rules, win_tile=w.tile.index, void=void)  # a plain win by discard
         assert {p.id: p.fan for p in w.patterns} == exp["patterns"]
         assert (w.fan, w.raw_fan, w.capped, w.points) == (exp["fan"], exp["raw_fan"], exp["capped"], exp["points"])
         assert w.remaining == 4 - held[w.tile.index]
@@ -329,7 +341,7 @@ def test_discards_match_brute_force(hand, rules, void):
         for t in waits:
             c = list(c13)
             c[t] += 1
-            pts.append(ref.best_fan(c, melds, {}, rules)["points"])
+            pts.append(ref.best_fan(c, melds, {}, rules, win_tile=t, void=void)["points"])
         dajiao = max(pts) if rules["dajiao"] == "max" else min(pts)
         want.append((-sum(4 - held[t] for t in waits), -dajiao, d, waits))
     want.sort()
@@ -383,3 +395,95 @@ def test_white_space_inside_a_group_is_rejected(written, data):
     i = data.draw(st.sampled_from(spots))
     with pytest.raises(ValueError):
         parse_hand(text[:i] + data.draw(st.sampled_from([" ", "\t", "\n", "\r"])) + text[i:])
+
+
+# -- 夹心五, 卡二条, 一条龙 (§5.2) against the brute force, on hands made for them ------------------------------
+@st.composite
+def run_hands(draw):
+    """Winning hands built mostly from 123/456/789 runs, 4-6/1-3 shapes and pairs, often in 条.
+
+    Returns ``(counts, melds, win tile)`` with the winning tile a 5 or a 2s when the hand has one.
+    """
+    suits = draw(st.sampled_from([[2], [0, 2], [1, 2], [0], [0, 1]]))
+    counts = [0] * 27
+    held = [0] * 27
+    melds: list[tuple] = []
+    for _ in range(draw(st.integers(0, 2))):
+        t = draw(st.sampled_from([s * 9 + r for s in suits for r in range(9) if held[s * 9 + r] == 0]))
+        kind = draw(st.sampled_from(KINDS))
+        melds.append(("peng", t, None) if kind == "peng" else ("kong", t, kind))
+        held[t] += 3 if kind == "peng" else 4
+    starts = [0, 3, 6, 0, 3, 6, 1, 2, 4, 5]
+    fixed: list[list[int]] = []
+    if len(melds) <= 1 and draw(st.integers(0, 2)) == 0:        # a whole 一条龙
+        s = draw(st.sampled_from(suits))
+        fixed = [[s * 9 + r, s * 9 + r + 1, s * 9 + r + 2] for r in (0, 3, 6)]
+    elif 2 in suits and draw(st.integers(0, 2)) == 0:            # 1-2-3 of 条 (卡二条 when 2s was the only wait)
+        fixed = [[18, 19, 20]]
+    for n in range(4 - len(melds)):
+        s = draw(st.sampled_from(suits))
+        if n < len(fixed):
+            tiles = fixed[n]
+        elif draw(st.integers(0, 4)):
+            r = draw(st.sampled_from(starts))
+            tiles = [s * 9 + r, s * 9 + r + 1, s * 9 + r + 2]
+        else:
+            t = s * 9 + draw(st.integers(0, 8))
+            tiles = [t, t, t]
+        assume(all(held[x] + tiles.count(x) <= 4 for x in tiles))
+        for x in tiles:
+            counts[x] += 1
+            held[x] += 1
+    p = draw(st.sampled_from(suits)) * 9 + draw(st.sampled_from([0, 1, 4, 8, 2, 5]))
+    assume(held[p] <= 2)
+    counts[p] += 2
+    concealed = concealed_tiles(counts)
+    special = sorted({t for t in concealed if t % 9 == 4 or t == 19})
+    tile = draw(st.sampled_from(special)) if special and draw(st.integers(0, 4)) else draw(st.sampled_from(concealed))
+    return counts, melds, tile
+
+
+run_rulesets = st.fixed_dictionaries(
+    {
+        "fan_table": st.sampled_from(["qq", "chengdu"]),
+        "scoring": st.sampled_from(["exponential", "linear"]),
+        "base": st.integers(1, 10),
+        "cap": st.none() | st.integers(2, 10),
+        "jiaxinwu": st.booleans() | st.just(True),
+        "kaertiao": st.booleans() | st.just(True),
+        "yitiaolong": st.booleans() | st.just(True),
+        "menqing": st.booleans(),
+        "zhongzhang": st.booleans(),
+    }
+)
+
+
+@given(hand=run_hands(), rules=run_rulesets, data=st.data())
+def test_run_extras_match_brute_force(hand, rules, data):
+    counts, melds, tile = hand
+    flags = dict(data.draw(st.sampled_from(DISCARD_FLAGS[:2] + SELF_DRAWN_FLAGS[:1])))
+    want = ref.best_fan(counts, melds, flags, rules, win_tile=tile)
+    note(f"{ref.canonical(counts)} {melds} win {ref.tile_name(tile)} {flags} {rules} → {want}")
+    event(f"run extras {sorted(want['runs'])}")
+    s = score(service_hand(counts, melds), Win(ref.tile_name(tile), **flags), ruleset=rules)
+    assert {p.id: p.fan for p in s.patterns} == want["patterns"]
+    assert (s.fan, s.raw_fan, s.capped, s.points) == (want["fan"], want["raw_fan"], want["capped"], want["points"])
+    check_decomposition(s.decomposition, counts, melds, want["base"], want["patterns"], tile)
+
+
+@given(hand=run_hands(), rules=run_rulesets)
+def test_run_extras_count_for_ting_and_dajiao(hand, rules):
+    """§5.2: the three depend only on the hand and the tile won, so each wait of §4 is valued with them."""
+    counts, melds, tile = hand
+    c13 = list(counts)
+    c13[tile] -= 1
+    r = ting(service_hand(c13, melds), ruleset=rules)
+    want = ref.waits(c13, melds)
+    assert [w.tile.index for w in r.waits] == want
+    for w in r.waits:
+        c = list(c13)
+        c[w.tile.index] += 1
+        exp = ref.best_fan(c, melds, {}, rules, win_tile=w.tile.index)
+        event(f"wait run extras {sorted(exp['runs'])}")
+        assert {p.id: p.fan for p in w.patterns} == exp["patterns"]
+        assert (w.fan, w.points) == (exp["fan"], exp["points"])

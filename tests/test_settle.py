@@ -1293,3 +1293,61 @@ class TestRecords:
         assert old.to_dict() == d
         old.step(self.EVENTS[3])          # 杠上炮 right after the kong read from the list form
         assert old.settlement() == settle(self.EVENTS, dealer=0)
+
+
+def test_run_extras_in_settlement():
+    # a winner's hand is scored with 夹心五/卡二条/一条龙 when the ruleset has them (§5.2)
+    s = settle([hu(1, "5m", win(0, tiles="123456789m45699p"))], dealer=0,
+               ruleset={"jiaxinwu": True, "yitiaolong": True})
+    assert s.transfers[0].points == 6 * 4          # 平胡 1 + 夹心五 1 + 一条龙 1 = 3 fan
+    s = settle([hu(1, "2s", win(0, tiles="234567888m12399s"))], dealer=0, ruleset={"kaertiao": True})
+    assert s.transfers[0].points == 12             # 平胡 1 + 卡二条 1
+    s = settle([draw(hs(0, "123456789m4699p"), st(1, "not_ting"), st(2, "not_ting"), st(3, "not_ting"))],
+               dealer=0, ruleset={"jiaxinwu": True, "yitiaolong": True})
+    assert s.deltas == (72, -24, -24, -24)         # 大叫 3 fan
+
+
+# =========================================================================
+# dianpao_pinghu (§9, §14.4): no 1-fan win on a discard
+# =========================================================================
+class TestDianpaoPinghu:
+    R = {"dianpao_pinghu": False}
+
+    def test_one_fan_on_a_discard_is_refused(self):
+        e = reject([hu(2, "5p", win(1, fan=1))], "dianpao_pinghu", 0, ruleset=self.R)
+        assert "1 fan" in e.reason
+        reject([hu(2, "7p", win(1, tiles="23445677p345789s"))], "dianpao_pinghu", 0, ruleset=self.R)
+
+    def test_robbing_kong_and_gangshangpao_count_their_extra_fan(self):
+        s = settle([kong(1, "added", "5p"), hu(1, "5p", win(0, tiles=ROB_HAND), robbing_kong=True)],
+                   dealer=0, ruleset=self.R)
+        assert s.winners == (0,)
+        s = settle([kong(1, "concealed", "5m"), hu(1, "5s", win(2, tiles="123p456p789p234s55s"), after_kong=True)],
+                   dealer=0, ruleset=self.R)
+        assert s.winners == (2,)
+        # but a declared total of 1 on those is refused
+        reject([kong(1, "added", "5p"), hu(1, "5p", win(0, fan=1), robbing_kong=True)], "dianpao_pinghu", 1,
+               ruleset=self.R)
+        reject([kong(1, "concealed", "5m"), hu(1, "5s", win(2, fan=1), after_kong=True)], "dianpao_pinghu", 1,
+               ruleset=dict(self.R, preset="chengdu-points"))
+
+    def test_one_refused_winner_refuses_the_whole_event(self):
+        r = Round(self.R, 0)
+        r.step(kong(3, "concealed", "9s"))
+        before = json.dumps(r.to_dict(), sort_keys=True)
+        with pytest.raises(EventError) as info:
+            r.apply(hu(0, "5p", win(1, fan=2), win(2, fan=1)))
+        assert (info.value.code, info.value.event) == ("dianpao_pinghu", 1)
+        assert json.dumps(r.to_dict(), sort_keys=True) == before
+
+    def test_self_drawn_wins_are_not_affected(self):
+        s = settle([hu(None, "7p", win(1, tiles="23445677p345789s"))], dealer=0, ruleset=self.R)
+        assert s.deltas == (-6, 18, -6, -6)
+        # 杠上花 paid by the feeder alone (dianganghua = discard) is still a self-drawn win
+        s = settle([kong(0, "direct", "9p", 2), hu(None, "1p", win(0, fan=1), after_kong=True)], dealer=0,
+                   ruleset=dict(self.R, dianganghua="discard"))
+        assert of_event(s, 1) == [T(2, 0, 6, "dianpao", 1)]
+
+    def test_the_cap_does_not_count(self):
+        s = settle([hu(2, "5p", win(1, fan=3))], dealer=0, ruleset=dict(self.R, cap=1))
+        assert s.deltas == (0, 6, -6, 0)

@@ -30,7 +30,7 @@ from ..rules.events import MAX_FAN
 from ..rules.fan import Score, Win
 from ..rules.hand import Hand, Meld
 from ..rules.patterns import PATTERNS, PatternFan
-from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PRESETS, Ruleset, ENUMS
+from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, PRESETS, Ruleset, ENUMS
 from ..rules.tiles import Tile, parse_suit, parse_tiles
 from ..rules.ting import DiscardAdvice, Ting, Wait
 from ..rules.validate import Validation
@@ -207,6 +207,10 @@ def _ruleset_spec_fields() -> dict[str, fields.Field]:
             out[name] = StrictBoolean()
         elif name == "cap":
             out[name] = Int(1, MAX_CAP, allow_none=True)
+        elif name == "players":
+            out[name] = fields.Integer(strict=True, validate=[validate.Range(min(PLAYERS), max(PLAYERS)),
+                                                              validate.OneOf(list(PLAYERS))],
+                                       metadata={"description": "4, or 3 (三人两房: seats 0-2, 筒 and 条 only)"})
         elif name == "base":
             out[name] = Int(1, MAX_BASE)
         else:
@@ -418,8 +422,9 @@ class SettleRequest(ma.Schema):
     ruleset = RulesetField(metadata={"default": "xuezhan"})
     dealer = Int(0, 3, required=True)
     voids = fields.List(
-        Str(MAX_SUIT_CHARS, allow_none=True), validate=validate.Length(equal=4),
-        metadata={"description": "each seat's 定缺 suit (or null), for hands that give no void"},
+        Str(MAX_SUIT_CHARS, allow_none=True), validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
+        metadata={"description": "each seat's 定缺 suit (or null), for hands that give no void; one per seat "
+                                 "(three with players = 3, where all are null: no 定缺)"},
     )
     events = fields.List(EventField(), required=True, validate=validate.Length(max=MAX_EVENTS))
 
@@ -509,7 +514,8 @@ class TransferSchema(ma.Schema):
 
 
 class SettleResponse(ma.Schema):
-    deltas = fields.List(fields.Integer(), required=True, validate=validate.Length(equal=4))
+    deltas = fields.List(fields.Integer(), required=True, validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
+                         metadata={"description": "one per seat (three with players = 3)"})
     transfers = fields.List(fields.Nested(TransferSchema), required=True)
     winners = fields.List(fields.Integer(), required=True)
     ended = fields.Boolean(required=True)

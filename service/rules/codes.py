@@ -46,24 +46,27 @@ class Code(_Documented):
     UNKNOWN_SUIT = "unknown_suit", "a suit mark that is not m/万, p/筒 or s/条 (e.g. an honour)"
     MISSING_SUIT = "missing_suit", "ranks with no suit mark after them (or white space inside a group)"
     UNEXPECTED_CHARACTER = "unexpected_character", "a character that is neither a rank, a suit mark nor white space"
+    SUIT_NOT_IN_PLAY = "suit_not_in_play", "a 万 tile in a three-player room (三人两房 plays 筒 and 条 only)"
     # hands (§2)
     BAD_HAND = "bad_hand", "a hand that does not parse or has the wrong size"
     BAD_SIZE = "bad_size", "a hand whose size (concealed + 3 per meld) is not the one required"
     TOO_MANY_COPIES = "too_many_copies", "a fifth copy of a tile (in a hand, or across a round)"
     BAD_MELD = "bad_meld", "a meld of unknown type or kong kind"
+    VOID_NOT_ALLOWED = "void_not_allowed", "a 定缺 void suit in a three-player room (there is no 定缺 there)"
     # wins (§3, §5)
     BAD_WIN = "bad_win", "a win that cannot be scored"
     NOT_A_WIN = "not_a_win", "a hand that does not win (shape, 缺一门 or 定缺)"
     WIN_TILE_NOT_IN_HAND = "win_tile_not_in_hand", "the winning tile is not among the concealed tiles"
     CONTRADICTORY_FLAGS = "contradictory_flags", "win flags that cannot hold together (§5.1)"
+    DIANPAO_PINGHU = "dianpao_pinghu", "a 1-fan win on a discard where the ruleset forbids it (dianpao_pinghu = false)"
     # rulesets (§9)
     BAD_RULESET = "bad_ruleset", "a ruleset that is neither a preset name nor an object of fields"
     UNKNOWN_RULESET = "unknown_ruleset", "an unknown preset name"
     UNKNOWN_RULESET_FIELD = "unknown_ruleset_field", "an unknown ruleset field"
     BAD_RULESET_VALUE = "bad_ruleset_value", "a ruleset field with a value out of its range"
-    # events (§6-§8)
+    # events (§6-§8, §13, §14)
     BAD_EVENT = "bad_event", "a malformed event (shape, flag types, unknown type)"
-    SEAT_OUT_OF_RANGE = "seat_out_of_range", "a seat outside 0-3"
+    SEAT_OUT_OF_RANGE = "seat_out_of_range", "a seat outside 0-3 (0-2 with three players)"
     SEAT_NOT_IN_ROUND = "seat_not_in_round", "a seat that has won or left acts (or pays) again"
     SELF_DISCARD = "self_discard", "a discarder (or kong feeder) who is the actor itself"
     DUPLICATE_WINNER = "duplicate_winner", "one seat listed twice as a winner"
@@ -71,11 +74,17 @@ class Code(_Documented):
     KONG_REQUIRED = "kong_required", "杠上炮, 杠上花 or 抢杠胡 without the right kong just before"
     NO_PENG = "no_peng", "an added kong without the seat's peng, its pengs being logged"
     BAD_SEATS = "bad_seats", "a draw or escape seat list naming a seat not in the round, twice, or (draw) not all"
+    CLAIM_AFTER_WIN = "claim_after_win", "a 血流 seat that has won makes a peng or a direct kong"
+    KONG_NOT_IN_HAND = "kong_not_in_hand", "a kong that a 血流 winner's kept hand cannot make"
+    KONG_CHANGES_WAITS = "kong_changes_waits", "a kong that changes a 血流 winner's kept hand's waits"
+    KEPT_HAND_MISMATCH = "kept_hand_mismatch", "a 血流 winner's later hand that is not its kept hand"
+    WINNER_NOT_TING = "winner_not_ting", "a 血流 seat that has won is listed at a draw as not ting"
     ROUND_ENDED = "round_ended", "an event after the round has ended"
     # tables (§10)
     NO_ROUND = "no_round", "a round event with no round started"
     ROUND_IN_PROGRESS = "round_in_progress", "a round_start while a round is being played"
     VOID_CONFLICT = "void_conflict", "a void after which a later record no longer holds"
+    BAD_PLAYERS = "bad_players", "a table whose number of players is not the ruleset's"
 
 
 class Reason(_Documented):

@@ -71,6 +71,18 @@ class BadMeld(HandError):
     code = Code.BAD_MELD
 
 
+class SuitNotInPlay(HandError):
+    """A 万 tile in a three-player room (三人两房 plays 筒 and 条 only, §14.1)."""
+
+    code = Code.SUIT_NOT_IN_PLAY
+
+
+class VoidNotAllowed(HandError):
+    """A 定缺 void suit in a three-player room (§14.2)."""
+
+    code = Code.VOID_NOT_ALLOWED
+
+
 # -- wins -------------------------------------------------------------------
 class WinError(RuleError):
     code = Code.BAD_WIN
@@ -86,6 +98,12 @@ class WinTileNotInHand(WinError):
 
 class ContradictoryFlags(WinError):
     code = Code.CONTRADICTORY_FLAGS
+
+
+class DianpaoPinghu(WinError):
+    """A win on a discard worth 1 fan (before the cap) where ``dianpao_pinghu`` is false (§9)."""
+
+    code = Code.DIANPAO_PINGHU
 
 
 # -- rulesets ---------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Union
 
 from .codes import Code
 from .errors import EventError, RuleError
-from .hand import KONG_KINDS, Hand, parse_hand
+from .hand import KONG_KINDS, Hand, parse_hand, require_in_play
 from .tiles import Tile
 
 STATUSES = ("ting", "not_ting", "huazhu")
@@ -97,17 +97,18 @@ Event = Union[Peng, Kong, Hu, Draw, Escape]
 EVENT_TYPES = ("peng", "kong", "hu", "draw", "escape")
 
 
-def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None) -> Event:
+def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, players: int = 4) -> Event:
     """Build a typed event from its API.md mapping; ``index`` is for error messages.
 
-    ``voids`` (four suit letters or None) gives each seat's 定缺 suit for hands
-    that do not state one.
+    ``voids`` (a suit letter or None per seat) gives each seat's 定缺 suit for
+    hands that do not state one.  With ``players = 3`` (三人两房, §14) seats are
+    0-2, and a 万 tile or a 定缺 void anywhere in the event is bad input.
     """
     if type(data) is not dict and not isinstance(data, Mapping):
         if isinstance(data, (Peng, Kong, Hu, Draw, Escape)):
             return data
         raise EventError(Code.BAD_EVENT, index, f"an event is an object, got {type(data).__name__}")
-    p = _Parser(data, index, voids)
+    p = _Parser(data, index, voids, players)
     kind = data.get("type")
     if kind == "peng":
         return Peng(p.seat("seat"), p.tile("tile"), p.seat("from"))
@@ -140,26 +141,32 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None) -> Ev
 
 
 class _Parser:
-    def __init__(self, data: Mapping[str, Any], index: int, voids) -> None:
-        self.data, self.index, self.voids = data, index, voids
+    def __init__(self, data: Mapping[str, Any], index: int, voids, players: int = 4) -> None:
+        self.data, self.index, self.voids, self.players = data, index, voids, players
 
     def fail(self, message: str) -> EventError:
         return EventError(Code.BAD_EVENT, self.index, message)
 
     def seat(self, name: str, data: Mapping | None = None) -> int:
         value = (self.data if data is None else data).get(name)
+        top = self.players - 1
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(f"{name!r} must be a seat number 0-3; got {value!r}")
-        if not 0 <= value <= 3:
-            raise EventError(Code.SEAT_OUT_OF_RANGE, self.index, f"seat {value} is out of range (0-3)")
+            raise self.fail(f"{name!r} must be a seat number 0-{top}; got {value!r}")
+        if not 0 <= value <= top:
+            raise EventError(Code.SEAT_OUT_OF_RANGE, self.index,
+                             f"seat {value} is out of range (0-{top}: {self.players} players)")
         return value
 
     def tile(self, name: str) -> Tile:
         value = self.data.get(name)
         try:
-            return Tile.from_str(value)
+            tile = Tile.from_str(value)
         except RuleError as exc:
             raise self.fail(f"{name!r}: {exc}") from None
+        if self.players == 3 and tile.suit == "m":
+            raise EventError(Code.SUIT_NOT_IN_PLAY, self.index,
+                             f"{name!r}: a 万 tile ({tile}) in a three-player room: 三人两房 plays 筒 and 条 only")
+        return tile
 
     def flag(self, name: str) -> bool:
         value = self.data.get(name, False)
@@ -178,9 +185,12 @@ class _Parser:
         if void is None and self.voids is not None:
             void = self.voids[seat]
         try:
-            return parse_hand(data.get("tiles", ""), data.get("melds") or (), void)
+            hand = parse_hand(data.get("tiles", ""), data.get("melds") or (), void)
+            require_in_play(hand, self.players)
         except RuleError as exc:
-            raise EventError(Code.BAD_HAND, self.index, f"seat {seat}'s hand: {exc}") from None
+            code = exc.code if exc.code in (Code.SUIT_NOT_IN_PLAY, Code.VOID_NOT_ALLOWED) else Code.BAD_HAND
+            raise EventError(code, self.index, f"seat {seat}'s hand: {exc}") from None
+        return hand
 
     def fan(self, value: Any, what: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FAN:

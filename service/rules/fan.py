@@ -1,5 +1,24 @@
 """Scoring a winning hand (RULES.md §5): best base pattern, extras, cap, points.
 
+Readings of RULES.md where it is silent (documented choices):
+
+* 夹心五 / 卡二条: copies of a tile are alike, so "the winning tile sits in the
+  middle of a 4-5-6 (1-2-3 of 条)" holds when the decomposition scored has that
+  sequence in the winning tile's suit: the winning copy is taken to be its middle.
+* 卡二条's "the hand's only wait was 2条" uses §4's waits of the 13 tiles before
+  the win (a tile whose four copies are all in the hand and its melds is no wait;
+  定缺 respected).  In discard advice, the 13 tiles left after the discard.
+* Seven pairs have no sequences: the seven-pair reading of a hand has none of
+  夹心五, 卡二条, 一条龙 (its standard reading, if any, competes by §3).
+* ``dianpao_pinghu = false`` refuses a win that is not self-drawn (点炮, 抢杠胡,
+  杠上炮, and 地胡 by discard under the chengdu table) whose total before the cap
+  is 1 (``dianpao_pinghu``).  Ting and 大叫 are unchanged: a 1-fan wait is still a
+  wait (the hand may win it self-drawn), valued as §4 says.
+* With ``players = 3`` a 万 tile in the hand, its melds or the win tile, or a
+  定缺 void, is bad input (``suit_not_in_play``, ``void_not_allowed``) here as in
+  ``ting``, ``discards`` and ``validate`` (which otherwise reports rule breaches
+  as problems: §14.1 says 422).
+
 >>> from service.rules.hand import parse_hand
 >>> s = score(parse_hand("11333222456999s"), "4s")
 >>> s.fan, s.points, [p.id for p in s.patterns]
@@ -12,15 +31,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import product
 from typing import NamedTuple
 
-from .errors import ContradictoryFlags, NotAWin, WinTileNotInHand
-from .hand import Hand, Meld, POW5, require_valid
+from .errors import ContradictoryFlags, DianpaoPinghu, NotAWin, WinTileNotInHand
+from .hand import Hand, Meld, POW5, require_in_play, require_valid
 from .patterns import BASE_ORDER, EXTRA_ORDER, PATTERNS, SEVEN_PAIRS_WITH_DRAGON, PatternFan, pattern_fan
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import (
-    DECOMPOSITIONS, EVEN_KEYS, GEN_SHIFT, HAS19, NOT258, SHAPES, TRIP, YAO, _tile_flags,
-    describe_pairs, key_counts,
+    DECOMPOSITIONS, EVEN_KEYS, F_123, F_456, F_LONG, F_TRIP, F_YAO, GEN_SHIFT, HAS19, NOT258, SHAPES, TRIP, YAO,
+    _tile_flags, describe_pairs, key_counts, notate, suit_features, waits_without,
 )
 from .tiles import SUITS, TILES, Tile
 
@@ -110,6 +130,10 @@ class _Ctx(NamedTuple):
     single: dict  # base id -> (PatternFan,)
     options: bool  # any extra switched on by the ruleset (zimo fan, haidi, jingoudiao, menqing, zhongzhang)
     points: tuple  # raw fan -> (fan, multiplier, points, capped), for the raw fans a hand can reach
+    jiaxinwu: bool
+    kaertiao: bool
+    yitiaolong: bool
+    runs: bool  # any of the three extras that depend on the decomposition's sequences is on
 
 
 def context(rules: Ruleset) -> _Ctx:
@@ -136,6 +160,10 @@ def context(rules: Ruleset) -> _Ctx:
         single={pid: (pattern_fan(pid, f),) for pid, f in base_fans.items() if f},
         options=rules.zimo == "fan" or rules.haidi or rules.jingoudiao or rules.menqing or rules.zhongzhang,
         points=(),
+        jiaxinwu=rules.jiaxinwu,
+        kaertiao=rules.kaertiao,
+        yitiaolong=rules.yitiaolong,
+        runs=rules.jiaxinwu or rules.kaertiao or rules.yitiaolong,
     )
     ctx = ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
     object.__setattr__(rules, "_ctx", ctx)
@@ -233,14 +261,23 @@ class Evaluation(NamedTuple):
     raw_fan: int
     patterns: tuple[PatternFan, ...]
     standard: bool
+    features: tuple[int, int, int] | None = None
+    """Per suit, the feature set of the decomposition scored, when a run extra (夹心五, 卡二条,
+    一条龙) chose it; None: any decomposition with the base pattern will do."""
 
 
-def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tuple, ctx: _Ctx) -> Evaluation | None:
+KAERTIAO_TILE = 19  # 2s
+
+
+def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tuple, ctx: _Ctx,
+             tile: int = -1, only_wait: bool = False) -> Evaluation | None:
     """Best base pattern, total fan and patterns of a complete hand, or None if it does not win.
 
     ``k0..k2``: the suit keys of the concealed tiles; ``sit``: the flags
-    ``(self_drawn, after_kong, robbing_kong, last_tile, heavenly, earthly)``.
-    Suit rules (缺一门, 定缺) are the caller's.
+    ``(self_drawn, after_kong, robbing_kong, last_tile, heavenly, earthly)``;
+    ``tile``: the winning tile's index and ``only_wait``: whether it was the
+    hand's only wait (both only for 夹心五 and 卡二条).  Suit rules (缺一门,
+    定缺) are the caller's.
     """
     f0 = SHAPES.get(k0)
     f1 = SHAPES.get(k1)
@@ -273,6 +310,8 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
         mask |= _TIAN
     if earthly:
         mask |= _DI
+    if standard and ctx.runs:
+        return _evaluate_runs((k0, k1, k2), mask, gen4, anyf, mi, sit, ctx, tile, only_wait)
     best = ctx.best[mask] or _best_base(ctx, mask)
     base, fan, dragon = best
     gens = gen4 + mi.kongs - (1 if dragon else 0)
@@ -281,6 +320,16 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
             gens += 1
     if not (gens or after_kong or robbing_kong or ctx.options):
         return Evaluation(base, fan, ctx.single[base], standard)
+    if not (after_kong or robbing_kong or ctx.options):  # 根 alone: the common case with kongs
+        gen = pattern_fan("gen", ctx.extra_fans["gen"] * gens, gens)
+        return Evaluation(base, fan + gen.fan, ctx.single[base] + (gen,) if gen.fan else ctx.single[base], standard)
+    pats = _patterns(base, gens, anyf, mi, sit, ctx)
+    return Evaluation(base, sum(p.fan for p in pats), tuple(pats), standard)
+
+
+def _patterns(base: str, gens: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: _Ctx, runs: tuple = ()) -> list:
+    """The listed patterns of a win: its base pattern, then the extras in §5.2's order (0-fan ones left out)."""
+    self_drawn, after_kong, robbing_kong, last_tile, _heavenly, _earthly = sit
     ef = ctx.extra_fans
     pats = list(ctx.single[base])
     if gens:
@@ -300,8 +349,58 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
         pats.append(pattern_fan("menqing", ef["menqing"]))
     if ctx.zhongzhang and not (anyf & HAS19 or mi.has19):
         pats.append(pattern_fan("zhongzhang", ef["zhongzhang"]))
-    pats = [p for p in pats if p.fan]
-    return Evaluation(base, sum(p.fan for p in pats), tuple(pats), standard)
+    for pid in runs:
+        pats.append(pattern_fan(pid, ef[pid]))
+    return [p for p in pats if p.fan]
+
+
+def _evaluate_runs(keys: tuple, mask: int, gen4: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: _Ctx,
+                   tile: int, only_wait: bool) -> Evaluation:
+    """:func:`evaluate` for a standard shape when 夹心五, 卡二条 or 一条龙 is on.
+
+    Those extras depend on the decomposition, so §3's "highest total over every
+    decomposition" is taken over each combination of the suits' feature sets
+    (with the seven-pairs reading too, when the hand also has that shape).
+    Ties: the higher base-pattern fan, then §5.1's order (§3).
+    """
+    ef = ctx.extra_fans
+    gen_fan = ef["gen"]
+    best = None  # (rank, (base, fan, dragon), runs, features)
+    if mask & _PAIRS:
+        m = mask & ~(_STD | _TRIP | _YAO)
+        b = ctx.best[m] or _best_base(ctx, m)
+        best = ((b[1] - (gen_fan if b[2] else 0), b[1], -_BASE_INDEX[b[0]]), b, (), None)
+    m_std = mask & ~(_PAIRS | _HAS4 | _TRIP | _YAO)
+    win_suit = tile // 9 if tile >= 0 else -1
+    five = ctx.jiaxinwu and tile >= 0 and tile % 9 == 4
+    kaer = ctx.kaertiao and tile == KAERTIAO_TILE and only_wait
+    per_suit = [suit_features(k) for k in keys]
+    for feats in product(*per_suit):
+        both = feats[0] & feats[1] & feats[2]
+        m = m_std
+        if both & F_TRIP:
+            m |= _TRIP
+        if both & F_YAO and mi.yao:
+            m |= _YAO
+        b = ctx.best[m] or _best_base(ctx, m)
+        runs = []
+        if five and feats[win_suit] & F_456:
+            runs.append("jiaxinwu")
+        if kaer and feats[2] & F_123:
+            runs.append("kaertiao")
+        if ctx.yitiaolong and any(f & F_LONG == F_LONG for f in feats):
+            runs.append("yitiaolong")
+        rank = (b[1] + sum(ef[r] for r in runs), b[1], -_BASE_INDEX[b[0]])
+        if best is None or rank > best[0]:
+            best = (rank, b, tuple(runs), feats)
+    _rank, (base, _fan, dragon), runs, feats = best
+    gens = gen4 + mi.kongs - (1 if dragon else 0)
+    for t in mi.peng_tiles:
+        if keys[t // 9] // POW5[t % 9] % 5 == 1:
+            gens += 1
+    pats = _patterns(base, gens, anyf, mi, sit, ctx, runs)
+    return Evaluation(base, sum(p.fan for p in pats), tuple(pats), True,
+                      feats if runs and feats is not None else None)
 
 
 # -- the public score ----------------------------------------------------------
@@ -372,6 +471,8 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
     ctx = context(rules)
     if hand.size != 14 or hand.max_held > 4:
         require_valid(hand, 14)
+    if rules.players == 3:
+        require_in_play(hand, 3, (win.tile,))
     if win.heavenly or win.earthly or win.robbing_kong:
         problem = win.contradiction(ctx.table)
         if problem:
@@ -393,17 +494,24 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
         if problem:
             raise NotAWin(f"{str(hand)!r} cannot win: {problem}", text=str(hand))
     k0, k1, k2 = hand.keys
+    t = win.tile.index
     ev = evaluate(k0, k1, k2, len(hand.tiles), meld_info(hand.melds) if hand.melds else _NO_MELDS,
-                  win.flags, ctx)
+                  win.flags, ctx, t, ctx.kaertiao and t == KAERTIAO_TILE and only_wait(hand, t))
     if ev is None:
         raise NotAWin(
             f"{str(hand)!r} is not a winning shape (four sets and a pair, or seven pairs)",
             text=str(hand),
         )
+    if ev.raw_fan == 1 and not win.self_drawn and not rules.dianpao_pinghu:
+        raise DianpaoPinghu(DIANPAO_PINGHU, text=str(hand))
     fan, mult, points, capped = points_of(ev.raw_fan, ctx)
     return Score._of(fan, ev.raw_fan, mult, points, capped, ev.patterns, decomposition(hand, ev))
 
 
+DIANPAO_PINGHU = (
+    "a win on a discard (点炮, 抢杠胡, 杠上炮) worth 1 fan cannot happen under this ruleset "
+    "(dianpao_pinghu = false: a 平胡 may only be won self-drawn)"
+)
 GANGSHANGHUA_NEEDS_KONG = (
     "after_kong on a self-drawn win (杠上花) needs a kong among the hand's melds: "
     "it is a win on the replacement tile of one's own kong"
@@ -412,6 +520,13 @@ GANGSHANGHUA_NEEDS_KONG = (
 
 def _has_kong(hand: Hand) -> bool:
     return any(m.type == "kong" for m in hand.melds)
+
+
+def only_wait(hand: Hand, tile: int) -> bool:
+    """Whether ``tile`` was the only wait (§4) of the 13 tiles a 14-size hand had before it."""
+    void = -1 if hand.void is None else SUITS.index(hand.void)
+    return waits_without(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, void,
+                         tile) == [tile]
 
 
 def suit_problem(mask: int, void: str | None) -> str | None:
@@ -455,7 +570,10 @@ def decomposition(hand: Hand, ev: Evaluation) -> tuple[str, ...]:
     pair = None
     for s, key in enumerate(hand.keys):
         if key:
-            sets, p = DECOMPOSITIONS[key][kind][s]
+            if ev.features is None:
+                sets, p = DECOMPOSITIONS[key][kind][s]
+            else:  # the decomposition a run extra (夹心五, 卡二条, 一条龙) was scored on
+                sets, p = notate(s, *suit_features(key)[ev.features[s]])
             groups += sets
             if p is not None:
                 pair = p

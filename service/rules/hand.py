@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from .codes import Code
-from .errors import BadMeld, HandSizeError, NotationError, TooManyCopies
+from .errors import BadMeld, HandSizeError, NotationError, SuitNotInPlay, TooManyCopies, VoidNotAllowed
 from .tiles import SUITS, TILES, Tile, format_counts, parse_suit, parse_tiles
 
 MELD_TYPES = ("peng", "kong")
@@ -235,3 +235,26 @@ def require_valid(hand: Hand, size: int | tuple[int, ...], visible: "tuple[Tile,
     for problem in hand_problems(hand, visible, sizes):
         cls = HandSizeError if problem.code == Code.BAD_SIZE else TooManyCopies
         raise cls(problem.message, text=str(hand))
+
+
+def require_in_play(hand: Hand, players: int, visible: "Iterable[Tile]" = ()) -> None:
+    """With three players (三人两房, §14), a 万 tile anywhere or a 定缺 void is bad input.
+
+    >>> require_in_play(parse_hand("123p"), 3)
+    >>> require_in_play(parse_hand("123p", melds=[Meld.peng("5m")]), 3)
+    Traceback (most recent call last):
+    ...
+    service.rules.errors.SuitNotInPlay: a 万 tile (5m) in a three-player room: 三人两房 plays 筒 (p) and 条 (s) only
+    """
+    if players != 3:
+        return
+    if hand.void is not None:
+        raise VoidNotAllowed(
+            f"a 定缺 void suit ({hand.void!r}) in a three-player room: 三人两房 has no 定缺", text=hand.void
+        )
+    wan = [t for t in visible if t.suit == "m"]
+    if hand.suit_mask & 1 or wan:
+        tile = next((TILES[i] for i in range(9) if hand.held[i]), None) or wan[0]
+        raise SuitNotInPlay(
+            f"a 万 tile ({tile}) in a three-player room: 三人两房 plays 筒 (p) and 条 (s) only", text=str(tile)
+        )

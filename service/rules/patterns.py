@@ -58,6 +58,9 @@ _DEFS = (
     Pattern("jingoudiao", "金钩钓", "Golden hook", False, 1, 1),
     Pattern("menqing", "门清", "Concealed hand", False, 1, 1),
     Pattern("zhongzhang", "中张", "All simples", False, 1, 1),
+    Pattern("jiaxinwu", "夹心五", "Five in the middle", False, 1, 1),
+    Pattern("kaertiao", "卡二条", "Closed two of bamboo", False, 1, 1),
+    Pattern("yitiaolong", "一条龙", "Pure straight", False, 1, 1),
 )
 
 PATTERNS: dict[str, Pattern] = {p.id: p for p in _DEFS}

@@ -1,4 +1,16 @@
-"""Rule variants (RULES.md §5.3, §9): one frozen :class:`Ruleset` and named presets.
+"""Rule variants (RULES.md §5.3, §9, §13, §14): one frozen :class:`Ruleset` and named presets.
+
+Readings of RULES.md where it is silent (documented choices):
+
+* ``players = 3`` forces ``huazhu`` to 0 whatever is asked (§14.2): the
+  field is stored as 0, so ``{"preset": "xuezhan", "players": 3}`` reads back
+  with ``huazhu: 0``.
+* ``mode = xueliu`` keeps the ruleset's ``next_dealer``: §13.6's rule is the
+  ``winner`` rule of §10, which the ``xueliu`` preset has; ``discarder`` still
+  works as §10 says when asked for.
+
+>>> Ruleset.from_preset("sanren-liangfang").players, Ruleset.from_spec({"players": 3, "huazhu": 16}).huazhu
+(3, 0)
 
 >>> r = Ruleset.from_preset("xuezhan")
 >>> r.mode, r.base, r.cap
@@ -21,7 +33,7 @@ from typing import Any, Mapping
 from .errors import BadRulesetValue, UnknownRuleset, UnknownRulesetField
 
 ENUMS: dict[str, tuple[str, ...]] = {
-    "mode": ("xuezhan", "normal"),
+    "mode": ("xuezhan", "normal", "xueliu"),
     "fan_table": ("qq", "chengdu"),
     "scoring": ("exponential", "linear"),
     "zimo": ("none", "base", "fan"),
@@ -31,7 +43,10 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "next_dealer": ("winner", "discarder"),
 }
 _UNITS = ("direct_kong", "added_kong", "concealed_kong", "huazhu", "escape")
-_FLAGS = ("huazhu_pays_winners", "haidi", "jingoudiao", "menqing", "zhongzhang")
+_FLAGS = ("huazhu_pays_winners", "haidi", "jingoudiao", "menqing", "zhongzhang",
+          "jiaxinwu", "kaertiao", "yitiaolong", "dianpao_pinghu", "xueliu_dajiao_winners")
+PLAYERS = (4, 3)
+"""The seat counts a ruleset may have: four, or three (三人两房, §14)."""
 MAX_BASE = 1_000_000
 MAX_UNITS = 1_000
 MAX_CAP = 64
@@ -65,6 +80,12 @@ class Ruleset:
     jingoudiao: bool = False
     menqing: bool = False
     zhongzhang: bool = False
+    jiaxinwu: bool = False
+    kaertiao: bool = False
+    yitiaolong: bool = False
+    players: int = 4
+    dianpao_pinghu: bool = True
+    xueliu_dajiao_winners: bool = False
 
     def __post_init__(self) -> None:
         for name, allowed in ENUMS.items():
@@ -85,6 +106,13 @@ class Ruleset:
                     f"ruleset field {name!r} must be true or false; got {getattr(self, name)!r}",
                     text=str(getattr(self, name)), field=name,
                 )
+        if type(self.players) is not int or self.players not in PLAYERS:
+            raise BadRulesetValue(
+                f"ruleset field 'players' must be 4 or 3; got {self.players!r}",
+                text=str(self.players), field="players",
+            )
+        if self.players == 3 and self.huazhu:
+            object.__setattr__(self, "huazhu", 0)  # §14.2: no 花猪 with three players, whatever is asked
         if self.preset not in PRESET_FIELDS:
             raise UnknownRuleset(
                 f"unknown ruleset preset {self.preset!r} (one of {', '.join(PRESET_FIELDS)})",
@@ -167,6 +195,14 @@ PRESET_FIELDS: dict[str, dict[str, Any]] = {
         "dianganghua": "discard",
         "huazhu": 0,
         "dajiao": "min",
+    },
+    "xueliu": {"mode": "xueliu"},
+    "sanren-liangfang": {
+        "players": 3,
+        "dianpao_pinghu": False,
+        "huazhu": 0,
+        "direct_kong": 2,
+        "cap": 4,  # the rooms' "3番封顶" (平胡 counted as 0 番 there): §9
     },
 }
 

@@ -1,4 +1,4 @@
-"""Settling a round from its events (RULES.md §6-§8, §10): the only place money moves.
+"""Settling a round from its events (RULES.md §6-§8, §10, §13, §14): the only place money moves.
 
 A round is a fold over its events: :class:`Round` holds the state after N
 events and :meth:`Round.step` validates one more event against it, returning
@@ -27,6 +27,52 @@ Readings of RULES.md where it is silent (documented choices):
 * With ``huazhu = 0`` a declared ``huazhu`` status, and a hand of three suits
   or holding its 定缺 suit, stand as ``not_ting`` (§7.2), at a draw and in an
   escape's last-four reports alike.
+* ``dianpao_pinghu = false`` looks at each winner of a win on a discard (点炮,
+  抢杠胡, 杠上炮): a declared ``fan`` of 1 or a hand worth 1 fan before the cap
+  refuses the whole event.  杠上花 paid by the feeder alone (``dianganghua =
+  discard``) is a self-drawn win: not affected.
+
+Three players (三人两房, §14):
+
+* Seats are 0-2; ``voids`` are null (or three nulls): a suit there, or a hand's
+  ``void``, is ``void_not_allowed``; a 万 tile anywhere (a meld's tile, the hu
+  tile, a hand or its melds) is ``suit_not_in_play``.
+* 血战 ends when all seats but one have won (two of three); "the others" are
+  the seats still in the round, so a 自摸 after one win is paid by one seat.
+
+血流成河 (§13):
+
+* ``winners`` (and a table round's ``won``) lists each seat that has won once,
+  in the order of its first win; the transfers show every win.
+* A winner's hand is *known* once it wins with a ``hand``; its kept hand is that
+  hand without the tile won (the tile is set aside: counted once, in no later
+  hand).  A winner that only ever declared a ``fan`` has no kept hand: its kongs
+  are not checked, and a later win given with a hand makes that hand its kept one.
+* A later win with a hand must be the kept hand (concealed tiles, and melds by
+  type, tile and kind in any order) plus the tile won, else
+  ``kept_hand_mismatch``; at a draw, a winner's listed hand must be its kept hand.
+* A winner's concealed kong on a known hand needs exactly three of the tile among
+  its kept concealed tiles (the drawn tile is the fourth; a hand holding all four
+  could only kong them by taking in another tile), an added kong needs its kept
+  peng; otherwise ``kong_not_in_hand``.  "Leaves its waits unchanged" compares
+  §4's waits, so a kong of a tile that was a wait (now held four times) changes
+  them (``kong_changes_waits``).  Those three concealed copies move into the kong
+  in the copy count (only the drawn tile is new).  When an added kong of a winner
+  is robbed, its kept hand holds the peng again.
+* 天胡/地胡 only for the round's first win: an ``earthly`` hu after any hu is
+  ``contradictory_flags``.
+* At a draw a winner need not be listed; listed, it must be ting
+  (``winner_not_ting``: a ``not_ting``/``huazhu`` status, or a hand that is not
+  ting).  A winner's 大叫 (collected with ``xueliu_dajiao_winners``) is taken
+  from its kept hand when known, else from its entry's hand, else its entry's
+  ``dajiao_fan``; a winner neither known nor listed collects nothing.
+* ``huazhu_pays_winners = false`` changes nothing in 血流: winners are still in
+  the round (§13.1), so a 花猪 pays them as it pays every non-花猪 seat.
+* An escape's last-four charge follows §13.5's 查大叫: the ting seats that have
+  not won, and the winners (ting, listed or not) with ``xueliu_dajiao_winners``.
+  ``winner_leaves`` has no effect (§13.7: any seat leaving ends the round).
+* The next dealer follows the ruleset's ``next_dealer`` (§13.6 is the
+  ``winner`` rule, which the ``xueliu`` preset has).
 
 >>> s = settle([{"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m"}], dealer=0)
 >>> s.deltas, [t.as_dict()["reason"] for t in s.transfers]
@@ -42,11 +88,13 @@ from .codes import Code, Reason
 from .errors import EventError, RuleError
 from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event
 from .fan import (
-    GANGSHANGHUA_NEEDS_KONG, _Ctx, context, evaluate, meld_info, points_of, suit_problem, Win,
+    DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, _Ctx, context, evaluate, meld_info, only_wait, points_of, suit_problem,
+    Win,
 )
-from .hand import Hand, hand_problems
+from .hand import Hand, Meld, hand_problems, parse_hand
 from .ruleset import Ruleset
 from .tiles import TILES, parse_suit
+from .shapes import wait_tiles
 from .ting import dajiao_points
 
 class KongRecord(NamedTuple):
@@ -106,6 +154,9 @@ class LastEvent(NamedTuple):
         return cls(d["type"], d["index"], d["seat"], d["kind"], d["tile"], d["from"])
 
 
+_record = tuple.__new__
+"""Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the fold's hot path."""
+
 _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
 _KONG_REASONS = frozenset(_KONG_REASON.values())
 
@@ -152,7 +203,7 @@ class Transfer(NamedTuple):
 
 @dataclass(frozen=True)
 class Settlement:
-    deltas: tuple[int, int, int, int]
+    deltas: tuple[int, ...]          # one per seat (three with players = 3)
     transfers: tuple[Transfer, ...]
     winners: tuple[int, ...]
     ended: bool
@@ -178,42 +229,50 @@ class Round:
     def __init__(self, ruleset: "Ruleset | str | Mapping | None" = None, dealer: int = 0,
                  voids: Iterable[str | None] | None = None) -> None:
         self.rules = Ruleset.from_spec(ruleset)
-        if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer <= 3:
-            raise EventError(Code.SEAT_OUT_OF_RANGE, 0, f"dealer {dealer!r} is not a seat 0-3")
+        n = self.rules.players
+        self.seats = tuple(range(n))
+        self.xueliu = self.rules.mode == "xueliu"
+        if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < n:
+            raise EventError(Code.SEAT_OUT_OF_RANGE, 0, f"dealer {dealer!r} is not a seat 0-{n - 1}")
         self.dealer = dealer
-        v = list(voids) if voids is not None else [None] * 4
-        if len(v) != 4:
-            raise EventError(Code.BAD_EVENT, 0, "voids must list four seats")
+        v = list(voids) if voids is not None else [None] * n
+        if len(v) != n:
+            raise EventError(Code.BAD_EVENT, 0, f"voids must list {n} seats")
+        if n == 3 and any(x is not None for x in v):
+            raise EventError(Code.VOID_NOT_ALLOWED, 0, "a three-player room (三人两房) has no 定缺: voids must be null")
         self.voids = [None if x is None else parse_suit(x) for x in v]
         self.n = 0                      # events applied
-        self.won: list[int] = []        # winners in order
+        self.won: list[int] = []        # seats that have won, in the order of their first win
         self.left: list[int] = []       # seats that left (escaped)
         self.ended = False
         self.first_win: FirstWin | None = None
         self.kongs: dict[int, KongRecord] = {}          # by event index
-        self.melds = [[0] * 27 for _ in range(4)]      # copies in logged peng/kong, per seat
-        self.logged = [False] * 4
-        self.pengs: list[list[int]] = [[] for _ in range(4)]
-        self.pengs_logged = [False] * 4  # the seat has a logged peng this round (§6: per seat)
+        self.melds = [[0] * 27 for _ in self.seats]     # copies in logged peng/kong, per seat
+        self.logged = [False] * n
+        self.pengs: list[list[int]] = [[] for _ in self.seats]
+        self.pengs_logged = [False] * n  # the seat has a logged peng this round (§6: per seat)
         self.any_meld = False
-        self.hand_melds = [[0] * 27 for _ in range(4)]  # melds of the last hand given, per seat
-        self.concealed = [0] * 27                       # concealed tiles of every hand given
-        self.last: LastEvent | None = None              # the previous event
+        self.hand_melds = [[0] * 27 for _ in self.seats]  # melds of the last hand given, per seat
+        self.concealed = [0] * 27                         # concealed tiles of every hand given
+        self.kept: list[Hand | None] = [None] * n         # 血流: a winner's kept 13 tiles, once known (§13.2)
+        self.last: LastEvent | None = None                # the previous event
         self.transfers: list[Transfer] = []
 
     # -- derived ------------------------------------------------------------
     @property
     def active(self) -> list[int]:
-        """Seats still in the round (neither won nor left), in seat order."""
-        return [s for s in (0, 1, 2, 3) if s not in self.won and s not in self.left]
+        """Seats still in the round, in seat order: not left, and (but in 血流) not won."""
+        if self.xueliu:
+            return [s for s in self.seats if s not in self.left]
+        return [s for s in self.seats if s not in self.won and s not in self.left]
 
     @property
-    def deltas(self) -> tuple[int, int, int, int]:
-        d = [0, 0, 0, 0]
+    def deltas(self) -> tuple[int, ...]:
+        d = [0] * len(self.seats)
         for t in self.transfers:
             d[t.payer] -= t.points
             d[t.payee] += t.points
-        return tuple(d)  # type: ignore[return-value]
+        return tuple(d)
 
     @property
     def next_dealer(self) -> int | None:
@@ -241,6 +300,7 @@ class Round:
             "melds": self.melds, "logged": self.logged, "pengs": self.pengs,
             "pengs_logged": self.pengs_logged, "any_meld": self.any_meld,
             "hand_melds": self.hand_melds, "concealed": self.concealed,
+            "kept": [None if h is None else h.as_dict() for h in self.kept],
             "last": None if self.last is None else self.last.to_dict(),
             "transfers": [[t.payer, t.payee, t.points, t.reason, t.event] for t in self.transfers],
         }
@@ -257,6 +317,9 @@ class Round:
         r.pengs_logged, r.any_meld = list(d["pengs_logged"]), d["any_meld"]
         r.hand_melds = [list(m) for m in d["hand_melds"]]
         r.concealed = list(d["concealed"])
+        kept = d.get("kept")  # (absent from states stored before 血流)
+        if kept is not None:
+            r.kept = [None if h is None else parse_hand(h["tiles"], h["melds"], h.get("void")) for h in kept]
         r.last = None if d["last"] is None else LastEvent.from_dict(d["last"])
         r.transfers = [Transfer(*t) for t in d["transfers"]]
         return r
@@ -278,7 +341,7 @@ class Round:
         i = self.n if index is None else index
         if self.ended:
             raise EventError(Code.ROUND_ENDED, i, "the round has already ended")
-        ev = parse_event(event, i, self.voids)
+        ev = parse_event(event, i, self.voids, len(self.seats))
         start = len(self.transfers)
         if isinstance(ev, Peng):
             self._peng(ev, i)
@@ -311,22 +374,35 @@ class Round:
         self.transfers[start:] = [Transfer(p, q, pts, r, e) for (p, q, r, e), pts in merged.items() if pts]
 
     def _require_active(self, seat: int, i: int, role: str) -> None:
-        if seat in self.won:
-            raise EventError(Code.SEAT_NOT_IN_ROUND, i, f"{role} seat {seat} has already won")
         if seat in self.left:
             raise EventError(Code.SEAT_NOT_IN_ROUND, i, f"{role} seat {seat} has left the round")
+        if seat in self.won and not self.xueliu:
+            raise EventError(Code.SEAT_NOT_IN_ROUND, i, f"{role} seat {seat} has already won")
+
+    def _no_claim_after_win(self, seat: int, i: int, what: str) -> None:
+        """血流 (§13.2): from its first win on, a seat only discards what it draws: no 碰, no 直杠."""
+        if self.xueliu and seat in self.won:
+            raise EventError(Code.CLAIM_AFTER_WIN, i,
+                             f"seat {seat} has won (血流成河): it may not {what}, only discard what it draws")
 
     def _check_copies(self, i: int, tiles: Iterable[int]) -> None:
         """No tile among ``tiles`` (those the event added) appears more than 4 times in the round.
 
         Per seat, the melds logged by peng/kong events count, or else those of its hand (§6).
         """
-        melds = [self.melds[s] if self.logged[s] else self.hand_melds[s] for s in (0, 1, 2, 3)]
+        melds = [self.melds[s] if self.logged[s] else self.hand_melds[s] for s in self.seats]
+        conc = self.concealed
         over = {}
-        for t in tiles:
-            total = self.concealed[t] + melds[0][t] + melds[1][t] + melds[2][t] + melds[3][t]
-            if total > 4:
-                over[t] = total
+        if len(melds) == 4:
+            m0, m1, m2, m3 = melds
+            for t in tiles:
+                if conc[t] + m0[t] + m1[t] + m2[t] + m3[t] > 4:
+                    over[t] = conc[t] + m0[t] + m1[t] + m2[t] + m3[t]
+        else:
+            m0, m1, m2 = melds
+            for t in tiles:
+                if conc[t] + m0[t] + m1[t] + m2[t] > 4:
+                    over[t] = conc[t] + m0[t] + m1[t] + m2[t]
         if over:
             raise EventError(Code.TOO_MANY_COPIES, i, "more than 4 copies across the round: "
                              + ", ".join(f"{TILES[t]} ({n})" for t, n in over.items()))
@@ -337,6 +413,7 @@ class Round:
     # -- peng / kong -------------------------------------------------------------
     def _peng(self, ev: Peng, i: int) -> None:
         self._require_active(ev.seat, i, "peng")
+        self._no_claim_after_win(ev.seat, i, "碰 (peng)")
         self._require_active(ev.from_, i, "discarding")
         if ev.from_ == ev.seat:
             raise EventError(Code.SELF_DISCARD, i, f"seat {ev.seat} cannot peng its own discard")
@@ -345,12 +422,53 @@ class Round:
         self.pengs[ev.seat].append(ev.tile.index)
         self.pengs_logged[ev.seat] = self.any_meld = True
         self._check_copies(i, (ev.tile.index,))
-        self.last = LastEvent("peng", i, ev.seat, None, ev.tile.index, ev.from_)
+        self.last = _record(LastEvent, ("peng", i, ev.seat, None, ev.tile.index, ev.from_))
+
+    def _kept_kong(self, seat: int, kept: Hand, ev: Kong, i: int) -> None:
+        """A 血流 winner's concealed or added kong on its known kept hand (§13.2).
+
+        The kong must fit the hand (three of the tile concealed with the drawn
+        fourth, or its peng of it) and leave its waits unchanged; the kept hand
+        then holds the kong, and its three concealed copies move to the kong.
+        """
+        t = ev.tile.index
+        if ev.kind == "concealed":
+            if kept.counts[t] != 3:
+                raise EventError(Code.KONG_NOT_IN_HAND, i,
+                                 f"seat {seat}'s kept hand {str(kept)!r} does not hold three {ev.tile} for a "
+                                 "concealed kong with the tile it drew")
+            rest = list(kept.tiles)
+            for _ in range(3):
+                rest.remove(ev.tile)
+            new = Hand(tuple(rest), kept.melds + (Meld("kong", ev.tile, "concealed"),), kept.void)
+        else:
+            peng = Meld("peng", ev.tile)
+            if peng not in kept.melds:
+                raise EventError(Code.KONG_NOT_IN_HAND, i,
+                                 f"seat {seat}'s kept hand has no peng of {ev.tile} to add to")
+            melds = list(kept.melds)
+            melds[melds.index(peng)] = Meld("kong", ev.tile, "added")
+            new = Hand(kept.tiles, tuple(melds), kept.void)
+        before, after = _waits(kept), _waits(new)
+        if before != after:
+            raise EventError(Code.KONG_CHANGES_WAITS, i,
+                             f"seat {seat}'s {ev.kind} kong of {ev.tile} would change its kept hand's waits "
+                             f"from {_tile_list(before)} to {_tile_list(after)} (血流成河: not allowed)")
+        if ev.kind == "concealed":
+            self.concealed[t] -= 3  # those copies move from its concealed tiles into the kong
+        self.kept[seat] = new
+        self.hand_melds[seat] = _meld_counts(new)
 
     def _kong(self, ev: Kong, i: int) -> None:
         seat, t = ev.seat, ev.tile.index
         self._require_active(seat, i, "kong")
         others = [s for s in self.active if s != seat]
+        kept = self.kept[seat]
+        if ev.kind == "direct":
+            if self.xueliu:
+                self._no_claim_after_win(seat, i, "make a direct kong (直杠)")
+        elif kept is not None:
+            self._kept_kong(seat, kept, ev, i)
         if ev.kind == "direct":
             self._require_active(ev.from_, i, "discarding")
             if ev.from_ == seat:
@@ -378,8 +496,8 @@ class Round:
             if pts:
                 self._pay(payer, seat, pts, reason, i)
                 paid.append((payer, pts))
-        self.kongs[i] = KongRecord(seat, ev.kind, t, ev.from_, tuple(paid))
-        self.last = LastEvent("kong", i, seat, ev.kind, t, ev.from_)
+        self.kongs[i] = _record(KongRecord, (seat, ev.kind, t, ev.from_, tuple(paid), False, False))
+        self.last = _record(LastEvent, ("kong", i, seat, ev.kind, t, ev.from_))
 
     # -- hu -----------------------------------------------------------------------
     def _hu(self, ev: Hu, i: int) -> None:
@@ -388,6 +506,8 @@ class Round:
             raise EventError(Code.DUPLICATE_WINNER, i, "a seat is listed twice among the winners")
         for s in seats:
             self._require_active(s, i, "winning")
+        if self.xueliu and (ev.heavenly or ev.earthly) and self.first_win is not None:
+            raise EventError(Code.CONTRADICTORY_FLAGS, i, "天胡 and 地胡 are only for the round's first win (§13.3)")
         if ev.from_ is not None:
             self._require_active(ev.from_, i, "discarding")
             if ev.from_ in seats:
@@ -405,10 +525,17 @@ class Round:
         if feeder_pays:
             ctx = ctx._replace(zimo_fan=False)
         # value every winner first: nothing moves unless all are valid
-        points = [self._winner_points(w, ev, sit, ctx, i) for w in ev.winners]
+        points = []
+        for w in ev.winners:
+            raw = self._winner_fan(w, ev, sit, ctx, i)
+            if raw == 1 and ev.from_ is not None and not self.rules.dianpao_pinghu:
+                raise EventError(Code.DIANPAO_PINGHU, i, f"seat {w.seat}: {DIANPAO_PINGHU}")
+            points.append(points_of(raw, ctx).points)
         self._count_hu_tiles(ev, i)
         if ev.robbing_kong:
             self._void_kong(kong, i)
+        if self.xueliu:
+            self._keep_hands(ev)
         for w, pts in zip(ev.winners, points):
             if ev.from_ is not None:
                 self._pay(ev.from_, w.seat, pts, Reason.DIANPAO, i)
@@ -425,10 +552,12 @@ class Round:
             self.kongs[kong_index] = kong._replace(transferred=True)
         if self.first_win is None:
             self.first_win = FirstWin(tuple(seats), ev.from_)
-        self.won.extend(seats)
-        if self.rules.mode == "normal" or len(self.won) >= 3:
-            self.ended = True
-        self.last = LastEvent("hu", i, seats[0], None, ev.tile.index, ev.from_)
+        for s in seats:
+            if s not in self.won:
+                self.won.append(s)
+        if self.rules.mode == "normal" or (not self.xueliu and len(self.won) >= len(self.seats) - 1):
+            self.ended = True  # 血战: all but one have won (three of four, two of three); 血流: never by a win
+        self.last = _record(LastEvent, ("hu", i, seats[0], None, ev.tile.index, ev.from_))
 
     def _check_hu_flags(self, ev: Hu, i: int) -> tuple:
         """The situation flags of the win, after checking they can hold together here."""
@@ -466,9 +595,10 @@ class Round:
                 raise EventError(Code.CONTRADICTORY_FLAGS, i, "earthly by discard is on the dealer's first discard")
         return flags
 
-    def _winner_points(self, w, ev: Hu, sit, ctx: _Ctx, i: int) -> int:
+    def _winner_fan(self, w, ev: Hu, sit, ctx: _Ctx, i: int) -> int:
+        """A winner's total fan before the cap: as declared, or its hand's, checked."""
         if w.hand is None:
-            return points_of(w.fan, ctx).points
+            return w.fan
         hand: Hand = w.hand
         probs = hand_problems(hand, sizes=(14,)) if hand.size != 14 or hand.max_held > 4 else None
         if probs:
@@ -477,6 +607,11 @@ class Round:
         if not hand.counts[ev.tile.index]:
             raise EventError(Code.WIN_TILE_NOT_IN_HAND, i,
                              f"the hu tile {ev.tile} is not among seat {w.seat}'s concealed tiles {str(hand)!r}")
+        kept = self.kept[w.seat]
+        if kept is not None and not _same_hand(_without(hand, ev.tile.index), kept):
+            raise EventError(Code.KEPT_HAND_MISMATCH, i,
+                             f"seat {w.seat} has won before (血流成河): its hand must be its kept hand "
+                             f"{_describe(kept)} and the tile won {ev.tile}; got {_describe(hand)}")
         if ev.after_kong and ev.self_drawn and not any(m.type == "kong" for m in hand.melds):
             raise EventError(Code.CONTRADICTORY_FLAGS, i, f"seat {w.seat}: {GANGSHANGHUA_NEEDS_KONG}")
         if (ev.heavenly or ev.earthly) and hand.melds:
@@ -484,24 +619,43 @@ class Round:
         problem = suit_problem(hand.suit_mask, hand.void)
         if problem:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat} cannot win: {problem}")
-        evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx)
+        t = ev.tile.index
+        evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx, t,
+                       ctx.kaertiao and t == KAERTIAO_TILE and only_wait(hand, t))
         if evn is None:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
-        return points_of(evn.raw_fan, ctx).points
+        return evn.raw_fan
 
     def _count_hu_tiles(self, ev: Hu, i: int) -> None:
         first = True
         touched: list[int] = []
+        t = ev.tile.index
         for w in ev.winners:
             if w.hand is None:
                 continue
-            touched.extend(self._add_hand(w.seat, w.hand))
+            if self.kept[w.seat] is not None:   # 血流: its kept hand is counted already; the tile won is new
+                self.concealed[t] += 1
+                touched.append(t)
+            else:
+                touched.extend(self._add_hand(w.seat, w.hand))
             if ev.from_ is not None and not first:
-                self.concealed[ev.tile.index] -= 1  # the discard counts once
+                self.concealed[t] -= 1  # the discard counts once
             first = False
         if ev.robbing_kong:
-            self.melds[ev.from_][ev.tile.index] -= 1   # the robbed kong counts as a peng
+            self.melds[ev.from_][t] -= 1   # the robbed kong counts as a peng
+            robbed = self.kept[ev.from_]
+            if robbed is not None:         # (a 血流 winner's kept hand holds the peng again)
+                melds = list(robbed.melds)
+                melds[melds.index(Meld("kong", ev.tile, "added"))] = Meld("peng", ev.tile)
+                self.kept[ev.from_] = Hand(robbed.tiles, tuple(melds), robbed.void)
+                self.hand_melds[ev.from_][t] -= 1
         self._check_copies(i, touched)
+
+    def _keep_hands(self, ev: Hu) -> None:
+        """血流: a winner given with a hand keeps its 13 concealed tiles; the tile won is set aside (§13.2)."""
+        for w in ev.winners:
+            if w.hand is not None:
+                self.kept[w.seat] = _without(w.hand, ev.tile.index)
 
     def _add_hand(self, seat: int, hand: Hand) -> list[int]:
         """Count a given hand's tiles in the round; the tile indices it touched."""
@@ -524,41 +678,70 @@ class Round:
 
     # -- draw and escape ------------------------------------------------------------
     def _statuses(self, reports: Iterable[SeatReport], i: int, seats: list[int]) -> dict[int, Standing]:
-        """seat → its :class:`Standing` for the listed seats; hands are evaluated."""
+        """seat → its :class:`Standing` for the listed seats; hands are evaluated.
+
+        In 血流 a seat that has won is ting (§13.5): listed, it must be; its
+        大叫 is its kept hand's when that is known, else its entry's.
+        """
         ctx = context(self.rules)
         pigs = self.rules.huazhu != 0  # §7.2: with huazhu = 0 there is no 花猪, only seats not ting
         out: dict[int, Standing] = {}
         touched: list[int] = []
         for rep in reports:
-            if rep.seat not in seats:
-                raise EventError(Code.BAD_SEATS, i, f"seat {rep.seat} is not in the round")
-            if rep.seat in out:
-                raise EventError(Code.BAD_SEATS, i, f"seat {rep.seat} is listed twice")
+            seat = rep.seat
+            if seat not in seats:
+                raise EventError(Code.BAD_SEATS, i, f"seat {seat} is not in the round")
+            if seat in out:
+                raise EventError(Code.BAD_SEATS, i, f"seat {seat} is listed twice")
+            winner = self.xueliu and seat in self.won
+            kept = self.kept[seat]
             if rep.hand is not None:
                 h = rep.hand
                 probs = hand_problems(h, sizes=(13,)) if h.size != 13 or h.max_held > 4 else None
                 if probs:
                     raise EventError(Code.BAD_HAND if probs[0].code == Code.BAD_SIZE else Code.TOO_MANY_COPIES, i,
-                                     f"seat {rep.seat}'s hand: {probs[0].message}")
-                touched.extend(self._add_hand(rep.seat, h))
+                                     f"seat {seat}'s hand: {probs[0].message}")
+                if kept is not None:
+                    if not _same_hand(h, kept):
+                        raise EventError(Code.KEPT_HAND_MISMATCH, i,
+                                         f"seat {seat} has won (血流成河): its hand is its kept hand "
+                                         f"{_describe(kept)}; got {_describe(h)}")
+                else:
+                    touched.extend(self._add_hand(seat, h))
                 if h.huazhu:
-                    out[rep.seat] = Standing("huazhu" if pigs else "not_ting")
+                    out[seat] = _record(Standing, ("huazhu" if pigs and not winner else "not_ting", 0))
                 else:
                     best = dajiao_points(h, ctx, self.rules.dajiao)
-                    out[rep.seat] = Standing("not_ting") if best is None else Standing("ting", best)
+                    out[seat] = _record(Standing, ("not_ting", 0) if best is None else ("ting", best))
             elif rep.status == "ting":
-                out[rep.seat] = Standing("ting", points_of(rep.dajiao_fan, ctx).points)
+                out[seat] = Standing("ting", points_of(rep.dajiao_fan, ctx).points)
             else:
-                out[rep.seat] = Standing(rep.status if pigs or rep.status != "huazhu" else "not_ting")
+                out[seat] = Standing(rep.status if pigs or rep.status != "huazhu" else "not_ting")
+            if winner:
+                if out[seat].status != "ting":
+                    raise EventError(Code.WINNER_NOT_TING, i,
+                                     f"seat {seat} has won (血流成河): it is ting, not {out[seat].status}")
+                if kept is not None:
+                    out[seat] = Standing("ting", dajiao_points(kept, ctx, self.rules.dajiao) or 0)
         self._check_copies(i, touched)
+        if self.xueliu:
+            for seat in self.won:
+                if seat in seats and seat not in out:  # a winner not listed: ting, its 大叫 from its kept hand
+                    kept = self.kept[seat]
+                    out[seat] = Standing("ting", 0 if kept is None else dajiao_points(kept, ctx, self.rules.dajiao) or 0)
         return out
+
+    def _collects_dajiao(self, seat: int) -> bool:
+        """Whether a ting seat collects 大叫: in 血流 a winner does only with ``xueliu_dajiao_winners`` (§13.5)."""
+        return not (self.xueliu and seat in self.won) or self.rules.xueliu_dajiao_winners
 
     def _draw(self, ev: Draw, i: int) -> None:
         active = self.active
         status = self._statuses(ev.seats, i, active)
         missing = [s for s in active if s not in status]
         if missing:
-            raise EventError(Code.BAD_SEATS, i, f"a draw lists every seat still in the round; missing {missing}")
+            what = "every seat that has not won" if self.xueliu else "every seat still in the round"
+            raise EventError(Code.BAD_SEATS, i, f"a draw lists {what}; missing {missing}")
         # 1. 退税
         for s in active:
             if status[s].status != "ting":
@@ -567,19 +750,20 @@ class Round:
         pigs = [s for s in active if status[s].status == "huazhu"]
         if pigs:
             payees = [s for s in active if status[s].status != "huazhu"]
-            if self.rules.huazhu_pays_winners:
+            if self.rules.huazhu_pays_winners and not self.xueliu:
                 payees += [s for s in self.won if s not in self.left]
             for pig in pigs:
                 for s in payees:
                     self._pay(pig, s, self._unit(self.rules.huazhu), Reason.HUAZHU, i)
         # 3. 查大叫
-        tings = [s for s in active if status[s].status == "ting"]
+        everyone = not self.xueliu or self.rules.xueliu_dajiao_winners  # else only seats that have not won
+        tings = [s for s in active if status[s].status == "ting" and (everyone or s not in self.won)]
         for s in active:
             if status[s].status == "not_ting":
                 for t in tings:
                     self._pay(s, t, status[t].dajiao, Reason.DAJIAO, i)
         self.ended = True
-        self.last = LastEvent("draw", i)
+        self.last = _record(LastEvent, ("draw", i, None, None, None, None))
 
     def _refund(self, seat: int, i: int) -> None:
         """退税: ``seat`` hands back its kongs' income (not a robbed kong's, nor one passed on)."""
@@ -594,7 +778,7 @@ class Round:
         seat = ev.seat
         if seat in self.left:
             raise EventError(Code.SEAT_NOT_IN_ROUND, i, f"seat {seat} has already left")
-        if seat in self.won:
+        if seat in self.won and not self.xueliu:  # (血流: every seat is in the round, §13.7)
             self._winner_leaves(seat, i)
             return
         others = [s for s in self.active if s != seat]
@@ -602,7 +786,8 @@ class Round:
         status = self._statuses(reports, i, others)
         charge = [(s, self._unit(self.rules.escape)) for s in others]
         if ev.last_four:
-            dajiao = [(s, status[s].dajiao) for s in others if s in status and status[s].status == "ting"]
+            dajiao = [(s, status[s].dajiao) for s in others
+                      if s in status and status[s].status == "ting" and self._collects_dajiao(s)]
             if sum(p for _, p in dajiao) > sum(p for _, p in charge):
                 charge = dajiao
         for s, pts in charge:
@@ -622,6 +807,43 @@ class Round:
                 self._pay(seat, t.payer, t.points, Reason.FORFEIT, i)
         self.left.append(seat)
         self.last = LastEvent("escape", i, seat)
+
+
+def _without(hand: Hand, tile: int) -> Hand:
+    """The hand with one concealed copy of ``tile`` taken out."""
+    rest = list(hand.tiles)
+    rest.remove(TILES[tile])
+    return Hand(tuple(rest), hand.melds, hand.void)
+
+
+def _meld_key(m: Meld) -> tuple:
+    return (m.type, m.tile.index, m.kind or "")
+
+
+def _same_hand(a: Hand, b: Hand) -> bool:
+    """Same concealed tiles and the same melds (in any order)."""
+    return a.counts == b.counts and sorted(map(_meld_key, a.melds)) == sorted(map(_meld_key, b.melds))
+
+
+def _describe(hand: Hand) -> str:
+    melds = ", ".join(map(str, hand.melds))
+    return repr(str(hand)) + (f" with {melds}" if melds else "")
+
+
+def _meld_counts(hand: Hand) -> list[int]:
+    out = [0] * 27
+    for m in hand.melds:
+        out[m.tile.index] += m.copies
+    return out
+
+
+def _waits(hand: Hand) -> list[int]:
+    void = -1 if hand.void is None else "mps".index(hand.void)
+    return wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, void)
+
+
+def _tile_list(tiles: list[int]) -> str:
+    return "[" + ", ".join(str(TILES[t]) for t in tiles) + "]"
 
 
 def settle(events: Iterable["Mapping[str, Any] | Event"], *, dealer: int,

@@ -13,6 +13,12 @@ way of building one suit from up to four sets (triplets ``111``, sequences
   plain / all-triplets / yaojiu, for reporting.
 * ``WAITS[key]`` – the ranks that, added to the key, give a key in ``SHAPES``.
 
+The three extras that depend on the decomposition itself (夹心五, 卡二条,
+一条龙, §5.2) need more than a bit per key: :func:`suit_features` gives, on
+demand and cached, each distinct *feature set* a key's decompositions have
+(all triplets, 幺九, which of 123/456/789 it holds) with one decomposition
+that has it.  Only rulesets that switch those extras on pay for it.
+
 A whole hand is a standard win when every suit's key is in ``SHAPES`` (the
 tile count then forces exactly one pair); the flags of the hand are the AND
 of its suits' flags.
@@ -22,11 +28,13 @@ of its suits' flags.
 (True, False, True)
 >>> WAITS[suit_key([0, 1, 1, 0, 0, 0, 0, 0, 0])]          # 23 waits on 1 and 4
 (0, 3)
+>>> list(suit_features(suit_key([1, 1, 1, 1, 1, 1, 1, 1, 1]))) == [F_LONG]   # 123 456 789
+True
 """
 
 from __future__ import annotations
 
-from .hand import POW5
+from .hand import POW5, _POW, _SUIT
 
 TRIP = 1
 YAO = 2
@@ -179,3 +187,134 @@ def describe_pairs(counts) -> list[str]:
         for _ in range(c // 2):
             out.append(f"{i % 9 + 1}{i % 9 + 1}{'mps'[i // 9]}")
     return out
+
+
+# -- per-decomposition features (for the extras 夹心五, 卡二条, 一条龙) --------------------
+F_TRIP = 1   # every set of the suit is a triplet
+F_YAO = 2    # every set, and the pair if it is in the suit, holds a 1 or a 9
+F_123 = 4    # a sequence 1-2-3 of the suit
+F_456 = 8    # a sequence 4-5-6
+F_789 = 16   # a sequence 7-8-9
+F_LONG = F_123 | F_456 | F_789
+_RUN_FEATURE = {0: F_123, 3: F_456, 6: F_789}
+_FEATURES: dict[int, dict[int, tuple]] = {}
+
+
+def suit_features(key: int) -> dict[int, tuple]:
+    """Feature set → one ``(sets, pair)`` decomposition of a suit key that has it.
+
+    ``sets``: ``("t", rank)`` triplets and ``("q", rank)`` sequences (0-based
+    ranks); ``pair``: its rank, or None.  Empty for a key that does not decompose.
+    """
+    found = _FEATURES.get(key)
+    if found is None:
+        found = _FEATURES[key] = _decompose(key_counts(key))
+    return found
+
+
+def _decompose(counts: list[int]) -> dict[int, tuple]:
+    out: dict[int, tuple] = {}
+    need_pair = sum(counts) % 3 == 2
+
+    def walk(i: int, sets: list, pair: int | None) -> None:
+        while i < 9 and not counts[i]:
+            i += 1
+        if i == 9:
+            if need_pair == (pair is not None):
+                feats = F_YAO if pair is None or pair in _TERMINAL else 0
+                feats |= F_TRIP
+                for kind, r in sets:
+                    if kind == "t":
+                        if r not in _TERMINAL:
+                            feats &= ~F_YAO
+                    else:
+                        feats &= ~F_TRIP
+                        if r not in _SEQ_YAO:
+                            feats &= ~F_YAO
+                        feats |= _RUN_FEATURE.get(r, 0)
+                out.setdefault(feats, (tuple(sets), pair))
+            return
+        if pair is None and need_pair and counts[i] >= 2:
+            counts[i] -= 2
+            walk(i, sets, i)
+            counts[i] += 2
+        if counts[i] >= 3:
+            counts[i] -= 3
+            sets.append(("t", i))
+            walk(i, sets, pair)
+            sets.pop()
+            counts[i] += 3
+        if i <= 6 and counts[i + 1] and counts[i + 2]:
+            for r in (i, i + 1, i + 2):
+                counts[r] -= 1
+            sets.append(("q", i))
+            walk(i, sets, pair)
+            sets.pop()
+            for r in (i, i + 1, i + 2):
+                counts[r] += 1
+
+    walk(0, [], None)
+    return out
+
+
+def notate(suit: int, sets: tuple, pair: int | None) -> tuple[tuple[str, ...], str | None]:
+    """A suit's decomposition in notation: its sets and its pair (or None)."""
+    return (tuple(_SET_NOTE[suit][x] for x in sets), None if pair is None else _PAIR_NOTE[suit][pair])
+
+
+# -- waits -------------------------------------------------------------------------
+_ODD: dict[int, tuple[int, ...]] = {}
+
+
+def _odd_ranks(key: int) -> tuple[int, ...]:
+    odd = _ODD.get(key)
+    if odd is None:
+        k, out = key, []
+        for r in range(9):
+            k, c = divmod(k, 5)
+            if c & 1:
+                out.append(r)
+        odd = _ODD[key] = tuple(out)
+    return odd
+
+
+def wait_tiles(keys, n_concealed: int, n_melds: int, held, mask: int, void_suit: int) -> list[int]:
+    """Indices of the tiles that complete a 13-size hand, in canonical order (§4).
+
+    ``held``: copies in hand and melds (a tile held 4 times is no wait);
+    ``mask``: the suits present, melds included; ``void_suit``: -1 or a suit index.
+    A 花猪 (three suits, or holding its void suit) has no waits.
+    """
+    if mask == 7 or (void_suit >= 0 and mask >> void_suit & 1):
+        return []
+    k0, k1, k2 = keys
+    in0, in1, in2 = k0 in SHAPES, k1 in SHAPES, k2 in SHAPES
+    found: list[int] = []
+    nsuits = (mask & 1) + (mask >> 1 & 1) + (mask >> 2)
+    for s, ok in ((0, in1 and in2), (1, in0 and in2), (2, in0 and in1)):
+        if not ok or s == void_suit or (nsuits == 2 and not mask >> s & 1):
+            continue
+        base = s * 9
+        for r in WAITS.get(keys[s], ()):
+            if held[base + r] < 4:
+                found.append(base + r)
+    if n_melds == 0 and n_concealed == 13:
+        o0, o1, o2 = _odd_ranks(k0), _odd_ranks(k1), _odd_ranks(k2)
+        if len(o0) + len(o1) + len(o2) == 1:
+            t = o0[0] if o0 else 9 + o1[0] if o1 else 18 + o2[0]
+            if held[t] < 4 and t not in found:
+                found.append(t)
+                found.sort()
+    return found
+
+
+def waits_without(keys, n_concealed: int, n_melds: int, held, mask: int, void_suit: int, tile: int) -> list[int]:
+    """The waits of a 14-size hand's 13 once ``tile`` (one of its concealed tiles) is taken out."""
+    s = _SUIT[tile]
+    k = list(keys)
+    k[s] -= _POW[tile]
+    h = list(held)
+    h[tile] -= 1
+    if not k[s]:
+        mask = mask & ~(1 << s) if not any(h[s * 9: s * 9 + 9]) else mask
+    return wait_tiles(k, n_concealed - 1, n_melds, h, mask, void_suit)

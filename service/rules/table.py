@@ -1,4 +1,4 @@
-"""A table: a physical game over many rounds, as a fold over its log (RULES.md §10).
+"""A table: a physical game over many rounds, as a fold over its log (RULES.md §10, §14).
 
 The log is a list of records, each ``{"seq": n, "type": ..., ...}`` with
 ``seq`` = its 1-based position.  Record types: the round events of API.md
@@ -25,6 +25,10 @@ Readings where RULES.md is silent (documented choices):
 * Transfers of a table name the ``seq`` of the record that caused them.
 * Voiding a record refolds the log without it; it is refused
   (``void_conflict``) when a later record no longer validates without it.
+* A table seats as many players as its ruleset's ``players`` (4, or 3 for
+  三人两房): other numbers of names are ``bad_players`` (a first dealer outside
+  the seats ``seat_out_of_range``); every seat-indexed list (balances, deltas, ``voids``) has one
+  entry per seat, and with three players ``voids`` may only be null.
 
 >>> st = TableState.new(["A", "B", "C", "D"], "xuezhan", dealer=1)
 >>> st, out = st.apply({"type": "round_start"}, seq=1)
@@ -56,6 +60,17 @@ class VoidConflict(TableError):
     pass
 
 
+class TableSetupError(RuleError):
+    """A table that cannot be set up: its players do not match its ruleset's seats (``bad_players``),
+    or its first dealer is no seat (``seat_out_of_range``)."""
+
+    code = Code.BAD_PLAYERS
+
+    def __init__(self, message: str, *, code: Code = Code.BAD_PLAYERS, **context: object) -> None:
+        super().__init__(message, **context)
+        self.code = code
+
+
 @dataclass
 class TableState:
     """The state of a table after ``version`` log records (mutable only inside :meth:`step`).
@@ -74,11 +89,21 @@ class TableState:
     round_meta: dict | None = None    # number, start (seq of its round_start), ended_by
     round: Round | None = None
     voided: list[int] = field(default_factory=list)
-    base: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # balances before the latest round
+    base: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # balances before the latest round (one per seat)
 
     @classmethod
     def new(cls, players: list[str], ruleset: "Ruleset | str | Mapping | None", dealer: int = 0) -> "TableState":
-        return cls(list(players), Ruleset.from_spec(ruleset), dealer, dealer)
+        """A table before its first record: ``players`` names one seat each, as many as the ruleset seats."""
+        rules = Ruleset.from_spec(ruleset)
+        n = rules.players
+        if len(players) != n:
+            raise TableSetupError(
+                f"this ruleset seats {n} players (players = {n}); got {len(players)} name(s)", text=str(len(players))
+            )
+        if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < n:
+            raise TableSetupError(f"dealer {dealer!r} is not a seat 0-{n - 1}", text=str(dealer),
+                                  code=Code.SEAT_OUT_OF_RANGE)
+        return cls(list(players), rules, dealer, dealer, base=[0] * n)
 
     # -- derived ----------------------------------------------------------------
     @property
@@ -177,16 +202,19 @@ class TableState:
         unknown = set(record) - {"type", "dealer", "voids"}
         if unknown:
             raise TableError(Code.BAD_EVENT, seq, f"unknown field(s) of round_start: {', '.join(sorted(unknown))}")
+        n = self.ruleset.players
         dealer = record.get("dealer")
         if dealer is None:
             dealer = self.dealer
-        if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer <= 3:
-            raise TableError(Code.SEAT_OUT_OF_RANGE, seq, f"dealer {dealer!r} is not a seat 0-3")
+        if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < n:
+            raise TableError(Code.SEAT_OUT_OF_RANGE, seq, f"dealer {dealer!r} is not a seat 0-{n - 1}")
         voids = record.get("voids")
         if voids is None:
-            voids = [None] * 4
-        if not isinstance(voids, list) or len(voids) != 4:
-            raise TableError(Code.BAD_EVENT, seq, "voids lists four seats' void suits (or null)")
+            voids = [None] * n
+        if not isinstance(voids, list) or len(voids) != n:
+            raise TableError(Code.BAD_EVENT, seq, f"voids lists the {n} seats' void suits (or null)")
+        if n == 3 and any(v is not None for v in voids):
+            raise TableError(Code.VOID_NOT_ALLOWED, seq, "a three-player room (三人两房) has no 定缺: voids must be null")
         try:
             voids = [None if v is None else parse_suit(v) for v in voids]
         except RuleError as exc:

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, context, evaluate, is_win, meld_info, points_of
-from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_valid
+from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
-from .shapes import SHAPES, WAITS
+from .shapes import wait_tiles
 from .tiles import SUITS, TILES, Tile, parse_tiles
 
 
@@ -73,61 +73,21 @@ class DiscardAdvice:
     """The 14 tiles already win."""
 
 
-_ODD: dict[int, tuple[int, ...]] = {}
+def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, vis,
+                 only: bool | None = None) -> list[Wait]:
+    """Each wait valued as a plain win by discard; ``remaining`` = 4 − held − visible.
 
-
-def _odd_ranks(key: int) -> tuple[int, ...]:
-    odd = _ODD.get(key)
-    if odd is None:
-        k, out = key, []
-        for r in range(9):
-            k, c = divmod(k, 5)
-            if c & 1:
-                out.append(r)
-        odd = _ODD[key] = tuple(out)
-    return odd
-
-
-def wait_tiles(keys, n_concealed: int, n_melds: int, held, mask: int, void_suit: int) -> list[int]:
-    """Indices of the tiles that complete a 13-size hand, in canonical order.
-
-    ``held``: copies in hand and melds (a tile held 4 times is no wait);
-    ``mask``: the suits present, melds included; ``void_suit``: -1 or a suit index.
-    A 花猪 (three suits, or holding its void suit) has no waits.
+    ``only``: whether the hand has a single wait (for 卡二条); default: ``tiles`` is all of them.
     """
-    if mask == 7 or (void_suit >= 0 and mask >> void_suit & 1):
-        return []
-    k0, k1, k2 = keys
-    in0, in1, in2 = k0 in SHAPES, k1 in SHAPES, k2 in SHAPES
-    found: list[int] = []
-    nsuits = (mask & 1) + (mask >> 1 & 1) + (mask >> 2)
-    for s, ok in ((0, in1 and in2), (1, in0 and in2), (2, in0 and in1)):
-        if not ok or s == void_suit or (nsuits == 2 and not mask >> s & 1):
-            continue
-        base = s * 9
-        for r in WAITS.get(keys[s], ()):
-            if held[base + r] < 4:
-                found.append(base + r)
-    if n_melds == 0 and n_concealed == 13:
-        o0, o1, o2 = _odd_ranks(k0), _odd_ranks(k1), _odd_ranks(k2)
-        if len(o0) + len(o1) + len(o2) == 1:
-            t = o0[0] if o0 else 9 + o1[0] if o1 else 18 + o2[0]
-            if held[t] < 4 and t not in found:
-                found.append(t)
-                found.sort()
-    return found
-
-
-def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, vis) -> list[Wait]:
-    """Each wait valued as a plain win by discard; ``remaining`` = 4 − held − visible."""
     out = []
     k0, k1, k2 = keys
     n = n_concealed + 1
+    single = len(tiles) == 1 if only is None else only
     for t in tiles:
         add = _POW[t]
         s = _SUIT[t]
         ev = evaluate(k0 + add if s == 0 else k0, k1 + add if s == 1 else k1,
-                      k2 + add if s == 2 else k2, n, mi, DISCARD_WIN, ctx)
+                      k2 + add if s == 2 else k2, n, mi, DISCARD_WIN, ctx, t, single)
         fan, _mult, points, capped = points_of(ev.raw_fan, ctx)
         out.append(Wait(TILES[t], fan, points, ev.patterns, 4 - held[t] - vis[t], ev.raw_fan, capped))
     return out
@@ -188,6 +148,8 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
     if hand.size != 13 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 13, vis_tiles)
+    if rules.players == 3:
+        require_in_play(hand, 3, vis_tiles)
     tiles = wait_tiles(
         hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand)
     )
@@ -214,6 +176,8 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     vis, vis_tiles = _visible(visible)
     if hand.size != 14 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 14, vis_tiles)
+    if rules.players == 3:
+        require_in_play(hand, 3, vis_tiles)
     return DiscardAdvice(tuple(_options(hand, ctx, vis, rules.dajiao)), is_win(hand))
 
 
@@ -236,10 +200,12 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
         mask = meld_mask | (1 if k[0] else 0) | (2 if k[1] else 0) | (4 if k[2] else 0)
         held13 = list(held)
         held13[d] -= 1
-        tiles = [t for t in wait_tiles(k, n, n_melds, held13, mask, void_suit) if held[t] < 4]
+        all_waits = wait_tiles(k, n, n_melds, held13, mask, void_suit)
+        tiles = [t for t in all_waits if held[t] < 4]
         if not tiles:
             continue
-        waits = _value_waits(k, n, mi, tiles, ctx, held, vis)  # held: the discard is seen
+        # held: the discard is seen; 卡二条 asks whether the 13 left have a single wait (§4)
+        waits = _value_waits(k, n, mi, tiles, ctx, held, vis, len(all_waits) == 1)
         out.append(
             DiscardOption(TILES[d], tuple(waits), sum(w.remaining for w in waits), dajiao_of(waits, rules_dajiao))
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .fan import is_win
-from .hand import Hand, Problem, hand_problems, parse_hand
+from .hand import Hand, Problem, hand_problems, parse_hand, require_in_play
 from .ruleset import Ruleset
 from .tiles import SUITS
 from .ting import _visible
@@ -40,8 +40,10 @@ def validate(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     ``complete``: size 14 and a legal win.
     """
     hand = parse_hand(hand)
-    Ruleset.from_spec(ruleset)  # the rules of §2 do not vary, but a bad ruleset is still an error
-    problems = hand_problems(hand, _visible(visible)[1])
+    rules = Ruleset.from_spec(ruleset)  # the rules of §2 do not vary, but a bad ruleset is still an error
+    visible_tiles = _visible(visible)[1]
+    require_in_play(hand, rules.players, visible_tiles)  # three players: a 万 tile or a void is bad input (§14)
+    problems = hand_problems(hand, visible_tiles)
     return Validation(
         valid=not problems,
         size=hand.size,
