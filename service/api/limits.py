@@ -15,9 +15,9 @@ setting (environment)          counted per               requests
 
 The *client* is the API key when the request gave one (``API_KEY_LIMITS`` may
 set that key's own limits), else the client address (see
-:mod:`service.api.clients`).  A table's limits count only requests that the
-table answered (not 401/403/404), so that nobody without its tokens can use
-them up.  0 turns a limit off.  Windows are sliding (Flask-Limiter's
+:mod:`service.api.clients`); every request of a client counts, refused ones
+included.  A table's limits count only requests that the table answered (not
+401/403/404), so that nobody without its tokens can use them up.  0 turns a limit off.  Windows are sliding (Flask-Limiter's
 ``sliding-window-counter``): a refused request gets ``Retry-After`` (seconds)
 and every limited response the ``X-RateLimit-*`` headers.  If Redis cannot be
 asked, no limit is enforced (the store's own 503 follows).
