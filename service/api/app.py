@@ -45,7 +45,9 @@ def package_version() -> str:
 
 API_DESCRIPTION = """\
 Rules engine for Sichuan (血战到底) mahjong: hand validation, ting and
-discard advice, scoring, round settlement. The rules are those of RULES.md.
+discard advice, scoring, round settlement, and a live log per table. The
+rules, a glossary, the tile notation and an example of every event are in
+the project's `docs/` (start at `docs/index.md`).
 
 * Every request and response body is JSON; a POST body must be sent as
   `application/json` (else 415) and be at most `MAX_BODY_BYTES` (64 KiB by

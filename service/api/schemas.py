@@ -112,13 +112,13 @@ def named_enum(name: str, values: "tuple[str, ...] | list[str]", description: st
 
 
 _ENUM_DESCRIPTIONS: dict[str, str] = {}
-PRESET_NAME = named_enum("PresetName", tuple(PRESETS), "a ruleset preset (RULES.md §9)")
+PRESET_NAME = named_enum("PresetName", tuple(PRESETS), "a ruleset preset (docs/rules.md)")
 KONG_KIND = named_enum("KongKind", KONG_KINDS, "direct 直杠 (from a discard), added 补杠 (onto an own peng), "
                                                 "concealed 暗杠")
 MELD_TYPE = named_enum("MeldType", MELD_TYPES, "peng 碰 or kong 杠")
 SUIT = named_enum("Suit", SUITS, "m 万 characters, p 筒 dots, s 条 bamboo")
 REASON = named_enum("TransferReason", REASONS, "why points moved (stable ids)")
-PATTERN_ID = named_enum("PatternId", tuple(PATTERNS), "a fan pattern id of RULES.md §5")
+PATTERN_ID = named_enum("PatternId", tuple(PATTERNS), "a fan pattern id (docs/rules.md)")
 ROUND_STATUS = named_enum("RoundStatus", ("playing", "ended"), "whether the round is still being played")
 SEAT_STATUS = named_enum("SeatStatus", tuple(x for x in STATUSES if x != "ting"),
                          "a seat at a draw that is not ting, or a 花猪 (three suits, or its void suit kept)")
@@ -578,8 +578,10 @@ class ProblemSchema(ma.Schema):
     status = fields.Integer(required=True)
     detail = fields.String(required=True)
     code = fields.String(required=True, metadata={"description": "stable error id (the last segment of `type`)"})
-    instance = fields.String(required=True, metadata={"description": "the request path"})
-    request_id = fields.String(required=True, metadata={"description": "the X-Request-ID of the request"})
+    instance = fields.String(metadata={"description": "the request path"})
+    request_id = fields.String(metadata={"description": "the X-Request-ID of the request (every problem "
+                                                        "of the application; not those of the HTTP server "
+                                                        "itself, for a request it could not read)"})
     errors = fields.Dict(
         keys=fields.String(), values=fields.List(fields.String()),
         metadata={"description": "field path → messages, for input that breaks the schema "

@@ -399,7 +399,7 @@ def document(api) -> None:
 
     from .schemas import EVENT_SCHEMAS
 
-    union("Event", EVENT_SCHEMAS, "A round event (API.md): checked by the rules against the round as it stands.")
+    union("Event", EVENT_SCHEMAS, "A round event (docs/events.md): checked by the rules against the round as it stands.")
     union("TableEvent", ts.TABLE_EVENT_SCHEMAS, "An event of a table: a round event, round_start or round_end.")
     spec.components.security_scheme("tableToken", {
         "type": "http", "scheme": "bearer",
