@@ -147,7 +147,7 @@ def _if_match() -> frozenset[int] | None:
         return None
     strong = tags.as_set()
     weak = tags.as_set(include_weak=True) - strong
-    if not strong and not weak or not all(_DIGITS.fullmatch(t) for t in strong | weak):
+    if not strong and not weak or not all(isinstance(t, str) and _DIGITS.fullmatch(t) for t in strong | weak):
         raise InvalidInput('If-Match must be a version in quotes, e.g. "12"',
                            errors={"If-Match": ['a version in quotes, e.g. "12"']})
     return frozenset(int(t) for t in strong)
