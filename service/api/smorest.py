@@ -155,6 +155,25 @@ class Blueprint(flask_smorest.Blueprint):
 
     ARGUMENTS_PARSER = JsonBodyParser()
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._prepare_doc_cbks.append(self._prepare_headers_doc)
+
+    def headers(self, *parameters: dict):
+        """Document header parameters of an operation, beside those of its ``arguments``."""
+        def decorate(func):
+            func._apidoc = getattr(func, "_apidoc", {})
+            func._apidoc.setdefault("headers", []).extend(parameters)
+            return func
+
+        return decorate
+
+    @staticmethod
+    def _prepare_headers_doc(doc, doc_info, **kwargs):
+        if doc_info.get("headers"):
+            doc.setdefault("parameters", []).extend(doc_info["headers"])
+        return doc
+
     def problems(self, *statuses: "int | tuple[int, str]"):
         """Document the problem+json responses an operation gives besides its success.
 

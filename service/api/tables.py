@@ -230,7 +230,8 @@ class TableListUnavailable(ApiProblem):
               (422, "the body breaks the schema or a rule (`invalid_input`, `unknown_ruleset`, ...), or the "
                     "Idempotency-Key is malformed or was used with another body (`idempotency_key_reused`)"),
               _LIMITED, _STORE_DOWN, _FULL)
-@blp.doc(parameters=CREATE_HEADERS, operationId="createTable", security=KEYED,
+@blp.headers(*CREATE_HEADERS)
+@blp.doc(operationId="createTable", security=KEYED,
          responses={201: {"links": {**_links(_NEW_TABLE, start_round=True),
                                       "ReadTable": {"operationId": "getTable", "parameters": _READ_TABLE},
                                       "DeleteTable": {"operationId": "deleteTable", "parameters": _NEW_TABLE}}}})
@@ -259,7 +260,8 @@ def creation_fingerprint() -> str:
                   headers={"ETag": {"schema": {"type": "string"}}})
 @blp.problems(_NO_TOKEN, _NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED,
               _STORE_DOWN)
-@blp.doc(security=READ, operationId="getTable", parameters=[IF_NONE_MATCH])
+@blp.headers(IF_NONE_MATCH)
+@blp.doc(security=READ, operationId="getTable")
 def get_table(args, table_id):
     """A table: players, ruleset, version, balances, the current round and a page of the ended rounds.
 
@@ -317,7 +319,8 @@ def delete_table(table_id):
                     "would have had); a malformed If-Match or Idempotency-Key (`invalid_input`); an "
                     "Idempotency-Key used with another body (`idempotency_key_reused`)"),
               _LIMITED, _STORE_DOWN, _FULL)
-@blp.doc(security=WRITE, parameters=WRITE_HEADERS + [IF_MATCH], operationId="postEvent",
+@blp.headers(*WRITE_HEADERS, IF_MATCH)
+@blp.doc(security=WRITE, operationId="postEvent",
          responses={201: {"links": _links(_SAME_TABLE, start_round=True, void=True)}})
 def post_event(table_id):
     """Append an event: a round event, `round_start` or `round_end`.
@@ -365,7 +368,8 @@ def list_events(args, table_id):
               (422, "a malformed If-Match or Idempotency-Key (`invalid_input`), or an Idempotency-Key used with "
                     "another request (`idempotency_key_reused`)"),
               _LIMITED, _STORE_DOWN, _FULL)
-@blp.doc(security=WRITE, parameters=WRITE_HEADERS + [IF_MATCH], operationId="voidEvent",
+@blp.headers(*WRITE_HEADERS, IF_MATCH)
+@blp.doc(security=WRITE, operationId="voidEvent",
          responses={201: {"links": _links(_SAME_TABLE)}})
 def void_event(table_id, seq):
     """Undo an event by a compensating record: balances are recomputed without it.
