@@ -82,3 +82,17 @@ def test_docs_cli_check_passes_on_the_committed_pages():
     run = subprocess.run([sys.executable, "-m", "service", "docs", "--check"], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
+
+
+def test_api_page_names_every_conflict_code_of_the_store(generated):
+    source = (ROOT / "service" / "store" / "tables.py").read_text(encoding="utf-8")
+    codes = set(re.findall(r'Conflict\("([a-z_]+)"', source))
+    assert codes and all(f"`{code}`" in generated["api.md"] for code in codes), codes
+
+
+def test_rules_page_lists_every_code_and_reason(generated):
+    from service.rules.codes import code_table, reason_table
+
+    page = generated["rules.md"]
+    for code, meaning in [*code_table(), *reason_table()]:
+        assert f"| `{code}` | {meaning} |" in page, code
