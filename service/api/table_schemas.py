@@ -56,7 +56,7 @@ TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
 
 
 class TablesQuery(ma.Schema):
-    after = fields.String(validate=validate.Regexp(r"^\d{1,15}-[0-9a-f]{16}$"),
+    after = fields.String(validate=[validate.Length(max=32), validate.Regexp(r"^\d{1,15}-[0-9a-f]{16}$")],
                           metadata={"description": "the `next` of the previous page"})
     limit = fields.Integer(validate=validate.Range(1, MAX_TABLES_PAGE), load_default=50)
 
