@@ -56,7 +56,9 @@ class Client:
 def start_service(port: int, redis_url: str, workers: int = 2, threads: int = 8,
                   extra_env: dict | None = None, log_path: str | None = None) -> subprocess.Popen:
     """``python -m service serve`` on ``port`` against ``redis_url``; waits for /readyz."""
-    env = {**os.environ, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING", "TABLES_PER_HOUR": "0",
+    from service.config import NO_LIMITS
+
+    env = {**os.environ, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING", **NO_LIMITS,
            **(extra_env or {})}
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL
     proc = subprocess.Popen(

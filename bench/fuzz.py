@@ -36,8 +36,9 @@ from schemathesis import checks as _checks  # noqa: E402
 @schemathesis.check
 def negative_data_rejected(ctx, response, case):
     """schemathesis' negative_data_rejection, counting 413 (a generated body over 64 KiB)
-    as the rejection it is."""
-    if response.status_code == 413:
+    and 414 (a generated query string past the server's request-line limit) as the
+    rejections they are."""
+    if response.status_code in (413, 414):
         return True
     return _checks.negative_data_rejection(ctx, response, case)
 

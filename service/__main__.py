@@ -1,4 +1,4 @@
-"""Command line: ``python -m service serve``, ``openapi`` and ``check-tables``.
+"""Command line: ``python -m service serve``, ``openapi``, ``check-tables``, ``api-key`` and ``docs``.
 
 ``serve [--host H] [--port P] [--workers N] [--threads T]`` runs the HTTP API
 under gunicorn (``gthread`` workers, the app built by
@@ -10,6 +10,9 @@ stored beside the log: one JSON line per table, exit 0 when all agree, 1 when
 any differs (2 when it cannot run).  It uses ``REDIS_URL`` if set, else the
 embedded Redis of the ``serve`` running on ``REDIS_DATA_DIR`` (found through
 the lock file there), else starts one on that directory for the check.
+``api-key new NAME`` prints a fresh API key and the ``API_KEYS`` entry to
+add.  ``docs [--check]`` writes the generated pages of ``docs/`` (or checks
+that they are up to date).
 
 Configuration is by environment variable (read in :mod:`service.config`);
 command-line options win over the environment:
@@ -34,6 +37,20 @@ variable                     default      meaning
 ``TABLE_TTL``                2592000      seconds an idle table is kept (0: forever)
 ``MAX_TABLE_EVENTS``         20000        log records per table (0: no limit)
 ``TABLES_PER_HOUR``          60           tables one client may create per hour (0: no limit)
+``CLIENT_EVENTS_PER_MINUTE`` 600          events one client may post per minute (0: no limit)
+``CLIENT_VOIDS_PER_MINUTE``  60           voids one client may post per minute
+``CLIENT_READS_PER_MINUTE``  3000         table reads one client may make per minute
+``TABLE_EVENTS_PER_MINUTE``  120          events one table may take per minute
+``TABLE_VOIDS_PER_MINUTE``   20           voids one table may take per minute
+``TABLE_READS_PER_MINUTE``   600          reads of one table per minute
+``API_KEYS``                 (unset)      ``name=key,...``: every /v1/ call without a table
+                                          token needs ``X-API-Key`` (keys: 32+ characters,
+                                          or ``sha256:<hex>``); unset: open, as before
+``API_KEY_LIMITS``           (unset)      per-key client limits: ``name:SETTING=value,...``
+``TRUSTED_PROXIES``          (unset)      proxies in front: a count, or CIDRs; the client
+                                          address then comes from ``PROXY_HEADER``
+``PROXY_HEADER``             x-forwarded-for  or ``forwarded`` (RFC 7239)
+``CORS_ORIGINS``             (unset)      browser origins allowed to call the API
 ``PROMETHEUS_MULTIPROC_DIR`` (unset)      metrics directory shared by the workers; when
                                           unset ``serve`` uses a fresh temporary one
 ============================ ============ ===============================================
@@ -97,6 +114,9 @@ def serve(settings: Settings) -> int:
     if settings.port and not port_is_free(settings.host, settings.port):
         # before anything starts (the embedded Redis above all)
         raise StartupError(f"{settings.host}:{settings.port} is already in use: choose another --port (PORT)")
+    # the workers get the settings (API keys as digests only), not the raw keys
+    os.environ.pop("API_KEYS", None)
+
     with serving.metrics_dir():  # before prometheus_client is imported
         with storage(settings) as redis_url:
             if redis_url:
@@ -108,7 +128,7 @@ def serve(settings: Settings) -> int:
                 from .api.observe import configure_logging
 
                 configure_logging(settings.log_level)
-                return create_app()
+                return create_app(settings=settings)
 
             try:
                 serving.run(load_app, settings)
@@ -142,6 +162,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     check = sub.add_parser("check-tables", help="re-fold every table's log and compare it with the stored state")
     check.add_argument("ids", nargs="*", help="table ids (default: every table)")
     check.add_argument("--repair", action="store_true", help="write the fold back where they differ")
+    keys = sub.add_parser("api-key", help="API keys for API_KEYS")
+    keys_sub = keys.add_subparsers(dest="action", required=True)
+    new = keys_sub.add_parser("new", help="print a fresh API key and the API_KEYS entry to add")
+    new.add_argument("name", help="the key's name (letters, digits, '_', '.', '-'): its label in metrics and limits")
+    docs = sub.add_parser("docs", help="write the generated pages of docs/ (from the code)")
+    docs.add_argument("--check", action="store_true", help="only check that docs/ is up to date (exit 1 if not)")
     return parser.parse_args(argv)
 
 
@@ -182,6 +208,25 @@ def tables_redis(settings: Settings) -> Iterator[str]:
             server.stop()
         return
     raise StartupError(f"the service using {data} has not recorded its Redis URL; retry when it is up")
+
+
+def new_api_key(name: str) -> int:
+    """``api-key new NAME``: a fresh random key and the ``API_KEYS`` entries that configure it."""
+    import secrets
+
+    from .config import API_KEY_NAME, hash_api_key
+
+    if not API_KEY_NAME.fullmatch(name):
+        print("python -m service api-key: a name is 1-64 letters, digits, '_', '.' or '-'", file=sys.stderr)
+        return 2
+    key = "mk_" + secrets.token_urlsafe(32)
+    print(f"API key for {name} (shown once; give it to the client, who sends it as X-API-Key):")
+    print(f"  {key}")
+    print("Add to API_KEYS (entries are separated by commas):")
+    print(f"  {name}={key}")
+    print("or, to keep only its digest in the environment:")
+    print(f"  {name}=sha256:{hash_api_key(key)}")
+    return 0
 
 
 def check_tables(ids: Sequence[str], repair: bool) -> int:
@@ -229,6 +274,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return print_openapi(args.json)
     if args.command == "check-tables":
         return check_tables(args.ids, args.repair)
+    if args.command == "api-key":
+        return new_api_key(args.name)
+    if args.command == "docs":
+        from .docs import main as docs_main
+
+        return docs_main(check=args.check)
     try:
         settings = load_settings().with_overrides(
             host=args.host, port=args.port, workers=args.workers, threads=args.threads

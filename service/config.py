@@ -2,11 +2,19 @@
 
 Every variable is optional; the table of them (``HOST``, ``PORT``,
 ``WORKERS``, ``THREADS``, ``TIMEOUT``, ``KEEPALIVE``, ``LOG_LEVEL``,
-``MAX_BODY_BYTES``, ``REDIS_URL``, ...) is in :mod:`service.__main__`
-(``PROMETHEUS_MULTIPROC_DIR`` is read where it is used, by
-:func:`service.serving.metrics_dir`).  ``python -m service serve`` options override the
-matching variable; :func:`service.api.app.create_app` takes a dict of Flask
-config overrides on top of these.
+``MAX_BODY_BYTES``, ``REDIS_URL``, the API keys, proxies, CORS, the rate
+limits, ...) is in :mod:`service.__main__` (``PROMETHEUS_MULTIPROC_DIR`` is
+read where it is used, by :func:`service.serving.metrics_dir`).  ``python -m
+service serve`` options override the matching variable;
+:func:`service.api.app.create_app` takes a dict of Flask config overrides on
+top of these.
+
+``API_KEYS`` is parsed into :class:`ApiKeys`, which keeps only the keys'
+SHA-256 digests:
+
+>>> keys = ApiKeys.parse("acme=" + "k" * 32)
+>>> keys.name_of("k" * 32), keys.name_of("x" * 32), "k" * 32 in repr(keys)
+('acme', None, False)
 
 >>> s = Settings.from_env({"PORT": "9000", "LOG_LEVEL": "debug"})
 >>> s.port, s.log_level, s.workers
@@ -19,11 +27,34 @@ service.config.ConfigError: WORKERS must be an integer from 1 to 64; got '0'
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
 import os
-from dataclasses import dataclass, fields, replace
+import re
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+MIN_API_KEY_CHARS = 32
+API_KEY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_HASHED = re.compile(r"sha256:([0-9a-f]{64})")
+PROXY_HEADERS = ("x-forwarded-for", "forwarded")
+
+# Rate limits: setting → (variable, default, what it counts).  "client" limits count
+# per API key when keys are on (and can be set per key), per client address otherwise.
+LIMITS: dict[str, tuple[str, int, str]] = {
+    "tables_per_hour": ("TABLES_PER_HOUR", 60, "tables one client may create per hour"),
+    "client_events_per_minute": ("CLIENT_EVENTS_PER_MINUTE", 600, "events one client may post per minute"),
+    "client_voids_per_minute": ("CLIENT_VOIDS_PER_MINUTE", 60, "voids one client may post per minute"),
+    "client_reads_per_minute": ("CLIENT_READS_PER_MINUTE", 3000,
+                                "table reads (a table, its events, the list of tables) one client may make per minute"),
+    "table_events_per_minute": ("TABLE_EVENTS_PER_MINUTE", 120, "events one table may take per minute"),
+    "table_voids_per_minute": ("TABLE_VOIDS_PER_MINUTE", 20, "voids one table may take per minute"),
+    "table_reads_per_minute": ("TABLE_READS_PER_MINUTE", 600, "reads of one table (and its events) per minute"),
+}
+CLIENT_LIMITS = tuple(name for name in LIMITS if not name.startswith("table_"))
+NO_LIMITS = {var: "0" for var, _, _ in LIMITS.values()}
+"""Environment turning every rate limit off (load tests from one address)."""
 
 
 class ConfigError(ValueError):
@@ -42,7 +73,127 @@ BOUNDS: dict[str, tuple[str, int, int]] = {
     "table_ttl": ("TABLE_TTL", 0, 10 * 365 * 24 * 3600),
     "max_table_events": ("MAX_TABLE_EVENTS", 0, 10_000_000),
     "tables_per_hour": ("TABLES_PER_HOUR", 0, 1_000_000),
+    **{name: (var, 0, 10_000_000) for name, (var, _, _) in LIMITS.items() if name != "tables_per_hour"},
 }
+
+
+def hash_api_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ApiKeys:
+    """The configured API keys, by the SHA-256 digest of the key (the keys themselves are not kept).
+
+    ``API_KEYS`` is ``name=key`` entries separated by commas; a key has at least
+    32 characters (``python -m service api-key new NAME`` makes one), or is given
+    as ``sha256:<hex digest>`` so that not even the environment holds it.
+    ``API_KEY_LIMITS`` sets client limits per key: ``name:SETTING=value``
+    entries separated by commas (``acme:TABLES_PER_HOUR=600``).
+    """
+
+    names: Mapping[str, str] = field(default_factory=dict)       # digest → name
+    limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # name → setting → value
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+    def __repr__(self) -> str:
+        return f"ApiKeys({sorted(self.names.values())})"
+
+    def name_of(self, key: str) -> str | None:
+        """The name of the API key ``key``, or None."""
+        return self.names.get(hash_api_key(key))
+
+    def limit(self, name: str | None, setting: str, default: int) -> int:
+        if name is None:
+            return default
+        return self.limits.get(name, {}).get(setting, default)
+
+    @classmethod
+    def parse(cls, text: str | None, limits: str | None = None) -> "ApiKeys":
+        names: dict[str, str] = {}
+        for i, entry in enumerate(x.strip() for x in (text or "").split(",")):
+            if not entry:
+                continue
+            name, sep, key = entry.partition("=")
+            name = name.strip()
+            if not sep or not API_KEY_NAME.fullmatch(name):
+                raise ConfigError(f"API_KEYS entry {i + 1} must be name=key with a name of letters, digits, "
+                                  "'_', '.' or '-' (at most 64)")
+            hashed = _HASHED.fullmatch(key.strip())
+            if hashed:
+                digest = hashed.group(1)
+            elif len(key) < MIN_API_KEY_CHARS or any(c.isspace() for c in key):
+                raise ConfigError(f"API_KEYS: the key of {name!r} must have at least {MIN_API_KEY_CHARS} "
+                                  "characters and no spaces (python -m service api-key new NAME makes one)")
+            else:
+                digest = hash_api_key(key)
+            if name in names.values():
+                raise ConfigError(f"API_KEYS names {name!r} twice")
+            if digest in names:
+                raise ConfigError(f"API_KEYS: {name!r} has the same key as {names[digest]!r}")
+            names[digest] = name
+        return cls(names, _parse_key_limits(limits, set(names.values())))
+
+
+def _parse_key_limits(text: str | None, names: set[str]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for entry in (x.strip() for x in (text or "").split(",")):
+        if not entry:
+            continue
+        name, _, rest = entry.partition(":")
+        variable, _, value = rest.partition("=")
+        setting = variable.strip().lower()
+        if name not in names:
+            raise ConfigError(f"API_KEY_LIMITS: {name!r} is not a name of API_KEYS")
+        if setting not in CLIENT_LIMITS:
+            allowed = ", ".join(LIMITS[s][0] for s in CLIENT_LIMITS)
+            raise ConfigError(f"API_KEY_LIMITS: {entry!r} must be name:SETTING=value with a SETTING of {allowed}")
+        out.setdefault(name, {})[setting] = _int({variable: value}, variable, 0, 0, 10_000_000)
+    return out
+
+
+@dataclass(frozen=True)
+class TrustedProxies:
+    """Which peers may say who the client is (``TRUSTED_PROXIES``), and in which header.
+
+    A count ``n``: the client is the ``n``-th address from the right of the header
+    (each of the ``n`` proxies in front appends one).  CIDRs: the request's peer
+    must be in them, and the client is the right-most address of the header that
+    is not (addresses of trusted proxies are skipped).  Unset: headers are ignored.
+
+    >>> TrustedProxies.parse("10.0.0.0/8, 127.0.0.1").networks[1]
+    IPv4Network('127.0.0.1/32')
+    """
+
+    count: int = 0
+    networks: tuple = ()
+    header: str = "x-forwarded-for"
+
+    def __bool__(self) -> bool:
+        return bool(self.count or self.networks)
+
+    @classmethod
+    def parse(cls, text: str | None, header: str | None = None) -> "TrustedProxies":
+        header = (header or "x-forwarded-for").strip().lower()
+        if header not in PROXY_HEADERS:
+            raise ConfigError(f"PROXY_HEADER must be one of {', '.join(PROXY_HEADERS)}; got {header!r}")
+        text = (text or "").strip()
+        if not text:
+            return cls(header=header)
+        if text.isdigit():
+            count = int(text)
+            if not 1 <= count <= 10:
+                raise ConfigError(f"TRUSTED_PROXIES as a count must be 1-10; got {text!r}")
+            return cls(count=count, header=header)
+        nets = []
+        for part in (x.strip() for x in text.split(",")):
+            try:
+                nets.append(ipaddress.ip_network(part, strict=False))
+            except ValueError:
+                raise ConfigError(f"TRUSTED_PROXIES must be a count or CIDRs; {part!r} is neither") from None
+        return cls(networks=tuple(nets), header=header)
 
 
 @dataclass(frozen=True)
@@ -61,6 +212,15 @@ class Settings:
     table_ttl: int = 30 * 24 * 3600
     max_table_events: int = 20_000
     tables_per_hour: int = 60
+    client_events_per_minute: int = 600
+    client_voids_per_minute: int = 60
+    client_reads_per_minute: int = 3000
+    table_events_per_minute: int = 120
+    table_voids_per_minute: int = 20
+    table_reads_per_minute: int = 600
+    api_keys: ApiKeys = field(default_factory=ApiKeys)
+    trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
+    cors_origins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -77,6 +237,9 @@ class Settings:
             redis_url=text("REDIS_URL", None),
             redis_data_dir=text("REDIS_DATA_DIR", cls.redis_data_dir) or cls.redis_data_dir,
             redis_maxmemory=_bytes(text("REDIS_MAXMEMORY", None), cls.redis_maxmemory, "REDIS_MAXMEMORY"),
+            api_keys=ApiKeys.parse(env.get("API_KEYS"), env.get("API_KEY_LIMITS")),
+            trusted_proxies=TrustedProxies.parse(env.get("TRUSTED_PROXIES"), env.get("PROXY_HEADER")),
+            cors_origins=_origins(env.get("CORS_ORIGINS")),
             **numbers,
         )
 
@@ -109,7 +272,10 @@ class Settings:
             "REDIS_URL": self.redis_url,
             "TABLE_TTL": self.table_ttl,
             "MAX_TABLE_EVENTS": self.max_table_events,
-            "TABLES_PER_HOUR": self.tables_per_hour,
+            **{var: getattr(self, name) for name, (var, _, _) in LIMITS.items()},
+            "API_KEYS": self.api_keys,
+            "TRUSTED_PROXIES": self.trusted_proxies,
+            "CORS_ORIGINS": self.cors_origins,
             "LOG_LEVEL": self.log_level,
         }
 
@@ -151,6 +317,18 @@ def _bytes(raw: str | None, default: int, name: str) -> int:
         raise ConfigError(f"{name} must be 0 or a size from 1mb to 1024gb (bytes, or a number with kb, mb "
                           f"or gb); got {raw!r}")
     return value
+
+
+def _origins(raw: str | None) -> tuple[str, ...]:
+    """``CORS_ORIGINS``: comma-separated origins (``https://app.example``), or ``*``."""
+    out = []
+    for part in (x.strip() for x in (raw or "").split(",")):
+        if not part:
+            continue
+        if part != "*" and not re.fullmatch(r"https?://[^/\s]+", part):
+            raise ConfigError(f"CORS_ORIGINS entries are origins such as https://app.example (or *); got {part!r}")
+        out.append(part)
+    return tuple(out)
 
 
 def _level(raw: str | None) -> str:

@@ -136,7 +136,12 @@ def test_ting_with_melds(client):
     hand = {"tiles": "2344567p", "melds": [{"type": "peng", "tile": "9s"}, {"type": "kong", "kind": "direct", "tile": "1s"}]}
     body = ok(client.post("/v1/hands/ting", json={"hand": hand}))
     assert body["ting"] is True
-    assert body["waits"] == [check_wait(w) or w for w in body["waits"]]
+    for w in body["waits"]:
+        check_wait(w)
+    # 234p 567p + 4p, 23p 44p 567p, 234p 456p + 7p; the direct kong of 1s is a 根 (+1)
+    assert [(w["tile"], w["fan"], w["points"], w["remaining"], [p["id"] for p in w["patterns"]])
+            for w in body["waits"]] == [("1p", 2, 12, 4, ["pinghu", "gen"]), ("4p", 2, 12, 2, ["pinghu", "gen"]),
+                                         ("7p", 2, 12, 3, ["pinghu", "gen"])]
 
 
 # -- discards -------------------------------------------------------------------------------

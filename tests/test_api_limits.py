@@ -76,3 +76,118 @@ def test_body_size_is_bounded(redis_url, path):
     c = make_client(redis_url)
     r = c.post(path, data=b'{"players": "' + b"x" * (65 * 1024) + b'"}', content_type="application/json")
     assert r.status_code == 413 and r.mimetype == "application/problem+json"
+
+
+# -- write and read limits per table and per client (issue 9 item 12) ---------------------------------
+OFF = {var: 0 for var in ("TABLES_PER_HOUR", "CLIENT_EVENTS_PER_MINUTE", "CLIENT_VOIDS_PER_MINUTE",
+                          "CLIENT_READS_PER_MINUTE", "TABLE_EVENTS_PER_MINUTE", "TABLE_VOIDS_PER_MINUTE",
+                          "TABLE_READS_PER_MINUTE")}
+KONGS = [{"type": "kong", "seat": i % 4, "kind": "concealed", "tile": f"{i % 9 + 1}{'mps'[i // 9]}"} for i in range(12)]
+
+
+def limited(redis_url, **limits):
+    return make_client(redis_url, **{**OFF, **limits})
+
+
+def refused(r, per: str) -> None:
+    assert r.status_code == 429 and r.mimetype == "application/problem+json", r.get_data(as_text=True)
+    body = r.get_json()
+    assert body["code"] == "too_many_requests" and per in body["detail"]
+    assert 0 < int(r.headers["Retry-After"]) <= 60
+
+
+def test_events_per_table(redis_url):
+    c = limited(redis_url, TABLE_EVENTS_PER_MINUTE=3)
+    (tid, auth), (other, other_auth) = _table(c), _table(c)
+    url = f"/v1/tables/{tid}/events"
+    ok = [c.post(url, json=ev, headers=auth).status_code for ev in [{"type": "round_start"}, *KONGS[:2]]]
+    assert ok == [201, 201, 201]
+    refused(c.post(url, json=KONGS[2], headers=auth), "minute")
+    assert c.get(f"/v1/tables/{tid}", headers=auth).get_json()["version"] == 3  # nothing written
+    # another table of the same client is not limited by this one
+    assert c.post(f"/v1/tables/{other}/events", json={"type": "round_start"}, headers=other_auth).status_code == 201
+
+
+def test_a_tables_limit_counts_only_what_the_table_answered(redis_url):
+    """Requests without the table's token (401/403/404) do not use up its limits."""
+    c = limited(redis_url, TABLE_EVENTS_PER_MINUTE=2, TABLE_READS_PER_MINUTE=2)
+    tid, auth = _table(c)
+    read = {"Authorization": "Bearer not-this-tables-token"}
+    for _ in range(5):
+        assert c.post(f"/v1/tables/{tid}/events", json={"type": "round_start"}, headers=read).status_code == 401
+        assert c.get(f"/v1/tables/{tid}", headers=read).status_code == 401
+    assert c.post(f"/v1/tables/{tid}/events", json={"type": "round_start"}, headers=auth).status_code == 201
+    assert c.get(f"/v1/tables/{tid}", headers=auth).status_code == 200
+    assert c.get(f"/v1/tables/{tid}/events", headers=auth).status_code == 200
+    refused(c.get(f"/v1/tables/{tid}", headers=auth), "minute")  # reads: the table and its events together
+
+
+def test_voids_per_table_and_per_client(redis_url):
+    c = limited(redis_url, TABLE_VOIDS_PER_MINUTE=1, CLIENT_VOIDS_PER_MINUTE=3)
+    tables = [_table(c) for _ in range(3)]
+    for tid, auth in tables:
+        for ev in [{"type": "round_start"}, *KONGS[:2]]:
+            assert c.post(f"/v1/tables/{tid}/events", json=ev, headers=auth).status_code == 201
+    (t0, a0), (t1, a1), (t2, a2) = tables
+    assert c.post(f"/v1/tables/{t0}/events/3/void", headers=a0).status_code == 201
+    refused(c.post(f"/v1/tables/{t0}/events/2/void", headers=a0), "minute")  # the table's one void
+    assert c.post(f"/v1/tables/{t1}/events/3/void", headers=a1).status_code == 201
+    # the client's three voids (every request of a client counts, refused ones included)
+    refused(c.post(f"/v1/tables/{t2}/events/3/void", headers=a2), "minute")
+    # ...from another address the third table can still be voided
+    r = c.post(f"/v1/tables/{t2}/events/3/void", headers=a2, environ_base={"REMOTE_ADDR": "10.1.2.3"})
+    assert r.status_code == 201
+
+
+def test_events_and_reads_per_client(redis_url):
+    c = limited(redis_url, CLIENT_EVENTS_PER_MINUTE=3, CLIENT_READS_PER_MINUTE=4)
+    (t0, a0), (t1, a1) = _table(c), _table(c)
+    assert c.post(f"/v1/tables/{t0}/events", json={"type": "round_start"}, headers=a0).status_code == 201
+    assert c.post(f"/v1/tables/{t1}/events", json={"type": "round_start"}, headers=a1).status_code == 201
+    assert c.post(f"/v1/tables/{t1}/events", json=KONGS[0], headers=a1).status_code == 201
+    refused(c.post(f"/v1/tables/{t0}/events", json=KONGS[0], headers=a0), "minute")
+    reads = [c.get(f"/v1/tables/{t}", headers=a).status_code for t, a in ((t0, a0), (t1, a1), (t0, a0))]
+    assert reads == [200, 200, 200]
+    assert c.get(f"/v1/tables/{t1}/events", headers=a1).status_code == 200
+    refused(c.get(f"/v1/tables/{t0}/events", headers=a0), "minute")
+    # the stateless endpoints are never limited
+    assert all(c.post("/v1/hands/ting", json={"hand": {"tiles": "1112345678999m"}}).status_code == 200
+               for _ in range(10))
+
+
+def test_limits_stay_off_the_stateless_hot_path(redis_url):
+    """Flask-Limiter's request hooks run for the tables blueprint only."""
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url})
+    limiters = app.extensions["limiter"]
+    assert len(limiters) == 1  # Flask-Limiter's own registry, not overwritten
+    limiter = next(iter(limiters))
+
+    def owned(funcs):
+        return [f for f in funcs if getattr(f, "__self__", None) is limiter
+                or getattr(f, "args", (None,))[:1] == (limiter,)]
+
+    for hooks in (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs):
+        assert not owned(hooks.get(None, []))
+    assert owned(app.before_request_funcs["tables"]) and owned(app.after_request_funcs["tables"])
+
+
+def test_flask_limiter_config_command_works(redis_url):
+    from flask_limiter.commands import cli
+
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 7})
+    result = app.test_cli_runner().invoke(cli, ["config"])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert "Flask-Limiter Config" in result.output
+
+
+def test_limits_are_configured_from_the_environment():
+    from service.config import LIMITS, ConfigError, Settings
+
+    s = Settings.from_env({"TABLE_EVENTS_PER_MINUTE": "30", "CLIENT_READS_PER_MINUTE": "0"})
+    assert (s.table_events_per_minute, s.client_reads_per_minute, s.tables_per_hour) == (30, 0, 60)
+    assert s.flask_config()["TABLE_EVENTS_PER_MINUTE"] == 30
+    assert set(LIMITS) == {"tables_per_hour", "client_events_per_minute", "client_voids_per_minute",
+                           "client_reads_per_minute", "table_events_per_minute", "table_voids_per_minute",
+                           "table_reads_per_minute"}
+    with pytest.raises(ConfigError):
+        Settings.from_env({"TABLE_VOIDS_PER_MINUTE": "-1"})

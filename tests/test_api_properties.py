@@ -130,12 +130,23 @@ def core_hand(h: dict):
     return parse_hand(h["tiles"], h["melds"], h.get("void"))
 
 
-STATUS: dict[str, list[int]] = {}
+def exercised(test):
+    """Run the property test ``test(statuses, ...)`` and check that its random inputs reached 200s,
+    not only rule errors (each test checks its own: no state shared between tests)."""
+
+    def run():
+        statuses: list[int] = []
+        test(statuses)
+        assert statuses.count(200) >= len(statuses) // 5, (test.__name__, statuses.count(200), len(statuses))
+
+    run.__name__ = run.__qualname__ = test.__name__
+    run.__doc__ = test.__doc__
+    return run
 
 
-def expect(response, schema: str, expected):
+def expect(response, schema: str, expected, statuses: list[int]):
     assert response.status_code < 500
-    STATUS.setdefault(schema, []).append(response.status_code)
+    statuses.append(response.status_code)
     body = response.get_json()
     if isinstance(expected, RuleError):
         assert response.status_code == 422 and body["code"] == expected.code
@@ -153,30 +164,52 @@ def run(fn, *args, dump, **kwargs):
         return exc
 
 
-@SETTINGS
-@given(hand=st.one_of(hands(13), ting_hands()), ruleset=rulesets)
-def test_ting(hand, ruleset):
-    response = app.test_client().post("/v1/hands/ting", json={"hand": hand, "ruleset": ruleset})
-    expect(response, "TingResponse", run(ting, core_hand(hand), ruleset=ruleset, dump=dump_ting))
+@exercised
+def test_ting(statuses):
+    @SETTINGS
+    @given(hand=st.one_of(hands(13), ting_hands()), ruleset=rulesets)
+    def check(hand, ruleset):
+        response = app.test_client().post("/v1/hands/ting", json={"hand": hand, "ruleset": ruleset})
+        expect(response, "TingResponse", run(ting, core_hand(hand), ruleset=ruleset, dump=dump_ting), statuses)
+
+    check()
 
 
-@SETTINGS
-@given(hand=st.one_of(hands(14), winning_hands()), ruleset=rulesets)
-def test_discards(hand, ruleset):
-    response = app.test_client().post("/v1/hands/discards", json={"hand": hand, "ruleset": ruleset})
-    expect(response, "DiscardsResponse", run(discards, core_hand(hand), ruleset=ruleset, dump=dump_discards))
+@exercised
+def test_discards(statuses):
+    @SETTINGS
+    @given(hand=st.one_of(hands(14), winning_hands()), ruleset=rulesets)
+    def check(hand, ruleset):
+        response = app.test_client().post("/v1/hands/discards", json={"hand": hand, "ruleset": ruleset})
+        expect(response, "DiscardsResponse",
+               run(discards, core_hand(hand), ruleset=ruleset, dump=dump_discards), statuses)
+
+    check()
 
 
-@SETTINGS
-@given(hand=st.integers(12, 15).flatmap(hands), ruleset=rulesets)
-def test_validate(hand, ruleset):
-    response = app.test_client().post("/v1/hands/validate", json={"hand": hand, "ruleset": ruleset})
-    expect(response, "ValidateResponse", run(validate, core_hand(hand), ruleset=ruleset, dump=dump_validation))
+@exercised
+def test_validate(statuses):
+    @SETTINGS
+    @given(hand=st.integers(12, 15).flatmap(hands), ruleset=rulesets)
+    def check(hand, ruleset):
+        response = app.test_client().post("/v1/hands/validate", json={"hand": hand, "ruleset": ruleset})
+        expect(response, "ValidateResponse",
+               run(validate, core_hand(hand), ruleset=ruleset, dump=dump_validation), statuses)
+
+    check()
 
 
-@SETTINGS
-@given(hand=st.one_of(hands(14), winning_hands(), winning_hands()), ruleset=rulesets, data=st.data())
-def test_score(hand, ruleset, data):
+@exercised
+def test_score(statuses):
+    @SETTINGS
+    @given(hand=st.one_of(hands(14), winning_hands(), winning_hands()), ruleset=rulesets, data=st.data())
+    def check(hand, ruleset, data):
+        score_one(hand, ruleset, data, statuses)
+
+    check()
+
+
+def score_one(hand, ruleset, data, statuses):
     h = core_hand(hand)
     tile = str(data.draw(st.sampled_from(h.tiles))) if h.tiles else "1m"
     flags = data.draw(st.fixed_dictionaries({}, optional={
@@ -191,7 +224,7 @@ def test_score(hand, ruleset, data):
         expected = exc
     else:
         expected = run(score, h, win, ruleset=ruleset, dump=dump_score)
-    expect(response, "ScoreResponse", expected)
+    expect(response, "ScoreResponse", expected, statuses)
 
 
 @pytest.mark.parametrize(
@@ -200,7 +233,7 @@ def test_score(hand, ruleset, data):
 )
 def test_score_examples_conform(tiles):
     response = app.test_client().post("/v1/hands/score", json={"hand": {"tiles": tiles}, "win": {"tile": tiles[-2:]}})
-    expect(response, "ScoreResponse", dump_score(score(parse_hand(tiles), tiles[-2:])))
+    expect(response, "ScoreResponse", dump_score(score(parse_hand(tiles), tiles[-2:])), [])
 
 
 
@@ -226,31 +259,28 @@ events = st.one_of(
 SETTLE_VALIDATOR = response_validator("SettleResponse")
 
 
-@SETTINGS
-@given(dealer=seats, evs=st.lists(events, max_size=8), ruleset=rulesets)
-def test_settle(dealer, evs, ruleset):
+@exercised
+def test_settle(statuses):
     from service.rules.errors import EventError
     from service.rules.settle import settle
 
-    response = app.test_client().post("/v1/rounds/settle", json={"dealer": dealer, "events": evs, "ruleset": ruleset})
-    body = response.get_json()
-    try:
-        expected = settle(evs, dealer=dealer, ruleset=ruleset).as_dict()
-    except EventError as exc:
-        assert response.status_code == 422, body
-        VALIDATORS["Problem"].validate(body)
-        assert (body["code"], body["event"]) == (exc.code, exc.event)
-        STATUS.setdefault("SettleResponse", []).append(422)
-    else:
-        assert response.status_code == 200, body
-        SETTLE_VALIDATOR.validate(body)
-        assert body == expected and sum(body["deltas"]) == 0
-        STATUS.setdefault("SettleResponse", []).append(200)
+    @SETTINGS
+    @given(dealer=seats, evs=st.lists(events, max_size=8), ruleset=rulesets)
+    def check(dealer, evs, ruleset):
+        response = app.test_client().post("/v1/rounds/settle",
+                                          json={"dealer": dealer, "events": evs, "ruleset": ruleset})
+        body = response.get_json()
+        try:
+            expected = settle(evs, dealer=dealer, ruleset=ruleset).as_dict()
+        except EventError as exc:
+            assert response.status_code == 422, body
+            VALIDATORS["Problem"].validate(body)
+            assert (body["code"], body["event"]) == (exc.code, exc.event)
+            statuses.append(422)
+        else:
+            assert response.status_code == 200, body
+            SETTLE_VALIDATOR.validate(body)
+            assert body == expected and sum(body["deltas"]) == 0
+            statuses.append(200)
 
-
-def test_success_paths_were_exercised():
-    """The random hands above must reach 200s, not only rule errors."""
-    if not STATUS:
-        pytest.skip("run with the property tests")
-    for schema, statuses in STATUS.items():
-        assert statuses.count(200) >= len(statuses) // 5, (schema, statuses.count(200), len(statuses))
+    check()

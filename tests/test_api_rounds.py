@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 
 from service.api import create_app
-from service.api.schemas import SettleRequest
-from service.rules.ruleset import Ruleset
 
 SETTLE = "/v1/rounds/settle"
 
@@ -117,60 +115,73 @@ def test_event_errors(client, events, code, index):
         ({"events": []}, "dealer"),
         ({"dealer": 4, "events": []}, "dealer"),
         ({"dealer": 0}, "events"),
-        ({"dealer": 0, "events": [{"type": "chi"}]}, "events.0.type"),
-        ({"dealer": 0, "events": [{}]}, "events.0.type"),
-        ({"dealer": 0, "events": [5]}, "events.0"),
-        ({"dealer": 0, "events": [{"type": "kong", "seat": 5, "kind": "direct", "tile": "5m"}]}, "events.0.seat"),
-        ({"dealer": 0, "events": [{"type": "kong", "seat": 1, "kind": "x", "tile": "5m"}]}, "events.0.kind"),
-        ({"dealer": 0, "events": [{"type": "peng", "seat": 1, "tile": "5m"}]}, "events.0.from"),
-        ({"dealer": 0, "events": [{"type": "hu", "tile": "5m", "winners": []}]}, "events.0.winners"),
-        ({"dealer": 0, "events": [{"type": "hu", "tile": "5m", "winners": [{"seat": 0}]}]}, "events.0.winners.0.fan"),
-        ({"dealer": 0, "events": [{"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 2, "hand": {"tiles": ""}}]}]},
-         "events.0.winners.0.fan"),
-        ({"dealer": 0, "events": [{"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 0}]}]},
-         "events.0.winners.0.fan"),
-        ({"dealer": 0, "events": [{"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 2, "patterns": ["x"]}]}]},
-         "events.0.winners.0.patterns.0"),
-        ({"dealer": 0, "events": [{"type": "hu", "tile": "5m", "last_tile": "yes", "winners": [{"seat": 0, "fan": 2}]}]},
-         "events.0.last_tile"),
-        ({"dealer": 0, "events": [{"type": "draw", "seats": [{"seat": 0, "status": "ting"}]}]},
-         "events.0.seats.0.dajiao_fan"),
-        ({"dealer": 0, "events": [{"type": "draw", "seats": [{"seat": 0, "status": "not_ting", "dajiao_fan": 2}]}]},
-         "events.0.seats.0.dajiao_fan"),
-        ({"dealer": 0, "events": [{"type": "draw", "seats": [{"seat": 0, "status": "huazhu"}] * 5}]}, "events.0.seats"),
-        ({"dealer": 0, "events": [{"type": "escape", "seat": 0, "bogus": True}]}, "events.0.bogus"),
+        ({"dealer": 0, "events": {"type": "escape", "seat": 0}}, "events"),
         ({"dealer": 0, "events": [{"type": "escape", "seat": 0}] * 201}, "events"),
         ({"dealer": 0, "events": [], "voids": ["m"]}, "voids"),
     ],
 )
-def test_schema_errors(client, payload, path):
+def test_request_schema_errors(client, payload, path):
     response = client.post(SETTLE, json=payload)
     assert response.status_code == 422
     body = response.get_json()
-    assert body["code"] == "invalid_input"
+    assert body["code"] == "invalid_input" and "event" not in body
     assert path in body["errors"], body["errors"]
 
 
-def test_loaded_events_have_the_api_keys():
-    data = SettleRequest().load({
-        "dealer": 1,
-        "events": [
-            {"type": "peng", "seat": 0, "tile": "5m", "from": 2},
-            {"type": "kong", "seat": 0, "kind": "added", "tile": "5m"},
-            {"type": "hu", "tile": "5p", "winners": [{"seat": 1, "hand": {"tiles": ["1m"]}}, {"seat": 2, "fan": 3}]},
-            {"type": "draw", "seats": [{"seat": 0, "status": "ting", "dajiao_fan": 2}, {"seat": 3, "status": "huazhu"}]},
-            {"type": "escape", "seat": 3, "last_four": True},
-        ],
-    })
-    assert data["ruleset"] == Ruleset.from_preset("xuezhan") and data["dealer"] == 1
-    peng, kong, hu, draw, escape = data["events"]
-    assert peng == {"type": "peng", "seat": 0, "tile": "5m", "from": 2}
-    assert kong == {"type": "kong", "seat": 0, "kind": "added", "tile": "5m", "from": None}
-    assert hu == {
-        "type": "hu", "from": None, "tile": "5p",
-        "winners": [{"seat": 1, "hand": {"tiles": ["1m"], "melds": [], "void": None}}, {"seat": 2, "fan": 3}],
-        "after_kong": False, "robbing_kong": False, "last_tile": False, "heavenly": False, "earthly": False,
-    }
-    assert draw == {"type": "draw", "seats": [{"seat": 0, "status": "ting", "dajiao_fan": 2},
-                                              {"seat": 3, "status": "huazhu"}]}
-    assert escape == {"type": "escape", "seat": 3, "last_four": True}
+KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}
+
+
+@pytest.mark.parametrize(
+    ("event", "code", "path"),
+    [
+        ({"type": "chi"}, "bad_event", "type"),
+        ({}, "bad_event", "type"),
+        (5, "bad_event", ""),
+        ([KONG], "bad_event", ""),
+        ({"type": "kong", "seat": 5, "kind": "direct", "tile": "5m", "from": 0}, "seat_out_of_range", "seat"),
+        ({"type": "kong", "seat": "1", "kind": "concealed", "tile": "5m"}, "bad_event", "seat"),
+        ({"type": "kong", "seat": 1, "kind": "x", "tile": "5m"}, "bad_event", "kind"),
+        ({"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m", "from": 2}, "bad_event", "from"),
+        ({"type": "kong", "seat": 1, "kind": "concealed", "tile": 7}, "bad_event", "tile"),
+        ({"type": "kong", "seat": 1, "kind": "concealed", "tile": "0m"}, "bad_event", "tile"),
+        ({"type": "peng", "seat": 1, "tile": "5m"}, "bad_event", "from"),
+        ({"type": "hu", "tile": "5m", "winners": []}, "bad_event", "winners"),
+        ({"type": "hu", "tile": "5m", "winners": {"seat": 0, "fan": 2}}, "bad_event", "winners"),
+        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0}]}, "bad_event", "winners.0"),
+        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 2, "hand": {"tiles": ""}}]},
+         "bad_event", "winners.0"),
+        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 0}]}, "bad_event", "winners.0.fan"),
+        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 2, "patterns": ["x"]}]},
+         "bad_event", "winners.0.patterns.0"),
+        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 2, "bogus": 1}]}, "bad_event", "winners.0.bogus"),
+        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "1m", "x": 1}}]},
+         "bad_event", "winners.0.hand.x"),
+        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "1m" * 101}}]},
+         "bad_event", "winners.0.hand.tiles"),
+        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "1m", "melds": [{"type": 1}]}}]},
+         "bad_event", "winners.0.hand.melds.0.tile"),
+        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "12x"}}]}, "bad_hand", "winners.0.hand"),
+        ({"type": "hu", "tile": "5m", "last_tile": "yes", "winners": [{"seat": 0, "fan": 2}]}, "bad_event", "last_tile"),
+        ({"type": "hu", "tile": "5m", "last_tile": None, "winners": [{"seat": 0, "fan": 2}]}, "bad_event", "last_tile"),
+        ({"type": "draw", "seats": [{"seat": 0, "status": "ting"}]}, "bad_event", "seats.0.dajiao_fan"),
+        ({"type": "draw", "seats": [{"seat": 0, "status": "not_ting", "dajiao_fan": 2}]},
+         "bad_event", "seats.0.dajiao_fan"),
+        ({"type": "draw", "seats": [{"seat": 0, "status": "maybe"}]}, "bad_event", "seats.0.status"),
+        ({"type": "escape", "seat": 0, "bogus": True}, "bad_event", "bogus"),
+        ({"type": "escape", "seat": 0, "seats": None}, "bad_event", "seats"),
+    ],
+)
+def test_event_schema_errors_name_the_event_and_the_member(client, event, code, path):
+    """A malformed event is the rules core's error: its index in `event`, the member in `errors`."""
+    response = settle(client, [KONG, event])
+    assert response.status_code == 422 and response.mimetype == "application/problem+json"
+    body = response.get_json()
+    assert (body["code"], body["event"]) == (code, 1), body
+    assert list(body["errors"]) == ["events.1" + (f".{path}" if path else "")], body["errors"]
+
+
+def test_a_draw_listing_five_seats_names_its_event(client):
+    """Issue 9 item 5: a schema error inside an event of /v1/rounds/settle carries `event` like any other."""
+    five = {"type": "draw", "seats": [{"seat": s % 4, "status": "not_ting"} for s in range(5)]}
+    body = settle(client, [KONG, KONG | {"seat": 2, "tile": "6m"}, five]).get_json()
+    assert (body["status"], body["code"], body["event"]) == (422, "bad_seats", 2), body

@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from service.api import create_app
+from service.config import NO_LIMITS
 
 PLAYERS = ["东", "南", "西", "北"]
 TABLES = "/v1/tables"
@@ -25,7 +26,8 @@ KONG1 = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "2m"}
 # -- fixtures and helpers ----------------------------------------------------------------
 @pytest.fixture
 def app(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 0})
+    # (every rate limit off: this test makes many requests from one address; the limits have their own tests)
+    return create_app({"TESTING": True, "REDIS_URL": redis_url, **{var: 0 for var in NO_LIMITS}})
 
 
 @pytest.fixture
@@ -376,35 +378,48 @@ def test_rule_rejection_is_422_with_code_and_seq_and_stores_nothing(client, pres
     assert ok(client, t, E if in_play else R)["seq"] == len(setup) + 1
 
 
-@pytest.mark.parametrize("event, field", [
-    ({}, "type"),
-    ({"type": "mahjong"}, "type"),
-    ({"type": 7}, "type"),
-    ({"type": "kong", "seat": "1", "kind": "concealed", "tile": "5m"}, "seat"),
-    ({"type": "kong", "seat": 4, "kind": "concealed", "tile": "5m"}, "seat"),
-    ({"type": "kong", "seat": 0, "kind": "sideways", "tile": "5m"}, "kind"),
-    ({"type": "peng", "seat": 0, "tile": "5m"}, "from"),
-    ({"type": "round_start", "dealer": 4}, "dealer"),
-    ({"type": "round_start", "dealer": True}, "dealer"),
-    ({"type": "round_start", "voids": ["m", "p"]}, "voids"),
-    ({"type": "round_start", "bogus": 1}, "bogus"),
-    ({"type": "round_end", "extra": 1}, "extra"),
-    ({"type": "hu", "from": 2, "tile": "5p", "winners": []}, "winners"),
-    ({"type": "hu", "from": 2, "tile": "5p", "winners": [{"seat": 1, "fan": 0}]}, "winners.0.fan"),
-    ({"type": "hu", "from": 2, "tile": "5p", "winners": [{"seat": 1, "fan": 1}], "after_kong": "yes"}, "after_kong"),
-    ({"type": "draw", "seats": [{"seat": 0, "status": "maybe"}]}, "seats.0.status"),
-    ({"type": "escape", "seat": 1, "last_four": 1}, "last_four"),
-    ({"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m", "seq": 99}, "seq"),
-    ([KONG0], "_schema"),
-    ("kong", "_schema"),
-    (5, "_schema"),
+@pytest.mark.parametrize(("event", "code", "field"), [
+    ({}, "bad_event", "type"),
+    ({"type": "mahjong"}, "bad_event", "type"),
+    ({"type": 7}, "bad_event", "type"),
+    ({"type": "kong", "seat": "1", "kind": "concealed", "tile": "5m"}, "bad_event", "seat"),
+    ({"type": "kong", "seat": 4, "kind": "concealed", "tile": "5m"}, "seat_out_of_range", "seat"),
+    ({"type": "kong", "seat": 0, "kind": "sideways", "tile": "5m"}, "bad_event", "kind"),
+    ({"type": "peng", "seat": 0, "tile": "5m"}, "bad_event", "from"),
+    ({"type": "round_start", "dealer": 4}, "seat_out_of_range", "dealer"),
+    ({"type": "round_start", "dealer": True}, "bad_event", "dealer"),
+    ({"type": "round_start", "voids": ["m", "p"]}, "bad_event", "voids"),
+    ({"type": "round_start", "voids": ["m", "p", "s", "x"]}, "bad_event", "voids.3"),
+    ({"type": "round_start", "bogus": 1}, "bad_event", "bogus"),
+    ({"type": "round_end", "extra": 1}, "bad_event", "extra"),
+    ({"type": "hu", "from": 2, "tile": "5p", "winners": []}, "bad_event", "winners"),
+    ({"type": "hu", "from": 2, "tile": "5p", "winners": [{"seat": 1, "fan": 0}]}, "bad_event", "winners.0.fan"),
+    ({"type": "hu", "from": 2, "tile": "5p", "winners": [{"seat": 1, "fan": 1}], "after_kong": "yes"},
+     "bad_event", "after_kong"),
+    ({"type": "draw", "seats": [{"seat": 0, "status": "maybe"}]}, "bad_event", "seats.0.status"),
+    ({"type": "escape", "seat": 1, "last_four": 1}, "bad_event", "last_four"),
+    ({"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m", "seq": 99}, "bad_event", "seq"),
+    ([KONG0], "bad_event", "_schema"),
+    ("kong", "bad_event", "_schema"),
+    (5, "bad_event", "_schema"),
 ])
-def test_schema_errors_are_invalid_input_with_errors(client, event, field):
+def test_malformed_events_are_the_rules_422_with_errors(client, event, code, field):
+    """The rules core decides what an event is: a malformed one is a 422 with a stable code,
+    ``event`` (the seq it would have had) and ``errors`` naming the member; nothing is stored."""
     t = playing(client)
     before = snapshot(client, t)
-    body = problem(post(client, t, event), 422, "invalid_input")
-    assert field in body["errors"], body["errors"]
+    body = problem(post(client, t, event), 422, code)
+    assert body["event"] == view(client, t)["version"] + 1
+    assert list(body["errors"]) == [field], body["errors"]
     assert snapshot(client, t) == before
+
+
+def test_a_malformed_event_needs_the_write_token_first(client):
+    """The token is checked in the same read as the state the event is checked against:
+    without the write token, a malformed event says nothing about the table."""
+    t = playing(client)
+    problem(post(client, t, {"type": "mahjong"}, token="not-a-token"), 401, "unauthorized")
+    problem(post(client, t, {"type": "mahjong"}, token=t["read_token"]), 403, "forbidden")
 
 
 def test_malformed_json_is_400_and_other_content_types_415(client):
@@ -494,10 +509,12 @@ def test_if_match(client):
         body = problem(r, 412, "version_mismatch")
         assert body["version"] == 1 and r.headers["ETag"] == '"1"'
     assert snapshot(client, t) == before
-    for bad in ("1", "abc", '"x"', '"1', '"-1"', '"1", 2'):
+    for bad in ("abc", '"x"', '"1', '"-1"', '"1"x', ",", '"1", "y"', 'W/"z"', 'W/""', '""', "", "W/", '*, "1"'):
         body = problem(post(client, t, KONG0, **{"If-Match": bad}), 422, "invalid_input")
         assert "If-Match" in body["errors"]
     assert snapshot(client, t) == before
+    # Werkzeug parses the header: it reads an unquoted tag as that tag
+    assert problem(post(client, t, KONG0, **{"If-Match": "7"}), 412, "version_mismatch")["version"] == 1
     # a list matches if any of its tags does (RFC 9110); a long version is just stale
     assert problem(post(client, t, KONG0, **{"If-Match": '"0", "7"'}), 412, "version_mismatch")["version"] == 1
     assert problem(post(client, t, KONG0, **{"If-Match": '"' + "9" * 20 + '"'}), 412,

@@ -15,6 +15,7 @@ import redis
 
 from bench.store import cycle
 from service.api import create_app
+from service.config import NO_LIMITS
 from service.store import keys
 from service.store.tables import Conflict, EventNotFound, TableStore
 
@@ -31,7 +32,8 @@ def client(redis_url):
 
 @pytest.fixture
 def http(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 0}).test_client()
+    # (rate limits off: 300 events to one table; the limits have their own tests)
+    return create_app({"TESTING": True, "REDIS_URL": redis_url, **{var: 0 for var in NO_LIMITS}}).test_client()
 
 
 def _table(http, **headers) -> tuple[dict, dict]:

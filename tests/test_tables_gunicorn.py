@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from service.config import NO_LIMITS
+
 ROOT = Path(__file__).resolve().parent.parent
 PLAYERS = ["东", "南", "西", "北"]
 N = 20
@@ -47,7 +49,7 @@ def _free_port() -> int:
 
 
 def service_env(**overrides) -> dict:
-    env = {**os.environ, "TABLES_PER_HOUR": "0", "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **NO_LIMITS, "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     env.pop("REDIS_URL", None)
     env.update({k: v for k, v in overrides.items() if v is not None})

@@ -4,9 +4,12 @@
 environment) with ``config`` (a dict of Flask config keys) on top, then
 
 * installs the request-id / access-log / metrics hooks (:mod:`.observe`);
-* installs the one error handler (:mod:`.problems`);
+* installs one error handler per exception family (:mod:`.problems`);
+* installs API keys, trusted proxies and CORS when configured (:mod:`.clients`);
 * registers the blueprints with flask-smorest, which generates the OpenAPI
   3.1 document served at ``/openapi.json`` (Swagger UI at ``/docs``);
+* connects the tables store and its rate limits (:mod:`.limits`) when
+  ``REDIS_URL`` is set;
 * registers the companion app (:mod:`service.web`) at ``/``;
 * sets ``app.extensions["readiness_checks"]`` (a list) for ``/readyz``.
 
@@ -17,23 +20,34 @@ environment) with ``config`` (a dict of Flask config keys) on top, then
 
 from __future__ import annotations
 
-from functools import partial
+from importlib import metadata
 from typing import Any, Mapping
 
 from flask import Flask
 
 from .. import web
-from ..config import load_settings
-from . import hands, observe, ops, problems, rounds, tables
-from .schemas import DocumentedField
+from ..config import Settings, load_settings
+from . import clients, hands, limits, observe, ops, problems, rounds, tables
+from .schemas import _ENUM_DESCRIPTIONS, ENUMS_DOC, DocumentedField
 from .smorest import Api
 
 API_TITLE = "Sichuan mahjong scoring service"
-API_VERSION = "1.0.0"
+PACKAGE = "sichuan-mahjong-service"
+
+
+def package_version() -> str:
+    """The installed package's version (``pyproject.toml``): the document's ``info.version``."""
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0.0.0"
+
 
 API_DESCRIPTION = """\
 Rules engine for Sichuan (血战到底) mahjong: hand validation, ting and
-discard advice, scoring, round settlement. The rules are those of RULES.md.
+discard advice, scoring, round settlement, and a live log per table. The
+rules, a glossary, the tile notation and an example of every event are in
+the project's `docs/` (start at `docs/index.md`).
 
 * Every request and response body is JSON; a POST body must be sent as
   `application/json` (else 415) and be at most `MAX_BODY_BYTES` (64 KiB by
@@ -45,11 +59,28 @@ discard advice, scoring, round settlement. The rules are those of RULES.md.
   JSON that breaks the schema or a rule is 422.
 * `X-Request-ID` (`^[A-Za-z0-9._-]{1,128}$`) is echoed on every response; an
   absent or invalid one is replaced by a generated id.
+* Tables: `Authorization: Bearer <token>`. Each operation's security says
+  whether it takes the read token (`read`: either token) or needs the write
+  token (`write`).
+* API keys: a service started with `API_KEYS` needs `X-API-Key` on every
+  `/v1/` call that carries no table token (401 without a valid one); rate
+  limits then count per key, and `GET /v1/tables` lists the key's tables.
+* Rate limits (429 with `Retry-After`): tables created per hour, events, voids
+  and reads per minute, per client (the API key, else the address) and per
+  table.
 """
+
+TAGS = [
+    {"name": "hands", "description": "Validate, ting, discard advice and scoring of one hand."},
+    {"name": "rounds", "description": "Settling a round from its events."},
+    {"name": "rulesets", "description": "The rule presets and their fields."},
+    {"name": "tables", "description": "The live table log: rounds, events, balances, undo."},
+    {"name": "ops", "description": "Health, readiness and metrics."},
+]
 
 DEFAULTS: dict[str, Any] = {
     "API_TITLE": API_TITLE,
-    "API_VERSION": API_VERSION,
+    "API_VERSION": package_version(),
     "OPENAPI_VERSION": "3.1.0",
     "OPENAPI_URL_PREFIX": "/",
     "OPENAPI_JSON_PATH": "openapi.json",
@@ -61,6 +92,10 @@ DEFAULTS: dict[str, Any] = {
             "description": API_DESCRIPTION,
             "license": {"name": "MIT", "identifier": "MIT"},
         },
+        "servers": [
+            {"url": "/", "description": "the service that serves this document"},
+            {"url": "http://127.0.0.1:8000", "description": "`python -m service serve` on this machine"},
+        ],
     },
 }
 
@@ -72,11 +107,11 @@ class ServiceFlask(Flask):
         return func
 
 
-def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """Build the application; ``config`` overrides the environment's settings."""
+def create_app(config: Mapping[str, Any] | None = None, settings: Settings | None = None) -> Flask:
+    """Build the application from ``settings`` (default: the environment's); ``config`` overrides."""
     app = ServiceFlask("service.api")
     app.config.update(DEFAULTS)
-    app.config.update(load_settings().flask_config())
+    app.config.update((settings or load_settings()).flask_config())
     if config:
         app.config.update(config)
     # "/v1//tables" is not "/v1/tables": no 308 redirect (an HTML page) for merged slashes
@@ -87,11 +122,15 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions["readiness_checks"] = []
     observe.install(app)
     problems.register(app)
+    clients.install(app)
 
-    api = Api(app)
+    api = Api(app, spec_kwargs={"tags": TAGS})
     api.register_field(DocumentedField, None, None)
     api.ma_plugin.converter.add_attribute_function(_documented_field)
-    for blueprint in (hands.blp, rounds.blp, tables.blp, ops.blp):
+    for name, values in ENUMS_DOC.items():
+        api.spec.components.schema(name, component={
+            "type": "string", "enum": list(values), "description": _ENUM_DESCRIPTIONS[name]})
+    for blueprint in (hands.blp, rounds.blp, rounds.rulesets_blp, tables.blp, ops.blp):
         api.register_blueprint(blueprint)
     tables.document(api)
     web.register(app)  # the companion app at / and the /docs assets
@@ -122,77 +161,7 @@ def _install_store(app: Flask) -> None:
         client.ping()
 
     ops.register_readiness_check(app, redis_ping, "redis")
-    _install_limits(app, url)
-
-
-def _install_limits(app: Flask, url: str) -> None:
-    """``TABLES_PER_HOUR``: tables one client (address) may create per hour (Flask-Limiter on Redis).
-
-    Over the limit: 429 problem with ``Retry-After``.  If Redis cannot be asked,
-    the limit is not enforced (the store's own 503 follows).
-    """
-    per_hour = app.config.get("TABLES_PER_HOUR", 0)
-    if not per_hour:
-        return
-    from flask_limiter import Limiter
-    from flask_limiter.util import get_remote_address
-
-    @app.after_request
-    def _retry_after_only_when_refused(response):
-        # Flask-Limiter adds Retry-After to every response; it means something only on 429/503.
-        # (Registered before the limiter, so it runs after the limiter's own hook.)
-        if response.status_code not in (429, 503):
-            response.headers.pop("Retry-After", None)
-        return response
-
-    limiter = Limiter(
-        get_remote_address, app=app, storage_uri=url,
-        storage_options={"socket_timeout": 2, "socket_connect_timeout": 1},
-        strategy="moving-window", key_prefix="rl", headers_enabled=True, swallow_errors=True,
-    )
-    endpoint = "tables.create_table"
-    app.view_functions[endpoint] = limiter.limit(
-        f"{per_hour}/hour", methods=["POST"], exempt_when=_is_create_replay,
-    )(app.view_functions[endpoint])
-    _scope_to_blueprint(app, limiter, "tables")
-    app.extensions["limiter"] = limiter
-
-
-def _is_create_replay() -> bool:
-    """A retried table creation (its Idempotency-Key already made a table from this very
-    request) replays the first response: it creates nothing, so it does not count against
-    the limit.  The same key with another body counts (it could be guessing)."""
-    from flask import current_app
-
-    store = current_app.extensions.get("tables")
-    if store is None:
-        return False
-    try:
-        key = tables.creation_key()
-        return key is not None and store.is_creation_replay(key, tables.creation_fingerprint())
-    except Exception:  # not a valid key (the view refuses it) or Redis trouble (503 follows): counted
-        return False
-
-
-def _scope_to_blueprint(app: Flask, limiter: Any, blueprint: str) -> None:
-    """Run Flask-Limiter's request hooks for one blueprint only.
-
-    Flask-Limiter hooks every request of the app; its bookkeeping costs about
-    100 µs a request even where no limit applies (the stateless hand endpoints,
-    the hot path).  The only limit is on creating tables, so its hooks move to
-    the ``tables`` blueprint.  (If a Flask-Limiter release changes its hooks,
-    nothing moves: the limit still holds, only slower.)
-    """
-    def owned(func: Any) -> bool:
-        return getattr(func, "__self__", None) is limiter or (
-            isinstance(func, partial) and bool(func.args) and func.args[0] is limiter
-        )
-
-    for hooks in (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs):
-        mine = [f for f in hooks.get(None, []) if owned(f)]
-        if mine:
-            hooks[None] = [f for f in hooks[None] if not owned(f)]
-            hooks.setdefault(blueprint, []).extend(mine)
+    limits.install(app, url)
 
 
 def _documented_field(self, field, **kwargs) -> dict:
@@ -207,8 +176,17 @@ def openapi_dict(app: Flask | None = None) -> dict:
     app = app or create_app({"TESTING": True})
     with app.app_context():
         spec = app.extensions["api"].spec.to_dict()
+    for item in spec.get("paths", {}).values():
+        for operation in item.values():
+            if isinstance(operation, dict) and "responses" in operation:
+                responses = operation["responses"]
+                operation["responses"] = {k: responses[k] for k in sorted(responses, key=_status_order)}
     order = ("openapi", "info", "tags", "paths", "components")
     return {**{k: spec[k] for k in order if k in spec}, **{k: v for k, v in spec.items() if k not in order}}
+
+
+def _status_order(status: str) -> tuple[int, str]:
+    return (int(status), "") if status.isdigit() else (1000, status)
 
 
 def openapi_yaml(app: Flask | None = None) -> str:

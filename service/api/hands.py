@@ -6,22 +6,22 @@ from flask import jsonify
 
 from .. import discards, score, ting, validate
 from . import schemas as s
-from .smorest import Blueprint
+from .smorest import JSON_BODY, Blueprint
 
 blp = Blueprint("hands", __name__, url_prefix="/v1/hands", description="Validate, ting, discard advice and scoring of one hand.")
 
-
-def errors(func):
-    """Document the errors every JSON POST can answer besides 422."""
-    for status, name in ((400, "BAD_REQUEST"), (413, "REQUEST_ENTITY_TOO_LARGE"), (415, "UNSUPPORTED_MEDIA_TYPE")):
-        func = blp.alt_response(status, name)(func)
-    return func
+KEYED = [{"apiKey": []}, {}]  # X-API-Key when the service has API keys
+NO_KEY = (401, "with API keys on: no `X-API-Key`, or not a key of the service (`api_key_required`, "
+               "`api_key_invalid`)")
+errors = blp.problems(*JSON_BODY, NO_KEY)
+"""What every stateless JSON operation answers besides its success."""
 
 
 @blp.route("/validate", methods=["POST"])
 @blp.arguments(s.ValidateRequest(), example={"hand": {"tiles": "23445677p345789s", "melds": [], "void": "m"}})
 @blp.response(200, s.ValidateResponse)
 @errors
+@blp.doc(operationId="validateHand", security=KEYED)
 def validate_hand(args):
     """Check a hand: size, copies, suits, 花猪, completeness.
 
@@ -36,6 +36,7 @@ def validate_hand(args):
 @blp.arguments(s.TingRequest(), example={"hand": {"tiles": "1112345678999m"}, "ruleset": "xuezhan", "visible": "5m5m"})
 @blp.response(200, s.TingResponse)
 @errors
+@blp.doc(operationId="tingHand", security=KEYED)
 def ting_hand(args):
     """Waits of a 13-size hand with their fan, points and remaining copies, and its 大叫."""
     result = ting(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
@@ -46,6 +47,7 @@ def ting_hand(args):
 @blp.arguments(s.DiscardsRequest(), example={"hand": {"tiles": "11122233344456m"}, "ruleset": {"preset": "xuezhan", "cap": 4}})
 @blp.response(200, s.DiscardsResponse)
 @errors
+@blp.doc(operationId="discardAdvice", security=KEYED)
 def discard_advice(args):
     """Discards of a 14-size hand that leave it ting, best first."""
     result = discards(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
@@ -63,6 +65,7 @@ def discard_advice(args):
 )
 @blp.response(200, s.ScoreResponse)
 @errors
+@blp.doc(operationId="scoreHand", security=KEYED)
 def score_hand(args):
     """Score a 14-size winning hand (the winning tile included).
 

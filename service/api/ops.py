@@ -35,8 +35,12 @@ def _name(check: ReadinessCheck) -> str:
     return getattr(check, "readiness_name", None) or getattr(check, "__name__", None) or repr(check)
 
 
+PUBLIC: list = []  # no credentials, ever
+
+
 @blp.route("/healthz", methods=["GET"])
 @blp.response(200, s.HealthResponse)
+@blp.doc(operationId="healthz", security=PUBLIC)
 def healthz():
     """Liveness: the process answers."""
     return jsonify({"status": "ok"})
@@ -44,7 +48,8 @@ def healthz():
 
 @blp.route("/readyz", methods=["GET"])
 @blp.response(200, s.HealthResponse)
-@blp.alt_response(503, "SERVICE_UNAVAILABLE")
+@blp.problems((503, "a readiness check failed (`not_ready`, with `checks`)"))
+@blp.doc(operationId="readyz", security=PUBLIC)
 def readyz():
     """Readiness: every registered check passes (503 otherwise)."""
     results: dict[str, str] = {}
@@ -67,6 +72,7 @@ def readyz():
 @blp.route("/metrics", methods=["GET"])
 @blp.response(200, {"type": "string"}, content_type="text/plain",
               description="Prometheus text exposition")
+@blp.doc(operationId="metrics", security=PUBLIC)
 def metrics():
     """Prometheus metrics (aggregated over workers in multiprocess mode)."""
     return metrics_response()

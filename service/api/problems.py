@@ -1,16 +1,33 @@
 """Every error → an RFC 9457 ``application/problem+json`` response, in one place.
 
-:func:`problem_response` is the single error handler of the application
-(registered for :class:`Exception`, so HTTP errors, rule errors, the API's own
-errors and bugs all pass through it).  A problem has
+:func:`register` installs one Flask error handler per exception family (Flask
+picks the handler of the nearest class in the exception's MRO):
+
+=================================  ======  ==========================================
+family                             status  code
+=================================  ======  ==========================================
+:class:`ApiProblem`                its own its own (``malformed_json``, ``invalid_input``...)
+store errors (``StoreError``)      404...  the store's (``table_not_found``, ...)
+``redis.exceptions.RedisError``    503     ``store_unavailable`` (logged as one warning)
+:class:`FieldRuleError`            422     the core's, with ``errors`` naming the field
+``RuleError`` (the rules core)     422     the core's (``not_a_win``, ``bad_event``, ...)
+werkzeug ``HTTPException``         its own ``not_found``, ``method_not_allowed``, ...
+anything else (a bug)              500     ``internal_error`` (logged with its traceback)
+=================================  ======  ==========================================
+
+A problem has
 
 * ``type``: a stable URI ``https://mahjong.example/problems/<code>``;
 * ``title``: a short summary of the type; ``status``; ``detail``: this occurrence;
 * ``code``: the stable id (the last segment of ``type``; for rule errors the
   core's ``RuleError.code``);
 * ``instance``: the request path; ``request_id``: the ``X-Request-ID``;
-* ``errors`` (field path → messages) for input that breaks the schema;
-* ``event`` (0-based index) for an event that cannot happen.
+* ``errors`` (field path → messages) for input that breaks the schema (an
+  event's own members included);
+* ``event`` for an event that cannot happen (its 0-based index in a settled
+  round, or the seq it would have had in a table; for a refused void, the seq of
+  the record that depends on the voided one);
+* ``version`` (the table's current version) with a 412 or a 409 ``table_full``.
 
 A 500 never says more than "internal error": the exception is logged with the
 request id, not returned.
@@ -123,73 +140,6 @@ _DETAILS = {
     405: "method {method} is not allowed on {path}",
 }
 
-
-def _rule_problem(error: RuleError) -> tuple[int, str, str, str, dict[str, Any]]:
-    title = next(t for cls, t in _RULE_TITLES if isinstance(error, cls))
-    extra: dict[str, Any] = {}
-    if isinstance(error, EventError):
-        extra["event"] = error.event
-    return 422, error.code, title, str(error), extra
-
-
-def problem_body(exc: BaseException, path: str, request_id: str | None) -> dict[str, Any]:
-    """The problem object for ``exc`` (without headers)."""
-    return _describe(exc, path, "GET", request_id)[0]
-
-
-def _describe(
-    exc: BaseException, path: str, method: str, request_id: str | None
-) -> tuple[dict[str, Any], int, dict[str, str]]:
-    headers: dict[str, str] = {}
-    errors: dict[str, list[str]] | None = None
-    extra: dict[str, Any] = {}
-    if isinstance(exc, ApiProblem):
-        status, code, title, detail = exc.status, exc.code, exc.title, exc.detail
-        errors, extra, headers = exc.errors, dict(exc.extra), dict(exc.headers)
-    elif isinstance(exc, store_errors.StoreError):
-        status, title, headers, extra = _store_problem(exc)
-        code, detail = exc.code, exc.message
-    elif isinstance(exc, redis.exceptions.RedisError):
-        # unreachable, loading, read-only, out of memory, MISCONF...: the store cannot
-        # take the request now, which says nothing about the request itself
-        status, code, title = 503, "store_unavailable", "Tables store unavailable"
-        detail = "the tables store (Redis) cannot serve requests right now; retry shortly"
-        headers = {"Retry-After": "2"}
-    elif isinstance(exc, FieldRuleError):
-        status, code, title, detail, extra = _rule_problem(exc.error)
-        errors = {exc.path: [str(exc.error)]}
-    elif isinstance(exc, RuleError):
-        status, code, title, detail, extra = _rule_problem(exc)
-    elif isinstance(exc, HTTPException) and exc.code and exc.code >= 400:
-        status = exc.code
-        code, title = _HTTP_CODES.get(status, (_slug(exc.name), exc.name))
-        template = _DETAILS.get(status)
-        detail = template.format(path=path, method=method) if template else _http_detail(exc)
-        if status >= 500:
-            detail = title
-        headers = {
-            k: v for k, v in exc.get_headers() if k.lower() not in ("content-type", "content-length")
-        }
-    else:
-        status, code, title, detail = 500, "internal_error", "Internal server error", (
-            "the server failed to handle the request; quote the request id when reporting it"
-        )
-    body: dict[str, Any] = {
-        "type": PROBLEM_BASE + code,
-        "title": title,
-        "status": status,
-        "detail": detail,
-        "code": code,
-        "instance": path,
-    }
-    if request_id:
-        body["request_id"] = request_id
-    if errors:
-        body["errors"] = errors
-    body.update(extra)
-    return body, status, headers
-
-
 _STORE_STATUS: tuple[tuple[type, int, str], ...] = (
     (store_errors.TableNotFound, 404, "Table not found"),
     (store_errors.EventNotFound, 404, "Event not found"),
@@ -203,7 +153,58 @@ _STORE_STATUS: tuple[tuple[type, int, str], ...] = (
 )
 
 
-def _store_problem(exc: "store_errors.StoreError") -> tuple[int, str, dict[str, str], dict[str, Any]]:
+class Problem:
+    """The parts of one problem response, built by the family's describer."""
+
+    __slots__ = ("status", "code", "title", "detail", "errors", "extra", "headers")
+
+    def __init__(self, status: int, code: str, title: str, detail: str, *,
+                 errors: Mapping[str, list[str]] | None = None, extra: Mapping[str, Any] | None = None,
+                 headers: Mapping[str, str] | None = None) -> None:
+        self.status, self.code, self.title, self.detail = status, code, title, detail
+        self.errors = dict(errors) if errors else None
+        self.extra = dict(extra or {})
+        self.headers = dict(headers or {})
+
+    def body(self, path: str, request_id: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": PROBLEM_BASE + self.code, "title": self.title, "status": self.status,
+            "detail": self.detail, "code": self.code, "instance": path,
+        }
+        if request_id:
+            body["request_id"] = request_id
+        if self.errors:
+            body["errors"] = self.errors
+        body.update(self.extra)
+        return body
+
+
+# -- one describer per family ------------------------------------------------------------
+def describe_api_problem(exc: ApiProblem) -> Problem:
+    return Problem(exc.status, exc.code, exc.title, exc.detail, errors=exc.errors, extra=exc.extra,
+                   headers=exc.headers)
+
+
+def describe_rule_error(exc: RuleError, path: str | None = None) -> Problem:
+    """422 with the core's code; ``errors`` names the field (``path``, or the event's own member)."""
+    title = next(t for cls, t in _RULE_TITLES if isinstance(exc, cls))
+    extra: dict[str, Any] = {}
+    field = exc.context.get("field")
+    if isinstance(exc, EventError):
+        extra["event"] = exc.event
+        if field is not None and path is None:
+            path = str(field)
+        elif field is not None and field != "_schema":
+            path = f"{path}.{field}"
+    errors = {path: [getattr(exc, "reason", None) or str(exc)]} if path else None
+    return Problem(422, exc.code, title, str(exc), errors=errors, extra=extra)
+
+
+def describe_field_rule_error(exc: FieldRuleError) -> Problem:
+    return describe_rule_error(exc.error, exc.path)
+
+
+def describe_store_error(exc: "store_errors.StoreError") -> Problem:
     status, title = next(((s, t) for cls, s, t in _STORE_STATUS if isinstance(exc, cls)), (500, "Store error"))
     headers: dict[str, str] = {}
     extra: dict[str, Any] = {}
@@ -216,7 +217,53 @@ def _store_problem(exc: "store_errors.StoreError") -> tuple[int, str, dict[str, 
         headers["ETag"] = f'"{exc.context["current"]}"'
     if "event" in exc.context:
         extra["event"] = exc.context["event"]
-    return status, title, headers, extra
+    return Problem(status, exc.code, title, exc.message, extra=extra, headers=headers)
+
+
+def describe_redis_error(exc: "redis.exceptions.RedisError") -> Problem:
+    # unreachable, loading, read-only, out of memory, MISCONF...: the store cannot
+    # take the request now, which says nothing about the request itself
+    return Problem(503, "store_unavailable", "Tables store unavailable",
+                   "the tables store (Redis) cannot serve requests right now; retry shortly",
+                   headers={"Retry-After": "2"})
+
+
+def describe_http_exception(exc: HTTPException, path: str = "", method: str = "GET") -> Problem:
+    status = exc.code or 500
+    code, title = _HTTP_CODES.get(status, (_slug(exc.name), exc.name))
+    template = _DETAILS.get(status)
+    detail = template.format(path=path, method=method) if template else _http_detail(exc)
+    if status >= 500:
+        detail = title
+    headers = {k: v for k, v in exc.get_headers() if k.lower() not in ("content-type", "content-length")}
+    return Problem(status, code, title, detail, headers=headers)
+
+
+def describe_bug(exc: BaseException) -> Problem:
+    return Problem(500, "internal_error", "Internal server error",
+                   "the server failed to handle the request; quote the request id when reporting it")
+
+
+def describe(exc: BaseException, path: str = "", method: str = "GET") -> Problem:
+    """The problem for any exception (for callers outside a Flask error handler)."""
+    if isinstance(exc, ApiProblem):
+        return describe_api_problem(exc)
+    if isinstance(exc, store_errors.StoreError):
+        return describe_store_error(exc)
+    if isinstance(exc, redis.exceptions.RedisError):
+        return describe_redis_error(exc)
+    if isinstance(exc, FieldRuleError):
+        return describe_field_rule_error(exc)
+    if isinstance(exc, RuleError):
+        return describe_rule_error(exc)
+    if isinstance(exc, HTTPException) and exc.code and exc.code >= 400:
+        return describe_http_exception(exc, path, method)
+    return describe_bug(exc)
+
+
+def problem_body(exc: BaseException, path: str, request_id: str | None) -> dict[str, Any]:
+    """The problem object for ``exc`` (without headers)."""
+    return describe(exc, path).body(path, request_id)
 
 
 def _slug(name: str) -> str:
@@ -231,26 +278,15 @@ def _http_detail(exc: HTTPException) -> str:
     return " ".join(str(text).split())
 
 
-def problem_response(exc: BaseException) -> Response:
-    """The application's one error handler."""
-    if isinstance(exc, HTTPException) and (exc.code is None or exc.code < 400):
-        return exc  # type: ignore[return-value]  # redirects and the like pass through
-    path = request.path if has_request_context() else ""
-    method = request.method if has_request_context() else "GET"
-    request_id = g.get("request_id") if has_request_context() else None
-    body, status, headers = _describe(exc, path, method, request_id)
-    if isinstance(exc, redis.exceptions.RedisError) or isinstance(exc, store_errors.StoreError) and status >= 500:
-        # the store cannot take the request now (down, full, busy): an operational state, not a bug
-        log.warning("tables store unavailable (%s: %s) on %s %s (request %s)",
-                    type(exc).__name__, exc, method, path, request_id)
-    elif status >= 500 and not isinstance(exc, ApiProblem):
-        original = getattr(exc, "original_exception", None) or exc
-        log.error(
-            "unhandled error %s on %s %s (request %s)",
-            type(original).__name__, method, path, request_id,
-            exc_info=(type(original), original, original.__traceback__),
-        )
-    return make_problem(body, status, headers)
+def _where() -> tuple[str, str, str | None]:
+    if not has_request_context():
+        return "", "GET", None
+    return request.path, request.method, g.get("request_id")
+
+
+def respond(problem: Problem) -> Response:
+    path, _, request_id = _where()
+    return make_problem(problem.body(path, request_id), problem.status, problem.headers)
 
 
 def make_problem(body: Mapping[str, Any], status: int, headers: Mapping[str, str] | None = None) -> Response:
@@ -261,6 +297,57 @@ def make_problem(body: Mapping[str, Any], status: int, headers: Mapping[str, str
     return response
 
 
+# -- the handlers ---------------------------------------------------------------------------
+def _on_http_exception(exc: HTTPException):
+    if exc.code is None or exc.code < 400:
+        return exc  # redirects and the like pass through
+    path, method, request_id = _where()
+    problem = describe_http_exception(exc, path, method)
+    if problem.status >= 500:
+        _log_bug(exc, method, path, request_id)
+    return make_problem(problem.body(path, request_id), problem.status, problem.headers)
+
+
+def _on_store_error(exc: "store_errors.StoreError") -> Response:
+    problem = describe_store_error(exc)
+    if problem.status >= 500:  # the store cannot take the request now (full, busy): not a bug
+        path, method, request_id = _where()
+        log.warning("tables store unavailable (%s: %s) on %s %s (request %s)",
+                    type(exc).__name__, exc, method, path, request_id)
+    return respond(problem)
+
+
+def _on_redis_error(exc: "redis.exceptions.RedisError") -> Response:
+    path, method, request_id = _where()
+    log.warning("tables store unavailable (%s: %s) on %s %s (request %s)",
+                type(exc).__name__, exc, method, path, request_id)
+    return respond(describe_redis_error(exc))
+
+
+def _on_bug(exc: Exception) -> Response:
+    path, method, request_id = _where()
+    _log_bug(exc, method, path, request_id)
+    return respond(describe_bug(exc))
+
+
+def _log_bug(exc: BaseException, method: str, path: str, request_id: str | None) -> None:
+    original = getattr(exc, "original_exception", None) or exc
+    log.error("unhandled error %s on %s %s (request %s)", type(original).__name__, method, path, request_id,
+              exc_info=(type(original), original, original.__traceback__))
+
+
+HANDLERS: tuple[tuple[type, Any], ...] = (
+    (ApiProblem, lambda exc: respond(describe_api_problem(exc))),
+    (store_errors.StoreError, _on_store_error),
+    (redis.exceptions.RedisError, _on_redis_error),
+    (FieldRuleError, lambda exc: respond(describe_field_rule_error(exc))),
+    (RuleError, lambda exc: respond(describe_rule_error(exc))),
+    (HTTPException, _on_http_exception),
+    (Exception, _on_bug),
+)
+
+
 def register(app: Flask) -> None:
-    """Install :func:`problem_response` for every exception."""
-    app.register_error_handler(Exception, problem_response)
+    """Install one handler per exception family (Flask dispatches on the class)."""
+    for family, handler in HANDLERS:
+        app.register_error_handler(family, handler)

@@ -1,15 +1,24 @@
-"""`/v1/rounds/settle` and `/v1/rulesets`."""
+"""`/v1/rounds/settle` and `/v1/rulesets`.
+
+The events of a round are the rules core's to check: the view passes them as
+given, and an event the core rejects, malformed ones included, is a 422 whose
+problem carries ``event`` (its index) and, for a malformed one, ``errors``
+naming the member (``events.3.seats``).
+"""
 
 from __future__ import annotations
 
 from flask import jsonify
 
+from ..rules.errors import EventError
 from ..rules.settle import settle
 from . import schemas as s
-from .hands import errors
+from .hands import KEYED, errors
+from .problems import FieldRuleError
 from .smorest import Blueprint
 
-blp = Blueprint("rounds", __name__, url_prefix="/v1", description="Settling a round; the rule presets.")
+blp = Blueprint("rounds", __name__, url_prefix="/v1", description="Settling a round from its events.")
+rulesets_blp = Blueprint("rulesets", __name__, url_prefix="/v1", description="The rule presets and their fields.")
 
 
 @blp.route("/rounds/settle", methods=["POST"])
@@ -26,20 +35,29 @@ blp = Blueprint("rounds", __name__, url_prefix="/v1", description="Settling a ro
 )
 @blp.response(200, s.SettleResponse)
 @errors
+@blp.doc(operationId="settleRound", security=KEYED)
 def settle_round(args):
     """Settle a round from its events: transfers, deltas, winners, next dealer.
 
-    An event that cannot happen is a 422 whose problem carries `event` (its
-    0-based index) and a stable `code`.
+    An event that cannot happen, or that breaks the event format, is a 422
+    whose problem carries `event` (its 0-based index) and a stable `code`
+    (`bad_event` with `errors` for a malformed one).
     """
-    result = settle(
-        args["events"], dealer=args["dealer"], ruleset=args["ruleset"], voids=args.get("voids")
-    )
+    try:
+        result = settle(
+            args["events"], dealer=args["dealer"], ruleset=args["ruleset"], voids=args.get("voids")
+        )
+    except EventError as exc:
+        if "field" not in exc.context:  # an event that cannot happen: `event` says which
+            raise
+        raise FieldRuleError(exc, f"events.{exc.event}") from None
     return jsonify(result.as_dict())
 
 
-@blp.route("/rulesets", methods=["GET"])
-@blp.response(200, s.RulesetsResponse)
+@rulesets_blp.route("/rulesets", methods=["GET"])
+@rulesets_blp.response(200, s.RulesetsResponse)
+@rulesets_blp.problems((401, "with API keys on: no `X-API-Key`, or not a key of the service"))
+@rulesets_blp.doc(operationId="getRulesets", security=KEYED)
 def rulesets():
     """Every preset with every field."""
     return jsonify(s.dump_rulesets())

@@ -12,6 +12,13 @@ straight from the core's results (fast, no per-object marshmallow work), and
 the ``*Response`` schemas only *document* those bodies in the OpenAPI
 document (the test suite checks the two agree).
 
+*Events* are the rules core's to decide (:func:`service.rules.events.parse_event`
+and the table fold: a seat's range depends on the table's ruleset): the event
+schemas here (``PengEvent`` ... ``EscapeEvent``) only *document* them, as the
+responses are documented, and the tests check that the document and the core
+agree.  Every enumeration (preset names, kong kinds, reasons, pattern ids, the
+ruleset's choices) is one named schema, referenced wherever it is used.
+
 >>> TingRequest().load({"hand": {"tiles": "1112345678999m"}})["hand"].size
 13
 """
@@ -24,29 +31,26 @@ from typing import Any, Callable, Mapping
 import marshmallow as ma
 from marshmallow import ValidationError, fields, post_load, validate
 
-from ..rules.codes import REASONS  # API.md: stable transfer reasons
+from ..rules.codes import REASONS
 from ..rules.errors import RuleError
-from ..rules.events import MAX_FAN
+from ..rules.events import (
+    HU_FLAGS, MAX_FAN, MAX_HAND_CHARS, MAX_HAND_TILES, MAX_MELDS, MAX_PATTERNS, MAX_SUIT_CHARS, MAX_TILE_CHARS,
+    STATUSES,
+)
 from ..rules.fan import Score, Win
-from ..rules.hand import Hand, Meld
+from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld
 from ..rules.patterns import PATTERNS, PatternFan
 from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, PRESETS, Ruleset, ENUMS
-from ..rules.tiles import Tile, parse_suit, parse_tiles
+from ..rules.tiles import SUITS, Tile, parse_suit, parse_tiles
 from ..rules.ting import DiscardAdvice, Ting, Wait
 from ..rules.validate import Validation
 from .problems import FieldRuleError
 
 # -- bounds -------------------------------------------------------------------
-MAX_HAND_CHARS = 200
-MAX_HAND_TILES = 64
-MAX_TILE_CHARS = 16
-MAX_SUIT_CHARS = 8
-MAX_MELDS = 4
+# (those of a hand and its parts are the core's, so that a hand inside an event,
+# which the core parses, and a hand of /v1/hands/*, loaded here, agree)
 MAX_VISIBLE_CHARS = 200
 MAX_EVENTS = 200
-MAX_WINNERS = 4
-MAX_SEATS = 4
-MAX_PATTERNS = 32
 
 
 def _rule(path: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -86,11 +90,76 @@ def Str(max_len: int, **kwargs: Any) -> fields.String:
     return fields.String(validate=validate.Length(max=max_len), **kwargs)
 
 
+def Seat(**kwargs: Any) -> fields.Integer:
+    return Int(0, 3, **kwargs)
+
+
 class DocumentedField(fields.Field):
     """A field whose OpenAPI schema is given by :meth:`openapi` (see app.py)."""
 
     def openapi(self, converter) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+ENUMS_DOC: dict[str, tuple[str, ...]] = {}
+"""Every named enumeration of the document: schema name → values (registered by app.py)."""
+
+
+def named_enum(name: str, values: "tuple[str, ...] | list[str]", description: str) -> str:
+    ENUMS_DOC[name] = tuple(values)
+    _ENUM_DESCRIPTIONS[name] = description
+    return name
+
+
+_ENUM_DESCRIPTIONS: dict[str, str] = {}
+PRESET_NAME = named_enum("PresetName", tuple(PRESETS), "a ruleset preset (docs/rules.md)")
+KONG_KIND = named_enum("KongKind", KONG_KINDS, "direct 直杠 (from a discard), added 补杠 (onto an own peng), "
+                                                "concealed 暗杠")
+MELD_TYPE = named_enum("MeldType", MELD_TYPES, "peng 碰 or kong 杠")
+SUIT = named_enum("Suit", SUITS, "m 万 characters, p 筒 dots, s 条 bamboo")
+REASON = named_enum("TransferReason", REASONS, "why points moved (stable ids)")
+PATTERN_ID = named_enum("PatternId", tuple(PATTERNS), "a fan pattern id (docs/rules.md)")
+ROUND_STATUS = named_enum("RoundStatus", ("playing", "ended"), "whether the round is still being played")
+SEAT_STATUS = named_enum("SeatStatus", tuple(x for x in STATUSES if x != "ting"),
+                         "a seat at a draw that is not ting, or a 花猪 (three suits, or its void suit kept)")
+RULESET_ENUMS = {
+    name: named_enum("Ruleset" + "".join(w.title() for w in name.split("_")), values, f"the ruleset's {name}")
+    for name, values in ENUMS.items()
+}
+
+
+class EnumField(DocumentedField):
+    """A string from a named enumeration, documented as a reference to its one schema."""
+
+    def __init__(self, enum: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.enum = enum
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        allowed = ENUMS_DOC[self.enum]
+        if not isinstance(value, str) or value not in allowed:
+            raise ValidationError(f"Must be one of: {', '.join(allowed)}.")
+        return value
+
+    def openapi(self, converter) -> dict:
+        ref = {"$ref": f"#/components/schemas/{self.enum}"}
+        return {"anyOf": [ref, {"type": "null"}]} if self.allow_none else ref
+
+
+class Const(DocumentedField):
+    """A string member that must be exactly ``value`` (an object's ``type``)."""
+
+    def __init__(self, value: str, **kwargs: Any) -> None:
+        super().__init__(required=True, **kwargs)
+        self.value = value
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if value != self.value:
+            raise ValidationError(f"Must be {self.value!r}.")
+        return value
+
+    def openapi(self, converter) -> dict:
+        return {"type": "string", "const": self.value}
 
 
 class TilesField(DocumentedField):
@@ -127,28 +196,37 @@ class TilesField(DocumentedField):
         }
 
 
-class UnionField(DocumentedField):
-    """An object that is one of several schemas, chosen by :meth:`choose`."""
+class OneOf(DocumentedField):
+    """Documentation only: an object that is one of several schemas (optionally by ``type``)."""
 
-    schemas: tuple[type[ma.Schema], ...] = ()
-    discriminator: str | None = None
-
-    def choose(self, value: Mapping[str, Any]) -> type[ma.Schema] | None:
-        raise NotImplementedError
-
-    def _deserialize(self, value, attr, data, **kwargs):
-        if not isinstance(value, dict):
-            raise ValidationError("Invalid input type.")
-        schema = self.choose(value)
-        if schema is None:
-            raise ValidationError({self.discriminator or "_schema": [self.no_match]})
-        return _instance(schema).load(value)
-
-    no_match = "Does not match any of the allowed shapes."
+    def __init__(self, *schemas: type[ma.Schema], discriminator: dict[str, type[ma.Schema]] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.schemas = schemas or tuple((discriminator or {}).values())
+        self.discriminator = discriminator
 
     def openapi(self, converter) -> dict:
         out: dict[str, Any] = {"oneOf": [converter.resolve_nested_schema(s) for s in self.schemas]}
+        if self.discriminator:
+            out["discriminator"] = {
+                "propertyName": "type",
+                "mapping": {k: converter.resolve_nested_schema(s)["$ref"] for k, s in self.discriminator.items()},
+            }
         return out
+
+
+class Ref(DocumentedField):
+    """Any JSON value here, documented as a named component (its owner checks it)."""
+
+    def __init__(self, component: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.component = component
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        return value
+
+    def openapi(self, converter) -> dict:
+        return {"$ref": f"#/components/schemas/{self.component}"}
 
 
 class RulesetField(DocumentedField):
@@ -167,7 +245,7 @@ class RulesetField(DocumentedField):
     def openapi(self, converter) -> dict:
         return {
             "oneOf": [
-                {"type": "string", "enum": list(PRESETS), "description": "a preset name"},
+                {"$ref": f"#/components/schemas/{PRESET_NAME}"},
                 converter.resolve_nested_schema(RulesetSpec),
             ],
             "description": "a preset name, or an object overriding a preset's fields (default preset: xuezhan)",
@@ -176,12 +254,9 @@ class RulesetField(DocumentedField):
 
 # -- shared objects ---------------------------------------------------------------
 class MeldSchema(ma.Schema):
-    type = fields.String(required=True, validate=validate.OneOf(["peng", "kong"]))
+    type = EnumField(MELD_TYPE, required=True)
     tile = Str(MAX_TILE_CHARS, required=True)
-    kind = fields.String(
-        allow_none=True, validate=validate.OneOf(["direct", "added", "concealed"]),
-        metadata={"description": "kong kind; a peng has none"},
-    )
+    kind = EnumField(KONG_KIND, allow_none=True, metadata={"description": "kong kind; a peng has none"})
 
 
 class HandSchema(ma.Schema):
@@ -195,14 +270,14 @@ class HandSchema(ma.Schema):
 
 def _ruleset_spec_fields() -> dict[str, fields.Field]:
     out: dict[str, fields.Field] = {
-        "preset": fields.String(validate=validate.OneOf(list(PRESETS)), metadata={"default": "xuezhan"}),
+        "preset": EnumField(PRESET_NAME, metadata={"default": "xuezhan"}),
     }
     for f in dc_fields(Ruleset):
         name = f.name
         if name == "preset":
             continue
         if name in ENUMS:
-            out[name] = fields.String(validate=validate.OneOf(list(ENUMS[name])))
+            out[name] = EnumField(RULESET_ENUMS[name])
         elif isinstance(f.default, bool):
             out[name] = StrictBoolean()
         elif name == "cap":
@@ -286,136 +361,83 @@ class ScoreRequest(_HandRequest):
         return data
 
 
-# -- rounds -------------------------------------------------------------------------
-class _Keyed(ma.Schema):
-    """Loads to a plain dict with ``from_`` renamed to the API key ``from``."""
-
-    @post_load
-    def _rename(self, data: dict, **kwargs: Any) -> dict:
-        if "from_" in data:
-            data["from"] = data.pop("from_")
-        return data
-
-
+# -- events (documentation: the rules core decides) ----------------------------------
 class WinnerWithHand(ma.Schema):
-    seat = Int(0, 3, required=True)
+    seat = Seat(required=True)
     hand = fields.Nested(HandSchema, required=True)
 
 
 class WinnerWithFan(ma.Schema):
-    seat = Int(0, 3, required=True)
+    seat = Seat(required=True)
     fan = Int(1, MAX_FAN, required=True, metadata={"description": "total fan before the cap"})
-    patterns = fields.List(
-        fields.String(validate=validate.OneOf(list(PATTERNS))), validate=validate.Length(max=MAX_PATTERNS),
-        metadata={"description": "pattern ids, informational"},
-    )
-
-
-class WinnerField(UnionField):
-    schemas = (WinnerWithHand, WinnerWithFan)
-    no_match = "A winner gives 'hand' or 'fan'."
-
-    def choose(self, value):
-        return WinnerWithHand if "hand" in value else WinnerWithFan
+    patterns = fields.List(EnumField(PATTERN_ID), validate=validate.Length(max=MAX_PATTERNS),
+                           metadata={"description": "pattern ids, informational"})
 
 
 class SeatHand(ma.Schema):
-    seat = Int(0, 3, required=True)
+    seat = Seat(required=True)
     hand = fields.Nested(HandSchema, required=True)
 
 
 class SeatTing(ma.Schema):
-    seat = Int(0, 3, required=True)
-    status = fields.String(required=True, validate=validate.OneOf(["ting"]))
+    seat = Seat(required=True)
+    status = Const("ting")
     dajiao_fan = Int(1, MAX_FAN, required=True, metadata={"description": "大叫 fan before the cap"})
 
 
-class SeatStatus(ma.Schema):
-    seat = Int(0, 3, required=True)
-    status = fields.String(required=True, validate=validate.OneOf(["not_ting", "huazhu"]))
+class SeatNotTing(ma.Schema):
+    seat = Seat(required=True)
+    status = EnumField(SEAT_STATUS, required=True)
 
 
-class SeatField(UnionField):
-    schemas = (SeatHand, SeatTing, SeatStatus)
-
-    def choose(self, value):
-        if "hand" in value:
-            return SeatHand
-        return SeatTing if value.get("status") == "ting" else SeatStatus
+_SEAT_LIST = {"description": "each seat's hand or declared status; a seat at most once"}
 
 
-class PengEvent(_Keyed):
-    type = fields.String(required=True, validate=validate.OneOf(["peng"]))
-    seat = Int(0, 3, required=True)
+class PengEvent(ma.Schema):
+    type = Const("peng")
+    seat = Seat(required=True)
     tile = Str(MAX_TILE_CHARS, required=True)
-    from_ = Int(0, 3, required=True, data_key="from")
+    from_ = Seat(required=True, data_key="from", metadata={"description": "the discarder"})
 
 
-class KongEvent(_Keyed):
-    type = fields.String(required=True, validate=validate.OneOf(["kong"]))
-    seat = Int(0, 3, required=True)
-    kind = fields.String(required=True, validate=validate.OneOf(["direct", "added", "concealed"]))
+class KongEvent(ma.Schema):
+    type = Const("kong")
+    seat = Seat(required=True)
+    kind = EnumField(KONG_KIND, required=True)
     tile = Str(MAX_TILE_CHARS, required=True)
-    from_ = Int(0, 3, allow_none=True, load_default=None, data_key="from",
-                metadata={"description": "the discarder, for a direct kong only"})
+    from_ = Seat(allow_none=True, data_key="from", metadata={"description": "the discarder, for a direct kong only"})
 
 
-class HuEvent(_Keyed):
-    type = fields.String(required=True, validate=validate.OneOf(["hu"]))
-    from_ = Int(0, 3, allow_none=True, load_default=None, data_key="from",
-                metadata={"description": "the discarder; null for 自摸"})
+class HuEvent(ma.Schema):
+    type = Const("hu")
+    from_ = Seat(allow_none=True, data_key="from", metadata={"description": "the discarder; null or absent: 自摸"})
     tile = Str(MAX_TILE_CHARS, required=True)
-    winners = fields.List(WinnerField(), required=True, validate=validate.Length(min=1, max=MAX_WINNERS))
-    after_kong = StrictBoolean(load_default=False)
-    robbing_kong = StrictBoolean(load_default=False)
-    last_tile = StrictBoolean(load_default=False)
-    heavenly = StrictBoolean(load_default=False)
-    earthly = StrictBoolean(load_default=False)
+    winners = fields.List(OneOf(WinnerWithHand, WinnerWithFan), required=True, validate=validate.Length(min=1, max=4),
+                          metadata={"description": "one entry per winning seat (一炮多响: several)"})
+    after_kong = StrictBoolean(metadata={"description": "杠上花 (self-drawn) or 杠上炮 (on a discard)"})
+    robbing_kong = StrictBoolean(metadata={"description": "抢杠胡"})
+    last_tile = StrictBoolean(metadata={"description": "海底 (the wall's last tile)"})
+    heavenly = StrictBoolean(metadata={"description": "天胡"})
+    earthly = StrictBoolean(metadata={"description": "地胡"})
 
 
-class DrawEvent(_Keyed):
-    type = fields.String(required=True, validate=validate.OneOf(["draw"]))
-    seats = fields.List(SeatField(), required=True, validate=validate.Length(max=MAX_SEATS))
+class DrawEvent(ma.Schema):
+    type = Const("draw")
+    seats = fields.List(OneOf(SeatHand, SeatTing, SeatNotTing), required=True, validate=validate.Length(max=4),
+                        metadata=_SEAT_LIST)
 
 
-class EscapeEvent(_Keyed):
-    type = fields.String(required=True, validate=validate.OneOf(["escape"]))
-    seat = Int(0, 3, required=True)
-    last_four = StrictBoolean(load_default=False)
-    seats = fields.List(SeatField(), validate=validate.Length(max=MAX_SEATS))
+class EscapeEvent(ma.Schema):
+    type = Const("escape")
+    seat = Seat(required=True)
+    last_four = StrictBoolean(metadata={"description": "left within the wall's last four tiles"})
+    seats = fields.List(OneOf(SeatHand, SeatTing, SeatNotTing), validate=validate.Length(max=4), metadata=_SEAT_LIST)
 
 
 EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
     "peng": PengEvent, "kong": KongEvent, "hu": HuEvent, "draw": DrawEvent, "escape": EscapeEvent,
 }
-
-
-class TypedUnionField(UnionField):
-    """A union chosen by the object's ``type`` member, documented with an OpenAPI discriminator."""
-
-    kinds: dict[str, type[ma.Schema]] = {}
-    discriminator = "type"
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.schemas = tuple(cls.kinds.values())
-        cls.no_match = f"Must be one of: {', '.join(cls.kinds)}."
-
-    def choose(self, value):
-        kind = value.get("type")
-        return self.kinds.get(kind) if isinstance(kind, str) else None
-
-    def openapi(self, converter) -> dict:
-        out = super().openapi(converter)
-        out["discriminator"] = {
-            "propertyName": "type",
-            "mapping": {k: converter.resolve_nested_schema(s)["$ref"] for k, s in self.kinds.items()},
-        }
-        return out
-
-
-class EventField(TypedUnionField):
-    kinds = EVENT_SCHEMAS
+assert set(HU_FLAGS) <= set(HuEvent._declared_fields)
 
 
 class SettleRequest(ma.Schema):
@@ -426,7 +448,9 @@ class SettleRequest(ma.Schema):
         metadata={"description": "each seat's 定缺 suit (or null), for hands that give no void; one per seat "
                                  "(three with players = 3, where all are null: no 定缺)"},
     )
-    events = fields.List(EventField(), required=True, validate=validate.Length(max=MAX_EVENTS))
+    events = fields.List(Ref("Event"), required=True, validate=validate.Length(max=MAX_EVENTS),
+                         metadata={"description": "the round's events in order (checked by the rules: "
+                                                  "an error names the event's index)"})
 
     @post_load
     def _to_core(self, data: dict, **kwargs: Any) -> dict:
@@ -441,7 +465,7 @@ class SettleRequest(ma.Schema):
 
 # -- responses (documentation) ----------------------------------------------------
 class PatternSchema(ma.Schema):
-    id = fields.String(required=True, validate=validate.OneOf(list(PATTERNS)))
+    id = EnumField(PATTERN_ID, required=True)
     name = fields.String(required=True, metadata={"description": "Chinese name"})
     name_en = fields.String(required=True)
     fan = fields.Integer(required=True, metadata={"description": "total fan of this pattern"})
@@ -470,7 +494,7 @@ class ValidateResponse(ma.Schema):
     valid = fields.Boolean(required=True)
     size = fields.Integer(required=True)
     tiles = fields.String(required=True, metadata={"description": "canonical concealed tiles"})
-    suits = fields.List(fields.String(validate=validate.OneOf(["m", "p", "s"])), required=True)
+    suits = fields.List(EnumField(SUIT), required=True)
     huazhu = fields.Boolean(required=True)
     complete = fields.Boolean(required=True)
     problems = fields.List(fields.Nested(HandProblemSchema), required=True)
@@ -509,7 +533,7 @@ class TransferSchema(ma.Schema):
     from_ = fields.Integer(required=True, data_key="from")
     to = fields.Integer(required=True)
     points = fields.Integer(required=True)
-    reason = fields.String(required=True, validate=validate.OneOf(REASONS))
+    reason = EnumField(REASON, required=True)
     event = fields.Integer(required=True, metadata={"description": "0-based index of the causing event"})
 
 
@@ -534,7 +558,7 @@ RulesetOut = ma.Schema.from_dict(
 
 
 class RulesetsResponse(ma.Schema):
-    default = fields.String(required=True)
+    default = EnumField(PRESET_NAME, required=True)
     presets = fields.Dict(keys=fields.String(), values=fields.Nested(RulesetOut), required=True)
 
 
@@ -544,7 +568,7 @@ class HealthResponse(ma.Schema):
 
 
 class ProblemSchema(ma.Schema):
-    """RFC 9457 problem details."""
+    """RFC 9457 problem details, with every extension member the service sends."""
 
     class Meta:
         unknown = ma.INCLUDE
@@ -553,14 +577,22 @@ class ProblemSchema(ma.Schema):
     title = fields.String(required=True)
     status = fields.Integer(required=True)
     detail = fields.String(required=True)
-    code = fields.String(metadata={"description": "stable error id"})
+    code = fields.String(required=True, metadata={"description": "stable error id (the last segment of `type`)"})
     instance = fields.String(metadata={"description": "the request path"})
-    request_id = fields.String()
+    request_id = fields.String(metadata={"description": "the X-Request-ID of the request (every problem "
+                                                        "of the application; not those of the HTTP server "
+                                                        "itself, for a request it could not read)"})
     errors = fields.Dict(
         keys=fields.String(), values=fields.List(fields.String()),
-        metadata={"description": "field path → messages, for input that breaks the schema"},
+        metadata={"description": "field path → messages, for input that breaks the schema "
+                                 "(a header's name for a bad header)"},
     )
-    event = fields.Integer(metadata={"description": "index of the event that cannot happen"})
+    event = fields.Integer(metadata={"description": "an event that cannot happen: its 0-based index in a "
+                                                     "settled round, or the seq it would have had in a table; "
+                                                     "a refused void: the seq of the record that depends on it"})
+    version = fields.Integer(metadata={"description": "the table's current version (412, 409 table_full)"})
+    checks = fields.Dict(keys=fields.String(), values=fields.String(),
+                         metadata={"description": "/readyz: each readiness check's result"})
 
 
 # -- dump -------------------------------------------------------------------------

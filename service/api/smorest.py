@@ -6,7 +6,8 @@
   :class:`~service.api.problems.InvalidInput` with flat field paths (422).
 * :class:`Blueprint` uses that parser; :class:`Api` documents every error
   response as ``application/problem+json`` and leaves error handling to
-  :mod:`service.api.problems` (flask-smorest's own handler is not installed).
+  :mod:`service.api.problems` (flask-smorest's own handler is not installed);
+  ``Blueprint.problems(...)`` documents an operation's problem responses.
 
 >>> flatten_messages({"hand": {"melds": {0: {"tile": ["Missing data for required field."]}}}})
 {'hand.melds.0.tile': ['Missing data for required field.']}
@@ -57,7 +58,7 @@ def parse_json_body(raw: bytes) -> Any:
     return data
 
 
-def _has_lone_surrogate(data: Any, depth: int = 0) -> bool:
+def _has_lone_surrogate(data: Any) -> bool:
     stack = [data]
     while stack:
         item = stack.pop()
@@ -138,8 +139,74 @@ class JsonBodyParser(FlaskParser):
         raise InvalidInput(detail, errors=errors)
 
 
+JSON_BODY = (400, 413, 415, 422)
+"""What every operation with a JSON body can answer besides its success."""
+
+_PROBLEM_HEADERS = {
+    401: {"WWW-Authenticate": "the scheme to use (Bearer for a table token)"},
+    412: {"ETag": "the table's current version"},
+    429: {"Retry-After": "seconds until the limit lets the request through"},
+    503: {"Retry-After": "seconds to wait before retrying"},
+}
+
+
 class Blueprint(flask_smorest.Blueprint):
+    """flask-smorest's Blueprint with the service's JSON parser and its documentation helpers."""
+
     ARGUMENTS_PARSER = JsonBodyParser()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._prepare_doc_cbks.append(self._prepare_headers_doc)
+
+    def headers(self, *parameters: dict):
+        """Document header parameters of an operation, beside those of its ``arguments``."""
+        def decorate(func):
+            func._apidoc = getattr(func, "_apidoc", {})
+            func._apidoc.setdefault("headers", []).extend(parameters)
+            return func
+
+        return decorate
+
+    @staticmethod
+    def _prepare_headers_doc(doc, doc_info, **kwargs):
+        if doc_info.get("headers"):
+            doc.setdefault("parameters", []).extend(doc_info["headers"])
+        return doc
+
+    def problems(self, *statuses: "int | tuple[int, str]"):
+        """Document the problem+json responses an operation gives besides its success.
+
+        A status alone refers to the shared response of that status; ``(status,
+        description)`` documents what the status means for this operation (its
+        codes), still with the ``Problem`` schema.
+        """
+        def decorate(func):
+            for item in statuses:
+                status, description = item if isinstance(item, tuple) else (item, None)
+                if description is None:
+                    func = self.alt_response(status, http.HTTPStatus(status).name)(func)
+                else:
+                    func = self.alt_response(
+                        status, description=description, schema=_problem_schema(),
+                        content_type=PROBLEM_JSON, headers=_problem_headers(status),
+                    )(func)
+            return func
+
+        return decorate
+
+
+def _problem_schema():
+    from .schemas import ProblemSchema
+
+    return ProblemSchema
+
+
+def _problem_headers(status: int) -> dict | None:
+    headers = _PROBLEM_HEADERS.get(status)
+    if not headers:
+        return None
+    return {name: {"description": text, "schema": {"type": "string"}} for name, text in headers.items()}
 
 
 class Api(flask_smorest.Api):
@@ -148,7 +215,7 @@ class Api(flask_smorest.Api):
     DEFAULT_ERROR_RESPONSE_NAME = "DEFAULT_ERROR"
 
     def _register_error_handlers(self) -> None:
-        """Errors are handled by :func:`service.api.problems.problem_response`."""
+        """Errors are handled by the handlers of :mod:`service.api.problems`."""
 
     def _register_responses(self) -> None:
         from .schemas import ProblemSchema
@@ -157,6 +224,9 @@ class Api(flask_smorest.Api):
             if status < 400:
                 continue
             response = {"description": status.phrase, "schema": ProblemSchema}
+            headers = _problem_headers(status)
+            if headers:
+                response["headers"] = headers
             prepare_response(response, self.spec, PROBLEM_JSON)
             self.spec.components.response(status.name, response, lazy=True)
         response = {"description": "Error (RFC 9457 problem details)", "schema": ProblemSchema}

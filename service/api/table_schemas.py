@@ -1,4 +1,5 @@
-"""Schemas of the tables API (loaded at the edge; responses documented)."""
+"""Schemas of the tables API: requests loaded at the edge; events, log records and
+responses documented (the rules core decides what an event is, see schemas.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,17 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields, post_load, validate
 
-from ..rules.ruleset import PRESETS
+from ..rules.ruleset import PLAYERS, PRESETS
 from ..store.tables import ROUNDS_PAGE
 from .schemas import (
-    EVENT_SCHEMAS, Int, RulesetField, RulesetOut, Str, TransferSchema, TypedUnionField, MAX_SUIT_CHARS,
+    EVENT_SCHEMAS, ROUND_STATUS, Const, DrawEvent, EnumField, EscapeEvent, HuEvent, Int, KongEvent, OneOf,
+    PengEvent, RulesetField, RulesetOut, Seat, Str, SUIT, TransferSchema, MAX_SUIT_CHARS,
 )
 
 MAX_PLAYER_CHARS = 40
 MAX_PAGE = 500
 MAX_IDEMPOTENCY_KEY = 128
+MAX_TABLES_PAGE = 100
 
 
 class CreateTableRequest(ma.Schema):
@@ -34,16 +37,17 @@ class CreateTableRequest(ma.Schema):
 
 
 class RoundStartEvent(ma.Schema):
-    type = fields.String(required=True, validate=validate.OneOf(["round_start"]))
-    dealer = Int(0, 3, allow_none=True, metadata={
+    type = Const("round_start")
+    dealer = Seat(allow_none=True, metadata={
         "description": "this round's dealer; omitted: the previous round's next dealer"})
     voids = fields.List(Str(MAX_SUIT_CHARS, allow_none=True), allow_none=True,
-                        validate=validate.Length(equal=4),
-                        metadata={"description": "each seat's 定缺 suit (or null)"})
+                        validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
+                        metadata={"description": "each seat's 定缺 suit (or null), one per seat (three with "
+                                                 "players = 3, all null: no 定缺)"})
 
 
 class RoundEndEvent(ma.Schema):
-    type = fields.String(required=True, validate=validate.OneOf(["round_end"]))
+    type = Const("round_end")
 
 
 TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
@@ -51,8 +55,10 @@ TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
 }
 
 
-class TableEventField(TypedUnionField):
-    kinds = TABLE_EVENT_SCHEMAS
+class TablesQuery(ma.Schema):
+    after = fields.String(validate=[validate.Length(max=32), validate.Regexp(r"^\d{1,15}-[0-9a-f]{16}$")],
+                          metadata={"description": "the `next` of the previous page"})
+    limit = fields.Integer(validate=validate.Range(1, MAX_TABLES_PAGE), load_default=50)
 
 
 class TableQuery(ma.Schema):
@@ -75,8 +81,8 @@ _Seats = fields.List(fields.Integer(), required=True)
 class RoundView(ma.Schema):
     number = fields.Integer(required=True)
     dealer = fields.Integer(required=True)
-    status = fields.String(required=True, validate=validate.OneOf(["playing", "ended"]))
-    voids = fields.List(fields.String(allow_none=True), required=True)
+    status = EnumField(ROUND_STATUS, required=True)
+    voids = fields.List(EnumField(SUIT, allow_none=True), required=True)
     won = fields.List(fields.Integer(), required=True, metadata={"description": "winners in order"})
     left = fields.List(fields.Integer(), required=True, metadata={"description": "seats that escaped"})
     deltas = fields.List(fields.Integer(), required=True)
@@ -133,17 +139,74 @@ class EventAppended(ma.Schema):
     deltas = fields.List(fields.Integer(), metadata={"description": "(void) change of the balances"})
 
 
-class LogRecord(ma.Schema):
-    class Meta:
-        unknown = ma.INCLUDE
+class _Record(ma.Schema):
+    """What the log adds to an event it records."""
 
-    seq = fields.Integer(required=True)
-    type = fields.String(required=True)
-    at = fields.String(required=True)
-    voided = fields.Boolean(required=True)
+    seq = fields.Integer(required=True, metadata={"description": "1-based position in the log"})
+    at = fields.String(required=True, metadata={"description": "when it was recorded (UTC, ISO 8601)"})
+    voided = fields.Boolean(required=True, metadata={"description": "a later void record undid it"})
+
+
+class _RoundRecord(_Record):
+    round = fields.Integer(required=True, allow_none=True,
+                           metadata={"description": "the round it belongs to (null: none in progress)"})
+
+
+class PengRecord(PengEvent, _RoundRecord):
+    pass
+
+
+class KongRecord(KongEvent, _RoundRecord):
+    pass
+
+
+class HuRecord(HuEvent, _RoundRecord):
+    pass
+
+
+class DrawRecord(DrawEvent, _RoundRecord):
+    pass
+
+
+class EscapeRecord(EscapeEvent, _RoundRecord):
+    pass
+
+
+class RoundStartRecord(RoundStartEvent, _RoundRecord):
+    pass
+
+
+class RoundEndRecord(RoundEndEvent, _RoundRecord):
+    pass
+
+
+class VoidRecord(_Record):
+    type = Const("void")
+    target = fields.Integer(required=True, metadata={"description": "the seq of the record it undoes"})
+
+
+LOG_RECORD_SCHEMAS: dict[str, type[ma.Schema]] = {
+    "peng": PengRecord, "kong": KongRecord, "hu": HuRecord, "draw": DrawRecord, "escape": EscapeRecord,
+    "round_start": RoundStartRecord, "round_end": RoundEndRecord, "void": VoidRecord,
+}
+
+
+class TableSummary(ma.Schema):
+    id = fields.String(required=True)
+    players = fields.List(fields.String(), required=True)
+    created = fields.String(required=True, metadata={"description": "when it was created (UTC, ISO 8601)"})
+    version = fields.Integer(required=True)
+    balances = fields.List(fields.Integer(), required=True)
+
+
+class TablesPage(ma.Schema):
+    tables = fields.List(fields.Nested(TableSummary), required=True, metadata={"description": "newest first"})
+    next = fields.String(required=True, allow_none=True,
+                         metadata={"description": "pass as `after` for the next page; null at the end"})
 
 
 class EventsPage(ma.Schema):
-    events = fields.List(fields.Nested(LogRecord), required=True)
+    events = fields.List(OneOf(discriminator=LOG_RECORD_SCHEMAS), required=True,
+                         metadata={"description": "log records in order, each the event as posted plus its seq"})
     next = fields.Integer(required=True, allow_none=True,
                           metadata={"description": "pass as `after` for the next page; null at the end"})

@@ -7,7 +7,18 @@ Writes take ``Authorization: Bearer <write token>``; reads take either token.
 UUID (RFC 9562, version 4 or 7): it finds the table again and replays its
 tokens, so it is a secret.  The store answers in domain terms
 (:class:`~service.store.tables.Created`, :class:`~service.store.tables.Written`);
-status codes, ``Location`` and ``ETag`` are made here.
+status codes, ``Location`` and ``ETag`` are made here.  Headers are parsed by
+Werkzeug (``request.authorization``, ``request.if_match``,
+``request.if_none_match``).
+
+An event body is the rules core's to check (the store validates it against the
+table's state, in the same read that checks the token): a malformed event is a
+422 ``bad_event`` (or ``seat_out_of_range``, ``bad_hand``) whose ``errors``
+name the member, like any event the rules reject.
+
+With API keys on, ``GET /v1/tables`` lists the tables the caller's key
+created, newest first, and a creation's ``Idempotency-Key`` is scoped to the
+key (the same key sent with another API key makes another table).
 """
 
 from __future__ import annotations
@@ -16,23 +27,23 @@ import re
 import uuid
 
 from flask import Response, current_app, jsonify, request
-from marshmallow import ValidationError
 
 from ..store.tables import Access, Created, TableNotFound, TableStore, Unauthorized, Written, fingerprint
 from . import table_schemas as ts
-from .hands import errors
+from .clients import api_key
 from .problems import ApiProblem, InvalidInput
-from .smorest import Blueprint, flatten_messages, read_json_body
+from .smorest import Blueprint, read_json_body
 
 blp = Blueprint("tables", __name__, url_prefix="/v1/tables",
                 description="The live table log: rounds, events, balances, undo.")
 
 _TABLE_ID = re.compile(r"[0-9a-f]{16}")
 _IDEM_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % ts.MAX_IDEMPOTENCY_KEY)
-_VERSION = re.compile(r'^(W/)?"(\d{1,40})"$')
-NEVER = -1  # a version no table has: a weak tag never matches If-Match (RFC 9110 §13.1.1)
+_DIGITS = re.compile(r"\d{1,40}")
 
-AUTH = [{"bearer": []}]
+READ = [{"tableToken": ["read"]}]     # the read token or the write token
+WRITE = [{"tableToken": ["write"]}]   # the write token only
+KEYED = [{"apiKey": []}, {}]          # X-API-Key when the service has API keys
 # a creation's Idempotency-Key: a UUID of version 4 (random) or 7 (time and random), RFC 9562
 _CREATE_KEY = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.IGNORECASE)
 
@@ -71,21 +82,19 @@ CREATE_HEADERS = [
                     "counts against the creation rate limit (an exact retry does not)."},
 ]
 IF_MATCH = {"in": "header", "name": "If-Match", "required": False, "schema": {"type": "string"},
-            "description": 'the version the write expects, as "<version>"; stale: 412'}
-
-
-def responds(*statuses: int):
-    """Document the error responses a table operation can give (besides its success)."""
-    names = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT",
-             412: "PRECONDITION_FAILED", 422: "UNPROCESSABLE_ENTITY", 429: "TOO_MANY_REQUESTS",
-             503: "SERVICE_UNAVAILABLE", 507: "INSUFFICIENT_STORAGE"}
-
-    def decorate(func):
-        for status in statuses:
-            func = blp.alt_response(status, names[status])(func)
-        return func
-
-    return decorate
+            "description": 'the version the write expects, as "<version>" (a list: any of them; "*": any); '
+                           'stale: 412; a tag that is not a version: 422'}
+IF_NONE_MATCH = {"in": "header", "name": "If-None-Match", "required": False, "schema": {"type": "string"},
+                 "description": 'the version the client has, as "<version>": 304 when the table is still '
+                                'at it (weak comparison)'}
+_STORE_DOWN = (503, "the tables store (Redis) is unavailable (`store_unavailable`, `busy`); retry after "
+                    "`Retry-After`")
+_NO_TOKEN = (401, "no table token, or not this table's (`unauthorized`); with API keys on, an `X-API-Key` "
+                  "that is not a key of the service (`api_key_invalid`)")
+_READ_TOKEN_ON_WRITE = (403, "the read token on a write (`forbidden`)")
+_NO_TABLE = (404, "no such table, or it was deleted (`table_not_found`)")
+_LIMITED = (429, "a rate limit (`too_many_requests`): see `Retry-After`")
+_FULL = (507, "the tables store is full (`store_full`): nothing was written; retry later")
 
 
 class StoreNotConfigured(ApiProblem):
@@ -109,11 +118,10 @@ def _table_id(table_id: str) -> str:
 
 
 def _token() -> str | None:
-    header = request.headers.get("Authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
+    auth = request.authorization
+    if auth is None or auth.type != "bearer" or not auth.token:
         return None
-    return value.strip()
+    return auth.token
 
 
 def _idempotency_key() -> str | None:
@@ -126,22 +134,23 @@ def _idempotency_key() -> str | None:
     return key
 
 
-def _if_match() -> int | tuple[int, ...] | None:
-    """The version(s) an ``If-Match`` accepts; ``*`` (any existing table) and no header: None.
+def _if_match() -> frozenset[int] | None:
+    """The versions an ``If-Match`` accepts; ``*`` (any existing table) and no header: None.
 
-    A list (``"3", "4"``) accepts any of its versions; a weak tag never matches.
+    A list (``"3", "4"``) accepts any of its versions; a weak tag never matches
+    (RFC 9110 §13.1.1: strong comparison), so only weak tags: an empty set.
     """
-    raw = request.headers.get("If-Match")
-    if raw is None or raw.strip() == "*":
+    if "If-Match" not in request.headers:
         return None
-    versions = []
-    for tag in raw.split(","):
-        m = _VERSION.match(tag.strip())
-        if not m:
-            raise InvalidInput('If-Match must be a version in quotes, e.g. "12"',
-                               errors={"If-Match": ['a version in quotes, e.g. "12"']})
-        versions.append(NEVER if m.group(1) else int(m.group(2)))
-    return versions[0] if len(versions) == 1 else tuple(versions)
+    tags = request.if_match
+    if tags.star_tag:
+        return None
+    strong = tags.as_set()
+    weak = tags.as_set(include_weak=True) - strong
+    if not strong and not weak or not all(isinstance(t, str) and _DIGITS.fullmatch(t) for t in strong | weak):
+        raise InvalidInput('If-Match must be a version in quotes, e.g. "12"',
+                           errors={"If-Match": ['a version in quotes, e.g. "12"']})
+    return frozenset(int(t) for t in strong)
 
 
 def creation_key() -> str | None:
@@ -182,29 +191,60 @@ def _no_content(status: int) -> Response:
     return response
 
 
-def _json_body() -> dict:
+def _json_body() -> object:
     """The request body as JSON (415/413/400 as for every JSON POST)."""
     return read_json_body(request)
+
+
+@blp.route("", methods=["GET"])
+@blp.arguments(ts.TablesQuery(), location="query")
+@blp.response(200, ts.TablesPage)
+@blp.problems((401, "no `X-API-Key`, or not a key of the service (`api_key_required`, `api_key_invalid`)"),
+              (404, "the service runs without API keys: there is no caller to list tables for (`not_found`)"),
+              (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
+@blp.doc(operationId="listTables", security=[{"apiKey": []}])
+def list_tables(args):
+    """The tables created with the caller's API key, newest first, a page at a time.
+
+    Needs `X-API-Key` (without `API_KEYS` the service has no callers to tell
+    apart: 404). Pass a page's `next` as `after` for the next page.
+    """
+    owner = api_key()
+    if owner is None:
+        raise TableListUnavailable("listing tables needs API keys (the service runs without API_KEYS)")
+    return jsonify(store().tables_of(owner, args.get("after"), args["limit"]))
+
+
+class TableListUnavailable(ApiProblem):
+    status, code, title = 404, "not_found", "Not found"
 
 
 @blp.route("", methods=["POST"])
 @blp.arguments(ts.CreateTableRequest(), example={"players": ["东", "南", "西", "北"], "ruleset": "xuezhan", "dealer": 0})
 @blp.response(201, ts.TableCreated, headers={"Location": {"schema": {"type": "string"}}})
-@responds(429, 503, 507)
-@blp.doc(parameters=CREATE_HEADERS, operationId="createTable",
+@blp.problems(400, (401, "with API keys on: no `X-API-Key`, or not a key of the service "
+                         "(`api_key_required`, `api_key_invalid`)"),
+              (409, "the table this Idempotency-Key created was deleted (`table_deleted`), or its first "
+                    "response is no longer kept (`idempotency_key_expired`)"),
+              413, 415,
+              (422, "the body breaks the schema or a rule (`invalid_input`, `unknown_ruleset`, ...), or the "
+                    "Idempotency-Key is malformed or was used with another body (`idempotency_key_reused`)"),
+              _LIMITED, _STORE_DOWN, _FULL)
+@blp.headers(*CREATE_HEADERS)
+@blp.doc(operationId="createTable", security=KEYED,
          responses={201: {"links": {**_links(_NEW_TABLE, start_round=True),
                                       "ReadTable": {"operationId": "getTable", "parameters": _READ_TABLE},
                                       "DeleteTable": {"operationId": "deleteTable", "parameters": _NEW_TABLE}}}})
-@errors
 def create_table(args):
     """Create a table. Its write `token` and `read_token` are shown only in this response.
 
     An `Idempotency-Key` here must be a random UUID (version 4 or 7) and is a secret: its retry
-    returns the same table and tokens.
+    returns the same table and tokens. With API keys on, needs `X-API-Key`; the table is then
+    listed under the key and an `Idempotency-Key` is scoped to the key.
     """
     key = creation_key()
     table = store().create(args["players"], args["ruleset"], args["dealer"], idempotency_key=key,
-                           fp=creation_fingerprint())
+                           fp=creation_fingerprint(), owner=api_key())
     return _created(table)
 
 
@@ -216,14 +256,20 @@ def creation_fingerprint() -> str:
 @blp.route("/<table_id>", methods=["GET"])
 @blp.arguments(ts.TableQuery(), location="query")
 @blp.response(200, ts.TableView, headers={"ETag": {"schema": {"type": "string"}}})
-@blp.alt_response(304, description="Not modified (If-None-Match)")
-@responds(401, 403, 404, 422, 503)
-@blp.doc(security=AUTH, operationId="getTable")
+@blp.alt_response(304, description="Not modified (If-None-Match names the current version)",
+                  headers={"ETag": {"schema": {"type": "string"}}})
+@blp.problems(_NO_TOKEN, _NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED,
+              _STORE_DOWN)
+@blp.headers(IF_NONE_MATCH)
+@blp.doc(security=READ, operationId="getTable")
 def get_table(args, table_id):
     """A table: players, ruleset, version, balances, the current round and a page of the ended rounds.
 
-    `rounds` lists the ended rounds after round `rounds_after`, oldest first, at most `rounds_limit`
-    (100 by default); `rounds_next` is the `rounds_after` of the next page, or null.
+    Either token: the read token or the write token. `ETag` is the version;
+    `If-None-Match` with it answers 304 while nothing has changed. `rounds` lists
+    the ended rounds after round `rounds_after`, oldest first, at most
+    `rounds_limit` (100 by default); `rounds_next` is the `rounds_after` of the
+    next page, or null.
     """
     s = store()
     tid = _table_id(table_id)
@@ -240,10 +286,13 @@ def get_table(args, table_id):
 
 @blp.route("/<table_id>", methods=["DELETE"])
 @blp.response(204)
-@responds(401, 403, 404, 503)
-@blp.doc(security=AUTH, operationId="deleteTable")
+@blp.problems(_NO_TOKEN, _READ_TOKEN_ON_WRITE, _NO_TABLE, _STORE_DOWN)
+@blp.doc(security=WRITE, operationId="deleteTable")
 def delete_table(table_id):
-    """Delete a table and its whole log (write token)."""
+    """Delete a table and its whole log.
+
+    The write token only; the read token gets 403.
+    """
     s = store()
     tid = _table_id(table_id)
     s.authorize(tid, _token(), write=True)
@@ -259,27 +308,32 @@ def delete_table(table_id):
         "example": {"type": "kong", "seat": 0, "kind": "direct", "tile": "5m", "from": 2},
     }},
 })
-@blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}}})
-@responds(401, 403, 404, 409, 412, 503, 507)
-@blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH], operationId="postEvent",
+@blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}},
+                                               "Location": {"schema": {"type": "string"}}})
+@blp.problems(400, _NO_TOKEN, _READ_TOKEN_ON_WRITE, _NO_TABLE,
+              (409, "the table is full (`table_full`, with `version`)"),
+              (412, "If-Match names another version (`version_mismatch`, with `version`)"),
+              413, 415,
+              (422, "the event breaks its schema (`bad_event`, with `errors`) or the rules for the round as it "
+                    "stands (a stable `code`, e.g. `seat_not_in_round`, `not_a_win`), with `event` (the seq it "
+                    "would have had); a malformed If-Match or Idempotency-Key (`invalid_input`); an "
+                    "Idempotency-Key used with another body (`idempotency_key_reused`)"),
+              _LIMITED, _STORE_DOWN, _FULL)
+@blp.headers(*WRITE_HEADERS, IF_MATCH)
+@blp.doc(security=WRITE, operationId="postEvent",
          responses={201: {"links": _links(_SAME_TABLE, start_round=True, void=True)}})
-@errors
 def post_event(table_id):
-    """Append an event: a round event of API.md, `round_start` or `round_end`.
+    """Append an event: a round event, `round_start` or `round_end`.
 
-    The event is validated against the round as it stands; an event the rules
-    reject is a 422 with a stable `code` and `event` (the seq it would have had).
+    The write token only; the read token gets 403. The event is checked by the
+    rules against the round as it stands; one they reject is a 422 with a
+    stable `code` and `event` (the seq it would have had), and nothing is
+    recorded.
     """
     s = store()
     tid = _table_id(table_id)
     token = _token()  # checked with the state, in the store's one read before the append
     body = _json_body()
-    if not isinstance(body, dict):
-        raise InvalidInput("the event must be a JSON object", errors={"_schema": ["Invalid input type."]})
-    try:
-        ts.TableEventField().deserialize(body)
-    except ValidationError as exc:
-        raise InvalidInput("the event does not match its schema", errors=flatten_messages(exc.messages)) from None
     key = _idempotency_key()
     written = s.append(tid, body, if_match=_if_match(), idempotency_key=key,
                        fp=fingerprint("POST", request.path, body), access=Access(token, write=True))
@@ -289,24 +343,39 @@ def post_event(table_id):
 @blp.route("/<table_id>/events", methods=["GET"])
 @blp.arguments(ts.EventsQuery(), location="query")
 @blp.response(200, ts.EventsPage)
-@responds(401, 403, 404, 422, 503)
-@blp.doc(security=AUTH, operationId="listEvents")
+@blp.problems(_NO_TOKEN, _NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
+@blp.doc(security=READ, operationId="listEvents")
 def list_events(args, table_id):
-    """The log in order, a page at a time: `after` a seq, at most `limit` records."""
+    """The log in order, a page at a time: `after` a seq, at most `limit` records.
+
+    Either token: the read token or the write token. Each record is the event
+    as posted plus its `seq`, `at`, `round` and `voided`; void records name
+    their `target`.
+    """
     s = store()
     tid = _table_id(table_id)
     return jsonify(s.events(tid, args["after"], args["limit"], access=Access(_token(), write=False)))
 
 
 @blp.route("/<table_id>/events/<int:seq>/void", methods=["POST"])
-@blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}}})
-@responds(401, 403, 404, 409, 412, 422, 503, 507)
-@blp.doc(security=AUTH, parameters=WRITE_HEADERS + [IF_MATCH], operationId="voidEvent",
+@blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}},
+                                               "Location": {"schema": {"type": "string"}}})
+@blp.problems(_NO_TOKEN, _READ_TOKEN_ON_WRITE, (404, "no such table or event (`table_not_found`, "
+                                                     "`event_not_found`)"),
+              (409, "a later event depends on it (`void_conflict`, with `event`), it is already voided "
+                    "(`already_voided`), it is a void itself (`not_voidable`), or the table is full (`table_full`)"),
+              (412, "If-Match names another version (`version_mismatch`, with `version`)"),
+              (422, "a malformed If-Match or Idempotency-Key (`invalid_input`), or an Idempotency-Key used with "
+                    "another request (`idempotency_key_reused`)"),
+              _LIMITED, _STORE_DOWN, _FULL)
+@blp.headers(*WRITE_HEADERS, IF_MATCH)
+@blp.doc(security=WRITE, operationId="voidEvent",
          responses={201: {"links": _links(_SAME_TABLE)}})
 def void_event(table_id, seq):
     """Undo an event by a compensating record: balances are recomputed without it.
 
-    Refused (409) when a later event depends on it, or it is already voided.
+    The write token only; the read token gets 403. Refused (409) when a later
+    event depends on it, or it is already voided.
     """
     s = store()
     tid = _table_id(table_id)
@@ -317,16 +386,32 @@ def void_event(table_id, seq):
 
 
 def document(api) -> None:
-    """Register the event union of ``POST /v1/tables/{id}/events`` in the OpenAPI document."""
+    """Register the event unions and the security schemes in the OpenAPI document."""
     spec = api.spec
-    names = {}
-    for kind, schema in ts.TABLE_EVENT_SCHEMAS.items():
-        name = schema.__name__
-        if name not in spec.components.schemas:
-            spec.components.schema(name, schema=schema)
-        names[kind] = f"#/components/schemas/{name}"
-    spec.components.schema("TableEvent", component={
-        "oneOf": [{"$ref": ref} for ref in names.values()],
-        "discriminator": {"propertyName": "type", "mapping": names},
+
+    def union(name: str, kinds: dict, description: str) -> None:
+        mapping = {}
+        for kind, schema in kinds.items():
+            if schema.__name__ not in spec.components.schemas:
+                spec.components.schema(schema.__name__, schema=schema)
+            mapping[kind] = f"#/components/schemas/{schema.__name__}"
+        spec.components.schema(name, component={
+            "oneOf": [{"$ref": ref} for ref in mapping.values()],
+            "discriminator": {"propertyName": "type", "mapping": mapping},
+            "description": description,
+        })
+
+    from .schemas import EVENT_SCHEMAS
+
+    union("Event", EVENT_SCHEMAS, "A round event (docs/events.md): checked by the rules against the round as it stands.")
+    union("TableEvent", ts.TABLE_EVENT_SCHEMAS, "An event of a table: a round event, round_start or round_end.")
+    spec.components.security_scheme("tableToken", {
+        "type": "http", "scheme": "bearer",
+        "description": "A table's token from its creation: the write token, or the read token (reads only). "
+                       "An operation's role says which: `read` accepts either token, `write` only the write token.",
     })
-    spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
+    spec.components.security_scheme("apiKey", {
+        "type": "apiKey", "in": "header", "name": "X-API-Key",
+        "description": "Needed on every /v1/ call without a table token when the service runs with API keys "
+                       "(`API_KEYS`); rate limits then count per key. Without API keys it is not needed.",
+    })

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Union
 from .codes import Code
 from .errors import EventError, RuleError
 from .hand import KONG_KINDS, Hand, parse_hand, require_in_play
+from .patterns import PATTERNS
 from .tiles import Tile
 
 STATUSES = ("ting", "not_ting", "huazhu")
@@ -96,6 +97,26 @@ class Escape:
 Event = Union[Peng, Kong, Hu, Draw, Escape]
 EVENT_TYPES = ("peng", "kong", "hu", "draw", "escape")
 
+# The JSON form's fields (required, optional) per object, and its bounds: what an
+# event *is* is decided here only (the HTTP layer documents it, it does not re-check).
+FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "peng": (("type", "seat", "tile", "from"), ()),
+    "kong": (("type", "seat", "kind", "tile"), ("from",)),
+    "hu": (("type", "tile", "winners"), ("from",) + HU_FLAGS),
+    "draw": (("type", "seats"), ()),
+    "escape": (("type", "seat"), ("last_four", "seats")),
+    "winner": (("seat",), ("hand", "fan", "patterns")),
+    "report": (("seat",), ("hand", "status", "dajiao_fan")),
+    "hand": (("tiles",), ("melds", "void")),
+    "meld": (("type", "tile"), ("kind",)),
+}
+MAX_HAND_CHARS = 200   # a hand string
+MAX_HAND_TILES = 64    # a hand given as a list of tile strings
+MAX_TILE_CHARS = 16    # one tile string
+MAX_SUIT_CHARS = 8     # a void suit
+MAX_MELDS = 4
+MAX_PATTERNS = 32
+
 
 def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, players: int = 4) -> Event:
     """Build a typed event from its API.md mapping; ``index`` is for error messages.
@@ -103,30 +124,43 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, playe
     ``voids`` (a suit letter or None per seat) gives each seat's 定缺 suit for
     hands that do not state one.  With ``players = 3`` (三人两房, §14) seats are
     0-2, and a 万 tile or a 定缺 void anywhere in the event is bad input.
+    A malformed event is ``bad_event`` (or
+    ``seat_out_of_range``, ``bad_hand``) whose ``context["field"]`` is the path
+    of the offending member (``"winners.0.fan"``; ``"_schema"`` for the event
+    itself), so that a client can point at it:
+
+    >>> try:
+    ...     parse_event({"type": "draw", "seats": [{"seat": 0, "status": "maybe"}]}, 2)
+    ... except EventError as exc:
+    ...     print(exc.code, exc.context["field"], "-", exc.reason)
+    bad_event seats.0.status - seat 0's status must be one of ting, not_ting, huazhu; got 'maybe'
     """
     if type(data) is not dict and not isinstance(data, Mapping):
         if isinstance(data, (Peng, Kong, Hu, Draw, Escape)):
             return data
-        raise EventError(Code.BAD_EVENT, index, f"an event is an object, got {type(data).__name__}")
+        raise EventError(Code.BAD_EVENT, index, f"an event is an object, got {type(data).__name__}", field="_schema")
     p = _Parser(data, index, voids, players)
     kind = data.get("type")
+    if not isinstance(kind, str) or kind not in EVENT_TYPES:
+        raise p.fail(f"unknown event type {kind!r} (one of {', '.join(EVENT_TYPES)})", "type")
+    p.members(data, kind, "")
     if kind == "peng":
         return Peng(p.seat("seat"), p.tile("tile"), p.seat("from"))
     if kind == "kong":
         k = data.get("kind")
         if k not in KONG_KINDS:
-            raise EventError(Code.BAD_EVENT, index, f"kong kind must be direct, added or concealed; got {k!r}")
+            raise p.fail(f"kong kind must be direct, added or concealed; got {k!r}", "kind")
         if k == "direct":
             return Kong(p.seat("seat"), k, p.tile("tile"), p.seat("from"))
         if data.get("from") is not None:
-            raise EventError(Code.BAD_EVENT, index, f"an {k} kong has no 'from'")
+            raise p.fail(f"an {k} kong has no 'from'", "from")
         return Kong(p.seat("seat"), k, p.tile("tile"))
     if kind == "hu":
         frm = data.get("from")
-        winners = data.get("winners")
-        if not isinstance(winners, list) or not winners:
-            raise EventError(Code.BAD_EVENT, index, "a hu needs at least one winner")
-        entries = tuple(p.winner(w) for w in winners)
+        winners = p.items(data["winners"], "winners")  # (a seat twice: duplicate_winner)
+        if not winners:
+            raise p.fail("a hu needs at least one winner", "winners")
+        entries = tuple(p.winner(w, f"winners.{i}") for i, w in enumerate(winners))
         return Hu(
             None if frm is None else p.seat("from"),
             p.tile("tile"),
@@ -134,109 +168,161 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, playe
             **{f: p.flag(f) for f in HU_FLAGS},
         )
     if kind == "draw":
-        return Draw(p.reports(data.get("seats"), required=True))
-    if kind == "escape":
-        return Escape(p.seat("seat"), p.flag("last_four"), p.reports(data.get("seats"), required=False))
-    raise EventError(Code.BAD_EVENT, index, f"unknown event type {kind!r} (one of {', '.join(EVENT_TYPES)})")
+        return Draw(p.reports(data["seats"]))
+    return Escape(p.seat("seat"), p.flag("last_four"),
+                  p.reports(data["seats"]) if "seats" in data else ())
 
 
 class _Parser:
     def __init__(self, data: Mapping[str, Any], index: int, voids, players: int = 4) -> None:
         self.data, self.index, self.voids, self.players = data, index, voids, players
 
-    def fail(self, message: str) -> EventError:
-        return EventError(Code.BAD_EVENT, self.index, message)
+    def fail(self, message: str, field: str, code: Code = Code.BAD_EVENT) -> EventError:
+        return EventError(code, self.index, message, field=field)
 
-    def seat(self, name: str, data: Mapping | None = None) -> int:
+    def members(self, obj: Mapping[str, Any], kind: str, path: str) -> None:
+        """Every required member present, no unknown one."""
+        required, optional = FIELDS[kind]
+        for name in required:
+            if name not in obj:
+                raise self.fail(f"{kind} needs {name!r}", path + name)
+        for name in obj:
+            if name not in required and name not in optional:
+                what = "an event" if kind in EVENT_TYPES else f"a {kind}"
+                raise self.fail(f"unknown field {name!r} of {what} {kind if what == 'an event' else ''}".rstrip(),
+                                path + str(name))
+
+    def object(self, value: Any, kind: str, path: str) -> Mapping[str, Any]:
+        if type(value) is not dict and not isinstance(value, Mapping):
+            raise self.fail(f"{path}: a {kind} is an object; got {_short(value)}", path)
+        self.members(value, kind, path + ".")
+        return value
+
+    def items(self, value: Any, path: str, most: int | None = None) -> list:
+        if not isinstance(value, list):
+            raise self.fail(f"{path!r} must be a list; got {_short(value)}", path)
+        if most is not None and len(value) > most:
+            raise self.fail(f"{path!r} lists at most {most} entries; got {len(value)}", path)
+        return value
+
+    def seat(self, name: str, data: Mapping | None = None, path: str = "") -> int:
         value = (self.data if data is None else data).get(name)
         top = self.players - 1
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(f"{name!r} must be a seat number 0-{top}; got {value!r}")
+            raise self.fail(f"{name!r} must be a seat number 0-{top}; got {_short(value)}", path + name)
         if not 0 <= value <= top:
-            raise EventError(Code.SEAT_OUT_OF_RANGE, self.index,
-                             f"seat {value} is out of range (0-{top}: {self.players} players)")
+            raise self.fail(f"seat {value} is out of range (0-{top}: {self.players} players)", path + name,
+                            Code.SEAT_OUT_OF_RANGE)
         return value
 
     def tile(self, name: str) -> Tile:
         value = self.data.get(name)
+        if not isinstance(value, str) or len(value) > MAX_TILE_CHARS:
+            raise self.fail(f"{name!r} must be a tile such as '5m'; got {_short(value)}", name)
         try:
             tile = Tile.from_str(value)
         except RuleError as exc:
-            raise self.fail(f"{name!r}: {exc}") from None
+            raise self.fail(f"{name!r}: {exc}", name) from None
         if self.players == 3 and tile.suit == "m":
-            raise EventError(Code.SUIT_NOT_IN_PLAY, self.index,
-                             f"{name!r}: a 万 tile ({tile}) in a three-player room: 三人两房 plays 筒 and 条 only")
+            raise self.fail(f"{name!r}: a 万 tile ({tile}) in a three-player room: 三人两房 plays 筒 and 条 only",
+                            name, Code.SUIT_NOT_IN_PLAY)
         return tile
 
     def flag(self, name: str) -> bool:
         value = self.data.get(name, False)
-        if value is None:
-            return False
         if not isinstance(value, bool):
-            raise self.fail(f"{name!r} must be true or false; got {value!r}")
+            raise self.fail(f"{name!r} must be true or false; got {_short(value)}", name)
         return value
 
-    def hand(self, data: Any, seat: int) -> Hand:
+    def hand(self, data: Any, seat: int, path: str) -> Hand:
         if isinstance(data, Hand):
             return data
-        if type(data) is not dict and not isinstance(data, Mapping):
-            raise self.fail(f"a hand is an object with 'tiles'; got {data!r}")
-        void = data.get("void")
+        data = self.object(data, "hand", path)
+        tiles, melds, void = data["tiles"], data.get("melds", []), data.get("void")
+        if isinstance(tiles, str):
+            if len(tiles) > MAX_HAND_CHARS:
+                raise self.fail(f"seat {seat}'s hand string is longer than {MAX_HAND_CHARS} characters",
+                                path + ".tiles")
+        elif isinstance(tiles, list):
+            self.items(tiles, path + ".tiles", MAX_HAND_TILES)
+            for i, t in enumerate(tiles):
+                if not isinstance(t, str) or len(t) > MAX_TILE_CHARS:
+                    raise self.fail(f"a tile is a string such as '5m'; got {_short(t)}", f"{path}.tiles.{i}")
+        else:
+            raise self.fail(f"a hand's tiles are a hand string or a list of tiles; got {_short(tiles)}",
+                            path + ".tiles")
+        for i, m in enumerate(self.items(melds, path + ".melds", MAX_MELDS)):
+            m = self.object(m, "meld", f"{path}.melds.{i}")
+            for name in ("type", "tile", "kind"):
+                value = m.get(name)
+                if not (isinstance(value, str) and len(value) <= MAX_TILE_CHARS or name == "kind" and value is None):
+                    raise self.fail(f"a meld's {name!r} must be a string; got {_short(value)}",
+                                    f"{path}.melds.{i}.{name}")
+        if void is not None and (not isinstance(void, str) or len(void) > MAX_SUIT_CHARS):
+            raise self.fail(f"a void is a suit such as 's'; got {_short(void)}", path + ".void")
         if void is None and self.voids is not None:
             void = self.voids[seat]
         try:
-            hand = parse_hand(data.get("tiles", ""), data.get("melds") or (), void)
+            hand = parse_hand(tiles, melds, void)
             require_in_play(hand, self.players)
         except RuleError as exc:
             code = exc.code if exc.code in (Code.SUIT_NOT_IN_PLAY, Code.VOID_NOT_ALLOWED) else Code.BAD_HAND
-            raise EventError(code, self.index, f"seat {seat}'s hand: {exc}") from None
+            raise self.fail(f"seat {seat}'s hand: {exc}", path, code) from None
         return hand
 
-    def fan(self, value: Any, what: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FAN:
-            raise self.fail(f"{what} must be an integer from 0 to {MAX_FAN}; got {value!r}")
+    def fan(self, value: Any, what: str, path: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_FAN:
+            raise self.fail(f"{what} must be an integer from 1 to {MAX_FAN}; got {_short(value)}", path)
         return value
 
-    def winner(self, w: Any) -> WinnerEntry:
-        if type(w) is not dict and not isinstance(w, Mapping):
-            raise self.fail("each winner is an object with 'seat' and 'hand' or 'fan'")
-        seat = self.seat("seat", w)
-        has_hand, has_fan = w.get("hand") is not None, w.get("fan") is not None
+    def winner(self, w: Any, path: str) -> WinnerEntry:
+        w = self.object(w, "winner", path)
+        seat = self.seat("seat", w, path + ".")
+        has_hand, has_fan = "hand" in w, "fan" in w
         if has_hand == has_fan:
-            raise self.fail(f"winner {seat} must give exactly one of 'hand' or 'fan'")
+            raise self.fail(f"winner {seat} must give exactly one of 'hand' or 'fan'", path)
         if has_hand:
-            return WinnerEntry(seat, hand=self.hand(w["hand"], seat))
-        fan = self.fan(w["fan"], f"winner {seat}'s fan")
-        if fan < 1:
-            raise self.fail(f"winner {seat}'s fan must be at least 1")
-        return WinnerEntry(seat, fan=fan, patterns=tuple(w.get("patterns") or ()))
+            if "patterns" in w:
+                raise self.fail(f"winner {seat} gives a hand: its patterns are computed", path + ".patterns")
+            return WinnerEntry(seat, hand=self.hand(w["hand"], seat, path + ".hand"))
+        fan = self.fan(w["fan"], f"winner {seat}'s fan", path + ".fan")
+        patterns = self.items(w.get("patterns", []), path + ".patterns", MAX_PATTERNS)
+        for i, pid in enumerate(patterns):
+            if not isinstance(pid, str) or pid not in PATTERNS:
+                raise self.fail(f"unknown pattern id {_short(pid)}", f"{path}.patterns.{i}")
+        return WinnerEntry(seat, fan=fan, patterns=tuple(patterns))
 
-    def reports(self, items: Any, required: bool) -> tuple[SeatReport, ...]:
-        if items is None and not required:
-            return ()
-        if not isinstance(items, list):
-            raise self.fail("'seats' must be a list of {seat, hand | status}")
+    def reports(self, items: Any) -> tuple[SeatReport, ...]:
         out = []
-        for item in items:
-            if type(item) is not dict and not isinstance(item, Mapping):
-                raise self.fail("each entry of 'seats' is an object")
-            seat = self.seat("seat", item)
-            hand, status = item.get("hand"), item.get("status")
-            if (hand is None) == (status is None):
-                raise self.fail(f"seat {seat} must give exactly one of 'hand' or 'status'")
-            if hand is not None:
-                out.append(SeatReport(seat, hand=self.hand(hand, seat)))
+        for i, item in enumerate(self.items(items, "seats")):  # (a seat twice: bad_seats)
+            path = f"seats.{i}"
+            item = self.object(item, "report", path)
+            seat = self.seat("seat", item, path + ".")
+            has_hand, has_status = "hand" in item, "status" in item
+            if has_hand == has_status:
+                raise self.fail(f"seat {seat} must give exactly one of 'hand' or 'status'", path)
+            if has_hand:
+                if "dajiao_fan" in item:
+                    raise self.fail(f"seat {seat} gives a hand: its 大叫 is computed", path + ".dajiao_fan")
+                out.append(SeatReport(seat, hand=self.hand(item["hand"], seat, path + ".hand")))
                 continue
+            status = item["status"]
             if status not in STATUSES:
-                raise self.fail(f"seat {seat}'s status must be one of {', '.join(STATUSES)}; got {status!r}")
+                raise self.fail(f"seat {seat}'s status must be one of {', '.join(STATUSES)}; got {_short(status)}",
+                                path + ".status")
             dajiao = item.get("dajiao_fan")
             if status == "ting":
                 if dajiao is None:
-                    raise self.fail(f"seat {seat} is ting: give its 'dajiao_fan'")
-                dajiao = self.fan(dajiao, f"seat {seat}'s dajiao_fan")
-                if dajiao < 1:
-                    raise self.fail(f"seat {seat}'s dajiao_fan must be at least 1")
-            elif dajiao is not None:
-                raise self.fail(f"seat {seat} is {status}: 'dajiao_fan' is only for a ting seat")
+                    raise self.fail(f"seat {seat} is ting: give its 'dajiao_fan'", path + ".dajiao_fan")
+                dajiao = self.fan(dajiao, f"seat {seat}'s dajiao_fan", path + ".dajiao_fan")
+            elif "dajiao_fan" in item:
+                raise self.fail(f"seat {seat} is {status}: 'dajiao_fan' is only for a ting seat",
+                                path + ".dajiao_fan")
             out.append(SeatReport(seat, status=status, dajiao_fan=dajiao))
         return tuple(out)
+
+
+def _short(value: Any) -> str:
+    """A value for a message, cut short (input can be large)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -45,6 +45,7 @@ from typing import Any, Iterable, Mapping
 from .codes import Code
 from .errors import EventError, RuleError
 from .ruleset import Ruleset
+from .events import MAX_SUIT_CHARS, parse_event
 from .settle import Round, Transfer
 from .tiles import parse_suit
 
@@ -181,50 +182,61 @@ class TableState:
         return new, out
 
     def step(self, record: Mapping[str, Any], seq: int) -> tuple[Transfer, ...]:
-        kind = record.get("type") if isinstance(record, Mapping) else None
+        if not isinstance(record, Mapping):
+            raise TableError(Code.BAD_EVENT, seq, f"an event is an object, got {type(record).__name__}", field="_schema")
+        kind = record.get("type")
         if kind == "round_start":
             out: tuple[Transfer, ...] = ()
             self._round_start(record, seq)
         elif kind == "round_end":
             out = ()
-            self._round_end(seq)
+            self._round_end(record, seq)
         elif kind in ROUND_EVENTS:
             out = self._round_event(record, seq)
         else:
-            raise TableError(Code.BAD_EVENT, seq, f"unknown event type {kind!r} (one of {', '.join(TABLE_EVENTS)})")
+            raise TableError(Code.BAD_EVENT, seq, f"unknown event type {kind!r} (one of {', '.join(TABLE_EVENTS)})",
+                             field="type")
         self.version = seq
         return out
 
     def _round_start(self, record: Mapping[str, Any], seq: int) -> None:
-        if self.playing:
-            raise TableError(Code.ROUND_IN_PROGRESS, seq,
-                             f"round {self.round_meta['number']} is still being played; post round_end first")
-        unknown = set(record) - {"type", "dealer", "voids"}
-        if unknown:
-            raise TableError(Code.BAD_EVENT, seq, f"unknown field(s) of round_start: {', '.join(sorted(unknown))}")
+        _no_unknown(record, ("type", "dealer", "voids"), seq)
         n = self.ruleset.players
         dealer = record.get("dealer")
         if dealer is None:
             dealer = self.dealer
-        if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < n:
-            raise TableError(Code.SEAT_OUT_OF_RANGE, seq, f"dealer {dealer!r} is not a seat 0-{n - 1}")
+        if isinstance(dealer, bool) or not isinstance(dealer, int):
+            raise TableError(Code.BAD_EVENT, seq, f"dealer {dealer!r} is not a seat 0-{n - 1}", field="dealer")
+        if not 0 <= dealer < n:
+            raise TableError(Code.SEAT_OUT_OF_RANGE, seq, f"dealer {dealer!r} is not a seat 0-{n - 1}",
+                             field="dealer")
         voids = record.get("voids")
         if voids is None:
             voids = [None] * n
         if not isinstance(voids, list) or len(voids) != n:
-            raise TableError(Code.BAD_EVENT, seq, f"voids lists the {n} seats' void suits (or null)")
+            raise TableError(Code.BAD_EVENT, seq, f"voids lists the {n} seats' void suits (or null)", field="voids")
+        voids = list(voids)  # (the record itself is kept as given)
+        for i, v in enumerate(voids):
+            if v is not None and (not isinstance(v, str) or len(v) > MAX_SUIT_CHARS):
+                raise TableError(Code.BAD_EVENT, seq, f"voids: a suit such as 's' (or null); got {v!r}",
+                                 field=f"voids.{i}")
+            try:
+                voids[i] = None if v is None else parse_suit(v)
+            except RuleError as exc:
+                raise TableError(Code.BAD_EVENT, seq, f"voids: {exc}", field=f"voids.{i}") from None
         if n == 3 and any(v is not None for v in voids):
-            raise TableError(Code.VOID_NOT_ALLOWED, seq, "a three-player room (三人两房) has no 定缺: voids must be null")
-        try:
-            voids = [None if v is None else parse_suit(v) for v in voids]
-        except RuleError as exc:
-            raise TableError(Code.BAD_EVENT, seq, f"voids: {exc}") from None
+            raise TableError(Code.VOID_NOT_ALLOWED, seq, "a three-player room (三人两房) has no 定缺: voids must be null",
+                             field="voids")
+        if self.playing:  # (a malformed round_start is told so first)
+            raise TableError(Code.ROUND_IN_PROGRESS, seq,
+                             f"round {self.round_meta['number']} is still being played; post round_end first")
         number = self.rounds_done + 1
         self.base = self.balances
         self.round = Round(self.ruleset, dealer, voids)
         self.round_meta = {"number": number, "start": seq, "ended_by": None}
 
-    def _round_end(self, seq: int) -> None:
+    def _round_end(self, record: Mapping[str, Any], seq: int) -> None:
+        _no_unknown(record, ("type",), seq)
         if self.round_meta is None:
             raise TableError(Code.NO_ROUND, seq, "no round has started")
         if not self.playing:
@@ -237,6 +249,8 @@ class TableState:
         self.dealer = self.round.dealer_after()
 
     def _round_event(self, record: Mapping[str, Any], seq: int) -> tuple[Transfer, ...]:
+        if not self.playing:
+            parse_event(record, seq, players=self.ruleset.players)  # a malformed event is told so first
         if self.round_meta is None:
             raise TableError(Code.NO_ROUND, seq, "post a round_start before the round's events")
         if not self.playing:
@@ -246,6 +260,12 @@ class TableState:
         if self.round.ended:
             self._close(record["type"])
         return out
+
+
+def _no_unknown(record: Mapping[str, Any], known: tuple[str, ...], seq: int) -> None:
+    for name in record:
+        if name not in known:
+            raise TableError(Code.BAD_EVENT, seq, f"unknown field {name!r} of a {record['type']}", field=str(name))
 
 
 def fold(players: list[str], ruleset, dealer: int, records: Iterable[Mapping[str, Any]]) -> tuple[TableState, list[dict]]:

@@ -17,6 +17,8 @@ key                            type    holds
 ``{t:<id>}:created``           string  a keyed creation's record: :func:`fp_digest` of the request,
                                        then its tokens sealed with AES-GCM under a key derived
                                        from the Idempotency-Key (24 h at most)
+``{o:<name>}:tables``          zset    ids of the tables an API key created, scored by creation
+                                       time in ms (``GET /v1/tables``; pruned lazily)
 ``rl:...``                     -       rate-limit counters (Flask-Limiter's storage)
 =============================  ======  ==================================================
 
@@ -92,6 +94,11 @@ def fp_digest(fingerprint: str) -> bytes:
 def every(table_id: str) -> list[str]:
     """Every key a live table may have (meta first)."""
     return [meta(table_id), log(table_id), state(table_id), rounds(table_id), idem(table_id), created(table_id)]
+
+
+def owner_tables(owner: str) -> str:
+    """The index of an API key's tables (its own slot: written beside, not inside, CREATE)."""
+    return "{o:" + owner + "}:tables"
 
 
 TABLE_PATTERN = "{t:*}:meta"

@@ -225,19 +225,25 @@ def _unseal(idempotency_key: str, table_id: str, sealed: bytes) -> Any:
     return json.loads(_cipher(idempotency_key).decrypt(sealed[:12], sealed[12:], table_id.encode()))
 
 
-def _matches(if_match: "int | tuple[int, ...]", version: int) -> bool:
-    return version in if_match if isinstance(if_match, tuple) else version == if_match
+def _matches(if_match: "int | tuple[int, ...] | frozenset[int]", version: int) -> bool:
+    return version in if_match if isinstance(if_match, (tuple, frozenset, set)) else version == if_match
 
 
-def _show(if_match: "int | tuple[int, ...]") -> str:
-    if isinstance(if_match, tuple):
+def _show(if_match: "int | tuple[int, ...] | frozenset[int]") -> str:
+    if isinstance(if_match, (tuple, frozenset, set)):
+        if_match = tuple(sorted(if_match))
         return " or ".join(str(v) for v in if_match if v >= 0) or "a weak tag"
     return str(if_match) if if_match >= 0 else "a weak tag"
 
 
-def _created_id(idempotency_key: str) -> str:
-    """The id of the table an Idempotency-Key creates (so that a retry finds it)."""
-    return hashlib.sha256(b"table-id:" + idempotency_key.encode()).hexdigest()[:16]
+def _created_id(idempotency_key: str, owner: str | None = None) -> str:
+    """The id of the table an Idempotency-Key creates (so that a retry finds it).
+
+    With an ``owner`` (an API key's name) the key is scoped to it: the same
+    key sent with another API key makes (or finds) another table.
+    """
+    scope = b"" if owner is None else owner.encode() + b"\x00"
+    return hashlib.sha256(b"table-id:" + scope + idempotency_key.encode()).hexdigest()[:16]
 
 
 def _out_of_memory(exc: redis.exceptions.ResponseError) -> bool:
@@ -288,18 +294,20 @@ class TableStore:
 
     # -- create ------------------------------------------------------------------
     def create(self, players: list[str], ruleset: Any, dealer: int = 0, *,
-               idempotency_key: str | None = None, fp: str = "") -> Created:
+               idempotency_key: str | None = None, fp: str = "", owner: str | None = None) -> Created:
         """A new table; its tokens are returned here only (Redis keeps their SHA-256).
 
         With an ``Idempotency-Key`` the table id is derived from the key, so a retry
         finds the same table; its tokens are kept (24 h, and never longer than the
         table) sealed under a key derived from the Idempotency-Key, which Redis
-        never sees, so that the retry can be answered with them.
+        never sees, so that the retry can be answered with them.  With an
+        ``owner`` (an API key's name) the key is scoped to the owner and the table
+        is listed in the owner's index (:meth:`tables_of`).
         """
         state = TableState.new(players, ruleset, dealer)
         created_ttl = min(self.idempotency_ttl, self.table_ttl) if self.table_ttl else self.idempotency_ttl
         for _ in range(5):
-            table_id = _created_id(idempotency_key) if idempotency_key else secrets.token_hex(8)
+            table_id = _created_id(idempotency_key, owner) if idempotency_key else secrets.token_hex(8)
             token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
             record = b""
             if idempotency_key:
@@ -313,10 +321,15 @@ class TableStore:
             res = self._run(self._create, keys.every(table_id),
                             [_dumps(state.to_dict()), self.table_ttl, record, created_ttl, *flat])
             if res[0] == 1:
+                if owner is not None:
+                    self._index(owner, table_id)
                 return Created(table_id, token, read_token, list(players), state.ruleset.as_dict(), dealer,
                                state.version, state.balances)
             if idempotency_key:
-                return self._replay_creation(table_id, idempotency_key, fp, res[1], res[2])
+                replay = self._replay_creation(table_id, idempotency_key, fp, res[1], res[2])
+                if owner is not None:  # (listed again: a first attempt may have failed before)
+                    self._index(owner, table_id)
+                return replay
         raise Busy("could not allocate a table id")  # pragma: no cover - 64 random bits
 
     def _replay_creation(self, table_id: str, idempotency_key: str, fp: str, record: bytes | None,
@@ -338,9 +351,9 @@ class TableStore:
         return Created(table_id, token, read_token, state.players, state.ruleset.as_dict(), state.first_dealer,
                        state.version, state.balances, replayed=True)
 
-    def is_creation_replay(self, idempotency_key: str, fp: str) -> bool:
+    def is_creation_replay(self, idempotency_key: str, fp: str, owner: str | None = None) -> bool:
         """Whether this key already created a table from this very request (its retry is a replay)."""
-        record = self.r.get(keys.created(_created_id(idempotency_key)))
+        record = self.r.get(keys.created(_created_id(idempotency_key, owner)))
         return bool(record) and hmac.compare_digest(record[:8], keys.fp_digest(fp))
 
     # -- auth ------------------------------------------------------------------------
@@ -603,6 +616,78 @@ class TableStore:
                                       [len(log), _dumps(folded.to_dict()), _dumps([_dumps(s) for s in summaries])]))
         return {"id": table_id, "version": len(log), "ok": ok, "repaired": repaired,
                 "balances": folded.balances}
+
+    # -- an API key's tables -------------------------------------------------------------------
+    def _index(self, owner: str, table_id: str) -> None:
+        """List a new table under its owner; prune up to two of the owner's oldest dead entries.
+
+        (Not inside CREATE: the index lives in the owner's slot, not the table's.
+        A crash between the two leaves a table unlisted, never a listed table that
+        was not created.)
+        """
+        index = keys.owner_tables(owner)
+        self.r.zadd(index, {table_id: int(time.time() * 1000)}, nx=True)
+        oldest = [m.decode() for m in self.r.zrange(index, 0, 1)]
+        with self.r.pipeline(transaction=False) as p:
+            for tid in oldest:
+                p.exists(keys.state(tid))
+            alive = p.execute()
+        dead = [tid for tid, ok in zip(oldest, alive) if not ok]
+        if dead:
+            self.r.zrem(index, *dead)
+
+    def tables_of(self, owner: str, after: str | None = None, limit: int = 50) -> dict:
+        """The owner's tables, newest first: ``{"tables": [...], "next"}``.
+
+        ``after`` is the ``next`` of the previous page (``"<ms>-<id>"``), ``None``
+        for the first page.  Tables that expired or were deleted are dropped from
+        the index as they are met.
+        """
+        index = keys.owner_tables(owner)
+        top: str = "+inf"
+        skip: set[str] = set()
+        if after is not None:
+            ms, _, last = after.partition("-")
+            top = ms
+            # entries of the same millisecond that the previous page already gave
+            skip = {m.decode() for m in self.r.zrevrangebyscore(index, ms, ms)}
+            skip = {m for m in skip if m >= last}
+        found: list[tuple[str, int, dict]] = []
+        offset = 0
+        while len(found) <= limit:
+            want = limit + 1 - len(found) + len(skip)
+            rows = self.r.zrevrangebyscore(index, top, "-inf", start=offset, num=want, withscores=True)
+            batch = [(m.decode(), int(score)) for m, score in rows]
+            batch = [(tid, ms) for tid, ms in batch if tid not in skip]
+            views = self._summaries([tid for tid, _ in batch])
+            dead = [tid for (tid, _), v in zip(batch, views) if v is None]
+            if dead:
+                self.r.zrem(index, *dead)
+            offset += len(rows) - len(dead)
+            found.extend((tid, ms, v) for (tid, ms), v in zip(batch, views) if v is not None)
+            if len(rows) < want:
+                break
+        page = found[:limit]
+        nxt = f"{page[-1][1]}-{page[-1][0]}" if len(found) > limit else None
+        return {"tables": [v for _, _, v in page], "next": nxt}
+
+    def _summaries(self, ids: list[str]) -> list[dict | None]:
+        with self.r.pipeline(transaction=False) as p:
+            for tid in ids:
+                p.hmget(keys.meta(tid), "players", "created", "deleted")
+                p.get(keys.state(tid))
+                p.llen(keys.log(tid))
+            res = p.execute()
+        out: list[dict | None] = []
+        for i, tid in enumerate(ids):
+            meta, state, version = res[3 * i], res[3 * i + 1], res[3 * i + 2]
+            if meta[0] is None or meta[2] or state is None:
+                out.append(None)
+                continue
+            st = TableState.from_dict(json.loads(state))
+            out.append({"id": tid, "players": json.loads(meta[0]), "created": meta[1].decode(),
+                        "version": version, "balances": st.balances})
+        return out
 
     def table_ids(self):
         """The ids of the live tables (deleted tables' tombstones left out), in no order."""

@@ -1,0 +1,136 @@
+"""Rate limits (Flask-Limiter on the tables' Redis): 429 problem+json with ``Retry-After``.
+
+=============================  ========================  ======================================
+setting (environment)          counted per               requests
+=============================  ========================  ======================================
+``TABLES_PER_HOUR``            client                    ``POST /v1/tables`` (a replay is free)
+``CLIENT_EVENTS_PER_MINUTE``   client                    ``POST /v1/tables/{id}/events``
+``CLIENT_VOIDS_PER_MINUTE``    client                    ``POST .../events/{seq}/void``
+``CLIENT_READS_PER_MINUTE``    client                    ``GET /v1/tables``, ``GET /v1/tables/{id}``,
+                                                         ``GET /v1/tables/{id}/events``
+``TABLE_EVENTS_PER_MINUTE``    table                     ``POST /v1/tables/{id}/events``
+``TABLE_VOIDS_PER_MINUTE``     table                     ``POST .../events/{seq}/void``
+``TABLE_READS_PER_MINUTE``     table                     ``GET /v1/tables/{id}``, ``GET .../events``
+=============================  ========================  ======================================
+
+The *client* is the API key when the request gave one (``API_KEY_LIMITS`` may
+set that key's own limits), else the client address (see
+:mod:`service.api.clients`); every request of a client counts, refused ones
+included.  A table's limits count only requests that the table answered (not
+401/403/404), so that nobody without its tokens can use them up.  0 turns a limit off.  Windows are sliding (Flask-Limiter's
+``sliding-window-counter``): a refused request gets ``Retry-After`` (seconds)
+and every limited response the ``X-RateLimit-*`` headers.  If Redis cannot be
+asked, no limit is enforced (the store's own 503 follows).
+
+Flask-Limiter hooks every request of an app; its bookkeeping costs about
+100 µs a request even where no limit applies, so its hooks are moved to the
+``tables`` blueprint (:func:`_scope_to_blueprint`): the stateless hand
+endpoints, the hot path, never run them.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Callable
+
+from flask import Flask, current_app, request
+
+from ..config import CLIENT_LIMITS, LIMITS, ApiKeys
+from .clients import api_key, client_key
+
+READS = ("tables.get_table", "tables.list_events", "tables.list_tables")
+TABLE_READS = ("tables.get_table", "tables.list_events")
+EVENTS = ("tables.post_event",)
+VOIDS = ("tables.void_event",)
+CREATE = "tables.create_table"
+_NOT_ANSWERED = (401, 403, 404)
+
+
+def install(app: Flask, url: str) -> None:
+    """Install the configured limits (none configured: nothing is installed)."""
+    keys: ApiKeys = app.config.get("API_KEYS") or ApiKeys()
+    setting = {name: int(app.config.get(var, 0) or 0) for name, (var, _, _) in LIMITS.items()}
+    if not any(setting.values()) and not any(keys.limits.values()):
+        return
+    from flask_limiter import Limiter
+
+    @app.after_request
+    def _retry_after_only_when_refused(response):
+        # Flask-Limiter adds Retry-After to every response; it means something only on 429/503.
+        # (Registered before the limiter, so it runs after the limiter's own hook.)
+        if response.status_code not in (429, 503):
+            response.headers.pop("Retry-After", None)
+        return response
+
+    limiter = Limiter(
+        client_key, app=app, storage_uri=url,
+        storage_options={"socket_timeout": 2, "socket_connect_timeout": 1},
+        strategy="sliding-window-counter", key_prefix="rl", headers_enabled=True, swallow_errors=True,
+    )
+
+    def current(name: str) -> int:
+        return keys.limit(api_key(), name, setting[name]) if name in CLIENT_LIMITS else setting[name]
+
+    def rate(name: str, per: str) -> tuple[Callable[[], str], Callable[[], bool]]:
+        return (lambda: f"{current(name)}/{per}"), (lambda: current(name) == 0)
+
+    def wrap(endpoints: tuple[str, ...], name: str, per: str, key_func: Callable[[], str], **kwargs: Any) -> None:
+        value, off = rate(name, per)
+        decorate = limiter.shared_limit(value, scope=name, key_func=key_func, exempt_when=off, **kwargs)
+        for endpoint in endpoints:
+            app.view_functions[endpoint] = decorate(app.view_functions[endpoint])
+
+    answered = {"deduct_when": lambda response: response.status_code not in _NOT_ANSWERED}
+    value, off = rate("tables_per_hour", "hour")
+    app.view_functions[CREATE] = limiter.limit(
+        value, key_func=client_key, methods=["POST"],
+        exempt_when=lambda: off() or _is_create_replay(),
+    )(app.view_functions[CREATE])
+    wrap(EVENTS, "client_events_per_minute", "minute", client_key)
+    wrap(VOIDS, "client_voids_per_minute", "minute", client_key)
+    wrap(READS, "client_reads_per_minute", "minute", client_key)
+    wrap(EVENTS, "table_events_per_minute", "minute", _table_key, **answered)
+    wrap(VOIDS, "table_voids_per_minute", "minute", _table_key, **answered)
+    wrap(TABLE_READS, "table_reads_per_minute", "minute", _table_key, **answered)
+    _scope_to_blueprint(app, limiter, "tables")
+
+
+def _table_key() -> str:
+    return "table:" + str((request.view_args or {}).get("table_id", "-"))[:64]
+
+
+def _is_create_replay() -> bool:
+    """A retried table creation (its Idempotency-Key already made a table from this very
+    request) replays the first response: it creates nothing, so it does not count against
+    the limit.  The same key with another body counts (it could be guessing)."""
+    from . import tables
+
+    store = current_app.extensions.get("tables")
+    if store is None:
+        return False
+    try:
+        key = tables.creation_key()
+        return key is not None and store.is_creation_replay(key, tables.creation_fingerprint(), api_key())
+    except Exception:  # not a valid key (the view refuses it) or Redis trouble (503 follows): counted
+        return False
+
+
+def _scope_to_blueprint(app: Flask, limiter: Any, blueprint: str) -> None:
+    """Run Flask-Limiter's request hooks for one blueprint only.
+
+    Flask-Limiter hooks every request of the app; its bookkeeping costs about
+    100 µs a request even where no limit applies (the stateless hand endpoints,
+    the hot path).  Every limit is on the ``tables`` blueprint, so its hooks
+    move there.  (If a Flask-Limiter release changes its hooks, nothing moves:
+    the limits still hold, only slower.)
+    """
+    def owned(func: Any) -> bool:
+        return getattr(func, "__self__", None) is limiter or (
+            isinstance(func, partial) and bool(func.args) and func.args[0] is limiter
+        )
+
+    for hooks in (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs):
+        mine = [f for f in hooks.get(None, []) if owned(f)]
+        if mine:
+            hooks[None] = [f for f in hooks[None] if not owned(f)]
+            hooks.setdefault(blueprint, []).extend(mine)

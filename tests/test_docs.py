@@ -1,0 +1,98 @@
+"""docs/: the generated pages match the code; the hand-written ones hold what a newcomer needs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from service import docs
+from service.rules.patterns import PATTERNS
+from service.rules.ruleset import ENUMS
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+@pytest.fixture(scope="module")
+def generated(redis_server) -> dict[str, str]:
+    return docs.pages(redis_server.url)
+
+
+def test_generated_pages_are_up_to_date(generated):
+    stale = docs.stale(generated)
+    assert not stale, f"docs/{stale} drifted from the code: run `python -m service docs` and commit the result"
+
+
+def test_the_docs_command_checks_and_fails_on_drift(tmp_path, generated):
+    assert sorted(docs.stale(generated, tmp_path)) == sorted(generated)  # nothing there: every page is stale
+    for name, text in generated.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert docs.stale(generated, tmp_path) == []
+    (tmp_path / "rules.md").write_text(generated["rules.md"].replace("清一色", "X"), encoding="utf-8")
+    assert docs.stale(generated, tmp_path) == ["rules.md"]
+
+
+def test_rules_page_lists_every_pattern_in_every_fan_table(generated):
+    page = generated["rules.md"]
+    for p in PATTERNS.values():
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{p.id}` |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        fans = [("—" if p.fan(t) is None else str(p.fan(t))) for t in ENUMS["fan_table"]]
+        assert cells == [f"`{p.id}`", p.name, p.name_en, *fans], row
+
+
+def test_events_page_shows_every_event_type_answered(generated):
+    page = generated["events.md"]
+    for kind in ("peng", "kong", "hu", "draw", "escape", "round_start", "round_end"):
+        assert re.search(r'\{"type": "%s"' % kind, page), kind
+    void = re.search(r"POST /v1/tables/<id>/events/(\d+)/void", page)
+    assert void and f'"voided":{void.group(1)}' in page
+    statuses = re.findall(r"^(\d{3}) [A-Z ]+$", page, re.M)
+    assert statuses.count("201") >= 12 and {"200", "204", "422"} <= set(statuses), statuses
+    assert '"code":"seat_out_of_range"' in page and '"errors":{"seat"' in page
+    assert "<token>" in page and not re.search(r'"token":"[A-Za-z0-9_-]{20,}"', page)
+
+
+def test_hand_written_pages_cover_the_newcomer(generated):
+    glossary = (DOCS / "glossary.md").read_text(encoding="utf-8")
+    for term in ("缺一门", "定缺", "刮风下雨", "查花猪", "查大叫", "呼叫转移", "一炮多响", "杠上花", "杠上炮",
+                 "抢杠胡", "花猪", "大叫", "退税", "血战到底", "自摸", "点炮", "番"):
+        assert term in glossary, term
+    notation = (DOCS / "notation.md").read_text(encoding="utf-8")
+    assert "123m456p789s11m" in notation and "canonical" in notation
+    clients = (DOCS / "clients.md").read_text(encoding="utf-8")
+    assert "openapi-python-client generate" in clients and "openapi-typescript" in clients
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    for page in ("glossary.md", "notation.md", "rules.md", "events.md", "api.md", "clients.md"):
+        assert f"]({page})" in index and (DOCS / page).exists(), page
+
+
+def test_links_between_pages_resolve():
+    for page in DOCS.glob("*.md"):
+        for target in re.findall(r"\]\(([^)#]+)\)", page.read_text(encoding="utf-8")):
+            if "://" not in target:
+                assert (page.parent / target).resolve().exists(), (page.name, target)
+
+
+def test_docs_cli_check_passes_on_the_committed_pages():
+    run = subprocess.run([sys.executable, "-m", "service", "docs", "--check"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+
+
+def test_api_page_names_every_conflict_code_of_the_store(generated):
+    source = (ROOT / "service" / "store" / "tables.py").read_text(encoding="utf-8")
+    codes = set(re.findall(r'Conflict\("([a-z_]+)"', source))
+    assert codes and all(f"`{code}`" in generated["api.md"] for code in codes), codes
+
+
+def test_rules_page_lists_every_code_and_reason(generated):
+    from service.rules.codes import code_table, reason_table
+
+    page = generated["rules.md"]
+    for code, meaning in [*code_table(), *reason_table()]:
+        assert f"| `{code}` | {meaning} |" in page, code
