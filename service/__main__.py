@@ -88,7 +88,8 @@ def storage(settings: Settings) -> Iterator[str | None]:
         server.stop()
 
 
-def serve(settings: Settings) -> int:
+def serve(settings: Settings, **gunicorn_overrides) -> int:
+    """Run the service until stopped; ``gunicorn_overrides`` are for the benchmarks."""
     import os
 
     from . import serving
@@ -111,7 +112,7 @@ def serve(settings: Settings) -> int:
                 return create_app()
 
             try:
-                serving.run(load_app, settings)
+                serving.run(load_app, settings, **gunicorn_overrides)
             except SystemExit as exc:
                 return exc.code if isinstance(exc.code, int) else 0
     return 0
