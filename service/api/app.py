@@ -24,7 +24,7 @@ from flask import Flask
 
 from .. import web
 from ..config import load_settings
-from . import hands, observe, ops, problems, rounds, tables
+from . import hands, observe, ops, problems, rounds, stream, tables
 from .schemas import DocumentedField
 from .smorest import Api
 
@@ -91,7 +91,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     api = Api(app)
     api.register_field(DocumentedField, None, None)
     api.ma_plugin.converter.add_attribute_function(_documented_field)
-    for blueprint in (hands.blp, rounds.blp, tables.blp, ops.blp):
+    for blueprint in (hands.blp, rounds.blp, tables.blp, stream.blp, ops.blp):
         api.register_blueprint(blueprint)
     tables.document(api)
     web.register(app)  # the companion app at / and the /docs assets

@@ -17,6 +17,8 @@ key                            type    holds
 ``{t:<id>}:created``           string  a keyed creation's record: :func:`fp_digest` of the request,
                                        then its tokens sealed with AES-GCM under a key derived
                                        from the Idempotency-Key (24 h at most)
+``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
+                                       ``deleted`` (PUBLISH, or SPUBLISH on a cluster: same slot)
 ``rl:...``                     -       rate-limit counters (Flask-Limiter's storage)
 =============================  ======  ==================================================
 
@@ -94,6 +96,26 @@ def every(table_id: str) -> list[str]:
     return [meta(table_id), log(table_id), state(table_id), rounds(table_id), idem(table_id), created(table_id)]
 
 
+def channel(table_id: str) -> str:
+    """The table's pub/sub channel (hash-tagged: a sharded channel lives on the table's slot).
+
+    >>> channel("0123456789abcdef")
+    '{t:0123456789abcdef}:events'
+    """
+    return tag(table_id) + ":events"
+
+
+def table_of_channel(name: str) -> str:
+    """>>> table_of_channel("{t:0123456789abcdef}:events")
+    '0123456789abcdef'
+    """
+    return name[len("{t:"): name.index("}")]
+
+
+PUBLISH = "PUBLISH"  # a plain Redis (the embedded 6.2 included)
+SPUBLISH = "SPUBLISH"  # Redis Cluster (7.0+): the message stays on the channel's slot's shard
+DELETED = "deleted"  # the message a DELETE publishes
+
 TABLE_PATTERN = "{t:*}:meta"
 
 
@@ -135,6 +157,8 @@ return {1}
 # ARGV[7] fp_digest of the request (with a key)
 # ARGV[8] table TTL in seconds (0: none)
 # ARGV[9] maximum log length (0: none)
+# KEYS[6] the table's channel, ARGV[10] the message to publish on it once appended ("" none),
+# ARGV[11] PUBLISH or SPUBLISH
 # returns {"ok", version} | {"replay", idem value} | {"conflict", version} | {"missing"} | {"full", version}
 APPEND = """
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
@@ -163,6 +187,7 @@ local ttl = tonumber(ARGV[8])
 if ttl > 0 then
   for i = 1, 5 do redis.call('EXPIRE', KEYS[i], ttl) end
 end
+if ARGV[10] ~= '' then redis.call(ARGV[11], KEYS[6], ARGV[10]) end
 return {'ok', tostring(version + 1)}
 """
 
@@ -171,6 +196,7 @@ return {'ok', tostring(version + 1)}
 # table is still authenticated (401 for a wrong token, 404 for a right one).
 # KEYS: meta, log, state, rounds, idem, created (as every())
 # ARGV[1] tombstone TTL in seconds
+# KEYS[7] the table's channel, ARGV[2] PUBLISH or SPUBLISH (the message is "deleted")
 # returns 1 when the table existed, else 0
 DELETE = """
 if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
@@ -178,6 +204,7 @@ redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created')
 redis.call('HSET', KEYS[1], 'deleted', '1')
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
+redis.call(ARGV[2], KEYS[7], 'deleted')
 return 1
 """
 
