@@ -120,8 +120,9 @@ class Subscription:
         if not self.items and not self.behind:
             self.wake.wait(timeout)
         self.wake.clear()
-        items = list(self.items)
-        self.items.clear()
+        items = []
+        while self.items:  # (popleft, not copy-then-clear: a push may come in between)
+            items.append(self.items.popleft())
         return items
 
 
