@@ -5,17 +5,20 @@ One run, loopback only, bounded (about a minute with the defaults):
 1. a private ``redis-server`` (AOF, ``appendfsync always``) and ``python -m
    service serve`` on it (``--workers``), ``--tables`` tables created;
 2. ``POST /v1/hands/ting`` on ``--connections`` keep-alive connections for
-   ``--ting`` seconds with **no** subscriber (the baseline);
+   ``--ting`` seconds with **no** subscriber: alone, then while a writer posts
+   ``--rate`` events per second to another ``--tables`` tables (the baselines);
 3. ``--per-table`` subscribers per table connect (``GET …/stream``, the read
    token) and sit idle: the workers' RSS before and after, per subscriber; what
    Redis holds for them (pub/sub connections, subscriptions per channel, memory);
+   the ting load again, with them idle;
 4. for ``--duration`` seconds a writer posts valid events at ``--rate`` per
-   second in all (round-robin over the tables) while the ting load runs again:
+   second in all (round-robin over the followed tables) while the ting load runs again:
    the delivery latency of every record, from the moment the writer read its
    201 to the moment a subscriber read its frame (p50/p90/p99/max; negative
    when the frame came first), every record checked delivered exactly once and
    in order to each subscriber of its table, and the ting throughput with the
-   subscribers as a ratio of the baseline.
+   subscribers as a ratio of the baselines (the writes cost CPU of their own:
+   the ratio against ting-while-writing isolates what the subscribers cost).
 
 The subscribers, the writer and the ting load run in three processes (so that
 one client loop does not delay another) and share ``time.monotonic()``.
@@ -224,19 +227,31 @@ def main(argv: list[str] | None = None) -> int:
         r = redis.Redis.from_url(server.url)
         try:
             client = Client(port)
-            tables = []
-            for _ in range(args.tables):
-                status, _, body = client.request("POST", "/v1/tables", {"players": ["东", "南", "西", "北"]})
-                assert status == 201, body
-                tables.append((body["id"], body["token"], body["read_token"]))
+            tables, quiet = [], []  # followed tables; tables written to without subscribers
+            for group in (tables, quiet):
+                for _ in range(args.tables):
+                    status, _, body = client.request("POST", "/v1/tables", {"players": ["东", "南", "西", "北"]})
+                    assert status == 201, body
+                    group.append((body["id"], body["token"], body["read_token"]))
             client.close()
             out({"phase": "setup", "tables": args.tables, "per_table": args.per_table, "workers": args.workers,
                  "cpus": os.cpu_count(), "rate": args.rate, "duration_s": args.duration})
 
-            ting, ting_conn = run_in_process(ting_process, port, args.connections, args.ting)
-            baseline = ting_conn.recv()
-            ting.join(timeout=30)
-            out({"phase": "ting_without_subscribers", "connections": args.connections, **baseline})
+            def ting_during(seconds: float) -> dict:
+                ting, ting_conn = run_in_process(ting_process, port, args.connections, seconds)
+                result = ting_conn.recv()
+                ting.join(timeout=30)
+                return result
+
+            baseline = ting_during(args.ting)
+            out({"phase": "ting_alone", "connections": args.connections, **baseline})
+
+            writer, writer_conn = run_in_process(writer_process, port, quiet, args.rate, args.ting + 1)
+            writes_only = ting_during(args.ting)
+            quiet_acked, _ = writer_conn.recv()
+            writer.join(timeout=30)
+            out({"phase": "ting_while_writing_without_subscribers", "connections": args.connections,
+                 "events_per_s": round(len(quiet_acked) / (args.ting + 1), 1), **writes_only})
 
             rss0, redis0 = rss_kib(proc.pid), r.info("memory")["used_memory"]
             subs, subs_conn = run_in_process(subscribers_process, port, tables, args.per_table)
@@ -252,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
                  "redis_subscriptions_per_channel_sample": sorted(set(per_channel)),
                  # (used_memory also moves with client buffers and allocator noise)
                  "redis_used_memory_delta_bytes": redis1 - redis0})
+            idle_subs = ting_during(args.ting)
+            out({"phase": "ting_with_idle_subscribers", "connections": args.connections, **idle_subs})
 
             writer, writer_conn = run_in_process(writer_process, port, tables, args.rate, args.duration)
             ting, ting_conn = run_in_process(ting_process, port, args.connections, min(args.ting, args.duration))
@@ -292,12 +309,19 @@ def main(argv: list[str] | None = None) -> int:
          "latency_ms_p50": pct(latencies, 0.50), "latency_ms_p90": pct(latencies, 0.90),
          "latency_ms_p99": pct(latencies, 0.99), "latency_ms_max": pct(latencies, 1.0),
          "received_before_201": sum(1 for x in latencies if x < 0)})
-    out({"phase": "ting_with_subscribers", "connections": args.connections, **with_subs})
-    ratio = round(with_subs["rps"] / baseline["rps"], 3) if baseline["rps"] else None
+    out({"phase": "ting_while_writing_with_subscribers", "connections": args.connections, **with_subs})
+
+    def ratio(a: dict, b: dict) -> float | None:
+        return round(a["rps"] / b["rps"], 3) if b["rps"] else None
+
     out({"summary": True,
          "delivery_p50_ms": pct(latencies, 0.50), "target_p50_ms": 20,
          "delivery_p99_ms": pct(latencies, 0.99), "target_p99_ms": 250,
-         "ting_rps_ratio_with_subscribers": ratio, "target_ratio": 0.8,
+         # ting requests/s with 2,000 subscribers over without: idle; while 200 events/s are
+         # written and delivered, against the same writes without subscribers; and against ting alone
+         "ting_ratio_idle_subscribers": ratio(idle_subs, baseline),
+         "ting_ratio_writing_subscribers_vs_writing": ratio(with_subs, writes_only),
+         "ting_ratio_writing_subscribers_vs_alone": ratio(with_subs, baseline), "target_ratio": 0.8,
          "service_kib_per_idle_subscriber": round((rss1 - rss0) / opened, 2), "target_kib": 50,
          "missing": missing, "duplicates": duplicates, "out_of_order": out_of_order})
     return 0
