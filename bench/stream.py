@@ -77,6 +77,19 @@ def rss_kib(master: int) -> int:
     return total
 
 
+def cpu_seconds(master: int) -> float:
+    """User + system CPU time of a server's workers so far."""
+    total = 0
+    for pid in worker_pids(master):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], p: float) -> float | None:
     if not values:
         return None
@@ -238,9 +251,15 @@ def main(argv: list[str] | None = None) -> int:
                  "cpus": os.cpu_count(), "rate": args.rate, "duration_s": args.duration})
 
             def ting_during(seconds: float) -> dict:
+                before = cpu_seconds(proc.pid)
                 ting, ting_conn = run_in_process(ting_process, port, args.connections, seconds)
                 result = ting_conn.recv()
                 ting.join(timeout=30)
+                # the workers' CPU time per ting request (whatever else they did meanwhile included):
+                # unlike requests/s it does not depend on the CPU share other processes left them
+                result["worker_cpu_ms_per_s"] = round((cpu_seconds(proc.pid) - before) / (seconds + 0.5) * 1000, 1)
+                result["worker_cpu_us_per_ting"] = round((cpu_seconds(proc.pid) - before) / max(1, result["requests"])
+                                                         * 1e6 * seconds / (seconds + 0.5), 1)
                 return result
 
             baseline = ting_during(args.ting)
@@ -271,13 +290,12 @@ def main(argv: list[str] | None = None) -> int:
             out({"phase": "ting_with_idle_subscribers", "connections": args.connections, **idle_subs})
 
             writer, writer_conn = run_in_process(writer_process, port, tables, args.rate, args.duration)
-            ting, ting_conn = run_in_process(ting_process, port, args.connections, min(args.ting, args.duration))
+            with_subs = ting_during(min(args.ting, args.duration))
             acked, write_errors = writer_conn.recv()
-            with_subs = ting_conn.recv()
             time.sleep(1.0)  # the last frames
             subs_conn.send("stop")
             _, received = subs_conn.recv()
-            for p in (writer, ting, subs):
+            for p in (writer, subs):
                 p.join(timeout=30)
         finally:
             stop_service(proc)
@@ -322,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
          "ting_ratio_idle_subscribers": ratio(idle_subs, baseline),
          "ting_ratio_writing_subscribers_vs_writing": ratio(with_subs, writes_only),
          "ting_ratio_writing_subscribers_vs_alone": ratio(with_subs, baseline), "target_ratio": 0.8,
+         "worker_cpu_us_per_ting_alone": baseline["worker_cpu_us_per_ting"],
+         "worker_cpu_us_per_ting_idle_subscribers": idle_subs["worker_cpu_us_per_ting"],
          "service_kib_per_idle_subscriber": round((rss1 - rss0) / opened, 2), "target_kib": 50,
          "missing": missing, "duplicates": duplicates, "out_of_order": out_of_order})
     return 0
