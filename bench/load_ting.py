@@ -166,7 +166,9 @@ async def one_request(port: int, raw: bytes) -> tuple[int, bytes]:
         writer.close()
 
 
-async def drive(port: int, connections: int, warmup: float, duration: float) -> tuple[list[float], int]:
+async def drive(port: int, connections: int, warmup: float, duration: float,
+                totals: dict | None = None) -> tuple[list[float], int]:
+    """Measured latencies and errors; ``totals["requests"]`` (if given) also counts the warm-up's."""
     requests = [request_bytes(i) for i in range(len(HANDS))]
     latencies: list[float] = []
     errors = 0
@@ -188,6 +190,8 @@ async def drive(port: int, connections: int, warmup: float, duration: float) -> 
                 await writer.drain()
                 status, _ = await read_response(reader)
                 t1 = time.perf_counter()
+                if totals is not None:
+                    totals["requests"] = totals.get("requests", 0) + 1
                 if t0 >= measure_from:
                     if status == 200:
                         latencies.append(t1 - t0)

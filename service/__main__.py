@@ -1,7 +1,7 @@
 """Command line: ``python -m service serve``, ``openapi``, ``check-tables``, ``api-key`` and ``docs``.
 
 ``serve [--host H] [--port P] [--workers N] [--threads T]`` runs the HTTP API
-under gunicorn (``gthread`` workers, the app built by
+under gunicorn (``gevent`` workers, see :mod:`service.serving`; the app built by
 :func:`service.api.app.create_app` in each worker).  ``openapi [--json]``
 prints the OpenAPI document (YAML by default; the committed ``openapi.yaml``
 is ``python -m service openapi > openapi.yaml``).  ``check-tables [ID ...]
@@ -26,6 +26,10 @@ variable                     default      meaning
 ``THREADS``                  4            threads per worker (``--threads``)
 ``TIMEOUT``                  30           seconds before a stuck worker is restarted
 ``KEEPALIVE``                5            seconds an idle keep-alive connection stays open
+``REQUEST_TIMEOUT``          10           seconds a request may take to arrive whole (then 408)
+``MAX_CONNECTIONS``          4096         open connections per worker (streams included)
+``STREAM_HEARTBEAT``         15           seconds between a table stream's comment lines
+``STREAM_BUFFER``            64           records a stream subscriber may fall behind (then resync)
 ``LOG_LEVEL``                INFO         DEBUG, INFO, WARNING, ERROR, CRITICAL
 ``MAX_BODY_BYTES``           65536        largest request body (larger: 413)
 ``REDIS_URL``                (unset)      Redis of the tables store; unset: an embedded
@@ -105,7 +109,8 @@ def storage(settings: Settings) -> Iterator[str | None]:
         server.stop()
 
 
-def serve(settings: Settings) -> int:
+def serve(settings: Settings, **gunicorn_overrides) -> int:
+    """Run the service until stopped; ``gunicorn_overrides`` are for the benchmarks."""
     import os
 
     from . import serving
@@ -131,7 +136,7 @@ def serve(settings: Settings) -> int:
                 return create_app(settings=settings)
 
             try:
-                serving.run(load_app, settings)
+                serving.run(load_app, settings, **gunicorn_overrides)
             except SystemExit as exc:
                 return exc.code if isinstance(exc.code, int) else 0
     return 0

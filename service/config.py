@@ -69,6 +69,10 @@ BOUNDS: dict[str, tuple[str, int, int]] = {
     "threads": ("THREADS", 1, 256),
     "timeout": ("TIMEOUT", 1, 3600),
     "keepalive": ("KEEPALIVE", 0, 3600),
+    "request_timeout": ("REQUEST_TIMEOUT", 1, 3600),
+    "max_connections": ("MAX_CONNECTIONS", 16, 100_000),
+    "stream_heartbeat": ("STREAM_HEARTBEAT", 1, 15),
+    "stream_buffer": ("STREAM_BUFFER", 1, 10_000),
     "max_body_bytes": ("MAX_BODY_BYTES", 1024, 16 * 1024 * 1024),
     "table_ttl": ("TABLE_TTL", 0, 10 * 365 * 24 * 3600),
     "max_table_events": ("MAX_TABLE_EVENTS", 0, 10_000_000),
@@ -204,6 +208,10 @@ class Settings:
     threads: int = 4
     timeout: int = 30
     keepalive: int = 5
+    request_timeout: int = 10
+    max_connections: int = 4096
+    stream_heartbeat: int = 15
+    stream_buffer: int = 64
     log_level: str = "INFO"
     max_body_bytes: int = 64 * 1024
     redis_url: str | None = None
@@ -277,6 +285,8 @@ class Settings:
             "TRUSTED_PROXIES": self.trusted_proxies,
             "CORS_ORIGINS": self.cors_origins,
             "LOG_LEVEL": self.log_level,
+            "STREAM_HEARTBEAT": self.stream_heartbeat,
+            "STREAM_BUFFER": self.stream_buffer,
         }
 
 

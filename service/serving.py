@@ -1,28 +1,81 @@
-"""Running a WSGI app under gunicorn (``gthread`` workers), programmatically.
+"""Running a WSGI app under gunicorn with ``gevent`` workers, programmatically.
 
-Used by ``python -m service serve`` and by ``bench/load_ting.py`` (which
-serves a bare WSGI app with exactly the same settings).
+Used by ``python -m service serve`` and by the benchmarks (``bench/load_ting.py``
+serves a bare WSGI app with exactly the same settings; ``bench/serving_models.py``
+swaps the worker class to compare serving models).
+
+Why gevent (the serving model, chosen by measurement)
+----------------------------------------------------
+The service has two kinds of traffic: short CPU-bound requests (ting, score,
+settle, table writes: ~0.25 ms of Python each) and, with the live table stream,
+thousands of mostly idle long-lived responses. ``bench/serving_models.py``
+measured three models with the same app, settings and load (README,
+"Serving model", has the figures and the command):
+
+* ``gthread`` (the previous worker): a thread per connection while a request is
+  read or served. 8 threads in all, so 8 slow clients (or 8 streams) stop the
+  service: with 200 idle/trickling connections 5 of 6 probes failed (the one
+  answered took 3.2 s), and a probe behind 500 held responses never returned.
+  It can never hold thousands of streams.
+* ``uvicorn`` workers (uvloop + httptools) with the WSGI app behind a2wsgi and
+  a shim that buffers whole bodies: slow clients cost nothing and a native
+  asyncio response holds ~2 KiB. But every request crosses from the event loop
+  to a thread and back (its bare-app throughput fell to 60 % of gthread's in
+  the quiet run, the service's to 92 %); uvicorn has no deadline for headers
+  (idle and header-trickling connections stayed open through the whole 30 s);
+  and the stream would have to be a separate native ASGI app beside Flask
+  (auth, problems, OpenAPI written twice).
+* ``gevent`` (this module): a greenlet per connection, the app monkey-patched
+  (redis-py, locks and sleeps cooperate). The service ran 21 % more requests/s
+  than gthread at a 23 % lower p99 in the quiet run, and its workers spend
+  less CPU per bare request in every run; slow clients and idle connections
+  cost ~7-9 KiB each and never a thread, so the probes kept answering in a few
+  ms; a held response costs ~5 KiB, and the stream is an ordinary Flask view
+  (a generator parked on a per-subscriber mailbox, see
+  :mod:`service.api.stream`).
+
+On an oversubscribed machine (other processes wanting the same cores) gevent's
+requests/s fall behind gthread's: a gevent worker is one thread, a gthread
+worker several, and the kernel shares CPU time per thread, so the gthread
+workers simply get more of it (their CPU time per request is not lower). The
+benchmark prints the workers' CPU time per request beside the throughput for
+that reason.
+
+What the worker adds to gunicorn's (see :class:`ServiceWorker`): a deadline for
+a whole request (``REQUEST_TIMEOUT``, default 10 s: 408 problem+json, then the
+connection closes), bodies read whole before the app runs (so a malformed
+chunked body is a 400 problem logged as a warning, never a 500), gunicorn's own
+errors as problem+json, a send timeout (30 s) for clients that stop reading,
+and new connections spread over the workers.
 """
 
 from __future__ import annotations
 
 import gc
 import glob
+import io
 import json
 import os
+import resource
 import shutil
+import socket
 import tempfile
-import time
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, Callable, Iterator
 
+import gevent
+from gevent import socket as gsocket
+from gevent.server import StreamServer
+from gunicorn import http as gunicorn_http
 from gunicorn import util as gunicorn_util
 from gunicorn.app.base import BaseApplication
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.ggevent import GeventWorker  # imports gevent; patching happens in the workers only
 
 from .config import Settings
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+WORKER_CLASS = "service.serving.ServiceWorker"
 
 
 def _child_exit(server: Any, worker: Any) -> None:
@@ -38,10 +91,12 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "bind": [f"{settings.host}:{settings.port}"],
         "workers": settings.workers,
         "threads": settings.threads,
-        "worker_class": "service.serving.ProblemThreadWorker",
+        "worker_class": WORKER_CLASS,
+        "worker_connections": settings.max_connections,
         "timeout": settings.timeout,
         "graceful_timeout": 10,
         "keepalive": settings.keepalive,
+        "backlog": 2048,
         "loglevel": settings.log_level.lower(),
         "accesslog": None,  # the app writes one JSON line per request itself
         "errorlog": "-",
@@ -54,32 +109,247 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     }
 
 
-class ProblemThreadWorker(ThreadWorker):
-    """gunicorn's ``gthread`` worker whose own HTTP errors are problem+json too.
+class RequestTimeout(Exception):
+    """A request did not arrive whole (line, headers and body) within ``REQUEST_TIMEOUT``."""
 
-    gunicorn answers a request it cannot parse (a request line or headers over
-    the limits, a malformed request line) itself, before the app sees it, with
-    an HTML page; this worker makes that answer an RFC 9457 problem like every
-    other error of the service.
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the request did not arrive whole within {seconds:g} s")
+
+
+def _raise_fd_limit(wanted: int) -> None:
+    """Let this process hold ``wanted`` sockets (as far as the hard limit allows)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+class ServiceWorker(GeventWorker):
+    """gunicorn's ``gevent`` worker with a deadline per request, buffered bodies and problem+json.
+
+    Per connection (one greenlet each):
+
+    * a new connection's request, and on a kept-alive connection the next
+      request once its first byte arrived, must arrive *whole* (request line,
+      headers and body) within ``REQUEST_TIMEOUT`` seconds; otherwise the
+      answer is 408 problem+json and the connection is closed;
+    * a kept-alive connection on which nothing arrives for ``KEEPALIVE``
+      seconds is closed without an answer;
+    * the body is read completely (up to ``MAX_BODY_BYTES``) *before* the
+      application runs, so the app never waits on a socket and a malformed
+      chunked body is gunicorn's own 400 (logged as one warning), not an
+      exception inside the app. A body over the limit is not read: the app
+      answers 413 and the connection closes;
+    * gunicorn's own answers (request line or headers over the limits, a
+      malformed request, 408) are RFC 9457 problems like every other error.
+
+    New connections are spread over the workers: every worker is woken for a
+    new connection and the first to accept it gets it, so a burst of keep-alive
+    connections could all land on one worker while the other idles (measured:
+    32 of 32 several times in a row, halving throughput).  A worker that is busy
+    (connections with a request in progress, not idle keep-alives or parked
+    streams) pauses accepting for a moment after each accept, longer the busier
+    it is, so the less busy worker tends to win the next one.
     """
 
+    request_timeout: float = 10.0
+    max_body: int = 64 * 1024
+    idle = 0  # connections waiting for their next request
+    parked = 0  # connections whose response is a long-lived stream
+
     def init_process(self) -> None:
+        settings = getattr(self.app, "settings", None)
+        if settings is not None:
+            self.request_timeout = float(settings.request_timeout)
+            self.max_body = int(settings.max_body_bytes)
         gunicorn_util.write_error = write_problem  # in this worker process only
+        _raise_fd_limit(self.worker_connections + 256)
+        self.server_class = type("BalancedServer", (_BalancedServer,), {"worker": self})
+        self.log.info("requests must arrive whole within %g s (REQUEST_TIMEOUT); idle keep-alive %g s; "
+                      "up to %d connections per worker", self.request_timeout, self.cfg.keepalive,
+                      self.worker_connections)
         super().init_process()
 
-    def accept(self, listener: Any) -> None:
-        """Accept a new connection, leaving it to a less busy sibling if there is one.
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        app = self.wsgi
 
-        Every worker is woken for a new connection and the first to call
-        ``accept`` gets it, so a burst of keep-alive connections can all land on
-        one worker while the others idle (seen: 32 of 32, halving throughput).
-        A worker that already has a connection per thread waits a little first,
-        longer the more it has, so the least busy worker tends to win.
-        """
-        extra = self.nr_conns - self.cfg.threads
-        if extra >= 0:
-            time.sleep(min(0.005, 0.0005 * (extra + 1)))
-        super().accept(listener)
+        def wsgi(environ: dict, start_response: Any) -> Any:
+            result = app(environ, start_response)
+            return _Parked(result, self) if environ.get("service.stream") else result
+
+        wsgi.extensions = getattr(app, "extensions", {})  # type: ignore[attr-defined]
+        self.wsgi = wsgi
+
+    @property
+    def busy(self) -> int:
+        """Connections of this worker with a request in progress (or just accepted)."""
+        pool = getattr(self, "_pool", None)
+        return (len(pool) if pool is not None else 0) - self.idle - self.parked
+
+    # -- one connection -------------------------------------------------------------
+    def run(self) -> None:
+        gevent.spawn(self._when_stopping)
+        super().run()
+
+    def _when_stopping(self) -> None:
+        """Run the app's ``worker_stop`` hooks once the worker stops (streams end, so it can exit)."""
+        while self.alive:
+            gevent.sleep(0.25)
+        hooks = getattr(self.wsgi, "extensions", {}).get("worker_stop", [])
+        for hook in list(hooks):
+            try:
+                hook()
+            except Exception:  # pragma: no cover - a hook must not keep the worker alive
+                self.log.exception("worker stop hook failed")
+
+    def handle(self, listener: Any, client: Any, addr: Any) -> None:
+        req = None
+        linger = False  # the client may still be sending: drain a little before closing
+        try:
+            client.setblocking(1)
+            # a client that accepts no byte of a response for this long is dropped
+            # (a stalled stream subscriber); reads have their own deadlines below
+            client.settimeout(max(SEND_TIMEOUT, self.request_timeout + 1))
+            parser = gunicorn_http.get_parser(self.cfg, client, addr)
+            name = listener.getsockname()
+            fresh = True
+            while self.alive or fresh:
+                if not fresh and not _buffered(parser):
+                    # kept alive: wait for the next request's first byte
+                    self.idle += 1
+                    try:
+                        gsocket.wait_read(client.fileno(), timeout=self.cfg.keepalive or 0.001)
+                    except gsocket.timeout:
+                        break
+                    finally:
+                        self.idle -= 1
+                fresh = False
+                req = None
+                with gevent.Timeout(self.request_timeout, RequestTimeout(self.request_timeout)):
+                    req = next(parser)
+                    self._buffer_body(req, client)
+                linger = req.must_close  # a body over the limit, left unread
+                if not self.handle_request(name, req, client, addr):
+                    break
+        except (gunicorn_http.errors.NoMoreData, StopIteration) as exc:
+            self.log.debug("Closing connection: %r", exc)
+        except OSError as exc:
+            self.log.debug("Socket error: %r", exc)
+        except RequestTimeout as exc:
+            linger = True
+            self.log.warning("Request timeout from ip=%s: %s", addr[0] if addr else "", exc)
+            try:
+                write_problem(client, 408, "Request Timeout", str(exc))
+            except OSError:
+                pass
+        except Exception as exc:  # gunicorn's parse errors: problem+json, logged as a warning
+            linger = True
+            self.handle_error(req, client, addr, exc)
+        finally:
+            if linger:
+                _linger(client)
+            gunicorn_util.close(client)
+
+    def _buffer_body(self, req: Any, client: Any) -> None:
+        """Read the whole body now (the request deadline is running), up to the limit."""
+        if req.body is None:
+            return
+        declared = next((v for k, v in req.headers if k == "CONTENT-LENGTH"), None)
+        if declared is not None and int(declared) > self.max_body:
+            # not read: the app answers 413 from the declared length; then close
+            req.body = io.BytesIO()
+            req.must_close = True
+            return
+        if declared is not None and int(declared) == 0:
+            return
+        if req._expected_100_continue:
+            client.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            req._expected_100_continue = False
+        data = req.body.read(self.max_body + 1)
+        if len(data) > self.max_body:  # chunked and over the limit: the app says 413
+            req.must_close = True
+        req.body = io.BytesIO(data)
+
+    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
+        """Serve one request; False when the connection must close."""
+        try:
+            return bool(super(GeventWorker, self).handle_request(listener_name, req, sock, addr))
+        except StopIteration:
+            return False
+
+
+class _BalancedServer(StreamServer):
+    """gevent's StreamServer for :class:`ServiceWorker` (made by gunicorn through ``server_class``)."""
+
+    worker: "ServiceWorker"
+
+    def __init__(self, listener: Any, application: Any = None, spawn: Any = "default", log: Any = None,
+                 handler_class: Any = None, environ: Any = None, **ssl_args: Any) -> None:
+        super().__init__(listener, handle=partial(self.worker.handle, listener), spawn=spawn, **ssl_args)
+        self.worker._pool = self.pool
+        if self.worker.cfg.workers > 1:
+            self.max_accept = 1  # one connection per wake-up: the siblings get a chance
+
+    def do_handle(self, *args: Any) -> None:
+        super().do_handle(*args)
+        busy = self.worker.busy
+        if busy >= 2 and self.worker.cfg.workers > 1 and self._watcher is not None:
+            self.stop_accepting()
+            self._timer = self.loop.timer(min(0.005, 0.0005 * busy))
+            self._timer.start(self._start_accepting_if_started)
+
+
+class _Parked:
+    """A streamed response: while it lasts, its connection does not count as busy."""
+
+    def __init__(self, result: Any, worker: "ServiceWorker") -> None:
+        self.result, self.worker = result, worker
+        worker.parked += 1
+        self._open = True
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.result)
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            self.worker.parked -= 1
+            close = getattr(self.result, "close", None)
+            if close is not None:
+                close()
+
+
+SEND_TIMEOUT = 30.0
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 1 << 20
+
+
+def _buffered(parser: Any) -> bool:
+    """Whether the parser already holds bytes of the next request (pipelined)."""
+    buf = parser.unreader.buf
+    buf.seek(0, io.SEEK_END)
+    return buf.tell() > 0
+
+
+def _linger(client: Any) -> None:
+    """Close gracefully on a client that may still be sending (RFC 9112 §9.6).
+
+    Closing a socket with unread input makes the kernel send a reset, which can
+    destroy the answer (a 413, a 408) before the client has read it; so stop
+    writing, then read and drop what still comes, for a bounded time and amount.
+    """
+    try:
+        client.shutdown(socket.SHUT_WR)
+        with gevent.Timeout(LINGER_SECONDS, False):
+            drained = 0
+            while drained < LINGER_BYTES:
+                chunk = client.recv(65536)
+                if not chunk:
+                    break
+                drained += len(chunk)
+    except OSError:
+        pass
 
 
 def write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
@@ -97,9 +367,11 @@ def write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
 class GunicornApp(BaseApplication):
     """A gunicorn application whose WSGI app comes from ``loader()`` (called in each worker)."""
 
-    def __init__(self, loader: Callable[[], Any], options: dict[str, Any]) -> None:
+    def __init__(self, loader: Callable[[], Any], options: dict[str, Any],
+                 settings: Settings | None = None) -> None:
         self._loader = loader
         self._options = options
+        self.settings = settings
         super().__init__()
 
     def load_config(self) -> None:
@@ -138,6 +410,10 @@ def metrics_dir() -> Iterator[str]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def run(loader: Callable[[], Any], settings: Settings) -> None:
-    """Run gunicorn until it is stopped (SIGINT/SIGTERM); raises SystemExit at the end."""
-    GunicornApp(loader, gunicorn_options(settings)).run()
+def run(loader: Callable[[], Any], settings: Settings, **overrides: Any) -> None:
+    """Run gunicorn until it is stopped (SIGINT/SIGTERM); raises SystemExit at the end.
+
+    ``overrides`` replace gunicorn options (the benchmarks use it to compare
+    worker classes).
+    """
+    GunicornApp(loader, gunicorn_options(settings) | overrides, settings).run()

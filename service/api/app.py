@@ -27,7 +27,7 @@ from flask import Flask
 
 from .. import web
 from ..config import Settings, load_settings
-from . import clients, hands, limits, observe, ops, problems, rounds, tables
+from . import clients, hands, limits, observe, ops, problems, rounds, stream, tables
 from .schemas import _ENUM_DESCRIPTIONS, ENUMS_DOC, DocumentedField
 from .smorest import Api
 
@@ -130,7 +130,7 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
     for name, values in ENUMS_DOC.items():
         api.spec.components.schema(name, component={
             "type": "string", "enum": list(values), "description": _ENUM_DESCRIPTIONS[name]})
-    for blueprint in (hands.blp, rounds.blp, rounds.rulesets_blp, tables.blp, ops.blp):
+    for blueprint in (hands.blp, rounds.blp, rounds.rulesets_blp, tables.blp, stream.blp, ops.blp):
         api.register_blueprint(blueprint)
     tables.document(api)
     web.register(app)  # the companion app at / and the /docs assets

@@ -19,6 +19,8 @@ key                            type    holds
                                        from the Idempotency-Key (24 h at most)
 ``{o:<name>}:tables``          zset    ids of the tables an API key created, scored by creation
                                        time in ms (``GET /v1/tables``; pruned lazily)
+``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
+                                       ``deleted`` (PUBLISH, or SPUBLISH on a cluster: same slot)
 ``rl:...``                     -       rate-limit counters (Flask-Limiter's storage)
 =============================  ======  ==================================================
 
@@ -101,6 +103,26 @@ def owner_tables(owner: str) -> str:
     return "{o:" + owner + "}:tables"
 
 
+def channel(table_id: str) -> str:
+    """The table's pub/sub channel (hash-tagged: a sharded channel lives on the table's slot).
+
+    >>> channel("0123456789abcdef")
+    '{t:0123456789abcdef}:events'
+    """
+    return tag(table_id) + ":events"
+
+
+def table_of_channel(name: str) -> str:
+    """>>> table_of_channel("{t:0123456789abcdef}:events")
+    '0123456789abcdef'
+    """
+    return name[len("{t:"): name.index("}")]
+
+
+PUBLISH = "PUBLISH"  # a plain Redis (the embedded 6.2 included)
+SPUBLISH = "SPUBLISH"  # Redis Cluster (7.0+): the message stays on the channel's slot's shard
+DELETED = "deleted"  # the message a DELETE publishes
+
 TABLE_PATTERN = "{t:*}:meta"
 
 
@@ -142,6 +164,8 @@ return {1}
 # ARGV[7] fp_digest of the request (with a key)
 # ARGV[8] table TTL in seconds (0: none)
 # ARGV[9] maximum log length (0: none)
+# KEYS[6] the table's channel, ARGV[10] the message to publish on it once appended ("" none),
+# ARGV[11] PUBLISH or SPUBLISH
 # returns {"ok", version} | {"replay", idem value} | {"conflict", version} | {"missing"} | {"full", version}
 APPEND = """
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
@@ -170,6 +194,7 @@ local ttl = tonumber(ARGV[8])
 if ttl > 0 then
   for i = 1, 5 do redis.call('EXPIRE', KEYS[i], ttl) end
 end
+if ARGV[10] ~= '' then redis.call(ARGV[11], KEYS[6], ARGV[10]) end
 return {'ok', tostring(version + 1)}
 """
 
@@ -178,6 +203,7 @@ return {'ok', tostring(version + 1)}
 # table is still authenticated (401 for a wrong token, 404 for a right one).
 # KEYS: meta, log, state, rounds, idem, created (as every())
 # ARGV[1] tombstone TTL in seconds
+# KEYS[7] the table's channel, ARGV[2] PUBLISH or SPUBLISH (the message is "deleted")
 # returns 1 when the table existed, else 0
 DELETE = """
 if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
@@ -185,6 +211,7 @@ redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created')
 redis.call('HSET', KEYS[1], 'deleted', '1')
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
+redis.call(ARGV[2], KEYS[7], 'deleted')
 return 1
 """
 

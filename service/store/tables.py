@@ -257,12 +257,24 @@ def fingerprint(method: str, path: str, body: Any) -> str:
     return hashlib.sha256(f"{method} {path}\n{canon}".encode()).hexdigest()
 
 
+def _yielding(records: list, every: int = 200):
+    """Iterate ``records``, letting other greenlets (or threads) run every ``every`` items."""
+    for i, rec in enumerate(records):
+        if i % every == every - 1:
+            time.sleep(0)
+        yield rec
+
+
 class TableStore:
     """Tables kept in one Redis (or one Redis Cluster slot per table)."""
 
     def __init__(self, client: redis.Redis, *, table_ttl: int = 0, max_events: int = 0,
-                 idempotency_ttl: int = IDEMPOTENCY_TTL) -> None:
+                 idempotency_ttl: int = IDEMPOTENCY_TTL, sharded_pubsub: bool = False) -> None:
         self.r = client
+        # how every write announces itself on the table's channel (see keys.channel): a
+        # cluster uses sharded pub/sub, so one table's messages stay on its slot's node
+        self.sharded_pubsub = sharded_pubsub
+        self.publish_command = keys.SPUBLISH if sharded_pubsub else keys.PUBLISH
         self.table_ttl = table_ttl
         self.max_events = max_events
         self.idempotency_ttl = idempotency_ttl
@@ -412,6 +424,51 @@ class TableStore:
         nxt = items[-1]["seq"] if len(raw) > limit else None
         return {"events": items, "next": nxt}
 
+    # -- the live stream's reads --------------------------------------------------------------
+    def _streamed(self, table_id: str, record: Mapping[str, Any], st: TableState, voided: bool) -> dict:
+        """A record as the stream sends it: as ``events`` lists it, plus the table's ``version`` and
+        ``balances`` after it (and ``coins`` when the table's view has them)."""
+        view = self._view(table_id, st)
+        return {**record, "voided": voided,
+                **{k: view[k] for k in ("version", "balances", "coins") if k in view}}
+
+    def stream_position(self, table_id: str) -> int | None:
+        """The table's version now, or None when it is gone (deleted or expired)."""
+        meta, version = self._read(("HMGET", keys.meta(table_id), "dealer", "deleted"),
+                                   ("LLEN", keys.log(table_id)))
+        return None if meta[0] is None or meta[1] else version
+
+    def stream_records(self, table_id: str, after: int) -> tuple[list[dict], int] | None:
+        """The records after seq ``after`` as the stream sends them, and the version read.
+
+        The balances after each record are the fold of the log up to it (what the
+        write's 201 answered then); voided flags are as ``events`` lists them now.
+        None when the table is gone.  Folding yields to other greenlets/threads
+        every few hundred records, so a long log does not stall a worker.
+        """
+        meta, state, raw = self._read(("HMGET", keys.meta(table_id), "players", "ruleset", "dealer", "deleted"),
+                                      ("GET", keys.state(table_id)), ("LRANGE", keys.log(table_id), 0, -1))
+        if state is None or meta[0] is None or meta[3]:
+            return None
+        version = len(raw)
+        if after >= version:
+            return [], version
+        records = [json.loads(x) for x in raw]
+        voided = set(json.loads(state)["voided"])
+        players, ruleset, dealer = json.loads(meta[0]), json.loads(meta[1]), int(meta[2])
+        st, _ = fold(players, ruleset, dealer, _yielding(records[:after]))
+        out = []
+        for i in range(after, version):
+            rec = records[i]
+            if rec.get("type") == "void":  # a void refolds (without its target)
+                st, _ = fold(players, ruleset, dealer, _yielding(records[:i + 1]))
+            else:
+                st.step({k: v for k, v in rec.items() if k not in ("seq", "at", "round")}, rec["seq"])
+            out.append(self._streamed(table_id, rec, st, rec["seq"] in voided))
+            if i % 200 == 199:
+                time.sleep(0)
+        return out, version
+
     # -- write ---------------------------------------------------------------------------
     def append(self, table_id: str, body: Mapping[str, Any], *, if_match: "int | tuple[int, ...] | None" = None,
                idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Written:
@@ -441,9 +498,10 @@ class TableStore:
             res = self._run(
                 self._append,
                 [keys.meta(table_id), keys.log(table_id), keys.state(table_id), keys.rounds(table_id),
-                 keys.idem(table_id)],
+                 keys.idem(table_id), keys.channel(table_id)],
                 [version, _dumps(record), _dumps(new_state.to_dict()), rounds_mode, rounds_payload,
-                 field or b"", keys.fp_digest(fp) if field else b"", self.table_ttl, self.max_events],
+                 field or b"", keys.fp_digest(fp) if field else b"", self.table_ttl, self.max_events,
+                 _dumps(self._streamed(table_id, record, new_state, voided=False)), self.publish_command],
             )
             outcome = res[0].decode()
             if outcome == "ok":
@@ -578,7 +636,8 @@ class TableStore:
 
     def delete(self, table_id: str) -> bool:
         """Delete a table's keys, keeping a 24 h tombstone of its token hashes."""
-        return bool(self._run(self._delete, keys.every(table_id), [TOMBSTONE_TTL]))
+        return bool(self._run(self._delete, [*keys.every(table_id), keys.channel(table_id)],
+                              [TOMBSTONE_TTL, self.publish_command]))
 
     # -- verification ------------------------------------------------------------------------
     def rebuild(self, table_id: str) -> tuple[TableState, list[dict]]:

@@ -1,0 +1,241 @@
+"""The serving model with real sockets against a real ``serve``: slow clients, deadlines, bodies.
+
+Two servers per module: one with the default settings (whose deadlines must be
+the README's), one with short deadlines so that the slow-client test stays
+short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+
+import pytest
+from gunicorn.workers.ggevent import GeventWorker
+
+from service.config import Settings
+from service.serving import ServiceWorker, gunicorn_options
+from tests.served import ROOT, Served
+
+TING = json.dumps({"hand": {"tiles": "1112345678999m"}}).encode()
+SHORT_DEADLINE = 4
+
+
+@pytest.fixture(scope="module")
+def default_served(tmp_path_factory, redis_server):
+    served = Served(tmp_path_factory.mktemp("default") / "serve.log", {"REDIS_URL": redis_server.url})
+    yield served
+    served.stop()
+
+
+@pytest.fixture(scope="module")
+def quick_served(tmp_path_factory, redis_server):
+    served = Served(tmp_path_factory.mktemp("quick") / "serve.log",
+                    {"REDIS_URL": redis_server.url, "REQUEST_TIMEOUT": str(SHORT_DEADLINE), "KEEPALIVE": "1"})
+    yield served
+    served.stop()
+
+
+def raw(port: int, data: bytes, timeout: float = 10.0) -> bytes:
+    """Send ``data`` on a fresh connection and read until the server closes it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        out = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+
+
+def responses(data: bytes) -> list[tuple[int, dict, bytes]]:
+    """Split a byte stream of HTTP/1.1 responses with Content-Length bodies."""
+    out = []
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        length = int(headers.get("content-length", 0))
+        out.append((int(lines[0].split()[1]), headers, rest[:length]))
+        data = rest[length:]
+    return out
+
+
+def read_one(sock: socket.socket) -> tuple[int, dict, bytes]:
+    """Read one response (with a Content-Length) from a kept-alive connection."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed before a whole response: {data!r}"
+        data += chunk
+    head = data.partition(b"\r\n\r\n")[0]
+    length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+    while len(data) < len(head) + 4 + length:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed before a whole response: {data!r}"
+        data += chunk
+    return responses(data)[0]
+
+
+def post(body: bytes, extra: bytes = b"", close: bool = True) -> bytes:
+    return (b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n" + extra
+            + (b"Connection: close\r\n" if close else b"") + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+# -- defaults ------------------------------------------------------------------------------------
+def test_defaults_are_what_the_readme_says(default_served):
+    readme = (ROOT / "README.md").read_text()
+    defaults = Settings()
+
+    def documented(name: str) -> str:
+        match = re.search(r"^\| `%s` \| `([^`]*)` \|" % name, readme, re.M)
+        assert match, f"README's configuration table has no {name}"
+        return match.group(1)
+
+    assert int(documented("REQUEST_TIMEOUT")) == defaults.request_timeout == 10
+    assert int(documented("KEEPALIVE")) == defaults.keepalive == 5
+    assert int(documented("MAX_CONNECTIONS")) == defaults.max_connections
+    options = gunicorn_options(defaults)
+    assert options["worker_class"] == "service.serving.ServiceWorker"
+    assert options["worker_connections"] == defaults.max_connections
+    # ...and a `serve` with nothing configured runs with them (each worker says so when it boots)
+    boots = [line for line in default_served.log_lines() if "requests must arrive whole" in line]
+    assert len(boots) == 2 and all("within 10 s" in line and "keep-alive 5 s" in line for line in boots)
+    assert issubclass(ServiceWorker, GeventWorker)
+
+
+# -- slow clients ---------------------------------------------------------------------------------
+async def _slow_clients_scenario(port: int, count: int) -> dict:
+    slow = []
+    for i in range(count):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        kind = ("idle", "head", "body")[i % 3]
+        if kind == "head":
+            writer.write(b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\n")
+        elif kind == "body":
+            writer.write(post(TING, close=False)[:-len(TING)] + TING[:1])
+        slow.append((kind, reader, writer, asyncio.ensure_future(reader.read())))
+
+    async def trickle() -> None:
+        sent = 1
+        while True:
+            await asyncio.sleep(0.5)
+            for kind, _, writer, ended in slow:
+                if ended.done() or writer.is_closing():
+                    continue
+                try:
+                    if kind == "head":
+                        writer.write(b"X-Slow: 1\r\n")
+                    elif kind == "body" and sent < len(TING) - 1:
+                        writer.write(TING[sent:sent + 1])
+                except OSError:
+                    pass
+            sent += 1
+
+    trickler = asyncio.ensure_future(trickle())
+    probes = []
+    for _ in range(5):  # other clients, while all of the slow ones are held
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(post(TING))
+        answer = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        pending = sum(not ended.done() for *_, ended in slow)
+        probes.append((responses(answer)[0][0], pending))
+    ends = await asyncio.wait_for(asyncio.gather(*(ended for *_, ended in slow)), 4 * SHORT_DEADLINE + 10)
+    trickler.cancel()
+    for _, _, writer, _ in slow:
+        writer.close()
+    return {"probes": probes, "ends": [(kind, end) for (kind, *_), end in zip(slow, ends)]}
+
+
+def test_slow_clients_do_not_stop_others_and_get_408(quick_served):
+    """200 connections sit idle, trickle header lines or trickle a body: others are still answered,
+    and each slow one gets a 408 problem once its request has not arrived whole within the deadline."""
+    result = asyncio.run(_slow_clients_scenario(quick_served.port, 200))
+    assert [status for status, _ in result["probes"]] == [200] * 5
+    assert result["probes"][0][1] == 200  # answered while every slow connection was still held
+    kinds = {kind: 0 for kind in ("idle", "head", "body")}
+    for kind, end in result["ends"]:
+        (status, headers, body), = responses(end)  # one answer, then the server closed
+        problem = json.loads(body)
+        assert status == 408 and headers["content-type"] == "application/problem+json"
+        assert problem["code"] == "request_timeout" and problem["status"] == 408
+        assert headers["connection"] == "close"
+        kinds[kind] += 1
+    assert kinds == {"idle": 67, "head": 67, "body": 66}
+    log = "\n".join(quick_served.log_lines())
+    assert "Traceback" not in log and "[ERROR]" not in log
+
+
+def test_an_idle_kept_alive_connection_is_closed_without_an_answer(quick_served):
+    with socket.create_connection(("127.0.0.1", quick_served.port), timeout=10) as sock:
+        sock.sendall(post(TING, close=False))
+        assert read_one(sock)[0] == 200
+        assert sock.recv(100) == b""  # KEEPALIVE (1 s here) later: closed, nothing sent
+
+
+# -- bodies and framing ---------------------------------------------------------------------------
+CHUNKED = b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize("body", [
+    b"zz\r\n" + TING + b"\r\n0\r\n\r\n",                                      # not a hex size
+    b"%x\r\n" % len(TING) + TING + b"XX0\r\n\r\n",                            # no CRLF after the data
+    b"%x;\x01\r\n" % len(TING) + TING + b"\r\n0\r\n\r\n",                     # a control byte in an extension
+    b"%x\r\n" % len(TING) + TING[:10],                                        # the client gives up mid-chunk
+], ids=["bad-size", "missing-terminator", "broken-extension", "truncated"])
+def test_malformed_chunked_bodies_are_400_problems_logged_as_warnings(default_served, body):
+    if body.endswith(TING[:10]):  # a truncated body: the client half-closes
+        with socket.create_connection(("127.0.0.1", default_served.port), timeout=10) as sock:
+            sock.sendall(CHUNKED + body)
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(100) == b""  # nothing to answer: the request never arrived
+        return
+    (status, headers, payload), = responses(raw(default_served.port, CHUNKED + body))
+    assert status == 400 and headers["content-type"] == "application/problem+json"
+    problem = json.loads(payload)
+    assert problem["status"] == 400 and "chunk" in problem["detail"].lower()
+    log = "\n".join(default_served.log_lines())
+    assert "Traceback" not in log and "[ERROR]" not in log and '"level": "ERROR"' not in log
+    assert "[WARNING] Invalid request" in log
+
+
+def test_chunked_and_pipelined_requests_and_100_continue_work(default_served):
+    port = default_served.port
+    chunked = CHUNKED + b"%x\r\n" % 10 + TING[:10] + b"\r\n%x;note=1\r\n" % (len(TING) - 10) + TING[10:] + b"\r\n0\r\n\r\n"
+    (status, _, payload), = responses(raw(port, chunked.replace(b"Host: t\r\n", b"Host: t\r\nConnection: close\r\n")))
+    assert status == 200 and json.loads(payload)["ting"] is True
+    # three requests in one write on one connection: three answers in order
+    answers = responses(raw(port, post(TING, close=False) + post(b"{oops", close=False) + post(TING)))
+    assert [a[0] for a in answers] == [200, 400, 200]
+    # Expect: 100-continue gets its interim answer before the body is read
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        head = post(TING, b"Expect: 100-continue\r\n")[:-len(TING)]
+        sock.sendall(head)
+        assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        sock.sendall(TING)
+        assert read_one(sock)[0] == 200
+
+
+def test_bodies_over_the_limit_are_413_and_the_connection_closes(default_served):
+    big = b"[" + b"1," * 40000 + b"1]"
+    (status, headers, payload), = responses(raw(default_served.port, post(big, close=False)))
+    assert status == 413 and headers["content-type"] == "application/problem+json"
+    chunked = CHUNKED + b"%x\r\n" % len(big) + big + b"\r\n0\r\n\r\n"
+    (status, headers, payload), = responses(raw(default_served.port, chunked))
+    assert status == 413 and json.loads(payload)["code"] == "payload_too_large"
+
+
+def test_gunicorn_level_errors_stay_problems(default_served):
+    port = default_served.port
+    for data, expected in [
+        (b"GET /healthz?x=" + b"a" * 9000 + b" HTTP/1.1\r\nHost: t\r\n\r\n", 414),
+        (b"GET /healthz HTTP/1.1\r\nHost: t\r\n" + b"X-Big: " + b"b" * 9000 + b"\r\n\r\n", 431),
+        (b"BR@KEN / HTTP/1.1\r\n\r\n", 400),
+        (b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
+    ]:
+        (status, headers, payload), = responses(raw(port, data))
+        assert status == expected and headers["content-type"] == "application/problem+json"
+        assert json.loads(payload)["status"] == expected

@@ -1,0 +1,279 @@
+"""``GET /v1/tables/{id}/stream`` against real ``serve`` processes (two instances on one Redis).
+
+Every test reads what real sockets carry: the SSE frames of API.md, in order,
+with no gap and no duplicate across reconnects, deletions, a stalled client
+and a Redis restart.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from service.store.embedded import EmbeddedRedis, free_port
+from tests.served import ROOT, Served, Stream
+
+SEATS = [0, 0, 1, 2, 0, 3, 1, 0]
+TILES = ["1m", "2m", "3m", "4m", "5m", "6m", "7m", "8m"]
+
+
+def event_bodies(count: int) -> list[dict]:
+    """``count`` valid table events: rounds of round_start, eight concealed kongs, round_end."""
+    out: list[dict] = []
+    while len(out) < count:
+        out.append({"type": "round_start"})
+        out.extend({"type": "kong", "seat": s, "kind": "concealed", "tile": t} for s, t in zip(SEATS, TILES))
+        out.append({"type": "round_end"})
+    return out[:count]
+
+
+class Table:
+    def __init__(self, served: Served) -> None:
+        status, _, body = served.request("POST", "/v1/tables", {"players": ["东", "南", "西", "北"]})
+        assert status == 201, body
+        created = json.loads(body)
+        self.id, self.token, self.read_token = created["id"], created["token"], created["read_token"]
+        self.posted: list[dict] = []  # the 201 bodies
+
+    def post(self, served: Served, bodies: list[dict]) -> list[dict]:
+        out = []
+        for body in bodies:
+            status, _, raw = served.request("POST", f"/v1/tables/{self.id}/events", body,
+                                            {"Authorization": f"Bearer {self.token}"})
+            assert status == 201, raw
+            out.append(json.loads(raw))
+        self.posted.extend(out)
+        return out
+
+    def delete(self, served: Served) -> None:
+        status, _, _ = served.request("DELETE", f"/v1/tables/{self.id}", headers={"Authorization": f"Bearer {self.token}"})
+        assert status == 204
+
+    def listed(self, served: Served) -> list[dict]:
+        status, _, raw = served.request("GET", f"/v1/tables/{self.id}/events?limit=500",
+                                        headers={"Authorization": f"Bearer {self.read_token}"})
+        assert status == 200
+        return json.loads(raw)["events"]
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory, redis_server):
+    """Two `serve` instances on the session Redis (1 s heartbeats, small subscriber buffers)."""
+    env = {"REDIS_URL": redis_server.url, "STREAM_HEARTBEAT": "1", "STREAM_BUFFER": "8"}
+    a = Served(tmp_path_factory.mktemp("a") / "serve.log", env)
+    try:
+        b = Served(tmp_path_factory.mktemp("b") / "serve.log", env)
+    except BaseException:
+        a.stop()
+        raise
+    yield a, b
+    assert b.stop() == 0 and a.stop() == 0
+    for served in (a, b):
+        log = "\n".join(served.log_lines())
+        assert "Traceback" not in log and "[ERROR]" not in log and '"level": "ERROR"' not in log
+
+
+def check_frames(received: list[dict], table: Table, listed: list[dict], first_seq: int = 1) -> None:
+    """Records in order from ``first_seq``, each as /events lists it plus the 201's version and balances."""
+    assert [r["seq"] for r in received] == list(range(first_seq, first_seq + len(received)))
+    by_seq = {e["seq"]: e for e in listed}
+    for rec in received:
+        reply = table.posted[rec["seq"] - 1]
+        assert rec["version"] == reply["version"] == rec["seq"]
+        assert rec["balances"] == reply["balances"]
+        assert {k: v for k, v in rec.items() if k not in ("version", "balances")} == by_seq[rec["seq"]]
+
+
+def test_subscribe_on_one_instance_receive_what_the_other_records(pair):
+    a, b = pair
+    table = Table(b)
+    stream = Stream(a.port, table.id, table.read_token)
+    assert stream.status == 200 and stream.headers["content-type"].startswith("text/event-stream")
+    assert stream.headers["cache-control"] == "no-store"
+    opening = stream.next()
+    assert opening["retry"] == "3000" and opening["event"] is None
+    table.post(b, event_bodies(25))
+    received = stream.records(25)
+    check_frames(received, table, table.listed(a))
+    stream.close()
+
+
+def test_resume_after_a_dropped_connection_with_last_event_id(pair):
+    a, b = pair
+    table = Table(a)
+    stream = Stream(b.port, table.id, table.token)
+    table.post(a, event_bodies(5))
+    first = stream.records(5)
+    stream.close()  # the phone loses its connection...
+    table.post(a, event_bodies(12)[5:])  # ...while 7 more are recorded
+    resumed = Stream(b.port, table.id, table.read_token, last_event_id=first[-1]["seq"])
+    live = threading.Thread(target=table.post, args=(a, event_bodies(20)[12:]))
+    live.start()  # more arrive while the missed ones are being sent: the seam
+    rest = resumed.records(15)
+    live.join()
+    check_frames(first + rest, table, table.listed(a))
+    resumed.close()
+    # ?after= does the same; from 0 it replays the whole log with the balances after each record
+    replay = Stream(a.port, table.id, table.read_token, query="?after=0")
+    check_frames(replay.records(20), table, table.listed(a))
+    replay.close()
+    # Last-Event-ID wins over ?after= (an EventSource reconnects to the same URL)
+    both = Stream(a.port, table.id, table.read_token, last_event_id=18, query="?after=3")
+    assert [r["seq"] for r in both.records(2)] == [19, 20]
+    both.close()
+
+
+def test_deletion_sends_deleted_and_closes_every_stream(pair):
+    a, b = pair
+    table = Table(a)
+    streams = [Stream(a.port, table.id, table.token), Stream(b.port, table.id, table.read_token)]
+    table.post(b, event_bodies(2))
+    for stream in streams:
+        stream.records(2)
+    table.delete(b)
+    for stream in streams:
+        block = stream.next()
+        while block["event"] is None:  # heartbeats
+            block = stream.next()
+        assert block["event"] == "deleted" and json.loads(block["data"]) == {"id": table.id}
+        assert stream.next() is None  # closed
+        stream.close()
+    # a deleted table cannot be followed (404, as for reads)
+    assert Stream(a.port, table.id, table.token).status == 404
+
+
+def test_heartbeat_comments_on_an_idle_stream(pair):
+    a, _ = pair
+    table = Table(a)
+    stream = Stream(a.port, table.id, table.read_token)
+    stream.next()  # retry advice
+    comments = [stream.next() for _ in range(3)]
+    assert all(c["comments"] == ["keep-alive"] and c["event"] is None and c["data"] is None for c in comments)
+    stream.close()
+
+
+def test_auth_and_input_errors_are_problems(pair):
+    a, _ = pair
+    table, other = Table(a), Table(a)
+    cases = [
+        (Stream(a.port, table.id, None), 401, "unauthorized"),
+        (Stream(a.port, table.id, other.token), 401, "unauthorized"),
+        (Stream(a.port, "f" * 16, table.token), 404, "table_not_found"),
+        (Stream(a.port, "not-an-id", table.token), 404, "table_not_found"),
+        (Stream(a.port, table.id, None, query=f"?token={table.token}"), 400, "token_in_query"),
+        (Stream(a.port, table.id, table.token, query="?access_token=x"), 400, "token_in_query"),
+        (Stream(a.port, table.id, table.token, last_event_id="-1"), 422, "invalid_input"),
+        (Stream(a.port, table.id, table.token, query="?after=x"), 422, "invalid_input"),
+    ]
+    for stream, status, code in cases:
+        assert stream.status == status and stream.headers["content-type"] == "application/problem+json"
+        assert json.loads(stream.body)["code"] == code
+        stream.close()
+    # the read token and the write token both follow the table
+    for token in (table.read_token, table.token):
+        stream = Stream(a.port, table.id, token)
+        assert stream.status == 200
+        stream.close()
+
+
+def test_a_stalled_subscriber_delays_no_one_and_is_told_to_resync(pair):
+    a, b = pair
+    table = Table(a)
+    stalled = Stream(a.port, table.id, table.read_token, rcvbuf=4096)  # connects, then never reads
+    healthy = Stream(a.port, table.id, table.read_token)
+    bodies = event_bodies(400)
+    table.post(b, bodies)  # every write answered while the stalled client blocks its socket
+    check_frames(healthy.records(400), table, table.listed(b))  # all, in order, before it reads a byte
+    healthy.close()
+    # now it reads: a prefix of the log in order, then `resync` naming the last seq it got, then the end
+    got, end = [], None
+    while (block := stalled.next()) is not None:
+        if block["event"] == "record":
+            got.append(json.loads(block["data"]))
+        elif block["event"] is not None:
+            end = block
+    assert end is not None and end["event"] == "resync", "the stalled subscriber was not cut off"
+    assert [r["seq"] for r in got] == list(range(1, len(got) + 1)) and len(got) < 400
+    assert json.loads(end["data"]) == {"after": len(got)}
+    stalled.close()
+    # it resumes where it stopped
+    resumed = Stream(a.port, table.id, table.read_token, last_event_id=len(got))
+    assert [r["seq"] for r in resumed.records(400 - len(got))] == list(range(len(got) + 1, 401))
+    resumed.close()
+
+
+def test_streams_survive_a_redis_restart_without_gaps(tmp_path):
+    redis_server = EmbeddedRedis(tmp_path / "redis", port=free_port())
+    redis_server.start()
+    served = None
+    try:
+        served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url, "STREAM_HEARTBEAT": "1"}, workers=1)
+        table = Table(served)
+        stream = Stream(served.port, table.id, table.read_token)
+        table.post(served, event_bodies(3))
+        received = stream.records(3)
+        redis_server.restart()  # same port, data from the AOF; the pub/sub connection is lost
+        for body in event_bodies(8)[3:]:  # written as soon as Redis answers again
+            for _ in range(50):
+                status, _, raw = served.request("POST", f"/v1/tables/{table.id}/events", body,
+                                                {"Authorization": f"Bearer {table.token}"})
+                if status != 503:
+                    break
+            assert status == 201, raw
+            table.posted.append(json.loads(raw))
+        received += stream.records(5)
+        table.post(served, event_bodies(10)[8:])  # and live delivery resumed
+        received += stream.records(2)
+        check_frames(received, table, table.listed(served))
+        stream.close()
+        assert served.stop() == 0
+        log = "\n".join(served.log_lines())
+        assert "stream pub/sub connection lost" in log and "Traceback" not in log
+    finally:
+        if served is not None:
+            served.stop()
+        redis_server.stop()
+
+
+def test_the_readme_example_follows_a_table(pair, tmp_path):
+    """The README's Python example, run as written, against a real server."""
+    a, b = pair
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Following a table live"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    script = tmp_path / "follow.py"
+    script.write_text(code)
+    table = Table(a)
+    replies = table.post(a, event_bodies(3))
+    proc = subprocess.Popen([sys.executable, str(script), f"http://127.0.0.1:{b.port}", table.id, table.read_token,
+                             "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(60, proc.kill)  # never hang the suite
+    watchdog.start()
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]  # from the log: it is subscribed by now
+        replies += table.post(a, event_bodies(5)[3:])  # live
+        lines += [proc.stdout.readline() for _ in range(2)]
+        table.delete(a)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+    assert len(lines) == 5
+    for line, reply in zip(lines, replies):
+        assert line.startswith(f"#{reply['seq']} ") and line.rstrip().endswith(str(reply["balances"]))
+    assert out == "the table was deleted\n" and proc.returncode == 0, (out, err)
+
+
+def test_the_openapi_document_describes_the_stream():
+    from service.api.app import openapi_dict
+
+    op = openapi_dict()["paths"]["/v1/tables/{table_id}/stream"]["get"]
+    assert "text/event-stream" in op["responses"]["200"]["content"]
+    assert {p["name"] for p in op["parameters"]} >= {"after", "Last-Event-ID"}
+    assert op["security"] == [{"tableToken": ["read"]}] and {"401", "404"} <= set(op["responses"])

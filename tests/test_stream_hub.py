@@ -1,0 +1,150 @@
+"""The stream's Redis side in-process, on a real Redis: what the store publishes and reads back,
+and the hub that multiplexes one pub/sub connection (plain and sharded pub/sub)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import redis
+
+from service.api.stream import CHECK, DELETED, Frame, StreamHub, make_hub, parse_message
+from service.store import keys
+from service.store.tables import TableStore
+
+KONG = {"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m"}
+
+
+def take_until(sub, count: int, timeout: float = 10.0) -> list:
+    """Items from a subscription until ``count`` frames (or DELETED) arrived (CHECKs dropped)."""
+    got: list = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        got += [x for x in sub.take(0.2) if x is not CHECK]
+    return got
+
+
+@pytest.fixture
+def client(redis_url):
+    c = redis.Redis.from_url(redis_url)
+    yield c
+    c.close()
+
+
+def new_table(store: TableStore) -> tuple[str, list[dict]]:
+    created = store.create(["a", "b", "c", "d"], "xuezhan")
+    table_id = created.id
+    replies = [store.append(table_id, {"type": "round_start"}).as_dict()]
+    for seat, tile in [(0, "5m"), (1, "6m"), (2, "7p"), (0, "8s")]:
+        replies.append(store.append(table_id, {"type": "kong", "seat": seat, "kind": "concealed", "tile": tile}).as_dict())
+    return table_id, replies
+
+
+def test_the_append_script_publishes_the_record_with_version_and_balances(client):
+    store = TableStore(client)
+    pubsub = client.pubsub()
+    table_id = store.create(["a", "b", "c", "d"], "xuezhan").id
+    pubsub.subscribe(keys.channel(table_id))
+    assert pubsub.get_message(timeout=5)["type"] == "subscribe"
+    reply = store.append(table_id, {"type": "round_start"}).as_dict()
+    message = pubsub.get_message(timeout=5)
+    data = json.loads(message["data"])
+    listed = store.events(table_id)["events"][0]
+    assert data == {**listed, "version": reply["version"], "balances": reply["balances"]}
+    store.delete(table_id)
+    assert pubsub.get_message(timeout=5)["data"] == b"deleted"
+    pubsub.close()
+
+
+def test_records_read_back_carry_the_balances_after_each_record_voids_included(client):
+    store = TableStore(client)
+    table_id, replies = new_table(store)
+    replies.append(store.void(table_id, 3).as_dict())  # voids the kong at seq 3: balances refold
+    replies.append(store.append(table_id, KONG | {"tile": "9m", "seat": 3}).as_dict())
+    items, version = store.stream_records(table_id, 0)
+    assert version == len(replies) == len(items)
+    listed = store.events(table_id)["events"]
+    for item, reply, row in zip(items, replies, listed):
+        assert item == {**row, "version": reply["version"], "balances": reply["balances"]}
+    assert items[2]["voided"] is True  # as /events lists it now
+    # from the middle: the same records, the same balances
+    assert store.stream_records(table_id, 4) == (items[4:], version)
+    assert store.stream_records(table_id, version) == ([], version)
+    assert store.stream_position(table_id) == version
+    store.delete(table_id)
+    assert store.stream_records(table_id, 0) is None and store.stream_position(table_id) is None
+
+
+def test_one_connection_serves_every_subscriber_in_order(client):
+    store = TableStore(client)
+    hub = make_hub(client, sharded=False, buffer=64)
+    one, other = store.create(["a", "b", "c", "d"], "xuezhan").id, \
+        store.create(["a", "b", "c", "d"], "xuezhan").id
+    subs = [hub.subscribe(one), hub.subscribe(one), hub.subscribe(other)]
+    assert hub.subscribers == 3
+    assert int(client.pubsub_numsub(keys.channel(one))[0][1]) == 1  # one Redis subscriber for two
+    assert len([c for c in client.client_list() if int(c.get("sub", 0)) > 0]) == 1  # one connection
+    for body in [{"type": "round_start"}, KONG]:
+        store.append(one, body)
+    store.append(other, {"type": "round_start"})
+    for sub in subs[:2]:
+        got = take_until(sub, 2)
+        assert [f.seq for f in got] == [1, 2] and all(isinstance(f, Frame) for f in got)
+        assert got[1].data.startswith(b"id: 2\nevent: record\ndata: {")
+    assert [f.seq for f in take_until(subs[2], 1)] == [1]
+    store.delete(one)
+    assert take_until(subs[0], 1) == [DELETED]
+    for sub in subs:
+        hub.unsubscribe(sub)
+    deadline = time.monotonic() + 5
+    while client.pubsub_numsub(keys.channel(one))[0][1] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.pubsub_numsub(keys.channel(one))[0][1] == 0  # nothing left in Redis
+    hub.close()
+
+
+def test_a_full_mailbox_marks_its_subscriber_behind_and_no_one_else(client):
+    store = TableStore(client)
+    hub = make_hub(client, sharded=False, buffer=3)
+    table_id = store.create(["a", "b", "c", "d"], "xuezhan").id
+    slow, fast = hub.subscribe(table_id), hub.subscribe(table_id)
+    bodies = [{"type": "round_start"}] + [KONG | {"tile": t} for t in ("1m", "2m", "3m", "4m")]
+    got = []
+    for body in bodies:
+        store.append(table_id, body)
+        got += take_until(fast, 1)  # the fast one keeps reading
+    assert [f.seq for f in got] == [1, 2, 3, 4, 5] and not fast.behind
+    assert slow.behind  # never read: more than 3 waited for it
+    hub.close()
+
+
+def test_sharded_pub_sub_publishes_and_subscribes_on_the_tables_slot(client):
+    version = tuple(int(x) for x in client.info("server")["redis_version"].split(".")[:2])
+    if version < (7, 0):
+        pytest.skip(f"SPUBLISH needs Redis 7 (this is {version}); the store lane tests it on a cluster")
+    store = TableStore(client, sharded_pubsub=True)
+    hub = make_hub(client, sharded=True, buffer=8)
+    table_id = store.create(["a", "b", "c", "d"], "xuezhan").id
+    sub = hub.subscribe(table_id)
+    assert client.execute_command("PUBSUB", "SHARDNUMSUB", keys.channel(table_id))[1] == 1
+    assert client.pubsub_numsub(keys.channel(table_id))[0][1] == 0  # not a plain channel
+    store.append(table_id, {"type": "round_start"})
+    store.delete(table_id)
+    got = take_until(sub, 2)
+    assert isinstance(got[0], Frame) and got[0].seq == 1 and got[1] is DELETED
+    hub.close()
+
+
+def test_parse_message():
+    assert parse_message(b"deleted") is DELETED
+    frame = parse_message(b'{"seq":3,"type":"round_end","version":3,"balances":[0,0,0,0]}')
+    assert frame.seq == 3 and frame.data.endswith(b'"balances":[0,0,0,0]}\n\n')
+
+
+def test_a_hub_whose_redis_is_gone_does_not_confirm_subscriptions(free_port):
+    hub = StreamHub(lambda: redis.Redis(port=free_port, socket_connect_timeout=0.2).pubsub(), buffer=4)
+    with pytest.raises(TimeoutError):
+        hub.subscribe("0123456789abcdef", timeout=0.5)
+    assert hub.subscribers == 0
+    hub.close()
