@@ -520,10 +520,14 @@ class TableStore:
             summaries = [json.loads(x) for x in res[2]]
             first = latest["start"]
         else:  # an ended round: the record names its round's number, its summary where it starts
-            number = record["round"]
+            number = record["round"] or 1  # (a buy-in before the first round names none)
             summaries = self._rounds_from(table_id, version, number - 1)
             own = summaries[1 if number >= 2 else 0] if len(summaries) > (number >= 2) else None
-            if own is None or not own["first_seq"] <= target <= own["last_seq"]:  # never expected: refold all
+            if record["round"] is not None and own is not None and own["last_seq"] < target:
+                # a buy-in after its round ended (and before the next): refold from the next round
+                summaries, number = summaries[1 if number >= 2 else 0:], number + 1
+                own = {"first_seq": own["last_seq"] + 1}
+            elif own is None or not own["first_seq"] <= target <= own["last_seq"]:  # refold all
                 number, summaries = 1, self._rounds_from(table_id, version, 0)
                 own = {"first_seq": 1}
             first = own["first_seq"]
@@ -535,6 +539,8 @@ class TableStore:
             summaries = self._rounds_from(table_id, version, number - 1)
             first = summaries[1 if number >= 2 else 0]["first_seq"]
         prior = summaries.pop(0) if number >= 2 else None
+        # refold_round reads from just after the round before (so the buy-ins between rounds too)
+        first = 1 if prior is None else prior["last_seq"] + 1
         seq = version + 1
         void = {"seq": seq, "type": "void", "target": target, "at": _now()}
 
