@@ -599,3 +599,26 @@ def test_a_table_with_stakes_shows_the_apis_coins(service, api, phones):
     coins_synced([27800, 5000, 16000, 16000])
     a.wait(lambda: "5000" in a.text("events"), "the buy-in in the history")
     a.screenshot("stakes-table")
+
+
+def test_a_three_player_room_from_the_start_page(service, api, phones):
+    """三人两房: the start page asks for three names; the table has three seats, no 定缺 choice,
+    and the tile picker offers 筒 and 条 only."""
+    a = phones("a")
+    table = create_table(a, service.url, names=("东", "南", "西"), preset="sanren-liangfang")
+    view = api.table(table["t"], table["k"])
+    assert view["players"] == ["东", "南", "西"] and view["ruleset"]["players"] == 3
+    assert not a.has("player-3") and not a.has("balance-3") and a.balances(3) == [0, 0, 0]
+    a.tap("round-start")
+    assert not a.has("void-0")
+    a.tap("confirm")
+    a.wait(lambda: a.has("record-kong"), "the round")
+    # 东 直杠 5p fed by 南: 2 units = 12 (RULES.md §14's example)
+    a.tap("record-kong")
+    a.tap("seat-0")
+    a.tap("kind-direct")
+    a.tap("from-1")
+    assert not a.has("tile-5m") and a.has("tile-5p")
+    a.tiles("5p")
+    a.tap("confirm")
+    synced(api, table, a, expect=[12, -12, 0])
