@@ -7,6 +7,9 @@ Importing :mod:`service` loads only the pure rules core (no Flask, no Redis).
 True
 """
 
-from .rules.api import Ruleset, Validation, discards, is_win, parse_hand, score, settle, ting, validate
+from .rules.api import (
+    Ruleset, Stakes, Validation, discards, is_win, parse_hand, score, settle, settle_coins, ting, validate,
+)
 
-__all__ = ["Ruleset", "Validation", "discards", "is_win", "parse_hand", "score", "settle", "ting", "validate"]
+__all__ = ["Ruleset", "Stakes", "Validation", "discards", "is_win", "parse_hand", "score", "settle",
+           "settle_coins", "ting", "validate"]

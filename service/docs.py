@@ -172,6 +172,52 @@ def events_page(redis_url: str) -> str:
     r = client.delete(base, headers=auth)
     out.append(_exchange("Delete", "DELETE /v1/tables/<id>", None, r, names, "The write token only."))
     out.append(_settle_section(client))
+    out.append(_stakes_section(client))
+    return "".join(out)
+
+
+def _stakes_section(client: Any) -> str:
+    """A table that plays for coins (RULES.md §12; seed 001's numbers), then a three-player one."""
+    names = _Placeholders()
+    body = {"players": PLAYERS, "ruleset": {"preset": "normal", "zimo": "base"},
+            "stakes": {"coin_per_point": 200, "fee": 400, "bankrolls": [20000, 1000, 20000, 20000]}}
+    r = client.post("/v1/tables", json=body)
+    table = r.get_json()
+    names.name(table["id"], "<id>")
+    names.name(table["token"], "<token>")
+    names.name(table["read_token"], "<read_token>")
+    auth = {"Authorization": f"Bearer {table['token']}"}
+    out = [_exchange("A table with stakes", "POST /v1/tables", body, r, names,
+                     "`stakes` (游戏币场): coins per point, a fee per round to the house, each seat's bankroll. "
+                     "The table then has `coins`; points and balances are unchanged.")]
+    base = f"/v1/tables/{table['id']}"
+    client.post(f"{base}/events", json={"type": "round_start"}, headers=auth)
+    hu = {"type": "hu", "from": None, "tile": "5p", "winners": [{"seat": 0, "fan": 2}]}
+    r = client.post(f"{base}/events", json=hu, headers=auth)
+    out.append(_exchange("Coins settle when a round ends", "POST /v1/tables/<id>/events", hu, r, names,
+                         "(After a `round_start`.) Seat 0 自摸 for 18 points from each: 3,600 coins each at 200 a "
+                         "point, but seat 1 holds only 1,000 (游戏币不足扣尽): the winner gets the 8,200 paid, then "
+                         "every seat pays the 400 fee if it can. The round shows `coins_delta` and `fees`."))
+    buy = {"type": "buy_in", "seat": 1, "coins": 5000}
+    r = client.post(f"{base}/events", json=buy, headers=auth)
+    out.append(_exchange("`buy_in`", "POST /v1/tables/<id>/events", buy, r, names,
+                         "Between rounds a seat buys coins (during a round: 422 `round_in_progress`; at a table "
+                         "without stakes: 422 `no_stakes`)."))
+    three = {"players": PLAYERS[:3], "ruleset": "sanren-liangfang"}
+    r = client.post("/v1/tables", json=three)
+    other = r.get_json()
+    names.name(other["id"], "<id3>")
+    names.name(other["token"], "<token3>")
+    names.name(other["read_token"], "<read_token3>")
+    out.append(_exchange("Three players (三人两房)", "POST /v1/tables", three, r, names,
+                         "A ruleset with `players: 3` seats three names (another number: 422 `bad_players`); "
+                         "seats are 0-2 and every seat-indexed list has three entries."))
+    settle = {"ruleset": {"preset": "normal", "zimo": "base"}, "dealer": 0, "events": [hu],
+              "stakes": {"coin_per_point": 200, "fee": 400, "bankrolls": [20000, 1000, 20000, 20000]}}
+    r = client.post("/v1/rounds/settle", json=settle)
+    out.append(_exchange("Coins without a table", "POST /v1/rounds/settle", settle, r, names,
+                         "`stakes` with the seats' coins before the round as `bankrolls`: `coins_delta` and "
+                         "`fees` too (null while the round has not ended)."))
     return "".join(out)
 
 

@@ -59,14 +59,18 @@ table_events = st.one_of(
               st.fixed_dictionaries({}, optional={"voids": st.lists(st.one_of(st.none(), st.sampled_from("mps")),
                                                                     min_size=4, max_size=4)})),
     st.just({"type": "round_end"}),
+    st.builds(lambda s, c: {"type": "buy_in", "seat": s, "coins": c}, seats, st.integers(1, 10**6)),
 )
+
+
+STAKES = {"coin_per_point": 1, "bankrolls": [0, 0, 0, 0]}  # (a buy-in needs a table with stakes)
 
 
 def core_accepts(event: dict) -> bool:
     """Whether the core finds ``event`` well formed (rule checks against a round aside)."""
     try:
-        if event["type"] in ("round_start", "round_end"):
-            st_ = TableState.new(["a", "b", "c", "d"], "xuezhan")
+        if event["type"] in ("round_start", "round_end", "buy_in"):
+            st_ = TableState.new(["a", "b", "c", "d"], "xuezhan", stakes=STAKES)
             if event["type"] == "round_end":
                 st_.step({"type": "round_start"}, 1)
             st_.step(event, 2)
@@ -137,8 +141,8 @@ def test_breaking_an_event_as_the_document_forbids_is_rejected_by_both(event, da
         raise AssertionError(f"the core crashed on {broken}: {exc!r}")
     assert not core_accepts_broken, broken
     try:
-        if broken["type"] in ("round_start", "round_end"):
-            st_ = TableState.new(["a", "b", "c", "d"], "xuezhan")
+        if broken["type"] in ("round_start", "round_end", "buy_in"):
+            st_ = TableState.new(["a", "b", "c", "d"], "xuezhan", stakes=STAKES)
             if broken["type"] == "round_end":
                 st_.step({"type": "round_start"}, 1)
             st_.step(broken, 2)

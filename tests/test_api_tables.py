@@ -155,7 +155,7 @@ def test_create_with_ruleset_object_preset_name_and_dealer(client):
 
 
 @pytest.mark.parametrize("body, field", [
-    ({"players": PLAYERS[:3]}, "players"),
+    ({"players": PLAYERS[:2]}, "players"),
     ({"players": PLAYERS + ["五"]}, "players"),
     ({"players": ["a", "b", "", "d"]}, "players.2"),
     ({"players": ["a", "b", "c", "x" * 41]}, "players.3"),

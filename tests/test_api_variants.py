@@ -1,7 +1,7 @@
 """The new rooms (血流成河, 三人两房, the run extras) through the existing HTTP endpoints: answers, never a 5xx.
 
-Three-player tables over HTTP (three names) are the API lane's next step; until then a table whose
-ruleset seats three is refused with a clear 422, and everything else already works end to end.
+Three-player tables end to end over HTTP (three names, seats 0-2, voids, coins, a restart) are in
+tests/test_api_three_players.py.
 """
 
 from __future__ import annotations

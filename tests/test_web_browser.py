@@ -536,3 +536,89 @@ def test_an_api_key_entered_once_goes_with_every_call(service, phones):
     after = calls[1:]
     assert {"/v1/rulesets", "/v1/tables", f"/v1/tables/{fragment(a.d.current_url)['t']}/stream"} <= {r["path"] for r in after}
     assert all(r["key"] == "k" * 40 for r in after), after
+
+
+def test_a_table_with_stakes_shows_the_apis_coins(service, api, phones):
+    """Seed 001's room from the start page (200 coins a point, a 400 fee, seat 1 short of coins):
+    the phone shows the coins the API holds, after a round and after a buy-in between rounds."""
+    from selenium.webdriver.support.select import Select
+
+    a = phones("a")
+    a.d.get(service.url + "/")
+    a.wait(lambda: a.has("ruleset"), "the room select")
+    Select(a.el("ruleset")).select_by_value("normal")
+    a.js("document.querySelector('details.options').open = true")
+    Select(a.el("opt-zimo")).select_by_value("base")                  # 自摸加底
+    for i, name in enumerate(("东", "南", "西", "北")):
+        a.type(f"player-{i}", name)
+    a.tap("stakes-on")
+    a.type("stakes-cpp", "200")
+    a.type("stakes-fee", "400")
+    for i, coins in enumerate((20000, 1000, 20000, 20000)):
+        a.type(f"stakes-bankroll-{i}", str(coins))
+    a.screenshot("stakes-start")
+    a.tap("create-table")
+    a.wait(lambda: "#t=" in a.d.current_url, "the table to open")
+    table = fragment(a.d.current_url)
+    view = api.table(table["t"], table["k"])
+    assert view["ruleset"]["zimo"] == "base" and view["coins"] == [20000, 1000, 20000, 20000]
+
+    def shown() -> list[int | None]:
+        texts = a.js("return [0, 1, 2, 3].map((i) => { const e = document.querySelector(`[data-testid='coins-${i}']`);"
+                     " return e ? e.textContent : ''; })")
+        return [int(t) if t.isdigit() else None for t in texts]
+
+    def coins_synced(expect: list[int]) -> None:
+        deadline = time.monotonic() + 20
+        while (coins := api.table(table["t"], table["k"]).get("coins")) != expect and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert coins == expect
+        a.wait(lambda: shown() == coins, f"coins {coins} (shown: {shown()})")
+
+    coins_synced([20000, 1000, 20000, 20000])
+    assert a.has("buy-in")                               # buying in: between rounds only
+    a.tap("round-start")
+    a.tap("confirm")
+    a.wait(lambda: a.has("record-hu"), "the round")
+    assert not a.has("buy-in")
+    # 东 自摸 2 fan: 18 points from each; 南 can pay only its 1,000 coins
+    a.tap("record-hu")
+    a.tap("self-drawn")
+    a.tap("seat-0")
+    a.tiles("5p")
+    a.tap("confirm")
+    a.type("fan-input", "2")
+    a.tap("confirm")
+    synced(api, table, a, expect=[54, -18, -18, -18])
+    coins_synced([27800, 0, 16000, 16000])
+    # 南 buys in 5,000 between rounds
+    a.tap("buy-in")
+    a.tap("seat-1")
+    a.type("coins-input", "5000")
+    a.tap("confirm")
+    coins_synced([27800, 5000, 16000, 16000])
+    a.wait(lambda: "5000" in a.text("events"), "the buy-in in the history")
+    a.screenshot("stakes-table")
+
+
+def test_a_three_player_room_from_the_start_page(service, api, phones):
+    """三人两房: the start page asks for three names; the table has three seats, no 定缺 choice,
+    and the tile picker offers 筒 and 条 only."""
+    a = phones("a")
+    table = create_table(a, service.url, names=("东", "南", "西"), preset="sanren-liangfang")
+    view = api.table(table["t"], table["k"])
+    assert view["players"] == ["东", "南", "西"] and view["ruleset"]["players"] == 3
+    assert not a.has("player-3") and not a.has("balance-3") and a.balances(3) == [0, 0, 0]
+    a.tap("round-start")
+    assert not a.has("void-0")
+    a.tap("confirm")
+    a.wait(lambda: a.has("record-kong"), "the round")
+    # 东 直杠 5p fed by 南: 2 units = 12 (RULES.md §14's example)
+    a.tap("record-kong")
+    a.tap("seat-0")
+    a.tap("kind-direct")
+    a.tap("from-1")
+    assert not a.has("tile-5m") and a.has("tile-5p")
+    a.tiles("5p")
+    a.tap("confirm")
+    synced(api, table, a, expect=[12, -12, 0])

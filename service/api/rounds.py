@@ -12,6 +12,7 @@ from flask import jsonify
 
 from ..rules.errors import EventError
 from ..rules.settle import settle
+from ..rules.stakes import settle_coins
 from . import schemas as s
 from .hands import KEYED, errors
 from .problems import FieldRuleError
@@ -41,7 +42,11 @@ def settle_round(args):
 
     An event that cannot happen, or that breaks the event format, is a 422
     whose problem carries `event` (its 0-based index) and a stable `code`
-    (`bad_event` with `errors` for a malformed one).
+    (`bad_event` with `errors` for a malformed one). With `stakes` (RULES.md
+    §12; `bankrolls` = the seats' coins before the round) the response also has
+    `coins_delta` and `fees`, null while the round has not ended; stakes that
+    are not integers in range, or not one bankroll per seat, are a 422
+    `bad_stakes` naming the member.
     """
     try:
         result = settle(
@@ -51,7 +56,12 @@ def settle_round(args):
         if "field" not in exc.context:  # an event that cannot happen: `event` says which
             raise
         raise FieldRuleError(exc, f"events.{exc.event}") from None
-    return jsonify(result.as_dict())
+    body = result.as_dict()
+    stakes = args.get("stakes")
+    if stakes is not None:
+        coins = settle_coins(result.deltas, stakes) if result.ended else None
+        body |= coins.as_dict() if coins else {"coins_delta": None, "fees": None}
+    return jsonify(body)
 
 
 @rulesets_blp.route("/rulesets", methods=["GET"])

@@ -41,6 +41,7 @@ from ..rules.fan import Score, Win
 from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld
 from ..rules.patterns import PATTERNS, PatternFan
 from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, PRESETS, Ruleset, ENUMS
+from ..rules.stakes import MAX_COINS, Stakes, StakesError
 from ..rules.tiles import SUITS, Tile, parse_suit, parse_tiles
 from ..rules.ting import DiscardAdvice, Ting, Wait
 from ..rules.validate import Validation
@@ -253,6 +254,38 @@ class RulesetField(DocumentedField):
 
 
 # -- shared objects ---------------------------------------------------------------
+class StakesSchema(ma.Schema):
+    """Documentation only (the rules core checks stakes, knowing the seats: :func:`load_stakes`)."""
+
+    coin_per_point = Int(1, MAX_COINS, required=True, metadata={"description": "coins per point (QQ's room "
+                                                                               "coefficient N)"})
+    fee = Int(0, MAX_COINS, load_default=0, metadata={"description": "each seat pays it to the house after every "
+                                                                     "ended round (QQ's A); default 0"})
+    bankrolls = fields.List(Int(0, MAX_COINS), required=True,
+                            validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
+                            metadata={"description": "each seat's coins, one per seat (three with players = 3); "
+                                                     f"{MAX_COINS} at most in all"})
+
+
+class StakesField(DocumentedField):
+    """RULES.md §12's stakes, passed as given to :func:`load_stakes` (which needs the ruleset's seats)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        return value
+
+    def openapi(self, converter) -> dict:
+        return converter.resolve_nested_schema(StakesSchema)
+
+
+def load_stakes(value: Any, players: int) -> Stakes:
+    """Stakes checked by the core; a refusal names the member (``stakes.bankrolls.2``)."""
+    try:
+        return Stakes.from_spec(value, players)
+    except StakesError as exc:
+        field = exc.context.get("field")
+        raise FieldRuleError(exc, "stakes" if field in (None, "stakes") else f"stakes.{field}") from None
+
+
 class MeldSchema(ma.Schema):
     type = EnumField(MELD_TYPE, required=True)
     tile = Str(MAX_TILE_CHARS, required=True)
@@ -451,10 +484,14 @@ class SettleRequest(ma.Schema):
     events = fields.List(Ref("Event"), required=True, validate=validate.Length(max=MAX_EVENTS),
                          metadata={"description": "the round's events in order (checked by the rules: "
                                                   "an error names the event's index)"})
+    stakes = StakesField(metadata={"description": "optional (RULES.md §12): `bankrolls` are the seats' coins "
+                                                  "before the round; the response then has `coins_delta` and `fees`"})
 
     @post_load
     def _to_core(self, data: dict, **kwargs: Any) -> dict:
         data.setdefault("ruleset", PRESETS["xuezhan"])
+        if "stakes" in data:
+            data["stakes"] = load_stakes(data["stakes"], Ruleset.from_spec(data["ruleset"]).players)
         voids = data.get("voids")
         if voids is not None:
             data["voids"] = [
@@ -544,6 +581,10 @@ class SettleResponse(ma.Schema):
     winners = fields.List(fields.Integer(), required=True)
     ended = fields.Boolean(required=True)
     next_dealer = fields.Integer(required=True, allow_none=True)
+    coins_delta = fields.List(fields.Integer(), allow_none=True, metadata={
+        "description": "(with `stakes`) each seat's change of coins, its fee included; null until the round ends"})
+    fees = fields.List(fields.Integer(), allow_none=True, metadata={
+        "description": "(with `stakes`) what each seat paid the house; null until the round ends"})
 
 
 def _required(f: fields.Field) -> fields.Field:

@@ -9,11 +9,15 @@ import marshmallow as ma
 from marshmallow import fields, post_load, validate
 
 from ..rules.ruleset import PLAYERS, PRESETS
+from ..rules.codes import Code
+from ..rules.stakes import MAX_COINS, StakesError
+from ..rules.table import TableSetupError, TableState
 from ..store.tables import ROUNDS_PAGE
 from .schemas import (
     EVENT_SCHEMAS, ROUND_STATUS, Const, DrawEvent, EnumField, EscapeEvent, HuEvent, Int, KongEvent, OneOf,
-    PengEvent, RulesetField, RulesetOut, Seat, Str, SUIT, TransferSchema, MAX_SUIT_CHARS,
+    PengEvent, RulesetField, RulesetOut, Seat, StakesField, Str, SUIT, TransferSchema, MAX_SUIT_CHARS,
 )
+from .problems import FieldRuleError
 
 MAX_PLAYER_CHARS = 40
 MAX_PAGE = 500
@@ -24,15 +28,27 @@ MAX_TABLES_PAGE = 100
 class CreateTableRequest(ma.Schema):
     players = fields.List(
         fields.String(validate=validate.Length(min=1, max=MAX_PLAYER_CHARS)),
-        required=True, validate=validate.Length(equal=4),
-        metadata={"description": "the four seats' names, seat 0 first"},
+        required=True, validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
+        metadata={"description": "the seats' names, seat 0 first: as many as the ruleset's `players` (four, or "
+                                 "three for sanren-liangfang); another number is a 422 `bad_players`"},
     )
     ruleset = RulesetField(metadata={"default": "xuezhan"})
-    dealer = Int(0, 3, load_default=0, metadata={"description": "the first round's dealer"})
+    dealer = Int(0, 3, load_default=0, metadata={"description": "the first round's dealer (0-2 with three players)"})
+    stakes = StakesField(metadata={"description": "optional: play for coins (RULES.md §12); the table then has "
+                                                  "`coins`, and each ended round `coins_delta` and `fees`"})
 
     @post_load
-    def _defaults(self, data: dict, **kwargs: Any) -> dict:
+    def _to_core(self, data: dict, **kwargs: Any) -> dict:
+        """The core checks the seats (as many names as the ruleset's ``players``), the dealer and the stakes."""
         data.setdefault("ruleset", PRESETS["xuezhan"])
+        try:
+            table = TableState.new(data["players"], data["ruleset"], data["dealer"], data.get("stakes"))
+        except StakesError as exc:
+            field = exc.context.get("field")
+            raise FieldRuleError(exc, "stakes" if field in (None, "stakes") else f"stakes.{field}") from None
+        except TableSetupError as exc:
+            raise FieldRuleError(exc, "dealer" if exc.code == Code.SEAT_OUT_OF_RANGE else "players") from None
+        data["stakes"] = table.stakes
         return data
 
 
@@ -50,8 +66,15 @@ class RoundEndEvent(ma.Schema):
     type = Const("round_end")
 
 
+class BuyInEvent(ma.Schema):
+    type = Const("buy_in")
+    seat = Seat(required=True)
+    coins = Int(1, MAX_COINS, required=True, metadata={
+        "description": "added to the seat's bankroll; only between rounds, at a table with stakes (RULES.md §12)"})
+
+
 TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
-    **EVENT_SCHEMAS, "round_start": RoundStartEvent, "round_end": RoundEndEvent,
+    **EVENT_SCHEMAS, "round_start": RoundStartEvent, "round_end": RoundEndEvent, "buy_in": BuyInEvent,
 }
 
 
@@ -78,6 +101,11 @@ class EventsQuery(ma.Schema):
 _Seats = fields.List(fields.Integer(), required=True)
 
 
+def _Coins(description: str, **kwargs: Any) -> fields.List:
+    """A seat-indexed list of coins, present only at a table with stakes."""
+    return fields.List(fields.Integer(), metadata={"description": description}, **kwargs)
+
+
 class RoundView(ma.Schema):
     number = fields.Integer(required=True)
     dealer = fields.Integer(required=True)
@@ -89,6 +117,10 @@ class RoundView(ma.Schema):
     ended_by = fields.String(required=True, allow_none=True)
     next_dealer = fields.Integer(required=True, allow_none=True)
     events = fields.Integer(required=True, metadata={"description": "round events so far"})
+    bankrolls = _Coins("(with stakes) each seat's coins when the round started")
+    coins_delta = _Coins("(with stakes) each seat's change of coins, its fee included; null while it is played",
+                         allow_none=True)
+    fees = _Coins("(with stakes) what each seat paid the house; null while it is played", allow_none=True)
 
 
 class RoundSummary(ma.Schema):
@@ -101,6 +133,9 @@ class RoundSummary(ma.Schema):
     next_dealer = fields.Integer(required=True, allow_none=True)
     first_seq = fields.Integer(required=True)
     last_seq = fields.Integer(required=True)
+    bankrolls = _Coins("(with stakes) each seat's coins when the round started")
+    coins_delta = _Coins("(with stakes) each seat's change of coins in the round, its fee included")
+    fees = _Coins("(with stakes) what each seat paid the house for the round")
 
 
 class TableCreated(ma.Schema):
@@ -112,6 +147,7 @@ class TableCreated(ma.Schema):
     dealer = fields.Integer(required=True)
     version = fields.Integer(required=True)
     balances = fields.List(fields.Integer(), required=True)
+    coins = _Coins("(with stakes) each seat's bankroll")
 
 
 class TableView(ma.Schema):
@@ -121,6 +157,7 @@ class TableView(ma.Schema):
     dealer = fields.Integer(required=True, metadata={"description": "dealer of the next round_start"})
     version = fields.Integer(required=True, metadata={"description": "log length; also the ETag"})
     balances = fields.List(fields.Integer(), required=True)
+    coins = _Coins("(with stakes) each seat's bankroll now")
     round = fields.Nested(RoundView, required=True, allow_none=True)
     rounds = fields.List(fields.Nested(RoundSummary), required=True, metadata={
         "description": "the ended rounds after `rounds_after`, oldest first, at most `rounds_limit`"})
@@ -137,6 +174,7 @@ class EventAppended(ma.Schema):
     round = fields.Nested(RoundView, required=True, allow_none=True)
     voided = fields.Integer(metadata={"description": "(void) the seq voided"})
     deltas = fields.List(fields.Integer(), metadata={"description": "(void) change of the balances"})
+    coins = _Coins("(with stakes) each seat's bankroll after it")
 
 
 class _Record(ma.Schema):
@@ -149,7 +187,8 @@ class _Record(ma.Schema):
 
 class _RoundRecord(_Record):
     round = fields.Integer(required=True, allow_none=True,
-                           metadata={"description": "the round it belongs to (null: none in progress)"})
+                           metadata={"description": "the round it belongs to (a buy-in: the round before it); null "
+                                                    "before the first round"})
 
 
 class PengRecord(PengEvent, _RoundRecord):
@@ -180,6 +219,10 @@ class RoundEndRecord(RoundEndEvent, _RoundRecord):
     pass
 
 
+class BuyInRecord(BuyInEvent, _RoundRecord):
+    pass
+
+
 class VoidRecord(_Record):
     type = Const("void")
     target = fields.Integer(required=True, metadata={"description": "the seq of the record it undoes"})
@@ -187,7 +230,7 @@ class VoidRecord(_Record):
 
 LOG_RECORD_SCHEMAS: dict[str, type[ma.Schema]] = {
     "peng": PengRecord, "kong": KongRecord, "hu": HuRecord, "draw": DrawRecord, "escape": EscapeRecord,
-    "round_start": RoundStartRecord, "round_end": RoundEndRecord, "void": VoidRecord,
+    "round_start": RoundStartRecord, "round_end": RoundEndRecord, "buy_in": BuyInRecord, "void": VoidRecord,
 }
 
 

@@ -241,10 +241,14 @@ def create_table(args):
     An `Idempotency-Key` here must be a random UUID (version 4 or 7) and is a secret: its retry
     returns the same table and tokens. With API keys on, needs `X-API-Key`; the table is then
     listed under the key and an `Idempotency-Key` is scoped to the key.
+
+    `players` names as many seats as the ruleset has (`players`: four, or three for
+    `sanren-liangfang`); another number is a 422 `bad_players`. With `stakes` (RULES.md
+    §12) the table plays for coins: the response has `coins`.
     """
     key = creation_key()
-    table = store().create(args["players"], args["ruleset"], args["dealer"], idempotency_key=key,
-                           fp=creation_fingerprint(), owner=api_key())
+    table = store().create(args["players"], args["ruleset"], args["dealer"], stakes=args["stakes"],
+                           idempotency_key=key, fp=creation_fingerprint(), owner=api_key())
     return _created(table)
 
 
@@ -323,12 +327,13 @@ def delete_table(table_id):
 @blp.doc(security=WRITE, operationId="postEvent",
          responses={201: {"links": _links(_SAME_TABLE, start_round=True, void=True)}})
 def post_event(table_id):
-    """Append an event: a round event, `round_start` or `round_end`.
+    """Append an event: a round event, `round_start`, `round_end` or `buy_in`.
 
     The write token only; the read token gets 403. The event is checked by the
     rules against the round as it stands; one they reject is a 422 with a
     stable `code` and `event` (the seq it would have had), and nothing is
-    recorded.
+    recorded. A `buy_in` adds coins to a seat between rounds at a table with
+    stakes (`round_in_progress` during a round, `no_stakes` without stakes).
     """
     s = store()
     tid = _table_id(table_id)
@@ -404,7 +409,8 @@ def document(api) -> None:
     from .schemas import EVENT_SCHEMAS
 
     union("Event", EVENT_SCHEMAS, "A round event (docs/events.md): checked by the rules against the round as it stands.")
-    union("TableEvent", ts.TABLE_EVENT_SCHEMAS, "An event of a table: a round event, round_start or round_end.")
+    union("TableEvent", ts.TABLE_EVENT_SCHEMAS,
+          "An event of a table: a round event, round_start, round_end or buy_in (with stakes, between rounds).")
     spec.components.security_scheme("tableToken", {
         "type": "http", "scheme": "bearer",
         "description": "A table's token from its creation: the write token, or the read token (reads only). "

@@ -7,9 +7,10 @@ from .ting import DiscardAdvice, Ting, discards, ting
 from .validate import Validation, validate
 
 from .settle import Settlement, Transfer, settle
+from .stakes import CoinSettlement, Stakes, settle_coins
 
 __all__ = [
     "Hand", "Meld", "PRESETS", "Ruleset", "Score", "Win", "Ting", "DiscardAdvice", "Validation",
-    "Settlement", "Transfer",
-    "discards", "is_win", "parse_hand", "score", "settle", "ting", "validate",
+    "Settlement", "Transfer", "Stakes", "CoinSettlement",
+    "discards", "is_win", "parse_hand", "score", "settle", "settle_coins", "ting", "validate",
 ]

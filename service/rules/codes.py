@@ -82,9 +82,13 @@ class Code(_Documented):
     ROUND_ENDED = "round_ended", "an event after the round has ended"
     # tables (§10)
     NO_ROUND = "no_round", "a round event with no round started"
-    ROUND_IN_PROGRESS = "round_in_progress", "a round_start while a round is being played"
+    ROUND_IN_PROGRESS = "round_in_progress", "a round_start or a buy_in while a round is being played"
     VOID_CONFLICT = "void_conflict", "a void after which a later record no longer holds"
     BAD_PLAYERS = "bad_players", "a table whose number of players is not the ruleset's"
+    # stakes (§12)
+    BAD_STAKES = "bad_stakes", "stakes that are not integers in range, or bankrolls not one per seat"
+    NO_STAKES = "no_stakes", "a buy_in at a table that plays without stakes"
+    TOO_MANY_COINS = "too_many_coins", "a buy_in that would take a table's coins past 10^15 in all"
 
 
 class Reason(_Documented):

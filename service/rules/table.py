@@ -1,10 +1,11 @@
-"""A table: a physical game over many rounds, as a fold over its log (RULES.md §10, §14).
+"""A table: a physical game over many rounds, as a fold over its log (RULES.md §10, §12, §14).
 
 The log is a list of records, each ``{"seq": n, "type": ..., ...}`` with
 ``seq`` = its 1-based position.  Record types: the round events of API.md
 (``peng``, ``kong``, ``hu``, ``draw``, ``escape``), ``round_start``
-(``dealer``, ``voids``), ``round_end``, and ``void`` (``target``: the seq of
-an earlier record, which then counts as never having happened).
+(``dealer``, ``voids``), ``round_end``, ``buy_in`` (``seat``, ``coins``: at
+a table with stakes, between rounds) and ``void`` (``target``: the seq of an
+earlier record, which then counts as never having happened).
 
 :class:`TableState` is the state after the first ``version`` records.  It is
 plain data (:meth:`TableState.to_dict`), so a store keeps it beside the log
@@ -30,16 +31,50 @@ Readings where RULES.md is silent (documented choices):
   the seats ``seat_out_of_range``); every seat-indexed list (balances, deltas, ``voids``) has one
   entry per seat, and with three players ``voids`` may only be null.
 
+Stakes (§12; the coin settlement itself is :mod:`service.rules.stakes`):
+
+* A table created with stakes has ``coins`` (each seat's bankroll now).
+  Whenever a round ends (by its events, an escape or ``round_end``) its coins
+  are settled from its deltas and the coins at its start, and its summary
+  carries ``bankrolls`` (the coins at its start: with its events, what
+  :func:`~service.rules.stakes.settle_coins` needs to give its coins back),
+  ``coins_delta`` and ``fees``; the latest round shows them too (``null``
+  while it is played).
+* ``buy_in`` adds ``coins`` (an integer 1-10^15) to ``seat``'s bankroll
+  whenever no round is being played: before the first round, after a round
+  has ended, as often as wanted.  During a round it is ``round_in_progress``;
+  at a table without stakes ``no_stakes``; past 10^15 coins at the table in
+  all ``too_many_coins``.  A malformed one is ``bad_event`` (an unknown
+  member, a seat or coins that are not integers), before anything else.
+* Coins are the fold of the log like everything else: a void that reopens a
+  round (of its last event) undoes its coin settlement, a void of a
+  ``buy_in`` removes it.  Reopening a round after which a seat bought in is
+  ``void_conflict`` (the buy-in would fall inside the round): void the buy-in
+  first.
+
 >>> st = TableState.new(["A", "B", "C", "D"], "xuezhan", dealer=1)
 >>> st, out = st.apply({"type": "round_start"}, seq=1)
 >>> st, out = st.apply({"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}, seq=2)
 >>> st.balances, st.version, [t.as_dict()["reason"] for t in out]
 ([-12, -12, 36, -12], 2, ['kong_concealed', 'kong_concealed', 'kong_concealed'])
+
+Three players for coins: seat 2 escapes owing 96 points to each of the others
+(19,200 coins at 100 a point) but holds 300: the others share it, then pay the fee.
+
+>>> st = TableState.new(["A", "B", "C"], "sanren-liangfang",
+...                     stakes={"coin_per_point": 100, "fee": 50, "bankrolls": [1000, 1000, 300]})
+>>> st, _ = st.apply({"type": "round_start"}, seq=1)
+>>> st, _ = st.apply({"type": "escape", "seat": 2}, seq=2)
+>>> st.balances, st.coins, st.round_view()["coins_delta"], st.round_view()["fees"]
+([96, 96, -192], [1100, 1100, 0], [100, 100, -300], [50, 50, 0])
+>>> st, _ = st.apply({"type": "buy_in", "seat": 2, "coins": 500}, seq=3)
+>>> st.coins
+[1100, 1100, 500]
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from .codes import Code
@@ -47,10 +82,13 @@ from .errors import EventError, RuleError
 from .ruleset import Ruleset
 from .events import MAX_SUIT_CHARS, parse_event
 from .settle import Round, Transfer
+from .stakes import MAX_COINS, Stakes, settle_coins
 from .tiles import parse_suit
 
 ROUND_EVENTS = ("peng", "kong", "hu", "draw", "escape")
-TABLE_EVENTS = ROUND_EVENTS + ("round_start", "round_end")
+TABLE_EVENTS = ROUND_EVENTS + ("round_start", "round_end", "buy_in")
+BUY_IN_FIELDS = ("type", "seat", "coins")
+COIN_FIELDS = ("bankrolls", "coins_delta", "fees")  # what stakes add to a round's summary
 
 
 class TableError(EventError):
@@ -91,10 +129,16 @@ class TableState:
     round: Round | None = None
     voided: list[int] = field(default_factory=list)
     base: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # balances before the latest round (one per seat)
+    stakes: Stakes | None = None      # §12: None for a table that plays for points only
+    coins: list[int] | None = None    # with stakes: each seat's bankroll now
 
     @classmethod
-    def new(cls, players: list[str], ruleset: "Ruleset | str | Mapping | None", dealer: int = 0) -> "TableState":
-        """A table before its first record: ``players`` names one seat each, as many as the ruleset seats."""
+    def new(cls, players: list[str], ruleset: "Ruleset | str | Mapping | None", dealer: int = 0,
+            stakes: "Stakes | Mapping | None" = None) -> "TableState":
+        """A table before its first record: ``players`` names one seat each, as many as the ruleset seats.
+
+        ``stakes`` (§12, optional): ``{"coin_per_point", "fee", "bankrolls"}``, one bankroll per seat.
+        """
         rules = Ruleset.from_spec(ruleset)
         n = rules.players
         if len(players) != n:
@@ -104,7 +148,10 @@ class TableState:
         if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < n:
             raise TableSetupError(f"dealer {dealer!r} is not a seat 0-{n - 1}", text=str(dealer),
                                   code=Code.SEAT_OUT_OF_RANGE)
-        return cls(list(players), rules, dealer, dealer, base=[0] * n)
+        if stakes is None:
+            return cls(list(players), rules, dealer, dealer, base=[0] * n)
+        stakes = Stakes.from_spec(stakes, n)
+        return cls(list(players), rules, dealer, dealer, base=[0] * n, stakes=stakes, coins=list(stakes.bankrolls))
 
     # -- derived ----------------------------------------------------------------
     @property
@@ -141,16 +188,17 @@ class TableState:
             "ended_by": m["ended_by"],
             "next_dealer": None if self.playing else r.dealer_after(),
             "events": r.n,
-        }
+        } | ({k: m[k] for k in COIN_FIELDS} if self.stakes is not None else {})
 
     def round_summary(self) -> dict:
         """The summary of the latest round once it has ended (kept in the rounds list)."""
         view = self.round_view()
         assert view is not None
-        return {k: view[k] for k in ("number", "dealer", "deltas", "won", "left", "ended_by", "next_dealer")} | {
+        keys = ("number", "dealer", "deltas", "won", "left", "ended_by", "next_dealer")
+        return {k: view[k] for k in keys} | {
             "first_seq": self.round_meta["start"],
             "last_seq": self.version,
-        }
+        } | ({k: view[k] for k in COIN_FIELDS} if self.stakes is not None else {})
 
     # -- persistence ---------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -159,6 +207,7 @@ class TableState:
             "dealer": self.dealer, "version": self.version, "round_meta": self.round_meta,
             "round": None if self.round is None else self.round.to_dict(),
             "voided": self.voided, "base": self.base,
+            "stakes": None if self.stakes is None else self.stakes.as_dict(), "coins": self.coins,
         }
 
     @classmethod
@@ -169,6 +218,9 @@ class TableState:
             round_meta=None if d["round_meta"] is None else dict(d["round_meta"]),
             round=None if d["round"] is None else Round.from_dict(d["round"]),
             voided=list(d["voided"]), base=list(d["base"]),
+            # (states stored before stakes have neither)
+            stakes=None if d.get("stakes") is None else Stakes.from_spec(d["stakes"], len(d["players"])),
+            coins=None if d.get("coins") is None else list(d["coins"]),
         )
 
     def copy(self) -> "TableState":
@@ -191,6 +243,9 @@ class TableState:
         elif kind == "round_end":
             out = ()
             self._round_end(record, seq)
+        elif kind == "buy_in":
+            out = ()
+            self._buy_in(record, seq)
         elif kind in ROUND_EVENTS:
             out = self._round_event(record, seq)
         else:
@@ -234,6 +289,8 @@ class TableState:
         self.base = self.balances
         self.round = Round(self.ruleset, dealer, voids)
         self.round_meta = {"number": number, "start": seq, "ended_by": None}
+        if self.stakes is not None:
+            self.round_meta |= {"bankrolls": list(self.coins), "coins_delta": None, "fees": None}
 
     def _round_end(self, record: Mapping[str, Any], seq: int) -> None:
         _no_unknown(record, ("type",), seq)
@@ -247,6 +304,32 @@ class TableState:
     def _close(self, ended_by: str) -> None:
         self.round_meta["ended_by"] = ended_by
         self.dealer = self.round.dealer_after()
+        if self.stakes is not None:  # §12: the round's coins, from its deltas and the coins at its start
+            coins = settle_coins(self.round.deltas, replace(self.stakes, bankrolls=tuple(self.coins)))
+            self.coins = list(coins.coins)
+            self.round_meta |= {"coins_delta": list(coins.coins_delta), "fees": list(coins.fees)}
+
+    def _buy_in(self, record: Mapping[str, Any], seq: int) -> None:
+        _no_unknown(record, BUY_IN_FIELDS, seq)
+        n = self.ruleset.players
+        seat, coins = record.get("seat"), record.get("coins")
+        if isinstance(seat, bool) or not isinstance(seat, int):
+            raise TableError(Code.BAD_EVENT, seq, f"a buy_in names its seat 0-{n - 1}, got {seat!r}", field="seat")
+        if not 0 <= seat < n:
+            raise TableError(Code.SEAT_OUT_OF_RANGE, seq, f"seat {seat} is not a seat 0-{n - 1}", field="seat")
+        if isinstance(coins, bool) or not isinstance(coins, int) or not 1 <= coins <= MAX_COINS:
+            raise TableError(Code.BAD_EVENT, seq, f"a buy_in adds coins: an integer 1-{MAX_COINS}, got {coins!r}",
+                             field="coins")
+        if self.stakes is None:
+            raise TableError(Code.NO_STAKES, seq, "this table plays without stakes: there are no coins to buy")
+        if self.playing:
+            raise TableError(Code.ROUND_IN_PROGRESS, seq,
+                             f"round {self.round_meta['number']} is being played; buy in between rounds")
+        if sum(self.coins) + coins > MAX_COINS:
+            raise TableError(Code.TOO_MANY_COINS, seq,
+                             f"the table would hold {sum(self.coins) + coins} coins, more than {MAX_COINS}",
+                             field="coins")
+        self.coins[seat] += coins
 
     def _round_event(self, record: Mapping[str, Any], seq: int) -> tuple[Transfer, ...]:
         if not self.playing:
@@ -268,7 +351,8 @@ def _no_unknown(record: Mapping[str, Any], known: tuple[str, ...], seq: int) -> 
             raise TableError(Code.BAD_EVENT, seq, f"unknown field {name!r} of a {record['type']}", field=str(name))
 
 
-def fold(players: list[str], ruleset, dealer: int, records: Iterable[Mapping[str, Any]]) -> tuple[TableState, list[dict]]:
+def fold(players: list[str], ruleset, dealer: int, records: Iterable[Mapping[str, Any]],
+         stakes: "Stakes | Mapping | None" = None) -> tuple[TableState, list[dict]]:
     """Rebuild a table's state from its whole log; also the summaries of its ended rounds.
 
     Void records remove their targets; every other record is re-validated.
@@ -276,7 +360,7 @@ def fold(players: list[str], ruleset, dealer: int, records: Iterable[Mapping[str
     """
     records = list(records)
     voided = {r["target"] for r in records if r.get("type") == "void"}
-    return _fold_on(TableState.new(players, ruleset, dealer), records, voided)
+    return _fold_on(TableState.new(players, ruleset, dealer, stakes), records, voided)
 
 
 def refold_round(st: TableState, prior: Mapping[str, Any] | None, later: list[Mapping[str, Any]],
@@ -286,11 +370,13 @@ def refold_round(st: TableState, prior: Mapping[str, Any] | None, later: list[Ma
     ``st`` is the table's state (the fold of its log, voids included); ``prior``
     the summary of the round before that round (None for round 1); ``later``
     the summaries of the ended rounds from that round on; ``records`` the log
-    from that round's ``round_start`` on, through ``st.version`` and then any
-    new records (a new void last, say); ``voided`` every seq the new fold
-    leaves out.  The rounds before it are not touched by what follows them, so
-    the state between rounds is rebuilt from the summaries: the balances
-    before the round are ``st``'s minus the deltas of the rounds from it on.
+    from just after ``prior`` (its ``last_seq`` + 1; seq 1 for round 1) on, so
+    the buy-ins before the round too, through ``st.version`` and then any new
+    records (a new void last, say); ``voided`` every seq the new fold leaves
+    out.  The rounds before it are not touched by what follows them, so the
+    state between rounds is rebuilt from the summaries: the balances before
+    the round are ``st``'s minus the deltas of the rounds from it on, and the
+    coins after ``prior`` are its ``bankrolls`` plus its ``coins_delta``.
 
     Returns what :func:`fold` would return for the whole log, except that the
     summaries are only those from that round on.  Raises :class:`VoidConflict`
@@ -312,13 +398,18 @@ def refold_round(st: TableState, prior: Mapping[str, Any] | None, later: list[Ma
     balances = list(st.balances)
     for summary in list(later) + ([{"deltas": st.round.deltas}] if st.playing else []):
         balances = [b - d for b, d in zip(balances, summary["deltas"])]
-    start = TableState(list(st.players), st.ruleset, st.first_dealer, base=balances)
+    start = TableState(list(st.players), st.ruleset, st.first_dealer, base=balances, stakes=st.stakes)
     if prior is not None:
         start.dealer = prior["next_dealer"]
         start.round_meta = {"number": prior["number"], "start": prior["first_seq"], "ended_by": prior["ended_by"]}
         start.version = prior["last_seq"]
+        if st.stakes is not None:
+            start.round_meta |= {k: prior[k] for k in COIN_FIELDS}
+            start.coins = [b + d for b, d in zip(prior["bankrolls"], prior["coins_delta"])]
     else:
         start.dealer = st.first_dealer
+        if st.stakes is not None:
+            start.coins = list(st.stakes.bankrolls)
     new, summaries = _fold_on(start, records, set(voided))
     # the voids before the round, in log order, then those the fold met
     new.voided = list(st.voided) + [v for v in new.voided if v not in st.voided]

@@ -6,7 +6,7 @@ Redis Cluster slot and every script touches one slot.
 =============================  ======  ==================================================
 key                            type    holds
 =============================  ======  ==================================================
-``{t:<id>}:meta``              hash    players, ruleset, first dealer, token hashes, created
+``{t:<id>}:meta``              hash    players, ruleset, first dealer, stakes (if any), token hashes, created
                                        (after DELETE: only the token hashes and ``deleted``, 24 h)
 ``{t:<id>}:log``               list    the log: one JSON record per seq (append-only)
 ``{t:<id>}:state``             string  JSON :class:`~service.rules.table.TableState` at version = LLEN log
@@ -131,10 +131,10 @@ TABLE_PATTERN = "{t:*}:meta"
 # ARGV[1] state JSON, ARGV[2] table TTL in seconds (0: none),
 # ARGV[3] the creation's record ("" when the request has no key), ARGV[4] its TTL,
 # ARGV[5..] meta field/value pairs
-# returns {1} when created, {0, record or false, {players, ruleset, dealer, deleted}} when the id exists
+# returns {1} when created, {0, record or false, {players, ruleset, dealer, deleted, stakes}} when the id exists
 CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {0, redis.call('GET', KEYS[6]), redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted')}
+  return {0, redis.call('GET', KEYS[6]), redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted', 'stakes')}
 end
 local fields = {}
 for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
@@ -208,7 +208,7 @@ return {'ok', tostring(version + 1)}
 DELETE = """
 if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
-redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created')
+redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created', 'stakes')
 redis.call('HSET', KEYS[1], 'deleted', '1')
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
 redis.call(ARGV[2], KEYS[7], 'deleted')

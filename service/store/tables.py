@@ -154,18 +154,20 @@ class Created:
     version: int
     balances: list[int]
     replayed: bool = False  # a retry of the creation: the first answer again
+    coins: list[int] | None = None  # with stakes (RULES.md §12): each seat's bankroll
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "token": self.token, "read_token": self.read_token, "players": self.players,
-                "ruleset": self.ruleset, "dealer": self.dealer, "version": self.version,
-                "balances": self.balances}
+        out = {"id": self.id, "token": self.token, "read_token": self.read_token, "players": self.players,
+               "ruleset": self.ruleset, "dealer": self.dealer, "version": self.version,
+               "balances": self.balances}
+        return out if self.coins is None else out | {"coins": self.coins}
 
 
 @dataclass(frozen=True)
 class Written:
     """What a write to a table's log did: the record's seq (= the new version), the
     transfers it caused, the balances and the round after it; a void also names the
-    seq it voided and the change of the balances."""
+    seq it voided and the change of the balances; at a table with stakes, ``coins`` after it."""
 
     seq: int
     transfers: list[dict]
@@ -174,6 +176,7 @@ class Written:
     voided: int | None = None
     deltas: list[int] | None = None
     replayed: bool = False  # a retry under its Idempotency-Key: the first answer again
+    coins: list[int] | None = None
 
     @property
     def version(self) -> int:
@@ -181,10 +184,12 @@ class Written:
 
     def as_dict(self) -> dict:
         if self.voided is None:
-            return {"seq": self.seq, "version": self.seq, "transfers": self.transfers,
-                    "balances": self.balances, "round": self.round}
-        return {"seq": self.seq, "version": self.seq, "voided": self.voided, "transfers": self.transfers,
-                "deltas": self.deltas, "balances": self.balances, "round": self.round}
+            out = {"seq": self.seq, "version": self.seq, "transfers": self.transfers,
+                   "balances": self.balances, "round": self.round}
+        else:
+            out = {"seq": self.seq, "version": self.seq, "voided": self.voided, "transfers": self.transfers,
+                   "deltas": self.deltas, "balances": self.balances, "round": self.round}
+        return out if self.coins is None else out | {"coins": self.coins}
 
 
 def _hash(token: str) -> str:
@@ -251,6 +256,11 @@ def _out_of_memory(exc: redis.exceptions.ResponseError) -> bool:
     return isinstance(exc, redis.exceptions.OutOfMemoryError) or "OOM command not allowed" in str(exc)
 
 
+def _stakes(stored: bytes | None) -> dict | None:
+    """A table's stakes as its meta hash keeps them (JSON), or None: it plays without."""
+    return None if stored is None else json.loads(stored)
+
+
 def fingerprint(method: str, path: str, body: Any) -> str:
     """What an Idempotency-Key is bound to: the method, the path and the canonical body."""
     canon = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -305,7 +315,7 @@ class TableStore:
             raise
 
     # -- create ------------------------------------------------------------------
-    def create(self, players: list[str], ruleset: Any, dealer: int = 0, *,
+    def create(self, players: list[str], ruleset: Any, dealer: int = 0, *, stakes: Any = None,
                idempotency_key: str | None = None, fp: str = "", owner: str | None = None) -> Created:
         """A new table; its tokens are returned here only (Redis keeps their SHA-256).
 
@@ -314,9 +324,10 @@ class TableStore:
         table) sealed under a key derived from the Idempotency-Key, which Redis
         never sees, so that the retry can be answered with them.  With an
         ``owner`` (an API key's name) the key is scoped to the owner and the table
-        is listed in the owner's index (:meth:`tables_of`).
+        is listed in the owner's index (:meth:`tables_of`).  ``stakes`` (RULES.md §12) are
+        kept in the meta hash beside the players, and the state carries the coins.
         """
-        state = TableState.new(players, ruleset, dealer)
+        state = TableState.new(players, ruleset, dealer, stakes)
         created_ttl = min(self.idempotency_ttl, self.table_ttl) if self.table_ttl else self.idempotency_ttl
         for _ in range(5):
             table_id = _created_id(idempotency_key, owner) if idempotency_key else secrets.token_hex(8)
@@ -329,6 +340,8 @@ class TableStore:
                 "dealer": str(dealer), "token": _hash(token), "read_token": _hash(read_token),
                 "created": _now(),
             }
+            if state.stakes is not None:
+                fields["stakes"] = _dumps(state.stakes.as_dict())
             flat = [x for kv in fields.items() for x in kv]
             res = self._run(self._create, keys.every(table_id),
                             [_dumps(state.to_dict()), self.table_ttl, record, created_ttl, *flat])
@@ -336,7 +349,7 @@ class TableStore:
                 if owner is not None:
                     self._index(owner, table_id)
                 return Created(table_id, token, read_token, list(players), state.ruleset.as_dict(), dealer,
-                               state.version, state.balances)
+                               state.version, state.balances, coins=state.coins)
             if idempotency_key:
                 replay = self._replay_creation(table_id, idempotency_key, fp, res[1], res[2])
                 if owner is not None:  # (listed again: a first attempt may have failed before)
@@ -346,7 +359,7 @@ class TableStore:
 
     def _replay_creation(self, table_id: str, idempotency_key: str, fp: str, record: bytes | None,
                          meta: list) -> Created:
-        players, ruleset, dealer, deleted = meta
+        players, ruleset, dealer, deleted, stakes = meta
         if deleted:
             raise Conflict("table_deleted", "the table this Idempotency-Key created has been deleted")
         if not record:
@@ -359,9 +372,9 @@ class TableStore:
             token, read_token = _unseal(idempotency_key, table_id, record[8:])
         except InvalidTag:  # another key with the same 64-bit table id: never in practice
             raise IdempotencyMismatch("this Idempotency-Key was used with a different request") from None
-        state = TableState.new(json.loads(players), json.loads(ruleset), int(dealer))
+        state = TableState.new(json.loads(players), json.loads(ruleset), int(dealer), _stakes(stakes))
         return Created(table_id, token, read_token, state.players, state.ruleset.as_dict(), state.first_dealer,
-                       state.version, state.balances, replayed=True)
+                       state.version, state.balances, replayed=True, coins=state.coins)
 
     def is_creation_replay(self, idempotency_key: str, fp: str, owner: str | None = None) -> bool:
         """Whether this key already created a table from this very request (its retry is a replay)."""
@@ -405,9 +418,10 @@ class TableStore:
         return self._view(table_id, st) | {"rounds": page, "rounds_next": rounds_after + rounds_limit if more else None}
 
     def _view(self, table_id: str, st: TableState) -> dict:
-        return {"id": table_id, "players": st.players, "ruleset": st.ruleset.as_dict(),
+        view = {"id": table_id, "players": st.players, "ruleset": st.ruleset.as_dict(),
                 "dealer": st.dealer, "version": st.version, "balances": st.balances,
                 "round": st.round_view()}
+        return view if st.coins is None else view | {"coins": st.coins}
 
     def events(self, table_id: str, after: int = 0, limit: int = 100, access: "Access | None" = None) -> dict:
         hashes, raw, state = self._read(("HMGET", keys.meta(table_id), "token", "read_token", "deleted"),
@@ -529,14 +543,16 @@ class TableStore:
         if len(raw) != seq:  # a log only grows: the table was deleted meanwhile
             raise TableNotFound(f"no table {table_id!r}")
         records = [json.loads(x) for x in raw]
-        before, _ = fold(st.players, st.ruleset, st.first_dealer, records[:-1])
+        before, _ = fold(st.players, st.ruleset, st.first_dealer, records[:-1], st.stakes)
         record = records[-1]
         if record["type"] == "void":
-            after, _ = fold(st.players, st.ruleset, st.first_dealer, records)
+            after, _ = fold(st.players, st.ruleset, st.first_dealer, records, st.stakes)
             return Written(seq, [], after.balances, after.round_view(), voided=record["target"],
-                           deltas=[a - b for a, b in zip(after.balances, before.balances)], replayed=True)
+                           deltas=[a - b for a, b in zip(after.balances, before.balances)], replayed=True,
+                           coins=after.coins)
         transfers = before.step({k: v for k, v in record.items() if k not in ("seq", "at", "round")}, seq)
-        return Written(seq, [t.as_dict() for t in transfers], before.balances, before.round_view(), replayed=True)
+        return Written(seq, [t.as_dict() for t in transfers], before.balances, before.round_view(), replayed=True,
+                       coins=before.coins)
 
     def _plan_event(self, st: TableState, version: int, body: Mapping[str, Any]):
         seq = version + 1
@@ -548,7 +564,7 @@ class TableStore:
         mode, payload = "none", ""
         if new.rounds_done > done_before:
             mode, payload = "push", _dumps(new.round_summary())
-        written = Written(seq, [t.as_dict() for t in transfers], new.balances, new.round_view())
+        written = Written(seq, [t.as_dict() for t in transfers], new.balances, new.round_view(), coins=new.coins)
         return record, new, written, mode, payload
 
     def _plan_void(self, table_id: str, st: TableState, version: int, target: int):
@@ -578,10 +594,14 @@ class TableStore:
             summaries = [json.loads(x) for x in res[2]]
             first = latest["start"]
         else:  # an ended round: the record names its round's number, its summary where it starts
-            number = record["round"]
+            number = record["round"] or 1  # (a buy-in before the first round names none)
             summaries = self._rounds_from(table_id, version, number - 1)
             own = summaries[1 if number >= 2 else 0] if len(summaries) > (number >= 2) else None
-            if own is None or not own["first_seq"] <= target <= own["last_seq"]:  # never expected: refold all
+            if record["round"] is not None and own is not None and own["last_seq"] < target:
+                # a buy-in after its round ended (and before the next): refold from the next round
+                summaries, number = summaries[1 if number >= 2 else 0:], number + 1
+                own = {"first_seq": own["last_seq"] + 1}
+            elif own is None or not own["first_seq"] <= target <= own["last_seq"]:  # refold all
                 number, summaries = 1, self._rounds_from(table_id, version, 0)
                 own = {"first_seq": 1}
             first = own["first_seq"]
@@ -593,6 +613,8 @@ class TableStore:
             summaries = self._rounds_from(table_id, version, number - 1)
             first = summaries[1 if number >= 2 else 0]["first_seq"]
         prior = summaries.pop(0) if number >= 2 else None
+        # refold_round reads from just after the round before (so the buy-ins between rounds too)
+        first = 1 if prior is None else prior["last_seq"] + 1
         seq = version + 1
         void = {"seq": seq, "type": "void", "target": target, "at": _now()}
 
@@ -614,7 +636,7 @@ class TableStore:
                            f"event {target} cannot be voided: a later event depends on it ({exc.reason})",
                            event=exc.event) from None
         delta = [a - b for a, b in zip(new.balances, st.balances)]
-        written = Written(seq, [], new.balances, new.round_view(), voided=target, deltas=delta)
+        written = Written(seq, [], new.balances, new.round_view(), voided=target, deltas=delta, coins=new.coins)
         splice = {"keep": number - 1, "items": [_dumps(s) for s in tail]}
         return void, new, written, "splice", _dumps(splice)
 
@@ -647,7 +669,7 @@ class TableStore:
             raise TableNotFound(f"no table {table_id!r}")
         records = [json.loads(x) for x in self.r.lrange(keys.log(table_id), 0, -1)]
         return fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]) | {},
-                    int(meta[b"dealer"]), records)
+                    int(meta[b"dealer"]), records, _stakes(meta.get(b"stakes")))
 
     def check(self, table_id: str, repair: bool = False) -> dict:
         """Compare the stored state with the fold of the log; optionally write the fold back.
@@ -663,7 +685,7 @@ class TableStore:
         if b"dealer" not in meta:  # unknown, expired, or a deleted table's tombstone
             raise TableNotFound(f"no table {table_id!r}")
         folded, summaries = fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]),
-                                 int(meta[b"dealer"]), [json.loads(x) for x in log])
+                                 int(meta[b"dealer"]), [json.loads(x) for x in log], _stakes(meta.get(b"stakes")))
         stored = None if state is None else json.loads(state)
         ok = stored == json.loads(_dumps(folded.to_dict())) and [json.loads(x) for x in rounds] == json.loads(
             _dumps(summaries))

@@ -9,7 +9,7 @@ import { Outbox } from '/web/outbox.js';
 import { describe, transferWords, seatName, setPatterns } from '/web/words.js';
 import {
   openDialog, closeDialog, dialogOpen, roundStartDialog, pengDialog, kongDialog, huDialog, drawDialog,
-  escapeDialog, undoDialog, confirmDialog,
+  escapeDialog, undoDialog, confirmDialog, buyInDialog,
 } from '/web/dialogs.js';
 
 const ROUND_EVENTS = ['peng', 'kong', 'hu', 'draw', 'escape'];
@@ -108,7 +108,8 @@ let startState = null;
 
 async function renderStart() {
   if (!startState) {
-    startState = { preset: null, names: [], opts: {}, key: null, keyBody: null, busy: false };
+    startState = { preset: null, names: [], opts: {}, key: null, keyBody: null, busy: false,
+      stakes: { on: false, cpp: '1', fee: '0', bankrolls: [] } };
   }
   if (!S.rulesets) {
     S.rulesets = store.get('mj.rulesets', null);
@@ -153,12 +154,26 @@ function drawStart() {
   options.push(field(t('api_key'), h('input', { type: 'password', testid: 'api-key', autocomplete: 'off', value: apiKey(),
     onchange: (e) => { setApiKey(e.target.value.trim()); S.rulesets = null; renderStart(); } }), t('api_key_hint')));
   const recent = store.get('mj.tables', []);
+  // stakes (游戏币): coins per point, a fee per round, each seat's bankroll
+  const sk = st.stakes;
+  const num = (testid, value, onInput) => h('input', { type: 'number', min: 0, step: 1, inputmode: 'numeric', testid, value,
+    oninput: (e) => onInput(e.target.value) });
+  const stakes = h('fieldset', { class: 'stakes' }, h('legend', {}, t('stakes')),
+    h('label', { class: 'check' }, h('input', { type: 'checkbox', testid: 'stakes-on', checked: sk.on,
+      onchange: (e) => { sk.on = e.target.checked; drawStart(); } }), t('stakes_on')),
+    sk.on ? [
+      field(t('coin_per_point'), num('stakes-cpp', sk.cpp, (v) => { sk.cpp = v; })),
+      field(t('fee'), num('stakes-fee', sk.fee, (v) => { sk.fee = v; })),
+      Array.from({ length: seats }, (_, i) => field(`${st.names[i] || winds[i]} · ${t('bankroll')}`,
+        num(`stakes-bankroll-${i}`, sk.bankrolls[i] ?? '1000', (v) => { sk.bankrolls[i] = v; }))),
+    ] : null);
   const form = h('form', { class: 'start', onsubmit: (e) => { e.preventDefault(); createTable(seats); } },
     field(t('room'), select),
     h('fieldset', {}, h('legend', {}, t('players')), Array.from({ length: seats }, (_, i) => field(
       `${t('player_n', { n: i + 1 })} · ${winds[i]}`,
       h('input', { type: 'text', testid: `player-${i}`, maxlength: 40, autocomplete: 'off', value: st.names[i] || '',
         placeholder: winds[i], oninput: (e) => { st.names[i] = e.target.value; } })))),
+    stakes,
     h('details', { class: 'options', open: st.optionsOpen, ontoggle: (e) => { st.optionsOpen = e.target.open; } },
       h('summary', {}, t('options')), options),
     h('button', { type: 'submit', class: 'primary big', testid: 'create-table', disabled: st.busy }, st.busy ? t('creating') : t('create')));
@@ -176,6 +191,13 @@ async function createTable(seats) {
   if (names.some((n) => !n)) { showError(t('err.names')); return; }
   const ruleset = Object.keys(st.opts).length ? { preset: st.preset, ...st.opts } : st.preset;
   const body = { players: names, ruleset };
+  if (st.stakes.on) {
+    const whole = (v) => (String(v).trim() === '' ? NaN : Number(v));
+    body.stakes = { coin_per_point: whole(st.stakes.cpp), fee: whole(st.stakes.fee),
+      bankrolls: Array.from({ length: seats }, (_, i) => whole(st.stakes.bankrolls[i] ?? '1000')) };
+    const all = [body.stakes.coin_per_point, body.stakes.fee, ...body.stakes.bankrolls];
+    if (all.some((v) => !Number.isSafeInteger(v) || v < 0) || body.stakes.coin_per_point < 1) { showError(t('codes.bad_stakes')); return; }
+  }
   const bodyText = JSON.stringify(body);
   if (st.keyBody !== bodyText) { st.key = uuid4(); st.keyBody = bodyText; } // a retry reuses its key
   st.busy = true; drawStart();
@@ -217,7 +239,8 @@ function openTable(id, token, read) {
         if (data && Array.isArray(data.transfers)) S.transfers.set(data.seq, data.transfers);
         if (data && data.deltas && data.voided) S.ownDeltas.set(data.seq, data.deltas);
         if (data && S.view && data.version > S.view.version) {
-          Object.assign(S.view, { version: data.version, balances: data.balances, round: data.round });
+          Object.assign(S.view, { version: data.version, balances: data.balances, round: data.round },
+            data.coins ? { coins: data.coins } : {});
         }
         showError('');
         render();
@@ -400,7 +423,9 @@ function render() {
       h('div', { class: 'name' }, name, tags.map((x) => h('span', { class: 'tag' }, x))),
       h('div', { class: 'balance', 'aria-label': `${name} ${t('balance')}` },
         h('span', { testid: `balance-${i}` }, String(view.balances[i]))),
-      round ? h('div', { class: 'delta' }, `${t('this_round')} ${delta > 0 ? '+' : ''}${delta}`) : null);
+      round ? h('div', { class: 'delta' }, `${t('this_round')} ${delta > 0 ? '+' : ''}${delta}`) : null,
+      view.coins ? h('div', { class: 'coins', 'aria-label': `${name} ${t('coins')}` },
+        h('span', { testid: `coins-${i}` }, String(view.coins[i])), ` ${t('coins')}`) : null);
   });
   const actions = S.token && view ? actionBar(playing) : null;
   const showShareFirst = S.showShare && !(view && view.round);
@@ -427,7 +452,8 @@ function actionBar(playing) {
   const undo = h('button', { type: 'button', class: 'act secondary', testid: 'undo', disabled: !undoTarget,
     onclick: () => { const r = lastUndoable(); if (r) openDialog(undoDialog(ctx, r)); else showError(t('err.nothing_to_undo')); } }, t('undo'));
   if (!playing) {
-    return h('section', { class: 'actions' }, btn('round-start', t('round_start'), () => openDialog(roundStartDialog(ctx)), 'primary wide'), undo);
+    return h('section', { class: 'actions' }, btn('round-start', t('round_start'), () => openDialog(roundStartDialog(ctx)), 'primary wide'),
+      S.view.coins ? btn('buy-in', t('buy_in'), () => openDialog(buyInDialog(ctx)), 'secondary') : null, undo);
   }
   return h('section', { class: 'actions' },
     btn('record-hu', t('hu'), () => openDialog(huDialog(ctx)), 'primary'),
@@ -461,7 +487,7 @@ function historySection() {
     rows.push(h('tr', { class: 'current' }, h('th', { scope: 'row' }, t('this_round')), round.deltas.map((d) => h('td', {}, String(d)))));
   }
   rows.push(h('tr', { class: 'total' }, h('th', { scope: 'row' }, t('totals')), view.balances.map((b) => h('td', {}, String(b)))));
-  if (view.coins) rows.push(h('tr', { class: 'coins' }, h('th', { scope: 'row' }, '¤'), view.coins.map((c) => h('td', {}, String(c)))));
+  if (view.coins) rows.push(h('tr', { class: 'coins' }, h('th', { scope: 'row' }, t('coins')), view.coins.map((c) => h('td', {}, String(c)))));
   return h('section', { class: 'history' },
     h('h2', {}, t('history')),
     items.length ? h('ol', { class: 'events', testid: 'events', reversed: true }, items) : h('p', { class: 'muted' }, t('no_events')),

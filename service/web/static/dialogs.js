@@ -417,6 +417,28 @@ export function escapeDialog(ctx) {
   return d;
 }
 
+// -- buy-in (a table with stakes, between rounds) -----------------------------------------------
+export function buyInDialog(ctx) {
+  const st = { seat: null, coins: '' };
+  const d = {
+    title: () => t('buy_in'),
+    body: () => [
+      seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_buys'), pressed: (i) => i === st.seat,
+        onPick: (i) => { st.seat = i; d.update(); } }),
+      field(t('buy_coins'), h('input', { type: 'number', min: 1, step: 1, inputmode: 'numeric', testid: 'coins-input',
+        value: st.coins, oninput: (e) => { st.coins = e.target.value; } })),
+    ],
+    confirm: () => {
+      if (st.seat == null) return missing([t('who_buys')]);
+      const coins = Number(st.coins);
+      if (!Number.isSafeInteger(coins) || coins < 1) return t('coins_bad');
+      ctx.record({ type: 'buy_in', seat: st.seat, coins });
+      return true;
+    },
+  };
+  return d;
+}
+
 // -- confirmations ---------------------------------------------------------------------------
 export function confirmDialog({ title, text, onConfirm }) {
   return {

@@ -37,6 +37,7 @@ export function describe(rec, players, roundNumber) {
     case 'draw': return t('ev_draw');
     case 'escape': return t('ev_escape', { seat: s(rec.seat) });
     case 'void': return t('ev_void', { target: rec.target });
+    case 'buy_in': return t('ev_buy_in', { seat: s(rec.seat), coins: rec.coins });
     default: return rec.type;
   }
 }
