@@ -148,3 +148,20 @@ def test_a_hub_whose_redis_is_gone_does_not_confirm_subscriptions(free_port):
         hub.subscribe("0123456789abcdef", timeout=0.5)
     assert hub.subscribers == 0
     hub.close()
+
+
+def test_records_read_back_from_a_table_with_stakes_carry_its_coins(client):
+    store = TableStore(client)
+    table_id = store.create(["a", "b", "c", "d"], "xuezhan",
+                            stakes={"coin_per_point": 200, "fee": 400, "bankrolls": [10000] * 4}).id
+    replies = [store.append(table_id, e).as_dict() for e in (
+        {"type": "round_start"}, KONG, {"type": "round_end"},
+        {"type": "buy_in", "seat": 1, "coins": 500}, {"type": "round_start"})]
+    items, version = store.stream_records(table_id, 0)
+    assert version == len(items) == 5
+    for item, reply in zip(items, replies):
+        assert item["coins"] == reply["coins"] and item["balances"] == reply["balances"]
+    # round 1 ended: 36 points = 7,200 coins to seat 0, 2,400 from each other seat, then 400 fees
+    assert items[2]["coins"] == [10000 + 7200 - 400, 10000 - 2400 - 400, 7200, 7200]
+    assert items[3]["coins"][1] == 7200 + 500
+    assert store.stream_records(table_id, 3) == (items[3:], version)

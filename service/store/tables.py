@@ -443,8 +443,8 @@ class TableStore:
         """A record as the stream sends it: as ``events`` lists it, plus the table's ``version`` and
         ``balances`` after it (and ``coins`` when the table's view has them)."""
         view = self._view(table_id, st)
-        return {**record, "voided": voided,
-                **{k: view[k] for k in ("version", "balances", "coins") if k in view}}
+        return {**record, "voided": voided, "version": view["version"],  # (copies: ``st`` steps on)
+                **{k: list(view[k]) for k in ("balances", "coins") if view.get(k) is not None}}
 
     def stream_position(self, table_id: str) -> int | None:
         """The table's version now, or None when it is gone (deleted or expired)."""
@@ -460,7 +460,8 @@ class TableStore:
         None when the table is gone.  Folding yields to other greenlets/threads
         every few hundred records, so a long log does not stall a worker.
         """
-        meta, state, raw = self._read(("HMGET", keys.meta(table_id), "players", "ruleset", "dealer", "deleted"),
+        meta, state, raw = self._read(("HMGET", keys.meta(table_id), "players", "ruleset", "dealer", "deleted",
+                                       "stakes"),
                                       ("GET", keys.state(table_id)), ("LRANGE", keys.log(table_id), 0, -1))
         if state is None or meta[0] is None or meta[3]:
             return None
@@ -469,13 +470,13 @@ class TableStore:
             return [], version
         records = [json.loads(x) for x in raw]
         voided = set(json.loads(state)["voided"])
-        players, ruleset, dealer = json.loads(meta[0]), json.loads(meta[1]), int(meta[2])
-        st, _ = fold(players, ruleset, dealer, _yielding(records[:after]))
+        players, ruleset, dealer, stakes = json.loads(meta[0]), json.loads(meta[1]), int(meta[2]), _stakes(meta[4])
+        st, _ = fold(players, ruleset, dealer, _yielding(records[:after]), stakes)
         out = []
         for i in range(after, version):
             rec = records[i]
             if rec.get("type") == "void":  # a void refolds (without its target)
-                st, _ = fold(players, ruleset, dealer, _yielding(records[:i + 1]))
+                st, _ = fold(players, ruleset, dealer, _yielding(records[:i + 1]), stakes)
             else:
                 st.step({k: v for k, v in rec.items() if k not in ("seq", "at", "round")}, rec["seq"])
             out.append(self._streamed(table_id, rec, st, rec["seq"] in voided))
