@@ -267,3 +267,27 @@ def test_rulesets_list_the_issue_16_presets_and_fields(client):
         assert {"players", "dianpao_pinghu", "xueliu_dajiao_winners", "jiaxinwu", "kaertiao", "yitiaolong"} <= set(preset)
     r = client.post("/v1/hands/ting", json={"hand": {"tiles": "1112345678999p"}, "ruleset": {"players": 2}})
     assert r.status_code == 422 and r.mimetype == "application/problem+json"
+
+
+def test_without_huazhu_payments_no_hand_is_called_huazhu(client):
+    """RULES.md §7.2: with ``huazhu = 0`` (chengdu-points) there is no 花猪; a three-suit hand is
+    simply not ting (found by an independent audit: the flag said true)."""
+    for ruleset in ("chengdu-points", {"preset": "xuezhan", "huazhu": 0}):
+        body = {"hand": {"tiles": "123m456p789s1122m"}, "ruleset": ruleset}
+        t = client.post("/v1/hands/ting", json=body).get_json()
+        assert (t["ting"], t["huazhu"], t["waits"], t["dajiao"]) == (False, False, [], None)
+        v = client.post("/v1/hands/validate", json=body).get_json()
+        assert (v["valid"], v["huazhu"], v["suits"]) == (True, False, ["m", "p", "s"])
+    body = {"hand": {"tiles": "123m456p789s1122m"}, "ruleset": "xuezhan"}
+    assert client.post("/v1/hands/ting", json=body).get_json()["huazhu"] is True
+
+
+def test_five_melds_is_a_wrong_size_that_validate_reports(client):
+    """API.md: a hand that parses but has the wrong size is 200 with ``valid: false``."""
+    melds = [{"type": "peng", "tile": t} for t in ("1m", "2m", "3m", "4m", "5p")]
+    r = client.post("/v1/hands/validate", json={"hand": {"tiles": "99s", "melds": melds}})
+    assert r.status_code == 200
+    body = r.get_json()
+    assert body["valid"] is False and [p["code"] for p in body["problems"]] == ["bad_size"]
+    r = client.post("/v1/hands/ting", json={"hand": {"tiles": "99s", "melds": melds}})
+    assert r.status_code == 422 and r.get_json()["code"] == "bad_size"

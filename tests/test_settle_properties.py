@@ -512,6 +512,8 @@ def gen_hu(m: Model, draw, rnd) -> bool:
         if draw(st.integers(0, 5)) == 0:
             flags["last_tile"] = True
         entries, fans, _, _ = winner_entries(m, draw, rnd, seats, t, counted_once=True, flags=flags)
+        if m.xueliu and all(f is not None for f in fans):
+            m.used[t] += 1                      # 血流: the tile won is set aside and counts (§13.2)
     else:
         frm = None
         if kind == "gangshanghua":
@@ -533,7 +535,11 @@ def gen_hu(m: Model, draw, rnd) -> bool:
         entries, fans, hands, t = winner_entries(m, draw, rnd, seats, None, counted_once=False,
                                                  allow_melds=kind not in ("heavenly", "earthly"))
         if t is None:
-            t = draw(st.sampled_from(m.tiles))
+            if m.xueliu:                        # 血流: the tile won is set aside and counts (§13.2)
+                t = draw(st.sampled_from([x for x in m.tiles if m.used[x] < 4]))
+                m.used[t] += 1
+            else:
+                t = draw(st.sampled_from(m.tiles))
     ev = {"type": "hu", "from": frm, "tile": tile_str(t), "winners": entries, **flags}
 
     # -- expected transfers (only when every winner declared its fan) --------------------

@@ -575,3 +575,22 @@ class TestThreePlayerTables:
         assert info.value.code == "seat_out_of_range"
         t, out = t.apply(kong(2, "concealed", "5p"), 2)
         assert t.balances == [-12, -12, 24] and t.round_view()["deltas"] == [-12, -12, 24]
+
+
+def test_xueliu_tiles_won_by_fan_winners_count_toward_the_copy_limit():
+    """§13.2: the tile won is set aside and counts toward the 4-copy limit, even when the
+    winner is given as a fan (found by an independent audit: six 9m were accepted)."""
+    from service.rules.errors import EventError
+
+    events = [{"type": "kong", "seat": 0, "kind": "concealed", "tile": "9m"},
+              {"type": "hu", "from": None, "tile": "9m", "winners": [{"seat": 1, "fan": 2}]}]
+    with pytest.raises(EventError) as exc:
+        settle(events, dealer=0, ruleset="xueliu")
+    assert (exc.value.code, exc.value.event) == ("too_many_copies", 1)
+    three = [{"type": "hu", "from": 2, "tile": "9m", "winners": [{"seat": 1, "fan": 2}, {"seat": 3, "fan": 1}]}] * 4
+    assert settle(three[:1] * 4, dealer=0, ruleset="xueliu").deltas  # four 9m won: possible
+    with pytest.raises(EventError) as exc:
+        settle(three[:1] * 5, dealer=0, ruleset="xueliu")
+    assert (exc.value.code, exc.value.event) == ("too_many_copies", 4)
+    # 血战 counts only the hands given (§6): a fan winner adds no tile
+    assert settle(events, dealer=0, ruleset="xuezhan").winners == (1,)

@@ -114,7 +114,7 @@ MAX_HAND_CHARS = 200   # a hand string
 MAX_HAND_TILES = 64    # a hand given as a list of tile strings
 MAX_TILE_CHARS = 16    # one tile string
 MAX_SUIT_CHARS = 8     # a void suit
-MAX_MELDS = 4
+MAX_MELDS = 8  # more than 4 melds is a wrong size (validate reports it: 200, valid false); 8 bounds the input
 MAX_PATTERNS = 32
 
 

@@ -48,6 +48,9 @@ Three players (三人两房, §14):
   hand without the tile won (the tile is set aside: counted once, in no later
   hand).  A winner that only ever declared a ``fan`` has no kept hand: its kongs
   are not checked, and a later win given with a hand makes that hand its kept one.
+  Its tile won still counts toward the 4-copy limit (§13.2: set aside, counted),
+  once per ``hu`` event; outside 血流 a ``fan`` winner adds no tile to the count
+  (§6 counts the concealed tiles of the hands given).
 * A later win with a hand must be the kept hand (concealed tiles, and melds by
   type, tile and kind in any order) plus the tile won, else
   ``kept_hand_mismatch``; at a draw, a winner's listed hand must be its kept hand.
@@ -641,6 +644,11 @@ class Round:
             if ev.from_ is not None and not first:
                 self.concealed[t] -= 1  # the discard counts once
             first = False
+        if first and self.rules.mode == "xueliu":
+            # 血流 (§13.2): the tile won is set aside and counts toward the limit even when every
+            # winner is given as a fan (elsewhere only the tiles of hands given count, §6)
+            self.concealed[t] += 1
+            touched.append(t)
         if ev.robbing_kong:
             self.melds[ev.from_][t] -= 1   # the robbed kong counts as a peng
             robbed = self.kept[ev.from_]

@@ -140,6 +140,9 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     [('5m', 1, 6, 1)]
     >>> ting("123m456p789s1122m").ting   # three suits: 花猪, never ting
     False
+    >>> t = ting("123m456p789s1122m", ruleset="chengdu-points")   # huazhu 0: no 花猪, just not ting
+    >>> t.ting, t.huazhu
+    (False, False)
     """
     if not isinstance(hand, Hand):
         hand = parse_hand(hand)
@@ -154,10 +157,10 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
         hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand)
     )
     if not tiles:
-        return Ting._of(False, hand.huazhu, (), None)
+        return Ting._of(False, hand.huazhu and rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
     mi = meld_info(hand.melds) if hand.melds else NO_MELDS
     waits = _value_waits(hand.keys, len(hand.tiles), mi, tiles, ctx, hand.held, vis)
-    return Ting._of(True, hand.huazhu, tuple(waits), dajiao_of(waits, rules.dajiao))
+    return Ting._of(True, False, tuple(waits), dajiao_of(waits, rules.dajiao))
 
 
 def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> DiscardAdvice:

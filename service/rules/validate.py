@@ -36,8 +36,13 @@ def validate(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
 
     ``valid`` means size 13 or 14 and at most 4 copies of any tile (``visible``
     included).  Three suits or a void-suit tile make a hand a 花猪 (reported in
-    ``huazhu``), which is legal to hold but can neither win nor be ting.
+    ``huazhu``), which is legal to hold but can neither win nor be ting; under a
+    ruleset with ``huazhu = 0`` (``chengdu-points``) there is no 花猪 (§7.2):
+    such a hand is reported ``huazhu: false`` (it still cannot win).
     ``complete``: size 14 and a legal win.
+
+    >>> validate("123m456p789s1122m", ruleset="chengdu-points").huazhu
+    False
     """
     hand = parse_hand(hand)
     rules = Ruleset.from_spec(ruleset)  # the rules of §2 do not vary, but a bad ruleset is still an error
@@ -49,7 +54,7 @@ def validate(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
         size=hand.size,
         tiles=str(hand),
         suits=tuple(s for i, s in enumerate(SUITS) if hand.suit_mask >> i & 1),
-        huazhu=hand.huazhu,
+        huazhu=hand.huazhu and rules.huazhu != 0,
         complete=not problems and is_win(hand),
         problems=tuple(problems),
     )
