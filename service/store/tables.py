@@ -325,7 +325,12 @@ class TableStore:
             if key not in names:
                 names.append(key)
             argv += [command, names.index(key) + 1, len(args), *args]
-        return self._reads(keys=names, args=argv)
+        return self._on(names[0], lambda r: self._reads(keys=names, args=argv, client=r))
+
+    def _on(self, key: str, call):
+        """``call(client)`` with the client of the primary that holds ``key`` (on a cluster: that node's,
+        which skips the cluster client's routing of every command; a ``MOVED`` is followed)."""
+        return redis_client.on_primary(self.r, key, call)
 
     def _run(self, script, keys: list, args: list, wrote=lambda result: True):
         """Run a write script (and ``WAIT`` with ``min_replicas``: ``wrote(result)`` says whether the
@@ -335,7 +340,7 @@ class TableStore:
             if self.min_replicas:
                 return redis_client.acknowledged(self.r, script, keys, args, self.min_replicas,
                                                  self.wait_timeout_ms, wrote)
-            return script(keys=keys, args=args)
+            return self._on(keys[0], lambda r: script(keys=keys, args=args, client=r))
         except redis_client.NotReplicated as exc:
             raise NotReplicated(f"the write reached Redis but was not confirmed by {exc.wanted} replica(s) "
                                 f"within {self.wait_timeout_ms} ms ({exc.replicas} did); it is not acknowledged: "
@@ -410,13 +415,15 @@ class TableStore:
 
     def is_creation_replay(self, idempotency_key: str, fp: str, owner: str | None = None) -> bool:
         """Whether this key already created a table from this very request (its retry is a replay)."""
-        record = self.r.get(keys.created(_created_id(idempotency_key, owner)))
+        key = keys.created(_created_id(idempotency_key, owner))
+        record = self._on(key, lambda r: r.get(key))
         return bool(record) and hmac.compare_digest(record[:8], keys.fp_digest(fp))
 
     # -- auth ------------------------------------------------------------------------
     def authorize(self, table_id: str, token: str | None, *, write: bool) -> None:
         """401 without a valid token of this table, 403 for the read token on a write, 404 if unknown."""
-        _check_token(table_id, self.r.hmget(keys.meta(table_id), "token", "read_token", "deleted"),
+        meta = keys.meta(table_id)
+        _check_token(table_id, self._on(meta, lambda r: r.hmget(meta, "token", "read_token", "deleted")),
                      Access(token, write))
 
     # -- read --------------------------------------------------------------------------
@@ -576,7 +583,8 @@ class TableStore:
         if not hmac.compare_digest(value[:8], keys.fp_digest(fp)):
             raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
         seq = int(value[8:])
-        raw = self.r.lrange(keys.log(table_id), 0, seq - 1)
+        log = keys.log(table_id)
+        raw = self._on(log, lambda r: r.lrange(log, 0, seq - 1))
         if len(raw) != seq:  # a log only grows: the table was deleted meanwhile
             raise TableNotFound(f"no table {table_id!r}")
         records = [json.loads(x) for x in raw]
@@ -656,10 +664,11 @@ class TableStore:
         void = {"seq": seq, "type": "void", "target": target, "at": _now()}
 
         def log_from_round() -> Iterator[dict]:
+            log = keys.log(table_id)
             start, n = first - 1, 0
             while start < version:  # the log up to the version is immutable: read it bit by bit
                 end = min(start + CHUNKS[min(n, len(CHUNKS) - 1)], version)
-                raw = self.r.lrange(keys.log(table_id), start, end - 1)
+                raw = self._on(log, lambda r: r.lrange(log, start, end - 1))
                 if len(raw) != end - start:  # deleted meanwhile
                     raise TableNotFound(f"no table {table_id!r}")
                 yield from map(json.loads, raw)
@@ -701,10 +710,11 @@ class TableStore:
     # -- verification ------------------------------------------------------------------------
     def rebuild(self, table_id: str) -> tuple[TableState, list[dict]]:
         """Fold the whole log (the definition of the state)."""
-        meta = self.r.hgetall(keys.meta(table_id))
+        meta, raw = self._read(("HGETALL", keys.meta(table_id)), ("LRANGE", keys.log(table_id), 0, -1))
+        meta = dict(zip(meta[::2], meta[1::2]))
         if not meta or b"dealer" not in meta:
             raise TableNotFound(f"no table {table_id!r}")
-        records = [json.loads(x) for x in self.r.lrange(keys.log(table_id), 0, -1)]
+        records = [json.loads(x) for x in raw]
         return fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]) | {},
                     int(meta[b"dealer"]), records, _stakes(meta.get(b"stakes")))
 
