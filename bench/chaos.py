@@ -304,8 +304,13 @@ def failover(group, topology: str, tables: list[Table], start: float, duration: 
 
         os.kill(replica.pid, signal.SIGSTOP)
         admin = redis.Redis(host="127.0.0.1", port=victim.port)
-        admin.client_kill_filter(_type="replica")  # the link is cut and the frozen replica cannot reconnect
-        admin.close()
+        try:  # the link is cut and the frozen replica cannot reconnect
+            admin.execute_command("CLIENT", "KILL", "TYPE", "slave")
+        except Exception:
+            os.kill(replica.pid, signal.SIGCONT)
+            raise
+        finally:
+            admin.close()
         out["cut_at"] = time.monotonic()
         out["log"].append(f"{time.monotonic() - start:.1f}s: its replica {replica.port} cut off for {lag} s")
         time.sleep(lag)

@@ -407,8 +407,7 @@ def publish_command(client: Client) -> str:
 
 def subscribe(client: Client, *channels: str):
     """A pub/sub object subscribed to ``channels`` (sharded on a cluster: ``SSUBSCRIBE``, which
-    connects to the node of each channel's slot); read it with ``get_message`` (or
-    ``get_sharded_message`` on a cluster)."""
+    connects to the node of each channel's slot); read it with :func:`next_message`."""
     pubsub = client.pubsub()
     if isinstance(client, RedisCluster):
         pubsub.ssubscribe(*channels)
@@ -416,3 +415,26 @@ def subscribe(client: Client, *channels: str):
         pubsub.subscribe(*channels)
     return pubsub
 
+
+def next_message(pubsub, timeout: float) -> dict | None:
+    """The next published message of :func:`subscribe`'s ``pubsub`` (``channel``, ``data``), or None after
+    ``timeout`` seconds; subscription confirmations are skipped.
+
+    (A cluster's ``get_sharded_message`` polls each node once and, before redis-py 8, returns None for
+    every message when asked to ignore subscription ones: so it is polled here and filtered by type.)
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    sharded = hasattr(pubsub, "get_sharded_message")
+    while True:
+        if sharded:
+            message = pubsub.get_sharded_message()
+        else:
+            message = pubsub.get_message(timeout=max(0.0, min(0.05, deadline - time.monotonic())))
+        if message is not None and (message["type"] in (b"message", b"smessage", "message", "smessage")):
+            return message
+        if time.monotonic() >= deadline:
+            return None
+        if message is None and sharded:
+            time.sleep(0.005)
