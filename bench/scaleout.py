@@ -3,11 +3,13 @@
     python bench/scaleout.py [--tables 32] [--duration 8] [--rounds 3] [--phases http,inproc,failover]
 
 1. ``http``: one ``python -m service serve`` (2 workers x 8 threads) on each of
-   a single redis-server, a 3-primary Redis Cluster (3 replicas) and the same
-   cluster with ``REDIS_MIN_REPLICAS=1``, all running at once; ``--tables``
+   a single redis-server, a 3-primary Redis Cluster (3 replicas), the same
+   cluster with ``REDIS_MIN_REPLICAS=1``, and a 3-primary cluster without
+   replicas (what the cluster client itself costs: here the replicas share
+   the machine's cores and disk with everything else), all running at once; ``--tables``
    client threads (a table and a keep-alive connection each) append valid
-   events for ``--duration`` seconds, one service after the other, for
-   ``--rounds`` rounds.  Per topology: the median over rounds of events/s,
+   events for ``--duration`` seconds, one service after the other (each
+   first in turn), for ``--rounds`` rounds.  Per topology: the median over rounds of events/s,
    p50 and p99 (ms), and the ratio of its events/s to the single server's
    measured in the same round (median of the rounds' ratios).
 2. ``inproc``: the median cost of one append through :class:`TableStore` in
@@ -49,8 +51,9 @@ def http(urls: dict[str, tuple[str, dict]], tables: int, duration: float, rounds
             ports[name] = free_port()
             procs[name] = start_service(ports[name], url, workers=2, threads=8, extra_env=env)
         runs: dict[str, list[dict]] = {name: [] for name in urls}
-        for _ in range(rounds):
-            for name in urls:
+        names = list(urls)
+        for i in range(rounds):
+            for name in names[i % len(names):] + names[:i % len(names)]:  # each first in turn
                 runs[name].append(http_phase(ports[name], tables, duration))
         out = []
         for name in urls:
@@ -176,9 +179,11 @@ def main() -> None:
 
     summary: list[dict] = []
     if phases & {"http", "inproc"}:
-        with EmbeddedRedis(tempfile.mkdtemp(prefix="bench-redis-")) as server, Cluster() as cluster:
+        with EmbeddedRedis(tempfile.mkdtemp(prefix="bench-redis-")) as server, Cluster() as cluster, \
+                Cluster(replicas=0) as bare:
             urls = {"single": (server.url, {}), "cluster": (cluster.url, {}),
-                    "cluster+min_replicas=1": (cluster.url, {"REDIS_MIN_REPLICAS": "1"})}
+                    "cluster+min_replicas=1": (cluster.url, {"REDIS_MIN_REPLICAS": "1"}),
+                    "cluster, no replicas": (bare.url, {})}
             if "http" in phases:
                 summary += http(urls, args.tables, args.duration, args.rounds)
             if "inproc" in phases:
