@@ -60,6 +60,10 @@ def test_connect_builds_the_client_of_each_topology_without_connecting():
     plain = redis_client.connect(f"redis://127.0.0.1:{nobody}/0")
     assert redis_client.kind(plain) == "redis"
     assert plain.get_retry().get_retries() == 0  # no command is ever sent twice by redis-py
+    assert plain.connection_pool.connection_class is redis_client.FollowPrimaryConnection
+    tls = redis_client.connect(f"rediss://127.0.0.1:{nobody}/0")
+    assert tls.connection_pool.connection_class is redis_client.FollowPrimarySSLConnection
+    assert issubclass(redis_client.FollowPrimarySSLConnection, redis.SSLConnection)
     sentinel = redis_client.connect(f"redis+sentinel://127.0.0.1:{nobody}/mymaster/2")
     assert redis_client.kind(sentinel) == "sentinel" and sentinel.connection_pool.connection_kwargs["db"] == 2
     cluster = redis_client.connect(f"redis+cluster://127.0.0.1:{nobody}")

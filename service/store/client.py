@@ -295,11 +295,13 @@ def kind(client: Client) -> str:
 
 
 # -- per node --------------------------------------------------------------------------------------
-def primaries(client: Client) -> list[redis.Redis]:
-    """One client per primary: the cluster's (from a fresh slot map), else ``client`` itself."""
+def primaries(client: Client, refresh: bool = True) -> list[redis.Redis]:
+    """One client per primary: the cluster's (from a fresh slot map, unless ``refresh`` is False), else
+    ``client`` itself."""
     if isinstance(client, RedisCluster):
         with _cluster_errors():
-            client.nodes_manager.initialize()
+            if refresh:
+                client.nodes_manager.initialize()
             return [client.get_redis_connection(node) for node in client.get_primaries()]
     return [client]
 
@@ -372,9 +374,9 @@ def check_ready(client: Client) -> None:
       takes is overwritten by its master's stream).
     """
     if isinstance(client, RedisCluster):
-        for attempt in range(2):
+        for attempt in range(2):  # with the map in hand, then (if that fails) with a fresh one
             try:
-                nodes = primaries(client)
+                nodes = primaries(client, refresh=bool(attempt))
                 if not nodes:
                     raise NotReady("the cluster has no primary")
                 for node in nodes:
