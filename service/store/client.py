@@ -43,11 +43,26 @@ connection itself is re-established on the next command:
   that the next one is made afresh (a DNS name or address that a fail-over
   moved to the new primary).
 
-:func:`acknowledged` runs a write script and ``WAIT`` in one round trip on the
-connection that wrote (``REDIS_MIN_REPLICAS``), :func:`check_ready` is what
-``/readyz`` asks, :func:`primaries` gives one client per primary (a cluster
-is scanned node by node) and :func:`publish_command` / :func:`subscribe` are
-the live stream's pub/sub, sharded on a cluster.
+:func:`on_primary` sends a table's commands to the client of the primary that
+holds it (a cluster node's own client: the cluster client's routing of every
+command costs ~15 µs more), :func:`acknowledged` runs a write script and
+``WAIT`` in one round trip on the connection that wrote
+(``REDIS_MIN_REPLICAS``), :func:`check_ready` is what ``/readyz`` asks,
+:func:`primaries` gives one client per primary (a cluster is scanned node by
+node) and :func:`publish_command` / :func:`subscribe` / :func:`next_message`
+are the live stream's pub/sub, sharded on a cluster.
+
+Readings (where the issue is silent):
+
+* A replica is never ready, even one configured writable: what it takes is
+  overwritten by its master's stream.
+* ``WAIT`` confirms that replicas *received* the write, not that they fsynced
+  it (Redis has no such acknowledgement before 7.2's ``WAITAOF``); a replica
+  and its primary dying together can still lose it.
+* Reads go to the primary and may show a write still waiting for its replicas
+  (it is not acknowledged yet, and a fail-over may take it away).
+* While a slot moves between nodes (resharding) its tables may answer 503;
+  the store does not follow ``ASK``.
 
 >>> parse("redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster/2")
 RedisTarget(kind='sentinel', nodes=(('10.0.0.1', 26379), ('10.0.0.2', 26379)), service='mymaster', db=2, \
