@@ -97,6 +97,33 @@ def test_tables_spread_over_every_primary_and_the_whole_api_works(redis_cluster,
     assert all(r["ok"] and r["version"] == 4 for r in reports)
 
 
+def test_an_api_keys_table_list_spans_the_primaries(redis_cluster, cluster_url):
+    """The key's index lives in its own slot; the tables it lists live on every primary."""
+    acme = "acme-" + "a" * 40
+    c = app_client(cluster_url, API_KEYS=redis_client_config_keys(acme))
+    made = []
+    while len(made) < 6 or len({owner_port(redis_cluster, t["id"]) for t in made}) < 3:
+        r = c.post("/v1/tables", json={"players": PLAYERS}, headers={"X-API-Key": acme})
+        assert r.status_code == 201
+        made.append(r.get_json())
+    listed, after = [], None
+    while True:
+        r = c.get("/v1/tables", query_string={"limit": 4, **({"after": after} if after else {})},
+                  headers={"X-API-Key": acme})
+        assert r.status_code == 200, r.get_data(as_text=True)
+        listed += [t["id"] for t in r.get_json()["tables"]]
+        after = r.get_json()["next"]
+        if after is None:
+            break
+    assert listed == [t["id"] for t in reversed(made)]
+
+
+def redis_client_config_keys(acme: str):
+    from service.config import ApiKeys
+
+    return ApiKeys.parse(f"acme={acme}")
+
+
 def test_creation_replays_and_the_rate_limit_on_the_cluster(cluster_url):
     c = app_client(cluster_url, TABLES_PER_HOUR=3)
     key = str(uuid.uuid4())

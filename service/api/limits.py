@@ -102,7 +102,6 @@ def install(app: Flask, url: str) -> None:
     wrap(VOIDS, "table_voids_per_minute", "minute", _table_key, **answered)
     wrap(TABLE_READS, "table_reads_per_minute", "minute", _table_key, **answered)
     _scope_to_blueprint(app, limiter, "tables")
-    app.extensions["limiter"] = limiter
 
 
 def _table_key() -> str:

@@ -274,6 +274,18 @@ class LazyCluster(RedisCluster):
         with _cluster_errors():
             return super().execute_command(*args, **kwargs)
 
+    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+        with _cluster_errors():
+            pipe = super().pipeline(*args, **kwargs)
+        execute = pipe.execute
+
+        def converted(*a: Any, **k: Any) -> Any:
+            with _cluster_errors():
+                return execute(*a, **k)
+
+        pipe.execute = converted
+        return pipe
+
     def close(self) -> None:
         if self.__dict__.get("_lazy_done"):
             super().close()
