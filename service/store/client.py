@@ -88,6 +88,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence, Union
 
 import redis
+import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
@@ -191,6 +192,12 @@ def _no_retry() -> Retry:
     return Retry(NoBackoff(), 0)
 
 
+def _read_only(exc: Exception) -> bool:
+    """A write refused by a replica: ``READONLY``, or (Redis 6.2) a script error that wraps it."""
+    return isinstance(exc, redis.exceptions.ReadOnlyError) or (
+        isinstance(exc, redis.exceptions.ResponseError) and "-READONLY " in str(exc))
+
+
 class _FollowPrimary:
     """A connection that drops itself when its server answers ``READONLY`` (it was demoted): the
     next command connects afresh, to wherever the address now leads."""
@@ -198,8 +205,9 @@ class _FollowPrimary:
     def read_response(self, *args, **kwargs):
         try:
             return super().read_response(*args, **kwargs)  # type: ignore[misc]
-        except redis.exceptions.ReadOnlyError:
-            self.disconnect()  # type: ignore[attr-defined]
+        except redis.exceptions.ResponseError as exc:
+            if _read_only(exc):
+                self.disconnect()  # type: ignore[attr-defined]
             raise
 
 
@@ -209,6 +217,20 @@ class FollowPrimaryConnection(_FollowPrimary, redis.Connection):
 
 class FollowPrimarySSLConnection(_FollowPrimary, redis.SSLConnection):
     pass
+
+
+class FollowMasterConnection(redis.sentinel.SentinelManagedConnection):
+    """redis-py's Sentinel connection (which asks the sentinels again after ``READONLY``), for the
+    ``READONLY`` that Redis 6.2 wraps in a script error too."""
+
+    def read_response(self, *args, **kwargs):
+        try:
+            return super().read_response(*args, **kwargs)
+        except redis.exceptions.ResponseError as exc:
+            if _read_only(exc) and self.connection_pool.is_master:
+                self.disconnect()
+                raise redis.exceptions.ConnectionError("the previous master is now a replica") from exc
+            raise
 
 
 class ClusterUnavailable(redis.exceptions.ConnectionError):
@@ -306,7 +328,8 @@ def connect(url: str, *, socket_timeout: float = SOCKET_TIMEOUT, **extra: Any) -
         auth = {k: v for k, v in (("username", target.username), ("password", target.password)) if v}
         sentinel = Sentinel(list(target.nodes), sentinel_kwargs={
             "socket_timeout": SENTINEL_TIMEOUT, "socket_connect_timeout": SENTINEL_TIMEOUT, **auth})
-        return sentinel.master_for(target.service, db=target.db, retry=_no_retry(), **auth, **common)
+        return sentinel.master_for(target.service, db=target.db, retry=_no_retry(),
+                                   connection_class=FollowMasterConnection, **auth, **common)
     scheme = url.split("://", 1)[0].lower()
     if scheme != "unix":
         common["connection_class"] = FollowPrimarySSLConnection if scheme == "rediss" else FollowPrimaryConnection
