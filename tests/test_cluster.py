@@ -222,30 +222,3 @@ def test_readiness_fails_while_a_primary_is_down_and_recovers_after_the_fail_ove
         victim.start()  # back as the new primary's replica
         redis_cluster.wait_healthy()
     assert all(c.get(f"/v1/tables/{t['id']}", headers=bearer(t)).status_code == 200 for t in tables)
-
-
-@pytest.mark.skipif(__import__("bench.topologies", fromlist=["x"]).server_version() < (7,),
-                    reason="sharded pub/sub (SPUBLISH) needs Redis 7")
-def test_a_tables_messages_stay_on_its_shard(redis_cluster, cluster_url):
-    """The live stream's hook: a script publishes with ``publish_command`` (SPUBLISH on a cluster) on a
-    channel hash-tagged like the table and passed in KEYS; ``subscribe`` (SSUBSCRIBE) hears it, for tables
-    on every primary (read with ``next_message``)."""
-    client = redis_client.connect(cluster_url)
-    assert redis_client.publish_command(client) == "SPUBLISH"
-    script = client.register_script("return redis.call(ARGV[1], KEYS[2], ARGV[2])")
-    tables = [f"{i:016x}" for i in range(40)]
-    by_owner = {owner_port(redis_cluster, t): t for t in tables}
-    assert len(by_owner) == 3
-    channels = {t: keys.tag(t) + ":events" for t in by_owner.values()}
-    pubsub = redis_client.subscribe(client, *channels.values())
-    try:
-        heard: dict[str, bytes] = {}
-        for t, channel in channels.items():
-            assert script(keys=[keys.state(t), channel], args=["SPUBLISH", f"event of {t}"]) == 1  # one listener
-        while len(heard) < len(channels):
-            message = redis_client.next_message(pubsub, timeout=5)
-            assert message is not None, heard
-            heard[message["channel"].decode()] = message["data"]
-        assert heard == {channel: f"event of {t}".encode() for t, channel in channels.items()}
-    finally:
-        pubsub.close()

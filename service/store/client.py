@@ -49,8 +49,9 @@ command costs ~15 µs more), :func:`acknowledged` runs a write script and
 ``WAIT`` in one round trip on the connection that wrote
 (``REDIS_MIN_REPLICAS``), :func:`check_ready` is what ``/readyz`` asks,
 :func:`primaries` gives one client per primary (a cluster is scanned node by
-node) and :func:`publish_command` / :func:`subscribe` / :func:`next_message`
-are the live stream's pub/sub, sharded on a cluster.
+node) and :func:`publish_command` is how a write announces itself to the live
+stream (``SPUBLISH`` on a cluster: :mod:`service.api.stream` subscribes with
+``SSUBSCRIBE``, so a table's messages stay on its slot's node).
 
 Readings (where the issue is silent):
 
@@ -455,38 +456,3 @@ def publish_command(client: Client) -> str:
     passed to the script in KEYS, like every key it touches.
     """
     return "SPUBLISH" if isinstance(client, RedisCluster) else "PUBLISH"
-
-
-def subscribe(client: Client, *channels: str):
-    """A pub/sub object subscribed to ``channels`` (sharded on a cluster: ``SSUBSCRIBE``, which
-    connects to the node of each channel's slot); read it with :func:`next_message`."""
-    pubsub = client.pubsub()
-    if isinstance(client, RedisCluster):
-        pubsub.ssubscribe(*channels)
-    else:
-        pubsub.subscribe(*channels)
-    return pubsub
-
-
-def next_message(pubsub, timeout: float) -> dict | None:
-    """The next published message of :func:`subscribe`'s ``pubsub`` (``channel``, ``data``), or None after
-    ``timeout`` seconds; subscription confirmations are skipped.
-
-    (A cluster's ``get_sharded_message`` polls each node once and, before redis-py 8, returns None for
-    every message when asked to ignore subscription ones: so it is polled here and filtered by type.)
-    """
-    import time
-
-    deadline = time.monotonic() + timeout
-    sharded = hasattr(pubsub, "get_sharded_message")
-    while True:
-        if sharded:
-            message = pubsub.get_sharded_message()
-        else:
-            message = pubsub.get_message(timeout=max(0.0, min(0.05, deadline - time.monotonic())))
-        if message is not None and (message["type"] in (b"message", b"smessage", "message", "smessage")):
-            return message
-        if time.monotonic() >= deadline:
-            return None
-        if message is None and sharded:
-            time.sleep(0.005)
