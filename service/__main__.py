@@ -7,7 +7,7 @@ prints the OpenAPI document (YAML by default; the committed ``openapi.yaml``
 is ``python -m service openapi > openapi.yaml``).  ``check-tables [ID ...]
 [--repair]`` re-folds each table's log and compares the fold with the state
 stored beside the log: one JSON line per table, exit 0 when all agree, 1 when
-any differs (2 when it cannot run).  It uses ``REDIS_URL`` if set, else the
+any differs (2 when it cannot run); on a Redis Cluster it scans every primary.  It uses ``REDIS_URL`` if set, else the
 embedded Redis of the ``serve`` running on ``REDIS_DATA_DIR`` (found through
 the lock file there), else starts one on that directory for the check.
 ``api-key new NAME`` prints a fresh API key and the ``API_KEYS`` entry to
@@ -32,8 +32,14 @@ variable                     default      meaning
 ``STREAM_BUFFER``            64           records a stream subscriber may fall behind (then resync)
 ``LOG_LEVEL``                INFO         DEBUG, INFO, WARNING, ERROR, CRITICAL
 ``MAX_BODY_BYTES``           65536        largest request body (larger: 413)
-``REDIS_URL``                (unset)      Redis of the tables store; unset: an embedded
+``REDIS_URL``                (unset)      Redis of the tables store: ``redis://``, ``rediss://``,
+                                          ``unix://``, ``redis+sentinel://h:p[,h:p...]/name[/db]``
+                                          or ``redis+cluster://h:p[,h:p...]`` (see
+                                          :mod:`service.store.client`); unset: an embedded
                                           redis-server is started for the service
+``REDIS_MIN_REPLICAS``       0            replicas that must confirm a write (``WAIT``)
+                                          before it is acknowledged (else 503)
+``REDIS_WAIT_TIMEOUT_MS``    1000         how long a write waits for those replicas
 ``REDIS_DATA_DIR``           var/redis    data directory of the embedded redis-server (one
                                           ``serve`` at a time: it is locked while in use)
 ``REDIS_MAXMEMORY``          512mb        memory bound of the embedded redis-server (bytes,
@@ -92,6 +98,7 @@ def storage(settings: Settings) -> Iterator[str | None]:
     directory raises :class:`StartupError` and starts nothing.
     """
     if settings.redis_url:
+        _check_url(settings.redis_url)
         yield settings.redis_url
         return
     from .store.embedded import EmbeddedRedis, EmbeddedRedisError
@@ -107,6 +114,15 @@ def storage(settings: Settings) -> Iterator[str | None]:
         yield server.url
     finally:
         server.stop()
+
+
+def _check_url(url: str) -> None:
+    from .store.client import RedisUrlError, parse
+
+    try:
+        parse(url)
+    except RedisUrlError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def serve(settings: Settings, **gunicorn_overrides) -> int:
@@ -186,6 +202,7 @@ def tables_redis(settings: Settings) -> Iterator[str]:
     a ``serve`` from starting on the same files meanwhile).
     """
     if settings.redis_url:
+        _check_url(settings.redis_url)
         yield settings.redis_url
         return
     from .store.embedded import EmbeddedRedis, EmbeddedRedisError, running_url
@@ -246,11 +263,12 @@ def check_tables(ids: Sequence[str], repair: bool) -> int:
     import redis
 
     from .rules.errors import EventError
+    from .store.client import connect
     from .store.tables import TableNotFound, TableStore
 
     try:
         with tables_redis(load_settings()) as url:
-            store = TableStore(redis.Redis.from_url(url))
+            store = TableStore(connect(url, socket_timeout=30))
             bad = 0
             for table_id in ids or store.table_ids():
                 try:

@@ -78,6 +78,8 @@ BOUNDS: dict[str, tuple[str, int, int]] = {
     "max_table_events": ("MAX_TABLE_EVENTS", 0, 10_000_000),
     "tables_per_hour": ("TABLES_PER_HOUR", 0, 1_000_000),
     **{name: (var, 0, 10_000_000) for name, (var, _, _) in LIMITS.items() if name != "tables_per_hour"},
+    "redis_min_replicas": ("REDIS_MIN_REPLICAS", 0, 16),
+    "redis_wait_timeout_ms": ("REDIS_WAIT_TIMEOUT_MS", 1, 10_000),
 }
 
 
@@ -229,6 +231,8 @@ class Settings:
     api_keys: ApiKeys = field(default_factory=ApiKeys)
     trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
     cors_origins: tuple[str, ...] = ()
+    redis_min_replicas: int = 0
+    redis_wait_timeout_ms: int = 1000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -284,6 +288,8 @@ class Settings:
             "API_KEYS": self.api_keys,
             "TRUSTED_PROXIES": self.trusted_proxies,
             "CORS_ORIGINS": self.cors_origins,
+            "REDIS_MIN_REPLICAS": self.redis_min_replicas,
+            "REDIS_WAIT_TIMEOUT_MS": self.redis_wait_timeout_ms,
             "LOG_LEVEL": self.log_level,
             "STREAM_HEARTBEAT": self.stream_heartbeat,
             "STREAM_BUFFER": self.stream_buffer,

@@ -61,3 +61,50 @@ def redis_url(redis_server) -> str:
     finally:
         client.close()
     return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory):
+    """One Redis Cluster (3 primaries, 3 replicas, on free ports) for the whole test session.
+
+    A test that kills a node must leave it healthy again (``cluster.wait_healthy()``).
+    """
+    from bench.topologies import Cluster
+
+    cluster = Cluster(tmp_path_factory.mktemp("cluster"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def cluster_url(redis_cluster) -> str:
+    """URL of the session cluster (``redis+cluster://...``), every primary emptied before the test."""
+    import redis
+
+    redis_cluster.wait_healthy()
+    for node in redis_cluster.primaries():
+        client = redis.Redis(host="127.0.0.1", port=node.port)
+        try:
+            client.flushall()
+        finally:
+            client.close()
+    return redis_cluster.url
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel(tmp_path_factory):
+    """A primary, a replica and three sentinels (free ports) for the whole session.
+
+    A test that fails the master over must leave the group healthy (``group.wait_healthy()``).
+    """
+    from bench.topologies import SentinelGroup
+
+    group = SentinelGroup(tmp_path_factory.mktemp("sentinel"))
+    group.start()
+    try:
+        yield group
+    finally:
+        group.stop()

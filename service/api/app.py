@@ -142,25 +142,29 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
 
 
 def _install_store(app: Flask) -> None:
-    """The tables store on ``REDIS_URL`` (absent: the tables API answers 503)."""
+    """The tables store on ``REDIS_URL`` (absent: the tables API answers 503).
+
+    One client (:func:`service.store.client.connect`) for the store, the
+    readiness check and (on a plain server) the rate limiter's connections.
+    """
     url = app.config.get("REDIS_URL")
     if not url:
         return
-    import redis
-
+    from ..store import client as redis_client
     from ..store.tables import TableStore
 
-    client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=1,
-                                  health_check_interval=10)
+    wait_ms = int(app.config.get("REDIS_WAIT_TIMEOUT_MS", 1000))
+    client = redis_client.connect(url, socket_timeout=max(redis_client.SOCKET_TIMEOUT, wait_ms / 1000 + 1))
     app.extensions["redis"] = client
     app.extensions["tables"] = TableStore(
         client, table_ttl=app.config.get("TABLE_TTL", 0), max_events=app.config.get("MAX_TABLE_EVENTS", 0),
+        min_replicas=int(app.config.get("REDIS_MIN_REPLICAS", 0)), wait_timeout_ms=wait_ms,
     )
 
-    def redis_ping() -> None:
-        client.ping()
+    def redis_ready() -> None:
+        redis_client.check_ready(client)
 
-    ops.register_readiness_check(app, redis_ping, "redis")
+    ops.register_readiness_check(app, redis_ready, "redis")
     limits.install(app, url)
 
 

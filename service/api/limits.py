@@ -19,8 +19,13 @@ set that key's own limits), else the client address (see
 included.  A table's limits count only requests that the table answered (not
 401/403/404), so that nobody without its tokens can use them up.  0 turns a limit off.  Windows are sliding (Flask-Limiter's
 ``sliding-window-counter``): a refused request gets ``Retry-After`` (seconds)
-and every limited response the ``X-RateLimit-*`` headers.  If Redis cannot be
-asked, no limit is enforced (the store's own 503 follows).
+and every limited response the ``X-RateLimit-*`` headers.  The counters live
+on the app's own Redis client (:mod:`service.store.limiter`: one client, so on
+a cluster or behind Sentinel they follow the same topology).  If Redis cannot
+be asked, each failure is counted (``mahjong_rate_limit_storage_errors_total``)
+and logged as a warning, and the limits are counted in each worker's memory
+until Redis answers again (Flask-Limiter's in-memory fallback): they never
+silently turn off.
 
 Flask-Limiter hooks every request of an app; its bookkeeping costs about
 100 µs a request even where no limit applies, so its hooks are moved to the
@@ -62,11 +67,15 @@ def install(app: Flask, url: str) -> None:
             response.headers.pop("Retry-After", None)
         return response
 
+    from ..store import limiter as limiter_storage
+
+    storage_uri, storage_options = limiter_storage.storage_options(app.extensions["redis"])
     limiter = Limiter(
-        client_key, app=app, storage_uri=url,
-        storage_options={"socket_timeout": 2, "socket_connect_timeout": 1},
+        client_key, app=app, storage_uri=storage_uri, storage_options=storage_options,
         strategy="sliding-window-counter", key_prefix="rl", headers_enabled=True, swallow_errors=True,
+        in_memory_fallback_enabled=True,
     )
+    limiter_storage.count_errors(limiter.storage)
 
     def current(name: str) -> int:
         return keys.limit(api_key(), name, setting[name]) if name in CLIENT_LIMITS else setting[name]

@@ -40,6 +40,18 @@ memory (``maxmemory``, ``noeviction``), so a full Redis refuses the whole script
 and never runs half of it; DELETE starts with ``DEL``, so it still works then.
 Reads that must see one moment go through the READ script rather than
 MULTI/EXEC, which a full Redis refuses altogether.
+
+Every key a script touches is passed in KEYS (a Redis Cluster routes a script
+by its KEYS and refuses one that reaches a key of another node; within the
+node it would not check, so ``tests/test_store_keys.py`` reads the scripts for
+it), and all of them are one table's, so one slot's.
+
+With ``REDIS_MIN_REPLICAS`` the store runs each write script and then ``WAIT``
+on the same connection (:func:`service.store.client.acknowledged`); a script
+that *replays* an earlier write (its ``durable`` argument set) first
+"touches" the table (:data:`TOUCH_FN`): a write that changes nothing but goes
+to the replicas, so that the ``WAIT`` covers the write being replayed, which
+may have reached the primary only.
 """
 
 from __future__ import annotations
@@ -125,19 +137,45 @@ DELETED = "deleted"  # the message a DELETE publishes
 
 TABLE_PATTERN = "{t:*}:meta"
 
+# touch(key): a write that changes nothing but is replicated (so that this connection's WAIT covers every
+# write before it), and that a full Redis still runs (PEXPIRE and PERSIST are not refused for memory).
+# The key must exist; its TTL is kept (none stays none).
+TOUCH_FN = """
+local function touch(key)
+  local ttl = redis.call('PTTL', key)
+  if ttl > 0 then
+    redis.call('PEXPIRE', key, ttl)
+  else
+    redis.call('PEXPIRE', key, 3153600000000)
+    redis.call('PERSIST', key)
+  end
+end
+"""
+
+# TOUCH: make the replicas' WAIT cover a table's earlier writes (a replay found by a read).
+# KEYS[1] state
+# returns 1, or 0 when the table does not exist
+TOUCH = TOUCH_FN + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+touch(KEYS[1])
+return 1
+"""
+
 
 # CREATE: a new table, unless the id is taken (then what a replay needs).
 # KEYS: meta, log, state, rounds, idem, created (as every())
 # ARGV[1] state JSON, ARGV[2] table TTL in seconds (0: none),
 # ARGV[3] the creation's record ("" when the request has no key), ARGV[4] its TTL,
-# ARGV[5..] meta field/value pairs
+# ARGV[5] durable: "1" to touch the table when the id exists (REDIS_MIN_REPLICAS), else "",
+# ARGV[6..] meta field/value pairs
 # returns {1} when created, {0, record or false, {players, ruleset, dealer, deleted, stakes}} when the id exists
-CREATE = """
+CREATE = TOUCH_FN + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
+  if ARGV[5] == '1' then touch(KEYS[1]) end
   return {0, redis.call('GET', KEYS[6]), redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted', 'stakes')}
 end
 local fields = {}
-for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('SET', KEYS[3], ARGV[1])
 -- whatever an expired table of this id left never attaches to the new one
@@ -166,13 +204,17 @@ return {1}
 # ARGV[9] maximum log length (0: none)
 # KEYS[6] the table's channel, ARGV[10] the message to publish on it once appended ("" none),
 # ARGV[11] PUBLISH or SPUBLISH
+# ARGV[12] durable: "1" to touch the table before a replay (REDIS_MIN_REPLICAS), else ""
 # returns {"ok", version} | {"replay", idem value} | {"conflict", version} | {"missing"} | {"full", version}
-APPEND = """
+APPEND = TOUCH_FN + """
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
 if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing'} end
 if ARGV[6] ~= '' then
   local rec = redis.call('HGET', KEYS[5], ARGV[6])
-  if rec then return {'replay', rec} end
+  if rec then
+    if ARGV[12] == '1' then touch(KEYS[3]) end
+    return {'replay', rec}
+  end
 end
 local version = redis.call('LLEN', KEYS[2])
 if version ~= tonumber(ARGV[1]) then return {'conflict', tostring(version)} end

@@ -44,6 +44,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..rules.table import TableState, VoidConflict, fold, refold_round
+from . import client as redis_client
 from . import keys
 
 IDEMPOTENCY_TTL = 24 * 3600  # how long a keyed creation's first response (its tokens) is kept
@@ -98,6 +99,14 @@ class Conflict(StoreError):
 
 class Busy(StoreError):
     code = "busy"
+
+
+class NotReplicated(Busy):
+    """``REDIS_MIN_REPLICAS``: the write reached the primary, but ``WAIT`` did not see it on enough
+    replicas in time.  It is not acknowledged (503): a retry under the same Idempotency-Key
+    replays it once it is replicated, or applies it if a fail-over lost it."""
+
+    code = "not_replicated"
 
 
 class StoreFull(StoreError):
@@ -276,23 +285,37 @@ def _yielding(records: list, every: int = 200):
 
 
 class TableStore:
-    """Tables kept in one Redis (or one Redis Cluster slot per table)."""
+    """Tables kept in one Redis, a Sentinel-managed master, or a Redis Cluster (one slot per table).
 
-    def __init__(self, client: redis.Redis, *, table_ttl: int = 0, max_events: int = 0,
-                 idempotency_ttl: int = IDEMPOTENCY_TTL, sharded_pubsub: bool = False) -> None:
+    ``client`` comes from :func:`service.store.client.connect`.  With
+    ``min_replicas`` > 0 a write is acknowledged only once ``WAIT`` has seen it
+    on that many replicas within ``wait_timeout_ms`` (else :class:`NotReplicated`).
+    ``sharded_pubsub`` (default: whether ``client`` is a cluster's) makes the
+    writes publish with ``SPUBLISH``.
+    """
+
+    def __init__(self, client: "redis_client.Client", *, table_ttl: int = 0, max_events: int = 0,
+                 idempotency_ttl: int = IDEMPOTENCY_TTL, sharded_pubsub: bool | None = None,
+                 min_replicas: int = 0, wait_timeout_ms: int = 1000) -> None:
         self.r = client
         # how every write announces itself on the table's channel (see keys.channel): a
         # cluster uses sharded pub/sub, so one table's messages stay on its slot's node
+        if sharded_pubsub is None:
+            sharded_pubsub = redis_client.publish_command(client) == keys.SPUBLISH
         self.sharded_pubsub = sharded_pubsub
         self.publish_command = keys.SPUBLISH if sharded_pubsub else keys.PUBLISH
         self.table_ttl = table_ttl
         self.max_events = max_events
         self.idempotency_ttl = idempotency_ttl
+        self.min_replicas = min_replicas
+        self.wait_timeout_ms = wait_timeout_ms
+        self._durable = "1" if min_replicas else ""
         self._create = client.register_script(keys.CREATE)
         self._append = client.register_script(keys.APPEND)
         self._delete = client.register_script(keys.DELETE)
         self._repair = client.register_script(keys.REPAIR)
         self._reads = client.register_script(keys.READ)
+        self._touch = client.register_script(keys.TOUCH)
 
     def _read(self, *reads: tuple) -> list:
         """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
@@ -302,12 +325,26 @@ class TableStore:
             if key not in names:
                 names.append(key)
             argv += [command, names.index(key) + 1, len(args), *args]
-        return self._reads(keys=names, args=argv)
+        return self._on(names[0], lambda r: self._reads(keys=names, args=argv, client=r))
 
-    def _run(self, script, keys: list, args: list):
-        """Run a write script; a Redis out of memory refused all of it: :class:`StoreFull`."""
+    def _on(self, key: str, call):
+        """``call(client)`` with the client of the primary that holds ``key`` (on a cluster: that node's,
+        which skips the cluster client's routing of every command; a ``MOVED`` is followed)."""
+        return redis_client.on_primary(self.r, key, call)
+
+    def _run(self, script, keys: list, args: list, wrote=lambda result: True):
+        """Run a write script (and ``WAIT`` with ``min_replicas``: ``wrote(result)`` says whether the
+        result acknowledges a write, which must then be on the replicas); a Redis out of memory
+        refused all of it: :class:`StoreFull`."""
         try:
-            return script(keys=keys, args=args)
+            if self.min_replicas:
+                return redis_client.acknowledged(self.r, script, keys, args, self.min_replicas,
+                                                 self.wait_timeout_ms, wrote)
+            return self._on(keys[0], lambda r: script(keys=keys, args=args, client=r))
+        except redis_client.NotReplicated as exc:
+            raise NotReplicated(f"the write reached Redis but was not confirmed by {exc.wanted} replica(s) "
+                                f"within {self.wait_timeout_ms} ms ({exc.replicas} did); it is not acknowledged: "
+                                "retry with the same Idempotency-Key") from None
         except redis.exceptions.ResponseError as exc:
             if _out_of_memory(exc):
                 raise StoreFull("the tables store is full (its memory bound is reached): nothing was "
@@ -344,7 +381,7 @@ class TableStore:
                 fields["stakes"] = _dumps(state.stakes.as_dict())
             flat = [x for kv in fields.items() for x in kv]
             res = self._run(self._create, keys.every(table_id),
-                            [_dumps(state.to_dict()), self.table_ttl, record, created_ttl, *flat])
+                            [_dumps(state.to_dict()), self.table_ttl, record, created_ttl, self._durable, *flat])
             if res[0] == 1:
                 if owner is not None:
                     self._index(owner, table_id)
@@ -378,13 +415,15 @@ class TableStore:
 
     def is_creation_replay(self, idempotency_key: str, fp: str, owner: str | None = None) -> bool:
         """Whether this key already created a table from this very request (its retry is a replay)."""
-        record = self.r.get(keys.created(_created_id(idempotency_key, owner)))
+        key = keys.created(_created_id(idempotency_key, owner))
+        record = self._on(key, lambda r: r.get(key))
         return bool(record) and hmac.compare_digest(record[:8], keys.fp_digest(fp))
 
     # -- auth ------------------------------------------------------------------------
     def authorize(self, table_id: str, token: str | None, *, write: bool) -> None:
         """401 without a valid token of this table, 403 for the read token on a write, 404 if unknown."""
-        _check_token(table_id, self.r.hmget(keys.meta(table_id), "token", "read_token", "deleted"),
+        meta = keys.meta(table_id)
+        _check_token(table_id, self._on(meta, lambda r: r.hmget(meta, "token", "read_token", "deleted")),
                      Access(token, write))
 
     # -- read --------------------------------------------------------------------------
@@ -502,6 +541,8 @@ class TableStore:
         for attempt in range(MAX_RETRIES):
             st, version, prior, _ = self._load(table_id, access, field)
             if prior is not None:
+                if self.min_replicas:  # it may be on the primary only: acknowledged once on the replicas
+                    self._run(self._touch, [keys.state(table_id)], [], wrote=lambda touched: bool(touched))
                 return self._replay(table_id, st, prior, fp)
             if if_match is not None and not _matches(if_match, version):
                 raise PreconditionFailed(f"the table is at version {version}, not {_show(if_match)}",
@@ -516,7 +557,9 @@ class TableStore:
                  keys.idem(table_id), keys.channel(table_id)],
                 [version, _dumps(record), _dumps(new_state.to_dict()), rounds_mode, rounds_payload,
                  field or b"", keys.fp_digest(fp) if field else b"", self.table_ttl, self.max_events,
-                 _dumps(self._streamed(table_id, record, new_state, voided=False)), self.publish_command],
+                 _dumps(self._streamed(table_id, record, new_state, voided=False)), self.publish_command,
+                 self._durable],
+                wrote=lambda res: res[0] in (b"ok", b"replay"),
             )
             outcome = res[0].decode()
             if outcome == "ok":
@@ -540,7 +583,8 @@ class TableStore:
         if not hmac.compare_digest(value[:8], keys.fp_digest(fp)):
             raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
         seq = int(value[8:])
-        raw = self.r.lrange(keys.log(table_id), 0, seq - 1)
+        log = keys.log(table_id)
+        raw = self._on(log, lambda r: r.lrange(log, 0, seq - 1))
         if len(raw) != seq:  # a log only grows: the table was deleted meanwhile
             raise TableNotFound(f"no table {table_id!r}")
         records = [json.loads(x) for x in raw]
@@ -620,10 +664,11 @@ class TableStore:
         void = {"seq": seq, "type": "void", "target": target, "at": _now()}
 
         def log_from_round() -> Iterator[dict]:
+            log = keys.log(table_id)
             start, n = first - 1, 0
             while start < version:  # the log up to the version is immutable: read it bit by bit
                 end = min(start + CHUNKS[min(n, len(CHUNKS) - 1)], version)
-                raw = self.r.lrange(keys.log(table_id), start, end - 1)
+                raw = self._on(log, lambda r: r.lrange(log, start, end - 1))
                 if len(raw) != end - start:  # deleted meanwhile
                     raise TableNotFound(f"no table {table_id!r}")
                 yield from map(json.loads, raw)
@@ -660,15 +705,16 @@ class TableStore:
     def delete(self, table_id: str) -> bool:
         """Delete a table's keys, keeping a 24 h tombstone of its token hashes."""
         return bool(self._run(self._delete, [*keys.every(table_id), keys.channel(table_id)],
-                              [TOMBSTONE_TTL, self.publish_command]))
+                              [TOMBSTONE_TTL, self.publish_command], wrote=bool))
 
     # -- verification ------------------------------------------------------------------------
     def rebuild(self, table_id: str) -> tuple[TableState, list[dict]]:
         """Fold the whole log (the definition of the state)."""
-        meta = self.r.hgetall(keys.meta(table_id))
+        meta, raw = self._read(("HGETALL", keys.meta(table_id)), ("LRANGE", keys.log(table_id), 0, -1))
+        meta = dict(zip(meta[::2], meta[1::2]))
         if not meta or b"dealer" not in meta:
             raise TableNotFound(f"no table {table_id!r}")
-        records = [json.loads(x) for x in self.r.lrange(keys.log(table_id), 0, -1)]
+        records = [json.loads(x) for x in raw]
         return fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]) | {},
                     int(meta[b"dealer"]), records, _stakes(meta.get(b"stakes")))
 
@@ -695,7 +741,8 @@ class TableStore:
         if not ok and repair:
             repaired = bool(self._run(self._repair, [keys.log(table_id), keys.state(table_id),
                                                      keys.rounds(table_id)],
-                                      [len(log), _dumps(folded.to_dict()), _dumps([_dumps(s) for s in summaries])]))
+                                      [len(log), _dumps(folded.to_dict()), _dumps([_dumps(s) for s in summaries])],
+                                      wrote=bool))
         return {"id": table_id, "version": len(log), "ok": ok, "repaired": repaired,
                 "balances": folded.balances}
 
@@ -772,18 +819,24 @@ class TableStore:
         return out
 
     def table_ids(self):
-        """The ids of the live tables (deleted tables' tombstones left out), in no order."""
-        batch: list[str] = []
-        for key in self.r.scan_iter(match=keys.TABLE_PATTERN, count=500):
-            k = key.decode()
-            batch.append(k[len("{t:"): k.index("}")])
-            if len(batch) == 500:
-                yield from self._live(batch)
-                batch = []
-        yield from self._live(batch)
+        """The ids of the live tables (deleted tables' tombstones left out), in no order.
 
-    def _live(self, ids: list[str]) -> list[str]:
-        with self.r.pipeline(transaction=False) as p:
+        On a cluster every primary is scanned (``SCAN`` sees one node's keys).
+        """
+        for node in redis_client.primaries(self.r):
+            batch: list[str] = []
+            for key in node.scan_iter(match=keys.TABLE_PATTERN, count=500):
+                k = key.decode()
+                batch.append(k[len("{t:"): k.index("}")])
+                if len(batch) == 500:
+                    yield from self._live(node, batch)
+                    batch = []
+            yield from self._live(node, batch)
+
+    @staticmethod
+    def _live(node: redis.Redis, ids: list[str]) -> list[str]:
+        """Those of ``ids`` (keys found on ``node``) that are live tables, asked of that node in one round trip."""
+        with node.pipeline(transaction=False) as p:
             for table_id in ids:
                 p.hexists(keys.meta(table_id), "dealer")
             return [table_id for table_id, live in zip(ids, p.execute()) if live]

@@ -1,0 +1,458 @@
+"""The one Redis client factory: ``REDIS_URL`` to a redis-py client, for every user of Redis.
+
+The app's table store, the rate limiter, ``/readyz`` and ``check-tables`` all
+connect through :func:`connect` (the limiter shares the app's client: see
+:mod:`service.store.limiter`), so one URL names one Redis, whatever its
+topology:
+
+===================================================================  =============================================
+``REDIS_URL``                                                         Redis
+===================================================================  =============================================
+``redis://[[user]:password@]host[:port][/db]``                        one server (``redis.Redis``)
+``rediss://[[user]:password@]host[:port][/db]``                       one server over TLS (redis-py's query
+                                                                      options, e.g. ``?ssl_cert_reqs=none``)
+``unix://[[user]:password@]/path/to/redis.sock[?db=n]``              one server on a Unix socket
+``redis+sentinel://[[user]:password@]host:port[,host:port...]``       the master that the sentinels name
+``/<service_name>[/db]``                                              (``redis.sentinel.Sentinel``; the
+                                                                      credentials are used for the sentinels and
+                                                                      for the master)
+``redis+cluster://[[user]:password@]host:port[,host:port...]``        a Redis Cluster (``redis.cluster
+                                                                      .RedisCluster``; the nodes listed are where
+                                                                      it starts: it learns the others)
+===================================================================  =============================================
+
+These are the forms the ``limits`` library (Flask-Limiter's storage) reads
+too, but the rate limiter does not open a client of its own: it counts on the
+app's (:mod:`service.store.limiter`).
+
+Every client is built the same way: a 2 s socket timeout (longer when
+``WAIT`` may block for longer), a 1 s connect timeout, a health check of
+connections idle for 10 s, and **no automatic re-sending of a command**
+(redis-py retries a failed command three times by default).  A write sent
+again after its answer was lost could be applied twice (the table's log would
+have moved on, so the store would take it for a concurrent write and append
+it again); instead the request fails with 503 and ``Retry-After``, and the
+client's retry under its ``Idempotency-Key`` finds out what happened.  The
+connection itself is re-established on the next command:
+
+* a Sentinel client asks the sentinels for the master again when its server
+  answers ``READONLY`` (a demoted master) or cannot be reached;
+* a cluster client refreshes its slot map after ``MOVED`` (it follows the
+  redirection at once: nothing was executed) or a node it cannot reach;
+* a plain client drops a connection whose server answers ``READONLY``, so
+  that the next one is made afresh (a DNS name or address that a fail-over
+  moved to the new primary).
+
+:func:`on_primary` sends a table's commands to the client of the primary that
+holds it (a cluster node's own client: the cluster client's routing of every
+command costs ~15 µs more), :func:`acknowledged` runs a write script and
+``WAIT`` in one round trip on the connection that wrote
+(``REDIS_MIN_REPLICAS``), :func:`check_ready` is what ``/readyz`` asks,
+:func:`primaries` gives one client per primary (a cluster is scanned node by
+node) and :func:`publish_command` is how a write announces itself to the live
+stream (``SPUBLISH`` on a cluster: :mod:`service.api.stream` subscribes with
+``SSUBSCRIBE``, so a table's messages stay on its slot's node).
+
+Readings (where the issue is silent):
+
+* A replica is never ready, even one configured writable: what it takes is
+  overwritten by its master's stream.
+* ``WAIT`` confirms that replicas *received* the write, not that they fsynced
+  it (Redis has no such acknowledgement before 7.2's ``WAITAOF``); a replica
+  and its primary dying together can still lose it.
+* Reads go to the primary and may show a write still waiting for its replicas
+  (it is not acknowledged yet, and a fail-over may take it away).
+* While a slot moves between nodes (resharding) its tables may answer 503;
+  the store does not follow ``ASK``.
+
+>>> parse("redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster/2")
+RedisTarget(kind='sentinel', nodes=(('10.0.0.1', 26379), ('10.0.0.2', 26379)), service='mymaster', db=2, \
+username=None, password=None)
+>>> parse("redis+cluster://:secret@10.0.0.1:7000,10.0.0.2:7000").kind
+'cluster'
+>>> parse("redis://localhost:6379/0").kind
+'redis'
+>>> parse("redis+sentinel://10.0.0.1:26379")
+Traceback (most recent call last):
+...
+service.store.client.RedisUrlError: REDIS_URL: a redis+sentinel:// URL names the master's service after the hosts: \
+redis+sentinel://host:port[,host:port...]/<service_name>[/db]
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import urllib.parse
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence, Union
+
+import redis
+import redis.sentinel
+from redis.backoff import NoBackoff
+from redis.cluster import ClusterNode, RedisCluster
+from redis.retry import Retry
+from redis.sentinel import Sentinel
+
+log = logging.getLogger("service.store")
+
+Client = Union[redis.Redis, RedisCluster]
+
+SOCKET_TIMEOUT = 2.0
+CONNECT_TIMEOUT = 1.0
+HEALTH_CHECK_INTERVAL = 10
+SENTINEL_TIMEOUT = 0.5  # each sentinel asked for the master
+
+SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "redis+cluster")
+
+
+class RedisUrlError(ValueError):
+    """``REDIS_URL`` is not one of the forms above."""
+
+
+class NotReady(RuntimeError):
+    """Redis cannot take the service's writes now (the reason is the message)."""
+
+
+class NotReplicated(RuntimeError):
+    """A write reached the primary but ``WAIT`` did not see it on enough replicas in time."""
+
+    def __init__(self, replicas: int, wanted: int) -> None:
+        super().__init__(f"{replicas} of the {wanted} replica(s) required confirmed the write in time")
+        self.replicas, self.wanted = replicas, wanted
+
+
+@dataclass(frozen=True)
+class RedisTarget:
+    """What a ``REDIS_URL`` names (see :func:`parse`)."""
+
+    kind: str  # "redis" (redis://, rediss://, unix://), "sentinel" or "cluster"
+    nodes: tuple[tuple[str, int], ...] = ()  # the sentinels, or the cluster's first nodes
+    service: str | None = None  # the master's name (Sentinel)
+    db: int = 0
+    username: str | None = None
+    password: str | None = None
+
+
+def parse(url: str) -> RedisTarget:
+    """The topology, nodes, service name and db of a ``REDIS_URL``; :class:`RedisUrlError` if it has none.
+
+    >>> parse("unix:///run/redis.sock").kind, parse("rediss://h:6380").kind
+    ('redis', 'redis')
+    >>> parse("redis+cluster://10.0.0.1:7000/3")
+    Traceback (most recent call last):
+    ...
+    service.store.client.RedisUrlError: REDIS_URL: a Redis Cluster has only database 0; got '/3'
+    >>> parse("http://example.com")
+    Traceback (most recent call last):
+    ...
+    service.store.client.RedisUrlError: REDIS_URL must start with redis://, rediss://, unix://, redis+sentinel:// \
+or redis+cluster://; got 'http://...'
+    """
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme not in SCHEMES:
+        shown = scheme + "://..." if scheme else url[:20]
+        raise RedisUrlError("REDIS_URL must start with redis://, rediss://, unix://, redis+sentinel:// or "
+                            f"redis+cluster://; got {shown!r}")
+    if scheme in ("redis", "rediss", "unix"):
+        try:
+            kwargs = redis.connection.parse_url(url)
+        except ValueError as exc:
+            raise RedisUrlError(f"REDIS_URL: {exc}") from None
+        return RedisTarget("redis", db=int(kwargs.get("db") or 0))
+    parsed = urllib.parse.urlsplit(url)
+    hosts = parsed.netloc.rpartition("@")[2]
+    nodes = []
+    for loc in hosts.split(","):
+        try:
+            sub = urllib.parse.urlsplit("fake://" + loc.strip())
+            host, port = sub.hostname, sub.port
+        except ValueError:
+            host = port = None
+        if not host or not port:
+            raise RedisUrlError(f"REDIS_URL: every node of a {scheme}:// URL is host:port; got {loc!r}")
+        nodes.append((host, port))
+    user = urllib.parse.unquote(parsed.username) if parsed.username else None
+    password = urllib.parse.unquote(parsed.password) if parsed.password else None
+    if parsed.query or parsed.fragment:
+        raise RedisUrlError(f"REDIS_URL: a {scheme}:// URL takes no query or fragment")
+    parts = [p for p in parsed.path.split("/") if p]
+    if scheme == "redis+cluster":
+        if parts and parts != ["0"]:
+            raise RedisUrlError(f"REDIS_URL: a Redis Cluster has only database 0; got {parsed.path!r}")
+        return RedisTarget("cluster", tuple(nodes), username=user, password=password)
+    if not parts or len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
+        raise RedisUrlError("REDIS_URL: a redis+sentinel:// URL names the master's service after the hosts: "
+                            "redis+sentinel://host:port[,host:port...]/<service_name>[/db]")
+    return RedisTarget("sentinel", tuple(nodes), urllib.parse.unquote(parts[0]),
+                       int(parts[1]) if len(parts) == 2 else 0, user, password)
+
+
+def _no_retry() -> Retry:
+    return Retry(NoBackoff(), 0)
+
+
+def _read_only(exc: Exception) -> bool:
+    """A write refused by a replica: ``READONLY``, or (Redis 6.2) a script error that wraps it."""
+    return isinstance(exc, redis.exceptions.ReadOnlyError) or (
+        isinstance(exc, redis.exceptions.ResponseError) and "-READONLY " in str(exc))
+
+
+class _FollowPrimary:
+    """A connection that drops itself when its server answers ``READONLY`` (it was demoted): the
+    next command connects afresh, to wherever the address now leads."""
+
+    def read_response(self, *args, **kwargs):
+        try:
+            return super().read_response(*args, **kwargs)  # type: ignore[misc]
+        except redis.exceptions.ResponseError as exc:
+            if _read_only(exc):
+                self.disconnect()  # type: ignore[attr-defined]
+            raise
+
+
+class FollowPrimaryConnection(_FollowPrimary, redis.Connection):
+    pass
+
+
+class FollowPrimarySSLConnection(_FollowPrimary, redis.SSLConnection):
+    pass
+
+
+class FollowMasterConnection(redis.sentinel.SentinelManagedConnection):
+    """redis-py's Sentinel connection (which asks the sentinels again after ``READONLY``), for the
+    ``READONLY`` that Redis 6.2 wraps in a script error too."""
+
+    def read_response(self, *args, **kwargs):
+        try:
+            return super().read_response(*args, **kwargs)
+        except redis.exceptions.ResponseError as exc:
+            if _read_only(exc) and self.connection_pool.is_master:
+                self.disconnect()
+                raise redis.exceptions.ConnectionError("the previous master is now a replica") from exc
+            raise
+
+
+class ClusterUnavailable(redis.exceptions.ConnectionError):
+    """The cluster client's own errors (no node answers, a slot no node serves) as a RedisError."""
+
+
+@contextmanager
+def _cluster_errors():
+    try:
+        yield
+    except redis.exceptions.RedisClusterException as exc:
+        raise ClusterUnavailable(f"Redis Cluster: {exc}") from exc
+
+
+class LazyCluster(RedisCluster):
+    """redis-py's :class:`~redis.cluster.RedisCluster`, made on first use.
+
+    RedisCluster reads the cluster's slot map when it is made and raises if no
+    node answers; a gunicorn worker whose app cannot be made stops the whole
+    server.  This one is made on its first command instead (a worker started
+    while the cluster is away answers 503 and ``/readyz`` says why), and raises
+    its own errors (no node answers, a slot that no node serves during a
+    fail-over) as :class:`ClusterUnavailable`, a redis ``ConnectionError``.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:  # noqa: D107 - the real __init__ runs in _materialize
+        self.__dict__.update(_lazy_kwargs=kwargs, _lazy_lock=threading.RLock(), _lazy_done=False,
+                             _lazy_owner=None)
+
+    def _materialize(self) -> None:
+        with self._lazy_lock:
+            if self._lazy_done:
+                return
+            before = set(self.__dict__)
+            self._lazy_owner = threading.get_ident()
+            try:
+                with _cluster_errors():
+                    RedisCluster.__init__(self, **self._lazy_kwargs)
+            except BaseException:
+                for name in set(self.__dict__) - before:  # a half-made client is no client
+                    del self.__dict__[name]
+                raise
+            finally:
+                self._lazy_owner = None
+            self._lazy_done = True
+
+    def __getattr__(self, name: str) -> Any:
+        # reached only for attributes not set yet: the real client's, before it is made
+        if name.startswith(("_lazy", "__")) or self.__dict__.get("_lazy_done", True) \
+                or self.__dict__.get("_lazy_owner") == threading.get_ident():
+            raise AttributeError(name)
+        self._materialize()
+        return object.__getattribute__(self, name)
+
+    def get_encoder(self):
+        if not self._lazy_done:  # what a Script needs to be registered: no connection for that
+            k = self._lazy_kwargs
+            return redis.connection.Encoder(k.get("encoding", "utf-8"), k.get("encoding_errors", "strict"),
+                                            k.get("decode_responses", False))
+        return super().get_encoder()
+
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        with _cluster_errors():
+            return super().execute_command(*args, **kwargs)
+
+    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+        with _cluster_errors():
+            pipe = super().pipeline(*args, **kwargs)
+        execute = pipe.execute
+
+        def converted(*a: Any, **k: Any) -> Any:
+            with _cluster_errors():
+                return execute(*a, **k)
+
+        pipe.execute = converted
+        return pipe
+
+    def close(self) -> None:
+        if self.__dict__.get("_lazy_done"):
+            super().close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def connect(url: str, *, socket_timeout: float = SOCKET_TIMEOUT, **extra: Any) -> Client:
+    """A redis-py client for ``url`` (see the module doc); nothing is sent until it is used."""
+    target = parse(url)
+    common: dict[str, Any] = {"socket_timeout": socket_timeout, "socket_connect_timeout": CONNECT_TIMEOUT,
+                              "health_check_interval": HEALTH_CHECK_INTERVAL, **extra}
+    if target.kind == "cluster":
+        return LazyCluster(startup_nodes=[ClusterNode(h, p) for h, p in target.nodes],
+                           username=target.username, password=target.password, retry=_no_retry(), **common)
+    if target.kind == "sentinel":
+        auth = {k: v for k, v in (("username", target.username), ("password", target.password)) if v}
+        sentinel = Sentinel(list(target.nodes), sentinel_kwargs={
+            "socket_timeout": SENTINEL_TIMEOUT, "socket_connect_timeout": SENTINEL_TIMEOUT, **auth})
+        return sentinel.master_for(target.service, db=target.db, retry=_no_retry(),
+                                   connection_class=FollowMasterConnection, **auth, **common)
+    scheme = url.split("://", 1)[0].lower()
+    if scheme != "unix":
+        common["connection_class"] = FollowPrimarySSLConnection if scheme == "rediss" else FollowPrimaryConnection
+    return redis.Redis.from_url(url, retry=_no_retry(), **common)
+
+
+def kind(client: Client) -> str:
+    """``"cluster"``, ``"sentinel"`` or ``"redis"``."""
+    if isinstance(client, RedisCluster):
+        return "cluster"
+    pool = getattr(client, "connection_pool", None)
+    return "sentinel" if isinstance(pool, redis.sentinel.SentinelConnectionPool) else "redis"
+
+
+# -- per node --------------------------------------------------------------------------------------
+def primaries(client: Client, refresh: bool = True) -> list[redis.Redis]:
+    """One client per primary: the cluster's (from a fresh slot map, unless ``refresh`` is False), else
+    ``client`` itself."""
+    if isinstance(client, RedisCluster):
+        with _cluster_errors():
+            if refresh:
+                client.nodes_manager.initialize()
+            return [client.get_redis_connection(node) for node in client.get_primaries()]
+    return [client]
+
+
+def on_primary(client: Client, key: str, call: Callable[[redis.Redis], Any]) -> Any:
+    """``call`` with the client of the primary that holds ``key`` (a cluster node's, else ``client``).
+
+    On a cluster, a ``MOVED``/``ASK``/``TRYAGAIN``/``CLUSTERDOWN`` answer means the
+    command was not run: the slot map is refreshed and ``call`` runs again (at
+    most 3 times).  A node that cannot be reached refreshes the map too (for
+    the next request) and the error is raised.
+    """
+    if not isinstance(client, RedisCluster):
+        return call(client)
+    moved = (redis.exceptions.MovedError, redis.exceptions.AskError, redis.exceptions.TryAgainError,
+             redis.exceptions.ClusterDownError)
+    for attempt in range(3):
+        with _cluster_errors():
+            node = client.nodes_manager.get_node_from_slot(client.keyslot(key))
+        try:
+            return call(client.get_redis_connection(node))
+        except moved:
+            if attempt == 2:
+                raise
+            with _cluster_errors():
+                client.nodes_manager.initialize()
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            try:
+                client.nodes_manager.initialize()
+            except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException):
+                pass
+            raise
+
+
+def acknowledged(client: Client, script, keys: Sequence, args: Sequence, replicas: int, timeout_ms: int,
+                 wrote: Callable[[Any], bool]) -> Any:
+    """Run ``script`` and then ``WAIT replicas timeout_ms`` on the same connection, in one round trip.
+
+    ``WAIT`` confirms that the replicas have everything this connection wrote
+    (the script's writes, and everything written before them: replication is in
+    order).  When ``wrote(result)`` says the result acknowledges a write and
+    fewer than ``replicas`` confirmed in time: :class:`NotReplicated`.
+    """
+    def run(node: redis.Redis) -> Any:
+        for _ in range(2):
+            with node.pipeline(transaction=False) as pipe:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+                pipe.execute_command("WAIT", replicas, timeout_ms)
+                try:
+                    result, confirmed = pipe.execute()
+                except redis.exceptions.NoScriptError:  # not run: load it on this node and run again
+                    node.script_load(script.script)
+                    continue
+            if wrote(result) and confirmed < replicas:
+                raise NotReplicated(confirmed, replicas)
+            return result
+        raise redis.exceptions.NoScriptError("the script could not be loaded")
+
+    return on_primary(client, keys[0], run)
+
+
+# -- readiness -------------------------------------------------------------------------------------
+def check_ready(client: Client) -> None:
+    """Raise :class:`NotReady` unless the service's writes can be taken now.
+
+    * cluster: every primary answers and sees ``cluster_state:ok`` (all slots served);
+    * Sentinel: the server the client is connected to says ``ROLE`` master (the
+      client asked the sentinels for it; a demoted master is not);
+    * one server: ``ROLE`` master (a replica, read-only or not, is not: what it
+      takes is overwritten by its master's stream).
+    """
+    if isinstance(client, RedisCluster):
+        for attempt in range(2):  # with the map in hand, then (if that fails) with a fresh one
+            try:
+                nodes = primaries(client, refresh=bool(attempt))
+                if not nodes:
+                    raise NotReady("the cluster has no primary")
+                for node in nodes:
+                    info = node.execute_command("CLUSTER INFO")
+                    state = info.get("cluster_state") if isinstance(info, dict) else None
+                    if state != "ok":
+                        where = node.get_connection_kwargs().get("port")
+                        raise NotReady(f"the cluster is not ok (primary on port {where}: cluster_state is not ok)")
+                return
+            except (redis.exceptions.RedisError, NotReady):
+                if attempt:
+                    raise
+        return
+    role = client.execute_command("ROLE")
+    name = role[0].decode() if isinstance(role[0], bytes) else str(role[0])
+    if name != "master":
+        raise NotReady(f"the Redis server is a {name}, not a master")
+
+
+# -- live stream (pub/sub) -------------------------------------------------------------------------
+def publish_command(client: Client) -> str:
+    """The command a script publishes a table's messages with: ``SPUBLISH`` on a cluster (Redis 7+: the
+    message stays on the shard of the channel's slot, the table's), else ``PUBLISH``.
+
+    The channel must be hash-tagged like the table's keys (``{t:<id>}:...``) and
+    passed to the script in KEYS, like every key it touches.
+    """
+    return "SPUBLISH" if isinstance(client, RedisCluster) else "PUBLISH"

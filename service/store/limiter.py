@@ -1,0 +1,103 @@
+"""The rate limiter's storage: the app's own Redis client, with its failures counted.
+
+Flask-Limiter keeps its counters with the ``limits`` library, which would
+open clients of its own from ``REDIS_URL``.  It reads the same URL forms, but
+its cluster client connects when it is made (a worker started while no
+cluster node answers could not start at all), its Sentinel URL takes no
+``/db``, and its clients would re-send failed commands.  So the limiter counts
+on the app's client instead (:func:`service.store.client.connect`): the
+``mahjong+redis://`` storage below is ``limits``' own Redis storage (its Lua
+scripts, one key per script, so every one stays on one cluster slot) over
+that client, handed over in ``storage_options``.
+
+A limiter that cannot reach Redis does not turn its limits off silently:
+:func:`count_errors` counts every failed call in
+``mahjong_rate_limit_storage_errors_total{operation}`` and logs a warning,
+and Flask-Limiter (``in_memory_fallback_enabled``) then counts the limits in
+the memory of each worker until Redis answers its ``check()`` again (it asks
+after 1, 2, 4 ... 32 s): the limits still hold, per worker process.
+
+>>> uri, options = storage_options("the client")
+>>> uri, options
+('mahjong+redis://', {'client': 'the client'})
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from limits.storage import RedisStorage
+from limits.storage.base import Storage
+
+log = logging.getLogger("service.store")
+
+SCHEME = "mahjong+redis"
+METHODS = ("incr", "get", "get_expiry", "clear", "acquire_entry", "get_moving_window",
+           "acquire_sliding_window_entry", "get_sliding_window", "clear_sliding_window", "check")
+
+_ERRORS = None
+
+
+class SharedClientStorage(RedisStorage):
+    """``limits``' Redis storage over a client made elsewhere (a ``redis.Redis`` or a ``RedisCluster``)."""
+
+    STORAGE_SCHEME = [SCHEME]
+
+    def __init__(self, uri: str, client: Any = None, key_prefix: str = RedisStorage.PREFIX,
+                 wrap_exceptions: bool = False, **options: Any) -> None:
+        if client is None:
+            raise ValueError(f"a {SCHEME}:// storage needs storage_options={{'client': <redis client>}}")
+        Storage.__init__(self, uri, wrap_exceptions=wrap_exceptions, **options)
+        self.key_prefix = key_prefix
+        self.target_server = "redis"
+        self.dependency = self.dependencies["redis"].module
+        self.storage = client
+        self.initialize_storage(uri)
+
+
+def storage_options(client: Any) -> tuple[str, dict[str, Any]]:
+    """``(storage_uri, storage_options)`` for Flask-Limiter: counters on ``client``."""
+    return f"{SCHEME}://", {"client": client}
+
+
+def errors():
+    """The Prometheus counter ``mahjong_rate_limit_storage_errors_total`` (made on first use)."""
+    global _ERRORS
+    if _ERRORS is None:
+        from prometheus_client import Counter
+
+        _ERRORS = Counter("mahjong_rate_limit_storage_errors",
+                          "Calls of the rate limiter to Redis that failed (the limits are then counted in each "
+                          "worker's memory until Redis answers).", ["operation"])
+    return _ERRORS
+
+
+def count_errors(storage: Any) -> Any:
+    """Make every failed call of ``storage`` (a ``limits`` storage) a metric and a warning; returns it.
+
+    The error still reaches Flask-Limiter (which then falls back to memory); a
+    ``check()`` that answers False (Redis still away) is counted too.
+    """
+    counter = errors()
+
+    def wrap(name: str, method: Callable) -> Callable:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            try:
+                result = method(*args, **kwargs)
+            except Exception as exc:
+                counter.labels(name).inc()
+                log.warning("rate limiter: Redis failed (%s: %s); the limits are counted in this process "
+                            "until it answers", type(exc).__name__, exc)
+                raise
+            if name == "check" and result is False:
+                counter.labels(name).inc()
+                log.warning("rate limiter: Redis still does not answer; the limits are counted in this process")
+            return result
+        return counted
+
+    for name in METHODS:
+        method = getattr(storage, name, None)
+        if method is not None:
+            setattr(storage, name, wrap(name, method))
+    return storage

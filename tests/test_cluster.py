@@ -1,0 +1,224 @@
+"""The tables API on a real Redis Cluster: 3 primaries, 3 replicas (``redis+cluster://``).
+
+Each table lives in one slot (``{t:<id>}``), so tables spread over every
+primary; every script runs on the table's node; ``check-tables`` scans every
+primary; ``/readyz`` asks every primary; ``REDIS_MIN_REPLICAS`` makes a write
+wait for the table's replica.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import signal
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import redis
+
+from service.api import create_app
+from service.store import client as redis_client
+from service.store import keys
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAYERS = ["东", "南", "西", "北"]
+KONG = {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"}
+
+
+def app_client(url, **config):
+    return create_app({"TESTING": True, "REDIS_URL": url, "TABLES_PER_HOUR": 0, **config}).test_client()
+
+
+def bearer(table) -> dict:
+    return {"Authorization": "Bearer " + table["token"]}
+
+
+def create(c) -> dict:
+    r = c.post("/v1/tables", json={"players": PLAYERS})
+    assert r.status_code == 201, r.get_data(as_text=True)
+    return r.get_json()
+
+
+def post(c, table, event, **headers):
+    return c.post(f"/v1/tables/{table['id']}/events", json=event, headers={**bearer(table), **headers})
+
+
+def log_of(c, table) -> list[dict]:
+    r = c.get(f"/v1/tables/{table['id']}/events?limit=500", headers=bearer(table))
+    assert r.status_code == 200
+    return r.get_json()["events"]
+
+
+def owner_port(cluster, table_id: str) -> int:
+    return cluster.owner(keys.meta(table_id)).port
+
+
+def test_tables_spread_over_every_primary_and_the_whole_api_works(redis_cluster, cluster_url):
+    c = app_client(cluster_url)
+    tables = [create(c) for _ in range(12)]
+    while len({owner_port(redis_cluster, t["id"]) for t in tables}) < 3:  # ids are random: until all hold some
+        tables.append(create(c))
+    owners = Counter(owner_port(redis_cluster, t["id"]) for t in tables)
+    assert set(owners) == {n.port for n in redis_cluster.primaries()}  # all three primaries hold tables
+
+    for t in tables:
+        assert post(c, t, {"type": "round_start"}).status_code == 201
+        r = post(c, t, KONG, **{"Idempotency-Key": "k1"})
+        assert r.status_code == 201 and r.get_json()["balances"][0] > 0 and sum(r.get_json()["balances"]) == 0
+        again = post(c, t, KONG, **{"Idempotency-Key": "k1"})  # a replay: nothing new
+        assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
+        assert again.get_json() == r.get_json()
+        assert post(c, t, {"type": "round_end"}, **{"If-Match": '"1"'}).status_code == 412
+        assert post(c, t, {"type": "round_end"}, **{"If-Match": '"2"'}).status_code == 201
+        voided = c.post(f"/v1/tables/{t['id']}/events/2/void", headers=bearer(t))
+        assert voided.status_code == 201 and voided.get_json()["balances"] == [0, 0, 0, 0]
+        view = c.get(f"/v1/tables/{t['id']}", headers=bearer(t)).get_json()
+        assert view["version"] == 4 and view["balances"] == [0, 0, 0, 0] and len(view["rounds"]) == 1
+        assert [e["voided"] for e in log_of(c, t)] == [False, True, False, False]
+
+    gone = tables[0]
+    assert c.delete(f"/v1/tables/{gone['id']}", headers=bearer(gone)).status_code == 204
+    assert c.get(f"/v1/tables/{gone['id']}", headers=bearer(gone)).status_code == 404
+
+    ready = c.get("/readyz")
+    assert ready.status_code == 200 and ready.get_json()["checks"] == {"redis": "ok"}
+
+    # check-tables finds every live table on every primary (and none of the deleted one)
+    run = subprocess.run([sys.executable, "-m", "service", "check-tables"], cwd=ROOT,
+                         env={**os.environ, "REDIS_URL": cluster_url}, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    reports = [json.loads(line) for line in run.stdout.splitlines()]
+    assert sorted(r["id"] for r in reports) == sorted(t["id"] for t in tables[1:])
+    assert all(r["ok"] and r["version"] == 4 for r in reports)
+
+
+def test_an_api_keys_table_list_spans_the_primaries(redis_cluster, cluster_url):
+    """The key's index lives in its own slot; the tables it lists live on every primary."""
+    acme = "acme-" + "a" * 40
+    c = app_client(cluster_url, API_KEYS=redis_client_config_keys(acme))
+    made = []
+    while len(made) < 6 or len({owner_port(redis_cluster, t["id"]) for t in made}) < 3:
+        r = c.post("/v1/tables", json={"players": PLAYERS}, headers={"X-API-Key": acme})
+        assert r.status_code == 201
+        made.append(r.get_json())
+    listed, after = [], None
+    while True:
+        r = c.get("/v1/tables", query_string={"limit": 4, **({"after": after} if after else {})},
+                  headers={"X-API-Key": acme})
+        assert r.status_code == 200, r.get_data(as_text=True)
+        listed += [t["id"] for t in r.get_json()["tables"]]
+        after = r.get_json()["next"]
+        if after is None:
+            break
+    assert listed == [t["id"] for t in reversed(made)]
+
+
+def redis_client_config_keys(acme: str):
+    from service.config import ApiKeys
+
+    return ApiKeys.parse(f"acme={acme}")
+
+
+def test_creation_replays_and_the_rate_limit_on_the_cluster(cluster_url):
+    c = app_client(cluster_url, TABLES_PER_HOUR=3)
+    key = str(uuid.uuid4())
+    first = c.post("/v1/tables", json={"players": PLAYERS}, headers={"Idempotency-Key": key})
+    again = c.post("/v1/tables", json={"players": PLAYERS}, headers={"Idempotency-Key": key})
+    assert first.status_code == again.status_code == 201
+    assert again.get_json() == first.get_json() and again.headers["Idempotent-Replayed"] == "true"
+    made = [c.post("/v1/tables", json={"players": PLAYERS}).status_code for _ in range(3)]
+    assert made == [201, 201, 429]  # the replay did not count; the limiter's keys live on the cluster
+    limiter_keys = [k for node in redis_client.primaries(redis_client.connect(cluster_url))
+                    for k in node.scan_iter(match="LIMITS:*")]
+    assert limiter_keys
+
+
+def test_every_script_runs_on_its_tables_node(redis_cluster, cluster_url):
+    """The cluster refuses a script that reaches a key outside its node; every write and read of a table
+    (the scripts included) works on tables owned by each primary, so each declares its keys."""
+    from service.store.tables import TableStore
+
+    store = TableStore(redis_client.connect(cluster_url))
+    ids: list[str] = []
+    while len(ids) < 6 or len({owner_port(redis_cluster, t) for t in ids}) < 3:  # tables on every primary
+        ids.append(store.create(PLAYERS, None, idempotency_key=str(uuid.uuid4()), fp="x").id)
+    for t in ids:
+        store.append(t, {"type": "round_start"}, idempotency_key="a", fp="a")
+        store.append(t, KONG)
+        store.void(t, 2)
+        assert store.check(t, repair=True)["ok"]
+        assert store.get(t)["version"] == 3 and store.events(t)["events"][1]["voided"]
+        assert store.delete(t)
+    assert sorted(store.table_ids()) == []
+
+
+def test_an_undeclared_key_is_refused_by_the_cluster(redis_cluster, cluster_url):
+    """What the test above relies on: a script reaching another node's key fails."""
+    client = redis_client.connect(cluster_url)
+    bad = client.register_script("return redis.call('GET', '{t:elsewhere}:meta')")
+    t = next(f"{i:016x}" for i in range(100) if client.keyslot(keys.meta(f"{i:016x}"))
+             != client.keyslot("{t:elsewhere}:meta")
+             and owner_port(redis_cluster, f"{i:016x}") != redis_cluster.owner("{t:elsewhere}:meta").port)
+    with pytest.raises(redis.exceptions.ResponseError, match="non local key"):
+        bad(keys=[keys.meta(t)])
+
+
+def test_min_replicas_waits_for_the_tables_replica_and_a_keyed_retry_replays(redis_cluster, cluster_url):
+    c = app_client(cluster_url, REDIS_MIN_REPLICAS=1, REDIS_WAIT_TIMEOUT_MS=300)
+    t = create(c)
+    assert post(c, t, {"type": "round_start"}).status_code == 201
+    replica = redis_cluster.replica_of(redis_cluster.owner(keys.meta(t["id"])))
+    os.kill(replica.pid, signal.SIGSTOP)  # the replica stops acknowledging (it is not failed over: 300 ms)
+    try:
+        r = post(c, t, KONG, **{"Idempotency-Key": "kong-1"})
+        assert r.status_code == 503 and r.get_json()["code"] == "not_replicated"
+        assert int(r.headers["Retry-After"]) >= 1
+        # the write is on the primary, not acknowledged; its retry waits for the replica too
+        assert post(c, t, KONG, **{"Idempotency-Key": "kong-1"}).status_code == 503
+    finally:
+        os.kill(replica.pid, signal.SIGCONT)
+    for _ in range(50):  # the thawed replica catches up
+        r = post(c, t, KONG, **{"Idempotency-Key": "kong-1"})
+        if r.status_code != 503:
+            break
+        time.sleep(0.1)
+    assert r.status_code == 201 and r.headers["Idempotent-Replayed"] == "true" and r.get_json()["seq"] == 2
+    assert [e["type"] for e in log_of(c, t)] == ["round_start", "kong"]  # applied once
+    replica_client = redis.Redis(host="127.0.0.1", port=replica.port, single_connection_client=True)
+    replica_client.execute_command("READONLY")  # a cluster replica answers reads of its slots only if asked so
+    assert replica_client.llen(keys.log(t["id"])) == 2  # and the replica has it
+    redis_cluster.wait_healthy()
+
+
+def test_readiness_fails_while_a_primary_is_down_and_recovers_after_the_fail_over(redis_cluster, cluster_url):
+    c = app_client(cluster_url)
+    tables = [create(c) for _ in range(6)]
+    victim = redis_cluster.owner(keys.meta(tables[0]["id"]))
+    replica = redis_cluster.replica_of(victim)
+    victim.kill()
+    try:
+        down = c.get("/readyz")  # the node timeout is 1 s: nobody has taken over yet
+        assert down.status_code == 503 and down.get_json()["checks"]["redis"].startswith("failed")
+        redis_cluster.wait_promoted(replica)
+        # the client finds the new primary by itself: the table's writes land there
+        for _ in range(50):
+            r = post(c, tables[0], {"type": "round_start"})
+            if r.status_code == 201:
+                break
+            assert r.status_code == 503 and "Retry-After" in r.headers
+        assert r.status_code == 201
+        # ready again once the nodes agree on the new map (gossip: the node asked may lag a little)
+        for _ in range(100):
+            if c.get("/readyz").status_code == 200:
+                break
+            time.sleep(0.1)
+        assert c.get("/readyz").status_code == 200
+    finally:
+        victim.start()  # back as the new primary's replica
+        redis_cluster.wait_healthy()
+    assert all(c.get(f"/v1/tables/{t['id']}", headers=bearer(t)).status_code == 200 for t in tables)

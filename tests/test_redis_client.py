@@ -1,0 +1,157 @@
+"""The Redis client factory (``service.store.client``): URL forms, one client for the app, the limiter and
+readiness, a demoted primary, a cluster that is not there yet, the limiter's errors counted."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from service.api import create_app
+from service.store import client as redis_client
+from service.store import limiter
+from service.store.client import RedisTarget, RedisUrlError, parse
+from service.store.embedded import EmbeddedRedis, free_port
+from test_tables_gunicorn import ROOT, service_env
+
+PLAYERS = {"players": ["a", "b", "c", "d"]}
+
+
+@pytest.mark.parametrize("url, target", [
+    ("redis://localhost", RedisTarget("redis")),
+    ("redis://:pw@10.1.2.3:6380/4", RedisTarget("redis", db=4)),
+    ("rediss://user:pw@cache.example:6380/1?ssl_cert_reqs=none", RedisTarget("redis", db=1)),
+    ("unix:///run/redis/redis.sock?db=2", RedisTarget("redis", db=2)),
+    ("redis+sentinel://10.0.0.1:26379/mymaster", RedisTarget("sentinel", (("10.0.0.1", 26379),), "mymaster")),
+    ("redis+sentinel://u:p%40ss@s1:26379,s2:26380,[::1]:26381/cache/3",
+     RedisTarget("sentinel", (("s1", 26379), ("s2", 26380), ("::1", 26381)), "cache", 3, "u", "p@ss")),
+    ("redis+cluster://10.0.0.1:7000", RedisTarget("cluster", (("10.0.0.1", 7000),))),
+    ("redis+cluster://:secret@n1:7000,n2:7001/", RedisTarget("cluster", (("n1", 7000), ("n2", 7001)),
+                                                             password="secret")),
+    ("redis+cluster://n1:7000/0", RedisTarget("cluster", (("n1", 7000),))),
+])
+def test_every_url_form(url, target):
+    assert parse(url) == target
+
+
+@pytest.mark.parametrize("url, message", [
+    ("localhost:6379", "must start with redis://"),
+    ("memcached://x:1", "got 'memcached://...'"),
+    ("redis+sentinel://s1:26379", "names the master's service"),
+    ("redis+sentinel://s1:26379/a/b/c", "names the master's service"),
+    ("redis+sentinel://s1:26379/a/x", "names the master's service"),
+    ("redis+sentinel://s1/mymaster", "host:port"),
+    ("redis+cluster://n1:7000,:7001", "host:port"),
+    ("redis+cluster://n1:7000/2", "only database 0"),
+    ("redis+cluster://n1:7000?x=1", "no query"),
+    ("redis://h:notaport", "REDIS_URL"),
+])
+def test_bad_urls_are_refused_with_the_reason(url, message):
+    with pytest.raises(RedisUrlError, match=message.replace("+", r"\+")):
+        parse(url)
+
+
+def test_connect_builds_the_client_of_each_topology_without_connecting():
+    nobody = free_port()
+    plain = redis_client.connect(f"redis://127.0.0.1:{nobody}/0")
+    assert redis_client.kind(plain) == "redis"
+    assert plain.get_retry().get_retries() == 0  # no command is ever sent twice by redis-py
+    assert plain.connection_pool.connection_class is redis_client.FollowPrimaryConnection
+    tls = redis_client.connect(f"rediss://127.0.0.1:{nobody}/0")
+    assert tls.connection_pool.connection_class is redis_client.FollowPrimarySSLConnection
+    assert issubclass(redis_client.FollowPrimarySSLConnection, redis.SSLConnection)
+    sentinel = redis_client.connect(f"redis+sentinel://127.0.0.1:{nobody}/mymaster/2")
+    assert redis_client.kind(sentinel) == "sentinel" and sentinel.connection_pool.connection_kwargs["db"] == 2
+    cluster = redis_client.connect(f"redis+cluster://127.0.0.1:{nobody}")
+    assert redis_client.kind(cluster) == "cluster" and isinstance(cluster, RedisCluster)
+    script = cluster.register_script("return 1")  # registering needs no node
+    assert len(script.sha) == 40
+    with pytest.raises(redis.exceptions.ConnectionError):  # a RedisError, so the API says 503
+        cluster.get("x")
+
+
+def test_serve_refuses_a_bad_redis_url_before_starting(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "service", "serve", "--port", str(free_port())], cwd=ROOT,
+                            env=service_env(REDIS_URL="redis+sentinel://s1:26379"), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2 and "names the master's service" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_cluster_that_is_not_there_yet_is_503_and_not_ready_never_a_crash():
+    url = f"redis+cluster://127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+    c = create_app({"TESTING": True, "REDIS_URL": url, "TABLES_PER_HOUR": 5}).test_client()  # made anyway
+    ready = c.get("/readyz")
+    assert ready.status_code == 503 and ready.get_json()["checks"]["redis"].startswith("failed")
+    r = c.post("/v1/tables", json=PLAYERS)
+    assert r.status_code == 503 and r.get_json()["code"] == "store_unavailable" and r.headers["Retry-After"]
+
+
+def test_a_demoted_primary_is_not_ready_and_its_writes_are_503(tmp_path):
+    """A plain ``redis://`` server that becomes a replica: readiness fails, a write is 503 with
+    Retry-After (READONLY), the connection is dropped, and when it is a master again writes land."""
+    a = EmbeddedRedis(tmp_path / "a", port=free_port()).start()
+    b = EmbeddedRedis(tmp_path / "b", port=free_port()).start()
+    try:
+        c = create_app({"TESTING": True, "REDIS_URL": a.url, "TABLES_PER_HOUR": 0}).test_client()
+        assert c.post("/v1/tables", json=PLAYERS).status_code == 201
+        assert c.get("/readyz").status_code == 200
+        admin = redis.Redis.from_url(a.url)
+        admin.replicaof("127.0.0.1", b.port)  # demoted (its data goes: b's stream replaces it)
+        ready = c.get("/readyz")
+        assert ready.status_code == 503
+        def app_connections() -> set:
+            return {x["id"] for x in admin.client_list()} - {str(admin.client_id())}
+
+        before = app_connections()
+        w = c.post("/v1/tables", json=PLAYERS)
+        assert w.status_code == 503 and w.get_json()["code"] == "store_unavailable" and w.headers["Retry-After"]
+        assert before - app_connections()  # the connection that met READONLY is gone
+        admin.replicaof("NO", "ONE")
+        assert c.get("/readyz").status_code == 200
+        assert c.post("/v1/tables", json=PLAYERS).status_code == 201
+    finally:
+        a.stop()
+        b.stop()
+
+
+def _metric(c) -> float:
+    """``mahjong_rate_limit_storage_errors_total``, summed over its operations."""
+    text = c.get("/metrics").get_data(as_text=True)
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith("mahjong_rate_limit_storage_errors_total{"))
+
+
+def test_the_limiter_counts_on_the_apps_client(redis_url):
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 5})
+    storage = next(iter(app.extensions["limiter"])).storage  # Flask-Limiter's registry of its limiters
+    assert isinstance(storage, limiter.SharedClientStorage) and storage.storage is app.extensions["redis"]
+    assert app.test_client().post("/v1/tables", json=PLAYERS).status_code == 201
+    assert redis.Redis.from_url(redis_url).keys("LIMITS:*")
+
+
+def test_a_limiter_that_cannot_reach_redis_counts_warns_and_still_limits(redis_url, monkeypatch, caplog):
+    """Its failures are a metric and a warning, and the limit holds (counted in the worker's memory)."""
+    def unreachable(self, *args, **kwargs):
+        raise redis.exceptions.ConnectionError("limiter storage down (test)")
+
+    def check(self):  # as limits' own check() answers when Redis does not
+        return False
+
+    for name in limiter.METHODS:  # whatever the strategy calls
+        if hasattr(limiter.SharedClientStorage, name):
+            monkeypatch.setattr(limiter.SharedClientStorage, name, check if name == "check" else unreachable)
+    c = create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 2}).test_client()
+    before = _metric(c)
+    with caplog.at_level(logging.WARNING, logger="service.store"):
+        made = [c.post("/v1/tables", json=PLAYERS).status_code for _ in range(2)]
+        time.sleep(1.1)  # long enough for Flask-Limiter to ask Redis again (check(): still down)
+        made.append(c.post("/v1/tables", json=PLAYERS).status_code)
+    assert made == [201, 201, 429]  # the tables store works; the limit holds from memory
+    assert _metric(c) > before
+    assert any("rate limiter: Redis failed" in r.getMessage() for r in caplog.records)
