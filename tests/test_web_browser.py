@@ -206,8 +206,7 @@ def test_a_whole_xuezhan_round_on_two_phones(service, api, phones):
     a.screenshot("after-draw")
     rounds = api.table(table["t"], table["k"])["rounds"]
     assert [r["deltas"] for r in rounds] == [[0, 6, -12, 6], [108, 144, 36, -288]]
-    history = a.el("rounds").text
-    assert "108" in history and "-288" in history
+    a.wait(lambda: "108" in a.el("rounds").text and "-288" in a.el("rounds").text, "round 2 in the rounds table")
 
     # undo (after a confirmation) the draw: the round is open again, on both phones
     b.tap("undo")
@@ -474,53 +473,133 @@ def test_no_external_request_from_the_app_or_the_docs(service, phones):
     assert not [m for m in logs if "ERR_NAME_NOT_RESOLVED" in m], logs
 
 
-FAKE_STREAM = """
-window.__sse = { requests: [], controllers: [] };
+RECORD_FETCH = """
+window.__calls = [];
 const realFetch = window.fetch.bind(window);
 window.fetch = (url, opts = {}) => {
-  const path = new URL(url, location.href).pathname;
   const headers = opts.headers || {};
-  window.__sse.requests.push({ path, auth: headers.Authorization || null, method: opts.method || 'GET',
-    key: headers['X-API-Key'] || null });
-  if (!path.endsWith('/stream')) return realFetch(url, opts);
-  const body = new ReadableStream({ start(c) { window.__sse.controllers.push(c); } });
-  return Promise.resolve(new Response(body, { status: 200, headers: { 'Content-Type': 'text/event-stream' } }));
+  window.__calls.push({ path: new URL(url, location.href).pathname, auth: headers.Authorization || null,
+    method: opts.method || 'GET', key: headers['X-API-Key'] || null });
+  return realFetch(url, opts);
 };
-window.__sse.push = (text) => window.__sse.controllers.forEach((c) => c.enqueue(new TextEncoder().encode(text)));
 """
 
 
-def test_table_stream_records_refresh_the_view(service, api, phones):
-    """With a table stream (served here by a stand-in for GET /v1/tables/{id}/stream, which
-    the service does not have yet), the app opens it with the token in a header, stops
-    polling, and refreshes the table on each `record` event."""
-    a = phones("a")
-    table = create_table(a, service.url)
-    a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": FAKE_STREAM})
-    a.d.refresh()
-    a.wait(lambda: a.js("return window.__sse && window.__sse.controllers.length") == 1, "the stream to open")
-    stream = [r for r in a.js("return window.__sse.requests") if r["path"].endswith("/stream")]
-    assert stream == [{"path": f"/v1/tables/{table['t']}/stream", "auth": f"Bearer {table['k']}", "method": "GET",
-                       "key": None}]
-    a.wait(lambda: a.js("return document.getElementById('status').dataset.live") == "stream", "stream mode")
-    a.wait_balances([0, 0, 0, 0])
-    gets = lambda: len([r for r in a.js("return window.__sse.requests") if r["path"] == f"/v1/tables/{table['t']}"])
-    request(service.port, "POST", f"/v1/tables/{table['t']}/events", {"type": "round_start"},
-            {"Authorization": f"Bearer {table['k']}"})
-    request(service.port, "POST", f"/v1/tables/{table['t']}/events",
-            {"type": "kong", "seat": 2, "kind": "concealed", "tile": "1s"}, {"Authorization": f"Bearer {table['k']}"})
-    before = gets()
-    assert a.balances() == [0, 0, 0, 0]  # no polling while the stream is open: it has to say so
-    a.js("window.__sse.push(': keep-alive\\n\\nid: 2\\nevent: record\\ndata: {\"seq\": 2}\\n\\n')")
-    a.wait(lambda: gets() > before, "a refresh caused by the record event")
-    a.wait_balances([-12, -12, 36, -12])
+def access_log(service) -> list[dict]:
+    """The service's access log so far (one JSON line per request: method, path, status, request_id)."""
+    out = []
+    for line in service.log.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("event") == "request":
+            out.append(entry)
+    return out
+
+
+def requests_of(phone: Phone, service, since: int = 0) -> list[tuple[str, str, int]]:
+    """(method, path, status) of the requests one phone made (its X-Request-ID names it), from
+    entry ``since`` of the access log on."""
+    device = phone.js("return localStorage.getItem('mj.device')")
+    assert device and len(device) == 8, device
+    return [(e["method"], e["path"], e["status"]) for e in access_log(service)[since:]
+            if str(e.get("request_id", "")).startswith(f"web-{device}-")]
+
+
+def live_mode(phone: Phone) -> str:
+    return phone.js("const e = document.getElementById('status'); return e ? e.dataset.live : null")
+
+
+def test_the_live_stream_between_two_phones(service, api, phones):
+    """Two phones on the real table stream (GET /v1/tables/{id}/stream): an event recorded on
+    one shows on the other with no polling (the service's access log shows no table read by
+    the watching phone while nothing happens, and none of the log: records come on the stream);
+    a stream dropped by the network resumes with Last-Event-ID and the phone ends with every
+    record once, the ones recorded while it was cut off included."""
+    proxy = FlakyProxy(service.port)
+    try:
+        a = phones("a")
+        table = create_table(a, service.url)
+        table_path = f"/v1/tables/{table['t']}"
+        b = phones("b")  # b reaches the service through a network that can fail
+        b.d.get(a.el("share-link").get_attribute("href").replace(service.url, proxy.url))
+        b.wait(lambda: live_mode(b) == "stream", "phone b on the stream")
+        assert live_mode(a) == "stream"
+        opened = requests_of(b, service)
+        assert opened.count(("GET", f"{table_path}/stream", 200)) == 1, opened
+
+        # an event on a: on b at once, with no read of the log and at most one view GET per record
+        mark = len(access_log(service))
+        a.tap("round-start")
+        a.tap("confirm")
+        a.wait(lambda: a.has("record-kong"), "the round on phone a")
+        a.tap("record-kong")
+        a.tap("seat-2")
+        a.tap("kind-concealed")
+        a.tiles("2s")
+        a.tap("confirm")
+        synced(api, table, a, b, expect=[-12, -12, 36, -12])
+        b.wait(lambda: "西 kongs 2 Bamboo concealed" in b.text("event-2"), "the kong in b's history")
+        b.wait(lambda: "this round +36" in b.text("seat-card-2"), "the round as of the kong on phone b")
+        seen = requests_of(b, service, mark)
+        assert not [r for r in seen if r[1] == f"{table_path}/events"], seen  # the records came on the stream
+        assert not [r for r in seen if r[1] == f"{table_path}/stream"], seen  # on the stream opened before
+        assert 1 <= seen.count(("GET", table_path, 200)) <= 2, seen          # the round, once per record at most
+        # nothing happens: b asks nothing (a polling phone would read the table every 1.5 s)
+        mark = len(access_log(service))
+        time.sleep(5)
+        assert requests_of(b, service, mark) == [] and live_mode(b) == "stream"
+
+        # the network drops b's stream; meanwhile a records a peng, a kong, another kong and undoes it
+        proxy.set_mode("down")
+        b.wait(lambda: b.text("online") == "offline", "phone b to see the network gone")
+        mark = len(access_log(service))
+        a.tap("record-peng")
+        a.tap("seat-1")
+        a.tap("from-0")
+        a.tiles("6p")
+        a.tap("confirm")
+        a.tap("record-kong")
+        a.tap("seat-3")
+        a.tap("kind-direct")
+        a.tap("from-0")
+        a.tiles("9m")
+        a.tap("confirm")
+        synced(api, table, a, expect=[-18, -12, 36, -6])
+        a.tap("record-kong")
+        a.tap("seat-1")
+        a.tap("kind-concealed")
+        a.tiles("1p")
+        a.tap("confirm")
+        synced(api, table, a, expect=[-30, 24, 24, -18])
+        a.tap("undo")
+        a.tap("confirm")
+        synced(api, table, a, expect=[-18, -12, 36, -6])
+        assert b.balances() == [-12, -12, 36, -12] and requests_of(b, service, mark) == []
+
+        # the network is back: b resumes where it stopped (the records it missed come first)
+        proxy.set_mode("up")
+        synced(api, table, a, b, expect=[-18, -12, 36, -6])
+        b.wait(lambda: live_mode(b) == "stream" and b.text("version") == "6", "phone b streaming again, at version 6")
+        events = api.events(table["t"], table["k"])
+        assert [e["seq"] for e in events] == [1, 2, 3, 4, 5, 6] and events[4]["voided"] and events[5]["type"] == "void"
+        shown = b.js("return Array.from(document.querySelectorAll('[data-testid^=event-]'), (e) => e.dataset.testid)")
+        assert shown == ["event-6", "event-4", "event-3", "event-2", "event-1"], shown  # each once; the undone kong hidden
+        assert "南 pengs 6 Dots (from 东)" in b.text("event-3") and "东 pays 北 6" in b.text("event-4")
+        resumed = requests_of(b, service, mark)
+        assert ("GET", f"{table_path}/stream", 200) in resumed, resumed
+        assert not [r for r in resumed if r[1] == f"{table_path}/events"], resumed  # not from the log: the stream resumed
+        b.screenshot("stream-resumed")
+    finally:
+        proxy.close()
 
 
 def test_an_api_key_entered_once_goes_with_every_call(service, phones):
     """A service run with API keys needs X-API-Key on calls without a table token (API.md):
     entered once on the start page, the phone sends it with every API call."""
     a = phones("a")
-    a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": FAKE_STREAM})
+    a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_FETCH})
     a.d.get(service.url + "/")
     a.wait(lambda: a.has("create-table"), "the start page")
     a.js("document.querySelector('details.options').open = true")
@@ -531,7 +610,8 @@ def test_an_api_key_entered_once_goes_with_every_call(service, phones):
         a.type(f"player-{i}", n)
     a.tap("create-table")
     a.wait(lambda: a.has("round-start"), "the table")
-    calls = [r for r in a.js("return window.__sse.requests") if r["path"].startswith("/v1/")]
+    a.wait(lambda: live_mode(a) == "stream", "the table stream")
+    calls = [r for r in a.js("return window.__calls") if r["path"].startswith("/v1/")]
     assert calls[0] == {"path": "/v1/rulesets", "auth": None, "method": "GET", "key": None}  # before it was entered
     after = calls[1:]
     assert {"/v1/rulesets", "/v1/tables", f"/v1/tables/{fragment(a.d.current_url)['t']}/stream"} <= {r["path"] for r in after}
