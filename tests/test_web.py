@@ -202,3 +202,22 @@ def test_test_hooks_of_the_issue_exist_in_the_modules():
     for template in ("player-${i}", "seat-${i}", "from-${i}", "kind-${k}", "tile-${tile}", "balance-${i}"):
         assert f"`{template}`" in text or f"`${{prefix}}-${{i}}`" in text, template
     assert "prefix: 'seat'" in text and "prefix: 'from'" in text
+
+
+def _string_keys(block_name: str, lang: str) -> set[str]:
+    """The keys of one nested block (``codes``, ``reasons``) of one language in i18n.js."""
+    text = (STATIC / "i18n.js").read_text(encoding="utf-8")
+    lang_at = text.index(f"\n  {lang}: {{")
+    block = re.search(rf"\n    {block_name}: \{{\n(.*?)\n    \}},", text[lang_at:], re.S)
+    assert block, (lang, block_name)
+    return set(re.findall(r"(?:^|[\s,{])([a-z_]+): '", block.group(1)))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_code_and_reason_of_the_rules_core_has_words(lang):
+    """A refusal (422) is shown in plain words in both languages, whatever rule it names; every
+    transfer reason too."""
+    from service.rules.codes import Code, Reason
+
+    assert {c.value for c in Code} <= _string_keys("codes", lang)
+    assert {r.value for r in Reason} <= _string_keys("reasons", lang)

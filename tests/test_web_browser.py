@@ -681,24 +681,197 @@ def test_a_table_with_stakes_shows_the_apis_coins(service, api, phones):
     a.screenshot("stakes-table")
 
 
+def dialog_title(phone: Phone) -> str:
+    return phone.js("const e = document.getElementById('dlg-title'); return e ? e.textContent : ''")
+
+
+def test_a_xueliu_round_winners_play_on(service, api, phones):
+    """血流成河 (RULES.md §13's worked example, the kong tile changed to 2s and 南's second win
+    entered as a hand): 南 wins twice, then makes a concealed kong; a winner cannot 碰 or 直杠;
+    the draw asks only the seats that have not won; a winner's kept hand is filled in for its next
+    win. The phone shows the API's balances after every event, and the API the example's."""
+    a = phones("a")
+    table = create_table(a, service.url, preset="xueliu")
+    assert api.table(table["t"], table["k"])["ruleset"]["mode"] == "xueliu"
+    a.tap("round-start")
+    a.tap("confirm")
+    a.wait(lambda: a.has("record-kong"), "the round")
+    # 东 暗杠 2s
+    a.tap("record-kong")
+    a.tap("seat-0")
+    a.tap("kind-concealed")
+    a.tiles("2s")
+    a.tap("confirm")
+    synced(api, table, a, expect=[36, -12, -12, -12])
+    # 南 自摸, 2 fan: 12 from each other seat
+    a.tap("record-hu")
+    a.tap("self-drawn")
+    a.tap("seat-1")
+    a.tiles("3p")
+    a.tap("confirm")
+    a.type("fan-input", "2")
+    a.tap("confirm")
+    synced(api, table, a, expect=[24, 24, -24, -24])
+    a.wait(lambda: "won" in a.text("seat-card-1"), "南 shown as a winner")
+    # 南 wins again, on 东's discard 9m, 1 fan, the hand entered: 123456789m 999p 55p
+    a.tap("record-hu")
+    a.tap("from-0")
+    a.tap("seat-1")  # a winner plays on: it can win again
+    a.tiles("9m")
+    a.tap("confirm")
+    a.tap("mode-hand")
+    a.tiles("12345678m99955p")
+    a.wait(lambda: "1 fan in all" in a.text("score-total"), "the server's score of 南's hand")
+    a.tap("confirm")
+    synced(api, table, a, expect=[18, 30, -24, -24])
+    a.wait(lambda: "won ×2" in a.text("seat-card-1"), "南's two wins")
+    # a winner may not 碰 (nor 直杠): its seat is not offered
+    a.tap("record-peng")
+    assert not a.el("seat-1").is_enabled() and a.el("seat-0").is_enabled()
+    a.tap("cancel")
+    # 南 暗杠 9p (its kept hand holds 999p; the waits 6m/9m stay): 12 from each other seat
+    a.tap("record-kong")
+    a.tap("seat-1")
+    assert not a.el("kind-direct").is_enabled() and a.el("kind-concealed").is_enabled()
+    a.tap("kind-concealed")
+    a.tiles("9p")
+    a.tap("confirm")
+    synced(api, table, a, expect=[6, 66, -36, -36])
+    # a third win of 南 would start from its kept hand: 12345678m 55p and the kong of 9p, with the new tile
+    a.tap("record-hu")
+    a.tap("self-drawn")
+    a.tap("seat-1")
+    a.tiles("6m")
+    a.tap("confirm")
+    a.wait(lambda: a.has("kept-hand") and a.el("mode-hand").get_attribute("aria-pressed") == "true", "the kept hand")
+    a.wait(lambda: "fan in all" in a.text("score-total"), "the kept hand scored at once")
+    held = a.js("return document.querySelectorAll('[data-testid=hand-tiles] svg').length")
+    assert held == 11 and "Hand (14/14 tiles)" in a.text("hand-result") + a.js(
+        "return document.querySelector('.hand .group-label').textContent"), held
+    a.screenshot("xueliu-kept-hand")
+    a.tap("cancel")
+    # 流局: 东 not ting, 西 ting 2 fan, 北 花猪; 南 (has won) is not asked
+    a.tap("record-draw")
+    asked = [dialog_title(a)]
+    a.tap("status-not_ting")
+    a.tap("confirm")
+    asked.append(dialog_title(a))
+    a.tap("status-ting")
+    a.type("fan-input", "2")
+    a.tap("confirm")
+    asked.append(dialog_title(a))
+    a.tap("status-huazhu")
+    a.tap("confirm")
+    assert [t.split(":")[0] for t in asked] == ["东", "西", "北"], asked
+    synced(api, table, a, expect=[54, 174, 84, -312])  # §13's example
+    view = api.table(table["t"], table["k"])
+    assert view["round"]["status"] == "ended" and view["round"]["next_dealer"] == 1
+    a.wait(lambda: "Round 1 54 174 84 -312" in a.el("rounds").text, "the round in the rounds table")
+    a.screenshot("xueliu-after-draw")
+    a.tap("round-start")
+    assert a.el("seat-1").get_attribute("aria-pressed") == "true"  # the next dealer: the first winner
+    a.tap("cancel")
+
+
 def test_a_three_player_room_from_the_start_page(service, api, phones):
-    """三人两房: the start page asks for three names; the table has three seats, no 定缺 choice,
-    and the tile picker offers 筒 and 条 only."""
+    """三人两房 (RULES.md §14's example, then a draw and an escape): the start page asks for three
+    names; three seats on the board, in every dialog and in the rounds table; no 定缺, no 万
+    tiles, no 花猪; a 1-fan discard win is refused in words and changes nothing. The phone shows
+    the API's balances after every event."""
     a = phones("a")
     table = create_table(a, service.url, names=("东", "南", "西"), preset="sanren-liangfang")
     view = api.table(table["t"], table["k"])
     assert view["players"] == ["东", "南", "西"] and view["ruleset"]["players"] == 3
     assert not a.has("player-3") and not a.has("balance-3") and a.balances(3) == [0, 0, 0]
     a.tap("round-start")
-    assert not a.has("void-0")
+    assert not a.has("void-0") and not a.has("seat-3")
     a.tap("confirm")
     a.wait(lambda: a.has("record-kong"), "the round")
-    # 东 直杠 5p fed by 南: 2 units = 12 (RULES.md §14's example)
+    # 东 直杠 5p fed by 南: 2 units = 12
     a.tap("record-kong")
     a.tap("seat-0")
     a.tap("kind-direct")
     a.tap("from-1")
-    assert not a.has("tile-5m") and a.has("tile-5p")
+    assert not a.has("tile-5m") and a.has("tile-5p") and not a.has("from-3")
     a.tiles("5p")
     a.tap("confirm")
     synced(api, table, a, expect=[12, -12, 0])
+    # 南 on 西's discard with 1 fan: refused (no 点炮平胡 in this room), in words, nothing recorded
+    version = api.table(table["t"], table["k"])["version"]
+    a.tap("record-hu")
+    a.tap("from-2")
+    a.tap("seat-1")
+    a.tiles("7s")
+    a.tap("confirm")
+    a.tap("confirm")  # the fan as it comes: 1
+    a.wait(lambda: "more than 1 fan" in a.text("error"), "the refusal in words")
+    assert api.table(table["t"], table["k"])["version"] == version
+    # with 2 fan: 12; 南 leaves the round
+    a.tap("record-hu")
+    a.tap("from-2")
+    a.tap("seat-1")
+    a.tiles("7s")
+    a.tap("confirm")
+    a.type("fan-input", "2")
+    a.tap("confirm")
+    synced(api, table, a, expect=[12, 0, -12])
+    a.wait(lambda: "won" in a.text("seat-card-1"), "南 shown as a winner")
+    # 东 自摸 with 5 fan, capped at 4: 48 from 西, the only other seat still in; two have won: the end
+    a.tap("record-hu")
+    a.tap("self-drawn")
+    assert not a.el("seat-1").is_enabled()
+    a.tap("seat-0")
+    a.tiles("9p")
+    a.tap("confirm")
+    a.type("fan-input", "5")
+    a.tap("confirm")
+    synced(api, table, a, expect=[60, 0, -60])
+    a.wait(lambda: a.has("round-start"), "the round to end")
+
+    # round 2, dealer 南 (the first winner): 西 暗杠 3s, then a draw of the three seats
+    a.tap("round-start")
+    assert a.el("seat-1").get_attribute("aria-pressed") == "true"
+    a.tap("confirm")
+    a.wait(lambda: a.has("record-draw"), "round 2")
+    a.tap("record-kong")
+    a.tap("seat-2")
+    a.tap("kind-concealed")
+    a.tiles("3s")
+    a.tap("confirm")
+    synced(api, table, a, expect=[48, -12, -36])
+    a.tap("record-draw")
+    asked = [dialog_title(a)]
+    assert a.has("status-not_ting") and not a.has("status-huazhu")  # no 花猪 with three players
+    a.tap("status-ting")
+    a.type("fan-input", "1")
+    a.tap("confirm")
+    asked.append(dialog_title(a))
+    a.tap("status-not_ting")
+    a.tap("confirm")
+    asked.append(dialog_title(a))
+    a.tap("status-not_ting")
+    a.screenshot("three-draw")
+    a.tap("confirm")
+    assert [t.split(":")[0] for t in asked] == ["东", "南", "西"], asked
+    # 西 hands its kong income back (退税); 南 and 西 each pay 东's 大叫 of 1 fan (6)
+    synced(api, table, a, expect=[72, -6, -66])
+
+    # round 3: 西 escapes: 16 units (96) to each of the two others
+    a.wait(lambda: a.has("round-start"), "round 2 over")
+    a.tap("round-start")
+    a.tap("confirm")
+    a.wait(lambda: a.has("record-escape"), "round 3")
+    a.tap("record-escape")
+    assert not a.has("seat-3")
+    a.tap("seat-2")
+    a.tap("confirm")
+    synced(api, table, a, expect=[168, 90, -258])
+    rounds = api.table(table["t"], table["k"])["rounds"]
+    assert [r["deltas"] for r in rounds] == [[60, 0, -60], [12, -6, -6], [96, 96, -192]]
+    a.wait(lambda: "-192" in a.el("rounds").text, "round 3 in the rounds table")
+    rows = a.js("return Array.from(document.querySelectorAll('[data-testid=rounds] tr'), "
+                "(tr) => Array.from(tr.children, (c) => c.textContent))")
+    assert rows == [["Rounds", "东", "南", "西"], ["Round 1", "60", "0", "-60"], ["Round 2", "12", "-6", "-6"],
+                    ["Round 3", "96", "96", "-192"], ["Totals", "168", "90", "-258"]], rows
+    a.js("window.scrollTo(0, 0)")
+    a.screenshot("three-players")

@@ -5,6 +5,7 @@ import { call, tablePath, uuid4, ApiError, apiKey, setApiKey } from '/web/api.js
 import { t, getLang, setLang } from '/web/i18n.js';
 import { h, field } from '/web/dom.js';
 import { TableLive } from '/web/live.js';
+import { meldsBySeat, winsBySeat, keptHands } from '/web/round.js';
 import { Outbox } from '/web/outbox.js';
 import { describe, transferWords, seatName, setPatterns } from '/web/words.js';
 import {
@@ -13,13 +14,16 @@ import {
 } from '/web/dialogs.js';
 
 const ROUND_EVENTS = ['peng', 'kong', 'hu', 'draw', 'escape'];
-const OPTION_FLAGS = ['haidi', 'jingoudiao', 'menqing', 'zhongzhang', 'jiaxinwu', 'kaertiao', 'yitiaolong'];
+const OPTION_FLAGS = ['haidi', 'jingoudiao', 'menqing', 'zhongzhang', 'jiaxinwu', 'kaertiao', 'yitiaolong', 'dianpao_pinghu',
+  'xueliu_dajiao_winners'];
+// an option shown only where it means something
+const OPTION_SHOWN = { xueliu_dajiao_winners: (preset) => preset.mode === 'xueliu' };
 const root = () => document.getElementById('app');
 
 const S = {
   rulesets: null, tableId: null, token: null, readToken: null, view: null, records: [],
   online: true, pending: [], live: null, outbox: null, transfers: new Map(), roundKey: null,
-  scores: new Map(), ownDeltas: new Map(), qr: null, showShare: false, syncing: null,
+  scores: new Map(), ownDeltas: new Map(), qr: null, showShare: false,
 };
 
 // -- storage (the phone keeps its tables, the last view of each, and the language) --------------
@@ -147,7 +151,7 @@ function drawStart() {
     options.push(field(t('dianganghua'), h('select', { testid: 'opt-dianganghua', onchange: (e) => setOpt('dianganghua', e.target.value) },
       ['self_draw', 'discard'].map((v) => h('option', { value: v, selected: opt('dianganghua') === v }, t(`dgh_${v}`))))));
   }
-  for (const k of OPTION_FLAGS.filter((f) => f in preset)) {
+  for (const k of OPTION_FLAGS.filter((f) => f in preset && (!OPTION_SHOWN[f] || OPTION_SHOWN[f](preset)))) {
     options.push(h('label', { class: 'check' }, h('input', { type: 'checkbox', testid: `opt-${k}`, checked: !!opt(k),
       onchange: (e) => setOpt(k, e.target.checked) }), t(k)));
   }
@@ -355,13 +359,21 @@ function winInfo(rec) {
 function context() {
   const view = S.view;
   const round = view.round || { won: [], left: [], voids: [] };
-  const mode = view.ruleset.mode;
+  const xueliu = view.ruleset.mode === 'xueliu';
+  const n = view.players.length;
+  const recs = S.records.filter((r) => r.round === round.number && !r.voided);
+  const kept = keptHands(recs, n);
   return {
-    view, players: view.players, ruleset: view.ruleset, voids: round.voids || [],
-    suits: view.players.length === 3 ? ['p', 's'] : ['m', 'p', 's'], // 三人两房: 筒 and 条 only
-    out: (i) => round.left.includes(i) || (mode !== 'xueliu' && round.won.includes(i)),
+    view, players: view.players, ruleset: view.ruleset, voids: round.voids || [], xueliu,
+    suits: n === 3 ? ['p', 's'] : ['m', 'p', 's'], // 三人两房: 筒 and 条 only
+    // out of the round: left it, or won (but in 血流 a winner plays on, §13.1)
+    out: (i) => round.left.includes(i) || (!xueliu && round.won.includes(i)),
     won: (i) => round.won.includes(i),
-    roundRecords: () => S.records.filter((r) => r.round === round.number && !r.voided),
+    // 血流: a seat that has won may not 碰 or 直杠 (§13.2)
+    claims: (i) => !(xueliu && round.won.includes(i)),
+    melds: (i) => meldsBySeat(recs, n)[i],
+    kept: (i) => (xueliu ? kept[i] : null),
+    roundRecords: () => recs,
     errorText,
     record: (body) => {
       const label = describe(body, view.players, round.number);
@@ -415,10 +427,11 @@ function render() {
   const ps = players();
   const round = view && view.round;
   const playing = round && round.status === 'playing';
+  const wins = round ? winsBySeat(S.records.filter((r) => r.round === round.number && !r.voided), ps.length) : [];
   const seats = ps.map((name, i) => {
     const tags = [];
     if (round && round.dealer === i && playing) tags.push(t('dealer'));
-    if (round && round.won.includes(i)) tags.push(t('won'));
+    if (round && round.won.includes(i)) tags.push(wins[i] > 1 ? t('won_n', { n: wins[i] }) : t('won'));
     if (round && round.left.includes(i)) tags.push(t('left'));
     const delta = round ? round.deltas[i] : 0;
     return h('div', { class: `seat${round && round.dealer === i && playing ? ' dealer' : ''}`, testid: `seat-card-${i}` },
@@ -438,7 +451,7 @@ function render() {
       h('div', { class: 'status', id: 'status', role: 'status', 'data-live': S.liveMode }, statusParts())),
     view ? h('main', { class: 'page' },
       h('p', { class: 'round-line', testid: 'round-line' }, round ? `${t('round_n', { n: round.number })} · ${t('dealer')} ${seatName(ps, round.dealer)}${playing ? '' : ` · ${t('round_ended')}`}` : t('no_round')),
-      h('section', { class: 'board', 'aria-label': t('balance') }, seats),
+      h('section', { class: `board seats-${ps.length}`, 'aria-label': t('balance') }, seats),
       showShareFirst ? shareSection() : null,
       actions,
       h('section', { id: 'pending', class: 'pending' }, pendingParts()),
