@@ -24,7 +24,9 @@ def service(redis_server, tmp_path_factory):
     require_browser()
     if not redis_server.running:  # an earlier test may have stopped it
         redis_server.start()
-    svc = Service(redis_server.url, tmp_path_factory.mktemp("web-service"))
+    # (one test records a hundred rounds through the API at once: the events limit per table is
+    # off; every read limit stays as configured by default)
+    svc = Service(redis_server.url, tmp_path_factory.mktemp("web-service"), env={"TABLE_EVENTS_PER_MINUTE": "0"})
     try:
         yield svc
     finally:
@@ -875,3 +877,57 @@ def test_a_three_player_room_from_the_start_page(service, api, phones):
                     ["Round 3", "96", "96", "-192"], ["Totals", "168", "90", "-258"]], rows
     a.js("window.scrollTo(0, 0)")
     a.screenshot("three-players")
+
+
+def test_round_history_follows_rounds_next(service, api, phones):
+    """A table with more rounds than one page of GET /v1/tables/{id} (100): the phone shows every
+    round, in order, then the next one; a void that reopens the last round takes it off."""
+    import http.client
+
+    status, _, body = request(service.port, "POST", "/v1/tables", {"players": ["东", "南", "西", "北"]})
+    assert status == 201
+    t = json.loads(body)
+    conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=10)
+    auth = {"Authorization": f"Bearer {t['token']}", "Content-Type": "application/json"}
+
+    def post(event: dict, path: str = "/events") -> dict:
+        conn.request("POST", f"/v1/tables/{t['id']}{path}", body=json.dumps(event) if event else None, headers=auth)
+        r = conn.getresponse()
+        data = json.loads(r.read())
+        assert r.status == 201, data
+        return data
+
+    try:
+        for n in range(1, 102):  # 101 rounds, each with a concealed kong by seat n % 4
+            post({"type": "round_start"})
+            post({"type": "kong", "seat": n % 4, "kind": "concealed", "tile": "5p"})
+            post({"type": "round_end"})
+        view = api.table(t["id"], t["token"])
+        assert len(view["rounds"]) == 100 and view["rounds_next"] == 100  # more than one page
+        a = phones("a")
+        mark = len(access_log(service))
+        a.d.get(f"{service.url}/#t={t['id']}&k={t['token']}")
+        a.wait(lambda: a.has("round-start"), "the table")
+
+        def rows() -> list[list[str]]:
+            return a.js("return Array.from(document.querySelectorAll('[data-testid=rounds] tbody tr'), "
+                        "(tr) => Array.from(tr.children, (c) => c.textContent))")
+
+        a.wait(lambda: len(rows()) == 102, "101 rounds and the totals")
+        shown = rows()
+        assert [r[0] for r in shown[:-1]] == [f"Round {n}" for n in range(1, 102)]
+        assert shown[0][1:] == ["-12", "36", "-12", "-12"] and shown[100][1:] == ["-12", "36", "-12", "-12"]
+        assert shown[-1] == ["Totals", *map(str, api.table(t["id"], t["token"])["balances"])]
+        reads = [r for r in requests_of(a, service, mark) if r[1] == f"/v1/tables/{t['id']}"]
+        assert reads == [("GET", f"/v1/tables/{t['id']}", 200)] * 2, reads  # two pages
+
+        # a 102nd round comes on the stream; then its round_end is undone: the round is open again
+        post({"type": "round_start"})
+        post({"type": "kong", "seat": 3, "kind": "concealed", "tile": "7s"})
+        end = post({"type": "round_end"})
+        a.wait(lambda: len(rows()) == 103 and rows()[101] == ["Round 102", "-12", "-12", "-12", "36"], "round 102")
+        post(None, f"/events/{end['seq']}/void")
+        a.wait(lambda: len(rows()) == 103 and rows()[101][0] == "this round" and a.has("record-kong"), "round 102 reopened")
+        assert rows()[-1] == ["Totals", *map(str, api.table(t["id"], t["token"])["balances"])]
+    finally:
+        conn.close()

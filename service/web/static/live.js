@@ -32,7 +32,7 @@ const REFRESH_GAP_MS = 1000;
 const RETRY_MS = 3000, MAX_RETRY_MS = 10000;   // reconnecting a dropped stream (the server's `retry:` first)
 const STALL_MS = 40000;                         // the server comments every 15 s at most
 const STREAM_AGAIN_MS = 60000;                  // polling: the stream is tried again this often
-const EVENTS_PAGE = 500, ROUNDS_PAGE = 500;
+const EVENTS_PAGE = 500, ROUNDS_PAGE = 100; // (the server's largest pages: 500 and 500)
 
 // ended rounds a view implies: its round's number (or the one before while it is played)
 export const endedRounds = (view) => (!view || !view.round ? 0
