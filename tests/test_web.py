@@ -172,14 +172,33 @@ def test_tablepath_calls_name_documented_operations(client):
 
 
 def test_pattern_names_are_the_services():
+    """The app's copy of the pattern table is the rules core's (``python -m service docs`` writes it)."""
+    from service import docs
     from service.rules.patterns import PATTERNS
+    from service.rules.ruleset import ENUMS
 
     shown = json.loads((STATIC / "patterns.json").read_text(encoding="utf-8"))
-    assert [p["id"] for p in shown] == list(PATTERNS), "regenerate service/web/static/patterns.json"
+    assert [p["id"] for p in shown] == list(PATTERNS), "run `python -m service docs` and commit patterns.json"
     for p in shown:
         q = PATTERNS[p["id"]]
         assert (p["name"], p["name_en"], p["base"], p["fan"]) == (
-            q.name, q.name_en, q.base, {"qq": q.fan_qq, "chengdu": q.fan_chengdu})
+            q.name, q.name_en, q.base, {t: q.fan(t) for t in ENUMS["fan_table"]}), p["id"]
+    assert docs.stale_files(docs.web_files()) == [], "run `python -m service docs` and commit patterns.json"
+
+
+def test_the_docs_command_writes_the_pattern_table(tmp_path, monkeypatch):
+    """``python -m service docs`` writes patterns.json; ``--check`` fails while it drifts."""
+    from service import docs
+
+    target = tmp_path / "patterns.json"
+    target.write_text("[]\n", encoding="utf-8")
+    monkeypatch.setattr(docs, "WEB_PATTERNS", target)
+    monkeypatch.setattr(docs, "DOCS", tmp_path / "docs")
+    monkeypatch.setattr(docs, "pages", lambda redis_url: {})  # (the pages have their own tests)
+    assert docs.main(check=True, redis_url="unused") == 1
+    assert docs.main(check=False, redis_url="unused") == 0
+    assert target.read_text(encoding="utf-8") == (STATIC / "patterns.json").read_text(encoding="utf-8")
+    assert docs.main(check=True, redis_url="unused") == 0
 
 
 def test_the_web_package_imports_no_other_floor():
