@@ -402,34 +402,80 @@ def test_both_languages(service, api, phones):
     a.screenshot("table-en")
 
 
+SMALL_OR_UNNAMED = """
+    const out = [];
+    for (const e of document.querySelectorAll('button, input, select, a, summary')) {
+      let r = e.getBoundingClientRect();
+      if (!r.width || !r.height || getComputedStyle(e).visibility === 'hidden') continue;
+      // a checkbox is tapped anywhere on its label
+      if (e.type === 'checkbox' && e.closest('label')) r = e.closest('label').getBoundingClientRect();
+      const small = r.width < 44 || r.height < 44;
+      let name = e.getAttribute('aria-label') || e.textContent.trim();
+      if (!name && e.id) { const l = document.querySelector(`label[for="${e.id}"]`); name = l && l.textContent.trim(); }
+      if (!name && e.closest('label')) name = e.closest('label').textContent.trim();
+      if (small || !name) out.push(`${e.tagName} ${e.dataset.testid || ''} ${Math.round(r.width)}x${Math.round(r.height)} ${name ? '' : 'unnamed'}`);
+    }
+    return out;
+"""
+
+
 def test_tap_targets_and_labels(service, api, phones):
+    """On every screen (the start page with its options and stakes, the table, each recording
+    dialog and its steps, in both languages for the table): every visible control is at least
+    44×44 CSS px and has an accessible name, and nothing scrolls sideways at 360 px."""
     a = phones("a")
-    create_table(a, service.url)
+
+    def check(screen: str) -> None:
+        assert a.js(SMALL_OR_UNNAMED) == [], screen
+        assert a.js("return document.documentElement.scrollWidth") <= 360, screen
+
+    a.d.get(service.url + "/")
+    a.wait(lambda: a.has("create-table"), "the start page")
+    a.js("document.querySelector('details.options').open = true")
+    a.tap("stakes-on")
+    check("start page, options and stakes")
+    for i, name in enumerate(("东", "南", "西", "北")):
+        a.type(f"player-{i}", name)
+    a.tap("create-table")
+    a.wait(lambda: a.has("round-start") and a.has("share-qr"), "the table and its QR code")
+    check("new table with its share section")
     a.tap("round-start")
+    check("round start dialog (dealer, 定缺)")
     a.tap("confirm")
+    a.wait(lambda: a.has("record-hu"), "the round")
+    for lang in ("en", "zh"):
+        check(f"table ({lang})")
+        a.tap("lang")
+    a.tap("record-kong")
+    a.tap("seat-0")
+    a.tap("kind-direct")
+    check("kong dialog")
+    a.tap("cancel")
+    a.tap("record-peng")
+    check("peng dialog")
+    a.tap("cancel")
     a.tap("record-hu")
     a.tap("from-1")
     a.tap("seat-0")
     a.tiles("5s")
+    check("hu dialog, first step (flags)")
     a.tap("confirm")
+    check("hu dialog, fan and patterns")
     a.tap("mode-hand")
-    # every visible control at least 44×44 CSS px and with an accessible name
-    bad = a.js("""
-        const out = [];
-        for (const e of document.querySelectorAll('button, input, select, a, summary')) {
-          const r = e.getBoundingClientRect();
-          if (!r.width || !r.height || getComputedStyle(e).visibility === 'hidden') continue;
-          const small = r.width < 44 || r.height < 44;
-          let name = e.getAttribute('aria-label') || e.textContent.trim();
-          if (!name && e.id) { const l = document.querySelector(`label[for="${e.id}"]`); name = l && l.textContent.trim(); }
-          if (!name && e.closest('label')) name = e.closest('label').textContent.trim();
-          if (small || !name) out.push(`${e.tagName} ${e.dataset.testid || ''} ${Math.round(r.width)}x${Math.round(r.height)} ${name ? '' : 'unnamed'}`);
-        }
-        return out;
-    """)
-    assert bad == []
-    assert a.js("return document.documentElement.scrollWidth") <= 360  # no sideways scrolling
+    check("hu dialog, the hand picker")
     a.screenshot("hand-picker")
+    a.tap("cancel")
+    a.tap("record-draw")
+    a.tap("status-hand")
+    check("draw dialog, a hand")
+    a.tap("cancel")
+    a.tap("record-escape")
+    a.tap("last-four")
+    check("escape dialog")
+    a.tap("cancel")
+    a.tap("undo")
+    check("undo confirmation")
+    a.tap("cancel")
 
 
 def test_sse_reader_parses_any_chunking(service, phones):
