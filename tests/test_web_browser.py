@@ -643,6 +643,40 @@ def test_the_live_stream_between_two_phones(service, api, phones):
         proxy.close()
 
 
+def test_polling_only_while_the_stream_is_unavailable(service, api, phones):
+    """A phone that cannot open the stream while the rest of the API answers (the browser blocks
+    the stream's URL, as a proxy that cuts long requests would) polls: conditional GETs of the
+    view (304 while nothing changed), the log when the version moved, and it shows every event.
+    Once the stream opens again (tried again when the browser is back online) it stops polling."""
+    a = phones("a")
+    a.d.execute_cdp_cmd("Network.enable", {})
+    a.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/stream*"]})
+    table = create_table(a, service.url)
+    table_path = f"/v1/tables/{table['t']}"
+    a.wait(lambda: live_mode(a) == "poll", "polling")
+    assert a.text("online") == "online" and a.text("live-mode") == "polling"
+    mark = len(access_log(service))
+    auth = {"Authorization": f"Bearer {table['k']}"}
+    assert request(service.port, "POST", f"{table_path}/events", {"type": "round_start"}, auth)[0] == 201
+    assert request(service.port, "POST", f"{table_path}/events",
+                   {"type": "kong", "seat": 1, "kind": "concealed", "tile": "4p"}, auth)[0] == 201
+    a.wait_balances([-12, 36, -12, -12])
+    a.wait(lambda: "南 kongs 4 Dots concealed" in a.text("event-2"), "the kong in the history")
+    a.wait(lambda: ("GET", table_path, 304) in requests_of(a, service, mark), "a poll answered 304")
+    polled = requests_of(a, service, mark)
+    assert ("GET", f"{table_path}/events", 200) in polled, polled        # the log, when the version moved
+    assert not [r for r in polled if r[1].endswith("/stream")], polled   # (blocked in the browser)
+    assert {r[2] for r in polled if r[1] == table_path} <= {200, 304}, polled
+
+    a.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    a.js("window.dispatchEvent(new Event('online'))")
+    a.wait(lambda: live_mode(a) == "stream", "the stream again")
+    assert ("GET", f"{table_path}/stream", 200) in requests_of(a, service, mark)
+    mark = len(access_log(service))
+    time.sleep(4)  # more than two polling periods
+    assert requests_of(a, service, mark) == []
+
+
 def test_an_api_key_entered_once_goes_with_every_call(service, phones):
     """A service run with API keys needs X-API-Key on calls without a table token (API.md):
     entered once on the start page, the phone sends it with every API call."""

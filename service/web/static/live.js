@@ -11,13 +11,15 @@
 //     (If-None-Match) per burst of records, at most one every REFRESH_GAP_MS;
 //   * a stream that drops (the Wi-Fi, a restarted server, `event: resync`) is opened again
 //     with Last-Event-ID = the last seq this phone holds: the server sends what was missed
-//     first, from its log, so nothing is lost and nothing comes twice. No polling meanwhile:
-//     a phone that cannot open the stream cannot reach the server at all;
-//   * only when the stream is unavailable while the server answers (an HTTP answer that is
-//     not an event stream — an older service, a proxy that refuses it, 429/5xx — or a stream
-//     that goes silent, as behind a buffering proxy) does the phone poll: a conditional GET
-//     every POLL_MS while the page is visible (HIDDEN_POLL_MS when hidden), …/events when the
-//     version moved; it tries the stream again after STREAM_AGAIN_MS.
+//     first, from its log, so nothing is lost and nothing comes twice. No polling meanwhile
+//     (one view GET tells whether the server answers at all: offline, there is nothing to poll);
+//   * only when the stream is unavailable while the server answers does the phone poll: an
+//     HTTP answer that is not an event stream (an older service, a proxy that refuses it,
+//     429/5xx), a stream that fails twice while the view GET gets through (a proxy that cuts
+//     it), or one that goes silent (a proxy that holds it back). Then a conditional GET every
+//     POLL_MS while the page is visible (HIDDEN_POLL_MS when hidden), …/events when the version
+//     moved; the stream is tried again every STREAM_AGAIN_MS (at once when the page becomes
+//     visible or the browser says it is online again).
 //
 // Rate limits (per table, by default 600 reads and 120 events a minute): the stream itself is
 // one long request and not a read; streaming, a phone reads at most 60000 / REFRESH_GAP_MS = 60
@@ -98,7 +100,7 @@ export class TableLive {
     if (!now || this.stopped) return;
     if (this.mode === 'stream' && Date.now() - this.heard > 20000 && this.abort) this.abort.abort(); // maybe dead after a sleep
     else if (this.mode === 'connecting' && this.wake) this.wake();
-    else if (this.mode === 'poll') this.refresh();
+    else if (this.mode === 'poll') { this.refresh(); if (this.wake) this.wake(); } // and the stream again
   }
 
   // -- one request of each kind at a time; a call meanwhile runs it once more afterwards ----------
@@ -128,6 +130,7 @@ export class TableLive {
   }
 
   failed(e) {
+    if (e instanceof ApiError && !e.offline) this.answered = true;
     if (e instanceof ApiError && e.status === 429) this.blockedUntil = Date.now() + 1000 * (e.retryAfter ?? 10);
     if (e instanceof ApiError && [401, 403, 404].includes(e.status)) this.stop(); // gone, or a wrong link: nothing to follow
     this.onStatus(!(e instanceof ApiError && e.offline), e);
@@ -142,6 +145,7 @@ export class TableLive {
     try {
       const headers = whole ? { 'If-None-Match': `"${this.fullVersion}"` } : {};
       const res = await call('GET', path(have.length ? have[have.length - 1].number : 0), { token: this.token, headers, timeout: 10000 });
+      this.answered = true;
       this.onStatus(true, null);
       if (res.status === 304) return;
       let view = res.data;
@@ -261,7 +265,7 @@ export class TableLive {
   async run() {
     await this.refresh();
     await this.catchUp();
-    let retry = RETRY_MS, delay = RETRY_MS, stalls = 0;
+    let retry = RETRY_MS, delay = RETRY_MS, stalls = 0, cut = 0;
     while (!this.stopped) {
       if (!this.loaded) await this.catchUp();
       this.abort = new AbortController();
@@ -318,16 +322,25 @@ export class TableLive {
           wait = stalls >= 2 ? STREAM_AGAIN_MS : 0;
         } else if (opened && this.abort.signal.aborted) {
           wait = 0; // aborted by us (woken up): at once
-        } else { // the network: nothing answers (offline, server down) — try the stream again
+        } else { // no answer on the stream: is it the network (offline, server down), or the stream only?
           if (this.mode === 'stream') this.setMode('connecting');
-          this.onStatus(false, new ApiError(0, {}));
-          wait = opened ? retry : delay;
-          delay = Math.min(delay * 2, MAX_RETRY_MS);
+          this.answered = false;
+          await this.refresh(); // one conditional GET
+          if (this.stopped) break;
+          if (this.answered) { // the API answers, the stream does not (a proxy that cuts it): once more, then poll
+            cut += 1;
+            if (cut >= 2) this.setMode('poll');
+            wait = cut >= 2 ? STREAM_AGAIN_MS / 2 : 0;
+          } else { // offline: nothing to poll; the stream is tried again, more slowly each time
+            cut = 0;
+            wait = opened ? retry : delay;
+            delay = Math.min(delay * 2, MAX_RETRY_MS);
+          }
         }
       } finally {
         clearInterval(watchdog);
       }
-      if (opened && !stalled) { stalls = 0; delay = RETRY_MS; }
+      if (opened && !stalled) { stalls = 0; cut = 0; delay = RETRY_MS; }
       if (this.stopped) break;
       if (this.mode === 'stream') this.setMode('connecting');
       if (wait) await this.sleep(wait);
