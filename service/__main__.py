@@ -11,8 +11,8 @@ any differs (2 when it cannot run); on a Redis Cluster it scans every primary.  
 embedded Redis of the ``serve`` running on ``REDIS_DATA_DIR`` (found through
 the lock file there), else starts one on that directory for the check.
 ``api-key new NAME`` prints a fresh API key and the ``API_KEYS`` entry to
-add.  ``docs [--check]`` writes the generated pages of ``docs/`` (or checks
-that they are up to date).
+add.  ``docs [--check]`` writes the generated pages of ``docs/`` and the
+companion app's ``patterns.json`` (or checks that they are up to date).
 
 Configuration is by environment variable (read in :mod:`service.config`);
 command-line options win over the environment:
@@ -187,8 +187,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     keys_sub = keys.add_subparsers(dest="action", required=True)
     new = keys_sub.add_parser("new", help="print a fresh API key and the API_KEYS entry to add")
     new.add_argument("name", help="the key's name (letters, digits, '_', '.', '-'): its label in metrics and limits")
-    docs = sub.add_parser("docs", help="write the generated pages of docs/ (from the code)")
-    docs.add_argument("--check", action="store_true", help="only check that docs/ is up to date (exit 1 if not)")
+    docs = sub.add_parser("docs", help="write the generated pages of docs/ and the web app's patterns.json (from the code)")
+    docs.add_argument("--check", action="store_true", help="only check that they are up to date (exit 1 if not)")
     return parser.parse_args(argv)
 
 

@@ -78,10 +78,10 @@ def request(port: int, method: str, path: str, body=None, headers=None, timeout=
 class Service:
     """``python -m service serve`` in a subprocess (its log in ``log``)."""
 
-    def __init__(self, redis_url: str, log_dir: Path):
+    def __init__(self, redis_url: str, log_dir: Path, env: dict[str, str] | None = None):
         self.port = free_port()
         self.log = log_dir / "service.log"
-        env = {**os.environ, "REDIS_URL": redis_url, "TABLES_PER_HOUR": "0", "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "REDIS_URL": redis_url, "TABLES_PER_HOUR": "0", "PYTHONUNBUFFERED": "1", **(env or {})}
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self._log = open(self.log, "wb")
         self.proc = subprocess.Popen(

@@ -165,20 +165,40 @@ def test_the_page_speaks_only_the_public_api(client):
 def test_tablepath_calls_name_documented_operations(client):
     documented = client.get("/openapi.json").get_json()["paths"]
     suffixes = set(re.findall(r"tablePath\([^,)]+, `?'?(/[^'`)?]*)", "".join(p.read_text() for p in STATIC.glob("*.js"))))
-    for suffix in suffixes - {"/stream"}:  # the stream is being built (API.md): the app falls back to polling
+    assert "/stream" in suffixes and "/events" in suffixes
+    for suffix in suffixes:
         path = "/v1/tables/{table_id}" + re.sub(r"\$\{[^}]+\}", "{seq}", suffix)
         assert path in documented, path
 
 
 def test_pattern_names_are_the_services():
+    """The app's copy of the pattern table is the rules core's (``python -m service docs`` writes it)."""
+    from service import docs
     from service.rules.patterns import PATTERNS
+    from service.rules.ruleset import ENUMS
 
     shown = json.loads((STATIC / "patterns.json").read_text(encoding="utf-8"))
-    assert [p["id"] for p in shown] == list(PATTERNS), "regenerate service/web/static/patterns.json"
+    assert [p["id"] for p in shown] == list(PATTERNS), "run `python -m service docs` and commit patterns.json"
     for p in shown:
         q = PATTERNS[p["id"]]
         assert (p["name"], p["name_en"], p["base"], p["fan"]) == (
-            q.name, q.name_en, q.base, {"qq": q.fan_qq, "chengdu": q.fan_chengdu})
+            q.name, q.name_en, q.base, {t: q.fan(t) for t in ENUMS["fan_table"]}), p["id"]
+    assert docs.stale_files(docs.web_files()) == [], "run `python -m service docs` and commit patterns.json"
+
+
+def test_the_docs_command_writes_the_pattern_table(tmp_path, monkeypatch):
+    """``python -m service docs`` writes patterns.json; ``--check`` fails while it drifts."""
+    from service import docs
+
+    target = tmp_path / "patterns.json"
+    target.write_text("[]\n", encoding="utf-8")
+    monkeypatch.setattr(docs, "WEB_PATTERNS", target)
+    monkeypatch.setattr(docs, "DOCS", tmp_path / "docs")
+    monkeypatch.setattr(docs, "pages", lambda redis_url: {})  # (the pages have their own tests)
+    assert docs.main(check=True, redis_url="unused") == 1
+    assert docs.main(check=False, redis_url="unused") == 0
+    assert target.read_text(encoding="utf-8") == (STATIC / "patterns.json").read_text(encoding="utf-8")
+    assert docs.main(check=True, redis_url="unused") == 0
 
 
 def test_the_web_package_imports_no_other_floor():
@@ -201,3 +221,22 @@ def test_test_hooks_of_the_issue_exist_in_the_modules():
     for template in ("player-${i}", "seat-${i}", "from-${i}", "kind-${k}", "tile-${tile}", "balance-${i}"):
         assert f"`{template}`" in text or f"`${{prefix}}-${{i}}`" in text, template
     assert "prefix: 'seat'" in text and "prefix: 'from'" in text
+
+
+def _string_keys(block_name: str, lang: str) -> set[str]:
+    """The keys of one nested block (``codes``, ``reasons``) of one language in i18n.js."""
+    text = (STATIC / "i18n.js").read_text(encoding="utf-8")
+    lang_at = text.index(f"\n  {lang}: {{")
+    block = re.search(rf"\n    {block_name}: \{{\n(.*?)\n    \}},", text[lang_at:], re.S)
+    assert block, (lang, block_name)
+    return set(re.findall(r"(?:^|[\s,{])([a-z_]+): '", block.group(1)))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_code_and_reason_of_the_rules_core_has_words(lang):
+    """A refusal (422) is shown in plain words in both languages, whatever rule it names; every
+    transfer reason too."""
+    from service.rules.codes import Code, Reason
+
+    assert {c.value for c in Code} <= _string_keys("codes", lang)
+    assert {r.value for r in Reason} <= _string_keys("reasons", lang)

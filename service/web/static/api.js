@@ -2,12 +2,14 @@
 // Tokens travel only in the Authorization header (never in a path or a query).
 
 export class ApiError extends Error {
-  // status: HTTP status (0: no answer at all — offline, refused, dropped)
-  constructor(status, problem = {}) {
+  // status: HTTP status (0: no answer at all — offline, refused, dropped);
+  // retryAfter: seconds the server asked to wait (429, 503), or null
+  constructor(status, problem = {}, retryAfter = null) {
     super(problem.detail || problem.title || (status ? `HTTP ${status}` : 'network error'));
     this.status = status;
     this.problem = problem;
     this.code = problem.code || null;
+    this.retryAfter = retryAfter;
   }
   get offline() { return this.status === 0; }
   // worth sending again later with the same Idempotency-Key
@@ -24,6 +26,28 @@ export function uuid4() {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
+// Every request carries X-Request-ID = web-<this phone's random id>-<random>: the service
+// logs it with the request (never a token), so one phone's requests can be told apart in
+// the access log — by an operator, and by the browser tests.
+const DEVICE = 'mj.device';
+let device = null;
+export function deviceId() {
+  if (device) return device;
+  try { device = localStorage.getItem(DEVICE); } catch { /* private mode */ }
+  if (!device || !/^[0-9a-f]{8}$/.test(device)) {
+    device = uuid4().slice(0, 8);
+    try { localStorage.setItem(DEVICE, device); } catch { /* kept for this page only */ }
+  }
+  return device;
+}
+export const requestId = () => `web-${deviceId()}-${uuid4().slice(24)}`;
+
+// seconds of a Retry-After header (a number of seconds; an HTTP date is not sent by this service)
+export function retryAfter(headers) {
+  const v = Number(headers && headers.get('Retry-After'));
+  return Number.isFinite(v) && v >= 0 ? v : null;
+}
+
 // An API key, when the service is run with API keys (API.md: calls without a table token
 // need X-API-Key); entered once on the start page and kept on the phone.
 const KEY = 'mj.apikey';
@@ -33,7 +57,7 @@ export function setApiKey(value) {
 }
 
 export async function call(method, path, { body, token, headers = {}, timeout = 15000 } = {}) {
-  const h = { Accept: 'application/json', ...headers };
+  const h = { Accept: 'application/json', 'X-Request-ID': requestId(), ...headers };
   const key = apiKey();
   if (key) h['X-API-Key'] = key;
   if (body !== undefined) h['Content-Type'] = 'application/json';
@@ -55,7 +79,9 @@ export async function call(method, path, { body, token, headers = {}, timeout = 
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = null; }
   if (res.status === 304) return { status: 304, data: null, headers: res.headers };
-  if (!res.ok) throw new ApiError(res.status, data && typeof data === 'object' ? data : { title: res.statusText });
+  if (!res.ok) {
+    throw new ApiError(res.status, data && typeof data === 'object' ? data : { title: res.statusText }, retryAfter(res.headers));
+  }
   return { status: res.status, data, headers: res.headers };
 }
 

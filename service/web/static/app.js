@@ -5,6 +5,7 @@ import { call, tablePath, uuid4, ApiError, apiKey, setApiKey } from '/web/api.js
 import { t, getLang, setLang } from '/web/i18n.js';
 import { h, field } from '/web/dom.js';
 import { TableLive } from '/web/live.js';
+import { meldsBySeat, winsBySeat, keptHands } from '/web/round.js';
 import { Outbox } from '/web/outbox.js';
 import { describe, transferWords, seatName, setPatterns } from '/web/words.js';
 import {
@@ -13,13 +14,16 @@ import {
 } from '/web/dialogs.js';
 
 const ROUND_EVENTS = ['peng', 'kong', 'hu', 'draw', 'escape'];
-const OPTION_FLAGS = ['haidi', 'jingoudiao', 'menqing', 'zhongzhang', 'jiaxinwu', 'kaertiao', 'yitiaolong'];
+const OPTION_FLAGS = ['haidi', 'jingoudiao', 'menqing', 'zhongzhang', 'jiaxinwu', 'kaertiao', 'yitiaolong', 'dianpao_pinghu',
+  'xueliu_dajiao_winners'];
+// an option shown only where it means something
+const OPTION_SHOWN = { xueliu_dajiao_winners: (preset) => preset.mode === 'xueliu' };
 const root = () => document.getElementById('app');
 
 const S = {
   rulesets: null, tableId: null, token: null, readToken: null, view: null, records: [],
   online: true, pending: [], live: null, outbox: null, transfers: new Map(), roundKey: null,
-  scores: new Map(), ownDeltas: new Map(), qr: null, showShare: false, syncing: null,
+  scores: new Map(), ownDeltas: new Map(), qr: null, showShare: false,
 };
 
 // -- storage (the phone keeps its tables, the last view of each, and the language) --------------
@@ -88,7 +92,7 @@ function parseHash() {
 function route() {
   closeDialog();
   if (S.live) S.live.stop();
-  S.live = null; S.liveMode = 'poll'; S.outbox = null; S.view = null; S.syncing = null; S.records = []; S.transfers = new Map(); S.roundKey = null;
+  S.live = null; S.liveMode = 'connecting'; S.outbox = null; S.view = null; S.records = []; S.transfers = new Map(); S.scores = new Map(); S.ownDeltas = new Map(); S.roundKey = null;
   const { id, token, read } = parseHash();
   if (id && (token || read)) openTable(id, token, read);
   else renderStart();
@@ -147,7 +151,7 @@ function drawStart() {
     options.push(field(t('dianganghua'), h('select', { testid: 'opt-dianganghua', onchange: (e) => setOpt('dianganghua', e.target.value) },
       ['self_draw', 'discard'].map((v) => h('option', { value: v, selected: opt('dianganghua') === v }, t(`dgh_${v}`))))));
   }
-  for (const k of OPTION_FLAGS.filter((f) => f in preset)) {
+  for (const k of OPTION_FLAGS.filter((f) => f in preset && (!OPTION_SHOWN[f] || OPTION_SHOWN[f](preset)))) {
     options.push(h('label', { class: 'check' }, h('input', { type: 'checkbox', testid: `opt-${k}`, checked: !!opt(k),
       onchange: (e) => setOpt(k, e.target.checked) }), t(k)));
   }
@@ -230,33 +234,50 @@ function openTable(id, token, read) {
     S.outbox = new Outbox({
       tableId: id, token,
       onChange: (items, err) => {
+        if (S.tableId !== id) return; // (an outbox of a table left behind sends on by itself)
         S.pending = items;
         if (err) S.online = !err.offline ? S.online : false;
         renderStatus();
       },
       onSent: (item, data) => {
+        if (S.tableId !== id) return;
         S.online = true;
         if (data && Array.isArray(data.transfers)) S.transfers.set(data.seq, data.transfers);
         if (data && data.deltas && data.voided) S.ownDeltas.set(data.seq, data.deltas);
-        if (data && S.view && data.version > S.view.version) {
-          Object.assign(S.view, { version: data.version, balances: data.balances, round: data.round },
-            data.coins ? { coins: data.coins } : {});
-        }
         showError('');
+        if (S.live) S.live.noteWrite(data);
         render();
-        S.live && S.live.refresh();
       },
       onRefused: (item, err) => {
+        if (S.tableId !== id) return;
         showError(`${describeItem(item)}: ${errorText(err)}`);
         S.live && S.live.refresh();
       },
     });
     S.pending = S.outbox.items;
   }
-  S.live = new TableLive({
-    id, token: token || read,
+  // the transfers of the round's records, worked out whenever they change
+  const transfers = serial(async () => {
+    if (S.live !== live) return;
+    await roundTransfers();
+    if (S.live === live) render();
+  });
+  const live = new TableLive({
+    id, token: token || read, view: S.view,
     onMode: (mode) => { S.liveMode = mode; renderStatus(); },
-    onView: (view) => { S.view = view; store.set(`mj.view.${id}`, view); remember({ id, players: view.players }); render(); sync(); if (S.outbox) S.outbox.flush(); },
+    onView: (view) => {
+      if (S.live !== live) return;
+      S.view = view;
+      store.set(`mj.view.${id}`, view);
+      remember({ id, players: view.players });
+      render();
+      if (S.outbox) S.outbox.flush();
+    },
+    onRecords: () => {
+      if (S.live !== live) return;
+      render();
+      transfers(); // (renders again when they are known)
+    },
     onStatus: (online, err) => {
       const was = S.online;
       S.online = online;
@@ -264,44 +285,26 @@ function openTable(id, token, read) {
       if (was !== online) renderStatus();
     },
   });
+  S.live = live;
+  S.records = live.records;
   render();
   window.scrollTo(0, 0);
-  S.live.start();
-  sync();
+  live.start();
 }
 
 const players = () => (S.view ? S.view.players : []);
 const describeItem = (item) => item.label || '';
 
-// the log records (all of them, fetched incrementally; a void marks its target). One fetch
-// at a time; a call during one runs another after it (the log may have grown meanwhile).
-function sync() {
-  if (S.syncing) {
-    S.syncAgain = true;
-    return S.syncing;
-  }
-  const id = S.tableId;
-  const run = (async () => {
-    do {
-      S.syncAgain = false;
-      try {
-        for (;;) {
-          const after = S.records.length ? S.records[S.records.length - 1].seq : 0;
-          const res = await call('GET', tablePath(id, `/events?after=${after}&limit=500`), { token: S.token || S.readToken });
-          if (S.tableId !== id) return; // the phone opened another table meanwhile
-          for (const r of res.data.events) {
-            if (r.type === 'void') { const target = S.records.find((x) => x.seq === r.target); if (target) target.voided = true; }
-            S.records.push(r);
-          }
-          if (res.data.next == null || !res.data.events.length) break;
-        }
-      } catch { /* offline: again with the next view */ }
-      await roundTransfers();
-      if (S.tableId === id) render();
-    } while (S.syncAgain && S.tableId === id);
-  })().finally(() => { if (S.syncing === run) S.syncing = null; });
-  S.syncing = run;
-  return run;
+// fn, run one at a time: a call while it runs runs it once more afterwards
+function serial(fn) {
+  let busy = false, again = false;
+  return async function run() {
+    if (busy) { again = true; return; }
+    busy = true;
+    try {
+      do { again = false; await fn(); } while (again);
+    } finally { busy = false; }
+  };
 }
 
 const eventBody = (r) => Object.fromEntries(Object.entries(r).filter(([k]) => !['seq', 'at', 'round', 'voided'].includes(k)));
@@ -314,29 +317,31 @@ async function roundTransfers() {
   const recs = S.records.filter((r) => r.round === view.round.number && ROUND_EVENTS.includes(r.type) && !r.voided);
   const key = `${view.round.number}:${recs.map((r) => r.seq).join(',')}`;
   if (key === S.roundKey) return;
+  const map = S.transfers; // (this table's, even if the phone opens another meanwhile)
   try {
     const body = { ruleset: view.ruleset, dealer: view.round.dealer, events: recs.map(eventBody) };
     if ((view.round.voids || []).some((v) => v)) body.voids = view.round.voids;
     const res = await call('POST', '/v1/rounds/settle', { body });
-    for (const r of recs) S.transfers.set(r.seq, []);
-    for (const tr of res.data.transfers) S.transfers.get(recs[tr.event].seq).push({ ...tr, event: recs[tr.event].seq });
-    S.roundKey = key;
+    for (const r of recs) map.set(r.seq, []);
+    for (const tr of res.data.transfers) map.get(recs[tr.event].seq).push({ ...tr, event: recs[tr.event].seq });
+    if (map === S.transfers) S.roundKey = key;
   } catch { /* shown without transfers */ }
-  await scoreWinners(recs);
+  await scoreWinners(recs, view.ruleset);
 }
 
 // fan words of winners given with a hand: scored once by POST /v1/hands/score
-async function scoreWinners(recs) {
+async function scoreWinners(recs, ruleset) {
+  const scores = S.scores;
   for (const r of recs.filter((x) => x.type === 'hu')) {
     for (const w of r.winners.filter((x) => x.hand)) {
       const k = `${r.seq}:${w.seat}`;
-      if (S.scores.has(k)) continue;
+      if (scores.has(k)) continue;
       try {
         const win = { tile: r.tile, self_drawn: r.from == null };
         for (const f of ['after_kong', 'robbing_kong', 'last_tile', 'heavenly', 'earthly']) if (r[f]) win[f] = true;
-        const res = await call('POST', '/v1/hands/score', { body: { hand: w.hand, win, ruleset: S.view.ruleset } });
-        S.scores.set(k, { fan: res.data.fan, patterns: res.data.patterns });
-      } catch { S.scores.set(k, null); }
+        const res = await call('POST', '/v1/hands/score', { body: { hand: w.hand, win, ruleset } });
+        scores.set(k, { fan: res.data.fan, patterns: res.data.patterns });
+      } catch { scores.set(k, null); }
     }
   }
 }
@@ -354,13 +359,21 @@ function winInfo(rec) {
 function context() {
   const view = S.view;
   const round = view.round || { won: [], left: [], voids: [] };
-  const mode = view.ruleset.mode;
+  const xueliu = view.ruleset.mode === 'xueliu';
+  const n = view.players.length;
+  const recs = S.records.filter((r) => r.round === round.number && !r.voided);
+  const kept = keptHands(recs, n);
   return {
-    view, players: view.players, ruleset: view.ruleset, voids: round.voids || [],
-    suits: view.players.length === 3 ? ['p', 's'] : ['m', 'p', 's'], // 三人两房: 筒 and 条 only
-    out: (i) => round.left.includes(i) || (mode !== 'xueliu' && round.won.includes(i)),
+    view, players: view.players, ruleset: view.ruleset, voids: round.voids || [], xueliu,
+    suits: n === 3 ? ['p', 's'] : ['m', 'p', 's'], // 三人两房: 筒 and 条 only
+    // out of the round: left it, or won (but in 血流 a winner plays on, §13.1)
+    out: (i) => round.left.includes(i) || (!xueliu && round.won.includes(i)),
     won: (i) => round.won.includes(i),
-    roundRecords: () => S.records.filter((r) => r.round === round.number && !r.voided),
+    // 血流: a seat that has won may not 碰 or 直杠 (§13.2)
+    claims: (i) => !(xueliu && round.won.includes(i)),
+    melds: (i) => meldsBySeat(recs, n)[i],
+    kept: (i) => (xueliu ? kept[i] : null),
+    roundRecords: () => recs,
     errorText,
     record: (body) => {
       const label = describe(body, view.players, round.number);
@@ -395,7 +408,8 @@ function statusParts() {
   return [
     h('span', { class: S.online ? 'ok' : 'bad', testid: 'online' }, S.online ? t('online') : t('offline')),
     h('span', {}, `${t('pending')} `, h('b', { testid: 'pending-count' }, String(S.pending.length))),
-    S.view ? h('span', {}, `${t('version')} ${S.view.version}`) : null,
+    S.view ? h('span', {}, `${t('version')} `, h('b', { testid: 'version' }, String(S.view.version))) : null,
+    S.liveMode === 'connecting' ? null : h('span', { class: 'muted', testid: 'live-mode' }, t(`live_${S.liveMode}`)),
     S.token ? null : h('span', { class: 'tag' }, t('read_only')),
   ];
 }
@@ -413,10 +427,11 @@ function render() {
   const ps = players();
   const round = view && view.round;
   const playing = round && round.status === 'playing';
+  const wins = round ? winsBySeat(S.records.filter((r) => r.round === round.number && !r.voided), ps.length) : [];
   const seats = ps.map((name, i) => {
     const tags = [];
     if (round && round.dealer === i && playing) tags.push(t('dealer'));
-    if (round && round.won.includes(i)) tags.push(t('won'));
+    if (round && round.won.includes(i)) tags.push(wins[i] > 1 ? t('won_n', { n: wins[i] }) : t('won'));
     if (round && round.left.includes(i)) tags.push(t('left'));
     const delta = round ? round.deltas[i] : 0;
     return h('div', { class: `seat${round && round.dealer === i && playing ? ' dealer' : ''}`, testid: `seat-card-${i}` },
@@ -436,7 +451,7 @@ function render() {
       h('div', { class: 'status', id: 'status', role: 'status', 'data-live': S.liveMode }, statusParts())),
     view ? h('main', { class: 'page' },
       h('p', { class: 'round-line', testid: 'round-line' }, round ? `${t('round_n', { n: round.number })} · ${t('dealer')} ${seatName(ps, round.dealer)}${playing ? '' : ` · ${t('round_ended')}`}` : t('no_round')),
-      h('section', { class: 'board', 'aria-label': t('balance') }, seats),
+      h('section', { class: `board seats-${ps.length}`, 'aria-label': t('balance') }, seats),
       showShareFirst ? shareSection() : null,
       actions,
       h('section', { id: 'pending', class: 'pending' }, pendingParts()),

@@ -70,7 +70,8 @@ async function confirm(d) {
 document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && active) closeDialog(); });
 
 // -- helpers over the table context --------------------------------------------------------
-// ctx: {view, players, ruleset, roundRecords(), record(body), out(i), voids}
+// ctx: {view, players, ruleset, voids, xueliu, roundRecords(), record(body), out(i), won(i),
+//       claims(i) (may 碰/直杠), melds(i), kept(i) (血流: a winner's kept hand, or null)}
 const missing = (names) => t('missing', { what: names.join(t('and')) });
 const toggle = (v) => !v;
 
@@ -82,24 +83,12 @@ function fanInput(entry, label, onInput) {
   return field(label, input);
 }
 
-function meldsOf(ctx, seat) {
-  const melds = [];
-  for (const r of ctx.roundRecords()) {
-    if (r.seat !== seat) continue;
-    if (r.type === 'peng') melds.push({ type: 'peng', tile: r.tile });
-    if (r.type === 'kong') {
-      const i = r.kind === 'added' ? melds.findIndex((m) => m.type === 'peng' && m.tile === r.tile) : -1;
-      if (i >= 0) melds.splice(i, 1);
-      melds.push({ type: 'kong', kind: r.kind, tile: r.tile });
-    }
-  }
-  return melds;
-}
-
 // -- round start -----------------------------------------------------------------------------
 export function roundStartDialog(ctx) {
   const n = ctx.players.length;
-  const st = { dealer: ctx.view.dealer ?? 0, voids: Array(n).fill(null) };
+  const last = ctx.view.round; // the dealer after the round just ended (§10), else the table's next one
+  const dealer = last && last.status === 'ended' && last.next_dealer != null ? last.next_dealer : ctx.view.dealer;
+  const st = { dealer: dealer ?? 0, voids: Array(n).fill(null) };
   const withVoids = n === 4;
   const d = {
     title: () => t('round_start'),
@@ -128,7 +117,8 @@ export function pengDialog(ctx) {
     title: () => t('peng'),
     body: () => [
       seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_peng'), pressed: (i) => i === st.seat,
-        disabled: ctx.out, onPick: (i) => { st.seat = i; if (st.from === i) st.from = null; d.update(); } }),
+        disabled: (i) => ctx.out(i) || !ctx.claims(i), onPick: (i) => { st.seat = i; if (st.from === i) st.from = null; d.update(); } }),
+      ctx.xueliu && ctx.players.some((_, i) => !ctx.out(i) && !ctx.claims(i)) ? h('p', { class: 'muted small' }, t('xueliu_no_claims')) : null,
       seatButtons({ prefix: 'from', players: ctx.players, label: t('from_whom'), pressed: (i) => i === st.from,
         disabled: (i) => i === st.seat || ctx.out(i), onPick: (i) => { st.from = i; d.update(); } }),
       tilePicker({ suits: ctx.suits, label: t('tile'), pressed: (x) => x === st.tile, onPick: (x) => { st.tile = x; d.update(); } }),
@@ -150,12 +140,19 @@ export function kongDialog(ctx) {
     title: () => t('kong'),
     body: () => [
       seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_kong'), pressed: (i) => i === st.seat,
-        disabled: ctx.out, onPick: (i) => { st.seat = i; if (st.from === i) st.from = null; d.update(); } }),
+        disabled: ctx.out, onPick: (i) => {
+          st.seat = i;
+          if (st.from === i) st.from = null;
+          if (st.kind === 'direct' && !ctx.claims(i)) st.kind = null; // 血流: a winner kongs only what it draws
+          d.update();
+        } }),
       h('div', { class: 'group', role: 'group', 'aria-label': t('kind') }, h('div', { class: 'group-label' }, t('kind')),
         h('div', { class: 'seats' }, ['direct', 'added', 'concealed'].map((k) => h('button', {
           type: 'button', class: 'choice', testid: `kind-${k}`, 'aria-pressed': String(st.kind === k),
+          disabled: k === 'direct' && st.seat != null && !ctx.claims(st.seat),
           onclick: () => { st.kind = k; d.update(); },
-        }, t(`kind_${k}`))))),
+        }, t(`kind_${k}`)))),
+        st.seat != null && !ctx.claims(st.seat) ? h('p', { class: 'muted small' }, t('xueliu_no_claims')) : null),
       st.kind === 'direct' ? seatButtons({ prefix: 'from', players: ctx.players, label: t('from_whom'),
         pressed: (i) => i === st.from, disabled: (i) => i === st.seat || ctx.out(i),
         onPick: (i) => { st.from = i; d.update(); } }) : null,
@@ -224,7 +221,7 @@ function winnerValue(entry, seat, ctx) {
 export function huDialog(ctx) {
   const st = { step: 0, selfDrawn: false, from: null, winners: [], tile: null, flags: {}, entries: {} };
   const entry = (seat) => (st.entries[seat] ||= {
-    mode: 'fan', fan: 1, picked: {}, hand: { tiles: [], melds: meldsOf(ctx, seat), result: null },
+    mode: ctx.kept(seat) ? 'hand' : 'fan', fan: 1, picked: {}, hand: { tiles: [], melds: ctx.melds(seat), result: null },
   });
   const winFlags = () => {
     const f = { self_drawn: st.selfDrawn };
@@ -273,7 +270,7 @@ export function huDialog(ctx) {
       } }),
     tilePicker({ suits: ctx.suits, label: t('win_tile'), pressed: (x) => x === st.tile, onPick: (x) => {
       st.tile = x;
-      for (const e of Object.values(st.entries)) { e.hand.tiles = []; e.hand.score = null; }
+      for (const e of Object.values(st.entries)) Object.assign(e.hand, { tiles: [], score: null, result: null, error: null, checked: false });
       d.update();
     } }),
     h('fieldset', { class: 'flags' }, h('legend', {}, t('flags')), FLAGS.map((k) => {
@@ -285,14 +282,18 @@ export function huDialog(ctx) {
   ];
   const winnerStep = (seat) => {
     const e = entry(seat);
-    if (!e.hand.tiles.length) e.hand.tiles = [st.tile];
+    const kept = ctx.kept(seat); // 血流: a seat that won with a hand wins again with that hand (§13.2)
+    if (!e.hand.tiles.length) {
+      e.hand.tiles = kept ? [st.tile, ...kept.tiles] : [st.tile];
+      if (kept) e.hand.melds = kept.melds.map((m) => ({ ...m }));
+    }
     const modes = h('div', { class: 'seats' }, ['fan', 'hand'].map((m) => h('button', {
       type: 'button', class: 'choice', testid: `mode-${m}`, 'aria-pressed': String(e.mode === m),
       onclick: () => { e.mode = m; d.update(); },
     }, t(m === 'fan' ? 'by_fan' : 'by_hand'))));
     const head = h('p', { class: 'lead' }, `${seatName(ctx.players, seat)} · ${tileName(st.tile)}`);
     if (e.mode === 'hand') {
-      return [head, modes, handEditor({
+      return [head, modes, kept ? h('p', { class: 'muted small', testid: 'kept-hand' }, t('kept_hand')) : null, handEditor({
         suits: ctx.suits, entry: e.hand, size: 14, fixed: st.tile, update: d.update,
         check: async (hand) => {
           try {
@@ -312,13 +313,24 @@ export function huDialog(ctx) {
 
 // -- draw and escape -------------------------------------------------------------------------
 function seatReport(entry, seat, ctx) {
+  if (entry.status === 'unlisted') return undefined;
   if (entry.status === 'hand') return { seat, hand: handJson(entry.hand, ctx.voids[seat]) };
   if (entry.status === 'ting') return Number.isInteger(entry.fan) && entry.fan >= 1 ? { seat, status: 'ting', dajiao_fan: entry.fan } : null;
   return { seat, status: entry.status };
 }
 
+// the seats a draw (or an escape's last-four charge) asks about: every seat still in the round
+// that has not won; in 血流 with xueliu_dajiao_winners, also each winner whose hand is not known
+// (its 大叫 collects), which may also stay unlisted (§13.5)
+export function reportSeats(ctx, except = null) {
+  const seats = ctx.players.map((_, i) => i).filter((i) => i !== except && !ctx.out(i));
+  return seats.filter((i) => !ctx.won(i) || (ctx.xueliu && ctx.ruleset.xueliu_dajiao_winners && !ctx.kept(i)));
+}
+
 function statusStep(ctx, seat, e, update) {
-  const statuses = ['ting', 'hand', 'not_ting', 'huazhu'];
+  const winner = ctx.won(seat);
+  const pigs = ctx.ruleset.huazhu !== 0 && ctx.players.length === 4; // no 花猪 with huazhu = 0, nor with three players (§14)
+  const statuses = winner ? ['unlisted', 'ting', 'hand'] : ['ting', 'hand', 'not_ting', ...(pigs ? ['huazhu'] : [])];
   const parts = [h('div', { class: 'seats' }, statuses.map((s) => h('button', {
     type: 'button', class: 'choice', testid: `status-${s}`, 'aria-pressed': String(e.status === s),
     onclick: () => { e.status = s; update(); },
@@ -342,10 +354,10 @@ function statusStep(ctx, seat, e, update) {
 
 // seats: the seats to report, in order; done(reports) records the event
 function reportSteps(ctx, seats, entries, d, stepOffset) {
-  const entry = (seat) => (entries[seat] ||= { status: 'not_ting', fan: 1, hand: { tiles: [], melds: meldsOf(ctx, seat) } });
+  const entry = (seat) => (entries[seat] ||= { status: ctx.won(seat) ? 'unlisted' : 'not_ting', fan: 1, hand: { tiles: [], melds: ctx.melds(seat) } });
   return {
     body: (step) => statusStep(ctx, seats[step - stepOffset], entry(seats[step - stepOffset]), d.update),
-    title: (step) => t('draw_for', { name: seatName(ctx.players, seats[step - stepOffset]) }),
+    title: (step) => t(ctx.won(seats[step - stepOffset]) ? 'draw_for_winner' : 'draw_for', { name: seatName(ctx.players, seats[step - stepOffset]) }),
     check: (step) => {
       const seat = seats[step - stepOffset];
       const e = entry(seat);
@@ -355,19 +367,19 @@ function reportSteps(ctx, seats, entries, d, stepOffset) {
       }
       return null;
     },
-    reports: () => seats.map((s) => seatReport(entry(s), s, ctx)),
+    reports: () => seats.map((s) => seatReport(entry(s), s, ctx)).filter((r) => r !== undefined),
   };
 }
 
 export function drawDialog(ctx) {
-  const seats = ctx.players.map((_, i) => i).filter((i) => !ctx.out(i) && !ctx.won(i));
+  const seats = reportSeats(ctx); // (血流: a seat that has won need not be listed, §13.5)
   const st = { step: 0, entries: {} };
   const d = {};
   const steps = reportSteps(ctx, seats, st.entries, d, 0);
   Object.assign(d, {
     title: () => (seats.length ? steps.title(st.step) : t('draw')),
     confirmLabel: () => (st.step < seats.length - 1 ? t('next') : t('confirm')),
-    body: () => (seats.length ? steps.body(st.step) : []),
+    body: () => (seats.length ? steps.body(st.step) : [h('p', { class: 'lead' }, t('draw_none'))]),
     confirm: () => {
       if (seats.length) {
         const bad = steps.check(st.step);
@@ -398,7 +410,7 @@ export function escapeDialog(ctx) {
     confirm: () => {
       if (st.step === 0) {
         if (st.seat == null) return missing([t('who_escapes')]);
-        others = ctx.players.map((_, i) => i).filter((i) => i !== st.seat && !ctx.out(i) && !ctx.won(i));
+        others = reportSeats(ctx, st.seat);
         steps = reportSteps(ctx, others, st.entries, d, 1);
         if (!st.lastFour || !others.length) {
           ctx.record({ type: 'escape', seat: st.seat, last_four: st.lastFour });

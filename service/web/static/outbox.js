@@ -80,9 +80,9 @@ export class Outbox {
         try {
           res = await call('POST', item.path, { body: item.body, token: this.token, headers });
         } catch (e) {
-          if (e.retryable) {
+          if (e.retryable) { // (a 429 or 503: after the server's Retry-After)
             this.onChange(this.items, e);
-            this.timer = setTimeout(() => this.flush(), RETRY_MS);
+            this.timer = setTimeout(() => this.flush(), Math.max(RETRY_MS, 1000 * (e.retryAfter || 0)));
             return;
           }
           this.items.shift();

@@ -53,6 +53,12 @@ export function handEditor({ entry, size, check, update, fixed, suits = SUITS })
     }
     update();
   };
+  // a hand that comes whole (血流: a winner's kept hand and the new tile) is checked at once
+  if (held === size && !entry.checking && entry.result == null && !entry.error && !entry.checked) {
+    entry.checked = true;
+    entry.checking = true;
+    Promise.resolve().then(() => check(entry)).finally(() => { entry.checking = false; update(); });
+  }
   const meldSel = h('select', { 'aria-label': t('add_meld') },
     MELD_KINDS.map((k) => h('option', { value: k }, t(`meld_${k}`))));
   const meldTile = h('select', { 'aria-label': t('tile') },
