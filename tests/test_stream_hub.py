@@ -164,4 +164,5 @@ def test_records_read_back_from_a_table_with_stakes_carry_its_coins(client):
     # round 1 ended: 36 points = 7,200 coins to seat 0, 2,400 from each other seat, then 400 fees
     assert items[2]["coins"] == [10000 + 7200 - 400, 10000 - 2400 - 400, 7200, 7200]
     assert items[3]["coins"][1] == 7200 + 500
+    assert items[3]["amount"] == 500 and "amount" not in items[2]  # a buy-in's own coins (the record's)
     assert store.stream_records(table_id, 3) == (items[3:], version)

@@ -424,7 +424,8 @@ STREAM_DOC = {
                 "An endless `text/event-stream`. It opens with `retry: 3000`; then each record "
                 "appended to the table's log (after `Last-Event-ID` / `after`: the missed ones first) as "
                 "`id: <seq>`, `event: record`, `data: <JSON>`: the record as `GET /v1/tables/{table_id}/events` "
-                "lists it plus `version` and `balances` after it (and `coins` with stakes). A comment line "
+                "lists it plus `version` and `balances` after it (and `coins` with stakes: the table's "
+                "bankrolls after it; a `buy_in` record's own coins bought then travel as `amount`). A comment line "
                 "(`: keep-alive`) every 15 s at most. `event: deleted` when the table is deleted, `event: resync` "
                 "when this client fell behind (reconnect with `Last-Event-ID`); both end the stream. "
                 "Any instance of the service delivers what any instance recorded."),

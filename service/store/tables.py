@@ -480,10 +480,18 @@ class TableStore:
     # -- the live stream's reads --------------------------------------------------------------
     def _streamed(self, table_id: str, record: Mapping[str, Any], st: TableState, voided: bool) -> dict:
         """A record as the stream sends it: as ``events`` lists it, plus the table's ``version`` and
-        ``balances`` after it (and ``coins`` when the table's view has them)."""
+        ``balances`` after it (and ``coins`` when the table's view has them).
+
+        A ``buy_in`` record has a ``coins`` of its own (the coins bought), which the table's
+        ``coins`` would hide: on the stream every record's ``coins`` is the table's bankrolls
+        after it, and a buy-in's own amount travels as ``amount``.
+        """
         view = self._view(table_id, st)
-        return {**record, "voided": voided, "version": view["version"],  # (copies: ``st`` steps on)
-                **{k: list(view[k]) for k in ("balances", "coins") if view.get(k) is not None}}
+        out = {**record, "voided": voided, "version": view["version"],  # (copies: ``st`` steps on)
+               **{k: list(view[k]) for k in ("balances", "coins") if view.get(k) is not None}}
+        if record.get("type") == "buy_in":
+            out["amount"] = record["coins"]
+        return out
 
     def stream_position(self, table_id: str) -> int | None:
         """The table's version now, or None when it is gone (deleted or expired)."""

@@ -5,7 +5,8 @@
 //   * first the view and the log so far (GET …/events, 500 records a page);
 //   * then the table stream GET /v1/tables/{id}/stream (Server-Sent Events, read with fetch()
 //     because EventSource cannot send the Authorization header). Each `record` is the record
-//     as …/events lists it plus the table's version, balances and coins after it: the record
+//     as …/events lists it plus the table's version, balances and coins after it (a buy-in's own
+//     coins as `amount`): the record
 //     joins the log and the balances show at once, with no request. The rest of the view (the
 //     round: who won, who left, its deltas; the ended rounds) follows with one conditional GET
 //     (If-None-Match) per burst of records, at most one every REFRESH_GAP_MS;
@@ -213,17 +214,13 @@ export class TableLive {
     for (const item of items) {
       if (item.seq <= this.lastSeq) continue;
       if (item.seq !== this.lastSeq + 1) { gap = true; break; }
-      const { version, balances, coins, ...rec } = item;
+      const { version, balances, coins, amount, ...rec } = item;
       if (this.view && version > this.view.version) {
         Object.assign(this.view, { version, balances }, Array.isArray(coins) ? { coins } : {});
         moved = true;
       }
-      if (rec.type === 'buy_in' && Array.isArray(coins)) {
-        // the stream's `coins` (the table's, after it) hides the buy-in's own `coins` (how
-        // many were bought): that record is read from the log instead
-        gap = true;
-        break;
-      }
+      // the stream's `coins` is the table's after the record; a buy-in's own coins are `amount`
+      if (rec.type === 'buy_in') rec.coins = amount;
       this.append(rec);
       added.push(rec);
     }
