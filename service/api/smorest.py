@@ -20,11 +20,14 @@ from __future__ import annotations
 import http
 import json
 import re
+from functools import wraps
 from typing import Any
 
 import flask_smorest
 import orjson
+from flask import request
 from flask_smorest.utils import prepare_response
+from marshmallow import Schema, ValidationError
 from webargs import core
 from werkzeug.exceptions import RequestEntityTooLarge
 from webargs.flaskparser import FlaskParser
@@ -143,8 +146,28 @@ def read_json_body(req) -> Any:
     return parse_json_body(raw)
 
 
+def invalid_input(messages: Any) -> InvalidInput:
+    """The 422 for marshmallow's ``messages``: flat field paths, the first one in the detail."""
+    errors = flatten_messages(messages)
+    first = next(iter(errors.items()), None)
+    detail = "the request body does not match the schema"
+    if first:
+        where = "" if first[0] == "_schema" else f"{first[0]}: "
+        detail += f" ({where}{first[1][0]})"
+    return InvalidInput(detail, errors=errors)
+
+
+def load_json_body(schema: Schema) -> Any:
+    """The request's JSON body loaded by ``schema`` (its own ``unknown``: RAISE), or a problem."""
+    data = read_json_body(request)
+    try:
+        return schema.load(data)
+    except ValidationError as error:
+        raise invalid_input(error.messages) from None
+
+
 class JsonBodyParser(FlaskParser):
-    """webargs parser for JSON bodies with the service's error model."""
+    """webargs parser with the service's error model (the query-string arguments)."""
 
     def _raw_load_json(self, req) -> Any:
         return read_json_body(req)
@@ -153,13 +176,7 @@ class JsonBodyParser(FlaskParser):
         messages = error.messages
         if isinstance(messages, dict) and set(messages) == {"json"}:
             messages = messages["json"]
-        errors = flatten_messages(messages)
-        first = next(iter(errors.items()), None)
-        detail = "the request body does not match the schema"
-        if first:
-            where = "" if first[0] == "_schema" else f"{first[0]}: "
-            detail += f" ({where}{first[1][0]})"
-        raise InvalidInput(detail, errors=errors)
+        raise invalid_input(messages)
 
 
 JSON_BODY = (400, 413, 415, 422)
@@ -173,10 +190,54 @@ _PROBLEM_HEADERS = {
 }
 
 
+def _documentation_only(decorator: Any) -> Any:
+    """A flask-smorest decorator that only documents, applied without its run-time wrapper.
+
+    flask-smorest wraps the view in one more function per decorator (each looking
+    up ``current_app`` on every call) even where the decorator only adds to the
+    OpenAPI document; the document is the wrapper's ``_apidoc``, kept here on the
+    view itself.
+    """
+    def decorate(func):
+        func._apidoc = decorator(func)._apidoc
+        return func
+
+    return decorate
+
+
 class Blueprint(flask_smorest.Blueprint):
-    """flask-smorest's Blueprint with the service's JSON parser and its documentation helpers."""
+    """flask-smorest's Blueprint with the service's JSON parser and its documentation helpers.
+
+    A JSON body (``arguments(schema)``) is read by :func:`load_json_body` straight
+    from the view's wrapper (what webargs did for it, minus its generic
+    machinery); other locations (the query string) go through webargs.
+    ``doc`` and ``alt_response`` (so ``problems``) add to the document only.
+    """
 
     ARGUMENTS_PARSER = JsonBodyParser()
+
+    def arguments(self, schema: Any, *, location: str = "json", **kwargs: Any):
+        document = super().arguments(schema, location=location, **kwargs)
+        if location != "json" or not isinstance(schema, Schema) or \
+                set(kwargs) - {"example", "examples", "description", "required", "content_type"}:
+            return document
+
+        def decorate(func):
+            @wraps(func)
+            def view(*args: Any, **view_args: Any) -> Any:
+                return func(*args, load_json_body(schema), **view_args)
+
+            view._apidoc = document(func)._apidoc  # type: ignore[attr-defined]
+            return view
+
+        return decorate
+
+    def alt_response(self, *args: Any, **kwargs: Any):
+        return _documentation_only(super().alt_response(*args, **kwargs))
+
+    @staticmethod
+    def doc(**kwargs: Any):
+        return _documentation_only(flask_smorest.Blueprint.doc(**kwargs))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
