@@ -4,7 +4,8 @@ No server and no sockets: both WSGI callables are called directly with the
 environ a server would build, so what is measured is the application alone
 (Flask, the JSON body parser, marshmallow, the core, the response, the
 request id, access log and metrics hooks).  The app is built as ``serve``
-builds it: ``configure_logging("INFO")`` (the JSON access line is formatted and
+builds it, in a process monkey-patched by gevent as serve's workers are
+(``--no-gevent``: not patched): ``configure_logging("INFO")`` (the JSON access line is formatted and
 written, to ``/dev/null``), ``PROMETHEUS_MULTIPROC_DIR`` set (metrics written to
 the per-process files, as under gunicorn) and ``REDIS_URL`` pointing at a
 private redis-server (so the tables store and its rate limits are installed,
@@ -24,6 +25,13 @@ time.  Bounded, loopback only::
 
 from __future__ import annotations
 
+import sys
+
+if "--no-gevent" not in sys.argv:  # as in serve's workers: before anything else is imported
+    from gevent import monkey
+
+    monkey.patch_all()
+
 import argparse
 import cProfile
 import io
@@ -32,7 +40,6 @@ import logging
 import os
 import pstats
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -47,6 +54,7 @@ from bench.load_ting import HANDS, PATH, bare_app  # noqa: E402
 COMPONENTS = (
     ("whole request (Flask.wsgi_app)", "flask/app.py", "wsgi_app"),
     ("request id / start (observe._begin)", "api/observe.py", "_begin"),
+    ("  (gevent's locks: acquire)", "gevent/_semaphore.py", "acquire"),
     ("access log, metrics, id header (observe._finish)", "api/observe.py", "_finish"),
     ("  metrics (prometheus inc/observe)", "prometheus_client/metrics.py", "inc"),
     ("  metrics histogram observe", "prometheus_client/metrics.py", "observe"),
@@ -76,6 +84,7 @@ def environ_for(i: int) -> tuple[dict, bytes]:
         "HTTP_HOST": "127.0.0.1:8000", "HTTP_CONNECTION": "keep-alive",
         "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
         "wsgi.multithread": False, "wsgi.multiprocess": True, "wsgi.run_once": False,
+        "wsgi.input_terminated": True,  # as gunicorn says (the body is whole: serve's worker read it)
     }
     return base, body
 
@@ -149,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=2000, help="requests per block (default 2000)")
     parser.add_argument("--rounds", type=int, default=7, help="alternating blocks per app (default 7)")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile breakdown")
+    parser.add_argument("--no-gevent", action="store_true",
+                        help="do not monkey-patch with gevent (serve's workers do)")
     parser.add_argument("--top", type=int, default=30, help="functions listed by own time (default 30)")
     args = parser.parse_args(argv)
 
