@@ -159,8 +159,17 @@ def invalid_input(messages: Any) -> InvalidInput:
 
 
 def load_json_body(schema: Schema) -> Any:
-    """The request's JSON body loaded by ``schema`` (its own ``unknown``: RAISE), or a problem."""
+    """The request's JSON body loaded by ``schema`` (its own ``unknown``: RAISE), or a problem.
+
+    A schema's ``quick_load(data)``, when it has one, goes first: the same result
+    for the bodies it takes, None for the others.
+    """
     data = read_json_body(request)
+    quick = getattr(schema, "quick_load", None)
+    if quick is not None:
+        loaded = quick(data)
+        if loaded is not None:
+            return loaded
     try:
         return schema.load(data)
     except ValidationError as error:
