@@ -34,6 +34,7 @@ if "--no-gevent" not in sys.argv:  # as in serve's workers: before anything else
 
 import argparse
 import cProfile
+import gc
 import io
 import json
 import logging
@@ -176,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("the service and the bare app disagree")
         call(app, environs, 500)  # warm-up
         call(bare_app, environs, 500)
+        gc.collect()
+        gc.freeze()  # as serve's workers do once the app is loaded (service/serving.py)
         samples: dict[str, list[tuple[float, float]]] = {"service": [], "bare": []}
         for _ in range(args.rounds):
             samples["service"].append(per_request_us(app, environs, args.requests))
