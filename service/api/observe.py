@@ -29,6 +29,7 @@ from flask import Flask, Response, g, request
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+_REQUEST_ID_ENVIRON = "HTTP_X_REQUEST_ID"  # the header as the WSGI environ holds it
 
 access_log = logging.getLogger("service.access")
 
@@ -54,11 +55,16 @@ def valid_request_id(value: str | None) -> bool:
     return bool(value) and _REQUEST_ID.fullmatch(value) is not None
 
 
+def request_id(environ: dict) -> str:
+    """The request's ``X-Request-ID`` when valid, else a fresh id."""
+    rid = environ.get(_REQUEST_ID_ENVIRON)
+    return rid if rid is not None and _REQUEST_ID.fullmatch(rid) is not None else os.urandom(16).hex()
+
+
 def _begin() -> None:
     ctx_g = g._get_current_object()  # (one proxy lookup; this runs on every request)
     ctx_g.start = time.perf_counter()
-    rid = request.headers.get(REQUEST_ID_HEADER)
-    ctx_g.request_id = rid if valid_request_id(rid) else os.urandom(16).hex()
+    ctx_g.request_id = request_id(request.environ)
 
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -86,8 +92,13 @@ def _finish(response: Response) -> Response:
     start = getattr(ctx_g, "start", None)
     elapsed = time.perf_counter() - start if start is not None else 0.0
     rule = req.url_rule.rule if req.url_rule is not None else "<unmatched>"
-    method = req.method if req.method in _METHODS else "OTHER"  # bounded label values
-    status = response.status_code
+    record(rule, req.method, req.path, response.status_code, elapsed, rid)
+    return response
+
+
+def record(rule: str, method: str, path: str, status: int, elapsed: float, rid: str) -> None:
+    """Count a request in the metrics and write its access-log line."""
+    method = method if method in _METHODS else "OTHER"  # bounded label values
     try:
         counter, histogram = _series(rule, method, status)
         counter.inc()
@@ -98,13 +109,12 @@ def _finish(response: Response) -> Response:
         access_log.info("request", extra={"fields": {
             "event": "request",
             "method": method,
-            "path": req.path[:512],
+            "path": path[:512],
             "endpoint": rule,
             "status": status,
             "duration_ms": round(elapsed * 1000, 3),
             "request_id": rid,
         }})
-    return response
 
 
 def install(app: Flask) -> None:
