@@ -11,11 +11,16 @@ the per-process files, as under gunicorn) and ``REDIS_URL`` pointing at a
 private redis-server (so the tables store and its rate limits are installed,
 as in ``serve``; the hand endpoints never touch them).
 
+Three apps: ``service`` (as served: the hot path of
+:mod:`service.api.hotpath` answers these requests), ``service_flask_path``
+(the same with ``HOT_PATH = False``: Flask answers, as it does every request
+the hot path leaves to it) and ``bare``.
+
 Prints JSON lines: CPU µs per request of each app (this process's CPU time,
 steadier than wall-clock time on a shared machine; the median of ``--rounds``
 alternating blocks of ``--requests`` requests, so drifting load hits both
-alike) and their ratio; with ``--profile``, a cProfile of ``--requests``
-service requests: the cumulative µs per request of each component (profiled,
+alike) and the ratios; with ``--profile``, a cProfile of ``--requests``
+requests through Flask's path: the cumulative µs per request of each component (profiled,
 so inflated by the profiler: read them as shares) and the top functions by own
 time.  Bounded, loopback only::
 
@@ -122,7 +127,7 @@ def per_request_us(app, environs, n: int) -> tuple[float, float]:
     return (time.process_time() - c0) / n * 1e6, (time.perf_counter() - t0) / n * 1e6
 
 
-def build_service(redis_url: str):
+def build_service(redis_url: str, hot_path: bool = True):
     from service.api.app import create_app
     from service.api.observe import configure_logging
     from service.config import load_settings
@@ -133,7 +138,7 @@ def build_service(redis_url: str):
         if getattr(handler, "_service_json", False):
             handler.setStream(devnull)
     settings = load_settings().with_overrides(redis_url=redis_url)
-    return create_app(settings=settings)
+    return create_app({"HOT_PATH": hot_path}, settings=settings)
 
 
 def profile(app, environs, n: int, top: int) -> None:
@@ -170,19 +175,20 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data) as redis_server:
         app = build_service(redis_server.url)
+        apps = {"service": app, "service_flask_path": build_service(redis_server.url, hot_path=False),
+                "bare": bare_app}
         environs = [environ_for(i) for i in range(len(HANDS))]
-        ours = call(app, environs, len(HANDS))
-        bare = call(bare_app, environs, len(HANDS))
-        if [json.loads(b) for b in ours] != [json.loads(b) for b in bare]:
+        answers = {name: [json.loads(b) for b in call(a, environs, len(HANDS))] for name, a in apps.items()}
+        if not answers["service"] == answers["service_flask_path"] == answers["bare"]:
             raise SystemExit("the service and the bare app disagree")
-        call(app, environs, 500)  # warm-up
-        call(bare_app, environs, 500)
+        for a in apps.values():
+            call(a, environs, 500)  # warm-up
         gc.collect()
         gc.freeze()  # as serve's workers do once the app is loaded (service/serving.py)
-        samples: dict[str, list[tuple[float, float]]] = {"service": [], "bare": []}
+        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in apps}
         for _ in range(args.rounds):
-            samples["service"].append(per_request_us(app, environs, args.requests))
-            samples["bare"].append(per_request_us(bare_app, environs, args.requests))
+            for name, a in apps.items():
+                samples[name].append(per_request_us(a, environs, args.requests))
         cpu = {}
         for target, values in samples.items():
             cpu[target] = statistics.median(c for c, _ in values)
@@ -192,9 +198,10 @@ def main(argv: list[str] | None = None) -> int:
                               "requests": args.requests * args.rounds}))
         print(json.dumps({"ratio": "bare/service CPU per request (in-process throughput ratio)",
                           "value": round(cpu["bare"] / cpu["service"], 3),
+                          "without_the_hot_path": round(cpu["bare"] / cpu["service_flask_path"], 3),
                           "load_average_1m": round(os.getloadavg()[0], 2)}), flush=True)
-        if args.profile:
-            profile(app, environs, args.requests, args.top)
+        if args.profile:  # Flask's path: the hot path's is the bare app's plus a few calls
+            profile(apps["service_flask_path"], environs, args.requests, args.top)
     return 0
 
 
