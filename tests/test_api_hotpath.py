@@ -21,7 +21,7 @@ from service.api import create_app
 from tests.test_api_quick_load import _bodies
 
 KEY = "acme-" + "a" * 40
-PATHS = ("/v1/hands/validate", "/v1/hands/ting", "/v1/hands/discards")
+PATHS = ("/v1/hands/validate", "/v1/hands/ting", "/v1/hands/discards", "/v1/hands/score")
 COMMON = {"hand": {"tiles": "1112345678999m"}}
 
 
@@ -105,6 +105,10 @@ def _same(pair, path, data, headers) -> None:
          content_type="application/json")
 @example(path="/v1/hands/validate", body={"hand": {"tiles": "1112345678999m", "void": "p"}, "visible": "1m"},
          content_type="application/json")
+@example(path="/v1/hands/score", body={"hand": {"tiles": "1112345678999m9m"}, "win": {"tile": "9m", "last_tile": True}},
+         content_type="application/json")
+@example(path="/v1/hands/score", body={"hand": {"tiles": "1112345678999m5m"}, "win": {"tile": "9m"}},
+         content_type="application/json")
 def test_answers_as_flask_does(apps, path, body, content_type):
     _same(apps, path, json.dumps(body, ensure_ascii=False).encode(), {"Content-Type": content_type})
 
@@ -137,9 +141,11 @@ def test_the_common_body_never_reaches_flask_and_errors_do():
     spy, client = Spy(app), app.test_client()
     assert client.post("/v1/hands/ting", json=COMMON).status_code == 200
     assert client.post("/v1/hands/validate", json={**COMMON, "ruleset": "xuezhan", "visible": "5m"}).status_code == 200
+    assert client.post("/v1/hands/score", json={"hand": {"tiles": "1112345678999m9m"},
+                                                "win": {"tile": "9m"}}).status_code == 200
     assert spy.calls == 0
     assert client.post("/v1/hands/ting", json={"hand": {"tiles": "1m" * 8}}).status_code == 422  # a rule error
-    assert client.post("/v1/hands/score", json=COMMON).status_code == 422  # not on the hot path
+    assert client.post("/v1/hands/score", json=COMMON).status_code == 422  # no win: marshmallow's error
     assert client.get("/v1/hands/ting").status_code == 405
     assert spy.calls == 3
 

@@ -51,9 +51,27 @@ def _bodies(draw):
         body["ruleset"] = draw(st.one_of(_preset, _preset, _junk, st.just({"preset": "xuezhan"})))
     if draw(st.booleans()):
         body["visible"] = draw(st.one_of(_hand_text, _hand_text, _junk, st.just("x" * 201)))
+    if draw(st.booleans()):
+        body["win"] = draw(st.one_of(_wins(), _wins(), _junk))
     if draw(st.integers(0, 9)) == 0:
-        body[draw(st.sampled_from(["extra", "win", "Hand"]))] = draw(_junk)
+        body[draw(st.sampled_from(["extra", "Hand"]))] = draw(_junk)
     return body if draw(st.integers(0, 19)) else draw(_junk)
+
+
+_FLAGS = ("self_drawn", "after_kong", "robbing_kong", "last_tile", "heavenly", "earthly")
+
+
+@st.composite
+def _wins(draw):
+    win: dict = {}
+    if draw(st.integers(0, 9)):
+        win["tile"] = draw(st.one_of(st.sampled_from(["9m", "5m", "1m", "5p", "x", "", "五万", "9" * 16, "9" * 17]),
+                                     _junk))
+    for flag in draw(st.lists(st.sampled_from(_FLAGS), max_size=3)):
+        win[flag] = draw(st.one_of(st.booleans(), st.booleans(), _junk))
+    if draw(st.integers(0, 9)) == 0:
+        win["extra"] = True
+    return win
 
 
 def _outcome(fn, body):
@@ -85,6 +103,14 @@ def _outcome(fn, body):
 @example(body={"hand": {"tiles": "1112345678999m", "melds": [{"type": "peng", "tile": "1m"}]}})
 @example(body={"hand": {"tiles": "1112345678999m"}, "visible": None})
 @example(body={"hand": {"tiles": "1112345678999m"}, "ruleset": None})
+@example(body={"hand": {"tiles": "1112345678999m9m"}, "win": {"tile": "9m", "self_drawn": True}})
+@example(body={"hand": {"tiles": "1112345678999m9m"}, "win": {"tile": "9" * 16, "self_drawn": 1}})
+@example(body={"hand": {"tiles": "1112345678999m9m"}, "win": {"tile": "9" * 17}})
+@example(body={"hand": {"tiles": "1112345678999m9m"}, "win": {"tile": "9m", "earthly": True, "last_tile": False}})
+@example(body={"hand": {"tiles": "1112345678999m9m"}, "win": {"tile": "9m", "extra": True}})
+@example(body={"hand": {"tiles": "1112345678999m9m"}, "win": {"tile": "x", "heavenly": True, "earthly": True}})
+@example(body={"hand": {"tiles": "1112345678999m9m"}, "win": {"tile": "9m", "heavenly": True, "earthly": True},
+               "ruleset": "nope"})
 def test_quick_load_is_load_or_declines(schema, body):
     quick = _outcome(schema.quick_load, body)
     if quick == ("ok", None):
@@ -99,4 +125,7 @@ def test_the_common_bodies_are_taken():
                  {"hand": {"tiles": "2344567p345789s", "melds": [], "void": "m"}, "ruleset": "xuezhan",
                   "visible": "5m"}):
         assert ting.quick_load(body) == ting.load(body)
-    assert s.ScoreRequest().quick_load({"hand": {"tiles": "1112345678999m"}}) is None  # win: marshmallow's
+    score = s.ScoreRequest()
+    body = {"hand": {"tiles": "1112345678999m9m"}, "win": {"tile": "9m", "self_drawn": True}, "ruleset": "xueliu"}
+    assert score.quick_load(body) == score.load(body) and score.quick_load(body) is not None
+    assert score.quick_load({"hand": {"tiles": "1112345678999m9m"}}) is None  # no win: marshmallow's error

@@ -86,14 +86,17 @@ def score_hand(args):
 
     A hand that does not win, or contradictory flags: 422.
     """
-    result = score(args["hand"], args["win"], ruleset=args["ruleset"])
-    return jsonify(s.dump_score(result))
+    return jsonify(score_body(args))
+
+
+def score_body(args: dict) -> dict:
+    return s.dump_score(score(args["hand"], args["win"], ruleset=args["ruleset"]))
 
 
 HOT_PATH: dict[str, tuple[Any, Callable[[dict], dict]]] = {
     "hands.validate_hand": (s.ValidateRequest(), validate_body),
     "hands.ting_hand": (s.TingRequest(), ting_body),
     "hands.discard_advice": (s.DiscardsRequest(), discards_body),
+    "hands.score_hand": (s.ScoreRequest(), score_body),
 }
-"""Endpoint → (its request schema, its body function), for :mod:`.hotpath`: the operations
-whose schema has a ``quick_load`` (score's ``win`` has none)."""
+"""Endpoint → (its request schema with its ``quick_load``, its body function), for :mod:`.hotpath`."""

@@ -1,6 +1,6 @@
 """The hot path: the stateless hand operations' success, answered in front of Flask.
 
-``POST /v1/hands/validate``, ``/ting`` and ``/discards`` are the service's
+``POST /v1/hands/validate``, ``/ting``, ``/discards`` and ``/score`` are the service's
 busiest, cheapest requests: the rules core answers a ting in a few µs, while
 Flask's per-request machinery alone (request and app contexts, URL adapter and
 matching, hooks, signals, the response object) costs about twice what the bare
@@ -11,7 +11,7 @@ requests it can answer by itself, with the same parts the views use:
 * the body: ``Content-Type: application/json`` exactly, a ``Content-Length``
   within ``MAX_CONTENT_LENGTH``, decoded by :func:`.smorest.parse_json_body`;
 * the arguments: the schema's :meth:`~.schemas._HandRequest.quick_load` (the
-  common body: a hand string, a preset name, ``visible``);
+  common body: a hand string, a preset name, ``visible`` or a win);
 * the answer: the view's own body function (:data:`.hands.HOT_PATH`), written
   as ``jsonify`` writes it (:func:`.jsonio.dumps`, a final newline);
 * the request id (:func:`.observe.request_id`), one access-log line and the
