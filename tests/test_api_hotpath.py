@@ -124,6 +124,18 @@ def test_bodies_at_the_edges_are_answered_alike(apps, data):
     _same(apps, "/v1/hands/ting", data, {"Content-Type": "application/json"})
 
 
+@pytest.mark.parametrize("declared", ["+37", " 37", "3_7", "٣٧"])
+def test_a_content_length_werkzeug_would_not_read_goes_to_flask(declared):
+    app = create_app({"TESTING": True})
+    spy = Spy(app)
+    data = json.dumps(COMMON).encode()
+    assert len(data) == 37
+    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/hands/ting", "CONTENT_TYPE": "application/json",
+               "CONTENT_LENGTH": declared}
+    app.test_client().open(environ_overrides=environ, data=data, content_type="application/json")
+    assert spy.calls == 1
+
+
 def test_no_request_id_or_an_invalid_one_gets_a_fresh_one(apps):
     hot = apps[0].test_client()
     for headers in ({}, {"X-Request-ID": "bad id"}):

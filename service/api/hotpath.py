@@ -109,10 +109,10 @@ class HotPath:
         if not self.active():
             return None
         app = self.app
-        try:
-            length = int(environ.get("CONTENT_LENGTH") or "")
-        except ValueError:
+        declared = environ.get("CONTENT_LENGTH") or ""
+        if not (declared.isascii() and declared.isdigit()):  # digits only, as werkzeug reads it
             return None
+        length = int(declared)
         limit = app.config.get("MAX_CONTENT_LENGTH")
         if length <= 0 or (limit is not None and length > limit):
             return None
