@@ -103,6 +103,19 @@ def worker_pids(master_pid: int) -> list[int]:
     return [int(x) for x in out.split()]
 
 
+def cpu_seconds(master_pid: int) -> float:
+    """User + system CPU time so far of a gunicorn master's workers (from ``/proc``)."""
+    total = 0
+    for pid in worker_pids(master_pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def _ppid(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat") as f:

@@ -1,7 +1,7 @@
 """Load test of ``POST /v1/hands/ting``: the service against a bare WSGI app.
 
 Spawns, one after the other, on free loopback ports and with the same gunicorn
-settings (``gthread``, ``--workers``, ``--threads``):
+settings (``serve``'s gevent workers, ``--workers``):
 
 * ``flask``: ``python -m service serve`` (Flask, marshmallow, problem+json,
   request ids, access log, metrics: the real service);
@@ -13,7 +13,10 @@ checks that both give the same answers, then drives each with
 ``--duration`` measured seconds in total, in ``--rounds`` alternating rounds
 (each after a short warm-up) so that background load hits both alike, and
 prints one JSON line per target (requests/s, latency p50/p90/p99 in ms,
-errors) and one with the ratios.  Loopback only; needs nothing beyond the service's own dependencies::
+errors, and the workers' CPU time per request: user + system from ``/proc``,
+warm-ups included, which unlike requests/s does not depend on the share of the
+cores other processes left the workers) and one with the ratios and the load
+average.  Loopback only; needs nothing beyond the service's own dependencies::
 
     .venv/bin/python bench/load_ting.py                # 32 connections, 10 s per target
     .venv/bin/python bench/load_ting.py --duration 3   # quicker
@@ -32,6 +35,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.client import cpu_seconds  # noqa: E402
+
 PATH = "/v1/hands/ting"
 HANDS = [  # 13-size hands, most of them ting, a mix of wait counts
     "1112345678999m",
@@ -261,14 +268,21 @@ def main(argv: list[str] | None = None) -> int:
         # One target at a time (they share the machine), alternating in short
         # rounds so that drifting background load affects both alike.
         collected = {t: ([], 0) for t in ports}
+        cpu = {t: [0.0, 0] for t in ports}  # worker CPU seconds, requests (warm-ups included)
+        load_before = os.getloadavg()[0]
         for _ in range(args.rounds):
             for target in ("flask", "bare"):
+                totals: dict = {}
+                before = cpu_seconds(procs[target].pid)
                 lat, err = asyncio.run(
-                    drive(ports[target], args.connections, args.warmup, args.duration / args.rounds)
+                    drive(ports[target], args.connections, args.warmup, args.duration / args.rounds, totals)
                 )
+                cpu[target][0] += cpu_seconds(procs[target].pid) - before
+                cpu[target][1] += totals.get("requests", 0)
                 collected[target] = (collected[target][0] + lat, collected[target][1] + err)
         for target in ("flask", "bare"):
             stats = summarize(*collected[target], args.duration)
+            stats["cpu_us_per_request"] = round(cpu[target][0] / cpu[target][1] * 1e6, 1) if cpu[target][1] else None
             results[target] = stats
             print(json.dumps({"target": target, **common, "rounds": args.rounds, **stats}), flush=True)
     finally:
@@ -280,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         "rps": round(flask["rps"] / bare["rps"], 3) if bare["rps"] else None,
         "p50": round(flask["p50_ms"] / bare["p50_ms"], 3) if bare["p50_ms"] else None,
         "p99": round(flask["p99_ms"] / bare["p99_ms"], 3) if bare["p99_ms"] else None,
+        "cpu_bare_over_flask": round(bare["cpu_us_per_request"] / flask["cpu_us_per_request"], 3)
+        if flask["cpu_us_per_request"] else None,
+        "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }), flush=True)
     return 0
 

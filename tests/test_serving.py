@@ -198,7 +198,7 @@ def test_malformed_chunked_bodies_are_400_problems_logged_as_warnings(default_se
     problem = json.loads(payload)
     assert problem["status"] == 400 and "chunk" in problem["detail"].lower()
     log = "\n".join(default_served.log_lines())
-    assert "Traceback" not in log and "[ERROR]" not in log and '"level": "ERROR"' not in log
+    assert "Traceback" not in log and "[ERROR]" not in log and '"level":"ERROR"' not in log
     assert "[WARNING] Invalid request" in log
 
 

@@ -75,7 +75,7 @@ def pair(tmp_path_factory, redis_server):
     assert b.stop() == 0 and a.stop() == 0
     for served in (a, b):
         log = "\n".join(served.log_lines())
-        assert "Traceback" not in log and "[ERROR]" not in log and '"level": "ERROR"' not in log
+        assert "Traceback" not in log and "[ERROR]" not in log and '"level":"ERROR"' not in log
 
 
 def check_frames(received: list[dict], table: Table, listed: list[dict], first_seq: int = 1) -> None:

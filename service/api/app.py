@@ -11,7 +11,9 @@ environment) with ``config`` (a dict of Flask config keys) on top, then
 * connects the tables store and its rate limits (:mod:`.limits`) when
   ``REDIS_URL`` is set;
 * registers the companion app (:mod:`service.web`) at ``/``;
-* sets ``app.extensions["readiness_checks"]`` (a list) for ``/readyz``.
+* sets ``app.extensions["readiness_checks"]`` (a list) for ``/readyz``;
+* puts the hot path (:mod:`.hotpath`) in front of it for the stateless hand
+  operations' common requests (``HOT_PATH = False``: not).
 
 >>> app = create_app({"TESTING": True})
 >>> app.test_client().get("/healthz").get_json()
@@ -27,7 +29,8 @@ from flask import Flask
 
 from .. import web
 from ..config import Settings, load_settings
-from . import clients, hands, limits, observe, ops, problems, rounds, stream, tables
+from . import clients, hands, hotpath, limits, observe, ops, problems, rounds, stream, tables
+from .jsonio import JsonProvider
 from .schemas import _ENUM_DESCRIPTIONS, ENUMS_DOC, DocumentedField
 from .smorest import Api
 
@@ -101,7 +104,10 @@ DEFAULTS: dict[str, Any] = {
 
 
 class ServiceFlask(Flask):
-    """Flask without the per-call coroutine check: no view or hook here is async."""
+    """Flask with orjson behind ``jsonify`` (:mod:`.jsonio`: what json wrote, faster) and without
+    the per-call coroutine check (no view or hook here is async)."""
+
+    json_provider_class = JsonProvider
 
     def ensure_sync(self, func):  # type: ignore[override]
         return func
@@ -116,8 +122,6 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
         app.config.update(config)
     # "/v1//tables" is not "/v1/tables": no 308 redirect (an HTML page) for merged slashes
     app.url_map.merge_slashes = False
-    app.json.sort_keys = False  # type: ignore[attr-defined]
-    app.json.ensure_ascii = False  # type: ignore[attr-defined]  (input surrogates are rejected)
 
     app.extensions["readiness_checks"] = []
     observe.install(app)
@@ -138,6 +142,7 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
     # flask-smorest's pagination schema is not used by this API
     api.spec.components.schemas.pop("PaginationMetadata", None)
     app.extensions["api"] = api
+    hotpath.install(app)  # last: it checks every hook installed above
     return app
 
 

@@ -1,6 +1,12 @@
-"""`/v1/hands/*`: stateless hand operations (thin views: parse → core → dump)."""
+"""`/v1/hands/*`: stateless hand operations (thin views: parse → core → dump).
+
+Each view is its body function (loaded arguments → the response object) behind
+``jsonify``; :data:`HOT_PATH` names those that :mod:`.hotpath` may also serve.
+"""
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 from flask import jsonify
 
@@ -28,8 +34,11 @@ def validate_hand(args):
     A hand that parses but breaks a rule (wrong size, a fifth copy) is a 200
     with `valid: false` and its problems; notation that does not parse is a 422.
     """
-    result = validate(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
-    return jsonify(s.dump_validation(result))
+    return jsonify(validate_body(args))
+
+
+def validate_body(args: dict) -> dict:
+    return s.dump_validation(validate(args["hand"], ruleset=args["ruleset"], visible=args["visible"]))
 
 
 @blp.route("/ting", methods=["POST"])
@@ -39,8 +48,11 @@ def validate_hand(args):
 @blp.doc(operationId="tingHand", security=KEYED)
 def ting_hand(args):
     """Waits of a 13-size hand with their fan, points and remaining copies, and its 大叫."""
-    result = ting(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
-    return jsonify(s.dump_ting(result))
+    return jsonify(ting_body(args))
+
+
+def ting_body(args: dict) -> dict:
+    return s.dump_ting(ting(args["hand"], ruleset=args["ruleset"], visible=args["visible"]))
 
 
 @blp.route("/discards", methods=["POST"])
@@ -50,8 +62,11 @@ def ting_hand(args):
 @blp.doc(operationId="discardAdvice", security=KEYED)
 def discard_advice(args):
     """Discards of a 14-size hand that leave it ting, best first."""
-    result = discards(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
-    return jsonify(s.dump_discards(result))
+    return jsonify(discards_body(args))
+
+
+def discards_body(args: dict) -> dict:
+    return s.dump_discards(discards(args["hand"], ruleset=args["ruleset"], visible=args["visible"]))
 
 
 @blp.route("/score", methods=["POST"])
@@ -71,5 +86,17 @@ def score_hand(args):
 
     A hand that does not win, or contradictory flags: 422.
     """
-    result = score(args["hand"], args["win"], ruleset=args["ruleset"])
-    return jsonify(s.dump_score(result))
+    return jsonify(score_body(args))
+
+
+def score_body(args: dict) -> dict:
+    return s.dump_score(score(args["hand"], args["win"], ruleset=args["ruleset"]))
+
+
+HOT_PATH: dict[str, tuple[Any, Callable[[dict], dict]]] = {
+    "hands.validate_hand": (s.ValidateRequest(), validate_body),
+    "hands.ting_hand": (s.TingRequest(), ting_body),
+    "hands.discard_advice": (s.DiscardsRequest(), discards_body),
+    "hands.score_hand": (s.ScoreRequest(), score_body),
+}
+"""Endpoint → (its request schema with its ``quick_load``, its body function), for :mod:`.hotpath`."""

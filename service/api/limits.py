@@ -67,6 +67,8 @@ def install(app: Flask, url: str) -> None:
             response.headers.pop("Retry-After", None)
         return response
 
+    _retry_after_only_when_refused.hot_path = "no effect: its 200s carry no Retry-After"  # type: ignore[attr-defined]
+
     from ..store import limiter as limiter_storage
 
     storage_uri, storage_options = limiter_storage.storage_options(app.extensions["redis"])

@@ -38,7 +38,6 @@ request id, not returned.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, Mapping
 
@@ -48,6 +47,7 @@ from werkzeug.exceptions import HTTPException
 import redis.exceptions
 
 from ..store import tables as store_errors
+from .jsonio import dumps
 from ..rules.errors import (
     EventError, HandError, NotationError, RuleError, RulesetError, WinError,
 )
@@ -290,8 +290,7 @@ def respond(problem: Problem) -> Response:
 
 
 def make_problem(body: Mapping[str, Any], status: int, headers: Mapping[str, str] | None = None) -> Response:
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-    response = Response(text, status=status, mimetype=PROBLEM_JSON)
+    response = Response(dumps(body), status=status, mimetype=PROBLEM_JSON)
     for name, value in (headers or {}).items():
         response.headers[name] = value
     return response
