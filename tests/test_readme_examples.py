@@ -79,7 +79,8 @@ def readme_examples(text: str) -> list[Example]:
         if current is not None:
             while out and out[-1] == "":
                 out.pop()
-            examples.append(Example(current[0] + 1, current[1], "\n".join(out), (current[0] + 1, current[0] + 1 + len(out))))
+            at = current[0] + 1  # the output's first line (0-based), the command's line number (1-based)
+            examples.append(Example(at, current[1], "\n".join(out), (at, at + len(out))))
         current, out = None, []
 
     for i in range(start, end):
@@ -143,7 +144,8 @@ class Shell:
         while not (found := pattern.search(buf)):
             left = deadline - time.monotonic()
             if left <= 0 or self.proc.poll() is not None:
-                raise AssertionError(f"`{command}` did not finish in {timeout} s; so far:\n{buf.decode(errors='replace')}")
+                so_far = buf.decode(errors="replace")
+                raise AssertionError(f"`{command}` did not finish in {timeout} s; so far:\n{so_far}")
             if self.selector.select(left):
                 chunk = os.read(self.proc.stdout.fileno(), 65536)
                 buf += chunk
@@ -270,7 +272,11 @@ def mismatches(results: list[Result]) -> list[str]:
         if expected != actual or r.status != 0:
             diff = "\n".join(difflib.unified_diff(expected.splitlines(), actual.splitlines(),
                                                   "README.md", "as run", lineterm=""))
-            problems.append(f"README.md:{r.example.line}: $ {r.example.command}\n(exit status {r.status})\n{diff}")
+            at = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b), min(len(expected), len(actual)))
+            where = (f"first difference at character {at}: README …{expected[max(0, at - 40):at + 40]}… / "
+                     f"as run …{actual[max(0, at - 40):at + 40]}…")
+            problems.append(f"README.md:{r.example.line}: $ {r.example.command}\n"
+                            f"(exit status {r.status}; {where})\n{diff}")
     return problems
 
 
@@ -327,7 +333,8 @@ def test_the_normaliser_takes_out_only_what_differs_on_every_run():
            '"read_token":"fKM638gLqoAwCMcLlXK_jGWkHxnFd6HHwHvTn3Wcuis","at":"2026-11-30T16:58:45.186Z"}')
     two = ('HTTP/1.1 201 CREATED\nDate: Tue, 01 Dec 2026 09:00:01 GMT\nLocation: /v1/tables/0123456789abcdef\n'
            'X-RateLimit-Reset: 1796099999\nX-Request-ID: 00000000000000000000000000000000\n\n'
-           f'{{"id":"0123456789abcdef","token":"{"A" * 43}","read_token":"{"B" * 43}","at":"2027-01-01T00:00:00.000Z"}}')
+           f'{{"id":"0123456789abcdef","token":"{"A" * 43}","read_token":"{"B" * 43}",'
+           '"at":"2027-01-01T00:00:00.000Z"}')
     assert Normaliser()(one) == Normaliser()(two)
     # the same table must keep the same id, and anything else is compared as it is
     assert Normaliser()(one) != Normaliser()(two.replace("Location: /v1/tables/0123456789abcdef",
