@@ -48,6 +48,7 @@ import re
 import threading
 import time
 from collections import deque
+from functools import partial
 from socket import SO_SNDBUF, SOL_SOCKET
 from typing import Any, Callable, Iterator
 
@@ -484,6 +485,10 @@ def stream_table(table_id):
     request.environ["service.stream"] = True  # the worker counts this connection as parked, not busy
     heartbeat = float(current_app.config.get("STREAM_HEARTBEAT", 15))
     response = Response(_frames(s, h, tid, sub, last, first, heartbeat), mimetype="text/event-stream")
+    # The generator's own ``finally`` runs only once it has started: a HEAD (whose body is
+    # never iterated) or a client gone before the first frame would leave the subscriber
+    # in the hub for good.  Closing the response unsubscribes in every case (idempotent).
+    response.call_on_close(partial(h.unsubscribe, sub))
     response.headers["Cache-Control"] = "no-store"
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
     return response
