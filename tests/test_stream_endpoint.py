@@ -51,3 +51,42 @@ def test_a_closed_stream_leaves_no_subscriber_behind(app):
     assert next(iter(response.response)).startswith(b"retry: 3000\n")
     response.close()
     assert app.extensions["stream_hub"].subscribers == 0
+
+
+def test_a_table_has_at_most_stream_max_per_table_streams_per_worker(redis_url):
+    # Without a bound, one read token (shown to a room, or leaked) could hold every
+    # connection of a worker with streams of one table.
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "STREAM_MAX_PER_TABLE": 2,
+                      **{var: 0 for var in NO_LIMITS}})
+    try:
+        client = app.test_client()
+        table, other = _table(client), _table(client)
+        headers = {"Authorization": f"Bearer {table['read_token']}", "X-Request-ID": "r-1"}
+        url = f"/v1/tables/{table['id']}/stream"
+        held = [client.get(url, headers=headers, buffered=False) for _ in range(2)]
+        assert [r.status_code for r in held] == [200, 200]
+        refused = client.get(url, headers=headers)
+        assert refused.status_code == 429 and refused.headers["Retry-After"] == "30"
+        assert refused.mimetype == "application/problem+json"
+        assert refused.get_json()["code"] == "too_many_streams"
+        # another table is not affected; a closed stream frees its place
+        response = client.get(f"/v1/tables/{other['id']}/stream",
+                              headers={"Authorization": f"Bearer {other['read_token']}"}, buffered=False)
+        assert response.status_code == 200
+        response.close()
+        held.pop().close()
+        again = client.get(url, headers=headers, buffered=False)
+        assert again.status_code == 200
+        again.close()
+        for response in held:
+            response.close()
+        assert app.extensions["stream_hub"].subscribers == 0
+    finally:
+        app.extensions["stream_hub"].close()
+
+
+def test_the_stream_bound_is_a_setting():
+    from service.config import Settings
+
+    assert Settings().flask_config()["STREAM_MAX_PER_TABLE"] == 32
+    assert Settings.from_env({"STREAM_MAX_PER_TABLE": "5"}).stream_max_per_table == 5
