@@ -30,6 +30,7 @@ variable                     default      meaning
 ``MAX_CONNECTIONS``          4096         open connections per worker (streams included)
 ``STREAM_HEARTBEAT``         15           seconds between a table stream's comment lines
 ``STREAM_BUFFER``            64           records a stream subscriber may fall behind (then resync)
+``STREAM_MAX_PER_TABLE``     32           open streams of one table per worker (more: 429)
 ``LOG_LEVEL``                INFO         DEBUG, INFO, WARNING, ERROR, CRITICAL
 ``MAX_BODY_BYTES``           65536        largest request body (larger: 413)
 ``REDIS_URL``                (unset)      Redis of the tables store: ``redis://``, ``rediss://``,

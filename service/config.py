@@ -73,6 +73,7 @@ BOUNDS: dict[str, tuple[str, int, int]] = {
     "max_connections": ("MAX_CONNECTIONS", 16, 100_000),
     "stream_heartbeat": ("STREAM_HEARTBEAT", 1, 15),
     "stream_buffer": ("STREAM_BUFFER", 1, 10_000),
+    "stream_max_per_table": ("STREAM_MAX_PER_TABLE", 1, 100_000),
     "max_body_bytes": ("MAX_BODY_BYTES", 1024, 16 * 1024 * 1024),
     "table_ttl": ("TABLE_TTL", 0, 10 * 365 * 24 * 3600),
     "max_table_events": ("MAX_TABLE_EVENTS", 0, 10_000_000),
@@ -214,6 +215,7 @@ class Settings:
     max_connections: int = 4096
     stream_heartbeat: int = 15
     stream_buffer: int = 64
+    stream_max_per_table: int = 32
     log_level: str = "INFO"
     max_body_bytes: int = 64 * 1024
     redis_url: str | None = None
@@ -293,6 +295,7 @@ class Settings:
             "LOG_LEVEL": self.log_level,
             "STREAM_HEARTBEAT": self.stream_heartbeat,
             "STREAM_BUFFER": self.stream_buffer,
+            "STREAM_MAX_PER_TABLE": self.stream_max_per_table,
         }
 
 

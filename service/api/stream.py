@@ -16,6 +16,11 @@ than the next one is filled from the log first.  After the pub/sub connection
 was lost (a Redis restart), every subscriber re-reads the log from its last
 seq once the channel is subscribed again.
 
+Many subscribers: a worker holds at most ``STREAM_MAX_PER_TABLE`` streams of one
+table (32); one more is refused with 429 ``too_many_streams`` and ``Retry-After``, so
+that a read token shown to a room (or leaked) cannot take every connection of a
+worker (``MAX_CONNECTIONS``) for itself.
+
 Slow subscribers: each mailbox holds at most ``STREAM_BUFFER`` frames.  The
 listener never waits for a subscriber; one whose mailbox is full is marked
 behind, gets ``event: resync`` and is closed (the client resumes with
@@ -48,6 +53,7 @@ import re
 import threading
 import time
 from collections import deque
+from functools import partial
 from socket import SO_SNDBUF, SOL_SOCKET
 from typing import Any, Callable, Iterator
 
@@ -127,21 +133,26 @@ class Subscription:
 
 
 # -- one pub/sub connection per process ---------------------------------------------------------
+class TooManySubscribers(Exception):
+    """A channel already has its most subscribers in this process."""
+
+
 class StreamHub:
     """The process's one Redis pub/sub connection, multiplexed over its subscribers.
 
     ``make_pubsub()`` returns a fresh :class:`redis.client.PubSub` (its client
     must not retry by itself: a lost connection has to surface here, since the
     messages published meanwhile are lost and every subscriber must re-read the
-    log).  ``sharded`` selects SSUBSCRIBE (Redis Cluster) instead of SUBSCRIBE.
+    log).  ``sharded`` selects SSUBSCRIBE (Redis Cluster) instead of SUBSCRIBE;
+    ``per_channel`` bounds the subscribers of one channel (one more: :class:`TooManySubscribers`).
     Only the listener thread (a greenlet under gevent) touches the connection;
     subscribers queue their (un)subscriptions for it.
     """
 
     def __init__(self, make_pubsub: Callable[[], Any], *, sharded: bool = False, buffer: int = 64,
-                 poll: float = 0.05) -> None:
+                 poll: float = 0.05, per_channel: int | None = None) -> None:
         self._make_pubsub = make_pubsub
-        self.sharded, self.buffer, self.poll = sharded, buffer, poll
+        self.sharded, self.buffer, self.poll, self.per_channel = sharded, buffer, poll, per_channel
         self._lock = threading.Lock()
         self._subs: dict[str, set[Subscription]] = {}
         self._ready: dict[str, threading.Event] = {}
@@ -152,12 +163,15 @@ class StreamHub:
 
     # subscriber side
     def subscribe(self, table_id: str, timeout: float = SUBSCRIBE_TIMEOUT) -> Subscription:
-        """Register a subscriber; returns once Redis confirmed the channel (else raises TimeoutError)."""
+        """Register a subscriber; returns once Redis confirmed the channel (else raises TimeoutError;
+        :class:`TooManySubscribers` when the channel has ``per_channel`` already)."""
         channel = keys.channel(table_id)
         sub = Subscription(channel, self.buffer)
         with self._lock:
             if self._closed:
                 raise TimeoutError("the stream hub is closed")
+            if self.per_channel is not None and len(self._subs.get(channel, ())) >= self.per_channel:
+                raise TooManySubscribers(channel)
             subs = self._subs.setdefault(channel, set())
             if not subs:
                 self._ready[channel] = threading.Event()
@@ -282,14 +296,14 @@ class StreamHub:
             sub.push(item)
 
 
-def make_hub(client: redis.Redis, *, sharded: bool, buffer: int) -> StreamHub:
+def make_hub(client: redis.Redis, *, sharded: bool, buffer: int, per_channel: int | None = None) -> StreamHub:
     """A hub whose pub/sub connections are made like ``client``'s, without retries or read timeout."""
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
     pool = getattr(client, "connection_pool", None)
     if pool is None:  # a cluster client: its own ClusterPubSub (connections per shard)
-        return StreamHub(client.pubsub, sharded=sharded, buffer=buffer)
+        return StreamHub(client.pubsub, sharded=sharded, buffer=buffer, per_channel=per_channel)
     kwargs = dict(pool.connection_kwargs)
     kwargs.update(socket_timeout=5, socket_connect_timeout=2, retry=Retry(NoBackoff(), 0),
                   health_check_interval=10)
@@ -297,7 +311,7 @@ def make_hub(client: redis.Redis, *, sharded: bool, buffer: int) -> StreamHub:
     def make_pubsub():
         return redis.Redis(connection_pool=redis.ConnectionPool(**kwargs)).pubsub()
 
-    return StreamHub(make_pubsub, sharded=sharded, buffer=buffer)
+    return StreamHub(make_pubsub, sharded=sharded, buffer=buffer, per_channel=per_channel)
 
 
 _HUB_LOCK = threading.Lock()
@@ -312,7 +326,8 @@ def hub() -> StreamHub:
             found = app.extensions.get("stream_hub")
             if found is None:
                 s = store()
-                found = make_hub(s.r, sharded=s.sharded_pubsub, buffer=app.config.get("STREAM_BUFFER", 64))
+                found = make_hub(s.r, sharded=s.sharded_pubsub, buffer=app.config.get("STREAM_BUFFER", 64),
+                                 per_channel=app.config.get("STREAM_MAX_PER_TABLE", 32))
                 app.extensions["stream_hub"] = found
                 app.extensions.setdefault("worker_stop", []).append(found.close)
     return found
@@ -325,6 +340,10 @@ class StreamUnavailable(ApiProblem):
 
 class TokenInQuery(ApiProblem):
     status, code, title = 400, "token_in_query", "Token in the query string"
+
+
+class TooManyStreams(ApiProblem):
+    status, code, title = 429, "too_many_streams", "Too many streams of this table"
 
 
 def _after() -> int | None:
@@ -444,6 +463,8 @@ STREAM_DOC = {
 @blp.route("/<table_id>/stream", methods=["GET"])
 @blp.problems((400, "a token in the query string (`token_in_query`): tokens go in the Authorization header"),
               _NO_TOKEN, _NO_TABLE, (422, "`after` or `Last-Event-ID` is not a seq (`invalid_input`)"),
+              (429, "the table has `STREAM_MAX_PER_TABLE` open streams on this instance already "
+                    "(`too_many_streams`); retry after `Retry-After`"),
               (503, "the tables store (Redis) or its live stream is unavailable (`store_unavailable`, "
                     "`stream_unavailable`); retry after `Retry-After`"))
 @blp.doc(**STREAM_DOC)
@@ -461,6 +482,9 @@ def stream_table(table_id):
     except TimeoutError:
         raise StreamUnavailable("the live stream is not available right now; retry",
                                 headers={"Retry-After": "3"}) from None
+    except TooManySubscribers:
+        raise TooManyStreams(f"this table has {h.per_channel} open streams here already; retry later",
+                             headers={"Retry-After": "30"}) from None
     try:
         if after is None:
             last = s.stream_position(tid)
@@ -484,6 +508,10 @@ def stream_table(table_id):
     request.environ["service.stream"] = True  # the worker counts this connection as parked, not busy
     heartbeat = float(current_app.config.get("STREAM_HEARTBEAT", 15))
     response = Response(_frames(s, h, tid, sub, last, first, heartbeat), mimetype="text/event-stream")
+    # The generator's own ``finally`` runs only once it has started: a HEAD (whose body is
+    # never iterated) or a client gone before the first frame would leave the subscriber
+    # in the hub for good.  Closing the response unsubscribes in every case (idempotent).
+    response.call_on_close(partial(h.unsubscribe, sub))
     response.headers["Cache-Control"] = "no-store"
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
     return response

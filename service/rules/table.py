@@ -416,6 +416,19 @@ def refold_round(st: TableState, prior: Mapping[str, Any] | None, later: list[Ma
     return new, summaries
 
 
+def fold_from(st: TableState, records: Iterable[Mapping[str, Any]], voided: Iterable[int]) -> TableState:
+    """:func:`fold` continued from ``st`` (stepped in place): ``records`` are those after its
+    version, ``voided`` the seqs the fold leaves out (the void records' targets).
+
+    >>> log = [{"seq": 1, "type": "round_start"},
+    ...        {"seq": 2, "type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"}]
+    >>> half, _ = fold(["A", "B", "C", "D"], "xuezhan", 0, log[:1])
+    >>> fold_from(half, log[1:], set()).balances == fold(["A", "B", "C", "D"], "xuezhan", 0, log)[0].balances
+    True
+    """
+    return _fold_on(st, records, set(voided))[0]
+
+
 def _fold_on(st: TableState, records: Iterable[Mapping[str, Any]], voided: set[int]) -> tuple[TableState, list[dict]]:
     """Step ``st`` (in place) through ``records``, skipping void records and the ``voided`` seqs."""
     summaries: list[dict] = []
