@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, context, evaluate, is_win, meld_info, points_of
+from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, _record, context, discard_value, evaluate, is_win, meld_info, points_of
 from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
-from .shapes import wait_tiles
+from .shapes import _DISCARD, _INFO, suit_discards, suit_info, wait_tiles
 from .tiles import SUITS, TILES, Tile, parse_tiles
 
 
@@ -82,14 +82,23 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, 
     out = []
     k0, k1, k2 = keys
     n = n_concealed + 1
+    if not (ctx.options or ctx.runs):  # no extra but 根: the value is the hand's facts' (discard_value)
+        for t in tiles:
+            add = _POW[t]
+            s = _SUIT[t]
+            raw, patterns, fan, points, capped = discard_value(
+                k0 + add if s == 0 else k0, k1 + add if s == 1 else k1, k2 + add if s == 2 else k2, n, mi, ctx)
+            out.append(_record(Wait, (TILES[t], fan, points, patterns, 4 - held[t] - vis[t], raw, capped)))
+        return out
     single = len(tiles) == 1 if only is None else only
     for t in tiles:
         add = _POW[t]
         s = _SUIT[t]
-        ev = evaluate(k0 + add if s == 0 else k0, k1 + add if s == 1 else k1,
-                      k2 + add if s == 2 else k2, n, mi, DISCARD_WIN, ctx, t, single)
-        fan, _mult, points, capped = points_of(ev.raw_fan, ctx)
-        out.append(Wait(TILES[t], fan, points, ev.patterns, 4 - held[t] - vis[t], ev.raw_fan, capped))
+        _base, raw, patterns, _std, _feats = evaluate(
+            k0 + add if s == 0 else k0, k1 + add if s == 1 else k1, k2 + add if s == 2 else k2,
+            n, mi, DISCARD_WIN, ctx, t, single)
+        fan, _mult, points, capped = points_of(raw, ctx)
+        out.append(_record(Wait, (TILES[t], fan, points, patterns, 4 - held[t] - vis[t], raw, capped)))
     return out
 
 
@@ -187,30 +196,61 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
 def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOption]:
     keys = hand.keys
     held = hand.held
-    counts = hand.counts
     n = len(hand.tiles) - 1
     n_melds = len(hand.melds)
     void_suit = _void_index(hand)
     mi = meld_info(hand.melds)
     meld_mask = mi.mask
     out = []
-    for d in range(27):
-        if not counts[d]:
-            continue
+    for d in _candidates(hand):
         s = d // 9
         k = list(keys)
         k[s] -= POW5[d % 9]
         mask = meld_mask | (1 if k[0] else 0) | (2 if k[1] else 0) | (4 if k[2] else 0)
-        held13 = list(held)
-        held13[d] -= 1
-        all_waits = wait_tiles(k, n, n_melds, held13, mask, void_suit)
-        tiles = [t for t in all_waits if held[t] < 4]
+        # held (the discard is seen): a tile held four times, the discard's copy included, is no wait
+        tiles = wait_tiles(k, n, n_melds, held, mask, void_suit)
         if not tiles:
             continue
-        # held: the discard is seen; 卡二条 asks whether the 13 left have a single wait (§4)
-        waits = _value_waits(k, n, mi, tiles, ctx, held, vis, len(all_waits) == 1)
+        only = len(tiles) == 1
+        if ctx.kaertiao and held[d] == 4:  # 卡二条 asks whether the 13 left have a single wait (§4)
+            held13 = list(held)
+            held13[d] -= 1
+            only = len(wait_tiles(k, n, n_melds, held13, mask, void_suit)) == 1
+        waits = _value_waits(k, n, mi, tiles, ctx, held, vis, only)
         out.append(
             DiscardOption(TILES[d], tuple(waits), sum(w.remaining for w in waits), dajiao_of(waits, rules_dajiao))
         )
     out.sort(key=lambda o: (-o.remaining, -o.dajiao.points, o.discard.index))
     return out
+
+
+def _candidates(hand: Hand) -> list[int]:
+    """The discards that may leave the hand with waits (a superset of those that do), in tile order.
+
+    Discard search per suit: only the discarded tile's suit changes, so a discard from suit ``s``
+    can leave waits in ``s`` only when the other suits decompose, and waits in another suit only
+    when what ``s`` keeps decomposes (:func:`~.shapes.suit_discards` lists those ranks of a suit
+    key); seven pairs need exactly one odd count among the 13 left.
+    """
+    keys = hand.keys
+    infos = [_INFO.get(k) or suit_info(k) for k in keys]
+    complete = [info[0] for info in infos]
+    found = set()
+    for s in range(3):
+        key = keys[s]
+        if not key:
+            continue
+        x, y = (1, 2) if s == 0 else (0, 2) if s == 1 else (0, 1)
+        waiting, whole = _DISCARD.get(key) or suit_discards(key)
+        base = 9 * s
+        if complete[x] and complete[y]:
+            found.update([base + r for r in waiting])
+        if (infos[x][1] and complete[y]) or (infos[y][1] and complete[x]):
+            found.update([base + r for r in whole])
+    if not hand.melds and len(hand.tiles) == 14:
+        odd = [9 * s + r for s in range(3) for r in infos[s][2]]
+        if len(odd) == 2:
+            found.update(odd)
+        elif not odd:
+            found.update(t for t in range(27) if hand.counts[t])
+    return sorted(found)
