@@ -14,6 +14,7 @@ Dajiao(fan=4, points=48)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import NamedTuple
 
 from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, _record, context, discard_value, evaluate, is_win, meld_info, points_of
@@ -65,6 +66,20 @@ class DiscardOption:
     remaining: int
     dajiao: Dajiao
 
+    @classmethod
+    def _of(cls, discard: Tile, waits: tuple, remaining: int, dajiao: Dajiao) -> "DiscardOption":
+        """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
+        obj = _new(cls)
+        _set(obj, "discard", discard)
+        _set(obj, "waits", waits)
+        _set(obj, "remaining", remaining)
+        _set(obj, "dajiao", dajiao)
+        return obj
+
+
+_new = object.__new__
+_set = object.__setattr__
+
 
 @dataclass(frozen=True, slots=True)
 class DiscardAdvice:
@@ -103,13 +118,15 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, 
 
 
 def dajiao_of(waits: "list[Wait]", rules_dajiao: str) -> Dajiao | None:
+    """The first wait with the highest points (``dajiao = min``: the lowest), as a :class:`Dajiao`."""
     if not waits:
         return None
-    w = waits[0]
-    for x in waits:
-        if (x.points > w.points) if rules_dajiao == "max" else (x.points < w.points):
-            w = x
-    return Dajiao(w.fan, w.points)
+    w = (max if rules_dajiao == "max" else min)(waits, key=_points)  # (both keep the first of equals)
+    return _record(Dajiao, (w[1], w[2]))
+
+
+_points = itemgetter(2)      # Wait.points
+_remaining = itemgetter(4)   # Wait.remaining
 
 
 _NO_TILES = (0,) * 27
@@ -217,9 +234,8 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
             held13[d] -= 1
             only = len(wait_tiles(k, n, n_melds, held13, mask, void_suit)) == 1
         waits = _value_waits(k, n, mi, tiles, ctx, held, vis, only)
-        out.append(
-            DiscardOption(TILES[d], tuple(waits), sum(w.remaining for w in waits), dajiao_of(waits, rules_dajiao))
-        )
+        out.append(DiscardOption._of(TILES[d], tuple(waits), sum(map(_remaining, waits)),
+                                     dajiao_of(waits, rules_dajiao)))
     out.sort(key=lambda o: (-o.remaining, -o.dajiao.points, o.discard.index))
     return out
 
@@ -227,30 +243,41 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
 def _candidates(hand: Hand) -> list[int]:
     """The discards that may leave the hand with waits (a superset of those that do), in tile order.
 
-    Discard search per suit: only the discarded tile's suit changes, so a discard from suit ``s``
-    can leave waits in ``s`` only when the other suits decompose, and waits in another suit only
-    when what ``s`` keeps decomposes (:func:`~.shapes.suit_discards` lists those ranks of a suit
-    key); seven pairs need exactly one odd count among the 13 left.
+    Discard search per suit: only the discarded tile's suit changes, so a discard from one suit
+    can leave waits in that suit only when the other suits decompose, and waits in another suit
+    only when what its suit keeps decomposes (:func:`~.shapes.suit_discards` lists those ranks of
+    a suit key); seven pairs need exactly one odd count among the 13 left.
     """
-    keys = hand.keys
-    infos = [_INFO.get(k) or suit_info(k) for k in keys]
-    complete = [info[0] for info in infos]
-    found = set()
-    for s in range(3):
-        key = keys[s]
-        if not key:
-            continue
-        x, y = (1, 2) if s == 0 else (0, 2) if s == 1 else (0, 1)
-        waiting, whole = _DISCARD.get(key) or suit_discards(key)
-        base = 9 * s
-        if complete[x] and complete[y]:
-            found.update([base + r for r in waiting])
-        if (infos[x][1] and complete[y]) or (infos[y][1] and complete[x]):
-            found.update([base + r for r in whole])
+    k0, k1, k2 = hand.keys
+    c0, w0, o0 = _INFO.get(k0) or suit_info(k0)
+    c1, w1, o1 = _INFO.get(k1) or suit_info(k1)
+    c2, w2, o2 = _INFO.get(k2) or suit_info(k2)
+    found: list[int] = []
+    if k0:
+        waiting, whole = _DISCARD.get(k0) or suit_discards(k0)
+        if c1 and c2:
+            found += waiting
+        if whole and (w1 and c2 or w2 and c1):
+            found += whole
+    if k1:
+        waiting, whole = _DISCARD.get(k1) or suit_discards(k1)
+        if c0 and c2 and waiting:
+            found += [9 + r for r in waiting]
+        if whole and (w0 and c2 or w2 and c0):
+            found += [9 + r for r in whole]
+    if k2:
+        waiting, whole = _DISCARD.get(k2) or suit_discards(k2)
+        if c0 and c1 and waiting:
+            found += [18 + r for r in waiting]
+        if whole and (w0 and c1 or w1 and c0):
+            found += [18 + r for r in whole]
     if not hand.melds and len(hand.tiles) == 14:
-        odd = [9 * s + r for s in range(3) for r in infos[s][2]]
-        if len(odd) == 2:
-            found.update(odd)
+        odd = len(o0) + len(o1) + len(o2)
+        if odd == 2:
+            found += o0
+            found += [9 + r for r in o1]
+            found += [18 + r for r in o2]
         elif not odd:
-            found.update(t for t in range(27) if hand.counts[t])
-    return sorted(found)
+            counts = hand.counts
+            found += [t for t in range(27) if counts[t]]
+    return sorted(set(found))
