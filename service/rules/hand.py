@@ -64,8 +64,21 @@ class Meld:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, object]) -> "Meld":
-        """Build from the API shape ``{"type", "tile", "kind"?}``."""
-        return cls(str(data.get("type")), Tile.from_str(data.get("tile")), data.get("kind"))  # type: ignore[arg-type]
+        """Build from the API shape ``{"type", "tile", "kind"?}``.
+
+        Melds are values of a small domain: one built from the same three strings is reused
+        (a bounded memo of the melds built, never of a failure).
+        """
+        key = (data.get("type"), data.get("tile"), data.get("kind"))
+        meld = _MELDS.get(key) if type(key[0]) is str and type(key[1]) is str and (
+            key[2] is None or type(key[2]) is str) else None
+        if meld is None:
+            meld = cls(str(key[0]), Tile.from_str(key[1]), key[2])  # type: ignore[arg-type]
+            if type(key[0]) is str and type(key[1]) is str and (key[2] is None or type(key[2]) is str):
+                if len(_MELDS) >= 1024:
+                    _MELDS.clear()
+                _MELDS[key] = meld
+        return meld
 
     @property
     def copies(self) -> int:
@@ -83,6 +96,9 @@ class Meld:
 
     def __str__(self) -> str:
         return f"{self.type} {self.kind} {self.tile}" if self.kind else f"{self.type} {self.tile}"
+
+
+_MELDS: dict[tuple, Meld] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +170,21 @@ class Hand:
                             suit_mask=mask, max_held=top, size=len(tiles))
         return obj
 
+    def _with(self, melds: "tuple[Meld, ...]", void: str | None) -> "Hand":
+        """This hand of concealed tiles only (as :meth:`_of` builds it) with ``melds`` and a parsed ``void``:
+        the value ``Hand(self.tiles, melds, void)`` is."""
+        held = list(self.counts)
+        mask = self.suit_mask
+        for m in melds:
+            i = m.tile.index
+            held[i] += 4 if m.type == "kong" else 3
+            mask |= _BIT[i]
+        obj = object.__new__(Hand)
+        obj.__dict__.update(tiles=self.tiles, melds=melds, void=void, counts=self.counts, held=tuple(held),
+                            keys=self.keys, suit_mask=mask, max_held=max(held) if melds else self.max_held,
+                            size=len(self.tiles) + 3 * len(melds))
+        return obj
+
     @property
     def suits(self) -> frozenset[str]:
         """The suit letters present, melds included."""
@@ -198,10 +229,13 @@ def parse_hand(
     if isinstance(text, Hand):
         return text
     if isinstance(text, str):
-        if not melds and void is None:
-            groups = _CANONICAL.fullmatch(text)
-            if groups is not None:
-                return _canonical_hand(*groups.groups())
+        groups = _CANONICAL.fullmatch(text)
+        if groups is not None:
+            hand = _canonical_hand(*groups.groups())
+            if not melds and void is None:
+                return hand
+            parsed = tuple(m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds) if melds else ()
+            return hand._with(parsed, None if void is None else parse_suit(void))
         tiles = parse_tiles(text)
     elif isinstance(text, (list, tuple)):
         tiles = [t if isinstance(t, Tile) else Tile.from_str(t) for t in text]
