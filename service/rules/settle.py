@@ -364,7 +364,7 @@ class Round:
     # -- helpers ------------------------------------------------------------------
     def _pay(self, payer: int, payee: int, points: int, reason: Reason, i: int) -> None:
         if points and payer != payee:  # (a transfer keeps the plain id: it is data)
-            self.transfers.append(Transfer(payer, payee, points, reason._value_, i))
+            self.transfers.append(_record(Transfer, (payer, payee, points, reason._value_, i)))
 
     def _merge(self, start: int) -> None:
         new = self.transfers[start:]
