@@ -191,17 +191,27 @@ _NO_MELDS = MeldInfo(0, 0, True, False, False, 0, (), True)
 def meld_info(melds: tuple[Meld, ...]) -> MeldInfo:
     if not melds:
         return _NO_MELDS
-    ranks = [m.tile.rank for m in melds]
-    return MeldInfo(
-        n=len(melds),
-        mask=sum(1 << s for s in {m.tile.suit_index for m in melds}),
-        yao=all(r in (1, 9) for r in ranks),
-        has19=any(r in (1, 9) for r in ranks),
-        not258=any(r not in (2, 5, 8) for r in ranks),
-        kongs=sum(1 for m in melds if m.type == "kong"),
-        peng_tiles=tuple(m.tile.index for m in melds if m.type == "peng"),
-        concealed_only=all(m.kind == "concealed" for m in melds),
-    )
+    mask = kongs = 0
+    yao = concealed_only = True
+    has19 = not258 = False
+    pengs = []
+    for m in melds:
+        tile = m.tile
+        rank = tile.rank
+        mask |= 1 << tile.index // 9
+        if rank == 1 or rank == 9:
+            has19 = True
+        else:
+            yao = False
+        if rank != 2 and rank != 5 and rank != 8:
+            not258 = True
+        if m.type == "kong":
+            kongs += 1
+        else:
+            pengs.append(tile.index)
+        if m.kind != "concealed":
+            concealed_only = False
+    return _record(MeldInfo, (len(melds), mask, yao, has19, not258, kongs, tuple(pengs), concealed_only))
 
 
 _TILE_FLAGS: dict[int, int] = {}

@@ -279,9 +279,9 @@ _EMPTY_PART = ((), _NONE9, 0, 0)
 
 def _canonical_hand(m: str | None, p: str | None, s: str | None) -> Hand:
     """The hand of a string that :data:`_CANONICAL` matched: its groups of 万, 筒 and 条 ranks."""
-    tm, cm, km, hm = _suit_part(0, m) if m else _EMPTY_PART
-    tp, cp, kp, hp = _suit_part(1, p) if p else _EMPTY_PART
-    ts, cs, ks, hs = _suit_part(2, s) if s else _EMPTY_PART
+    tm, cm, km, hm = (_PARTS[0].get(m) or _suit_part(0, m)) if m else _EMPTY_PART
+    tp, cp, kp, hp = (_PARTS[1].get(p) or _suit_part(1, p)) if p else _EMPTY_PART
+    ts, cs, ks, hs = (_PARTS[2].get(s) or _suit_part(2, s)) if s else _EMPTY_PART
     top = max(hm, hp, hs)
     return Hand._of(tm + tp + ts, cm + cp + cs, (km, kp, ks) if top <= 4 else None,
                     (1 if m else 0) | (2 if p else 0) | (4 if s else 0), top)

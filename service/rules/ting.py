@@ -100,9 +100,8 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, 
     if not (ctx.options or ctx.runs):  # no extra but 根: the value is the hand's facts' (discard_value)
         for t in tiles:
             add = _POW[t]
-            s = _SUIT[t]
             raw, patterns, fan, points, capped = discard_value(
-                k0 + add if s == 0 else k0, k1 + add if s == 1 else k1, k2 + add if s == 2 else k2, n, mi, ctx)
+                k0 + add if t < 9 else k0, k1 + add if 9 <= t < 18 else k1, k2 + add if t >= 18 else k2, n, mi, ctx)
             out.append(_record(Wait, (TILES[t], fan, points, patterns, 4 - held[t] - vis[t], raw, capped)))
         return out
     single = len(tiles) == 1 if only is None else only
@@ -137,7 +136,14 @@ def dajiao_points(hand: Hand, ctx: _Ctx, rules_dajiao: str) -> int | None:
     tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand))
     if not tiles:
         return None
-    waits = _value_waits(hand.keys, len(hand.tiles), meld_info(hand.melds), tiles, ctx, hand.held, _NO_TILES)
+    mi = meld_info(hand.melds)
+    if not (ctx.options or ctx.runs):  # the points alone, by discard_value (as _value_waits values them)
+        k0, k1, k2 = hand.keys
+        n = len(hand.tiles) + 1
+        points = [discard_value(k0 + _POW[t] if t < 9 else k0, k1 + _POW[t] if 9 <= t < 18 else k1,
+                                k2 + _POW[t] if t >= 18 else k2, n, mi, ctx)[3] for t in tiles]
+        return max(points) if rules_dajiao == "max" else min(points)
+    waits = _value_waits(hand.keys, len(hand.tiles), mi, tiles, ctx, hand.held, _NO_TILES)
     return dajiao_of(waits, rules_dajiao).points
 
 
@@ -179,9 +185,8 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
         require_valid(hand, 13, vis_tiles)
     if rules.players == 3:
         require_in_play(hand, 3, vis_tiles)
-    tiles = wait_tiles(
-        hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand)
-    )
+    tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask,
+                       -1 if hand.void is None else SUITS.index(hand.void))
     if not tiles:
         return Ting._of(False, hand.huazhu and rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
     mi = meld_info(hand.melds) if hand.melds else NO_MELDS
@@ -202,7 +207,7 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
         hand = parse_hand(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
     ctx = context(rules)
-    vis, vis_tiles = _visible(visible)
+    vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
     if hand.size != 14 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 14, vis_tiles)
     if rules.players == 3:
@@ -219,10 +224,10 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
     mi = meld_info(hand.melds)
     meld_mask = mi.mask
     out = []
+    k0, k1, k2 = keys
     for d in _candidates(hand):
-        s = d // 9
-        k = list(keys)
-        k[s] -= POW5[d % 9]
+        take = _POW[d]
+        k = (k0 - take, k1, k2) if d < 9 else (k0, k1 - take, k2) if d < 18 else (k0, k1, k2 - take)
         mask = meld_mask | (1 if k[0] else 0) | (2 if k[1] else 0) | (4 if k[2] else 0)
         # held (the discard is seen): a tile held four times, the discard's copy included, is no wait
         tiles = wait_tiles(k, n, n_melds, held, mask, void_suit)
@@ -234,10 +239,11 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
             held13[d] -= 1
             only = len(wait_tiles(k, n, n_melds, held13, mask, void_suit)) == 1
         waits = _value_waits(k, n, mi, tiles, ctx, held, vis, only)
-        out.append(DiscardOption._of(TILES[d], tuple(waits), sum(map(_remaining, waits)),
-                                     dajiao_of(waits, rules_dajiao)))
-    out.sort(key=lambda o: (-o.remaining, -o.dajiao.points, o.discard.index))
-    return out
+        remaining = sum(map(_remaining, waits))
+        dajiao = dajiao_of(waits, rules_dajiao)
+        out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], tuple(waits), remaining, dajiao)))
+    out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
+    return [option for _rank, option in out]
 
 
 def _candidates(hand: Hand) -> list[int]:
