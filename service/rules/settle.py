@@ -85,6 +85,7 @@ Three players (三人两房, §14):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import add, attrgetter
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from .codes import Code, Reason
@@ -158,6 +159,7 @@ class LastEvent(NamedTuple):
 
 
 _record = tuple.__new__
+_index = attrgetter("index")
 """Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the fold's hot path."""
 
 _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
@@ -395,6 +397,12 @@ class Round:
         """
         melds = [self.melds[s] if self.logged[s] else self.hand_melds[s] for s in self.seats]
         conc = self.concealed
+        if len(tiles) > 4:  # a hand's tiles: every count at once first (none over 4: none of these is)
+            total = map(add, conc, melds[0])
+            for m in melds[1:]:
+                total = map(add, total, m)
+            if max(total) <= 4:
+                return
         over = {}
         if len(melds) == 4:
             m0, m1, m2, m3 = melds
@@ -465,7 +473,6 @@ class Round:
     def _kong(self, ev: Kong, i: int) -> None:
         seat, t = ev.seat, ev.tile.index
         self._require_active(seat, i, "kong")
-        others = [s for s in self.active if s != seat]
         kept = self.kept[seat]
         if ev.kind == "direct":
             if self.xueliu:
@@ -486,10 +493,10 @@ class Round:
                 raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
             else:
                 self.melds[seat][t] += 4
-            payers = [(s, self._unit(self.rules.added_kong)) for s in others]
+            payers = [(s, self._unit(self.rules.added_kong)) for s in self.active if s != seat]
         else:
             self.melds[seat][t] += 4
-            payers = [(s, self._unit(self.rules.concealed_kong)) for s in others]
+            payers = [(s, self._unit(self.rules.concealed_kong)) for s in self.active if s != seat]
         self.logged[seat] = True
         self.any_meld = True
         self._check_copies(i, (t,))
@@ -554,7 +561,7 @@ class Round:
                 self._pay(ev.from_, w.seat, kong.collected, Reason.TRANSFER, i)
             self.kongs[kong_index] = kong._replace(transferred=True)
         if self.first_win is None:
-            self.first_win = FirstWin(tuple(seats), ev.from_)
+            self.first_win = _record(FirstWin, (tuple(seats), ev.from_))
         for s in seats:
             if s not in self.won:
                 self.won.append(s)
@@ -667,9 +674,8 @@ class Round:
 
     def _add_hand(self, seat: int, hand: Hand) -> list[int]:
         """Count a given hand's tiles in the round; the tile indices it touched."""
-        touched = [t.index for t in hand.tiles]
-        for t in touched:
-            self.concealed[t] += 1
+        touched = list(map(_index, hand.tiles))
+        self.concealed = list(map(add, self.concealed, hand.counts))
         hm = [0] * 27
         for m in hand.melds:
             hm[m.tile.index] += m.copies
