@@ -310,7 +310,7 @@ class _Parser:
             if has_hand:
                 if "dajiao_fan" in item:
                     raise self.fail(f"seat {seat} gives a hand: its 大叫 is computed", path + ".dajiao_fan")
-                out.append(SeatReport(seat, hand=self.hand(item["hand"], seat, path + ".hand")))
+                out.append(SeatReport(seat, self.hand(item["hand"], seat, path + ".hand")))
                 continue
             status = item["status"]
             if status not in STATUSES:

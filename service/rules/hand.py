@@ -234,7 +234,7 @@ def parse_hand(
             hand = _canonical_hand(*groups.groups())
             if not melds and void is None:
                 return hand
-            parsed = tuple(m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds) if melds else ()
+            parsed = tuple([m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds]) if melds else ()
             return hand._with(parsed, None if void is None else parse_suit(void))
         tiles = parse_tiles(text)
     elif isinstance(text, (list, tuple)):

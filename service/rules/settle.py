@@ -348,12 +348,12 @@ class Round:
             raise EventError(Code.ROUND_ENDED, i, "the round has already ended")
         ev = parse_event(event, i, self.voids, len(self.seats))
         start = len(self.transfers)
-        if isinstance(ev, Peng):
-            self._peng(ev, i)
-        elif isinstance(ev, Kong):
+        if isinstance(ev, Kong):  # (the event classes are disjoint: the commonest first)
             self._kong(ev, i)
         elif isinstance(ev, Hu):
             self._hu(ev, i)
+        elif isinstance(ev, Peng):
+            self._peng(ev, i)
         elif isinstance(ev, Draw):
             self._draw(ev, i)
             self._merge(start)  # refunds of several kongs between the same two seats
