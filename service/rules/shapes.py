@@ -265,9 +265,30 @@ def notate(suit: int, sets: tuple, pair: int | None) -> tuple[tuple[str, ...], s
 # -- waits -------------------------------------------------------------------------
 _INFO: dict[int, tuple] = {}
 _DISCARD: dict[int, tuple] = {}
-MEMO_LIMIT = 1 << 15
+MEMO_LIMIT = 1 << 16
 """Entries of each per-suit memo below (keyed by a suit key: never by a whole hand); a full
 memo is emptied.  Real hands reuse few suit keys, so the memos stay warm."""
+
+
+def _digit_ranks(digits: int, first: int) -> tuple[list, list]:
+    """For every key of ``digits`` base-5 digits (ranks ``first``...): its odd ranks and its present ranks."""
+    odd, present = [], []
+    for key in range(5 ** digits):
+        k, o, p = key, [], []
+        for r in range(first, first + digits):
+            k, c = divmod(k, 5)
+            if c & 1:
+                o.append(r)
+            if c:
+                p.append(r)
+        odd.append(tuple(o))
+        present.append(tuple(p))
+    return odd, present
+
+
+_LOW = 5 ** 5  # a suit key = its ranks 1-5 (key % _LOW) and its ranks 6-9 (key // _LOW)
+_ODD_LOW, _PRESENT_LOW = _digit_ranks(5, 0)
+_ODD_HIGH, _PRESENT_HIGH = _digit_ranks(4, 5)
 
 
 def suit_info(key: int) -> tuple[bool, tuple[int, ...], tuple[int, ...]]:
@@ -275,12 +296,7 @@ def suit_info(key: int) -> tuple[bool, tuple[int, ...], tuple[int, ...]]:
     that complete it (``WAITS``) and the ranks it holds an odd number of (seven pairs)."""
     info = _INFO.get(key)
     if info is None:
-        k, odd = key, []
-        for r in range(9):
-            k, c = divmod(k, 5)
-            if c & 1:
-                odd.append(r)
-        info = (key in SHAPES, WAITS.get(key, ()), tuple(odd))
+        info = (key in SHAPES, WAITS.get(key, ()), _ODD_LOW[key % _LOW] + _ODD_HIGH[key // _LOW])
         if len(_INFO) >= MEMO_LIMIT:
             _INFO.clear()
         _INFO[key] = info
@@ -293,15 +309,12 @@ def suit_discards(key: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     found = _DISCARD.get(key)
     if found is None:
         waiting, complete = [], []
-        k = key
-        for r in range(9):
-            k, c = divmod(k, 5)
-            if c:
-                rest = key - POW5[r]
-                if WAITS.get(rest):
-                    waiting.append(r)
-                if rest in SHAPES:
-                    complete.append(r)
+        for r in _PRESENT_LOW[key % _LOW] + _PRESENT_HIGH[key // _LOW]:
+            rest = key - POW5[r]
+            if rest in WAITS:
+                waiting.append(r)
+            if rest in SHAPES:
+                complete.append(r)
         found = (tuple(waiting), tuple(complete))
         if len(_DISCARD) >= MEMO_LIMIT:
             _DISCARD.clear()
