@@ -226,8 +226,6 @@ def parse_hand(
     >>> parse_hand("").size
     0
     """
-    if isinstance(text, Hand):
-        return text
     if isinstance(text, str):
         groups = _CANONICAL.fullmatch(text)
         if groups is not None:
@@ -237,6 +235,8 @@ def parse_hand(
             parsed = tuple([m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds]) if melds else ()
             return hand._with(parsed, None if void is None else parse_suit(void))
         tiles = parse_tiles(text)
+    elif isinstance(text, Hand):
+        return text
     elif isinstance(text, (list, tuple)):
         tiles = [t if isinstance(t, Tile) else Tile.from_str(t) for t in text]
     else:

@@ -120,8 +120,8 @@ def dajiao_of(waits: "list[Wait]", rules_dajiao: str) -> Dajiao | None:
     """The first wait with the highest points (``dajiao = min``: the lowest), as a :class:`Dajiao`."""
     if not waits:
         return None
-    w = (max if rules_dajiao == "max" else min)(waits, key=_points)  # (both keep the first of equals)
-    return _record(Dajiao, (w[1], w[2]))
+    w = waits[0] if len(waits) == 1 else (max if rules_dajiao == "max" else min)(waits, key=_points)
+    return _record(Dajiao, (w[1], w[2]))  # (max and min keep the first of equals)
 
 
 _points = itemgetter(2)      # Wait.points
