@@ -196,6 +196,8 @@ class _Parser:
                                 path + str(name))
 
     def object(self, value: Any, kind: str, path: str) -> Mapping[str, Any]:
+        if type(value) is dict and _REQUIRED[kind] <= value.keys() <= _ALLOWED[kind]:
+            return value  # (what members() would pass, checked at once)
         if type(value) is not dict and not isinstance(value, Mapping):
             raise self.fail(f"{path}: a {kind} is an object; got {_short(value)}", path)
         self.members(value, kind, path + ".")
@@ -210,6 +212,8 @@ class _Parser:
 
     def seat(self, name: str, data: Mapping | None = None, path: str = "") -> int:
         value = (self.data if data is None else data).get(name)
+        if type(value) is int and 0 <= value < self.players:
+            return value
         top = self.players - 1
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(f"{name!r} must be a seat number 0-{top}; got {_short(value)}", path + name)

@@ -85,7 +85,7 @@ Three players (三人两房, §14):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import add, attrgetter
+from operator import add, attrgetter, itemgetter
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from .codes import Code, Reason
@@ -160,6 +160,7 @@ class LastEvent(NamedTuple):
 
 _record = tuple.__new__
 _index = attrgetter("index")
+_pair_reason = itemgetter(0, 1, 3)  # a Transfer's payer, payee and reason
 """Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the fold's hot path."""
 
 _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
@@ -370,13 +371,13 @@ class Round:
 
     def _merge(self, start: int) -> None:
         new = self.transfers[start:]
-        if len({(t.payer, t.payee, t.reason) for t in new}) == len(new):
+        if len(set(map(_pair_reason, new))) == len(new):
             return
         merged: dict[tuple, int] = {}
         for t in self.transfers[start:]:
             key = (t.payer, t.payee, t.reason, t.event)
             merged[key] = merged.get(key, 0) + t.points
-        self.transfers[start:] = [Transfer(p, q, pts, r, e) for (p, q, r, e), pts in merged.items() if pts]
+        self.transfers[start:] = [_record(Transfer, (p, q, pts, r, e)) for (p, q, r, e), pts in merged.items() if pts]
 
     def _require_active(self, seat: int, i: int, role: str) -> None:
         if seat in self.left:
@@ -493,10 +494,12 @@ class Round:
                 raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
             else:
                 self.melds[seat][t] += 4
-            payers = [(s, self._unit(self.rules.added_kong)) for s in self.active if s != seat]
+            unit = self._unit(self.rules.added_kong)
+            payers = [(s, unit) for s in self.active if s != seat]
         else:
             self.melds[seat][t] += 4
-            payers = [(s, self._unit(self.rules.concealed_kong)) for s in self.active if s != seat]
+            unit = self._unit(self.rules.concealed_kong)
+            payers = [(s, unit) for s in self.active if s != seat]
         self.logged[seat] = True
         self.any_meld = True
         self._check_copies(i, (t,))
