@@ -265,7 +265,7 @@ def notate(suit: int, sets: tuple, pair: int | None) -> tuple[tuple[str, ...], s
 # -- waits -------------------------------------------------------------------------
 _INFO: dict[int, tuple] = {}
 _DISCARD: dict[int, tuple] = {}
-MEMO_LIMIT = 1 << 16
+MEMO_LIMIT = 1 << 15
 """Entries of each per-suit memo below (keyed by a suit key: never by a whole hand); a full
 memo is emptied.  Real hands reuse few suit keys, so the memos stay warm."""
 
