@@ -227,9 +227,8 @@ def parse_hand(
     0
     """
     if isinstance(text, str):
-        groups = _CANONICAL.fullmatch(text)
-        if groups is not None:
-            hand = _canonical_hand(*groups.groups())
+        hand = _canonical_hand(text)
+        if hand is not None:
             if not melds and void is None:
                 return hand
             parsed = tuple([m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds]) if melds else ()
@@ -277,8 +276,12 @@ def _suit_part(suit: int, ranks: str) -> tuple:
 _EMPTY_PART = ((), _NONE9, 0, 0)
 
 
-def _canonical_hand(m: str | None, p: str | None, s: str | None) -> Hand:
-    """The hand of a string that :data:`_CANONICAL` matched: its groups of 万, 筒 and 条 ranks."""
+def _canonical_hand(text: str) -> Hand | None:
+    """The hand of a string in canonical suit order (:data:`_CANONICAL`), else None."""
+    groups = _CANONICAL.fullmatch(text)
+    if groups is None:
+        return None
+    m, p, s = groups.groups()
     tm, cm, km, hm = (_PARTS[0].get(m) or _suit_part(0, m)) if m else _EMPTY_PART
     tp, cp, kp, hp = (_PARTS[1].get(p) or _suit_part(1, p)) if p else _EMPTY_PART
     ts, cs, ks, hs = (_PARTS[2].get(s) or _suit_part(2, s)) if s else _EMPTY_PART

@@ -179,7 +179,7 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     if not isinstance(hand, Hand):
         hand = parse_hand(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
-    ctx = context(rules)
+    ctx = rules.__dict__.get("_ctx") or context(rules)
     vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
     if hand.size != 13 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 13, vis_tiles)
@@ -206,7 +206,7 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     if not isinstance(hand, Hand):
         hand = parse_hand(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
-    ctx = context(rules)
+    ctx = rules.__dict__.get("_ctx") or context(rules)
     vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
     if hand.size != 14 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 14, vis_tiles)
