@@ -2,9 +2,11 @@
 
     python bench/core.py [--n 10000] [--reps 20]
 
-Prints one JSON line per operation: {"op", "ours_us", "mahjong_us", "speedup", ...}.
+Prints one JSON line per operation: {"op", "ours_us", "from_str_us", "mahjong_us", "speedup", ...}.
 Times are medians over the hands of the per-hand mean of ``reps`` calls, in µs.
-Hands are parsed once beforehand (parsing is reported on its own line, op "parse").
+``ours_us``: on hands parsed once beforehand; ``from_str_us``: the same hands given to
+the public API as hand strings (canonical notation), parse included.  Parsing alone is
+reported on its own line, op "parse".
 The `mahjong` side: ``Agari.is_agari`` for the win check, a loop of it over the
 27 tiles for waits and per discard, ``HandCalculator.estimate_hand_value`` for scoring.
 """
@@ -85,8 +87,10 @@ def main() -> None:
     hands = win_hands(n)
     arrays = [to34(h.counts) for h in hands]
     ours = per_hand_us(is_win, hands, args.reps)
+    texts = [str(h) for h in hands]
+    from_str = per_hand_us(lambda s: is_win(parse_hand(s)), texts, args.reps)
     theirs = per_hand_us(agari.is_agari, arrays, args.mahjong_reps)
-    results.append(("win", ours, theirs))
+    results.append(("win", ours, from_str, theirs))
 
     # -- ting (waits with the fan of each) -------------------------------------------
     hands = ting_hands(n)
@@ -103,8 +107,9 @@ def main() -> None:
         return out
 
     ours = per_hand_us(ting, hands, args.reps)
+    from_str = per_hand_us(ting, [str(h) for h in hands], args.reps)
     theirs = per_hand_us(their_waits, arrays, args.mahjong_reps)
-    results.append(("ting", ours, theirs))
+    results.append(("ting", ours, from_str, theirs))
 
     # -- discard advice ---------------------------------------------------------------
     hands = discard_hands(n)
@@ -122,8 +127,9 @@ def main() -> None:
         return out
 
     ours = per_hand_us(discards, hands, max(1, args.reps // 4))
+    from_str = per_hand_us(discards, [str(h) for h in hands], max(1, args.reps // 4))
     theirs = per_hand_us(their_discards, arrays, 1)
-    results.append(("discards", ours, theirs))
+    results.append(("discards", ours, from_str, theirs))
 
     # -- score ------------------------------------------------------------------------
     hands = winning_hands(n)
@@ -139,12 +145,14 @@ def main() -> None:
         return calc.estimate_hand_value(tiles136, tiles136[len(tiles136) // 2])
 
     ours = per_hand_us(lambda hw: score(hw[0], hw[1]), wins, args.reps)
+    str_wins = [(str(h), str(w.tile)) for h, w in wins]
+    from_str = per_hand_us(lambda hw: score(hw[0], hw[1]), str_wins, args.reps)
     theirs = per_hand_us(their_score, hands[: max(1, n // 5)], 1)
-    results.append(("score", ours, theirs))
+    results.append(("score", ours, from_str, theirs))
 
-    for op, o, t in results:
-        print(json.dumps({"op": op, "ours_us": round(o, 3), "mahjong_us": round(t, 3),
-                          "speedup": round(t / o, 1), "hands": n}))
+    for op, o, f, t in results:
+        print(json.dumps({"op": op, "ours_us": round(o, 3), "from_str_us": round(f, 3),
+                          "mahjong_us": round(t, 3), "speedup": round(t / o, 1), "hands": n}))
 
     # -- settle a typical xuezhan round --------------------------------------------------
     from bench.rounds import typical_rounds

@@ -4,13 +4,21 @@ Each round: two seats make two kongs each (direct, added, concealed, concealed),
 seats win with full hands (one by discard, one self-drawn), and the two kong makers
 reach the draw with 13-size hands (their kongs as melds) that are evaluated for ting.
 Tiles are dealt from one 108-tile wall, so every round is valid.
+
+    python bench/rounds.py [--n 1000] [--reps 5]
+
+prints the median µs to settle one round (as ``bench/core.py``'s "settle" line).
 """
 
 from __future__ import annotations
 
+import os
 import random
+import sys
 
-from service.rules.tiles import TILES, format_counts
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from service.rules.tiles import TILES, format_counts  # noqa: E402
 
 
 def _sets_and_pair(rng: random.Random, pool: list[int], n_sets: int, suits: list[int]) -> list[int] | None:
@@ -88,3 +96,30 @@ def typical_rounds(n: int, seed: int = 5) -> list[dict]:
         settle(r["events"], dealer=r["dealer"])
         out.append(r)
     return out
+
+
+def main() -> None:
+    """Print the median µs to settle one typical round (the per-round mean of ``reps`` settles)."""
+    import argparse
+    import json
+    import statistics
+    import time
+
+    from service import settle
+
+    ap = argparse.ArgumentParser(description="Settle typical 血战 rounds (bench/rounds.py)")
+    ap.add_argument("--n", type=int, default=1000, help="rounds (default 1000)")
+    ap.add_argument("--reps", type=int, default=5, help="settles per round (default 5)")
+    args = ap.parse_args()
+    rounds = typical_rounds(args.n)
+    samples = []
+    for r in rounds:
+        t0 = time.perf_counter_ns()
+        for _ in range(args.reps):
+            settle(r["events"], dealer=r["dealer"])
+        samples.append((time.perf_counter_ns() - t0) / args.reps / 1000)
+    print(json.dumps({"op": "settle", "ours_us": round(statistics.median(samples), 3), "rounds": len(rounds)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -110,6 +110,8 @@ FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "hand": (("tiles",), ("melds", "void")),
     "meld": (("type", "tile"), ("kind",)),
 }
+_REQUIRED = {kind: frozenset(required) for kind, (required, _optional) in FIELDS.items()}
+_ALLOWED = {kind: frozenset(required + optional) for kind, (required, optional) in FIELDS.items()}
 MAX_HAND_CHARS = 200   # a hand string
 MAX_HAND_TILES = 64    # a hand given as a list of tile strings
 MAX_TILE_CHARS = 16    # one tile string
@@ -160,13 +162,12 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, playe
         winners = p.items(data["winners"], "winners")  # (a seat twice: duplicate_winner)
         if not winners:
             raise p.fail("a hu needs at least one winner", "winners")
-        entries = tuple(p.winner(w, f"winners.{i}") for i, w in enumerate(winners))
-        return Hu(
-            None if frm is None else p.seat("from"),
-            p.tile("tile"),
-            entries,
-            **{f: p.flag(f) for f in HU_FLAGS},
-        )
+        entries = tuple([p.winner(w, f"winners.{i}") for i, w in enumerate(winners)])
+        frm = None if frm is None else p.seat("from")
+        tile = p.tile("tile")
+        if len(data) == (3 if "from" not in data else 4):  # no flag given (members() allows no other field)
+            return Hu(frm, tile, entries)
+        return Hu(frm, tile, entries, *[p.flag(f) for f in HU_FLAGS])
     if kind == "draw":
         return Draw(p.reports(data["seats"]))
     return Escape(p.seat("seat"), p.flag("last_four"),
@@ -182,6 +183,8 @@ class _Parser:
 
     def members(self, obj: Mapping[str, Any], kind: str, path: str) -> None:
         """Every required member present, no unknown one."""
+        if _REQUIRED[kind] <= obj.keys() <= _ALLOWED[kind]:
+            return
         required, optional = FIELDS[kind]
         for name in required:
             if name not in obj:
@@ -193,6 +196,8 @@ class _Parser:
                                 path + str(name))
 
     def object(self, value: Any, kind: str, path: str) -> Mapping[str, Any]:
+        if type(value) is dict and _REQUIRED[kind] <= value.keys() <= _ALLOWED[kind]:
+            return value  # (what members() would pass, checked at once)
         if type(value) is not dict and not isinstance(value, Mapping):
             raise self.fail(f"{path}: a {kind} is an object; got {_short(value)}", path)
         self.members(value, kind, path + ".")
@@ -207,6 +212,8 @@ class _Parser:
 
     def seat(self, name: str, data: Mapping | None = None, path: str = "") -> int:
         value = (self.data if data is None else data).get(name)
+        if type(value) is int and 0 <= value < self.players:
+            return value
         top = self.players - 1
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(f"{name!r} must be a seat number 0-{top}; got {_short(value)}", path + name)
@@ -252,6 +259,8 @@ class _Parser:
             raise self.fail(f"a hand's tiles are a hand string or a list of tiles; got {_short(tiles)}",
                             path + ".tiles")
         for i, m in enumerate(self.items(melds, path + ".melds", MAX_MELDS)):
+            if _plain_meld(m):
+                continue
             m = self.object(m, "meld", f"{path}.melds.{i}")
             for name in ("type", "tile", "kind"):
                 value = m.get(name)
@@ -264,7 +273,8 @@ class _Parser:
             void = self.voids[seat]
         try:
             hand = parse_hand(tiles, melds, void)
-            require_in_play(hand, self.players)
+            if self.players == 3:
+                require_in_play(hand, 3)
         except RuleError as exc:
             code = exc.code if exc.code in (Code.SUIT_NOT_IN_PLAY, Code.VOID_NOT_ALLOWED) else Code.BAD_HAND
             raise self.fail(f"seat {seat}'s hand: {exc}", path, code) from None
@@ -284,7 +294,7 @@ class _Parser:
         if has_hand:
             if "patterns" in w:
                 raise self.fail(f"winner {seat} gives a hand: its patterns are computed", path + ".patterns")
-            return WinnerEntry(seat, hand=self.hand(w["hand"], seat, path + ".hand"))
+            return WinnerEntry(seat, self.hand(w["hand"], seat, path + ".hand"))
         fan = self.fan(w["fan"], f"winner {seat}'s fan", path + ".fan")
         patterns = self.items(w.get("patterns", []), path + ".patterns", MAX_PATTERNS)
         for i, pid in enumerate(patterns):
@@ -304,7 +314,7 @@ class _Parser:
             if has_hand:
                 if "dajiao_fan" in item:
                     raise self.fail(f"seat {seat} gives a hand: its 大叫 is computed", path + ".dajiao_fan")
-                out.append(SeatReport(seat, hand=self.hand(item["hand"], seat, path + ".hand")))
+                out.append(SeatReport(seat, self.hand(item["hand"], seat, path + ".hand")))
                 continue
             status = item["status"]
             if status not in STATUSES:
@@ -320,6 +330,15 @@ class _Parser:
                                 path + ".dajiao_fan")
             out.append(SeatReport(seat, status=status, dajiao_fan=dajiao))
         return tuple(out)
+
+
+def _plain_meld(m: Any) -> bool:
+    """A meld object that passes every check of :meth:`_Parser.hand` (the common case, checked at once)."""
+    if type(m) is not dict or not _REQUIRED["meld"] <= m.keys() <= _ALLOWED["meld"]:
+        return False
+    kind, tile, kong_kind = m["type"], m["tile"], m.get("kind")
+    return (type(kind) is str and len(kind) <= MAX_TILE_CHARS and type(tile) is str and len(tile) <= MAX_TILE_CHARS
+            and (kong_kind is None or type(kong_kind) is str and len(kong_kind) <= MAX_TILE_CHARS))
 
 
 def _short(value: Any) -> str:

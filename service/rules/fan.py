@@ -134,6 +134,7 @@ class _Ctx(NamedTuple):
     kaertiao: bool
     yitiaolong: bool
     runs: bool  # any of the three extras that depend on the decomposition's sequences is on
+    by_discard: dict  # (facts mask, 根 count) -> a plain win by discard's value; filled lazily
 
 
 def context(rules: Ruleset) -> _Ctx:
@@ -164,6 +165,7 @@ def context(rules: Ruleset) -> _Ctx:
         kaertiao=rules.kaertiao,
         yitiaolong=rules.yitiaolong,
         runs=rules.jiaxinwu or rules.kaertiao or rules.yitiaolong,
+        by_discard={},
     )
     ctx = ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
     object.__setattr__(rules, "_ctx", ctx)
@@ -189,17 +191,27 @@ _NO_MELDS = MeldInfo(0, 0, True, False, False, 0, (), True)
 def meld_info(melds: tuple[Meld, ...]) -> MeldInfo:
     if not melds:
         return _NO_MELDS
-    ranks = [m.tile.rank for m in melds]
-    return MeldInfo(
-        n=len(melds),
-        mask=sum(1 << s for s in {m.tile.suit_index for m in melds}),
-        yao=all(r in (1, 9) for r in ranks),
-        has19=any(r in (1, 9) for r in ranks),
-        not258=any(r not in (2, 5, 8) for r in ranks),
-        kongs=sum(1 for m in melds if m.type == "kong"),
-        peng_tiles=tuple(m.tile.index for m in melds if m.type == "peng"),
-        concealed_only=all(m.kind == "concealed" for m in melds),
-    )
+    mask = kongs = 0
+    yao = concealed_only = True
+    has19 = not258 = False
+    pengs = []
+    for m in melds:
+        tile = m.tile
+        rank = tile.rank
+        mask |= 1 << tile.index // 9
+        if rank == 1 or rank == 9:
+            has19 = True
+        else:
+            yao = False
+        if rank != 2 and rank != 5 and rank != 8:
+            not258 = True
+        if m.type == "kong":
+            kongs += 1
+        else:
+            pengs.append(tile.index)
+        if m.kind != "concealed":
+            concealed_only = False
+    return _record(MeldInfo, (len(melds), mask, yao, has19, not258, kongs, tuple(pengs), concealed_only))
 
 
 _TILE_FLAGS: dict[int, int] = {}
@@ -267,6 +279,8 @@ class Evaluation(NamedTuple):
 
 
 KAERTIAO_TILE = 19  # 2s
+_record = tuple.__new__
+"""Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the hot paths."""
 
 
 def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tuple, ctx: _Ctx,
@@ -319,12 +333,62 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
         if (k0, k1, k2)[t // 9] // POW5[t % 9] % 5 == 1:
             gens += 1
     if not (gens or after_kong or robbing_kong or ctx.options):
-        return Evaluation(base, fan, ctx.single[base], standard)
+        return _record(Evaluation, (base, fan, ctx.single[base], standard, None))
     if not (after_kong or robbing_kong or ctx.options):  # 根 alone: the common case with kongs
         gen = pattern_fan("gen", ctx.extra_fans["gen"] * gens, gens)
-        return Evaluation(base, fan + gen.fan, ctx.single[base] + (gen,) if gen.fan else ctx.single[base], standard)
+        return _record(Evaluation, (base, fan + gen.fan, ctx.single[base] + (gen,) if gen.fan else ctx.single[base],
+                                    standard, None))
     pats = _patterns(base, gens, anyf, mi, sit, ctx)
-    return Evaluation(base, sum(p.fan for p in pats), tuple(pats), standard)
+    return _record(Evaluation, (base, sum(p.fan for p in pats), tuple(pats), standard, None))
+
+
+def discard_value(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, ctx: _Ctx) -> tuple | None:
+    """``(raw_fan, patterns, fan, points, capped)`` of a complete hand won as a plain discard (the
+    valuation of a wait, §4), or None if it does not win: :func:`evaluate` and :func:`points_of`
+    by a shorter road, for rulesets with no extra but 根 (``not ctx.options and not ctx.runs``).
+
+    The value is a function of the hand's facts (the mask of :func:`evaluate` and its 根 count),
+    looked up per ruleset once computed.
+    """
+    f0 = SHAPES.get(k0)
+    f1 = SHAPES.get(k1)
+    f2 = SHAPES.get(k2)
+    pairs = mi.n == 0 and n_concealed == 14 and k0 in EVEN_KEYS and k1 in EVEN_KEYS and k2 in EVEN_KEYS
+    if f0 is not None and f1 is not None and f2 is not None:
+        allf = f0 & f1 & f2
+        mask = _STD | (_TRIP if allf & TRIP else 0) | (_YAO if allf & YAO and mi.yao else 0)
+    elif pairs:
+        mask = 0
+        f0, f1, f2 = _flags(k0), _flags(k1), _flags(k2)
+    else:
+        return None
+    suits = mi.mask | (1 if k0 else 0) | (2 if k1 else 0) | (4 if k2 else 0)
+    if suits == 1 or suits == 2 or suits == 4:
+        mask |= _QING
+    if not ((f0 | f1 | f2) & NOT258 or mi.not258):
+        mask |= _J258
+    gens = (f0 >> GEN_SHIFT) + (f1 >> GEN_SHIFT) + (f2 >> GEN_SHIFT)
+    if pairs:
+        mask |= _PAIRS | (_HAS4 if gens else 0)
+    if mi.n:
+        gens += mi.kongs
+        for t in mi.peng_tiles:
+            if (k0, k1, k2)[t // 9] // POW5[t % 9] % 5 == 1:
+                gens += 1
+    key = mask | gens << 9
+    value = ctx.by_discard.get(key)
+    if value is None:
+        base, raw, dragon = ctx.best[mask] or _best_base(ctx, mask)
+        gens -= 1 if dragon else 0
+        patterns = ctx.single[base]
+        if gens:
+            gen = pattern_fan("gen", ctx.extra_fans["gen"] * gens, gens)
+            if gen.fan:
+                raw += gen.fan
+                patterns = patterns + (gen,)
+        fan, _mult, points, capped = points_of(raw, ctx)
+        value = ctx.by_discard[key] = (raw, patterns, fan, points, capped)
+    return value
 
 
 def _patterns(base: str, gens: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: _Ctx, runs: tuple = ()) -> list:

@@ -11,7 +11,9 @@ True
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from operator import mul
 from typing import Iterable, Mapping, Sequence
 
 from .codes import Code
@@ -24,6 +26,7 @@ POW5 = tuple(5**r for r in range(9))
 _SUIT = tuple(i // 9 for i in range(27))      # per tile index: its suit,
 _POW = tuple(POW5[i % 9] for i in range(27))  # its weight in its suit's key,
 _BIT = tuple(1 << (i // 9) for i in range(27))  # and its suit's bit
+_NONE9 = (0,) * 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +64,21 @@ class Meld:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, object]) -> "Meld":
-        """Build from the API shape ``{"type", "tile", "kind"?}``."""
-        return cls(str(data.get("type")), Tile.from_str(data.get("tile")), data.get("kind"))  # type: ignore[arg-type]
+        """Build from the API shape ``{"type", "tile", "kind"?}``.
+
+        Melds are values of a small domain: one built from the same three strings is reused
+        (a bounded memo of the melds built, never of a failure).
+        """
+        key = (data.get("type"), data.get("tile"), data.get("kind"))
+        meld = _MELDS.get(key) if type(key[0]) is str and type(key[1]) is str and (
+            key[2] is None or type(key[2]) is str) else None
+        if meld is None:
+            meld = cls(str(key[0]), Tile.from_str(key[1]), key[2])  # type: ignore[arg-type]
+            if type(key[0]) is str and type(key[1]) is str and (key[2] is None or type(key[2]) is str):
+                if len(_MELDS) >= 1024:
+                    _MELDS.clear()
+                _MELDS[key] = meld
+        return meld
 
     @property
     def copies(self) -> int:
@@ -80,6 +96,9 @@ class Meld:
 
     def __str__(self) -> str:
         return f"{self.type} {self.kind} {self.tile}" if self.kind else f"{self.type} {self.tile}"
+
+
+_MELDS: dict[tuple, Meld] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +158,33 @@ class Hand:
             size=len(self.tiles) + 3 * len(self.melds),
         )
 
+    @classmethod
+    def _of(cls, tiles: tuple, counts: tuple, keys: "tuple | None", mask: int, top: int) -> "Hand":
+        """A hand of concealed tiles only, from its parts already derived (the parse hot path).
+
+        ``tiles`` in canonical order; the same value ``Hand(tiles)`` builds, without
+        the frozen ``__init__``'s per-field checks and the per-tile loop.
+        """
+        obj = object.__new__(cls)
+        obj.__dict__.update(tiles=tiles, melds=(), void=None, counts=counts, held=counts, keys=keys,
+                            suit_mask=mask, max_held=top, size=len(tiles))
+        return obj
+
+    def _with(self, melds: "tuple[Meld, ...]", void: str | None) -> "Hand":
+        """This hand of concealed tiles only (as :meth:`_of` builds it) with ``melds`` and a parsed ``void``:
+        the value ``Hand(self.tiles, melds, void)`` is."""
+        held = list(self.counts)
+        mask = self.suit_mask
+        for m in melds:
+            i = m.tile.index
+            held[i] += 4 if m.type == "kong" else 3
+            mask |= _BIT[i]
+        obj = object.__new__(Hand)
+        obj.__dict__.update(tiles=self.tiles, melds=melds, void=void, counts=self.counts, held=tuple(held),
+                            keys=self.keys, suit_mask=mask, max_held=max(held) if melds else self.max_held,
+                            size=len(self.tiles) + 3 * len(melds))
+        return obj
+
     @property
     def suits(self) -> frozenset[str]:
         """The suit letters present, melds included."""
@@ -180,16 +226,68 @@ def parse_hand(
     >>> parse_hand("").size
     0
     """
-    if isinstance(text, Hand):
-        return text
     if isinstance(text, str):
+        hand = _canonical_hand(text)
+        if hand is not None:
+            if not melds and void is None:
+                return hand
+            parsed = tuple([m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds]) if melds else ()
+            return hand._with(parsed, None if void is None else parse_suit(void))
         tiles = parse_tiles(text)
+    elif isinstance(text, Hand):
+        return text
     elif isinstance(text, (list, tuple)):
         tiles = [t if isinstance(t, Tile) else Tile.from_str(t) for t in text]
     else:
         raise NotationError(f"a hand is a string or a list of tiles, got {type(text).__name__}")
     parsed = tuple(m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds) if melds else ()
     return Hand(tuple(tiles), parsed, void)
+
+
+# -- the parse hot path: a hand string in canonical suit order ---------------------------
+_CANONICAL = re.compile(r"(?:([1-9]+)m)?(?:([1-9]+)p)?(?:([1-9]+)s)?")
+"""At most one group per suit, in the order m, p, s (ranks in any order): what clients send."""
+_RANK_TILES = tuple({str(r + 1): TILES[base + r] for r in range(9)} for base in (0, 9, 18))
+_PARTS: tuple[dict, dict, dict] = ({}, {}, {})
+_PARTS_LIMIT = 4096
+"""Entries per suit of the memo below; a full memo is emptied (a bound, not a policy)."""
+
+
+def _suit_part(suit: int, ranks: str) -> tuple:
+    """One suit's group of a hand string → ``(tiles, counts, key, top)``: its tiles in order, its nine
+    counts, its base-5 key (None when a count exceeds 4) and its highest count.
+
+    A bounded memo per suit keyed by the group's text: hands share their suits' groups far more than
+    they share whole strings.
+    """
+    memo = _PARTS[suit]
+    part = memo.get(ranks)
+    if part is None:
+        counts = tuple(map(ranks.count, "123456789"))
+        top = max(counts)
+        part = (tuple(map(_RANK_TILES[suit].__getitem__, sorted(ranks))), counts,
+                sum(map(mul, counts, POW5)) if top <= 4 else None, top)
+        if len(memo) >= _PARTS_LIMIT:
+            memo.clear()
+        memo[ranks] = part
+    return part
+
+
+_EMPTY_PART = ((), _NONE9, 0, 0)
+
+
+def _canonical_hand(text: str) -> Hand | None:
+    """The hand of a string in canonical suit order (:data:`_CANONICAL`), else None."""
+    groups = _CANONICAL.fullmatch(text)
+    if groups is None:
+        return None
+    m, p, s = groups.groups()
+    tm, cm, km, hm = (_PARTS[0].get(m) or _suit_part(0, m)) if m else _EMPTY_PART
+    tp, cp, kp, hp = (_PARTS[1].get(p) or _suit_part(1, p)) if p else _EMPTY_PART
+    ts, cs, ks, hs = (_PARTS[2].get(s) or _suit_part(2, s)) if s else _EMPTY_PART
+    top = max(hm, hp, hs)
+    return Hand._of(tm + tp + ts, cm + cp + cs, (km, kp, ks) if top <= 4 else None,
+                    (1 if m else 0) | (2 if p else 0) | (4 if s else 0), top)
 
 
 def count_tiles(tiles: Iterable[Tile]) -> tuple[int, ...]:

@@ -85,6 +85,7 @@ Three players (三人两房, §14):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import add, attrgetter, itemgetter
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from .codes import Code, Reason
@@ -158,6 +159,8 @@ class LastEvent(NamedTuple):
 
 
 _record = tuple.__new__
+_index = attrgetter("index")
+_pair_reason = itemgetter(0, 1, 3)  # a Transfer's payer, payee and reason
 """Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the fold's hot path."""
 
 _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
@@ -346,12 +349,12 @@ class Round:
             raise EventError(Code.ROUND_ENDED, i, "the round has already ended")
         ev = parse_event(event, i, self.voids, len(self.seats))
         start = len(self.transfers)
-        if isinstance(ev, Peng):
-            self._peng(ev, i)
-        elif isinstance(ev, Kong):
+        if isinstance(ev, Kong):  # (the event classes are disjoint: the commonest first)
             self._kong(ev, i)
         elif isinstance(ev, Hu):
             self._hu(ev, i)
+        elif isinstance(ev, Peng):
+            self._peng(ev, i)
         elif isinstance(ev, Draw):
             self._draw(ev, i)
             self._merge(start)  # refunds of several kongs between the same two seats
@@ -364,17 +367,17 @@ class Round:
     # -- helpers ------------------------------------------------------------------
     def _pay(self, payer: int, payee: int, points: int, reason: Reason, i: int) -> None:
         if points and payer != payee:  # (a transfer keeps the plain id: it is data)
-            self.transfers.append(Transfer(payer, payee, points, reason._value_, i))
+            self.transfers.append(_record(Transfer, (payer, payee, points, reason._value_, i)))
 
     def _merge(self, start: int) -> None:
         new = self.transfers[start:]
-        if len({(t.payer, t.payee, t.reason) for t in new}) == len(new):
+        if len(set(map(_pair_reason, new))) == len(new):
             return
         merged: dict[tuple, int] = {}
         for t in self.transfers[start:]:
             key = (t.payer, t.payee, t.reason, t.event)
             merged[key] = merged.get(key, 0) + t.points
-        self.transfers[start:] = [Transfer(p, q, pts, r, e) for (p, q, r, e), pts in merged.items() if pts]
+        self.transfers[start:] = [_record(Transfer, (p, q, pts, r, e)) for (p, q, r, e), pts in merged.items() if pts]
 
     def _require_active(self, seat: int, i: int, role: str) -> None:
         if seat in self.left:
@@ -395,6 +398,12 @@ class Round:
         """
         melds = [self.melds[s] if self.logged[s] else self.hand_melds[s] for s in self.seats]
         conc = self.concealed
+        if len(tiles) > 4:  # a hand's tiles: every count at once first (none over 4: none of these is)
+            total = map(add, conc, melds[0])
+            for m in melds[1:]:
+                total = map(add, total, m)
+            if max(total) <= 4:
+                return
         over = {}
         if len(melds) == 4:
             m0, m1, m2, m3 = melds
@@ -465,7 +474,6 @@ class Round:
     def _kong(self, ev: Kong, i: int) -> None:
         seat, t = ev.seat, ev.tile.index
         self._require_active(seat, i, "kong")
-        others = [s for s in self.active if s != seat]
         kept = self.kept[seat]
         if ev.kind == "direct":
             if self.xueliu:
@@ -486,10 +494,12 @@ class Round:
                 raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
             else:
                 self.melds[seat][t] += 4
-            payers = [(s, self._unit(self.rules.added_kong)) for s in others]
+            unit = self._unit(self.rules.added_kong)
+            payers = [(s, unit) for s in self.active if s != seat]
         else:
             self.melds[seat][t] += 4
-            payers = [(s, self._unit(self.rules.concealed_kong)) for s in others]
+            unit = self._unit(self.rules.concealed_kong)
+            payers = [(s, unit) for s in self.active if s != seat]
         self.logged[seat] = True
         self.any_meld = True
         self._check_copies(i, (t,))
@@ -554,7 +564,7 @@ class Round:
                 self._pay(ev.from_, w.seat, kong.collected, Reason.TRANSFER, i)
             self.kongs[kong_index] = kong._replace(transferred=True)
         if self.first_win is None:
-            self.first_win = FirstWin(tuple(seats), ev.from_)
+            self.first_win = _record(FirstWin, (tuple(seats), ev.from_))
         for s in seats:
             if s not in self.won:
                 self.won.append(s)
@@ -667,9 +677,8 @@ class Round:
 
     def _add_hand(self, seat: int, hand: Hand) -> list[int]:
         """Count a given hand's tiles in the round; the tile indices it touched."""
-        touched = [t.index for t in hand.tiles]
-        for t in touched:
-            self.concealed[t] += 1
+        touched = list(map(_index, hand.tiles))
+        self.concealed = list(map(add, self.concealed, hand.counts))
         hm = [0] * 27
         for m in hand.melds:
             hm[m.tile.index] += m.copies

@@ -263,19 +263,63 @@ def notate(suit: int, sets: tuple, pair: int | None) -> tuple[tuple[str, ...], s
 
 
 # -- waits -------------------------------------------------------------------------
-_ODD: dict[int, tuple[int, ...]] = {}
+_INFO: dict[int, tuple] = {}
+_DISCARD: dict[int, tuple] = {}
+MEMO_LIMIT = 1 << 15
+"""Entries of each per-suit memo below (keyed by a suit key: never by a whole hand); a full
+memo is emptied.  Real hands reuse few suit keys, so the memos stay warm."""
 
 
-def _odd_ranks(key: int) -> tuple[int, ...]:
-    odd = _ODD.get(key)
-    if odd is None:
-        k, out = key, []
-        for r in range(9):
+def _digit_ranks(digits: int, first: int) -> tuple[list, list]:
+    """For every key of ``digits`` base-5 digits (ranks ``first``...): its odd ranks and its present ranks."""
+    odd, present = [], []
+    for key in range(5 ** digits):
+        k, o, p = key, [], []
+        for r in range(first, first + digits):
             k, c = divmod(k, 5)
             if c & 1:
-                out.append(r)
-        odd = _ODD[key] = tuple(out)
-    return odd
+                o.append(r)
+            if c:
+                p.append(r)
+        odd.append(tuple(o))
+        present.append(tuple(p))
+    return odd, present
+
+
+_LOW = 5 ** 5  # a suit key = its ranks 1-5 (key % _LOW) and its ranks 6-9 (key // _LOW)
+_ODD_LOW, _PRESENT_LOW = _digit_ranks(5, 0)
+_ODD_HIGH, _PRESENT_HIGH = _digit_ranks(4, 5)
+
+
+def suit_info(key: int) -> tuple[bool, tuple[int, ...], tuple[int, ...]]:
+    """``(complete, waits, odd)`` of a suit key: it decomposes (in ``SHAPES``), the ranks
+    that complete it (``WAITS``) and the ranks it holds an odd number of (seven pairs)."""
+    info = _INFO.get(key)
+    if info is None:
+        info = (key in SHAPES, WAITS.get(key, ()), _ODD_LOW[key % _LOW] + _ODD_HIGH[key // _LOW])
+        if len(_INFO) >= MEMO_LIMIT:
+            _INFO.clear()
+        _INFO[key] = info
+    return info
+
+
+def suit_discards(key: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Discard search within one suit: the ranks whose removal leaves the suit with waits, and
+    those whose removal leaves it complete (``key`` holding one of each rank listed)."""
+    found = _DISCARD.get(key)
+    if found is None:
+        waiting, complete = [], []
+        for r in _PRESENT_LOW[key % _LOW] + _PRESENT_HIGH[key // _LOW]:
+            rest = key - POW5[r]
+            if rest in WAITS:
+                waiting.append(r)
+            if rest in SHAPES:
+                complete.append(r)
+        found = (tuple(waiting), tuple(complete))
+        if len(_DISCARD) >= MEMO_LIMIT:
+            _DISCARD.clear()
+        _DISCARD[key] = found
+    return found
 
 
 def wait_tiles(keys, n_concealed: int, n_melds: int, held, mask: int, void_suit: int) -> list[int]:
@@ -288,23 +332,22 @@ def wait_tiles(keys, n_concealed: int, n_melds: int, held, mask: int, void_suit:
     if mask == 7 or (void_suit >= 0 and mask >> void_suit & 1):
         return []
     k0, k1, k2 = keys
-    in0, in1, in2 = k0 in SHAPES, k1 in SHAPES, k2 in SHAPES
+    c0, w0, o0 = _INFO.get(k0) or suit_info(k0)
+    c1, w1, o1 = _INFO.get(k1) or suit_info(k1)
+    c2, w2, o2 = _INFO.get(k2) or suit_info(k2)
     found: list[int] = []
-    nsuits = (mask & 1) + (mask >> 1 & 1) + (mask >> 2)
-    for s, ok in ((0, in1 and in2), (1, in0 and in2), (2, in0 and in1)):
-        if not ok or s == void_suit or (nsuits == 2 and not mask >> s & 1):
-            continue
-        base = s * 9
-        for r in WAITS.get(keys[s], ()):
-            if held[base + r] < 4:
-                found.append(base + r)
-    if n_melds == 0 and n_concealed == 13:
-        o0, o1, o2 = _odd_ranks(k0), _odd_ranks(k1), _odd_ranks(k2)
-        if len(o0) + len(o1) + len(o2) == 1:
-            t = o0[0] if o0 else 9 + o1[0] if o1 else 18 + o2[0]
-            if held[t] < 4 and t not in found:
-                found.append(t)
-                found.sort()
+    two = mask == 3 or mask == 5 or mask == 6  # two suits: waits only in those (缺一门)
+    if w0 and c1 and c2 and void_suit != 0 and not (two and not mask & 1):
+        found += [r for r in w0 if held[r] < 4]
+    if w1 and c0 and c2 and void_suit != 1 and not (two and not mask & 2):
+        found += [9 + r for r in w1 if held[9 + r] < 4]
+    if w2 and c0 and c1 and void_suit != 2 and not (two and not mask & 4):
+        found += [18 + r for r in w2 if held[18 + r] < 4]
+    if n_melds == 0 and n_concealed == 13 and len(o0) + len(o1) + len(o2) == 1:
+        t = o0[0] if o0 else 9 + o1[0] if o1 else 18 + o2[0]
+        if held[t] < 4 and t not in found:
+            found.append(t)
+            found.sort()
     return found
 
 

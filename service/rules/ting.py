@@ -14,13 +14,14 @@ Dajiao(fan=4, points=48)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import NamedTuple
 
-from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, context, evaluate, is_win, meld_info, points_of
+from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, _record, context, discard_value, evaluate, is_win, meld_info, points_of
 from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
-from .shapes import wait_tiles
+from .shapes import _DISCARD, _INFO, suit_discards, suit_info, wait_tiles
 from .tiles import SUITS, TILES, Tile, parse_tiles
 
 
@@ -65,6 +66,20 @@ class DiscardOption:
     remaining: int
     dajiao: Dajiao
 
+    @classmethod
+    def _of(cls, discard: Tile, waits: tuple, remaining: int, dajiao: Dajiao) -> "DiscardOption":
+        """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
+        obj = _new(cls)
+        _set(obj, "discard", discard)
+        _set(obj, "waits", waits)
+        _set(obj, "remaining", remaining)
+        _set(obj, "dajiao", dajiao)
+        return obj
+
+
+_new = object.__new__
+_set = object.__setattr__
+
 
 @dataclass(frozen=True, slots=True)
 class DiscardAdvice:
@@ -82,25 +97,35 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, 
     out = []
     k0, k1, k2 = keys
     n = n_concealed + 1
+    if not (ctx.options or ctx.runs):  # no extra but 根: the value is the hand's facts' (discard_value)
+        for t in tiles:
+            add = _POW[t]
+            raw, patterns, fan, points, capped = discard_value(
+                k0 + add if t < 9 else k0, k1 + add if 9 <= t < 18 else k1, k2 + add if t >= 18 else k2, n, mi, ctx)
+            out.append(_record(Wait, (TILES[t], fan, points, patterns, 4 - held[t] - vis[t], raw, capped)))
+        return out
     single = len(tiles) == 1 if only is None else only
     for t in tiles:
         add = _POW[t]
         s = _SUIT[t]
-        ev = evaluate(k0 + add if s == 0 else k0, k1 + add if s == 1 else k1,
-                      k2 + add if s == 2 else k2, n, mi, DISCARD_WIN, ctx, t, single)
-        fan, _mult, points, capped = points_of(ev.raw_fan, ctx)
-        out.append(Wait(TILES[t], fan, points, ev.patterns, 4 - held[t] - vis[t], ev.raw_fan, capped))
+        _base, raw, patterns, _std, _feats = evaluate(
+            k0 + add if s == 0 else k0, k1 + add if s == 1 else k1, k2 + add if s == 2 else k2,
+            n, mi, DISCARD_WIN, ctx, t, single)
+        fan, _mult, points, capped = points_of(raw, ctx)
+        out.append(_record(Wait, (TILES[t], fan, points, patterns, 4 - held[t] - vis[t], raw, capped)))
     return out
 
 
 def dajiao_of(waits: "list[Wait]", rules_dajiao: str) -> Dajiao | None:
+    """The first wait with the highest points (``dajiao = min``: the lowest), as a :class:`Dajiao`."""
     if not waits:
         return None
-    w = waits[0]
-    for x in waits:
-        if (x.points > w.points) if rules_dajiao == "max" else (x.points < w.points):
-            w = x
-    return Dajiao(w.fan, w.points)
+    w = waits[0] if len(waits) == 1 else (max if rules_dajiao == "max" else min)(waits, key=_points)
+    return _record(Dajiao, (w[1], w[2]))  # (max and min keep the first of equals)
+
+
+_points = itemgetter(2)      # Wait.points
+_remaining = itemgetter(4)   # Wait.remaining
 
 
 _NO_TILES = (0,) * 27
@@ -111,7 +136,14 @@ def dajiao_points(hand: Hand, ctx: _Ctx, rules_dajiao: str) -> int | None:
     tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand))
     if not tiles:
         return None
-    waits = _value_waits(hand.keys, len(hand.tiles), meld_info(hand.melds), tiles, ctx, hand.held, _NO_TILES)
+    mi = meld_info(hand.melds)
+    if not (ctx.options or ctx.runs):  # the points alone, by discard_value (as _value_waits values them)
+        k0, k1, k2 = hand.keys
+        n = len(hand.tiles) + 1
+        points = [discard_value(k0 + _POW[t] if t < 9 else k0, k1 + _POW[t] if 9 <= t < 18 else k1,
+                                k2 + _POW[t] if t >= 18 else k2, n, mi, ctx)[3] for t in tiles]
+        return max(points) if rules_dajiao == "max" else min(points)
+    waits = _value_waits(hand.keys, len(hand.tiles), mi, tiles, ctx, hand.held, _NO_TILES)
     return dajiao_of(waits, rules_dajiao).points
 
 
@@ -147,15 +179,14 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     if not isinstance(hand, Hand):
         hand = parse_hand(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
-    ctx = context(rules)
+    ctx = rules.__dict__.get("_ctx") or context(rules)
     vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
     if hand.size != 13 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 13, vis_tiles)
     if rules.players == 3:
         require_in_play(hand, 3, vis_tiles)
-    tiles = wait_tiles(
-        hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand)
-    )
+    tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask,
+                       -1 if hand.void is None else SUITS.index(hand.void))
     if not tiles:
         return Ting._of(False, hand.huazhu and rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
     mi = meld_info(hand.melds) if hand.melds else NO_MELDS
@@ -175,8 +206,8 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     if not isinstance(hand, Hand):
         hand = parse_hand(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
-    ctx = context(rules)
-    vis, vis_tiles = _visible(visible)
+    ctx = rules.__dict__.get("_ctx") or context(rules)
+    vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
     if hand.size != 14 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 14, vis_tiles)
     if rules.players == 3:
@@ -187,30 +218,72 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
 def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOption]:
     keys = hand.keys
     held = hand.held
-    counts = hand.counts
     n = len(hand.tiles) - 1
     n_melds = len(hand.melds)
     void_suit = _void_index(hand)
     mi = meld_info(hand.melds)
     meld_mask = mi.mask
     out = []
-    for d in range(27):
-        if not counts[d]:
-            continue
-        s = d // 9
-        k = list(keys)
-        k[s] -= POW5[d % 9]
+    k0, k1, k2 = keys
+    for d in _candidates(hand):
+        take = _POW[d]
+        k = (k0 - take, k1, k2) if d < 9 else (k0, k1 - take, k2) if d < 18 else (k0, k1, k2 - take)
         mask = meld_mask | (1 if k[0] else 0) | (2 if k[1] else 0) | (4 if k[2] else 0)
-        held13 = list(held)
-        held13[d] -= 1
-        all_waits = wait_tiles(k, n, n_melds, held13, mask, void_suit)
-        tiles = [t for t in all_waits if held[t] < 4]
+        # held (the discard is seen): a tile held four times, the discard's copy included, is no wait
+        tiles = wait_tiles(k, n, n_melds, held, mask, void_suit)
         if not tiles:
             continue
-        # held: the discard is seen; 卡二条 asks whether the 13 left have a single wait (§4)
-        waits = _value_waits(k, n, mi, tiles, ctx, held, vis, len(all_waits) == 1)
-        out.append(
-            DiscardOption(TILES[d], tuple(waits), sum(w.remaining for w in waits), dajiao_of(waits, rules_dajiao))
-        )
-    out.sort(key=lambda o: (-o.remaining, -o.dajiao.points, o.discard.index))
-    return out
+        only = len(tiles) == 1
+        if ctx.kaertiao and held[d] == 4:  # 卡二条 asks whether the 13 left have a single wait (§4)
+            held13 = list(held)
+            held13[d] -= 1
+            only = len(wait_tiles(k, n, n_melds, held13, mask, void_suit)) == 1
+        waits = _value_waits(k, n, mi, tiles, ctx, held, vis, only)
+        remaining = sum(map(_remaining, waits))
+        dajiao = dajiao_of(waits, rules_dajiao)
+        out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], tuple(waits), remaining, dajiao)))
+    out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
+    return [option for _rank, option in out]
+
+
+def _candidates(hand: Hand) -> list[int]:
+    """The discards that may leave the hand with waits (a superset of those that do), in tile order.
+
+    Discard search per suit: only the discarded tile's suit changes, so a discard from one suit
+    can leave waits in that suit only when the other suits decompose, and waits in another suit
+    only when what its suit keeps decomposes (:func:`~.shapes.suit_discards` lists those ranks of
+    a suit key); seven pairs need exactly one odd count among the 13 left.
+    """
+    k0, k1, k2 = hand.keys
+    c0, w0, o0 = _INFO.get(k0) or suit_info(k0)
+    c1, w1, o1 = _INFO.get(k1) or suit_info(k1)
+    c2, w2, o2 = _INFO.get(k2) or suit_info(k2)
+    found: list[int] = []
+    if k0:
+        waiting, whole = _DISCARD.get(k0) or suit_discards(k0)
+        if c1 and c2:
+            found += waiting
+        if whole and (w1 and c2 or w2 and c1):
+            found += whole
+    if k1:
+        waiting, whole = _DISCARD.get(k1) or suit_discards(k1)
+        if c0 and c2 and waiting:
+            found += [9 + r for r in waiting]
+        if whole and (w0 and c2 or w2 and c0):
+            found += [9 + r for r in whole]
+    if k2:
+        waiting, whole = _DISCARD.get(k2) or suit_discards(k2)
+        if c0 and c1 and waiting:
+            found += [18 + r for r in waiting]
+        if whole and (w0 and c1 or w1 and c0):
+            found += [18 + r for r in whole]
+    if not hand.melds and len(hand.tiles) == 14:
+        odd = len(o0) + len(o1) + len(o2)
+        if odd == 2:
+            found += o0
+            found += [9 + r for r in o1]
+            found += [18 + r for r in o2]
+        elif not odd:
+            counts = hand.counts
+            found += [t for t in range(27) if counts[t]]
+    return sorted(set(found))
