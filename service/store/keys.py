@@ -189,7 +189,7 @@ end
 return {1}
 """
 
-# APPEND: one record, atomically: idempotency replay check, version check,
+# APPEND: one record, atomically: incarnation check, idempotency replay check, version check,
 # append, state update, rounds update, idempotency record, TTL refresh.
 # KEYS: meta, log, state, rounds, idem
 # ARGV[1] expected version (the log length the record was validated against)
@@ -205,10 +205,17 @@ return {1}
 # KEYS[6] the table's channel, ARGV[10] the message to publish on it once appended ("" none),
 # ARGV[11] PUBLISH or SPUBLISH
 # ARGV[12] durable: "1" to touch the table before a replay (REDIS_MIN_REPLICAS), else ""
-# returns {"ok", version} | {"replay", idem value} | {"conflict", version} | {"missing"} | {"full", version}
+# ARGV[13] the SHA-256 (hex) of the table's write token as the caller knows it, or "": the record was
+#          validated against a state of that table, not of another table of the same id (one created
+#          after it was deleted or expired): "denied" when the meta hash names another token
+# returns {"ok", version} | {"replay", idem value} | {"conflict", version, state JSON} | {"missing"}
+#         | {"denied"} | {"full", version}
+# (a conflict answers the state at the current version, so that the caller can validate again
+# without another round trip)
 APPEND = TOUCH_FN + """
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
 if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing'} end
+if ARGV[13] ~= '' and redis.call('HGET', KEYS[1], 'token') ~= ARGV[13] then return {'denied'} end
 if ARGV[6] ~= '' then
   local rec = redis.call('HGET', KEYS[5], ARGV[6])
   if rec then
@@ -217,7 +224,7 @@ if ARGV[6] ~= '' then
   end
 end
 local version = redis.call('LLEN', KEYS[2])
-if version ~= tonumber(ARGV[1]) then return {'conflict', tostring(version)} end
+if version ~= tonumber(ARGV[1]) then return {'conflict', tostring(version), redis.call('GET', KEYS[3])} end
 local max = tonumber(ARGV[9])
 if max > 0 and version >= max then return {'full', tostring(version)} end
 redis.call('RPUSH', KEYS[2], ARGV[2])
