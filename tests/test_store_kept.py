@@ -25,30 +25,24 @@ def client(redis_url):
     c.close()
 
 
-class Counting:
-    """Counts the commands a store sends (round trips: it sends one command at a time)."""
-
-    def __init__(self, client):
-        self.client, self.n = client, 0
-        real = client.execute_command
-
-        def execute_command(*args, **kwargs):
-            self.n += 1
-            return real(*args, **kwargs)
-
-        client.execute_command = execute_command
+def _script_calls(client) -> int:
+    """EVALSHA commands the server has run (the store's every read and write is a script)."""
+    stats = client.info("commandstats")
+    return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("evalsha", "eval"))
 
 
-def test_an_append_on_a_kept_state_is_one_round_trip(redis_url):
-    c = redis.Redis.from_url(redis_url)
-    store = TableStore(c)
+def test_an_append_on_a_kept_state_is_one_round_trip(redis_url, client):
+    store = TableStore(redis.Redis.from_url(redis_url))
+    store.append(store.create(PLAYERS, "xuezhan").id, {"type": "round_start"})  # (the scripts loaded)
     t = store.create(PLAYERS, "xuezhan")
     w = Access(t.token, write=True)
-    store.append(t.id, {"type": "round_start"}, access=w)  # reads the state, then keeps it
-    counting = Counting(c)
+    before = _script_calls(client)
+    store.append(t.id, {"type": "round_start"}, access=w)  # reads the state (READ), appends, keeps it
+    assert _script_calls(client) - before == 2
+    before = _script_calls(client)
     for tile in "1234":
         store.append(t.id, {**KONG, "tile": tile + "m"}, access=w)
-    assert counting.n == 4
+    assert _script_calls(client) - before == 4
     assert store.check(t.id)["ok"]
 
 
@@ -180,3 +174,16 @@ def test_a_table_written_in_the_earlier_form_is_read_and_written_on(redis_url, c
     fresh.append(model.id, KONG)
     assert fresh.check(model.id)["ok"]
     assert fresh.events(model.id)["events"][:4] == [e | {"voided": e["seq"] == 2} for e in events]
+
+
+# -- the write scripts' kept connections (service.store.client.Scripts) --------------------------
+def test_a_kept_connection_the_server_closed_is_made_again(redis_url, client):
+    store = TableStore(redis.Redis.from_url(redis_url))
+    t = store.create(PLAYERS, "xuezhan")
+    store.append(t.id, {"type": "round_start"})
+    assert store._scripts is not None and len(store._scripts._free) == 1
+    client.client_kill_filter(_type="normal", skipme=True)  # every connection but this one
+    assert store.append(t.id, KONG).seq == 2                 # no error: a fresh connection answered
+    client.script_flush()                                    # NOSCRIPT: loaded, then run once
+    assert store.append(t.id, {**KONG, "tile": "6m"}).seq == 3
+    assert store.check(t.id)["ok"] and store.check(t.id)["version"] == 3

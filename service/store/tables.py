@@ -368,6 +368,8 @@ class TableStore:
         self._repair = client.register_script(keys.REPAIR)
         self._reads = client.register_script(keys.READ)
         self._touch = client.register_script(keys.TOUCH)
+        # a plain Redis: write scripts on kept connections (one command, without redis-py's pool round)
+        self._scripts = redis_client.Scripts(client) if redis_client.Scripts.usable(client) else None
 
     def _read(self, *reads: tuple) -> list:
         """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
@@ -392,6 +394,8 @@ class TableStore:
             if self.min_replicas:
                 return redis_client.acknowledged(self.r, script, keys, args, self.min_replicas,
                                                  self.wait_timeout_ms, wrote)
+            if self._scripts is not None:
+                return self._scripts(script, keys, args)
             return self._on(keys[0], lambda r: script(keys=keys, args=args, client=r))
         except redis_client.NotReplicated as exc:
             raise NotReplicated(f"the write reached Redis but was not confirmed by {exc.wanted} replica(s) "
