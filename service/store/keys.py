@@ -8,9 +8,13 @@ key                            type    holds
 =============================  ======  ==================================================
 ``{t:<id>}:meta``              hash    players, ruleset, first dealer, stakes (if any), token hashes, created
                                        (after DELETE: only the token hashes and ``deleted``, 24 h)
-``{t:<id>}:log``               list    the log: one JSON record per seq (append-only)
+``{t:<id>}:log``               list    the log: one record per seq, seq n at index n - 1 (append-only;
+                                       :mod:`~service.store.codec`: ``[at ms, round, event]``, or
+                                       a JSON object in the earlier form)
 ``{t:<id>}:state``             string  JSON :class:`~service.rules.table.TableState` at version = LLEN log
-``{t:<id>}:rounds``            list    JSON summaries of the table's ended rounds (round n at index n - 1)
+                                       (:func:`~service.store.codec.state`)
+``{t:<id>}:rounds``            list    summaries of the table's ended rounds (round n at index n - 1;
+                                       positional arrays, :func:`~service.store.codec.summary`)
 ``{t:<id>}:idem``              hash    the table's Idempotency-Key records: field = the key's
                                        :func:`idem_field` (16 bytes), value = :func:`fp_digest` of
                                        the request (8 bytes) then the seq it wrote (decimal)

@@ -1,11 +1,16 @@
 """The live table log on Redis: create, read, append, list, void, delete, verify.
 
 Every write is one Lua script call (:mod:`service.store.keys`), so it is
-all-or-nothing.  The hot path reads the state stored at version N, validates
-the event against it with the rules core (the single source of truth), and asks
-the script to append only if the log is still at N; a concurrent append makes
-the script answer ``conflict`` and the store retries (or, under ``If-Match``,
-reports 412).  An ``Idempotency-Key`` request records its key in the same
+all-or-nothing.  The hot path validates the event with the rules core (the
+single source of truth) against the state at version N, and asks the script to
+append only if the log is still at N; a concurrent append makes the script
+answer ``conflict`` with the state it holds, and the store plans again on it
+(or, under ``If-Match``, reports 412).  The state comes from the worker's
+kept states (:class:`_States`: the state after the worker's own last write to
+the table, so a common append is one round trip) or else from a read of the
+state stored beside the log; a kept state is checked by the script (version
+and write token), and anything but a success planned on it is decided again
+on a read.  An ``Idempotency-Key`` request records its key in the same
 script call, so a retry can only replay it.
 
 The store speaks the domain, not HTTP: a write answers :class:`Written` (seq,
@@ -600,10 +605,12 @@ class TableStore:
     def void(self, table_id: str, target: int, *, if_match: "int | tuple[int, ...] | None" = None,
              idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Written:
         """Append a void record for ``target``; the state is refolded without it."""
+        # (planned on a read, never on a kept state: a void reads the log anyway, and a refusal,
+        # its common answer, is decided on a read)
         return self._write(table_id, if_match, idempotency_key, fp, access,
-                           lambda st, version: self._plan_void(table_id, st, version, target))
+                           lambda st, version: self._plan_void(table_id, st, version, target), use_kept=False)
 
-    def _write(self, table_id, if_match, idem_key, fp, access, plan) -> Written:
+    def _write(self, table_id, if_match, idem_key, fp, access, plan, use_kept: bool = True) -> Written:
         """Plan the write against a state, then one script call appends it if the log is still there.
 
         The state comes from the worker's :class:`_States` when it holds the table
@@ -618,7 +625,7 @@ class TableStore:
         """
         field = keys.idem_field(idem_key) if idem_key else None
         digest = keys.fp_digest(fp) if field else b""
-        kept = self._states.take(table_id)
+        kept = self._states.take(table_id) if use_kept else None
         if kept is not None and not self._may_use(kept, access, if_match):
             kept = None
         for attempt in range(MAX_RETRIES):
@@ -672,7 +679,7 @@ class TableStore:
             if if_match is not None:
                 raise PreconditionFailed(f"the table is at version {current}, not {_show(if_match)}",
                                          current=current)
-            if res[2] is not None:
+            if use_kept and res[2] is not None:
                 kept = (current, TableState.from_dict(codec.read_state(res[2])), hashes)
                 if not self._may_use(kept, access, if_match):
                     kept = None
