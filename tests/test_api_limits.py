@@ -191,3 +191,20 @@ def test_limits_are_configured_from_the_environment():
                            "table_reads_per_minute"}
     with pytest.raises(ConfigError):
         Settings.from_env({"TABLE_VOIDS_PER_MINUTE": "-1"})
+
+
+def test_rate_limit_headers_describe_the_limit_closest_to_refusing(redis_url):
+    """An event counts against the client's limit and the table's: the headers show the one that refuses first
+    (they showed the client's 600, "597 remaining", on the request before the table's limit refused)."""
+    c = limited(redis_url, TABLE_EVENTS_PER_MINUTE=3, CLIENT_EVENTS_PER_MINUTE=600)
+    tid, auth = _table(c)
+    posts = [c.post(f"/v1/tables/{tid}/events", json=ev, headers=auth) for ev in [{"type": "round_start"}, *KONGS[:3]]]
+    assert [r.status_code for r in posts] == [201, 201, 201, 429]
+    assert [(r.headers["X-RateLimit-Limit"], r.headers["X-RateLimit-Remaining"]) for r in posts] == [
+        ("3", "2"), ("3", "1"), ("3", "0"), ("3", "0")]
+    # the other way round: the client's limit is the tighter one, over two tables
+    c = limited(redis_url, TABLE_READS_PER_MINUTE=100, CLIENT_READS_PER_MINUTE=4)
+    (t0, a0), (t1, a1) = _table(c), _table(c)
+    reads = [c.get(f"/v1/tables/{t}", headers=a) for t, a in ((t0, a0), (t1, a1), (t0, a0), (t1, a1))]
+    assert [(r.status_code, r.headers["X-RateLimit-Limit"], r.headers["X-RateLimit-Remaining"]) for r in reads] == [
+        (200, "4", "3"), (200, "4", "2"), (200, "4", "1"), (200, "4", "0")]

@@ -19,7 +19,8 @@ set that key's own limits), else the client address (see
 included.  A table's limits count only requests that the table answered (not
 401/403/404), so that nobody without its tokens can use them up.  0 turns a limit off.  Windows are sliding (Flask-Limiter's
 ``sliding-window-counter``): a refused request gets ``Retry-After`` (seconds)
-and every limited response the ``X-RateLimit-*`` headers.  The counters live
+and every limited response the ``X-RateLimit-*`` headers (of the limit closest
+to refusing, or the one that refused).  The counters live
 on the app's own Redis client (:mod:`service.store.limiter`: one client, so on
 a cluster or behind Sentinel they follow the same topology).  If Redis cannot
 be asked, each failure is counted (``mahjong_rate_limit_storage_errors_total``)
@@ -35,6 +36,7 @@ endpoints, the hot path, never run them.
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any, Callable
 
@@ -42,6 +44,8 @@ from flask import Flask, current_app, request
 
 from ..config import CLIENT_LIMITS, LIMITS, ApiKeys
 from .clients import api_key, client_key
+
+log = logging.getLogger(__name__)
 
 READS = ("tables.get_table", "tables.list_events", "tables.list_tables")
 TABLE_READS = ("tables.get_table", "tables.list_events")
@@ -104,6 +108,30 @@ def install(app: Flask, url: str) -> None:
     wrap(VOIDS, "table_voids_per_minute", "minute", _table_key, **answered)
     wrap(TABLE_READS, "table_reads_per_minute", "minute", _table_key, **answered)
     _scope_to_blueprint(app, limiter, "tables")
+    # first in the list: after_request hooks run in reverse, so it runs after the limiter's
+    app.after_request_funcs.setdefault("tables", []).insert(0, partial(_tightest_limit_in_headers, limiter))
+
+
+def _tightest_limit_in_headers(limiter: Any, response: Any) -> Any:
+    """The ``X-RateLimit-*`` headers describe the limit closest to refusing.
+
+    Flask-Limiter's headers describe the first limit of the request when none is
+    breached: for an event, the client's 600 a minute, while the table's 120 a
+    minute would refuse first (a client pacing itself on ``Remaining`` got 429
+    with hundreds "remaining").  A refused request keeps the breached limit's.
+    """
+    if response.status_code == 429 or "X-RateLimit-Limit" not in response.headers:
+        return response  # (no headers yet: the limiter's hooks did not run before this one)
+    try:
+        limits = limiter.current_limits
+        if len(limits) > 1:
+            tightest = min(limits, key=lambda lim: lim.remaining)  # the first of equals: the limiter's own
+            response.headers["X-RateLimit-Limit"] = str(tightest.limit.amount)
+            response.headers["X-RateLimit-Remaining"] = str(tightest.remaining)
+            response.headers["X-RateLimit-Reset"] = str(tightest.reset_at)
+    except Exception as exc:  # Redis trouble: the limiter's own headers stay
+        log.warning("rate limit headers: %s", exc)
+    return response
 
 
 def _table_key() -> str:
