@@ -187,3 +187,20 @@ def test_a_kept_connection_the_server_closed_is_made_again(redis_url, client):
     client.script_flush()                                    # NOSCRIPT: loaded, then run once
     assert store.append(t.id, {**KONG, "tile": "6m"}).seq == 3
     assert store.check(t.id)["ok"] and store.check(t.id)["version"] == 3
+
+
+def test_a_kept_state_of_a_lost_write_is_not_used_at_the_same_version(redis_url, client):
+    """A write that a fail-over lost (acknowledged without REDIS_MIN_REPLICAS) leaves its worker a kept
+    state at a version that another write may reach since: the script compares the stored state
+    itself, not only the version, so the next event is validated against the table's real state."""
+    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    t = a.create(PLAYERS, "xuezhan")
+    a.append(t.id, {"type": "round_start"})
+    at_1 = client.get(keys.state(t.id))
+    a.append(t.id, KONG)                          # version 2; a keeps the state after it
+    client.rpop(keys.log(t.id))                   # ... and the fail-over loses it
+    client.set(keys.state(t.id), at_1)
+    b.append(t.id, {**KONG, "seat": 2, "tile": "6m"})  # another version 2
+    w = a.append(t.id, {**KONG, "seat": 3, "tile": "7m"})
+    assert w.seq == 3 and w.balances == [-24, -24, 24, 24]  # seats 2 and 3 made the kongs, not 1
+    assert a.check(t.id)["ok"]

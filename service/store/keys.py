@@ -212,6 +212,10 @@ return {1}
 # ARGV[13] the SHA-256 (hex) of the table's write token as the caller knows it, or "": the record was
 #          validated against a state of that table, not of another table of the same id (one created
 #          after it was deleted or expired): "denied" when the meta hash names another token
+# ARGV[14] the SHA-1 (hex) of the stored state the record was validated against, or "": a conflict
+#          unless the state stored now is that very state (a stronger check than the version: a
+#          state a worker kept after a write that a fail-over lost may have the version of another
+#          write made since)
 # returns {"ok", version} | {"replay", idem value} | {"conflict", version, state JSON} | {"missing"}
 #         | {"denied"} | {"full", version}
 # (a conflict answers the state at the current version, so that the caller can validate again
@@ -229,6 +233,10 @@ if ARGV[6] ~= '' then
 end
 local version = redis.call('LLEN', KEYS[2])
 if version ~= tonumber(ARGV[1]) then return {'conflict', tostring(version), redis.call('GET', KEYS[3])} end
+if ARGV[14] ~= '' then
+  local stored = redis.call('GET', KEYS[3])
+  if redis.sha1hex(stored) ~= ARGV[14] then return {'conflict', tostring(version), stored} end
+end
 local max = tonumber(ARGV[9])
 if max > 0 and version >= max then return {'full', tostring(version)} end
 redis.call('RPUSH', KEYS[2], ARGV[2])

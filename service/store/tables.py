@@ -230,13 +230,19 @@ def _dumps(obj: Any) -> str:
     return _jbytes(obj).decode()
 
 
+def _sha1(stored: bytes) -> str:
+    """What the APPEND script's ``redis.sha1hex`` says of a stored state (which it compares)."""
+    return hashlib.sha1(stored).hexdigest()
+
+
 class _States:
     """The table states a worker has seen, so that a write can skip reading the state first.
 
-    An entry is ``(version, state, token hashes)``: the state of the table after
-    ``version`` records.  It is only a guess: the write's script appends only if
-    the log is still at that version and the table's write token is still the one
-    whose hash the entry names (the same table, not another of the same id), and
+    An entry is ``(version, state, token hashes, SHA-1 of the stored state)``: the
+    state of the table after ``version`` records.  It is only a guess: the write's
+    script appends only if the log is still at that version, the state stored is
+    that very state (its SHA-1) and the table's write token is still the one whose
+    hash the entry names (the same table, not another of the same id), and
     otherwise answers the state it holds now.  An entry is *taken* for a write (a
     plan steps the state in place), and put back, one version on, once the script
     has appended; a write that fails leaves none.  Bounded: the least recently
@@ -245,18 +251,18 @@ class _States:
 
     def __init__(self, size: int = STATES_KEPT) -> None:
         self.size = size
-        self._d: OrderedDict[str, tuple[int, TableState, tuple]] = OrderedDict()
+        self._d: OrderedDict[str, tuple[int, TableState, tuple, str]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def take(self, table_id: str) -> "tuple[int, TableState, tuple] | None":
+    def take(self, table_id: str) -> "tuple[int, TableState, tuple, str] | None":
         with self._lock:
             return self._d.pop(table_id, None)
 
-    def put(self, table_id: str, version: int, st: TableState, hashes: tuple) -> None:
+    def put(self, table_id: str, version: int, st: TableState, hashes: tuple, digest: str) -> None:
         if self.size <= 0:
             return
         with self._lock:
-            self._d[table_id] = (version, st, hashes)
+            self._d[table_id] = (version, st, hashes, digest)
             self._d.move_to_end(table_id)
             while len(self._d) > self.size:
                 self._d.popitem(last=False)
@@ -509,7 +515,7 @@ class TableStore:
         if st.version != version:  # never expected: the script writes both at once
             st = self.rebuild(table_id)[0]
         out = st, version, res[3] if idem_field else None, res[-1] if rounds else []
-        return (*out, (hashes[0], hashes[1])) if hashed else out
+        return (*out, (hashes[0], hashes[1]), _sha1(state)) if hashed else out
 
     def get(self, table_id: str, access: "Access | None" = None, *, rounds_after: int = 0,
             rounds_limit: int = ROUNDS_PAGE) -> dict:
@@ -630,7 +636,7 @@ class TableStore:
             kept = None
         for attempt in range(MAX_RETRIES):
             if kept is None:
-                st, version, prior, _, hashes = self._load(table_id, access, field, hashed=True)
+                st, version, prior, _, hashes, digest_of_state = self._load(table_id, access, field, hashed=True)
                 if prior is not None:
                     if self.min_replicas:  # it may be on the primary only: acknowledged once on the replicas
                         self._run(self._touch, [keys.state(table_id)], [], wrote=lambda touched: bool(touched))
@@ -640,7 +646,7 @@ class TableStore:
                                              current=version)
                 guess = False
             else:
-                version, st, hashes = kept
+                version, st, hashes, digest_of_state = kept
                 kept, guess = None, True
             try:
                 record, new_state, written, rounds_mode, rounds_payload = plan(st, version)
@@ -650,19 +656,20 @@ class TableStore:
                 if guess:  # refused by a kept state: decide on the state Redis holds
                     continue
                 raise
+            stored_state = codec.state(new_state.to_dict())
             res = self._run(
                 self._append,
                 [keys.meta(table_id), keys.log(table_id), keys.state(table_id), keys.rounds(table_id),
                  keys.idem(table_id), keys.channel(table_id)],
-                [version, codec.record(record), codec.state(new_state.to_dict()), rounds_mode, rounds_payload,
+                [version, codec.record(record), stored_state, rounds_mode, rounds_payload,
                  field or b"", digest, self.table_ttl, self.max_events,
                  _jbytes(self._streamed(table_id, record, new_state, voided=False)), self.publish_command,
-                 self._durable, hashes[0] or b""],
+                 self._durable, hashes[0] or b"", digest_of_state],
                 wrote=lambda res: res[0] in (b"ok", b"replay"),
             )
             outcome = res[0]
             if outcome == b"ok":
-                self._states.put(table_id, version + 1, new_state, hashes)
+                self._states.put(table_id, version + 1, new_state, hashes, _sha1(stored_state))
                 return written
             if outcome == b"replay":
                 return self._replay(table_id, st, res[1], fp)
@@ -680,7 +687,7 @@ class TableStore:
                 raise PreconditionFailed(f"the table is at version {current}, not {_show(if_match)}",
                                          current=current)
             if use_kept and res[2] is not None:
-                kept = (current, TableState.from_dict(codec.read_state(res[2])), hashes)
+                kept = (current, TableState.from_dict(codec.read_state(res[2])), hashes, _sha1(res[2]))
                 if not self._may_use(kept, access, if_match):
                     kept = None
             if attempt:
@@ -691,7 +698,7 @@ class TableStore:
     def _may_use(kept: tuple, access: "Access | None", if_match) -> bool:
         """Whether a write may be planned on a kept state: the token given is the kept write token
         (anything else is decided on a read), and an If-Match names the kept version."""
-        version, _, hashes = kept
+        version, _, hashes, _ = kept
         if access is not None and not (access.write and access.token and hashes[0] is not None
                                        and hmac.compare_digest(_hash(access.token), hashes[0].decode())):
             return False
