@@ -37,10 +37,14 @@ endpoints, the hot path, never run them.
 from __future__ import annotations
 
 import logging
+import time
 from functools import partial
+from math import floor, inf
 from typing import Any, Callable
 
-from flask import Flask, current_app, request
+from flask import Flask, current_app, g, has_request_context, request
+from limits.strategies import SlidingWindowCounterRateLimiter
+from limits.util import WindowStats
 
 from ..config import CLIENT_LIMITS, LIMITS, ApiKeys
 from .clients import api_key, client_key
@@ -82,6 +86,9 @@ def install(app: Flask, url: str) -> None:
         in_memory_fallback_enabled=True,
     )
     limiter_storage.count_errors(limiter.storage)
+    # Flask-Limiter makes its strategy from a name; the same strategy, reusing its windows (a private
+    # attribute: tests/test_api_limits.py checks that it is the one in use)
+    limiter._limiter = WindowReusingSlidingWindowCounter(limiter.storage)
 
     def current(name: str) -> int:
         return keys.limit(api_key(), name, setting[name]) if name in CLIENT_LIMITS else setting[name]
@@ -132,6 +139,61 @@ def _tightest_limit_in_headers(limiter: Any, response: Any) -> Any:
     except Exception as exc:  # Redis trouble: the limiter's own headers stay
         log.warning("rate limit headers: %s", exc)
     return response
+
+
+class WindowReusingSlidingWindowCounter(SlidingWindowCounterRateLimiter):
+    """``limits``' sliding window counter that remembers, for the request, each window it saw.
+
+    Flask-Limiter asks Redis for a limit's window once more for the
+    ``X-RateLimit-*`` headers, after the hit (or test) that already went there
+    (and :func:`_tightest_limit_in_headers` for every other limit of the
+    request).  Here a hit reads the window after it in the same round trip
+    (:meth:`~service.store.limiter.SharedClientStorage.acquire_sliding_window_entry_and_window`),
+    a test keeps the window it read, and :meth:`get_window_stats` answers from
+    what this request last saw of that limit: the headers cost no round trip.
+    Out of a request (the ``flask limiter`` commands), every call asks Redis.
+    """
+
+    def hit(self, item: Any, *identifiers: str, cost: int = 1) -> bool:
+        key = item.key_for(*identifiers)
+        acquired, window = self.storage.acquire_sliding_window_entry_and_window(  # type: ignore[attr-defined]
+            key, item.amount, item.get_expiry(), cost)
+        _seen(key, window)
+        return acquired
+
+    def test(self, item: Any, *identifiers: str, cost: int = 1) -> bool:
+        key = item.key_for(*identifiers)
+        window = self.storage.get_sliding_window(key, item.get_expiry())  # type: ignore[attr-defined]
+        _seen(key, window)
+        previous_count, previous_expires_in, current_count, _ = window
+        return self._weighted_count(item, previous_count, previous_expires_in, current_count) < item.amount - cost + 1
+
+    def get_window_stats(self, item: Any, *identifiers: str) -> WindowStats:
+        window = _seen(item.key_for(*identifiers))
+        if window is None:
+            return super().get_window_stats(item, *identifiers)
+        # as SlidingWindowCounterRateLimiter.get_window_stats computes it from the window it reads
+        previous_count, previous_expires_in, current_count, current_expires_in = window
+        remaining = max(0, item.amount - floor(
+            self._weighted_count(item, previous_count, previous_expires_in, current_count)))
+        now = time.time()
+        if not (previous_count or current_count):
+            return WindowStats(now, remaining)
+        expiry = item.get_expiry()
+        previous_reset_in = previous_expires_in % (expiry / previous_count) if previous_count else inf
+        current_reset_in = current_expires_in % expiry if current_count else inf
+        return WindowStats(now + min(previous_reset_in, current_reset_in), remaining)
+
+
+def _seen(key: str, window: tuple | None = None) -> tuple | None:
+    """Remember ``window`` of the limit ``key`` for this request (given one), or answer the one remembered."""
+    if not has_request_context():
+        return None
+    windows = g.__dict__.setdefault("_rate_limit_windows", {})
+    if window is None:
+        return windows.get(key)
+    windows[key] = window
+    return window
 
 
 def _table_key() -> str:

@@ -28,13 +28,15 @@ import logging
 from typing import Any, Callable
 
 from limits.storage import RedisStorage
+from redis.cluster import RedisCluster
 from limits.storage.base import Storage
 
 log = logging.getLogger("service.store")
 
 SCHEME = "mahjong+redis"
 METHODS = ("incr", "get", "get_expiry", "clear", "acquire_entry", "get_moving_window",
-           "acquire_sliding_window_entry", "get_sliding_window", "clear_sliding_window", "check")
+           "acquire_sliding_window_entry", "acquire_sliding_window_entry_and_window", "get_sliding_window",
+           "clear_sliding_window", "check")
 
 _ERRORS = None
 
@@ -53,7 +55,44 @@ class SharedClientStorage(RedisStorage):
         self.target_server = "redis"
         self.dependency = self.dependencies["redis"].module
         self.storage = client
+        self._cluster = isinstance(client, RedisCluster)
         self.initialize_storage(uri)
+
+    def acquire_sliding_window_entry_and_window(self, key: str, limit: int, expiry: int,
+                                                amount: int = 1) -> tuple[bool, tuple[int, float, int, float]]:
+        """:meth:`acquire_sliding_window_entry` and then :meth:`get_sliding_window` of the same key, in one
+        round trip: ``limits``' own two scripts in one pipeline (both keys of a limit share a hash tag, so
+        one cluster slot).  A server that lost its scripts (a restart, a fail-over) gets the two calls
+        one after the other, as ``limits`` makes them (they load a missing script); so does a cluster,
+        whose redis-py pipelines refuse ``EVALSHA``."""
+        if self._cluster:
+            return (self.acquire_sliding_window_entry(key, limit, expiry, amount),
+                    self.get_sliding_window(key, expiry))
+        previous_key = self.prefixed_key(self._previous_window_key(key))
+        current_key = self.prefixed_key(self._current_window_key(key))
+        keys = [previous_key, current_key]
+        pipe = self.get_connection().pipeline(transaction=False)
+        pipe.evalsha(self.lua_acquire_sliding_window.sha, 2, *keys, limit, expiry, amount)
+        pipe.evalsha(self.lua_sliding_window.sha, 2, *keys, expiry)
+        acquired, window = pipe.execute(raise_on_error=False)
+        if isinstance(acquired, self.dependency.exceptions.NoScriptError) or isinstance(
+                window, self.dependency.exceptions.NoScriptError):
+            if not isinstance(acquired, Exception):  # the entry was acquired: only the window is missing
+                return bool(acquired), self.get_sliding_window(key, expiry)
+            return (self.acquire_sliding_window_entry(key, limit, expiry, amount),
+                    self.get_sliding_window(key, expiry))
+        for result in (acquired, window):
+            if isinstance(result, Exception):
+                raise result
+        return bool(acquired), _window(window)
+
+
+def _window(window: Any) -> tuple[int, float, int, float]:
+    """The answer of ``limits``' sliding window script as :meth:`RedisStorage.get_sliding_window` returns it."""
+    if not window:
+        return 0, 0.0, 0, 0.0
+    return (int(window[0] or 0), max(0, float(window[1] or 0)) / 1000,
+            int(window[2] or 0), max(0, float(window[3] or 0)) / 1000)
 
 
 def storage_options(client: Any) -> tuple[str, dict[str, Any]]:
