@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import time
-from functools import partial
+from functools import lru_cache, partial
 from math import floor, inf
 from typing import Any, Callable
 
@@ -103,6 +103,7 @@ def install(app: Flask, url: str) -> None:
             app.view_functions[endpoint] = decorate(app.view_functions[endpoint])
 
     answered = {"deduct_when": lambda response: response.status_code not in _NOT_ANSWERED}
+    tested: dict[str, list[str]] = {}  # endpoint -> its table limits, tested before the view (counted after)
     value, off = rate("tables_per_hour", "hour")
     app.view_functions[CREATE] = limiter.limit(
         value, key_func=client_key, methods=["POST"],
@@ -114,6 +115,23 @@ def install(app: Flask, url: str) -> None:
     wrap(EVENTS, "table_events_per_minute", "minute", _table_key, **answered)
     wrap(VOIDS, "table_voids_per_minute", "minute", _table_key, **answered)
     wrap(TABLE_READS, "table_reads_per_minute", "minute", _table_key, **answered)
+    for endpoints, name in ((EVENTS, "table_events_per_minute"), (VOIDS, "table_voids_per_minute"),
+                            (TABLE_READS, "table_reads_per_minute")):
+        for endpoint in endpoints:
+            tested.setdefault(endpoint, []).append(name)
+
+    def _read_ahead() -> None:
+        """The keys of the table limits that Flask-Limiter will test after the client's hit (as it makes
+        them: its ``key_prefix``, the limit's key function and shared scope), read with that hit."""
+        ahead = {}
+        for name in tested.get(request.endpoint or "", ()):
+            if setting[name]:
+                item = _item(f"{setting[name]}/minute")
+                ahead[item.key_for("rl", _table_key(), name)] = item.get_expiry()
+        if ahead:
+            g._rate_limit_to_test = ahead
+
+    app.before_request_funcs.setdefault("tables", []).append(_read_ahead)  # before the limiter's, moved below
     _scope_to_blueprint(app, limiter, "tables")
     # first in the list: after_request hooks run in reverse, so it runs after the limiter's
     app.after_request_funcs.setdefault("tables", []).insert(0, partial(_tightest_limit_in_headers, limiter))
@@ -156,14 +174,19 @@ class WindowReusingSlidingWindowCounter(SlidingWindowCounterRateLimiter):
 
     def hit(self, item: Any, *identifiers: str, cost: int = 1) -> bool:
         key = item.key_for(*identifiers)
-        acquired, window = self.storage.acquire_sliding_window_entry_and_window(  # type: ignore[attr-defined]
-            key, item.amount, item.get_expiry(), cost)
+        ahead = _ahead()
+        acquired, window, read = self.storage.acquire_sliding_window_entry_and_window(  # type: ignore[attr-defined]
+            key, item.amount, item.get_expiry(), cost, [(k, e) for k, e in ahead.items() if k != key])
         _seen(key, window)
+        if read:
+            g._rate_limit_read_ahead = read
         return acquired
 
     def test(self, item: Any, *identifiers: str, cost: int = 1) -> bool:
         key = item.key_for(*identifiers)
-        window = self.storage.get_sliding_window(key, item.get_expiry())  # type: ignore[attr-defined]
+        window = getattr(g, "_rate_limit_read_ahead", {}).pop(key, None) if has_request_context() else None
+        if window is None:
+            window = self.storage.get_sliding_window(key, item.get_expiry())  # type: ignore[attr-defined]
         _seen(key, window)
         previous_count, previous_expires_in, current_count, _ = window
         return self._weighted_count(item, previous_count, previous_expires_in, current_count) < item.amount - cost + 1
@@ -183,6 +206,18 @@ class WindowReusingSlidingWindowCounter(SlidingWindowCounterRateLimiter):
         previous_reset_in = previous_expires_in % (expiry / previous_count) if previous_count else inf
         current_reset_in = current_expires_in % expiry if current_count else inf
         return WindowStats(now + min(previous_reset_in, current_reset_in), remaining)
+
+
+@lru_cache(maxsize=64)
+def _item(value: str) -> Any:
+    from limits import parse
+
+    return parse(value)
+
+
+def _ahead() -> dict[str, int]:
+    """The limits this request will test after a hit (``{key: expiry}``, set by :func:`_read_ahead`)."""
+    return g.__dict__.pop("_rate_limit_to_test", {}) if has_request_context() else {}
 
 
 def _seen(key: str, window: tuple | None = None) -> tuple | None:

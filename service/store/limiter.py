@@ -25,7 +25,7 @@ after 1, 2, 4 ... 32 s): the limits still hold, per worker process.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from limits.storage import RedisStorage
 from redis.cluster import RedisCluster
@@ -39,6 +39,8 @@ METHODS = ("incr", "get", "get_expiry", "clear", "acquire_entry", "get_moving_wi
            "clear_sliding_window", "check")
 
 _ERRORS = None
+Window = tuple[int, float, int, float]
+"""A sliding window as ``limits`` reads it: (previous count, its seconds left, current count, its seconds left)."""
 
 
 class SharedClientStorage(RedisStorage):
@@ -58,36 +60,48 @@ class SharedClientStorage(RedisStorage):
         self._cluster = isinstance(client, RedisCluster)
         self.initialize_storage(uri)
 
-    def acquire_sliding_window_entry_and_window(self, key: str, limit: int, expiry: int,
-                                                amount: int = 1) -> tuple[bool, tuple[int, float, int, float]]:
-        """:meth:`acquire_sliding_window_entry` and then :meth:`get_sliding_window` of the same key, in one
+    def acquire_sliding_window_entry_and_window(
+            self, key: str, limit: int, expiry: int, amount: int = 1,
+            also_read: Sequence[tuple[str, int]] = ()) -> tuple[bool, Window, dict[str, Window]]:
+        """:meth:`acquire_sliding_window_entry` and then :meth:`get_sliding_window` of the same key in one
         round trip: ``limits``' own two scripts in one pipeline (both keys of a limit share a hash tag, so
-        one cluster slot).  A server that lost its scripts (a restart, a fail-over) gets the two calls
-        one after the other, as ``limits`` makes them (they load a missing script); so does a cluster,
-        whose redis-py pipelines refuse ``EVALSHA``."""
+        one cluster slot), with the windows of ``also_read`` (``(key, expiry)`` of other limits) read in
+        the same pipeline; answers ``(acquired, window, {key: window of also_read})``.
+
+        A server that lost its scripts (a restart, a fail-over) gets the two calls one after the
+        other, as ``limits`` makes them (they load a missing script), and nothing else is read; so
+        does a cluster, whose redis-py pipelines refuse ``EVALSHA`` (and whose limits' keys are on
+        other slots)."""
         if self._cluster:
             return (self.acquire_sliding_window_entry(key, limit, expiry, amount),
-                    self.get_sliding_window(key, expiry))
-        previous_key = self.prefixed_key(self._previous_window_key(key))
-        current_key = self.prefixed_key(self._current_window_key(key))
-        keys = [previous_key, current_key]
+                    self.get_sliding_window(key, expiry), {})
         pipe = self.get_connection().pipeline(transaction=False)
+        keys = self._window_keys(key)
         pipe.evalsha(self.lua_acquire_sliding_window.sha, 2, *keys, limit, expiry, amount)
         pipe.evalsha(self.lua_sliding_window.sha, 2, *keys, expiry)
-        acquired, window = pipe.execute(raise_on_error=False)
-        if isinstance(acquired, self.dependency.exceptions.NoScriptError) or isinstance(
-                window, self.dependency.exceptions.NoScriptError):
-            if not isinstance(acquired, Exception):  # the entry was acquired: only the window is missing
-                return bool(acquired), self.get_sliding_window(key, expiry)
+        for other, other_expiry in also_read:
+            pipe.evalsha(self.lua_sliding_window.sha, 2, *self._window_keys(other), other_expiry)
+        acquired, window, *others = pipe.execute(raise_on_error=False)
+        missing = self.dependency.exceptions.NoScriptError
+        if isinstance(acquired, missing):  # not run
             return (self.acquire_sliding_window_entry(key, limit, expiry, amount),
-                    self.get_sliding_window(key, expiry))
-        for result in (acquired, window):
-            if isinstance(result, Exception):
-                raise result
-        return bool(acquired), _window(window)
+                    self.get_sliding_window(key, expiry), {})
+        if isinstance(acquired, Exception):
+            raise acquired
+        if isinstance(window, Exception):
+            if not isinstance(window, missing):
+                raise window
+            window = self.get_sliding_window(key, expiry)
+        else:
+            window = _window(window)
+        return bool(acquired), window, {other: _window(answer) for (other, _), answer in zip(also_read, others)
+                                        if not isinstance(answer, Exception)}
+
+    def _window_keys(self, key: str) -> list[str]:
+        return [self.prefixed_key(self._previous_window_key(key)), self.prefixed_key(self._current_window_key(key))]
 
 
-def _window(window: Any) -> tuple[int, float, int, float]:
+def _window(window: Any) -> Window:
     """The answer of ``limits``' sliding window script as :meth:`RedisStorage.get_sliding_window` returns it."""
     if not window:
         return 0, 0.0, 0, 0.0
