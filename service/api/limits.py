@@ -28,6 +28,13 @@ and logged as a warning, and the limits are counted in each worker's memory
 until Redis answers again (Flask-Limiter's in-memory fallback): they never
 silently turn off.
 
+An event or a read checks a client limit and a table limit: the client's hit
+goes to Redis with the window read after it and the window of the table limit
+tested next (one pipeline), the table's count after the answer is the second
+round trip, and the headers come from the windows the request saw
+(:class:`WindowReusingSlidingWindowCounter`): two round trips, where Flask-Limiter
+alone makes five.
+
 Flask-Limiter hooks every request of an app; its bookkeeping costs about
 100 µs a request even where no limit applies, so its hooks are moved to the
 ``tables`` blueprint (:func:`_scope_to_blueprint`): the stateless hand
