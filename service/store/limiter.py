@@ -29,6 +29,8 @@ from typing import Any, Callable, Sequence
 
 from limits.storage import RedisStorage
 from redis.cluster import RedisCluster
+
+from .client import Scripts
 from limits.storage.base import Storage
 
 log = logging.getLogger("service.store")
@@ -58,6 +60,7 @@ class SharedClientStorage(RedisStorage):
         self.dependency = self.dependencies["redis"].module
         self.storage = client
         self._cluster = isinstance(client, RedisCluster)
+        self._kept = Scripts(client) if Scripts.usable(client) else None
         self.initialize_storage(uri)
 
     def acquire_sliding_window_entry_and_window(
@@ -75,13 +78,18 @@ class SharedClientStorage(RedisStorage):
         if self._cluster:
             return (self.acquire_sliding_window_entry(key, limit, expiry, amount),
                     self.get_sliding_window(key, expiry), {})
-        pipe = self.get_connection().pipeline(transaction=False)
         keys = self._window_keys(key)
-        pipe.evalsha(self.lua_acquire_sliding_window.sha, 2, *keys, limit, expiry, amount)
-        pipe.evalsha(self.lua_sliding_window.sha, 2, *keys, expiry)
-        for other, other_expiry in also_read:
-            pipe.evalsha(self.lua_sliding_window.sha, 2, *self._window_keys(other), other_expiry)
-        acquired, window, *others = pipe.execute(raise_on_error=False)
+        calls = [(self.lua_acquire_sliding_window, keys, [limit, expiry, amount]),
+                 (self.lua_sliding_window, keys, [expiry]),
+                 *[(self.lua_sliding_window, self._window_keys(other), [other_expiry])
+                   for other, other_expiry in also_read]]
+        if self._kept is not None:  # a plain Redis: on a kept connection (as the table log's writes)
+            acquired, window, *others = self._kept.many(calls)
+        else:
+            pipe = self.get_connection().pipeline(transaction=False)
+            for script, script_keys, args in calls:
+                pipe.evalsha(script.sha, len(script_keys), *script_keys, *args)
+            acquired, window, *others = pipe.execute(raise_on_error=False)
         missing = self.dependency.exceptions.NoScriptError
         if isinstance(acquired, missing):  # not run
             return (self.acquire_sliding_window_entry(key, limit, expiry, amount),
