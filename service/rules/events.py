@@ -112,6 +112,8 @@ FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 _REQUIRED = {kind: frozenset(required) for kind, (required, _optional) in FIELDS.items()}
 _ALLOWED = {kind: frozenset(required + optional) for kind, (required, optional) in FIELDS.items()}
+_HAND_REQUIRED, _HAND_ALLOWED = _REQUIRED["hand"], _ALLOWED["hand"]
+_NO_MELDS: list = []  # (read only)
 MAX_HAND_CHARS = 200   # a hand string
 MAX_HAND_TILES = 64    # a hand given as a list of tile strings
 MAX_TILE_CHARS = 16    # one tile string
@@ -242,6 +244,11 @@ class _Parser:
         return value
 
     def hand(self, data: Any, seat: int, path: str) -> Hand:
+        if type(data) is dict and _HAND_REQUIRED <= data.keys() <= _HAND_ALLOWED:
+            tiles, melds, void = data["tiles"], data.get("melds", _NO_MELDS), data.get("void")
+            if (type(tiles) is str and len(tiles) <= MAX_HAND_CHARS and void is None
+                    and type(melds) is list and len(melds) <= MAX_MELDS and all(map(_plain_meld, melds))):
+                return self._parse_hand(tiles, melds, None, seat, path)  # (every check below passes)
         if isinstance(data, Hand):
             return data
         data = self.object(data, "hand", path)
@@ -269,6 +276,10 @@ class _Parser:
                                     f"{path}.melds.{i}.{name}")
         if void is not None and (not isinstance(void, str) or len(void) > MAX_SUIT_CHARS):
             raise self.fail(f"a void is a suit such as 's'; got {_short(void)}", path + ".void")
+        return self._parse_hand(tiles, melds, void, seat, path)
+
+    def _parse_hand(self, tiles, melds, void, seat: int, path: str) -> Hand:
+        """The hand of members already checked (the round's 定缺 when it states no void)."""
         if void is None and self.voids is not None:
             void = self.voids[seat]
         try:

@@ -165,6 +165,7 @@ _pair_reason = itemgetter(0, 1, 3)  # a Transfer's payer, payee and reason
 
 _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
 _KONG_REASONS = frozenset(_KONG_REASON.values())
+_DIANPAO, _ZIMO = Reason.DIANPAO._value_, Reason.ZIMO._value_
 _KONG_REASON_ID = {kind: reason._value_ for kind, reason in _KONG_REASON.items()}
 
 
@@ -276,9 +277,9 @@ class Round:
     @property
     def deltas(self) -> tuple[int, ...]:
         d = [0] * len(self.seats)
-        for t in self.transfers:
-            d[t.payer] -= t.points
-            d[t.payee] += t.points
+        for payer, payee, points, _reason, _event in self.transfers:
+            d[payer] -= points
+            d[payee] += points
         return tuple(d)
 
     @property
@@ -399,9 +400,10 @@ class Round:
         conc = self.concealed
         if len(touched) > 4 or any(type(x) is not int for x in touched):
             # a hand's tiles: every count at once first (none over 4: none of these is)
-            total = map(add, conc, melds[0])
-            for m in melds[1:]:
-                total = map(add, total, m)
+            total = conc
+            for m in melds:
+                if any(m):  # (a seat with no melds adds nothing)
+                    total = map(add, total, m)
             if max(total) <= 4:
                 return
         tiles = []
@@ -537,14 +539,17 @@ class Round:
     # -- hu -----------------------------------------------------------------------
     def _hu(self, ev: Hu, i: int) -> None:
         seats = [w.seat for w in ev.winners]
-        if len(set(seats)) != len(seats):
+        if len(seats) > 1 and len(set(seats)) != len(seats):
             raise EventError(Code.DUPLICATE_WINNER, i, "a seat is listed twice among the winners")
-        for s in seats:
-            self._require_active(s, i, "winning")
+        everyone = not self.left and not self.won  # (every seat is still in the round)
+        if not everyone:
+            for s in seats:
+                self._require_active(s, i, "winning")
         if self.xueliu and (ev.heavenly or ev.earthly) and self.first_win is not None:
             raise EventError(Code.CONTRADICTORY_FLAGS, i, "天胡 and 地胡 are only for the round's first win (§13.3)")
         if ev.from_ is not None:
-            self._require_active(ev.from_, i, "discarding")
+            if not everyone:
+                self._require_active(ev.from_, i, "discarding")
             if ev.from_ in seats:
                 raise EventError(Code.SELF_DISCARD, i, f"the discarder {ev.from_} cannot be a winner")
         elif len(seats) != 1:
@@ -571,16 +576,19 @@ class Round:
             self._void_kong(kong, i)
         if self.xueliu:
             self._keep_hands(ev)
+        append = self.transfers.append
         for w, pts in zip(ev.winners, points):
             if ev.from_ is not None:
-                self._pay(ev.from_, w.seat, pts, Reason.DIANPAO, i)
+                if pts:  # (as _pay: the discarder is no winner)
+                    append(_record(Transfer, (ev.from_, w.seat, pts, _DIANPAO, i)))
             elif feeder_pays:
                 self._pay(kong.from_, w.seat, pts, Reason.DIANPAO, i)
             else:
-                extra = self._unit(1) if self.rules.zimo == "base" else 0
-                for s in self.active:
-                    if s != w.seat:
-                        self._pay(s, w.seat, pts + extra, Reason.ZIMO, i)
+                pts += self.rules.base if self.rules.zimo == "base" else 0
+                if pts:
+                    for s in (self.seats if everyone else self.active):
+                        if s != w.seat:
+                            append(_record(Transfer, (s, w.seat, pts, _ZIMO, i)))
         if ev.after_kong and ev.from_ is not None:  # 杠上炮: 呼叫转移
             for w in ev.winners:
                 self._pay(ev.from_, w.seat, kong.collected, Reason.TRANSFER, i)
@@ -814,12 +822,15 @@ class Round:
 
     def _refund(self, seat: int, i: int) -> None:
         """退税: ``seat`` hands back its kongs' income (not a robbed kong's, nor one passed on)."""
+        owed: dict[int, int] = {}  # payer -> points, in the order of the first kong it paid (as _merge sums them)
         for kong in self.kongs.values():
             if kong.seat != seat or kong.void or kong.transferred:
                 continue
             for payer, pts in kong.paid:
-                if payer not in self.left:
-                    self._pay(seat, payer, pts, Reason.REFUND, i)
+                if payer not in self.left and pts:
+                    owed[payer] = owed.get(payer, 0) + pts
+        for payer, pts in owed.items():
+            self._pay(seat, payer, pts, Reason.REFUND, i)
 
     def _escape(self, ev: Escape, i: int) -> None:
         seat = ev.seat
