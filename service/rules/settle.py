@@ -396,14 +396,13 @@ class Round:
         its melds' tiles).  Per seat, the melds logged by peng/kong events count, or else those
         of its hand (§6).
         """
-        melds = [self.melds[s] if self.logged[s] else self.hand_melds[s] for s in self.seats]
+        melds = list(map(_pick, self.logged, self.melds, self.hand_melds))
         conc = self.concealed
-        if len(touched) > 4 or any(type(x) is not int for x in touched):
+        if len(touched) > 4 or not all(map(_is_int, touched)):
             # a hand's tiles: every count at once first (none over 4: none of these is)
             total = conc
-            for m in melds:
-                if any(m):  # (a seat with no melds adds nothing)
-                    total = map(add, total, m)
+            for m in filter(any, melds):  # (a seat with no melds adds nothing)
+                total = map(add, total, m)
             if max(total) <= 4:
                 return
         tiles = []
@@ -865,6 +864,15 @@ class Round:
                 self._pay(seat, t.payer, t.points, Reason.FORFEIT, i)
         self.left.append(seat)
         self.last = LastEvent("escape", i, seat)
+
+
+def _pick(logged: bool, melds: list[int], hand_melds: list[int]) -> list[int]:
+    """A seat's meld copies for the 4-copy limit: its logged melds, or else its hand's (§6)."""
+    return melds if logged else hand_melds
+
+
+def _is_int(x: Any) -> bool:
+    return type(x) is int
 
 
 _HANDLERS = {Kong: Round._kong, Hu: Round._hu, Peng: Round._peng, Draw: Round._draw_merged,
