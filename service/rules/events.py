@@ -21,7 +21,7 @@ from .codes import Code
 from .errors import EventError, RuleError
 from .hand import KONG_KINDS, Hand, parse_hand, require_in_play
 from .patterns import PATTERNS
-from .tiles import Tile
+from .tiles import TILES, Tile
 
 STATUSES = ("ting", "not_ting", "huazhu")
 HU_FLAGS = ("after_kong", "robbing_kong", "last_tile", "heavenly", "earthly")
@@ -139,7 +139,11 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, playe
     ...     print(exc.code, exc.context["field"], "-", exc.reason)
     bad_event seats.0.status - seat 0's status must be one of ting, not_ting, huazhu; got 'maybe'
     """
-    if type(data) is not dict and not isinstance(data, Mapping):
+    if type(data) is dict and data.get("type") == "kong":
+        kong = _plain_kong(data, players)
+        if kong is not None:
+            return kong
+    elif type(data) is not dict and not isinstance(data, Mapping):
         if isinstance(data, (Peng, Kong, Hu, Draw, Escape)):
             return data
         raise EventError(Code.BAD_EVENT, index, f"an event is an object, got {type(data).__name__}", field="_schema")
@@ -341,6 +345,23 @@ class _Parser:
                                 path + ".dajiao_fan")
             out.append(SeatReport(seat, status=status, dajiao_fan=dajiao))
         return tuple(out)
+
+
+def _plain_kong(data: dict, players: int) -> Kong | None:
+    """The kong of a kong object that passes every check of :func:`parse_event` (the common case,
+    checked at once: its members, seats in range and a tile in canonical spelling), else None."""
+    if not _REQUIRED["kong"] <= data.keys() <= _ALLOWED["kong"]:
+        return None
+    seat, kind, text, frm = data["seat"], data["kind"], data["tile"], data.get("from")
+    tile = _TILE_TEXT.get(text) if type(text) is str else None
+    if tile is None or type(seat) is not int or not 0 <= seat < players or players == 3 and tile.suit == "m":
+        return None
+    if kind == "direct":
+        return Kong(seat, kind, tile, frm) if type(frm) is int and 0 <= frm < players else None
+    return Kong(seat, kind, tile) if frm is None and (kind == "added" or kind == "concealed") else None
+
+
+_TILE_TEXT = {str(t): t for t in TILES}  # (the canonical spellings)
 
 
 def _plain_meld(m: Any) -> bool:

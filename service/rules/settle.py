@@ -297,7 +297,11 @@ class Round:
         return seats[0] if len(seats) == 1 else frm  # 一炮多响: the discarder
 
     def settlement(self) -> Settlement:
-        return Settlement(self.deltas, tuple(self.transfers), tuple(self.won), self.ended, self.next_dealer)
+        # (the value Settlement(...) builds, without the frozen __init__'s per-field setattr)
+        out = object.__new__(Settlement)
+        out.__dict__.update(deltas=self.deltas, transfers=tuple(self.transfers), winners=tuple(self.won),
+                            ended=self.ended, next_dealer=self.dealer_after() if self.ended else None)
+        return out
 
     # -- persistence ----------------------------------------------------------
     def to_dict(self) -> dict:
