@@ -1,6 +1,7 @@
 """Benchmark the live table log (loopback only, bounded in time).
 
-    python bench/store.py [--tables 32] [--duration 10] [--long 10000] [--phases http,length,void,memory]
+    python bench/store.py [--tables 32] [--duration 10] [--long 10000]
+                          [--phases http,versus,length,void,memory,get]
 
 1. HTTP: ``python -m service serve`` (2 workers × 8 threads) on a private
    redis-server; ``--tables`` client threads, each with its own table and
@@ -16,6 +17,15 @@
 4. ``MEMORY USAGE`` of every key of a table with 500 events appended without
    an ``Idempotency-Key`` and of one with a key on each (and 2,000 of each:
    Redis packs a hash of up to 512 fields, a larger one costs more per field).
+
+5. ``versus``: on one ``serve`` (as in 1), the same client (``--tables``
+   keep-alive threads) alternates blocks of table appends (one table per
+   thread) and blocks of ``POST /v1/hands/ting`` (``--rounds`` of each,
+   ``--duration`` seconds in all); prints both throughputs, their ratio and the
+   p50/p99 of each.
+6. ``get``: ``GET /v1/tables/{id}`` of a table with 200 ended rounds, in-process
+   through the Flask app (test client) and through :meth:`TableStore.get`:
+   the median server-side cost in µs.
 
 Each prints one JSON line.
 """
@@ -87,6 +97,110 @@ def http_phase(port: int, tables: int, duration: float) -> dict:
     return {"op": "append_http", "tables": tables, "appends": len(flat),
             "appends_per_s": round(len(flat) / elapsed, 1), "p50_ms": round(percentile(flat, 50), 2),
             "p99_ms": round(percentile(flat, 99), 2), "errors": sum(errors)}
+
+
+TING_HANDS = ["1112345678999m", "2344567p345789s", "1112223334445m", "123345m999p66p22p",
+              "1133557799s224p", "2345678m234p789p", "1112223334567s", "123456789p1122m"]
+
+
+def versus_phase(port: int, tables: int, duration: float, rounds: int = 3) -> dict:
+    """Appends against ``POST /v1/hands/ting``: the same threads and connections, alternating blocks."""
+    setup = Client(port)
+    ids = []
+    for _ in range(tables):
+        status, _, body = setup.request("POST", "/v1/tables", {"players": PLAYERS})
+        assert status == 201, body
+        ids.append((body["id"], body["token"]))
+    setup.close()
+    clients = [Client(port) for _ in range(tables)]
+    streams = [cycle() for _ in range(tables)]
+    lat: dict[str, list[float]] = {"append": [], "ting": []}
+    busy: dict[str, float] = {"append": 0.0, "ting": 0.0}
+    errors = {"append": 0, "ting": 0}
+    lock = threading.Lock()
+
+    def block(kind: str, seconds: float) -> None:
+        stop_at = time.monotonic() + seconds
+
+        def run(i: int) -> None:
+            tid, token = ids[i]
+            c, mine, bad = clients[i], [], 0
+            auth = {"Authorization": "Bearer " + token}
+            n = i
+            while time.monotonic() < stop_at:
+                t0 = time.perf_counter()
+                if kind == "append":
+                    status, _, _ = c.request("POST", f"/v1/tables/{tid}/events", next(streams[i]), auth)
+                    ok = status == 201
+                else:
+                    status, _, _ = c.request("POST", "/v1/hands/ting", {"hand": {"tiles": TING_HANDS[n % 8]}})
+                    ok = status == 200
+                    n += 1
+                mine.append((time.perf_counter() - t0) * 1000)
+                bad += not ok
+            with lock:
+                lat[kind].extend(mine)
+                errors[kind] += bad
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(tables)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        busy[kind] += time.monotonic() - t0
+
+    block("ting", 1.0)  # warm-up of both (not counted)
+    block("append", 1.0)
+    lat = {"append": [], "ting": []}
+    busy = {"append": 0.0, "ting": 0.0}
+    for _ in range(rounds):
+        block("append", duration / (2 * rounds))
+        block("ting", duration / (2 * rounds))
+    for c in clients:
+        c.close()
+    rate = {k: len(v) / busy[k] for k, v in lat.items()}
+    return {"op": "append_vs_ting", "tables": tables, "appends_per_s": round(rate["append"], 1),
+            "ting_per_s": round(rate["ting"], 1), "ratio": round(rate["append"] / rate["ting"], 3),
+            "append_p50_ms": round(percentile(lat["append"], 50), 2),
+            "append_p99_ms": round(percentile(lat["append"], 99), 2),
+            "ting_p50_ms": round(percentile(lat["ting"], 50), 2),
+            "ting_p99_ms": round(percentile(lat["ting"], 99), 2),
+            "errors": errors}
+
+
+def get_phase(redis_url: str, rounds: int = 200, samples: int = 300) -> dict:
+    """The server-side cost of ``GET /v1/tables/{id}`` of a table with ``rounds`` ended rounds."""
+    import redis
+
+    from service.store.tables import Access, TableStore
+
+    from service.api import create_app
+    from service.config import NO_LIMITS
+
+    store = TableStore(redis.Redis.from_url(redis_url))
+    created = store.create(PLAYERS, "xuezhan")
+    tid = created.id
+    events = cycle()
+    for _ in range(rounds * 4):
+        store.append(tid, next(events))
+    app = create_app({"REDIS_URL": redis_url, **{var: 0 for var in NO_LIMITS}})
+    web = app.test_client()
+    auth = {"Authorization": "Bearer " + created.read_token}
+    assert web.get(f"/v1/tables/{tid}", headers=auth).status_code == 200
+    via_app, via_store = [], []
+    access = Access(created.read_token, write=False)
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        resp = web.get(f"/v1/tables/{tid}", headers=auth)
+        via_app.append((time.perf_counter() - t0) * 1e6)
+        assert resp.status_code == 200
+        t0 = time.perf_counter()
+        store.get(tid, access)
+        via_store.append((time.perf_counter() - t0) * 1e6)
+    return {"op": "get_table", "ended_rounds": rounds, "app_us": round(statistics.median(via_app), 1),
+            "store_us": round(statistics.median(via_store), 1),
+            "response_bytes": len(resp.data)}
 
 
 def length_phase(redis_url: str, long: int, samples: int = 400) -> dict:
@@ -189,7 +303,8 @@ def main() -> None:
     ap.add_argument("--tables", type=int, default=32)
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--long", type=int, default=10_000)
-    ap.add_argument("--phases", default="http,length,void,memory", help="which phases, comma-separated")
+    ap.add_argument("--rounds", type=int, default=3, help="versus: alternating blocks of each")
+    ap.add_argument("--phases", default="http,versus,length,void,memory,get", help="which phases, comma-separated")
     args = ap.parse_args()
     phases = set(args.phases.split(","))
 
@@ -203,12 +318,21 @@ def main() -> None:
                 print(json.dumps(http_phase(port, args.tables, args.duration)), flush=True)
             finally:
                 stop_service(proc)
+        if "versus" in phases:
+            port = free_port()
+            proc = start_service(port, server.url)
+            try:
+                print(json.dumps(versus_phase(port, args.tables, args.duration, args.rounds)), flush=True)
+            finally:
+                stop_service(proc)
         if "length" in phases:
             print(json.dumps(length_phase(server.url, args.long)), flush=True)
         if "void" in phases:
             print(json.dumps(void_phase(server.url)), flush=True)
         if "memory" in phases:
             print(json.dumps(memory_phase(server.url)), flush=True)
+        if "get" in phases:
+            print(json.dumps(get_phase(server.url)), flush=True)
 
 
 if __name__ == "__main__":

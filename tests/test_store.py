@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from service.rules.errors import EventError
-from service.store import keys
+from service.store import codec, keys
 from service.store.tables import (
     Conflict, EventNotFound, Forbidden, IdempotencyMismatch, PreconditionFailed, TableNotFound,
     TableStore, Unauthorized, fingerprint,
@@ -143,8 +143,9 @@ def test_concurrent_appends_all_land_exactly_once(store, table, client):
         t.join()
     assert not errors
     assert client.llen(keys.log(tid)) == 17
-    seqs = [json.loads(x)["seq"] for x in client.lrange(keys.log(tid), 0, -1)]
-    assert seqs == list(range(1, 18))
+    records = codec.read_records(client.lrange(keys.log(tid), 0, -1), 1)
+    assert [r["seq"] for r in records] == list(range(1, 18))
+    assert sorted(r["tile"] for r in records[1:]) == sorted(f"{n % 9 + 1}{'mps'[n // 9]}" for n in range(16))
     assert store.check(tid)["ok"]
 
 

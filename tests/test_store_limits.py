@@ -110,7 +110,8 @@ def test_a_refused_void_reads_only_its_round_not_the_whole_log(client):
     sent["a void record"] = _bytes_sent(client, refuse(1204, "not_voidable"))
     sent["already voided"] = _bytes_sent(client, refuse(1203, "already_voided"))
     sent["out of range"] = _bytes_sent(client, lambda: pytest.raises(EventNotFound, store.void, t, 1205))
-    assert all(n < log_bytes / 20 for n in sent.values()), (log_bytes, sent)
+    # (a refusal reads the state, ~2 KB, and the target's round; the log is ~46 KB, stored compactly)
+    assert all(n < log_bytes / 10 for n in sent.values()), (log_bytes, sent)
     # in an earlier round: that round's records up to the one that depends on it, and the summaries
     # of the rounds after it (their balances are taken out of the table's), never their records
     old_round = _bytes_sent(client, refuse(597, "void_conflict"))  # round 150's round_start

@@ -340,8 +340,8 @@ def post_event(table_id):
     token = _token()  # checked with the state, in the store's one read before the append
     body = _json_body()
     key = _idempotency_key()
-    written = s.append(tid, body, if_match=_if_match(), idempotency_key=key,
-                       fp=fingerprint("POST", request.path, body), access=Access(token, write=True))
+    written = s.append(tid, body, if_match=_if_match(), idempotency_key=key,  # (fp: only a key is bound to it)
+                       fp=fingerprint("POST", request.path, body) if key else "", access=Access(token, write=True))
     return _written(tid, written)
 
 

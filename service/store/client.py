@@ -82,6 +82,7 @@ redis+sentinel://host:port[,host:port...]/<service_name>[/db]
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import urllib.parse
 from contextlib import contextmanager
@@ -412,6 +413,88 @@ def acknowledged(client: Client, script, keys: Sequence, args: Sequence, replica
         raise redis.exceptions.NoScriptError("the script could not be loaded")
 
     return on_primary(client, keys[0], run)
+
+
+class Scripts:
+    """A write script's call on a plain Redis (not a cluster, not Sentinel) in one command, on
+    connections this object keeps out of the pool between calls.
+
+    redis-py's command path (its pool's checkout and check-in with their metrics hooks, the
+    retry wrapper, the response callbacks) costs several times what sending one ``EVALSHA``
+    and reading its answer does.  A connection is checked out of the client's pool once (so
+    it is made, authenticated and checked as the pool does it) and kept for the next call; a
+    call that fails in any way (an error answer included, but a refused script's or a
+    ``NOSCRIPT``) drops its connection (disconnected, given back to the pool), so a kept
+    connection never holds an unread answer.  Nothing is ever sent twice but a script that
+    the server answered ``NOSCRIPT`` (it did not run).  At most ``keep`` connections are
+    kept; after a fork the kept ones are left to the parent.
+    """
+
+    def __init__(self, client: redis.Redis, keep: int = 64) -> None:
+        self.client, self.keep = client, keep
+        self._free: list = []
+        self._pid = os.getpid()
+
+    @staticmethod
+    def usable(client: Client) -> bool:
+        return kind(client) == "redis"
+
+    def __call__(self, script, keys: Sequence, args: Sequence) -> Any:
+        if self._pid != os.getpid():
+            self._free, self._pid = [], os.getpid()
+        pool = self.client.connection_pool
+        try:
+            conn = self._free.pop()
+        except IndexError:
+            conn = pool.get_connection()
+        else:
+            self._ready(conn, pool)
+        try:
+            conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            try:
+                result = conn.read_response()
+            except redis.exceptions.NoScriptError:  # not run: load it and run it
+                conn.send_command("SCRIPT", "LOAD", script.script)
+                conn.read_response()
+                conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+                result = conn.read_response()
+        except redis.exceptions.ResponseError:  # an error answer: the connection is in step, and kept
+            self._put(conn)
+            raise
+        except BaseException:
+            conn.disconnect()
+            pool.release(conn)
+            raise
+        self._put(conn)
+        return result
+
+    @staticmethod
+    def _ready(conn, pool) -> None:
+        """What the pool checks of a connection it hands out: connected, and nothing to read (a
+        server that closed it meanwhile, e.g. after its ``timeout``): else it is made again, so
+        that a command is never sent on a connection that cannot answer it."""
+        try:
+            conn.connect()
+            if conn.can_read():
+                raise redis.exceptions.ConnectionError("Connection has data")
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+            try:
+                conn.disconnect()
+                conn.connect()
+                if conn.can_read():
+                    raise redis.exceptions.ConnectionError("Connection not ready")
+            except BaseException:
+                pool.release(conn)
+                raise
+        except BaseException:
+            pool.release(conn)
+            raise
+
+    def _put(self, conn) -> None:
+        if len(self._free) < self.keep:
+            self._free.append(conn)
+        else:
+            self.client.connection_pool.release(conn)
 
 
 # -- readiness -------------------------------------------------------------------------------------

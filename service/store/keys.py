@@ -8,9 +8,13 @@ key                            type    holds
 =============================  ======  ==================================================
 ``{t:<id>}:meta``              hash    players, ruleset, first dealer, stakes (if any), token hashes, created
                                        (after DELETE: only the token hashes and ``deleted``, 24 h)
-``{t:<id>}:log``               list    the log: one JSON record per seq (append-only)
+``{t:<id>}:log``               list    the log: one record per seq, seq n at index n - 1 (append-only;
+                                       :mod:`~service.store.codec`: ``[at ms, round, event]``, or
+                                       a JSON object in the earlier form)
 ``{t:<id>}:state``             string  JSON :class:`~service.rules.table.TableState` at version = LLEN log
-``{t:<id>}:rounds``            list    JSON summaries of the table's ended rounds (round n at index n - 1)
+                                       (:func:`~service.store.codec.state`)
+``{t:<id>}:rounds``            list    summaries of the table's ended rounds (round n at index n - 1;
+                                       positional arrays, :func:`~service.store.codec.summary`)
 ``{t:<id>}:idem``              hash    the table's Idempotency-Key records: field = the key's
                                        :func:`idem_field` (16 bytes), value = :func:`fp_digest` of
                                        the request (8 bytes) then the seq it wrote (decimal)
@@ -189,7 +193,7 @@ end
 return {1}
 """
 
-# APPEND: one record, atomically: idempotency replay check, version check,
+# APPEND: one record, atomically: incarnation check, idempotency replay check, version check,
 # append, state update, rounds update, idempotency record, TTL refresh.
 # KEYS: meta, log, state, rounds, idem
 # ARGV[1] expected version (the log length the record was validated against)
@@ -205,10 +209,21 @@ return {1}
 # KEYS[6] the table's channel, ARGV[10] the message to publish on it once appended ("" none),
 # ARGV[11] PUBLISH or SPUBLISH
 # ARGV[12] durable: "1" to touch the table before a replay (REDIS_MIN_REPLICAS), else ""
-# returns {"ok", version} | {"replay", idem value} | {"conflict", version} | {"missing"} | {"full", version}
+# ARGV[13] the SHA-256 (hex) of the table's write token as the caller knows it, or "": the record was
+#          validated against a state of that table, not of another table of the same id (one created
+#          after it was deleted or expired): "denied" when the meta hash names another token
+# ARGV[14] the SHA-1 (hex) of the stored state the record was validated against, or "": a conflict
+#          unless the state stored now is that very state (a stronger check than the version: a
+#          state a worker kept after a write that a fail-over lost may have the version of another
+#          write made since)
+# returns {"ok", version} | {"replay", idem value} | {"conflict", version, state JSON} | {"missing"}
+#         | {"denied"} | {"full", version}
+# (a conflict answers the state at the current version, so that the caller can validate again
+# without another round trip)
 APPEND = TOUCH_FN + """
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
 if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing'} end
+if ARGV[13] ~= '' and redis.call('HGET', KEYS[1], 'token') ~= ARGV[13] then return {'denied'} end
 if ARGV[6] ~= '' then
   local rec = redis.call('HGET', KEYS[5], ARGV[6])
   if rec then
@@ -217,7 +232,11 @@ if ARGV[6] ~= '' then
   end
 end
 local version = redis.call('LLEN', KEYS[2])
-if version ~= tonumber(ARGV[1]) then return {'conflict', tostring(version)} end
+if version ~= tonumber(ARGV[1]) then return {'conflict', tostring(version), redis.call('GET', KEYS[3])} end
+if ARGV[14] ~= '' then
+  local stored = redis.call('GET', KEYS[3])
+  if redis.sha1hex(stored) ~= ARGV[14] then return {'conflict', tostring(version), stored} end
+end
 local max = tonumber(ARGV[9])
 if max > 0 and version >= max then return {'full', tostring(version)} end
 redis.call('RPUSH', KEYS[2], ARGV[2])

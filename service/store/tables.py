@@ -1,11 +1,16 @@
 """The live table log on Redis: create, read, append, list, void, delete, verify.
 
 Every write is one Lua script call (:mod:`service.store.keys`), so it is
-all-or-nothing.  The hot path reads the state stored at version N, validates
-the event against it with the rules core (the single source of truth), and asks
-the script to append only if the log is still at N; a concurrent append makes
-the script answer ``conflict`` and the store retries (or, under ``If-Match``,
-reports 412).  An ``Idempotency-Key`` request records its key in the same
+all-or-nothing.  The hot path validates the event with the rules core (the
+single source of truth) against the state at version N, and asks the script to
+append only if the log is still at N; a concurrent append makes the script
+answer ``conflict`` with the state it holds, and the store plans again on it
+(or, under ``If-Match``, reports 412).  The state comes from the worker's
+kept states (:class:`_States`: the state after the worker's own last write to
+the table, so a common append is one round trip) or else from a read of the
+state stored beside the log; a kept state is checked by the script (version
+and write token), and anything but a success planned on it is decided again
+on a read.  An ``Idempotency-Key`` request records its key in the same
 script call, so a retry can only replay it.
 
 The store speaks the domain, not HTTP: a write answers :class:`Written` (seq,
@@ -32,11 +37,14 @@ import json
 import os
 import random
 import secrets
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterator, Mapping
 
+import orjson
 import redis
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -45,13 +53,14 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..rules.table import TableState, VoidConflict, fold, fold_from, refold_round
 from . import client as redis_client
-from . import keys
+from . import codec, keys
 
 IDEMPOTENCY_TTL = 24 * 3600  # how long a keyed creation's first response (its tokens) is kept
 TOMBSTONE_TTL = 24 * 3600
 MAX_RETRIES = 50
 ROUNDS_PAGE = 100  # ended rounds a table view lists by default
 CHUNKS = (64, 256, 1024, 4096)  # log records read at a time when a void refolds (then the last again)
+STATES_KEPT = 2048  # table states a store (a worker) keeps between writes (see _States)
 
 
 class StoreError(Exception):
@@ -209,8 +218,61 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _jbytes(obj: Any) -> bytes:
+    """Compact JSON (UTF-8, no ASCII escapes) as bytes: orjson, or json for what orjson refuses."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:  # (e.g. an int wider than 64 bits)
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return _jbytes(obj).decode()
+
+
+def _sha1(stored: bytes) -> str:
+    """What the APPEND script's ``redis.sha1hex`` says of a stored state (which it compares)."""
+    return hashlib.sha1(stored).hexdigest()
+
+
+class _States:
+    """The table states a worker has seen, so that a write can skip reading the state first.
+
+    An entry is ``(version, state, token hashes, SHA-1 of the stored state)``: the
+    state of the table after ``version`` records.  It is only a guess: the write's
+    script appends only if the log is still at that version, the state stored is
+    that very state (its SHA-1) and the table's write token is still the one whose
+    hash the entry names (the same table, not another of the same id), and
+    otherwise answers the state it holds now.  An entry is *taken* for a write (a
+    plan steps the state in place), and put back, one version on, once the script
+    has appended; a write that fails leaves none.  Bounded: the least recently
+    put entry goes first.
+    """
+
+    def __init__(self, size: int = STATES_KEPT) -> None:
+        self.size = size
+        self._d: OrderedDict[str, tuple[int, TableState, tuple, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, table_id: str) -> "tuple[int, TableState, tuple, str] | None":
+        with self._lock:
+            return self._d.pop(table_id, None)
+
+    def put(self, table_id: str, version: int, st: TableState, hashes: tuple, digest: str) -> None:
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._d[table_id] = (version, st, hashes, digest)
+            self._d.move_to_end(table_id)
+            while len(self._d) > self.size:
+                self._d.popitem(last=False)
+
+    def drop(self, table_id: str) -> None:
+        with self._lock:
+            self._d.pop(table_id, None)
+
+    def __len__(self) -> int:
+        return len(self._d)
 
 
 def _cipher(idempotency_key: str) -> AESGCM:
@@ -292,8 +354,9 @@ class TableStore:
 
     def __init__(self, client: "redis_client.Client", *, table_ttl: int = 0, max_events: int = 0,
                  idempotency_ttl: int = IDEMPOTENCY_TTL, sharded_pubsub: bool | None = None,
-                 min_replicas: int = 0, wait_timeout_ms: int = 1000) -> None:
+                 min_replicas: int = 0, wait_timeout_ms: int = 1000, states_kept: int = STATES_KEPT) -> None:
         self.r = client
+        self._states = _States(states_kept)
         # how every write announces itself on the table's channel (see keys.channel): a
         # cluster uses sharded pub/sub, so one table's messages stay on its slot's node
         if sharded_pubsub is None:
@@ -312,6 +375,8 @@ class TableStore:
         self._repair = client.register_script(keys.REPAIR)
         self._reads = client.register_script(keys.READ)
         self._touch = client.register_script(keys.TOUCH)
+        # a plain Redis: write scripts on kept connections (one command, without redis-py's pool round)
+        self._scripts = redis_client.Scripts(client) if redis_client.Scripts.usable(client) else None
 
     def _read(self, *reads: tuple) -> list:
         """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
@@ -336,6 +401,8 @@ class TableStore:
             if self.min_replicas:
                 return redis_client.acknowledged(self.r, script, keys, args, self.min_replicas,
                                                  self.wait_timeout_ms, wrote)
+            if self._scripts is not None:
+                return self._scripts(script, keys, args)
             return self._on(keys[0], lambda r: script(keys=keys, args=args, client=r))
         except redis_client.NotReplicated as exc:
             raise NotReplicated(f"the write reached Redis but was not confirmed by {exc.wanted} replica(s) "
@@ -377,7 +444,7 @@ class TableStore:
                 fields["stakes"] = _dumps(state.stakes.as_dict())
             flat = [x for kv in fields.items() for x in kv]
             res = self._run(self._create, keys.every(table_id),
-                            [_dumps(state.to_dict()), self.table_ttl, record, created_ttl, self._durable, *flat])
+                            [codec.state(state.to_dict()), self.table_ttl, record, created_ttl, self._durable, *flat])
             if res[0] == 1:
                 if owner is not None:
                     self._index(owner, table_id)
@@ -424,8 +491,10 @@ class TableStore:
 
     # -- read --------------------------------------------------------------------------
     def _load(self, table_id: str, access: "Access | None", idem_field: bytes | None = None,
-              rounds: tuple[int, int] | None = None) -> tuple[TableState, int, bytes | None, list]:
-        """One round trip: token hashes, state, version, an idempotency record, a page of rounds."""
+              rounds: tuple[int, int] | None = None, *, hashed: bool = False) -> tuple:
+        """One round trip: token hashes, state, version, an idempotency record, a page of rounds:
+        ``(state, version, idempotency record, rounds)``, and ``hashed``: the token hashes read
+        (write, read) too."""
         reads = [("HMGET", keys.meta(table_id), "token", "read_token", "deleted"),
                  ("GET", keys.state(table_id)), ("LLEN", keys.log(table_id))]
         if idem_field:
@@ -438,17 +507,18 @@ class TableStore:
             _check_token(table_id, hashes, access)
         if hashes[0] is None or state is None:
             raise TableNotFound(f"no table {table_id!r}")
-        st = TableState.from_dict(json.loads(state))
+        st = TableState.from_dict(codec.read_state(state))
         if st.version != version:  # never expected: the script writes both at once
             st = self.rebuild(table_id)[0]
-        return st, version, res[3] if idem_field else None, res[-1] if rounds else []
+        out = st, version, res[3] if idem_field else None, res[-1] if rounds else []
+        return (*out, (hashes[0], hashes[1]), _sha1(state)) if hashed else out
 
     def get(self, table_id: str, access: "Access | None" = None, *, rounds_after: int = 0,
             rounds_limit: int = ROUNDS_PAGE) -> dict:
         """The table view with one page of its ended rounds: those after round ``rounds_after``,
         at most ``rounds_limit``; ``rounds_next`` is the ``rounds_after`` of the next page (or None)."""
         st, _, _, done = self._load(table_id, access, rounds=(rounds_after, rounds_limit))
-        page = [json.loads(x) for x in done[:rounds_limit]]
+        page = codec.read_summaries(done[:rounds_limit], rounds_after + 1)
         more = len(done) > rounds_limit
         return self._view(table_id, st) | {"rounds": page, "rounds_next": rounds_after + rounds_limit if more else None}
 
@@ -466,8 +536,8 @@ class TableStore:
             _check_token(table_id, hashes, access)
         if hashes[0] is None or hashes[2]:
             raise TableNotFound(f"no table {table_id!r}")
-        voided = set(json.loads(state)["voided"]) if state else set()
-        items = [json.loads(x) for x in raw[:limit]]
+        voided = set(codec.read_state(state)["voided"]) if state else set()
+        items = codec.read_records(raw[:limit], after + 1)
         for it in items:
             it["voided"] = it["seq"] in voided
         nxt = items[-1]["seq"] if len(raw) > limit else None
@@ -482,9 +552,9 @@ class TableStore:
         ``coins`` would hide: on the stream every record's ``coins`` is the table's bankrolls
         after it, and a buy-in's own amount travels as ``amount``.
         """
-        view = self._view(table_id, st)
-        out = {**record, "voided": voided, "version": view["version"],  # (copies: ``st`` steps on)
-               **{k: list(view[k]) for k in ("balances", "coins") if view.get(k) is not None}}
+        out = {**record, "voided": voided, "version": st.version, "balances": st.balances}  # (copies: ``st``
+        if st.coins is not None:                                                                   # steps on)
+            out["coins"] = list(st.coins)
         if record.get("type") == "buy_in":
             out["amount"] = record["coins"]
         return out
@@ -518,8 +588,8 @@ class TableStore:
         version = len(raw)
         if after >= version:
             return [], version
-        records = [json.loads(x) for x in raw]
-        voided = set(json.loads(state)["voided"])
+        records = codec.read_records(raw, 1)
+        voided = set(codec.read_state(state)["voided"])
         players, ruleset, dealer, stakes = json.loads(meta[0]), json.loads(meta[1]), int(meta[2]), _stakes(meta[4])
         every = REPLAY_SNAPSHOT_EVERY
         left_out = {r["target"] for r in records[:after] if r.get("type") == "void"}  # the fold's voids so far
@@ -567,50 +637,98 @@ class TableStore:
     def void(self, table_id: str, target: int, *, if_match: "int | tuple[int, ...] | None" = None,
              idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Written:
         """Append a void record for ``target``; the state is refolded without it."""
+        # (planned on a read, never on a kept state: a void reads the log anyway, and a refusal,
+        # its common answer, is decided on a read)
         return self._write(table_id, if_match, idempotency_key, fp, access,
-                           lambda st, version: self._plan_void(table_id, st, version, target))
+                           lambda st, version: self._plan_void(table_id, st, version, target), use_kept=False)
 
-    def _write(self, table_id, if_match, idem_key, fp, access, plan) -> Written:
+    def _write(self, table_id, if_match, idem_key, fp, access, plan, use_kept: bool = True) -> Written:
+        """Plan the write against a state, then one script call appends it if the log is still there.
+
+        The state comes from the worker's :class:`_States` when it holds the table
+        (the common case: one round trip in all), else from a read (:meth:`_load`,
+        which checks the token and finds an Idempotency-Key's earlier write).  A
+        kept state is a guess that the script checks (the version and the table's
+        write token); a plan that a kept state refuses, a token that is not the
+        kept write token, and an If-Match it does not meet are all decided again
+        on a state read from Redis, so every answer but a success comes from a
+        read (as it did before states were kept).  A conflict answers the current
+        state: the write is planned again on it.
+        """
         field = keys.idem_field(idem_key) if idem_key else None
+        digest = keys.fp_digest(fp) if field else b""
+        kept = self._states.take(table_id) if use_kept else None
+        if kept is not None and not self._may_use(kept, access, if_match):
+            kept = None
         for attempt in range(MAX_RETRIES):
-            st, version, prior, _ = self._load(table_id, access, field)
-            if prior is not None:
-                if self.min_replicas:  # it may be on the primary only: acknowledged once on the replicas
-                    self._run(self._touch, [keys.state(table_id)], [], wrote=lambda touched: bool(touched))
-                return self._replay(table_id, st, prior, fp)
-            if if_match is not None and not _matches(if_match, version):
-                raise PreconditionFailed(f"the table is at version {version}, not {_show(if_match)}",
-                                         current=version)
+            if kept is None:
+                st, version, prior, _, hashes, digest_of_state = self._load(table_id, access, field, hashed=True)
+                if prior is not None:
+                    if self.min_replicas:  # it may be on the primary only: acknowledged once on the replicas
+                        self._run(self._touch, [keys.state(table_id)], [], wrote=lambda touched: bool(touched))
+                    return self._replay(table_id, st, prior, fp)
+                if if_match is not None and not _matches(if_match, version):
+                    raise PreconditionFailed(f"the table is at version {version}, not {_show(if_match)}",
+                                             current=version)
+                guess = False
+            else:
+                version, st, hashes, digest_of_state = kept
+                kept, guess = None, True
             try:
                 record, new_state, written, rounds_mode, rounds_payload = plan(st, version)
             except _Moved:
                 continue
+            except Exception:
+                if guess:  # refused by a kept state: decide on the state Redis holds
+                    continue
+                raise
+            stored_state = codec.state(new_state.to_dict())
             res = self._run(
                 self._append,
                 [keys.meta(table_id), keys.log(table_id), keys.state(table_id), keys.rounds(table_id),
                  keys.idem(table_id), keys.channel(table_id)],
-                [version, _dumps(record), _dumps(new_state.to_dict()), rounds_mode, rounds_payload,
-                 field or b"", keys.fp_digest(fp) if field else b"", self.table_ttl, self.max_events,
-                 _dumps(self._streamed(table_id, record, new_state, voided=False)), self.publish_command,
-                 self._durable],
+                [version, codec.record(record), stored_state, rounds_mode, rounds_payload,
+                 field or b"", digest, self.table_ttl, self.max_events,
+                 _jbytes(self._streamed(table_id, record, new_state, voided=False)), self.publish_command,
+                 self._durable, hashes[0] or b"", digest_of_state],
                 wrote=lambda res: res[0] in (b"ok", b"replay"),
             )
-            outcome = res[0].decode()
-            if outcome == "ok":
+            outcome = res[0]
+            if outcome == b"ok":
+                self._states.put(table_id, version + 1, new_state, hashes, _sha1(stored_state))
                 return written
-            if outcome == "replay":
+            if outcome == b"replay":
                 return self._replay(table_id, st, res[1], fp)
-            if outcome == "missing":
-                raise TableNotFound(f"no table {table_id!r}")
-            if outcome == "full":
+            if outcome in (b"missing", b"denied"):
+                if guess:  # the kept state was another table's (deleted since): decide on a read
+                    continue
+                if outcome == b"missing":
+                    raise TableNotFound(f"no table {table_id!r}")
+                continue  # the id was given to a new table between the read and the script
+            if outcome == b"full":
                 raise Conflict("table_full", f"the table has reached its limit of {self.max_events} events",
                                current=version)
             current = int(res[1])
             if if_match is not None:
                 raise PreconditionFailed(f"the table is at version {current}, not {_show(if_match)}",
                                          current=current)
-            time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
+            if use_kept and res[2] is not None:
+                kept = (current, TableState.from_dict(codec.read_state(res[2])), hashes, _sha1(res[2]))
+                if not self._may_use(kept, access, if_match):
+                    kept = None
+            if attempt:
+                time.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
         raise Busy("too many concurrent writes to this table; retry")
+
+    @staticmethod
+    def _may_use(kept: tuple, access: "Access | None", if_match) -> bool:
+        """Whether a write may be planned on a kept state: the token given is the kept write token
+        (anything else is decided on a read), and an If-Match names the kept version."""
+        version, _, hashes, _ = kept
+        if access is not None and not (access.write and access.token and hashes[0] is not None
+                                       and hmac.compare_digest(_hash(access.token), hashes[0].decode())):
+            return False
+        return if_match is None or _matches(if_match, version)
 
     def _replay(self, table_id: str, st: TableState, value: bytes, fp: str) -> Written:
         """The first answer to a write under an Idempotency-Key, rebuilt from the log up to its seq."""
@@ -621,7 +739,7 @@ class TableStore:
         raw = self._on(log, lambda r: r.lrange(log, 0, seq - 1))
         if len(raw) != seq:  # a log only grows: the table was deleted meanwhile
             raise TableNotFound(f"no table {table_id!r}")
-        records = [json.loads(x) for x in raw]
+        records = codec.read_records(raw, 1)
         before, _ = fold(st.players, st.ruleset, st.first_dealer, records[:-1], st.stakes)
         record = records[-1]
         if record["type"] == "void":
@@ -642,8 +760,9 @@ class TableStore:
                   "at": _now()}
         mode, payload = "none", ""
         if new.rounds_done > done_before:
-            mode, payload = "push", _dumps(new.round_summary())
-        written = Written(seq, [t.as_dict() for t in transfers], new.balances, new.round_view(), coins=new.coins)
+            mode, payload = "push", codec.summary(new.round_summary())
+        written = Written(seq, [t.as_dict() for t in transfers], new.balances, new.round_view(),
+                          coins=None if new.coins is None else list(new.coins))  # (the state is kept: copies)
         return record, new, written, mode, payload
 
     def _plan_void(self, table_id: str, st: TableState, version: int, target: int):
@@ -666,11 +785,11 @@ class TableStore:
             reads.append(("LRANGE", keys.rounds(table_id), max(number - 2, 0), -1))
         res = self._read(*reads)
         self._still_at(table_id, version, res[0])
-        record = json.loads(res[1])
+        record = codec.read_record(res[1], target)
         if record.get("type") == "void":
             raise Conflict("not_voidable", f"event {target} is itself a void")
         if current:
-            summaries = [json.loads(x) for x in res[2]]
+            summaries = codec.read_summaries(res[2], max(number - 2, 0) + 1)
             first = latest["start"]
         else:  # an ended round: the record names its round's number, its summary where it starts
             number = record["round"] or 1  # (a buy-in before the first round names none)
@@ -705,7 +824,7 @@ class TableStore:
                 raw = self._on(log, lambda r: r.lrange(log, start, end - 1))
                 if len(raw) != end - start:  # deleted meanwhile
                     raise TableNotFound(f"no table {table_id!r}")
-                yield from map(json.loads, raw)
+                yield from codec.read_records(raw, start + 1, with_at=False)
                 start, n = end, n + 1
             yield void
 
@@ -716,8 +835,9 @@ class TableStore:
                            f"event {target} cannot be voided: a later event depends on it ({exc.reason})",
                            event=exc.event) from None
         delta = [a - b for a, b in zip(new.balances, st.balances)]
-        written = Written(seq, [], new.balances, new.round_view(), voided=target, deltas=delta, coins=new.coins)
-        splice = {"keep": number - 1, "items": [_dumps(s) for s in tail]}
+        written = Written(seq, [], new.balances, new.round_view(), voided=target, deltas=delta,
+                          coins=None if new.coins is None else list(new.coins))
+        splice = {"keep": number - 1, "items": [codec.summary(s).decode() for s in tail]}
         return void, new, written, "splice", _dumps(splice)
 
     def _rounds_from(self, table_id: str, version: int, number: int) -> list[dict]:
@@ -726,7 +846,7 @@ class TableStore:
         length, raw = self._read(("LLEN", keys.log(table_id)),
                                  ("LRANGE", keys.rounds(table_id), max(number - 1, 0), -1))
         self._still_at(table_id, version, length)
-        return [json.loads(x) for x in raw]
+        return codec.read_summaries(raw, max(number - 1, 0) + 1)
 
     @staticmethod
     def _still_at(table_id: str, version: int, length: int) -> None:
@@ -748,7 +868,7 @@ class TableStore:
         meta = dict(zip(meta[::2], meta[1::2]))
         if not meta or b"dealer" not in meta:
             raise TableNotFound(f"no table {table_id!r}")
-        records = [json.loads(x) for x in raw]
+        records = codec.read_records(raw, 1, with_at=False)
         return fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]) | {},
                     int(meta[b"dealer"]), records, _stakes(meta.get(b"stakes")))
 
@@ -766,16 +886,18 @@ class TableStore:
         if b"dealer" not in meta:  # unknown, expired, or a deleted table's tombstone
             raise TableNotFound(f"no table {table_id!r}")
         folded, summaries = fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]),
-                                 int(meta[b"dealer"]), [json.loads(x) for x in log], _stakes(meta.get(b"stakes")))
-        stored = None if state is None else json.loads(state)
-        ok = stored == json.loads(_dumps(folded.to_dict())) and [json.loads(x) for x in rounds] == json.loads(
+                                 int(meta[b"dealer"]), codec.read_records(log, 1, with_at=False),
+                                 _stakes(meta.get(b"stakes")))
+        stored = None if state is None else codec.read_state(state)
+        ok = stored == json.loads(_dumps(folded.to_dict())) and codec.read_summaries(rounds, 1) == json.loads(
             _dumps(summaries))
         ok = ok and sum(folded.balances) == 0
         repaired = False
         if not ok and repair:
             repaired = bool(self._run(self._repair, [keys.log(table_id), keys.state(table_id),
                                                      keys.rounds(table_id)],
-                                      [len(log), _dumps(folded.to_dict()), _dumps([_dumps(s) for s in summaries])],
+                                      [len(log), codec.state(folded.to_dict()),
+                                       _dumps([codec.summary(s).decode() for s in summaries])],
                                       wrote=bool))
         return {"id": table_id, "version": len(log), "ok": ok, "repaired": repaired,
                 "balances": folded.balances}
@@ -847,7 +969,7 @@ class TableStore:
             if meta[0] is None or meta[2] or state is None:
                 out.append(None)
                 continue
-            st = TableState.from_dict(json.loads(state))
+            st = TableState.from_dict(codec.read_state(state))
             out.append({"id": tid, "players": json.loads(meta[0]), "created": meta[1].decode(),
                         "version": version, "balances": st.balances})
         return out

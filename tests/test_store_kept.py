@@ -1,0 +1,206 @@
+"""A worker's kept table states (one round trip per append) and the compact stored forms.
+
+Two :class:`TableStore` objects on one Redis stand for two workers: each keeps
+the states it has seen, so each one's kept state goes stale when the other
+writes.  A stale state must never be what an event is validated against.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import redis
+
+from service.store import codec, keys
+from service.store.tables import Access, Forbidden, TableNotFound, TableStore, Unauthorized
+
+PLAYERS = ["东", "南", "西", "北"]
+KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}
+
+
+@pytest.fixture
+def client(redis_url):
+    c = redis.Redis.from_url(redis_url)
+    yield c
+    c.close()
+
+
+def _script_calls(client) -> int:
+    """EVALSHA commands the server has run (the store's every read and write is a script)."""
+    stats = client.info("commandstats")
+    return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("evalsha", "eval"))
+
+
+def test_an_append_on_a_kept_state_is_one_round_trip(redis_url, client):
+    store = TableStore(redis.Redis.from_url(redis_url))
+    store.append(store.create(PLAYERS, "xuezhan").id, {"type": "round_start"})  # (the scripts loaded)
+    t = store.create(PLAYERS, "xuezhan")
+    w = Access(t.token, write=True)
+    before = _script_calls(client)
+    store.append(t.id, {"type": "round_start"}, access=w)  # reads the state (READ), appends, keeps it
+    assert _script_calls(client) - before == 2
+    before = _script_calls(client)
+    for tile in "1234":
+        store.append(t.id, {**KONG, "tile": tile + "m"}, access=w)
+    assert _script_calls(client) - before == 4
+    assert store.check(t.id)["ok"]
+
+
+def test_a_stale_kept_state_is_replanned_on_the_current_one(redis_url):
+    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    t = a.create(PLAYERS, "xuezhan")
+    a.append(t.id, {"type": "round_start"})            # a keeps version 1 (a round playing)
+    b.append(t.id, {"type": "round_end"})              # version 2: no round playing
+    # on a's kept state this is refused (a round is in progress); on the table's it is valid
+    w = a.append(t.id, {"type": "round_start", "dealer": 3})
+    assert w.seq == 3 and w.round["number"] == 2 and w.round["dealer"] == 3
+    b.append(t.id, {**KONG, "seat": 2, "tile": "6m"})  # b's kept state is at 2: conflict, replanned
+    w = a.append(t.id, KONG)                           # a's kept state is at 3: conflict, replanned
+    assert w.seq == 5 and w.balances == [-24, 24, 24, -24]
+    assert a.check(t.id)["ok"] and a.check(t.id)["version"] == 5
+
+
+def test_an_event_a_stale_state_accepts_is_refused_on_the_current_one(redis_url):
+    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    t = a.create(PLAYERS, "xuezhan")
+    a.append(t.id, {"type": "round_start"})  # a keeps version 1
+    b.append(t.id, {"type": "round_end"})
+    from service.rules.errors import EventError
+    with pytest.raises(EventError):           # valid on a's kept state, not on the table's
+        a.append(t.id, KONG)
+    assert a.check(t.id)["version"] == 2
+
+
+def test_a_kept_state_of_a_table_deleted_and_made_again_under_its_id_is_not_used(redis_url, client):
+    """A keyed creation derives the id from the key: once the first table is gone (its tombstone
+    expired), the key makes a new table of the same id, at the same version as the kept state."""
+    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    first = a.create(PLAYERS, "xuezhan", idempotency_key="k", fp="f")
+    a.append(first.id, {"type": "round_start", "dealer": 0})  # a keeps version 1 of the first table
+    client.delete(*keys.every(first.id))                      # gone, tombstone and all
+    second = b.create(PLAYERS, "xuezhan", idempotency_key="k", fp="f")
+    assert second.id == first.id and second.token != first.token
+    b.append(second.id, {"type": "round_start", "dealer": 2})  # version 1 too, another round
+    w = a.append(second.id, KONG)
+    assert w.seq == 2 and w.round["dealer"] == 2  # validated on the second table's state
+    assert a.check(second.id)["ok"]
+    with pytest.raises(Unauthorized):             # and the first table's token is no longer valid
+        a.append(second.id, KONG, access=Access(first.token, write=True))
+
+
+def test_tokens_are_checked_with_a_kept_state(redis_url):
+    store = TableStore(redis.Redis.from_url(redis_url))
+    t = store.create(PLAYERS, "xuezhan")
+    store.append(t.id, {"type": "round_start"}, access=Access(t.token, write=True))  # kept
+    with pytest.raises(Forbidden):
+        store.append(t.id, KONG, access=Access(t.read_token, write=True))
+    with pytest.raises(Unauthorized):
+        store.append(t.id, KONG, access=Access("nope", write=True))
+    with pytest.raises(Unauthorized):
+        store.append(t.id, KONG, access=Access(None, write=True))
+    assert store.append(t.id, KONG, access=Access(t.token, write=True)).seq == 2
+
+
+def test_a_kept_state_of_a_deleted_table_is_not_found(redis_url, client):
+    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    t = a.create(PLAYERS, "xuezhan")
+    a.append(t.id, {"type": "round_start"}, access=Access(t.token, write=True))
+    assert b.delete(t.id)
+    with pytest.raises(TableNotFound):
+        a.append(t.id, KONG, access=Access(t.token, write=True))
+    with pytest.raises(Unauthorized):
+        a.append(t.id, KONG, access=Access("nope", write=True))
+    assert client.keys("{t:" + t.id + "}:*") == [keys.meta(t.id).encode()]  # the tombstone only
+
+
+def test_an_idempotent_retry_replays_with_a_stale_kept_state(redis_url):
+    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    t = a.create(PLAYERS, "xuezhan")
+    b.append(t.id, {"type": "round_start"})
+    first = b.append(t.id, KONG, idempotency_key="once", fp="f")
+    a.append(t.id, {"type": "kong", "seat": 2, "kind": "concealed", "tile": "6m"})  # a keeps version 3
+    b.append(t.id, {"type": "round_end"})
+    again = a.append(t.id, KONG, idempotency_key="once", fp="f")  # refused on a's state: a read replays it
+    assert again.replayed and again.as_dict() == first.as_dict()
+
+
+def test_kept_states_are_bounded(redis_url):
+    store = TableStore(redis.Redis.from_url(redis_url), states_kept=3)
+    ids = [store.create(PLAYERS, "xuezhan").id for _ in range(5)]
+    for tid in ids:
+        store.append(tid, {"type": "round_start"})
+    assert len(store._states) == 3
+
+
+# -- the stored forms ---------------------------------------------------------------------------
+def test_records_and_summaries_are_stored_compactly_and_read_back_whole(redis_url, client):
+    store = TableStore(client)
+    t = store.create(PLAYERS, "xuezhan")
+    store.append(t.id, {"type": "round_start"})
+    store.append(t.id, {"type": "hu", "from": 2, "tile": "9p", "winners": [{"seat": 3, "fan": 1}]})
+    store.append(t.id, {"type": "round_end"})
+    raw = client.lrange(keys.log(t.id), 0, -1)
+    assert all(r.startswith(b"[") for r in raw) and b'"seq"' not in b"".join(raw)
+    assert client.lrange(keys.rounds(t.id), 0, -1)[0].startswith(b"[")
+    events = store.events(t.id)["events"]
+    assert [e["seq"] for e in events] == [1, 2, 3]
+    assert events[1] | {"at": None} == {"seq": 2, "type": "hu", "from": 2, "tile": "9p",
+                                        "winners": [{"seat": 3, "fan": 1}], "round": 1, "at": None,
+                                        "voided": False}
+    assert store.get(t.id)["rounds"][0]["number"] == 1
+    assert store.check(t.id)["ok"]
+
+
+def test_a_table_written_in_the_earlier_form_is_read_and_written_on(redis_url, client):
+    """Log records, round summaries and a state stored as JSON objects (before the compact forms)."""
+    store = TableStore(client)
+    model = store.create(PLAYERS, "xuezhan")
+    for ev in ({"type": "round_start"}, KONG, {"type": "round_end"}, {"type": "round_start"}):
+        store.append(model.id, ev)
+    view, events = store.get(model.id), store.events(model.id)["events"]
+    # rewrite it the earlier way
+    log = [json.dumps({k: v for k, v in e.items() if k != "voided"}) for e in events]
+    rounds = [json.dumps(s) for s in view["rounds"]]
+    state = json.dumps(codec.read_state(client.get(keys.state(model.id))))
+    client.delete(keys.log(model.id), keys.rounds(model.id))
+    client.rpush(keys.log(model.id), *log)
+    client.rpush(keys.rounds(model.id), *rounds)
+    client.set(keys.state(model.id), state)
+    fresh = TableStore(client)  # keeps nothing: reads what is stored
+    assert fresh.get(model.id) == view and fresh.events(model.id)["events"] == events
+    assert fresh.check(model.id)["ok"]
+    w = fresh.void(model.id, 2)  # refolds from the earlier-form records
+    assert w.deltas == [12, -36, 12, 12]
+    fresh.append(model.id, KONG)
+    assert fresh.check(model.id)["ok"]
+    assert fresh.events(model.id)["events"][:4] == [e | {"voided": e["seq"] == 2} for e in events]
+
+
+# -- the write scripts' kept connections (service.store.client.Scripts) --------------------------
+def test_a_kept_connection_the_server_closed_is_made_again(redis_url, client):
+    store = TableStore(redis.Redis.from_url(redis_url))
+    t = store.create(PLAYERS, "xuezhan")
+    store.append(t.id, {"type": "round_start"})
+    assert store._scripts is not None and len(store._scripts._free) == 1
+    client.client_kill_filter(_type="normal", skipme=True)  # every connection but this one
+    assert store.append(t.id, KONG).seq == 2                 # no error: a fresh connection answered
+    client.script_flush()                                    # NOSCRIPT: loaded, then run once
+    assert store.append(t.id, {**KONG, "tile": "6m"}).seq == 3
+    assert store.check(t.id)["ok"] and store.check(t.id)["version"] == 3
+
+
+def test_a_kept_state_of_a_lost_write_is_not_used_at_the_same_version(redis_url, client):
+    """A write that a fail-over lost (acknowledged without REDIS_MIN_REPLICAS) leaves its worker a kept
+    state at a version that another write may reach since: the script compares the stored state
+    itself, not only the version, so the next event is validated against the table's real state."""
+    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    t = a.create(PLAYERS, "xuezhan")
+    a.append(t.id, {"type": "round_start"})
+    at_1 = client.get(keys.state(t.id))
+    a.append(t.id, KONG)                          # version 2; a keeps the state after it
+    client.rpop(keys.log(t.id))                   # ... and the fail-over loses it
+    client.set(keys.state(t.id), at_1)
+    b.append(t.id, {**KONG, "seat": 2, "tile": "6m"})  # another version 2
+    w = a.append(t.id, {**KONG, "seat": 3, "tile": "7m"})
+    assert w.seq == 3 and w.balances == [-24, -24, 24, 24]  # seats 2 and 3 made the kongs, not 1
+    assert a.check(t.id)["ok"]
