@@ -878,3 +878,18 @@ def test_ting_still_lists_one_fan_waits_under_dianpao_pinghu():
 
     r = ting("2344567p345789s", ruleset=NO_PINGHU_ON_DISCARD)
     assert r.ting and r.dajiao.fan == 1
+
+
+def test_per_key_memos_are_bounded(monkeypatch):
+    """The decomposition and tile-flag memos hold at most MEMO_LIMIT keys (a full memo is emptied),
+    and a key looked up again after that gives the same answer."""
+    from service.rules import fan, shapes
+
+    monkeypatch.setattr(shapes, "MEMO_LIMIT", 8)
+    monkeypatch.setattr(fan, "MEMO_LIMIT", 8)
+    monkeypatch.setattr(shapes, "_FEATURES", {})
+    monkeypatch.setattr(fan, "_TILE_FLAGS", {})
+    keys = list(range(1, 40))
+    first = [(shapes.suit_features(k), fan._flags(k)) for k in keys]
+    assert len(shapes._FEATURES) <= 8 and len(fan._TILE_FLAGS) <= 8
+    assert [(shapes.suit_features(k), fan._flags(k)) for k in keys] == first

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from service.api.stream import CHECK, DELETED, Frame, StreamHub, make_hub, parse_message
-from service.store import keys
+from service.store import codec, keys
 from service.store.tables import TableStore
 
 KONG = {"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m"}
@@ -172,10 +172,9 @@ def _replayed_from_scratch(store: TableStore, table_id: str, after: int) -> list
     """``stream_records`` as it was first written: every void refolds the log from its start."""
     from service.rules.table import fold
 
-    raw = store.r.lrange(keys.log(table_id), 0, -1)
-    records = [json.loads(x) for x in raw]
+    records = codec.read_records(store.r.lrange(keys.log(table_id), 0, -1), 1)
     meta = store.r.hmget(keys.meta(table_id), "players", "ruleset", "dealer")
-    voided = set(json.loads(store.r.get(keys.state(table_id)))["voided"])
+    voided = set(codec.read_state(store.r.get(keys.state(table_id)))["voided"])
     players, ruleset, dealer = json.loads(meta[0]), json.loads(meta[1]), int(meta[2])
     st, _ = fold(players, ruleset, dealer, records[:after])
     out = []

@@ -38,7 +38,7 @@ from ..rules.events import (
     STATUSES,
 )
 from ..rules.fan import Score, Win
-from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld
+from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld, parse_hand
 from ..rules.patterns import PATTERNS, PatternFan
 from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, PRESETS, Ruleset, ENUMS
 from ..rules.stakes import MAX_COINS, Stakes, StakesError
@@ -334,8 +334,11 @@ def load_hand(data: Mapping[str, Any], path: str) -> Hand:
     """A loaded HandSchema dict → :class:`Hand`; notation errors name the field."""
     raw = data["tiles"]
     if isinstance(raw, str):
-        tiles = _rule(f"{path}.tiles", parse_tiles, raw)
+        # the core's parser (a hand string's concealed tiles; the errors are parse_tiles')
+        concealed = _rule(f"{path}.tiles", parse_hand, raw)
+        tiles = concealed.tiles
     else:
+        concealed = None
         tiles = [_rule(f"{path}.tiles.{i}", Tile.from_str, t) for i, t in enumerate(raw)]
     melds = tuple(
         _rule(f"{path}.melds.{i}", Meld.from_mapping, m) for i, m in enumerate(data.get("melds") or ())
@@ -343,6 +346,8 @@ def load_hand(data: Mapping[str, Any], path: str) -> Hand:
     void = data.get("void")
     if void is not None:
         void = _rule(f"{path}.void", parse_suit, void)
+    if concealed is not None and not melds and void is None:
+        return concealed
     return Hand(tuple(tiles), melds, void)
 
 

@@ -21,7 +21,7 @@ from .codes import Code
 from .errors import EventError, RuleError
 from .hand import KONG_KINDS, Hand, parse_hand, require_in_play
 from .patterns import PATTERNS
-from .tiles import Tile
+from .tiles import TILES, Tile
 
 STATUSES = ("ting", "not_ting", "huazhu")
 HU_FLAGS = ("after_kong", "robbing_kong", "last_tile", "heavenly", "earthly")
@@ -112,6 +112,8 @@ FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 _REQUIRED = {kind: frozenset(required) for kind, (required, _optional) in FIELDS.items()}
 _ALLOWED = {kind: frozenset(required + optional) for kind, (required, optional) in FIELDS.items()}
+_HAND_REQUIRED, _HAND_ALLOWED = _REQUIRED["hand"], _ALLOWED["hand"]
+_NO_MELDS: list = []  # (read only)
 MAX_HAND_CHARS = 200   # a hand string
 MAX_HAND_TILES = 64    # a hand given as a list of tile strings
 MAX_TILE_CHARS = 16    # one tile string
@@ -137,7 +139,11 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, playe
     ...     print(exc.code, exc.context["field"], "-", exc.reason)
     bad_event seats.0.status - seat 0's status must be one of ting, not_ting, huazhu; got 'maybe'
     """
-    if type(data) is not dict and not isinstance(data, Mapping):
+    if type(data) is dict and data.get("type") == "kong":
+        kong = _plain_kong(data, players)
+        if kong is not None:
+            return kong
+    elif type(data) is not dict and not isinstance(data, Mapping):
         if isinstance(data, (Peng, Kong, Hu, Draw, Escape)):
             return data
         raise EventError(Code.BAD_EVENT, index, f"an event is an object, got {type(data).__name__}", field="_schema")
@@ -242,6 +248,11 @@ class _Parser:
         return value
 
     def hand(self, data: Any, seat: int, path: str) -> Hand:
+        if type(data) is dict and _HAND_REQUIRED <= data.keys() <= _HAND_ALLOWED:
+            tiles, melds, void = data["tiles"], data.get("melds", _NO_MELDS), data.get("void")
+            if (type(tiles) is str and len(tiles) <= MAX_HAND_CHARS and void is None
+                    and type(melds) is list and len(melds) <= MAX_MELDS and all(map(_plain_meld, melds))):
+                return self._parse_hand(tiles, melds, None, seat, path)  # (every check below passes)
         if isinstance(data, Hand):
             return data
         data = self.object(data, "hand", path)
@@ -269,6 +280,10 @@ class _Parser:
                                     f"{path}.melds.{i}.{name}")
         if void is not None and (not isinstance(void, str) or len(void) > MAX_SUIT_CHARS):
             raise self.fail(f"a void is a suit such as 's'; got {_short(void)}", path + ".void")
+        return self._parse_hand(tiles, melds, void, seat, path)
+
+    def _parse_hand(self, tiles, melds, void, seat: int, path: str) -> Hand:
+        """The hand of members already checked (the round's 定缺 when it states no void)."""
         if void is None and self.voids is not None:
             void = self.voids[seat]
         try:
@@ -330,6 +345,23 @@ class _Parser:
                                 path + ".dajiao_fan")
             out.append(SeatReport(seat, status=status, dajiao_fan=dajiao))
         return tuple(out)
+
+
+def _plain_kong(data: dict, players: int) -> Kong | None:
+    """The kong of a kong object that passes every check of :func:`parse_event` (the common case,
+    checked at once: its members, seats in range and a tile in canonical spelling), else None."""
+    if not _REQUIRED["kong"] <= data.keys() <= _ALLOWED["kong"]:
+        return None
+    seat, kind, text, frm = data["seat"], data["kind"], data["tile"], data.get("from")
+    tile = _TILE_TEXT.get(text) if type(text) is str else None
+    if tile is None or type(seat) is not int or not 0 <= seat < players or players == 3 and tile.suit == "m":
+        return None
+    if kind == "direct":
+        return Kong(seat, kind, tile, frm) if type(frm) is int and 0 <= frm < players else None
+    return Kong(seat, kind, tile) if frm is None and (kind == "added" or kind == "concealed") else None
+
+
+_TILE_TEXT = {str(t): t for t in TILES}  # (the canonical spellings)
 
 
 def _plain_meld(m: Any) -> bool:

@@ -40,7 +40,7 @@ from .patterns import BASE_ORDER, EXTRA_ORDER, PATTERNS, SEVEN_PAIRS_WITH_DRAGON
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import (
     DECOMPOSITIONS, EVEN_KEYS, F_123, F_456, F_LONG, F_TRIP, F_YAO, GEN_SHIFT, HAS19, NOT258, SHAPES, TRIP, YAO,
-    _tile_flags, describe_pairs, key_counts, notate, suit_features, waits_without,
+    MEMO_LIMIT, _tile_flags, describe_pairs, key_counts, notate, suit_features, waits_without,
 )
 from .tiles import SUITS, TILES, Tile
 
@@ -221,7 +221,10 @@ def _flags(key: int) -> int:
     """Tile facts of a suit key that need not decompose (seven pairs)."""
     f = _TILE_FLAGS.get(key)
     if f is None:
-        f = _TILE_FLAGS[key] = _tile_flags(key_counts(key))
+        f = _tile_flags(key_counts(key))
+        if len(_TILE_FLAGS) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
+            _TILE_FLAGS.clear()
+        _TILE_FLAGS[key] = f
     return f
 
 

@@ -165,6 +165,8 @@ _pair_reason = itemgetter(0, 1, 3)  # a Transfer's payer, payee and reason
 
 _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
 _KONG_REASONS = frozenset(_KONG_REASON.values())
+_DIANPAO, _ZIMO = Reason.DIANPAO._value_, Reason.ZIMO._value_
+_KONG_REASON_ID = {kind: reason._value_ for kind, reason in _KONG_REASON.items()}
 
 
 class Standing(NamedTuple):
@@ -275,9 +277,9 @@ class Round:
     @property
     def deltas(self) -> tuple[int, ...]:
         d = [0] * len(self.seats)
-        for t in self.transfers:
-            d[t.payer] -= t.points
-            d[t.payee] += t.points
+        for payer, payee, points, _reason, _event in self.transfers:
+            d[payer] -= points
+            d[payee] += points
         return tuple(d)
 
     @property
@@ -295,7 +297,11 @@ class Round:
         return seats[0] if len(seats) == 1 else frm  # 一炮多响: the discarder
 
     def settlement(self) -> Settlement:
-        return Settlement(self.deltas, tuple(self.transfers), tuple(self.won), self.ended, self.next_dealer)
+        # (the value Settlement(...) builds, without the frozen __init__'s per-field setattr)
+        out = object.__new__(Settlement)
+        out.__dict__.update(deltas=self.deltas, transfers=tuple(self.transfers), winners=tuple(self.won),
+                            ended=self.ended, next_dealer=self.dealer_after() if self.ended else None)
+        return out
 
     # -- persistence ----------------------------------------------------------
     def to_dict(self) -> dict:
@@ -344,25 +350,21 @@ class Round:
 
         On error the state may be half-changed: use :meth:`apply` to keep the old one.
         """
+        start = len(self.transfers)
+        self._advance(event, index)
+        return tuple(self.transfers[start:])
+
+    def _advance(self, event: "Mapping[str, Any] | Event", index: int | None = None) -> None:
+        """:meth:`step` without building its answer (the fold's loop)."""
         i = self.n if index is None else index
         if self.ended:
             raise EventError(Code.ROUND_ENDED, i, "the round has already ended")
         ev = parse_event(event, i, self.voids, len(self.seats))
-        start = len(self.transfers)
-        if isinstance(ev, Kong):  # (the event classes are disjoint: the commonest first)
-            self._kong(ev, i)
-        elif isinstance(ev, Hu):
-            self._hu(ev, i)
-        elif isinstance(ev, Peng):
-            self._peng(ev, i)
-        elif isinstance(ev, Draw):
-            self._draw(ev, i)
-            self._merge(start)  # refunds of several kongs between the same two seats
-        else:
-            self._escape(ev, i)
-            self._merge(start)
+        handler = _HANDLERS.get(type(ev))
+        if handler is None:  # (a subclass of an event class)
+            handler = next(h for cls, h in _HANDLERS.items() if isinstance(ev, cls))
+        handler(self, ev, i)
         self.n += 1
-        return tuple(self.transfers[start:])
 
     # -- helpers ------------------------------------------------------------------
     def _pay(self, payer: int, payee: int, points: int, reason: Reason, i: int) -> None:
@@ -391,19 +393,29 @@ class Round:
             raise EventError(Code.CLAIM_AFTER_WIN, i,
                              f"seat {seat} has won (血流成河): it may not {what}, only discard what it draws")
 
-    def _check_copies(self, i: int, tiles: Iterable[int]) -> None:
-        """No tile among ``tiles`` (those the event added) appears more than 4 times in the round.
+    def _check_copies(self, i: int, touched: "list[int | Hand]") -> None:
+        """No tile among ``touched`` (those the event added) appears more than 4 times in the round.
 
-        Per seat, the melds logged by peng/kong events count, or else those of its hand (§6).
+        ``touched``: tile indices, and hands given (a hand stands for its concealed tiles, then
+        its melds' tiles).  Per seat, the melds logged by peng/kong events count, or else those
+        of its hand (§6).
         """
-        melds = [self.melds[s] if self.logged[s] else self.hand_melds[s] for s in self.seats]
+        melds = list(map(_pick, self.logged, self.melds, self.hand_melds))
         conc = self.concealed
-        if len(tiles) > 4:  # a hand's tiles: every count at once first (none over 4: none of these is)
-            total = map(add, conc, melds[0])
-            for m in melds[1:]:
+        if len(touched) > 4 or not all(map(_is_int, touched)):
+            # a hand's tiles: every count at once first (none over 4: none of these is)
+            total = conc
+            for m in filter(any, melds):  # (a seat with no melds adds nothing)
                 total = map(add, total, m)
             if max(total) <= 4:
                 return
+        tiles = []
+        for x in touched:
+            if type(x) is int:
+                tiles.append(x)
+            else:
+                tiles.extend(map(_index, x.tiles))
+                tiles.extend(m.tile.index for m in x.melds)
         over = {}
         if len(melds) == 4:
             m0, m1, m2, m3 = melds
@@ -419,6 +431,15 @@ class Round:
             raise EventError(Code.TOO_MANY_COPIES, i, "more than 4 copies across the round: "
                              + ", ".join(f"{TILES[t]} ({n})" for t, n in over.items()))
 
+    def _check_tile(self, i: int, t: int) -> None:
+        """:meth:`_check_copies` of the one tile ``t`` (a peng's or a kong's)."""
+        total = self.concealed[t]
+        melds, hand_melds = self.melds, self.hand_melds
+        for s, logged in enumerate(self.logged):
+            total += melds[s][t] if logged else hand_melds[s][t]
+        if total > 4:
+            raise EventError(Code.TOO_MANY_COPIES, i, f"more than 4 copies across the round: {TILES[t]} ({total})")
+
     def _unit(self, units: int) -> int:
         return units * self.rules.base
 
@@ -433,7 +454,7 @@ class Round:
         self.logged[ev.seat] = True
         self.pengs[ev.seat].append(ev.tile.index)
         self.pengs_logged[ev.seat] = self.any_meld = True
-        self._check_copies(i, (ev.tile.index,))
+        self._check_tile(i, ev.tile.index)
         self.last = _record(LastEvent, ("peng", i, ev.seat, None, ev.tile.index, ev.from_))
 
     def _kept_kong(self, seat: int, kept: Hand, ev: Kong, i: int) -> None:
@@ -472,57 +493,66 @@ class Round:
         self.hand_melds[seat] = _meld_counts(new)
 
     def _kong(self, ev: Kong, i: int) -> None:
-        seat, t = ev.seat, ev.tile.index
-        self._require_active(seat, i, "kong")
-        kept = self.kept[seat]
-        if ev.kind == "direct":
+        seat, kind, t = ev.seat, ev.kind, ev.tile.index
+        if self.left or self.won:  # (no seat has left or won: every seat is active)
+            self._require_active(seat, i, "kong")
+        rules = self.rules
+        if kind == "direct":
+            frm = ev.from_
             if self.xueliu:
                 self._no_claim_after_win(seat, i, "make a direct kong (直杠)")
-        elif kept is not None:
-            self._kept_kong(seat, kept, ev, i)
-        if ev.kind == "direct":
-            self._require_active(ev.from_, i, "discarding")
-            if ev.from_ == seat:
+            if self.left or self.won:
+                self._require_active(frm, i, "discarding")
+            if frm == seat:
                 raise EventError(Code.SELF_DISCARD, i, f"seat {seat} cannot kong its own discard")
             self.melds[seat][t] += 4
-            payers = [(ev.from_, self._unit(self.rules.direct_kong))]
-        elif ev.kind == "added":
-            if t in self.pengs[seat]:
-                self.pengs[seat].remove(t)
-                self.melds[seat][t] += 1
-            elif self.pengs_logged[seat]:
-                raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
+            payers = ((frm, rules.direct_kong * rules.base),)
+        else:
+            kept = self.kept[seat]
+            if kept is not None:
+                self._kept_kong(seat, kept, ev, i)
+            if kind == "added":
+                pengs = self.pengs[seat]
+                if t in pengs:
+                    pengs.remove(t)
+                    self.melds[seat][t] += 1
+                elif self.pengs_logged[seat]:
+                    raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
+                else:
+                    self.melds[seat][t] += 4
+                unit = rules.added_kong * rules.base
             else:
                 self.melds[seat][t] += 4
-            unit = self._unit(self.rules.added_kong)
-            payers = [(s, unit) for s in self.active if s != seat]
-        else:
-            self.melds[seat][t] += 4
-            unit = self._unit(self.rules.concealed_kong)
-            payers = [(s, unit) for s in self.active if s != seat]
+                unit = rules.concealed_kong * rules.base
+            payers = [(s, unit) for s in (self.active if self.left or self.won else self.seats) if s != seat]
         self.logged[seat] = True
         self.any_meld = True
-        self._check_copies(i, (t,))
-        reason = _KONG_REASON[ev.kind]
+        self._check_tile(i, t)
+        reason = _KONG_REASON_ID[kind]
         paid = []
+        append = self.transfers.append
         for payer, pts in payers:
             if pts:
-                self._pay(payer, seat, pts, reason, i)
+                if payer != seat:
+                    append(_record(Transfer, (payer, seat, pts, reason, i)))
                 paid.append((payer, pts))
-        self.kongs[i] = _record(KongRecord, (seat, ev.kind, t, ev.from_, tuple(paid), False, False))
-        self.last = _record(LastEvent, ("kong", i, seat, ev.kind, t, ev.from_))
+        self.kongs[i] = _record(KongRecord, (seat, kind, t, ev.from_, tuple(paid), False, False))
+        self.last = _record(LastEvent, ("kong", i, seat, kind, t, ev.from_))
 
     # -- hu -----------------------------------------------------------------------
     def _hu(self, ev: Hu, i: int) -> None:
         seats = [w.seat for w in ev.winners]
-        if len(set(seats)) != len(seats):
+        if len(seats) > 1 and len(set(seats)) != len(seats):
             raise EventError(Code.DUPLICATE_WINNER, i, "a seat is listed twice among the winners")
-        for s in seats:
-            self._require_active(s, i, "winning")
+        everyone = not self.left and not self.won  # (every seat is still in the round)
+        if not everyone:
+            for s in seats:
+                self._require_active(s, i, "winning")
         if self.xueliu and (ev.heavenly or ev.earthly) and self.first_win is not None:
             raise EventError(Code.CONTRADICTORY_FLAGS, i, "天胡 and 地胡 are only for the round's first win (§13.3)")
         if ev.from_ is not None:
-            self._require_active(ev.from_, i, "discarding")
+            if not everyone:
+                self._require_active(ev.from_, i, "discarding")
             if ev.from_ in seats:
                 raise EventError(Code.SELF_DISCARD, i, f"the discarder {ev.from_} cannot be a winner")
         elif len(seats) != 1:
@@ -549,16 +579,19 @@ class Round:
             self._void_kong(kong, i)
         if self.xueliu:
             self._keep_hands(ev)
+        append = self.transfers.append
         for w, pts in zip(ev.winners, points):
             if ev.from_ is not None:
-                self._pay(ev.from_, w.seat, pts, Reason.DIANPAO, i)
+                if pts:  # (as _pay: the discarder is no winner)
+                    append(_record(Transfer, (ev.from_, w.seat, pts, _DIANPAO, i)))
             elif feeder_pays:
                 self._pay(kong.from_, w.seat, pts, Reason.DIANPAO, i)
             else:
-                extra = self._unit(1) if self.rules.zimo == "base" else 0
-                for s in self.active:
-                    if s != w.seat:
-                        self._pay(s, w.seat, pts + extra, Reason.ZIMO, i)
+                pts += self.rules.base if self.rules.zimo == "base" else 0
+                if pts:
+                    for s in (self.seats if everyone else self.active):
+                        if s != w.seat:
+                            append(_record(Transfer, (s, w.seat, pts, _ZIMO, i)))
         if ev.after_kong and ev.from_ is not None:  # 杠上炮: 呼叫转移
             for w in ev.winners:
                 self._pay(ev.from_, w.seat, kong.collected, Reason.TRANSFER, i)
@@ -650,7 +683,7 @@ class Round:
                 self.concealed[t] += 1
                 touched.append(t)
             else:
-                touched.extend(self._add_hand(w.seat, w.hand))
+                touched.append(self._add_hand(w.seat, w.hand))
             if ev.from_ is not None and not first:
                 self.concealed[t] -= 1  # the discard counts once
             first = False
@@ -675,16 +708,14 @@ class Round:
             if w.hand is not None:
                 self.kept[w.seat] = _without(w.hand, ev.tile.index)
 
-    def _add_hand(self, seat: int, hand: Hand) -> list[int]:
-        """Count a given hand's tiles in the round; the tile indices it touched."""
-        touched = list(map(_index, hand.tiles))
+    def _add_hand(self, seat: int, hand: Hand) -> Hand:
+        """Count a given hand's tiles in the round; the hand (for :meth:`_check_copies`: the tiles it touched)."""
         self.concealed = list(map(add, self.concealed, hand.counts))
         hm = [0] * 27
         for m in hand.melds:
-            hm[m.tile.index] += m.copies
-            touched.append(m.tile.index)
+            hm[m.tile.index] += 4 if m.type == "kong" else 3
         self.hand_melds[seat] = hm  # (replacing a seat's earlier hand only lowers counts)
-        return touched
+        return hand
 
     def _void_kong(self, kong: KongRecord, i: int) -> None:
         """抢杠胡: the robbed kong's payments are reversed and it counts as a peng."""
@@ -724,7 +755,7 @@ class Round:
                                          f"seat {seat} has won (血流成河): its hand is its kept hand "
                                          f"{_describe(kept)}; got {_describe(h)}")
                 else:
-                    touched.extend(self._add_hand(seat, h))
+                    touched.append(self._add_hand(seat, h))
                 if h.huazhu:
                     out[seat] = _record(Standing, ("huazhu" if pigs and not winner else "not_ting", 0))
                 else:
@@ -751,6 +782,16 @@ class Round:
     def _collects_dajiao(self, seat: int) -> bool:
         """Whether a ting seat collects 大叫: in 血流 a winner does only with ``xueliu_dajiao_winners`` (§13.5)."""
         return not (self.xueliu and seat in self.won) or self.rules.xueliu_dajiao_winners
+
+    def _draw_merged(self, ev: Draw, i: int) -> None:
+        start = len(self.transfers)
+        self._draw(ev, i)
+        self._merge(start)  # refunds of several kongs between the same two seats
+
+    def _escape_merged(self, ev: Escape, i: int) -> None:
+        start = len(self.transfers)
+        self._escape(ev, i)
+        self._merge(start)
 
     def _draw(self, ev: Draw, i: int) -> None:
         active = self.active
@@ -784,12 +825,15 @@ class Round:
 
     def _refund(self, seat: int, i: int) -> None:
         """退税: ``seat`` hands back its kongs' income (not a robbed kong's, nor one passed on)."""
+        owed: dict[int, int] = {}  # payer -> points, in the order of the first kong it paid (as _merge sums them)
         for kong in self.kongs.values():
             if kong.seat != seat or kong.void or kong.transferred:
                 continue
             for payer, pts in kong.paid:
-                if payer not in self.left:
-                    self._pay(seat, payer, pts, Reason.REFUND, i)
+                if payer not in self.left and pts:
+                    owed[payer] = owed.get(payer, 0) + pts
+        for payer, pts in owed.items():
+            self._pay(seat, payer, pts, Reason.REFUND, i)
 
     def _escape(self, ev: Escape, i: int) -> None:
         seat = ev.seat
@@ -824,6 +868,20 @@ class Round:
                 self._pay(seat, t.payer, t.points, Reason.FORFEIT, i)
         self.left.append(seat)
         self.last = LastEvent("escape", i, seat)
+
+
+def _pick(logged: bool, melds: list[int], hand_melds: list[int]) -> list[int]:
+    """A seat's meld copies for the 4-copy limit: its logged melds, or else its hand's (§6)."""
+    return melds if logged else hand_melds
+
+
+def _is_int(x: Any) -> bool:
+    return type(x) is int
+
+
+_HANDLERS = {Kong: Round._kong, Hu: Round._hu, Peng: Round._peng, Draw: Round._draw_merged,
+             Escape: Round._escape_merged}
+"""The handler of each event class (the classes are disjoint)."""
 
 
 def _without(hand: Hand, tile: int) -> Hand:
@@ -879,6 +937,7 @@ def settle(events: Iterable["Mapping[str, Any] | Event"], *, dealer: int,
     ((12, 6, -6, -12), (0,), False)
     """
     r = Round(ruleset, dealer, voids)
+    advance = r._advance
     for ev in events:
-        r.step(ev)
+        advance(ev)
     return r.settlement()

@@ -208,7 +208,10 @@ def suit_features(key: int) -> dict[int, tuple]:
     """
     found = _FEATURES.get(key)
     if found is None:
-        found = _FEATURES[key] = _decompose(key_counts(key))
+        found = _decompose(key_counts(key))
+        if len(_FEATURES) >= MEMO_LIMIT:  # (bounded as the memos below: a full memo is emptied)
+            _FEATURES.clear()
+        _FEATURES[key] = found
     return found
 
 

@@ -223,6 +223,9 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
     void_suit = _void_index(hand)
     mi = meld_info(hand.melds)
     meld_mask = mi.mask
+    plain = not (ctx.options or ctx.runs)  # no extra but 根: a wait's value is discard_value's
+    highest = rules_dajiao == "max"
+    n1 = n + 1
     out = []
     k0, k1, k2 = keys
     for d in _candidates(hand):
@@ -238,9 +241,25 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
             held13 = list(held)
             held13[d] -= 1
             only = len(wait_tiles(k, n, n_melds, held13, mask, void_suit)) == 1
-        waits = _value_waits(k, n, mi, tiles, ctx, held, vis, only)
-        remaining = sum(map(_remaining, waits))
-        dajiao = dajiao_of(waits, rules_dajiao)
+        if plain:  # the waits, their remaining sum and their 大叫 in one pass (as _value_waits, dajiao_of)
+            waits = []
+            remaining = 0
+            best = None
+            for t in tiles:
+                add = _POW[t]
+                raw, patterns, fan, points, capped = discard_value(
+                    k[0] + add if t < 9 else k[0], k[1] + add if 9 <= t < 18 else k[1],
+                    k[2] + add if t >= 18 else k[2], n1, mi, ctx)
+                left = 4 - held[t] - vis[t]
+                remaining += left
+                if best is None or (points > best if highest else points < best):  # (the first of equals)
+                    best, best_fan = points, fan
+                waits.append(_record(Wait, (TILES[t], fan, points, patterns, left, raw, capped)))
+            dajiao = _record(Dajiao, (best_fan, best))
+        else:
+            waits = _value_waits(k, n, mi, tiles, ctx, held, vis, only)
+            remaining = sum(map(_remaining, waits))
+            dajiao = dajiao_of(waits, rules_dajiao)
         out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], tuple(waits), remaining, dajiao)))
     out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
     return [option for _rank, option in out]
