@@ -1,7 +1,7 @@
 """Benchmark the live table log (loopback only, bounded in time).
 
     python bench/store.py [--tables 32] [--duration 10] [--long 10000]
-                          [--phases http,versus,length,void,memory,get]
+                          [--phases http,versus,length,void,memory,get] [--limits off|high]
 
 1. HTTP: ``python -m service serve`` (2 workers × 8 threads) on a private
    redis-server; ``--tables`` client threads, each with its own table and
@@ -27,6 +27,13 @@
    through the Flask app (test client) and through :meth:`TableStore.get`:
    the median server-side cost in µs.
 
+``--limits high`` starts ``serve`` (phases 1 and 5) with every rate limit on at
+1,000,000 a minute (or an hour), so that the limiter's Redis round trips are on
+every append as with the defaults, yet nothing is refused (``off``, the
+default: no limits at all).  Phase 5 then also prints the Redis commands per
+append that the clients sent (``INFO commandstats`` deltas over the append
+blocks, without the commands run inside scripts).
+
 Each prints one JSON line.
 """
 
@@ -46,6 +53,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.client import Client, free_port, percentile, start_service, stop_service  # noqa: E402
 
 PLAYERS = ["东", "南", "西", "北"]
+HIGH_LIMITS = {var: "1000000" for var in ("TABLES_PER_HOUR", "CLIENT_EVENTS_PER_MINUTE", "CLIENT_VOIDS_PER_MINUTE",
+                                         "CLIENT_READS_PER_MINUTE", "TABLE_EVENTS_PER_MINUTE",
+                                         "TABLE_VOIDS_PER_MINUTE", "TABLE_READS_PER_MINUTE")}
+"""Every rate limit on, none refusing a benchmark (``--limits high``)."""
+# the commands a client sends (not those a script runs): INFO commandstats counts both
+TOP_LEVEL = ("evalsha", "eval", "ping", "multi", "exec")
 
 
 def cycle():
@@ -103,7 +116,16 @@ TING_HANDS = ["1112345678999m", "2344567p345789s", "1112223334445m", "123345m999
               "1133557799s224p", "2345678m234p789p", "1112223334567s", "123456789p1122m"]
 
 
-def versus_phase(port: int, tables: int, duration: float, rounds: int = 3) -> dict:
+def _top_level_calls(redis_url: str | None) -> int:
+    if redis_url is None:
+        return 0
+    import redis
+
+    stats = redis.Redis.from_url(redis_url).info("commandstats")
+    return sum(v["calls"] for k, v in stats.items() if k.split("_", 1)[1] in TOP_LEVEL)
+
+
+def versus_phase(port: int, tables: int, duration: float, rounds: int = 3, redis_url: str | None = None) -> dict:
     """Appends against ``POST /v1/hands/ting``: the same threads and connections, alternating blocks."""
     setup = Client(port)
     ids = []
@@ -116,6 +138,7 @@ def versus_phase(port: int, tables: int, duration: float, rounds: int = 3) -> di
     streams = [cycle() for _ in range(tables)]
     lat: dict[str, list[float]] = {"append": [], "ting": []}
     busy: dict[str, float] = {"append": 0.0, "ting": 0.0}
+    calls = {"append": 0, "ting": 0}
     errors = {"append": 0, "ting": 0}
     lock = threading.Lock()
 
@@ -143,17 +166,20 @@ def versus_phase(port: int, tables: int, duration: float, rounds: int = 3) -> di
                 errors[kind] += bad
 
         threads = [threading.Thread(target=run, args=(i,)) for i in range(tables)]
+        c0 = _top_level_calls(redis_url)
         t0 = time.monotonic()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         busy[kind] += time.monotonic() - t0
+        calls[kind] += _top_level_calls(redis_url) - c0
 
     block("ting", 1.0)  # warm-up of both (not counted)
     block("append", 1.0)
     lat = {"append": [], "ting": []}
     busy = {"append": 0.0, "ting": 0.0}
+    calls = {"append": 0, "ting": 0}
     for _ in range(rounds):
         block("append", duration / (2 * rounds))
         block("ting", duration / (2 * rounds))
@@ -166,6 +192,7 @@ def versus_phase(port: int, tables: int, duration: float, rounds: int = 3) -> di
             "append_p99_ms": round(percentile(lat["append"], 99), 2),
             "ting_p50_ms": round(percentile(lat["ting"], 50), 2),
             "ting_p99_ms": round(percentile(lat["ting"], 99), 2),
+            "redis_commands_per_append": round(calls["append"] / max(1, len(lat["append"])), 2),
             "errors": errors}
 
 
@@ -304,25 +331,29 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--long", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=3, help="versus: alternating blocks of each")
+    ap.add_argument("--limits", choices=("off", "high"), default="off",
+                    help="serve without rate limits, or with all of them at 1,000,000 (counted, never refusing)")
     ap.add_argument("--phases", default="http,versus,length,void,memory,get", help="which phases, comma-separated")
     args = ap.parse_args()
     phases = set(args.phases.split(","))
+    env = HIGH_LIMITS if args.limits == "high" else None
 
     from service.store.embedded import EmbeddedRedis
 
     with EmbeddedRedis(tempfile.mkdtemp(prefix="bench-redis-")) as server:
         if "http" in phases:
             port = free_port()
-            proc = start_service(port, server.url)
+            proc = start_service(port, server.url, extra_env=env)
             try:
                 print(json.dumps(http_phase(port, args.tables, args.duration)), flush=True)
             finally:
                 stop_service(proc)
         if "versus" in phases:
             port = free_port()
-            proc = start_service(port, server.url)
+            proc = start_service(port, server.url, extra_env=env)
             try:
-                print(json.dumps(versus_phase(port, args.tables, args.duration, args.rounds)), flush=True)
+                result = versus_phase(port, args.tables, args.duration, args.rounds, server.url)
+                print(json.dumps({**result, "limits": args.limits}), flush=True)
             finally:
                 stop_service(proc)
         if "length" in phases:

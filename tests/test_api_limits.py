@@ -208,3 +208,83 @@ def test_rate_limit_headers_describe_the_limit_closest_to_refusing(redis_url):
     reads = [c.get(f"/v1/tables/{t}", headers=a) for t, a in ((t0, a0), (t1, a1), (t0, a0), (t1, a1))]
     assert [(r.status_code, r.headers["X-RateLimit-Limit"], r.headers["X-RateLimit-Remaining"]) for r in reads] == [
         (200, "4", "3"), (200, "4", "2"), (200, "4", "1"), (200, "4", "0")]
+
+
+# -- the limiter's Redis round trips (issue 15 item 1) ---------------------------------------------------------
+def round_trips(run) -> int:
+    """Requests that ``run()`` writes to Redis through redis-py (a pipeline is one)."""
+    from redis.connection import AbstractConnection
+
+    sent = [0]
+    send = AbstractConnection.send_packed_command
+
+    def counted(self, *args, **kwargs):
+        sent[0] += 1
+        return send(self, *args, **kwargs)
+
+    AbstractConnection.send_packed_command = counted
+    try:
+        run()
+    finally:
+        AbstractConnection.send_packed_command = send
+    return sent[0]
+
+
+def test_the_headers_cost_no_round_trip_of_their_own(redis_url):
+    """An event checks two limits (the client's, the table's): a hit and its window in one round trip, the
+    table's test before the view and its deduction after it; the headers come from those windows."""
+    from service.api.limits import WindowReusingSlidingWindowCounter
+
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, **OFF, "CLIENT_EVENTS_PER_MINUTE": 600,
+                      "TABLE_EVENTS_PER_MINUTE": 5})
+    assert isinstance(next(iter(app.extensions["limiter"])).limiter, WindowReusingSlidingWindowCounter)
+    c = app.test_client()
+    tid, auth = _table(c)
+    url = f"/v1/tables/{tid}/events"
+    assert c.post(url, json={"type": "round_start"}, headers=auth).status_code == 201
+    answers = []
+    trips = round_trips(lambda: answers.append(c.post(url, json=KONGS[0], headers=auth)))
+    assert answers[0].status_code == 201 and answers[0].headers["X-RateLimit-Remaining"] == "3"
+    assert trips == 1 + 2  # the log's append, then the limiter's: was 1 + 5
+    off = make_client(redis_url, **OFF)
+    tid, auth = _table(off)
+    assert off.post(f"/v1/tables/{tid}/events", json={"type": "round_start"}, headers=auth).status_code == 201
+    assert round_trips(lambda: off.post(f"/v1/tables/{tid}/events", json=KONGS[0], headers=auth)) == 1
+
+
+@pytest.mark.parametrize("hits", [0, 1, 4, 7])
+def test_reused_windows_are_the_windows_limits_reads(redis_url, hits):
+    """The window a hit brings back answers as ``limits``' strategy answers from a fresh read of Redis."""
+    from limits import RateLimitItemPerMinute
+    from limits.strategies import SlidingWindowCounterRateLimiter
+
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, **OFF, "TABLE_EVENTS_PER_MINUTE": 5})
+    limiter = next(iter(app.extensions["limiter"]))
+    mine, plain = limiter.limiter, SlidingWindowCounterRateLimiter(limiter.storage)
+    item = RateLimitItemPerMinute(5)
+    with app.test_request_context():
+        results = [mine.hit(item, "rl", "who", "scope") for _ in range(hits)]
+        assert results == [True] * min(hits, 5) + [False] * max(0, hits - 5)
+        reused, fresh = mine.get_window_stats(item, "rl", "who", "scope"), plain.get_window_stats(item, "rl", "who", "scope")
+        assert reused.remaining == fresh.remaining == max(0, 5 - hits)
+        # (limits takes the remaining time modulo the window: a window read at its very first millisecond
+        # may answer 60 s where one read a millisecond later answers 59.999)
+        assert abs(reused.reset_time - fresh.reset_time) % 60 < 1 or abs(reused.reset_time - fresh.reset_time) % 60 > 59
+        assert mine.test(item, "rl", "who", "scope") == plain.test(item, "rl", "who", "scope") == (hits < 5)
+    with app.app_context():  # out of a request: nothing is remembered, Redis is asked
+        assert mine.get_window_stats(item, "rl", "who", "scope").remaining == max(0, 5 - hits)
+
+
+@pytest.mark.parametrize("client_limit", [0, 100])
+def test_a_redis_that_lost_the_limiters_scripts_still_counts(redis_url, client_limit):
+    """After SCRIPT FLUSH (as after a restart) a hit loads the scripts again and counts once (with a client
+    limit, the table's window read with the client's hit is read again)."""
+    c = limited(redis_url, TABLE_EVENTS_PER_MINUTE=3, CLIENT_EVENTS_PER_MINUTE=client_limit)
+    tid, auth = _table(c)
+    url = f"/v1/tables/{tid}/events"
+    assert c.post(url, json={"type": "round_start"}, headers=auth).headers["X-RateLimit-Remaining"] == "2"
+    redis.Redis.from_url(redis_url).script_flush()
+    assert c.post(url, json=KONGS[0], headers=auth).headers["X-RateLimit-Remaining"] == "1"
+    redis.Redis.from_url(redis_url).script_flush()
+    assert c.post(url, json=KONGS[1], headers=auth).headers["X-RateLimit-Remaining"] == "0"
+    refused(c.post(url, json=KONGS[2], headers=auth), "minute")

@@ -204,3 +204,26 @@ def test_a_kept_state_of_a_lost_write_is_not_used_at_the_same_version(redis_url,
     w = a.append(t.id, {**KONG, "seat": 3, "tile": "7m"})
     assert w.seq == 3 and w.balances == [-24, -24, 24, 24]  # seats 2 and 3 made the kongs, not 1
     assert a.check(t.id)["ok"]
+
+
+def test_several_scripts_in_one_request_on_a_kept_connection(redis_url, client):
+    """``Scripts.many`` (the rate limiter's hit with its windows): each call's answer in order, an error answer
+    or a NOSCRIPT in its place (that call did not run), and the connection kept in step for the next."""
+    from service.store.client import Scripts
+
+    conn = redis.Redis.from_url(redis_url)
+    incr = conn.register_script("return redis.call('incrby', KEYS[1], ARGV[1])")
+    fail = conn.register_script("return redis.error_reply('no, said the script')")
+    scripts = Scripts(conn)
+    conn.script_load(incr.script)
+    conn.script_load(fail.script)
+    first = scripts.many([(incr, ["k"], [2]), (fail, [], []), (incr, ["k"], [3])])
+    assert first[0] == 2 and isinstance(first[1], redis.exceptions.ResponseError) and first[2] == 5
+    assert len(scripts._free) == 1
+    client.script_flush()
+    missing = scripts.many([(incr, ["k"], [1])])
+    assert isinstance(missing[0], redis.exceptions.NoScriptError) and client.get("k") == b"5"  # not run
+    conn.script_load(incr.script)
+    assert scripts.many([(incr, ["k"], [1]), (incr, ["j"], [7])]) == [6, 7]
+    client.client_kill_filter(_type="normal", skipme=True)  # the kept connection is gone: made again
+    assert scripts.many([(incr, ["k"], [1])]) == [7]

@@ -28,6 +28,13 @@ and logged as a warning, and the limits are counted in each worker's memory
 until Redis answers again (Flask-Limiter's in-memory fallback): they never
 silently turn off.
 
+An event or a read checks a client limit and a table limit: the client's hit
+goes to Redis with the window read after it and the window of the table limit
+tested next (one pipeline), the table's count after the answer is the second
+round trip, and the headers come from the windows the request saw
+(:class:`WindowReusingSlidingWindowCounter`): two round trips, where Flask-Limiter
+alone makes five.
+
 Flask-Limiter hooks every request of an app; its bookkeeping costs about
 100 µs a request even where no limit applies, so its hooks are moved to the
 ``tables`` blueprint (:func:`_scope_to_blueprint`): the stateless hand
@@ -37,10 +44,14 @@ endpoints, the hot path, never run them.
 from __future__ import annotations
 
 import logging
-from functools import partial
+import time
+from functools import lru_cache, partial
+from math import floor, inf
 from typing import Any, Callable
 
-from flask import Flask, current_app, request
+from flask import Flask, current_app, g, has_request_context, request
+from limits.strategies import SlidingWindowCounterRateLimiter
+from limits.util import WindowStats
 
 from ..config import CLIENT_LIMITS, LIMITS, ApiKeys
 from .clients import api_key, client_key
@@ -82,6 +93,9 @@ def install(app: Flask, url: str) -> None:
         in_memory_fallback_enabled=True,
     )
     limiter_storage.count_errors(limiter.storage)
+    # Flask-Limiter makes its strategy from a name; the same strategy, reusing its windows (a private
+    # attribute: tests/test_api_limits.py checks that it is the one in use)
+    limiter._limiter = WindowReusingSlidingWindowCounter(limiter.storage)
 
     def current(name: str) -> int:
         return keys.limit(api_key(), name, setting[name]) if name in CLIENT_LIMITS else setting[name]
@@ -96,6 +110,7 @@ def install(app: Flask, url: str) -> None:
             app.view_functions[endpoint] = decorate(app.view_functions[endpoint])
 
     answered = {"deduct_when": lambda response: response.status_code not in _NOT_ANSWERED}
+    tested: dict[str, list[str]] = {}  # endpoint -> its table limits, tested before the view (counted after)
     value, off = rate("tables_per_hour", "hour")
     app.view_functions[CREATE] = limiter.limit(
         value, key_func=client_key, methods=["POST"],
@@ -107,6 +122,23 @@ def install(app: Flask, url: str) -> None:
     wrap(EVENTS, "table_events_per_minute", "minute", _table_key, **answered)
     wrap(VOIDS, "table_voids_per_minute", "minute", _table_key, **answered)
     wrap(TABLE_READS, "table_reads_per_minute", "minute", _table_key, **answered)
+    for endpoints, name in ((EVENTS, "table_events_per_minute"), (VOIDS, "table_voids_per_minute"),
+                            (TABLE_READS, "table_reads_per_minute")):
+        for endpoint in endpoints:
+            tested.setdefault(endpoint, []).append(name)
+
+    def _read_ahead() -> None:
+        """The keys of the table limits that Flask-Limiter will test after the client's hit (as it makes
+        them: its ``key_prefix``, the limit's key function and shared scope), read with that hit."""
+        ahead = {}
+        for name in tested.get(request.endpoint or "", ()):
+            if setting[name]:
+                item = _item(f"{setting[name]}/minute")
+                ahead[item.key_for("rl", _table_key(), name)] = item.get_expiry()
+        if ahead:
+            g._rate_limit_to_test = ahead
+
+    app.before_request_funcs.setdefault("tables", []).append(_read_ahead)  # before the limiter's, moved below
     _scope_to_blueprint(app, limiter, "tables")
     # first in the list: after_request hooks run in reverse, so it runs after the limiter's
     app.after_request_funcs.setdefault("tables", []).insert(0, partial(_tightest_limit_in_headers, limiter))
@@ -132,6 +164,78 @@ def _tightest_limit_in_headers(limiter: Any, response: Any) -> Any:
     except Exception as exc:  # Redis trouble: the limiter's own headers stay
         log.warning("rate limit headers: %s", exc)
     return response
+
+
+class WindowReusingSlidingWindowCounter(SlidingWindowCounterRateLimiter):
+    """``limits``' sliding window counter that remembers, for the request, each window it saw.
+
+    Flask-Limiter asks Redis for a limit's window once more for the
+    ``X-RateLimit-*`` headers, after the hit (or test) that already went there
+    (and :func:`_tightest_limit_in_headers` for every other limit of the
+    request).  Here a hit reads the window after it in the same round trip
+    (:meth:`~service.store.limiter.SharedClientStorage.acquire_sliding_window_entry_and_window`),
+    a test keeps the window it read, and :meth:`get_window_stats` answers from
+    what this request last saw of that limit: the headers cost no round trip.
+    Out of a request (the ``flask limiter`` commands), every call asks Redis.
+    """
+
+    def hit(self, item: Any, *identifiers: str, cost: int = 1) -> bool:
+        key = item.key_for(*identifiers)
+        ahead = _ahead()
+        acquired, window, read = self.storage.acquire_sliding_window_entry_and_window(  # type: ignore[attr-defined]
+            key, item.amount, item.get_expiry(), cost, [(k, e) for k, e in ahead.items() if k != key])
+        _seen(key, window)
+        if read:
+            g._rate_limit_read_ahead = read
+        return acquired
+
+    def test(self, item: Any, *identifiers: str, cost: int = 1) -> bool:
+        key = item.key_for(*identifiers)
+        window = getattr(g, "_rate_limit_read_ahead", {}).pop(key, None) if has_request_context() else None
+        if window is None:
+            window = self.storage.get_sliding_window(key, item.get_expiry())  # type: ignore[attr-defined]
+        _seen(key, window)
+        previous_count, previous_expires_in, current_count, _ = window
+        return self._weighted_count(item, previous_count, previous_expires_in, current_count) < item.amount - cost + 1
+
+    def get_window_stats(self, item: Any, *identifiers: str) -> WindowStats:
+        window = _seen(item.key_for(*identifiers))
+        if window is None:
+            return super().get_window_stats(item, *identifiers)
+        # as SlidingWindowCounterRateLimiter.get_window_stats computes it from the window it reads
+        previous_count, previous_expires_in, current_count, current_expires_in = window
+        remaining = max(0, item.amount - floor(
+            self._weighted_count(item, previous_count, previous_expires_in, current_count)))
+        now = time.time()
+        if not (previous_count or current_count):
+            return WindowStats(now, remaining)
+        expiry = item.get_expiry()
+        previous_reset_in = previous_expires_in % (expiry / previous_count) if previous_count else inf
+        current_reset_in = current_expires_in % expiry if current_count else inf
+        return WindowStats(now + min(previous_reset_in, current_reset_in), remaining)
+
+
+@lru_cache(maxsize=64)
+def _item(value: str) -> Any:
+    from limits import parse
+
+    return parse(value)
+
+
+def _ahead() -> dict[str, int]:
+    """The limits this request will test after a hit (``{key: expiry}``, set by :func:`_read_ahead`)."""
+    return g.__dict__.pop("_rate_limit_to_test", {}) if has_request_context() else {}
+
+
+def _seen(key: str, window: tuple | None = None) -> tuple | None:
+    """Remember ``window`` of the limit ``key`` for this request (given one), or answer the one remembered."""
+    if not has_request_context():
+        return None
+    windows = g.__dict__.setdefault("_rate_limit_windows", {})
+    if window is None:
+        return windows.get(key)
+    windows[key] = window
+    return window
 
 
 def _table_key() -> str:

@@ -468,6 +468,35 @@ class Scripts:
         self._put(conn)
         return result
 
+    def many(self, calls: Sequence[tuple[Any, Sequence, Sequence]]) -> list[Any]:
+        """Several scripts' calls ``(script, keys, args)`` in one request on a kept connection (a
+        pipeline without redis-py's pipeline machinery); answers each call's result, or the error
+        it answered (``NOSCRIPT`` included: that call did not run, and nothing is sent again)."""
+        if self._pid != os.getpid():
+            self._free, self._pid = [], os.getpid()
+        pool = self.client.connection_pool
+        try:
+            conn = self._free.pop()
+        except IndexError:
+            conn = pool.get_connection()
+        else:
+            self._ready(conn, pool)
+        results: list[Any] = []
+        try:
+            conn.send_packed_command(conn.pack_commands(
+                [("EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args in calls]))
+            for _ in calls:
+                try:
+                    results.append(conn.read_response())
+                except redis.exceptions.ResponseError as exc:  # an error answer: in step, read on
+                    results.append(exc)
+        except BaseException:
+            conn.disconnect()
+            pool.release(conn)
+            raise
+        self._put(conn)
+        return results
+
     @staticmethod
     def _ready(conn, pool) -> None:
         """What the pool checks of a connection it hands out: connected, and nothing to read (a
