@@ -157,6 +157,29 @@ def test_every_script_runs_on_its_tables_node(redis_cluster, cluster_url):
     assert sorted(store.table_ids()) == []
 
 
+def test_writes_use_kept_connections_of_each_primary(redis_cluster, cluster_url):
+    """On a cluster, as on one server, a write script goes out on a connection kept per primary (no
+    pool round per write): the tables of every primary are written through their own node's kept
+    connections, and the next write on a node reuses the connection the last one left."""
+    from service.store.tables import TableStore
+
+    store = TableStore(redis_client.connect(cluster_url))
+    ids: list[str] = []
+    while len(ids) < 6 or len({owner_port(redis_cluster, t) for t in ids}) < 3:
+        ids.append(store.create(PLAYERS, None, idempotency_key=str(uuid.uuid4()), fp="x").id)
+    for t in ids:
+        store.append(t, {"type": "round_start"})
+    kept = {node.connection_pool.connection_kwargs["port"]: scripts for node, scripts in store._node_scripts.items()}
+    assert set(kept) == {owner_port(redis_cluster, t) for t in ids}
+    t = ids[0]
+    scripts = kept[owner_port(redis_cluster, t)]
+    assert len(scripts._free) == 1
+    conn = scripts._free[0]
+    store.append(t, KONG)
+    assert scripts._free == [conn]  # the same connection, back for the next write
+    assert store.get(t)["version"] == 2 and store.check(t)["ok"]
+
+
 def test_an_undeclared_key_is_refused_by_the_cluster(redis_cluster, cluster_url):
     """What the test above relies on: a script reaching another node's key fails."""
     client = redis_client.connect(cluster_url)

@@ -39,6 +39,7 @@ import random
 import secrets
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -375,8 +376,11 @@ class TableStore:
         self._repair = client.register_script(keys.REPAIR)
         self._reads = client.register_script(keys.READ)
         self._touch = client.register_script(keys.TOUCH)
-        # a plain Redis: write scripts on kept connections (one command, without redis-py's pool round)
+        # a plain Redis: write scripts on kept connections (one command, without redis-py's pool round);
+        # a cluster: the same per primary (the node's client, as the cluster's slot map names it)
         self._scripts = redis_client.Scripts(client) if redis_client.Scripts.usable(client) else None
+        self._node_scripts: "weakref.WeakKeyDictionary[redis.Redis, redis_client.Scripts] | None" = (
+            weakref.WeakKeyDictionary() if redis_client.kind(client) == "cluster" else None)
 
     def _read(self, *reads: tuple) -> list:
         """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
@@ -393,6 +397,16 @@ class TableStore:
         which skips the cluster client's routing of every command; a ``MOVED`` is followed)."""
         return redis_client.on_primary(self.r, key, call)
 
+    def _kept_on(self, node: redis.Redis) -> "redis_client.Scripts":
+        """The kept connections of a cluster primary's client (a ``MOVED`` answer is an error answer:
+        the script did not run, the connection stays in step, and :func:`~redis_client.on_primary`
+        follows it; a node replaced in the slot map gets new ones)."""
+        assert self._node_scripts is not None
+        kept = self._node_scripts.get(node)
+        if kept is None:
+            kept = self._node_scripts[node] = redis_client.Scripts(node)
+        return kept
+
     def _run(self, script, keys: list, args: list, wrote=lambda result: True):
         """Run a write script (and ``WAIT`` with ``min_replicas``: ``wrote(result)`` says whether the
         result acknowledges a write, which must then be on the replicas); a Redis out of memory
@@ -403,6 +417,8 @@ class TableStore:
                                                  self.wait_timeout_ms, wrote)
             if self._scripts is not None:
                 return self._scripts(script, keys, args)
+            if self._node_scripts is not None:
+                return self._on(keys[0], lambda r: self._kept_on(r)(script, keys, args))
             return self._on(keys[0], lambda r: script(keys=keys, args=args, client=r))
         except redis_client.NotReplicated as exc:
             raise NotReplicated(f"the write reached Redis but was not confirmed by {exc.wanted} replica(s) "
