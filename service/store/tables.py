@@ -379,7 +379,7 @@ class TableStore:
         # a plain Redis: write scripts on kept connections (one command, without redis-py's pool round);
         # a cluster: the same per primary (the node's client, as the cluster's slot map names it)
         self._scripts = redis_client.Scripts(client) if redis_client.Scripts.usable(client) else None
-        self._node_scripts: "weakref.WeakKeyDictionary[redis.Redis, redis_client.Scripts] | None" = (
+        self._node_scripts: weakref.WeakKeyDictionary[redis.Redis, redis_client.Scripts] | None = (
             weakref.WeakKeyDictionary() if redis_client.kind(client) == "cluster" else None)
 
     def _read(self, *reads: tuple) -> list:
@@ -397,7 +397,7 @@ class TableStore:
         which skips the cluster client's routing of every command; a ``MOVED`` is followed)."""
         return redis_client.on_primary(self.r, key, call)
 
-    def _kept_on(self, node: redis.Redis) -> "redis_client.Scripts":
+    def _kept_on(self, node: redis.Redis) -> redis_client.Scripts:
         """The kept connections of a cluster primary's client (a ``MOVED`` answer is an error answer:
         the script did not run, the connection stays in step, and :func:`~redis_client.on_primary`
         follows it; a node replaced in the slot map gets new ones)."""
