@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from service.store import codec, keys
-from service.store.tables import Access, Forbidden, TableNotFound, TableStore, Unauthorized
+from service.store.tables import Access, Forbidden, PreconditionFailed, TableNotFound, TableStore, Unauthorized
 
 PLAYERS = ["东", "南", "西", "北"]
 KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}
@@ -58,6 +58,35 @@ def test_a_stale_kept_state_is_replanned_on_the_current_one(redis_url):
     w = a.append(t.id, KONG)                           # a's kept state is at 3: conflict, replanned
     assert w.seq == 5 and w.balances == [-24, 24, 24, -24]
     assert a.check(t.id)["ok"] and a.check(t.id)["version"] == 5
+
+
+def test_an_if_match_naming_the_current_version_is_planned_again_not_refused(redis_url):
+    # a's kept state is at 1; b moves the table to 2.  If-Match "1", "2" names the table's version:
+    # the write is planned again on version 2 and lands; If-Match "1" alone is 412 at version 3.
+    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    t = a.create(PLAYERS, "xuezhan")
+    a.append(t.id, {"type": "round_start"})
+    b.append(t.id, KONG)
+    w = a.append(t.id, {**KONG, "tile": "6m"}, if_match=(1, 2))
+    assert w.seq == 3 and w.balances == [-24, 72, -24, -24]
+    b.append(t.id, {**KONG, "tile": "7m"})  # version 4; a keeps 3
+    with pytest.raises(PreconditionFailed) as e:
+        a.append(t.id, {**KONG, "tile": "8m"}, if_match=3)
+    assert e.value.context["current"] == 4
+    assert a.check(t.id)["ok"] and a.check(t.id)["version"] == 4
+
+
+def test_an_if_match_of_the_version_with_another_stored_state_is_planned_again(redis_url, client):
+    # same version, other bytes (a fail-over that lost a write, or check-tables --repair writing the
+    # state anew): the write is not refused as "at version 2, not 2", it is planned on the state stored
+    a = TableStore(redis.Redis.from_url(redis_url))
+    t = a.create(PLAYERS, "xuezhan")
+    a.append(t.id, {"type": "round_start"})
+    a.append(t.id, KONG)  # a keeps version 2
+    raw = client.get(keys.state(t.id))
+    client.set(keys.state(t.id), json.dumps(json.loads(raw)))  # same state, other bytes
+    w = a.append(t.id, {**KONG, "tile": "6m"}, if_match=2)
+    assert w.seq == 3 and a.check(t.id)["ok"]
 
 
 def test_an_event_a_stale_state_accepts_is_refused_on_the_current_one(redis_url):

@@ -725,7 +725,9 @@ class TableStore:
                 raise Conflict("table_full", f"the table has reached its limit of {self.max_events} events",
                                current=version)
             current = int(res[1])
-            if if_match is not None:
+            # the table is not as planned: an If-Match that does not name its version is 412; one that
+            # does (a list naming it, or the same version with another stored state) plans again on it
+            if if_match is not None and not _matches(if_match, current):
                 raise PreconditionFailed(f"the table is at version {current}, not {_show(if_match)}",
                                          current=current)
             if use_kept and res[2] is not None:
@@ -874,6 +876,7 @@ class TableStore:
 
     def delete(self, table_id: str) -> bool:
         """Delete a table's keys, keeping a 24 h tombstone of its token hashes."""
+        self._states.drop(table_id)  # (another worker's kept state is refused by the script: ``missing``)
         return bool(self._run(self._delete, [*keys.every(table_id), keys.channel(table_id)],
                               [TOMBSTONE_TTL, self.publish_command], wrote=bool))
 
