@@ -422,9 +422,9 @@ class Scripts:
     redis-py's command path (its pool's checkout and check-in with their metrics hooks, the
     retry wrapper, the response callbacks) costs several times what sending one ``EVALSHA``
     and reading its answer does.  A connection is checked out of the client's pool once (so
-    it is made, authenticated and checked as the pool does it) and kept for the next call; a
-    call that fails in any way (an error answer included, but a refused script's or a
-    ``NOSCRIPT``) drops its connection (disconnected, given back to the pool), so a kept
+    it is made, authenticated and checked as the pool does it) and kept for the next call; an
+    error answer (read whole: the connection is in step) keeps it, and a call that fails in
+    any other way drops its connection (disconnected, given back to the pool), so a kept
     connection never holds an unread answer.  Nothing is ever sent twice but a script that
     the server answered ``NOSCRIPT`` (it did not run).  At most ``keep`` connections are
     kept; after a fork the kept ones are left to the parent.

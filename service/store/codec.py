@@ -49,7 +49,8 @@ SUMMARY = ("dealer", "deltas", "won", "left", "ended_by", "next_dealer", "first_
 _AT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
 
 
-def _dumps(obj: Any) -> bytes:
+def dumps(obj: Any) -> bytes:
+    """Compact JSON (UTF-8, no ASCII escapes) as bytes: orjson, or json for what orjson refuses."""
     try:
         return orjson.dumps(obj)
     except TypeError:  # (an int wider than 64 bits)
@@ -145,12 +146,12 @@ def record(rec: dict) -> bytes:
     if ms is not None and names[0] == "seq" and names[-2:] == ["round", "at"]:
         packed = [ms, rec["round"], _pack_event(rec)]
         try:
-            back = _unpack(_loads(_dumps(packed)), rec["seq"])
+            back = _unpack(_loads(dumps(packed)), rec["seq"])
         except (IndexError, TypeError, ValueError):
             back = None
         if back == rec:
-            return _dumps(packed)
-    return _dumps(rec)
+            return dumps(packed)
+    return dumps(rec)
 
 
 def read_record(raw: bytes | str, seq: int, with_at: bool = True) -> dict:
@@ -181,14 +182,14 @@ def summary(s: dict) -> bytes:
     if "number" in s and all(k in s for k in SUMMARY):
         rest = {k: v for k, v in s.items() if k != "number" and k not in SUMMARY}
         packed = [s[k] for k in SUMMARY] + ([rest] if rest else [])
-        raw = _dumps(packed)
+        raw = dumps(packed)
         try:
             back = read_summary(raw, s["number"])
         except (IndexError, TypeError, ValueError):
             back = None
         if back == s:
             return raw
-    return _dumps(s)
+    return dumps(s)
 
 
 def read_summary(raw: bytes | str, number: int) -> dict:
@@ -211,7 +212,7 @@ def state(d: dict) -> bytes:
     rnd = d.get("round")
     if isinstance(rnd, dict) and rnd.get("ruleset") == d.get("ruleset") and "ruleset" in rnd:
         d = {**d, "round": {k: v for k, v in rnd.items() if k != "ruleset"}}
-    return _dumps(d)
+    return dumps(d)
 
 
 def read_state(raw: bytes | str) -> dict:

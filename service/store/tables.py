@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterator, Mapping
 
-import orjson
 import redis
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -219,16 +218,8 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _jbytes(obj: Any) -> bytes:
-    """Compact JSON (UTF-8, no ASCII escapes) as bytes: orjson, or json for what orjson refuses."""
-    try:
-        return orjson.dumps(obj)
-    except TypeError:  # (e.g. an int wider than 64 bits)
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-
-
 def _dumps(obj: Any) -> str:
-    return _jbytes(obj).decode()
+    return codec.dumps(obj).decode()
 
 
 def _sha1(stored: bytes) -> str:
@@ -705,7 +696,7 @@ class TableStore:
                  keys.idem(table_id), keys.channel(table_id)],
                 [version, codec.record(record), stored_state, rounds_mode, rounds_payload,
                  field or b"", digest, self.table_ttl, self.max_events,
-                 _jbytes(self._streamed(table_id, record, new_state, voided=False)), self.publish_command,
+                 codec.dumps(self._streamed(table_id, record, new_state, voided=False)), self.publish_command,
                  self._durable, hashes[0] or b"", digest_of_state],
                 wrote=lambda res: res[0] in (b"ok", b"replay"),
             )
