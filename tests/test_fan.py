@@ -893,3 +893,26 @@ def test_per_key_memos_are_bounded(monkeypatch):
     first = [(shapes.suit_features(k), fan._flags(k)) for k in keys]
     assert len(shapes._FEATURES) <= 8 and len(fan._TILE_FLAGS) <= 8
     assert [(shapes.suit_features(k), fan._flags(k)) for k in keys] == first
+
+
+def test_suit_and_parse_memos_are_bounded(monkeypatch):
+    """The per-suit wait and discard memos (shapes) and the parse memos (hand) are bounded too: a full
+    memo is emptied, and what is looked up after that is the same."""
+    from service.rules import hand, shapes
+    from service.rules.hand import parse_hand
+
+    monkeypatch.setattr(shapes, "MEMO_LIMIT", 8)
+    monkeypatch.setattr(shapes, "_INFO", {})
+    monkeypatch.setattr(shapes, "_DISCARD", {})
+    monkeypatch.setattr(hand, "_PARTS_LIMIT", 8)
+    monkeypatch.setattr(hand, "_PARTS", ({}, {}, {}))
+    keys = list(range(1, 60))
+    first = [(shapes.suit_info(k), shapes.suit_discards(k)) for k in keys]
+    assert len(shapes._INFO) <= 8 and len(shapes._DISCARD) <= 8
+    assert [(shapes.suit_info(k), shapes.suit_discards(k)) for k in keys] == first
+    hands = [f"{a}{a}{a}{b}{b}{b}{c}{c}{c}m{d}{d}{d}{e}{e}p" for a, b, c, d, e in
+             [(1, 2, 3, 4, 5), (2, 3, 4, 5, 6), (3, 4, 5, 6, 7), (4, 5, 6, 7, 8), (5, 6, 7, 8, 9)] * 3]
+    hands += [f"{r}{r}{r}m{r}{r}{r}p11234567s" for r in range(1, 10)] * 2
+    parsed = [str(parse_hand(h)) for h in hands]
+    assert all(0 < len(memo) <= 8 for memo in hand._PARTS)  # (filled: the strings are canonical)
+    assert [str(parse_hand(h)) for h in hands] == parsed
