@@ -256,3 +256,29 @@ def test_several_scripts_in_one_request_on_a_kept_connection(redis_url, client):
     assert scripts.many([(incr, ["k"], [1]), (incr, ["j"], [7])]) == [6, 7]
     client.client_kill_filter(_type="normal", skipme=True)  # the kept connection is gone: made again
     assert scripts.many([(incr, ["k"], [1])]) == [7]
+
+
+def test_a_forked_worker_does_not_use_its_parents_kept_connections(redis_url, client):
+    """gunicorn forks its workers: a child must never send on a socket its parent kept (two
+    processes reading one socket's answers); it checks out its own."""
+    import os
+
+    from service.store.client import Scripts
+
+    conn = redis.Redis.from_url(redis_url)
+    incr = conn.register_script("return redis.call('incrby', KEYS[1], ARGV[1])")
+    scripts = Scripts(conn)
+    assert scripts(incr, ["f"], [1]) == 1
+    parents = list(scripts._free)
+    assert len(parents) == 1
+    pid = os.fork()
+    if pid == 0:  # the child: its own connection, the parent's left alone
+        code = 1
+        try:
+            ok = scripts(incr, ["f"], [10]) == 11 and all(c not in parents for c in scripts._free)
+            code = 0 if ok else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert scripts._free == parents and scripts(incr, ["f"], [100]) == 111  # the parent's still in step

@@ -440,15 +440,7 @@ class Scripts:
         return kind(client) == "redis"
 
     def __call__(self, script, keys: Sequence, args: Sequence) -> Any:
-        if self._pid != os.getpid():
-            self._free, self._pid = [], os.getpid()
-        pool = self.client.connection_pool
-        try:
-            conn = self._free.pop()
-        except IndexError:
-            conn = pool.get_connection()
-        else:
-            self._ready(conn, pool)
+        conn, pool = self._checkout()
         try:
             conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
             try:
@@ -472,15 +464,7 @@ class Scripts:
         """Several scripts' calls ``(script, keys, args)`` in one request on a kept connection (a
         pipeline without redis-py's pipeline machinery); answers each call's result, or the error
         it answered (``NOSCRIPT`` included: that call did not run, and nothing is sent again)."""
-        if self._pid != os.getpid():
-            self._free, self._pid = [], os.getpid()
-        pool = self.client.connection_pool
-        try:
-            conn = self._free.pop()
-        except IndexError:
-            conn = pool.get_connection()
-        else:
-            self._ready(conn, pool)
+        conn, pool = self._checkout()
         results: list[Any] = []
         try:
             conn.send_packed_command(conn.pack_commands(
@@ -496,6 +480,18 @@ class Scripts:
             raise
         self._put(conn)
         return results
+
+    def _checkout(self) -> tuple[Any, Any]:
+        """A kept connection made ready (else a new one from the pool), and the pool."""
+        if self._pid != os.getpid():
+            self._free, self._pid = [], os.getpid()
+        pool = self.client.connection_pool
+        try:
+            conn = self._free.pop()
+        except IndexError:
+            return pool.get_connection(), pool
+        self._ready(conn, pool)
+        return conn, pool
 
     @staticmethod
     def _ready(conn, pool) -> None:
