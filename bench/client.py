@@ -116,6 +116,27 @@ def cpu_seconds(master_pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def rss_kib(master_pid: int) -> int:
+    """Resident memory (KiB) of a gunicorn master's workers, from ``/proc``."""
+    total = 0
+    for pid in worker_pids(master_pid):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def raise_fd_limit() -> None:
+    """Let this process open as many files (sockets) as its hard limit allows."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def _ppid(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat") as f:

@@ -50,7 +50,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -60,7 +59,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.client import worker_pids  # noqa: E402
+from bench.client import cpu_seconds, raise_fd_limit, rss_kib  # noqa: E402
 from bench.load_ting import HANDS, bare_app, drive, free_port, one_request, request_bytes, summarize  # noqa: E402
 
 MODELS = ("gthread", "gevent", "uvicorn")
@@ -213,36 +212,10 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def rss_kib(master: int) -> int:
-    total = 0
-    for pid in worker_pids(master):
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-        except (OSError, StopIteration):
-            pass
-    return total
 
 
-def cpu_seconds(master: int) -> float:
-    """User + system CPU time of a server's workers so far."""
-    total = 0
-    for pid in worker_pids(master):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / os.sysconf("SC_CLK_TCK")
 
 
-def raise_fd_limit() -> None:
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 # -- slow clients ---------------------------------------------------------------------------------

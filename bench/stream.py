@@ -35,7 +35,6 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -44,7 +43,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.client import Client, free_port, start_service, stop_service, worker_pids  # noqa: E402
+from bench.client import (  # noqa: E402
+    Client, cpu_seconds, free_port, raise_fd_limit, rss_kib, start_service, stop_service,
+)
 from bench.load_ting import drive, summarize  # noqa: E402  (drive: in ting_process)
 
 SEATS = [0, 0, 1, 2, 0, 3, 1, 0]
@@ -60,34 +61,10 @@ def table_events():
         yield {"type": "round_end"}
 
 
-def raise_fd_limit() -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def rss_kib(master: int) -> int:
-    total = 0
-    for pid in worker_pids(master):
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-        except (OSError, StopIteration):
-            pass
-    return total
 
 
-def cpu_seconds(master: int) -> float:
-    """User + system CPU time of a server's workers so far."""
-    total = 0
-    for pid in worker_pids(master):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def pct(values: list[float], p: float) -> float | None:
