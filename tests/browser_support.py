@@ -15,7 +15,6 @@ Outside CI, a machine without Chromium skips the browser tests with the reason; 
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import shutil
@@ -25,11 +24,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+
+from tests.served import free_port, request, wait_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CHROMIUM_BIN", "/usr/bin/chromium")
@@ -57,23 +57,6 @@ def require_browser() -> None:
         pytest.skip(reason)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def request(port: int, method: str, path: str, body=None, headers=None, timeout=10):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        hdrs = {"Content-Type": "application/json"} if body is not None else {}
-        hdrs.update(headers or {})
-        conn.request(method, path, body=None if body is None else json.dumps(body).encode(), headers=hdrs)
-        r = conn.getresponse()
-        return r.status, dict(r.getheaders()), r.read()
-    finally:
-        conn.close()
-
 
 class Service:
     """``python -m service serve`` in a subprocess (its log in ``log``)."""
@@ -89,20 +72,7 @@ class Service:
              "--workers", "2", "--threads", "8"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 60
-        while True:
-            if self.proc.poll() is not None:
-                self._log.close()
-                raise RuntimeError(f"service exited early:\n{self.log.read_text()}")
-            try:
-                if request(self.port, "GET", "/healthz", timeout=1)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("service did not start in 60 s")
-            time.sleep(0.1)
+        wait_serving(self.proc, self.port, self.log, self._log, self.stop, seconds=60)
         self.url = f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:

@@ -37,6 +37,25 @@ def request(port, method, path, body=None, headers=None, timeout=10):
         conn.close()
 
 
+def wait_serving(proc: subprocess.Popen, port: int, log_path: Path, log_file, stop, seconds: float) -> None:
+    """Wait until ``serve`` (``proc`` on ``port``) answers ``/healthz``; it exited (its log closed) or
+    did not answer within ``seconds`` (then ``stop()``): RuntimeError with its log."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if proc.poll() is not None:
+            log_file.close()
+            raise RuntimeError(f"serve exited early:\n{log_path.read_text(errors='replace')}")
+        try:
+            if request(port, "GET", "/healthz", timeout=1)[0] == 200:
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            stop()
+            raise RuntimeError(f"serve did not start in {seconds:g} s:\n{log_path.read_text(errors='replace')}")
+        time.sleep(0.1)
+
+
 class Served:
     """``serve`` on a free port with ``env`` on top of this process's environment."""
 
@@ -50,20 +69,7 @@ class Served:
             [sys.executable, "-m", "service", "serve", "--port", str(self.port), "--workers", str(workers)],
             cwd=ROOT, env=full, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )
-        deadline = time.monotonic() + 40
-        while True:
-            if self.proc.poll() is not None:
-                self._log.close()
-                raise RuntimeError(f"serve exited early:\n{log_path.read_text()}")
-            try:
-                if request(self.port, "GET", "/healthz", timeout=1)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"serve did not start in 40 s:\n{log_path.read_text()}")
-            time.sleep(0.1)
+        wait_serving(self.proc, self.port, log_path, self._log, self.stop, seconds=40)
 
     def request(self, method, path, body=None, headers=None, timeout=10):
         return request(self.port, method, path, body, headers, timeout)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import re
@@ -15,20 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.served import request
+
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def request(port, method, path, body=None, headers=None, timeout=10):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        payload = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-        hdrs = {"Content-Type": "application/json"} if body is not None else {}
-        hdrs.update(headers or {})
-        conn.request(method, path, body=payload, headers=hdrs)
-        response = conn.getresponse()
-        return response.status, dict(response.getheaders()), response.read()
-    finally:
-        conn.close()
 
 
 @pytest.fixture

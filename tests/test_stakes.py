@@ -313,7 +313,6 @@ def test_multi_round_table_with_a_bankrupt_seat_a_buy_in_and_a_void():
     # seat 1 buys in and wins round 3
     t.post(buy_in(1, 300), start(), zimo(1, 2))                         # seqs 5-7: 12 from each
     assert t.state.coins == [1040 - 120 - 20, 300 + 360 - 20, 220 - 120 - 20, 220 - 120 - 20]
-    after_3 = list(t.state.coins)
     folded, summaries = t.fold()
     assert folded.to_dict() == t.state.to_dict()
     assert [s["bankrolls"] for s in summaries] == [[500, 100, 500, 500], [1060, 0, 240, 240],

@@ -302,7 +302,7 @@ def test_app_shell_opens_offline(service, api, phones):
     proxy = FlakyProxy(service.port)
     try:
         a = phones("a")
-        table = create_table(a, proxy.url)
+        create_table(a, proxy.url)
         a.tap("round-start")
         a.tap("confirm")
         a.wait(lambda: a.has("record-kong"), "the round")
