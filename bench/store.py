@@ -73,7 +73,8 @@ def cycle():
         n += 1
 
 
-def http_phase(port: int, tables: int, duration: float) -> dict:
+def create_tables(port: int, tables: int) -> list[tuple[str, str]]:
+    """``tables`` new tables through the API: their ``(id, write token)``."""
     setup = Client(port)
     ids = []
     for _ in range(tables):
@@ -81,6 +82,11 @@ def http_phase(port: int, tables: int, duration: float) -> dict:
         assert status == 201, body
         ids.append((body["id"], body["token"]))
     setup.close()
+    return ids
+
+
+def http_phase(port: int, tables: int, duration: float) -> dict:
+    ids = create_tables(port, tables)
     latencies: list[list[float]] = [[] for _ in range(tables)]
     errors = [0] * tables
     stop_at = time.monotonic() + duration
@@ -127,13 +133,7 @@ def _top_level_calls(redis_url: str | None) -> int:
 
 def versus_phase(port: int, tables: int, duration: float, rounds: int = 3, redis_url: str | None = None) -> dict:
     """Appends against ``POST /v1/hands/ting``: the same threads and connections, alternating blocks."""
-    setup = Client(port)
-    ids = []
-    for _ in range(tables):
-        status, _, body = setup.request("POST", "/v1/tables", {"players": PLAYERS})
-        assert status == 201, body
-        ids.append((body["id"], body["token"]))
-    setup.close()
+    ids = create_tables(port, tables)
     clients = [Client(port) for _ in range(tables)]
     streams = [cycle() for _ in range(tables)]
     lat: dict[str, list[float]] = {"append": [], "ting": []}
