@@ -276,3 +276,34 @@ def test_discard_option_dajiao_follows_the_ruleset():
 def test_discards_wants_14():
     with pytest.raises(HandSizeError):
         discards("2344567p345789s")
+
+
+def test_one_discard_with_waits_in_two_suits():
+    # discard 5s → 11123456m 22789p: 1m (111 23456… → 1111m: 根), 4m, 7m in 万 with 22p the pair, or
+    # 2p (222p) with 11m the pair: the waits in suit order, 大叫 the first best of them all
+    adv = discards("11123456m22789p5s")
+    [o] = adv.options
+    assert [(str(w.tile), w.points, w.remaining) for w in o.waits] == [("1m", 12, 1), ("4m", 6, 3), ("7m", 6, 4),
+                                                                      ("2p", 6, 2)]
+    assert (o.remaining, o.dajiao) == (10, (2, 12))
+    [o] = discards("11123456m22789p5s", ruleset={"dajiao": "min"}).options
+    assert o.dajiao == (1, 6) and o.waits[0].points == 12
+
+
+def test_discard_wait_memo_is_bounded(monkeypatch):
+    """The per-suit wait answers of discard advice (memoized per ruleset) are bounded: a full memo is
+    emptied, and what is looked up after that is the same."""
+    from service import Ruleset
+    from service.rules import ting as ting_module
+    from service.rules.fan import context
+
+    hands = [f"{a}{a}{a}{b}{b}{b}{c}{c}{c}m{d}{d}{e}{e}{f}p" for a, b, c, d, e, f in
+             [(1, 2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 1), (3, 4, 5, 6, 7, 9), (4, 5, 6, 7, 8, 2), (5, 6, 7, 8, 9, 1)]]
+    hands += ["11123456m22789p5s", "2344567p345789s1m", "1112345678999m5p", "1123m456p789p111s5s"]
+    unbounded = [discards(h, ruleset=Ruleset.from_spec({"cap": 5})) for h in hands]
+    monkeypatch.setattr(ting_module, "MEMO_LIMIT", 4)
+    rules = Ruleset.from_spec({"cap": 5})
+    first = [discards(h, ruleset=rules) for h in hands]
+    assert 0 < len(context(rules).wait_parts) <= 4
+    assert [discards(h, ruleset=rules) for h in hands] == first == unbounded
+    assert any(o.waits for a in first for o in a.options)

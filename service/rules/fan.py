@@ -135,6 +135,7 @@ class _Ctx(NamedTuple):
     yitiaolong: bool
     runs: bool  # any of the three extras that depend on the decomposition's sequences is on
     by_discard: dict  # (facts mask, 根 count) -> a plain win by discard's value; filled lazily
+    wait_parts: dict  # discard advice's waits within one suit (ting.wait_part); filled lazily, bounded
 
 
 def context(rules: Ruleset) -> _Ctx:
@@ -166,6 +167,7 @@ def context(rules: Ruleset) -> _Ctx:
         yitiaolong=rules.yitiaolong,
         runs=rules.jiaxinwu or rules.kaertiao or rules.yitiaolong,
         by_discard={},
+        wait_parts={},
     )
     ctx = ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
     object.__setattr__(rules, "_ctx", ctx)

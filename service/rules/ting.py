@@ -21,7 +21,8 @@ from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, _record, context, dis
 from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
-from .shapes import _DISCARD, _INFO, suit_discards, suit_info, wait_tiles
+from .shapes import _DISCARD, _INFO, EVEN_KEYS, GEN_SHIFT, MEMO_LIMIT, NOT258, SHAPES, HAS19, TRIP, YAO, WAITS
+from .shapes import suit_discards, suit_info, wait_tiles
 from .tiles import SUITS, TILES, Tile, parse_tiles
 
 
@@ -216,6 +217,15 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
 
 
 def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOption]:
+    plain = not (ctx.options or ctx.runs)  # no extra but 根: a wait's value is discard_value's
+    highest = rules_dajiao == "max"
+    if plain and not hand.melds and vis is _NO_TILES and hand.void is None:
+        out, candidates = _options_by_parts(hand.keys, ctx, highest)
+        if not candidates:
+            out.sort()
+            return [option for _rank, option in out]
+    else:
+        out, candidates = [], _candidates(hand)
     keys = hand.keys
     held = hand.held
     n = len(hand.tiles) - 1
@@ -223,12 +233,9 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
     void_suit = _void_index(hand)
     mi = meld_info(hand.melds)
     meld_mask = mi.mask
-    plain = not (ctx.options or ctx.runs)  # no extra but 根: a wait's value is discard_value's
-    highest = rules_dajiao == "max"
     n1 = n + 1
-    out = []
     k0, k1, k2 = keys
-    for d in _candidates(hand):
+    for d in candidates:
         take = _POW[d]
         k = (k0 - take, k1, k2) if d < 9 else (k0, k1 - take, k2) if d < 18 else (k0, k1, k2 - take)
         mask = meld_mask | (1 if k[0] else 0) | (2 if k[1] else 0) | (4 if k[2] else 0)
@@ -263,6 +270,132 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
         out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], tuple(waits), remaining, dajiao)))
     out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
     return [option for _rank, option in out]
+
+
+_OTHERS = ((1, 2), (0, 2), (0, 1))
+
+
+def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> tuple[list, list[int]]:
+    """Discard advice by suit parts for 14 concealed tiles, no 定缺, nothing visible and a ruleset with
+    no extra but 根: ``(rank, option)`` of each discard that leaves waits (as :func:`_options` ranks
+    them), and the discards left to :func:`_options`' general road (those whose 13 may wait as seven
+    pairs).
+
+    The candidates are :func:`_candidates`' (per suit: the ranks whose removal leaves the suit with
+    waits, when the other two decompose, or complete, when another has waits); the waits of a
+    discard are those of each suit in turn, each suit's a memoized answer (:func:`wait_part`).
+    """
+    infos = (_INFO.get(keys[0]) or suit_info(keys[0]), _INFO.get(keys[1]) or suit_info(keys[1]),
+             _INFO.get(keys[2]) or suit_info(keys[2]))
+    odd = len(infos[0][2]) + len(infos[1][2]) + len(infos[2][2])
+    if odd == 0:  # every discard leaves one odd count: seven pairs' wait, the general road's
+        return [], [t for t in range(27) if keys[t // 9] // POW5[t % 9] % 5]
+    pairs = [r + 9 * s for s in range(3) for r in infos[s][2]] if odd == 2 else ()  # (likewise)
+    mask14 = (1 if keys[0] else 0) | (2 if keys[1] else 0) | (4 if keys[2] else 0)
+    out = []
+    for s in range(3):
+        ks = keys[s]
+        if not ks:
+            continue
+        y, z = _OTHERS[s]
+        cy, wy, _oy = infos[y]
+        cz, wz, _oz = infos[z]
+        waiting, whole = _DISCARD.get(ks) or suit_discards(ks)
+        ranks = (waiting if cy and cz else ()) + (whole if wy and cz or wz and cy else ())
+        ky = keys[y]
+        kz = keys[z]
+        for r in set(ranks):
+            d = 9 * s + r
+            if d in pairs:
+                continue
+            rest = ks - POW5[r]
+            mask = mask14 if rest else mask14 & ~(1 << s)
+            if mask == 7:  # 花猪: no waits (as wait_tiles)
+                continue
+            two = mask == 3 or mask == 5 or mask == 6  # two suits: waits only in those (缺一门)
+            k13 = (rest, ky, kz) if s == 0 else (ky, rest, kz) if s == 1 else (ky, kz, rest)
+            parts = []
+            for x in range(3):  # in suit order, as wait_tiles lists them
+                if two and not mask >> x & 1:
+                    continue
+                if x == s:
+                    if cy and cz and rest in WAITS:
+                        parts.append(wait_part(ctx, s, rest, r, ky, kz, k13))
+                elif rest in SHAPES:
+                    kx, ko, wx, co = (ky, kz, wy, cz) if x == y else (kz, ky, wz, cy)
+                    if wx and co:
+                        parts.append(wait_part(ctx, x, kx, -1, rest, ko, k13))
+            option = _option_of(d, parts, highest)
+            if option:
+                out.append(option)
+    return out, sorted(pairs)
+
+
+def _option_of(d: int, parts: list, highest: bool):
+    """``(rank, option)`` of discarding tile ``d`` with these suits' waits, or None when there is none."""
+    parts = [part for part in parts if part[0]]
+    if not parts:
+        return None
+    if len(parts) == 1:
+        waits, remaining, hi, lo = parts[0]
+        dajiao = hi if highest else lo
+    else:  # waits in two suits (a 双碰 across suits): in suit order, the first best 大叫 kept
+        waits = ()
+        remaining = 0
+        dajiao = None
+        for part_waits, part_remaining, hi, lo in parts:
+            waits += part_waits
+            remaining += part_remaining
+            best = hi if highest else lo
+            if dajiao is None or (best[1] > dajiao[1] if highest else best[1] < dajiao[1]):
+                dajiao = best
+    return (-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)
+
+
+_FACTS = TRIP | YAO
+_TILE_FACTS = HAS19 | NOT258
+
+
+def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, ky: int, kz: int, keys: tuple) -> tuple:
+    """``(waits, remaining, highest 大叫, lowest 大叫)`` of the waits in suit ``x`` of 13 concealed tiles
+    whose two other suits (keys ``ky``, ``kz``) are complete, for a ruleset with no extra but 根.
+
+    ``kx``: suit ``x``'s key of the 13; ``dr``: the rank discarded from suit ``x`` (-1: from another
+    suit), so that suit ``x`` of the 14 held is ``kx`` plus ``dr``; ``keys``: the 13's three keys.
+    The answer is a function of ``(x, kx, dr)`` and the facts of the two other suits that a wait's
+    value depends on (:func:`~.fan.discard_value`): memoized per ruleset by those (bounded).
+    """
+    fy = SHAPES[ky]
+    fz = SHAPES[kz]
+    facts = ((fy & fz & _FACTS) | ((fy | fz) & _TILE_FACTS) | ((fy >> GEN_SHIFT) + (fz >> GEN_SHIFT)) << 4
+             | (0 if ky or kz else 128) | (256 if ky in EVEN_KEYS and kz in EVEN_KEYS else 0))
+    key = ((kx * 16 + dr + 1) * 512 + facts) * 4 + x
+    memo = ctx.wait_parts
+    part = memo.get(key)
+    if part is None:
+        waits = []
+        remaining = 0
+        hi = lo = None
+        base = 9 * x
+        keys = list(keys)
+        for w in WAITS[kx]:
+            held = kx // POW5[w] % 5 + (1 if w == dr else 0)  # (held: the 14's copies, the discard's included)
+            if held >= 4:
+                continue
+            keys[x] = kx + POW5[w]
+            raw, patterns, fan, points, capped = discard_value(keys[0], keys[1], keys[2], 14, NO_MELDS, ctx)
+            left = 4 - held
+            remaining += left
+            if hi is None or points > hi[1]:  # (the first of equals)
+                hi = _record(Dajiao, (fan, points))
+            if lo is None or points < lo[1]:
+                lo = _record(Dajiao, (fan, points))
+            waits.append(_record(Wait, (TILES[base + w], fan, points, patterns, left, raw, capped)))
+        part = (tuple(waits), remaining, hi, lo)
+        if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
+            memo.clear()
+        memo[key] = part
+    return part
 
 
 def _candidates(hand: Hand) -> list[int]:
