@@ -220,12 +220,10 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
     plain = not (ctx.options or ctx.runs)  # no extra but 根: a wait's value is discard_value's
     highest = rules_dajiao == "max"
     if plain and not hand.melds and vis is _NO_TILES and hand.void is None:
-        out, candidates = _options_by_parts(hand.keys, ctx, highest)
-        if not candidates:
-            out.sort()
-            return [option for _rank, option in out]
-    else:
-        out, candidates = [], _candidates(hand)
+        out = _options_by_parts(hand.keys, ctx, highest)
+        out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
+        return [option for _rank, option in out]
+    out = []
     keys = hand.keys
     held = hand.held
     n = len(hand.tiles) - 1
@@ -235,7 +233,7 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
     meld_mask = mi.mask
     n1 = n + 1
     k0, k1, k2 = keys
-    for d in candidates:
+    for d in _candidates(hand):
         take = _POW[d]
         k = (k0 - take, k1, k2) if d < 9 else (k0, k1 - take, k2) if d < 18 else (k0, k1, k2 - take)
         mask = meld_mask | (1 if k[0] else 0) | (2 if k[1] else 0) | (4 if k[2] else 0)
@@ -275,100 +273,141 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
 _OTHERS = ((1, 2), (0, 2), (0, 1))
 
 
-def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> tuple[list, list[int]]:
-    """Discard advice by suit parts for 14 concealed tiles, no 定缺, nothing visible and a ruleset with
-    no extra but 根: ``(rank, option)`` of each discard that leaves waits (as :func:`_options` ranks
-    them), and the discards left to :func:`_options`' general road (those whose 13 may wait as seven
-    pairs).
+def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
+    """``(rank, option)`` of each discard that leaves waits (as :func:`_options` ranks them), for 14
+    concealed tiles, no 定缺, nothing visible and a ruleset with no extra but 根.
 
-    The candidates are :func:`_candidates`' (per suit: the ranks whose removal leaves the suit with
-    waits, when the other two decompose, or complete, when another has waits); the waits of a
-    discard are those of each suit in turn, each suit's a memoized answer (:func:`wait_part`).
+    The candidates are :func:`_candidates`': per suit, the ranks whose removal leaves the suit with
+    waits (when the other two suits decompose) or complete (when another has waits), and the seven
+    pairs' ones.  A discard's waits are those of each suit in turn, each suit's a memoized answer
+    (:func:`wait_part`), then the seven pairs' wait (:func:`_with_pair_wait`).  (With no melds, a
+    suit with no tiles has no waits: wait_tiles' 缺一门 rule needs no test here but the 花猪 one.)
     """
     infos = (_INFO.get(keys[0]) or suit_info(keys[0]), _INFO.get(keys[1]) or suit_info(keys[1]),
              _INFO.get(keys[2]) or suit_info(keys[2]))
     odd = len(infos[0][2]) + len(infos[1][2]) + len(infos[2][2])
-    if odd == 0:  # every discard leaves one odd count: seven pairs' wait, the general road's
-        return [], [t for t in range(27) if keys[t // 9] // POW5[t % 9] % 5]
-    pairs = [r + 9 * s for s in range(3) for r in infos[s][2]] if odd == 2 else ()  # (likewise)
-    mask14 = (1 if keys[0] else 0) | (2 if keys[1] else 0) | (4 if keys[2] else 0)
+    three = bool(keys[0]) and bool(keys[1]) and bool(keys[2])  # (the 13 left are 花猪 unless a suit empties)
     out = []
     for s in range(3):
         ks = keys[s]
         if not ks:
             continue
         y, z = _OTHERS[s]
+        ky = keys[y]
+        kz = keys[z]
         cy, wy, _oy = infos[y]
         cz, wz, _oz = infos[z]
         waiting, whole = _DISCARD.get(ks) or suit_discards(ks)
-        ranks = (waiting if cy and cz else ()) + (whole if wy and cz or wz and cy else ())
-        ky = keys[y]
-        kz = keys[z]
-        for r in set(ranks):
-            d = 9 * s + r
-            if d in pairs:
-                continue
+        in_suit = cy and cz
+        across = wy and cz or wz and cy
+        ranks = (waiting if in_suit else ()) + (whole if across else ())
+        # seven pairs: 13 with one odd count wait on it (no odd count in the 14: any discard; two: theirs)
+        pair_ranks = infos[s][2] if odd == 2 else _present_ranks(ks) if odd == 0 else ()
+        if pair_ranks:
+            ranks += pair_ranks
+        if not ranks:
+            continue
+        facts = _facts(ky, kz) if in_suit else 0
+        for r in (set(ranks) if len(ranks) > 1 else ranks):
             rest = ks - POW5[r]
-            mask = mask14 if rest else mask14 & ~(1 << s)
-            if mask == 7:  # 花猪: no waits (as wait_tiles)
+            if three and rest:
                 continue
-            two = mask == 3 or mask == 5 or mask == 6  # two suits: waits only in those (缺一门)
-            k13 = (rest, ky, kz) if s == 0 else (ky, rest, kz) if s == 1 else (ky, kz, rest)
-            parts = []
-            for x in range(3):  # in suit order, as wait_tiles lists them
-                if two and not mask >> x & 1:
+            part = part_y = part_z = None
+            if in_suit and rest in WAITS:
+                part = wait_part(ctx, s, rest, r, facts, ky, kz)
+            if across and rest in SHAPES:
+                if wy and cz:
+                    part_y = wait_part(ctx, y, ky, -1, _facts(rest, kz), rest, kz)
+                if wz and cy:
+                    part_z = wait_part(ctx, z, kz, -1, _facts(rest, ky), rest, ky)
+            if part_y is None and part_z is None and r not in pair_ranks:
+                if part is None or not part[0]:
                     continue
-                if x == s:
-                    if cy and cz and rest in WAITS:
-                        parts.append(wait_part(ctx, s, rest, r, ky, kz, k13))
-                elif rest in SHAPES:
-                    kx, ko, wx, co = (ky, kz, wy, cz) if x == y else (kz, ky, wz, cy)
-                    if wx and co:
-                        parts.append(wait_part(ctx, x, kx, -1, rest, ko, k13))
-            option = _option_of(d, parts, highest)
-            if option:
+                d = 9 * s + r
+                option = part[4].get(d if highest else ~d)
+                if option is None:
+                    option = part[4][d if highest else ~d] = (
+                        (-part[1], -(part[2] if highest else part[3])[1], d),
+                        DiscardOption._of(TILES[d], part[0], part[1], part[2] if highest else part[3]))
                 out.append(option)
-    return out, sorted(pairs)
+                continue
+            parts = [part_y, part_z]
+            parts.insert(s, part)  # (suit order)
+            waits = ()
+            for found in parts:
+                if found is not None:
+                    waits += found[0]
+            if r in pair_ranks:
+                waits = _with_pair_wait(waits, keys, s, r, odd, infos, ctx)
+            if waits:
+                out.append(_ranked_option(9 * s + r, waits, highest))
+    return out
 
 
-def _option_of(d: int, parts: list, highest: bool):
-    """``(rank, option)`` of discarding tile ``d`` with these suits' waits, or None when there is none."""
-    parts = [part for part in parts if part[0]]
-    if not parts:
-        return None
-    if len(parts) == 1:
-        waits, remaining, hi, lo = parts[0]
-        dajiao = hi if highest else lo
-    else:  # waits in two suits (a 双碰 across suits): in suit order, the first best 大叫 kept
-        waits = ()
-        remaining = 0
-        dajiao = None
-        for part_waits, part_remaining, hi, lo in parts:
-            waits += part_waits
-            remaining += part_remaining
-            best = hi if highest else lo
-            if dajiao is None or (best[1] > dajiao[1] if highest else best[1] < dajiao[1]):
-                dajiao = best
-    return (-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)
+def _present_ranks(key: int) -> tuple[int, ...]:
+    return tuple(r for r in range(9) if key // POW5[r] % 5)
+
+
+def _facts(ky: int, kz: int) -> int:
+    """What the value of a wait in a third suit depends on, of two complete suits (keys ``ky``, ``kz``):
+    their joint shape facts, their tile facts, their 根, whether both are empty, whether both are even."""
+    fy = SHAPES[ky]
+    fz = SHAPES[kz]
+    return ((fy & fz & _FACTS) | ((fy | fz) & _TILE_FACTS) | ((fy >> GEN_SHIFT) + (fz >> GEN_SHIFT)) << 4
+            | (0 if ky or kz else 128) | (256 if ky in EVEN_KEYS and kz in EVEN_KEYS else 0))
+
+
+def _with_pair_wait(waits: tuple, keys: tuple, s: int, r: int, odd: int, infos: tuple, ctx: _Ctx) -> tuple:
+    """``waits`` of the 13 left by discarding rank ``r`` of suit ``s``, with seven pairs' wait added (the
+    13's one odd count, unless all four copies are held or it is a wait already), in tile order."""
+    d = 9 * s + r
+    if odd == 0:
+        t = d
+    else:
+        t = next(9 * x + o for x in range(3) for o in infos[x][2] if 9 * x + o != d)
+    k14 = keys[t // 9]
+    held = k14 // POW5[t % 9] % 5
+    if held >= 4 or any(w[0].index == t for w in waits):
+        return waits
+    k13 = list(keys)
+    k13[s] -= POW5[r]
+    k13[t // 9] += POW5[t % 9]
+    raw, patterns, fan, points, capped = discard_value(k13[0], k13[1], k13[2], 14, NO_MELDS, ctx)
+    wait = _record(Wait, (TILES[t], fan, points, patterns, 4 - held, raw, capped))
+    return tuple(sorted(waits + (wait,), key=_tile_index))
+
+
+def _tile_index(wait: Wait) -> int:
+    return wait[0].index
+
+
+def _ranked_option(d: int, waits: tuple, highest: bool) -> tuple:
+    """``(rank, option)`` of discarding tile ``d`` with these waits: the first best 大叫 (as dajiao_of)."""
+    remaining = 0
+    best = None
+    for w in waits:
+        remaining += w[4]
+        if best is None or (w[2] > best[2] if highest else w[2] < best[2]):
+            best = w
+    dajiao = _record(Dajiao, (best[1], best[2]))
+    return (-remaining, -best[2], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)
 
 
 _FACTS = TRIP | YAO
 _TILE_FACTS = HAS19 | NOT258
 
 
-def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, ky: int, kz: int, keys: tuple) -> tuple:
-    """``(waits, remaining, highest 大叫, lowest 大叫)`` of the waits in suit ``x`` of 13 concealed tiles
-    whose two other suits (keys ``ky``, ``kz``) are complete, for a ruleset with no extra but 根.
+def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, facts: int, ky: int, kz: int) -> list:
+    """``[waits, remaining, highest 大叫, lowest 大叫, options]`` of the waits in suit ``x`` of 13 concealed
+    tiles whose two other suits (keys ``ky``, ``kz``) are complete, for a ruleset with no extra but 根.
 
     ``kx``: suit ``x``'s key of the 13; ``dr``: the rank discarded from suit ``x`` (-1: from another
-    suit), so that suit ``x`` of the 14 held is ``kx`` plus ``dr``; ``keys``: the 13's three keys.
-    The answer is a function of ``(x, kx, dr)`` and the facts of the two other suits that a wait's
-    value depends on (:func:`~.fan.discard_value`): memoized per ruleset by those (bounded).
+    suit), so that suit ``x`` of the 14 held is ``kx`` plus ``dr``; ``facts``: ``_facts(ky, kz)``.
+    The answer is a function of ``(x, kx, dr, facts)`` (a wait's value, :func:`~.fan.discard_value`,
+    depends on the suits' facts alone, whatever their order): memoized per ruleset (bounded).
+    ``options``: discard tile (``~tile`` for the lowest 大叫) → ``(rank, option)`` of a discard whose
+    only waits these are, filled by :func:`_options_by_parts` (answer objects are immutable: shared).
     """
-    fy = SHAPES[ky]
-    fz = SHAPES[kz]
-    facts = ((fy & fz & _FACTS) | ((fy | fz) & _TILE_FACTS) | ((fy >> GEN_SHIFT) + (fz >> GEN_SHIFT)) << 4
-             | (0 if ky or kz else 128) | (256 if ky in EVEN_KEYS and kz in EVEN_KEYS else 0))
     key = ((kx * 16 + dr + 1) * 512 + facts) * 4 + x
     memo = ctx.wait_parts
     part = memo.get(key)
@@ -377,13 +416,11 @@ def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, ky: int, kz: int, keys: tuple
         remaining = 0
         hi = lo = None
         base = 9 * x
-        keys = list(keys)
         for w in WAITS[kx]:
             held = kx // POW5[w] % 5 + (1 if w == dr else 0)  # (held: the 14's copies, the discard's included)
             if held >= 4:
                 continue
-            keys[x] = kx + POW5[w]
-            raw, patterns, fan, points, capped = discard_value(keys[0], keys[1], keys[2], 14, NO_MELDS, ctx)
+            raw, patterns, fan, points, capped = discard_value(kx + POW5[w], ky, kz, 14, NO_MELDS, ctx)
             left = 4 - held
             remaining += left
             if hi is None or points > hi[1]:  # (the first of equals)
@@ -391,7 +428,7 @@ def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, ky: int, kz: int, keys: tuple
             if lo is None or points < lo[1]:
                 lo = _record(Dajiao, (fan, points))
             waits.append(_record(Wait, (TILES[base + w], fan, points, patterns, left, raw, capped)))
-        part = (tuple(waits), remaining, hi, lo)
+        part = [tuple(waits), remaining, hi, lo, {}]
         if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
             memo.clear()
         memo[key] = part
