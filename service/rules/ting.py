@@ -320,16 +320,13 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
                     part_y = wait_part(ctx, y, ky, -1, _facts(rest, kz), rest, kz)
                 if wz and cy:
                     part_z = wait_part(ctx, z, kz, -1, _facts(rest, ky), rest, ky)
-            if part_y is None and part_z is None and r not in pair_ranks:
-                if part is None or not part[0]:
-                    continue
+            one = (part if part_y is None and part_z is None else part_y if part is None and part_z is None
+                   else part_z if part is None and part_y is None else None)
+            if one is not None and r not in pair_ranks:  # the waits of one suit
                 d = 9 * s + r
-                option = part[4].get(d if highest else ~d)
-                if option is None:
-                    option = part[4][d if highest else ~d] = (
-                        (-part[1], -(part[2] if highest else part[3])[1], d),
-                        DiscardOption._of(TILES[d], part[0], part[1], part[2] if highest else part[3]))
-                out.append(option)
+                out.append(one[4].get(d if highest else ~d) or _part_option(one, d, highest))
+                continue
+            if part is None and part_y is None and part_z is None and r not in pair_ranks:
                 continue
             parts = [part_y, part_z]
             parts.insert(s, part)  # (suit order)
@@ -342,6 +339,15 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
             if waits:
                 out.append(_ranked_option(9 * s + r, waits, highest))
     return out
+
+
+def _part_option(part: list, d: int, highest: bool) -> tuple:
+    """``(rank, option)`` of discarding tile ``d`` when its only waits are ``part``'s, kept in the part."""
+    waits, remaining, hi, lo, options = part
+    dajiao = hi if highest else lo
+    option = options[d if highest else ~d] = (
+        (-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao))
+    return option
 
 
 def _present_ranks(key: int) -> tuple[int, ...]:
@@ -397,9 +403,13 @@ _FACTS = TRIP | YAO
 _TILE_FACTS = HAS19 | NOT258
 
 
-def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, facts: int, ky: int, kz: int) -> list:
+_MISSING = object()
+
+
+def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, facts: int, ky: int, kz: int) -> list | None:
     """``[waits, remaining, highest 大叫, lowest 大叫, options]`` of the waits in suit ``x`` of 13 concealed
-    tiles whose two other suits (keys ``ky``, ``kz``) are complete, for a ruleset with no extra but 根.
+    tiles whose two other suits (keys ``ky``, ``kz``) are complete, for a ruleset with no extra but 根
+    (None: no wait, every one held four times).
 
     ``kx``: suit ``x``'s key of the 13; ``dr``: the rank discarded from suit ``x`` (-1: from another
     suit), so that suit ``x`` of the 14 held is ``kx`` plus ``dr``; ``facts``: ``_facts(ky, kz)``.
@@ -410,8 +420,8 @@ def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, facts: int, ky: int, kz: int)
     """
     key = ((kx * 16 + dr + 1) * 512 + facts) * 4 + x
     memo = ctx.wait_parts
-    part = memo.get(key)
-    if part is None:
+    part = memo.get(key, _MISSING)
+    if part is _MISSING:
         waits = []
         remaining = 0
         hi = lo = None
@@ -428,7 +438,7 @@ def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, facts: int, ky: int, kz: int)
             if lo is None or points < lo[1]:
                 lo = _record(Dajiao, (fan, points))
             waits.append(_record(Wait, (TILES[base + w], fan, points, patterns, left, raw, capped)))
-        part = [tuple(waits), remaining, hi, lo, {}]
+        part = [tuple(waits), remaining, hi, lo, {}] if waits else None
         if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
             memo.clear()
         memo[key] = part
