@@ -88,6 +88,14 @@ class DiscardAdvice:
     complete: bool
     """The 14 tiles already win."""
 
+    @classmethod
+    def _of(cls, options: tuple, complete: bool) -> "DiscardAdvice":
+        """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
+        obj = _new(cls)
+        _set(obj, "options", options)
+        _set(obj, "complete", complete)
+        return obj
+
 
 def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, vis,
                  only: bool | None = None) -> list[Wait]:
@@ -213,16 +221,17 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
         require_valid(hand, 14, vis_tiles)
     if rules.players == 3:
         require_in_play(hand, 3, vis_tiles)
-    return DiscardAdvice(tuple(_options(hand, ctx, vis, rules.dajiao)), is_win(hand))
+    return DiscardAdvice._of(_options(hand, ctx, vis, rules.dajiao), is_win(hand))
 
 
-def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOption]:
+def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOption, ...]:
     plain = not (ctx.options or ctx.runs)  # no extra but 根: a wait's value is discard_value's
     highest = rules_dajiao == "max"
     if plain and not hand.melds and vis is _NO_TILES and hand.void is None:
         out = _options_by_parts(hand.keys, ctx, highest)
-        out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
-        return [option for _rank, option in out]
+        if len(out) > 1:
+            out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
+        return tuple([option for _rank, option in out])
     out = []
     keys = hand.keys
     held = hand.held
@@ -267,7 +276,7 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> list[DiscardOptio
             dajiao = dajiao_of(waits, rules_dajiao)
         out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], tuple(waits), remaining, dajiao)))
     out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
-    return [option for _rank, option in out]
+    return tuple([option for _rank, option in out])
 
 
 _OTHERS = ((1, 2), (0, 2), (0, 1))
