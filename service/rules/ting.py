@@ -295,6 +295,7 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
     infos = (_INFO.get(keys[0]) or suit_info(keys[0]), _INFO.get(keys[1]) or suit_info(keys[1]),
              _INFO.get(keys[2]) or suit_info(keys[2]))
     odd = len(infos[0][2]) + len(infos[1][2]) + len(infos[2][2])
+    odd_tiles = [9 * x + o for x in range(3) for o in infos[x][2]] if odd == 2 else None
     three = bool(keys[0]) and bool(keys[1]) and bool(keys[2])  # (the 13 left are 花猪 unless a suit empties)
     out = []
     for s in range(3):
@@ -316,19 +317,22 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
             ranks += pair_ranks
         if not ranks:
             continue
-        facts = _facts(ky, kz) if in_suit else 0
+        facts = -1  # (_facts(ky, kz), once needed)
         for r in (set(ranks) if len(ranks) > 1 else ranks):
             rest = ks - POW5[r]
             if three and rest:
                 continue
             part = part_y = part_z = None
             if in_suit and rest in WAITS:
+                if facts < 0:
+                    facts = _facts(ky, kz)
                 part = wait_part(ctx, s, rest, r, facts, ky, kz)
             if across and rest in SHAPES:
                 if wy and cz:
                     part_y = wait_part(ctx, y, ky, -1, _facts(rest, kz), rest, kz)
                 if wz and cy:
                     part_z = wait_part(ctx, z, kz, -1, _facts(rest, ky), rest, ky)
+            # the one suit with waits, if only one has them
             one = (part if part_y is None and part_z is None else part_y if part is None and part_z is None
                    else part_z if part is None and part_y is None else None)
             if one is not None and r not in pair_ranks:  # the waits of one suit
@@ -343,8 +347,9 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
             for found in parts:
                 if found is not None:
                     waits += found[0]
-            if r in pair_ranks:
-                waits = _with_pair_wait(waits, keys, s, r, odd, infos, ctx)
+            if r in pair_ranks:  # the 13's one odd count: the discard's (none in the 14) or the other one
+                d = 9 * s + r
+                waits = _with_pair_wait(waits, keys, d, d if odd == 0 else odd_tiles[odd_tiles[0] == d], ctx)
             if waits:
                 out.append(_ranked_option(9 * s + r, waits, highest))
     return out
@@ -363,6 +368,10 @@ def _present_ranks(key: int) -> tuple[int, ...]:
     return tuple(r for r in range(9) if key // POW5[r] % 5)
 
 
+_FACTS = TRIP | YAO
+_TILE_FACTS = HAS19 | NOT258
+
+
 def _facts(ky: int, kz: int) -> int:
     """What the value of a wait in a third suit depends on, of two complete suits (keys ``ky``, ``kz``):
     their joint shape facts, their tile facts, their 根, whether both are empty, whether both are even."""
@@ -372,24 +381,21 @@ def _facts(ky: int, kz: int) -> int:
             | (0 if ky or kz else 128) | (256 if ky in EVEN_KEYS and kz in EVEN_KEYS else 0))
 
 
-def _with_pair_wait(waits: tuple, keys: tuple, s: int, r: int, odd: int, infos: tuple, ctx: _Ctx) -> tuple:
-    """``waits`` of the 13 left by discarding rank ``r`` of suit ``s``, with seven pairs' wait added (the
-    13's one odd count, unless all four copies are held or it is a wait already), in tile order."""
-    d = 9 * s + r
-    if odd == 0:
-        t = d
-    else:
-        t = next(9 * x + o for x in range(3) for o in infos[x][2] if 9 * x + o != d)
-    k14 = keys[t // 9]
-    held = k14 // POW5[t % 9] % 5
-    if held >= 4 or any(w[0].index == t for w in waits):
+def _with_pair_wait(waits: tuple, keys: tuple, d: int, t: int, ctx: _Ctx) -> tuple:
+    """``waits`` of the 13 left by discarding tile ``d``, with seven pairs' wait ``t`` (the 13's one odd
+    count) added unless all four copies are held or it is a wait already, in tile order."""
+    held = keys[t // 9] // POW5[t % 9] % 5  # (the 14's copies)
+    if held >= 4:
         return waits
+    for w in waits:
+        if w[0].index == t:
+            return waits
     k13 = list(keys)
-    k13[s] -= POW5[r]
+    k13[d // 9] -= POW5[d % 9]
     k13[t // 9] += POW5[t % 9]
     raw, patterns, fan, points, capped = discard_value(k13[0], k13[1], k13[2], 14, NO_MELDS, ctx)
     wait = _record(Wait, (TILES[t], fan, points, patterns, 4 - held, raw, capped))
-    return tuple(sorted(waits + (wait,), key=_tile_index))
+    return tuple(sorted(waits + (wait,), key=_tile_index)) if waits else (wait,)
 
 
 def _tile_index(wait: Wait) -> int:
@@ -406,10 +412,6 @@ def _ranked_option(d: int, waits: tuple, highest: bool) -> tuple:
             best = w
     dajiao = _record(Dajiao, (best[1], best[2]))
     return (-remaining, -best[2], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)
-
-
-_FACTS = TRIP | YAO
-_TILE_FACTS = HAS19 | NOT258
 
 
 _MISSING = object()
