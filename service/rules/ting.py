@@ -335,9 +335,11 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
             # the one suit with waits, if only one has them
             one = (part if part_y is None and part_z is None else part_y if part is None and part_z is None
                    else part_z if part is None and part_y is None else None)
-            if one is not None and r not in pair_ranks:  # the waits of one suit
+            if one is not None and r not in pair_ranks:  # the waits of one suit: the part's, as they are
                 d = 9 * s + r
-                out.append(one[4].get(d if highest else ~d) or _part_option(one, d, highest))
+                waits, remaining, hi, lo = one
+                dajiao = hi if highest else lo
+                out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)))
                 continue
             if part is None and part_y is None and part_z is None and r not in pair_ranks:
                 continue
@@ -353,15 +355,6 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
             if waits:
                 out.append(_ranked_option(9 * s + r, waits, highest))
     return out
-
-
-def _part_option(part: list, d: int, highest: bool) -> tuple:
-    """``(rank, option)`` of discarding tile ``d`` when its only waits are ``part``'s, kept in the part."""
-    waits, remaining, hi, lo, options = part
-    dajiao = hi if highest else lo
-    option = options[d if highest else ~d] = (
-        (-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao))
-    return option
 
 
 def _present_ranks(key: int) -> tuple[int, ...]:
@@ -417,17 +410,16 @@ def _ranked_option(d: int, waits: tuple, highest: bool) -> tuple:
 _MISSING = object()
 
 
-def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, facts: int, ky: int, kz: int) -> list | None:
-    """``[waits, remaining, highest 大叫, lowest 大叫, options]`` of the waits in suit ``x`` of 13 concealed
+def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, facts: int, ky: int, kz: int) -> tuple | None:
+    """``(waits, remaining, highest 大叫, lowest 大叫)`` of the waits in suit ``x`` of 13 concealed
     tiles whose two other suits (keys ``ky``, ``kz``) are complete, for a ruleset with no extra but 根
     (None: no wait, every one held four times).
 
     ``kx``: suit ``x``'s key of the 13; ``dr``: the rank discarded from suit ``x`` (-1: from another
     suit), so that suit ``x`` of the 14 held is ``kx`` plus ``dr``; ``facts``: ``_facts(ky, kz)``.
     The answer is a function of ``(x, kx, dr, facts)`` (a wait's value, :func:`~.fan.discard_value`,
-    depends on the suits' facts alone, whatever their order): memoized per ruleset (bounded).
-    ``options``: discard tile (``~tile`` for the lowest 大叫) → ``(rank, option)`` of a discard whose
-    only waits these are, filled by :func:`_options_by_parts` (answer objects are immutable: shared).
+    depends on the suits' facts alone, whatever their order): memoized per ruleset (bounded).  The
+    records are immutable: shared by the answers that list them.
     """
     key = ((kx * 16 + dr + 1) * 512 + facts) * 4 + x
     memo = ctx.wait_parts
@@ -444,12 +436,14 @@ def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, facts: int, ky: int, kz: int)
             raw, patterns, fan, points, capped = discard_value(kx + POW5[w], ky, kz, 14, NO_MELDS, ctx)
             left = 4 - held
             remaining += left
-            if hi is None or points > hi[1]:  # (the first of equals)
-                hi = _record(Dajiao, (fan, points))
-            if lo is None or points < lo[1]:
-                lo = _record(Dajiao, (fan, points))
-            waits.append(_record(Wait, (TILES[base + w], fan, points, patterns, left, raw, capped)))
-        part = [tuple(waits), remaining, hi, lo, {}] if waits else None
+            wait = _record(Wait, (TILES[base + w], fan, points, patterns, left, raw, capped))
+            if hi is None or points > hi[2]:  # (the first of equals)
+                hi = wait
+            if lo is None or points < lo[2]:
+                lo = wait
+            waits.append(wait)
+        part = (tuple(waits), remaining, _record(Dajiao, (hi[1], hi[2])), _record(Dajiao, (lo[1], lo[2]))) \
+            if waits else None
         if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
             memo.clear()
         memo[key] = part
