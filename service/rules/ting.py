@@ -310,15 +310,15 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
         waiting, whole = _DISCARD.get(ks) or suit_discards(ks)
         in_suit = cy and cz
         across = wy and cz or wz and cy
-        ranks = (waiting if in_suit else ()) + (whole if across else ())
+        ranks = (waiting + whole if across else waiting) if in_suit else whole if across else ()
         # seven pairs: 13 with one odd count wait on it (no odd count in the 14: any discard; two: theirs)
         pair_ranks = infos[s][2] if odd == 2 else _present_ranks(ks) if odd == 0 else ()
         if pair_ranks:
             ranks += pair_ranks
-        if not ranks:
+        elif not ranks:
             continue
         facts = -1  # (_facts(ky, kz), once needed)
-        for r in (set(ranks) if len(ranks) > 1 else ranks):
+        for r in (set(ranks) if pair_ranks or in_suit and across else ranks):  # (each rank once)
             rest = ks - POW5[r]
             if three and rest:
                 continue
