@@ -271,3 +271,26 @@ def test_it_steps_aside_for_what_it_would_skip(redis_url):
         r = client.post(f"/v1/tables/{table['id']}/events", json=COMMON[0],
                         headers={"Authorization": "Bearer " + table["token"]})
         assert r.status_code == 201 and spy.calls == 1 and seen == [201], change
+
+
+def test_an_answer_it_cannot_write_goes_to_flask_with_the_write_made_once(apps, monkeypatch):
+    """Once the store has appended, the request is never planned again: if the hot path cannot write
+    the 201, Flask writes it from the same outcome (the store asked once, one record in the log)."""
+    from service.api import hotpath
+
+    hot, _ = apps
+    pair = Pair(apps, other_token="A" * 43)
+    spy = Spy(hot)
+    table = pair.tables[0]
+
+    def broken(*args, **kwargs):
+        raise TypeError("cannot write this")
+
+    monkeypatch.setattr(hotpath, "dumps", broken)
+    r = hot.test_client().post(f"/v1/tables/{table['id']}/events", json=COMMON[0],
+                               headers={"Authorization": "Bearer " + table["token"], "Idempotency-Key": "once"})
+    assert r.status_code == 201 and r.get_json()["seq"] == 1 and "Idempotent-Replayed" not in r.headers
+    assert spy.appends == 1 and spy.calls == 1
+    log = hot.test_client().get(f"/v1/tables/{table['id']}/events",
+                                headers={"Authorization": "Bearer " + table["read_token"]}).get_json()
+    assert [e["seq"] for e in log["events"]] == [1]
