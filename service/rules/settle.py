@@ -85,7 +85,7 @@ Three players (三人两房, §14):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import add, attrgetter, itemgetter
+from operator import add, attrgetter, itemgetter, sub
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from .codes import Code, Reason
@@ -262,6 +262,7 @@ class Round:
         self.any_meld = False
         self.hand_melds = [[0] * 27 for _ in self.seats]  # melds of the last hand given, per seat
         self.concealed = [0] * 27                         # concealed tiles of every hand given
+        self.copies = [0] * 27                            # the 4-copy count of each tile (see _recount)
         self.kept: list[Hand | None] = [None] * n         # 血流: a winner's kept 13 tiles, once known (§13.2)
         self.last: LastEvent | None = None                # the previous event
         self.transfers: list[Transfer] = []
@@ -329,6 +330,7 @@ class Round:
         r.pengs_logged, r.any_meld = list(d["pengs_logged"]), d["any_meld"]
         r.hand_melds = [list(m) for m in d["hand_melds"]]
         r.concealed = list(d["concealed"])
+        r._recount()
         kept = d.get("kept")  # (absent from states stored before 血流)
         if kept is not None:
             r.kept = [None if h is None else parse_hand(h["tiles"], h["melds"], h.get("void")) for h in kept]
@@ -393,50 +395,61 @@ class Round:
             raise EventError(Code.CLAIM_AFTER_WIN, i,
                              f"seat {seat} has won (血流成河): it may not {what}, only discard what it draws")
 
+    # -- the 4-copy count ------------------------------------------------------------
+    # ``copies`` is kept as events are applied (a speed-driven layout: checking an event
+    # reads the counts of the tiles it added instead of summing every seat's melds again).
+    # Invariant, restored by every change of the fields it is made of:
+    #   copies[t] == concealed[t] + sum over seats s of (melds[s][t] if logged[s] else hand_melds[s][t])
+
+    def _recount(self) -> None:
+        """``copies`` from the fields it sums (§6: per seat its logged melds, or else its hand's)."""
+        copies = list(self.concealed)
+        for logged, melds, hand_melds in zip(self.logged, self.melds, self.hand_melds):
+            copies = list(map(add, copies, melds if logged else hand_melds))
+        self.copies = copies
+
+    def _add_meld(self, seat: int, t: int, n: int) -> None:
+        """``n`` more copies of tile ``t`` in ``seat``'s logged melds (a peng's or a kong's); the seat logs melds."""
+        self.melds[seat][t] += n
+        if self.logged[seat]:
+            self.copies[t] += n
+        else:  # its first logged meld: its logged melds count from now on, not its hand's (§6)
+            self.logged[seat] = True
+            self.copies = list(map(add, map(sub, self.copies, self.hand_melds[seat]), self.melds[seat]))
+
+    def _add_concealed(self, t: int, n: int) -> None:
+        self.concealed[t] += n
+        self.copies[t] += n
+
+    def _set_hand_melds(self, seat: int, counts: list[int]) -> None:
+        """``counts``: the copies in the melds of ``seat``'s last hand given (they count while it logs none)."""
+        if not self.logged[seat]:
+            self.copies = list(map(add, map(sub, self.copies, self.hand_melds[seat]), counts))
+        self.hand_melds[seat] = counts
+
     def _check_copies(self, i: int, touched: "list[int | Hand]") -> None:
         """No tile among ``touched`` (those the event added) appears more than 4 times in the round.
 
         ``touched``: tile indices, and hands given (a hand stands for its concealed tiles, then
         its melds' tiles).  Per seat, the melds logged by peng/kong events count, or else those
-        of its hand (§6).
+        of its hand (§6): the sum kept in ``copies``.
         """
-        melds = list(map(_pick, self.logged, self.melds, self.hand_melds))
-        conc = self.concealed
-        if len(touched) > 4 or not all(map(_is_int, touched)):
-            # a hand's tiles: every count at once first (none over 4: none of these is)
-            total = conc
-            for m in filter(any, melds):  # (a seat with no melds adds nothing)
-                total = map(add, total, m)
-            if max(total) <= 4:
-                return
-        tiles = []
-        for x in touched:
-            if type(x) is int:
-                tiles.append(x)
-            else:
-                tiles.extend(map(_index, x.tiles))
-                tiles.extend(m.tile.index for m in x.melds)
+        copies = self.copies
+        if max(copies) <= 4:
+            return
         over = {}
-        if len(melds) == 4:
-            m0, m1, m2, m3 = melds
+        for x in touched:
+            tiles = [x] if type(x) is int else [*map(_index, x.tiles), *(m.tile.index for m in x.melds)]
             for t in tiles:
-                if conc[t] + m0[t] + m1[t] + m2[t] + m3[t] > 4:
-                    over[t] = conc[t] + m0[t] + m1[t] + m2[t] + m3[t]
-        else:
-            m0, m1, m2 = melds
-            for t in tiles:
-                if conc[t] + m0[t] + m1[t] + m2[t] > 4:
-                    over[t] = conc[t] + m0[t] + m1[t] + m2[t]
+                if copies[t] > 4:
+                    over[t] = copies[t]
         if over:
             raise EventError(Code.TOO_MANY_COPIES, i, "more than 4 copies across the round: "
                              + ", ".join(f"{TILES[t]} ({n})" for t, n in over.items()))
 
     def _check_tile(self, i: int, t: int) -> None:
         """:meth:`_check_copies` of the one tile ``t`` (a peng's or a kong's)."""
-        total = self.concealed[t]
-        melds, hand_melds = self.melds, self.hand_melds
-        for s, logged in enumerate(self.logged):
-            total += melds[s][t] if logged else hand_melds[s][t]
+        total = self.copies[t]
         if total > 4:
             raise EventError(Code.TOO_MANY_COPIES, i, f"more than 4 copies across the round: {TILES[t]} ({total})")
 
@@ -450,8 +463,7 @@ class Round:
         self._require_active(ev.from_, i, "discarding")
         if ev.from_ == ev.seat:
             raise EventError(Code.SELF_DISCARD, i, f"seat {ev.seat} cannot peng its own discard")
-        self.melds[ev.seat][ev.tile.index] += 3
-        self.logged[ev.seat] = True
+        self._add_meld(ev.seat, ev.tile.index, 3)
         self.pengs[ev.seat].append(ev.tile.index)
         self.pengs_logged[ev.seat] = self.any_meld = True
         self._check_tile(i, ev.tile.index)
@@ -488,9 +500,9 @@ class Round:
                              f"seat {seat}'s {ev.kind} kong of {ev.tile} would change its kept hand's waits "
                              f"from {_tile_list(before)} to {_tile_list(after)} (血流成河: not allowed)")
         if ev.kind == "concealed":
-            self.concealed[t] -= 3  # those copies move from its concealed tiles into the kong
+            self._add_concealed(t, -3)  # those copies move from its concealed tiles into the kong
         self.kept[seat] = new
-        self.hand_melds[seat] = _meld_counts(new)
+        self._set_hand_melds(seat, _meld_counts(new))
 
     def _kong(self, ev: Kong, i: int) -> None:
         seat, kind, t = ev.seat, ev.kind, ev.tile.index
@@ -505,7 +517,7 @@ class Round:
                 self._require_active(frm, i, "discarding")
             if frm == seat:
                 raise EventError(Code.SELF_DISCARD, i, f"seat {seat} cannot kong its own discard")
-            self.melds[seat][t] += 4
+            self._add_meld(seat, t, 4)
             payers = ((frm, rules.direct_kong * rules.base),)
         else:
             kept = self.kept[seat]
@@ -515,17 +527,16 @@ class Round:
                 pengs = self.pengs[seat]
                 if t in pengs:
                     pengs.remove(t)
-                    self.melds[seat][t] += 1
+                    self._add_meld(seat, t, 1)
                 elif self.pengs_logged[seat]:
                     raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
                 else:
-                    self.melds[seat][t] += 4
+                    self._add_meld(seat, t, 4)
                 unit = rules.added_kong * rules.base
             else:
-                self.melds[seat][t] += 4
+                self._add_meld(seat, t, 4)
                 unit = rules.concealed_kong * rules.base
             payers = [(s, unit) for s in (self.active if self.left or self.won else self.seats) if s != seat]
-        self.logged[seat] = True
         self.any_meld = True
         self._check_tile(i, t)
         reason = _KONG_REASON_ID[kind]
@@ -680,26 +691,30 @@ class Round:
             if w.hand is None:
                 continue
             if self.kept[w.seat] is not None:   # 血流: its kept hand is counted already; the tile won is new
-                self.concealed[t] += 1
+                self._add_concealed(t, 1)
                 touched.append(t)
             else:
                 touched.append(self._add_hand(w.seat, w.hand))
             if ev.from_ is not None and not first:
-                self.concealed[t] -= 1  # the discard counts once
+                self._add_concealed(t, -1)  # the discard counts once
             first = False
         if first and self.rules.mode == "xueliu":
             # 血流 (§13.2): the tile won is set aside and counts toward the limit even when every
             # winner is given as a fan (elsewhere only the tiles of hands given count, §6)
-            self.concealed[t] += 1
+            self._add_concealed(t, 1)
             touched.append(t)
         if ev.robbing_kong:
-            self.melds[ev.from_][t] -= 1   # the robbed kong counts as a peng
+            self.melds[ev.from_][t] -= 1   # the robbed kong counts as a peng (its seat logged it)
+            if self.logged[ev.from_]:
+                self.copies[t] -= 1
             robbed = self.kept[ev.from_]
             if robbed is not None:         # (a 血流 winner's kept hand holds the peng again)
                 melds = list(robbed.melds)
                 melds[melds.index(Meld("kong", ev.tile, "added"))] = Meld("peng", ev.tile)
                 self.kept[ev.from_] = Hand(robbed.tiles, tuple(melds), robbed.void)
-                self.hand_melds[ev.from_][t] -= 1
+                hand_melds = list(self.hand_melds[ev.from_])
+                hand_melds[t] -= 1
+                self._set_hand_melds(ev.from_, hand_melds)
         self._check_copies(i, touched)
 
     def _keep_hands(self, ev: Hu) -> None:
@@ -711,10 +726,14 @@ class Round:
     def _add_hand(self, seat: int, hand: Hand) -> Hand:
         """Count a given hand's tiles in the round; the hand (for :meth:`_check_copies`: the tiles it touched)."""
         self.concealed = list(map(add, self.concealed, hand.counts))
+        self.copies = list(map(add, self.copies, hand.counts))
         hm = [0] * 27
         for m in hand.melds:
             hm[m.tile.index] += 4 if m.type == "kong" else 3
-        self.hand_melds[seat] = hm  # (replacing a seat's earlier hand only lowers counts)
+        if hand.melds or any(self.hand_melds[seat]):
+            self._set_hand_melds(seat, hm)  # (replacing a seat's earlier hand only lowers counts)
+        else:
+            self.hand_melds[seat] = hm  # (no melds before or now: the count is the same)
         return hand
 
     def _void_kong(self, kong: KongRecord, i: int) -> None:
@@ -868,15 +887,6 @@ class Round:
                 self._pay(seat, t.payer, t.points, Reason.FORFEIT, i)
         self.left.append(seat)
         self.last = LastEvent("escape", i, seat)
-
-
-def _pick(logged: bool, melds: list[int], hand_melds: list[int]) -> list[int]:
-    """A seat's meld copies for the 4-copy limit: its logged melds, or else its hand's (§6)."""
-    return melds if logged else hand_melds
-
-
-def _is_int(x: Any) -> bool:
-    return type(x) is int
 
 
 _HANDLERS = {Kong: Round._kong, Hu: Round._hu, Peng: Round._peng, Draw: Round._draw_merged,
