@@ -301,6 +301,10 @@ class _Parser:
         return value
 
     def winner(self, w: Any, path: str) -> WinnerEntry:
+        if type(w) is dict and len(w) == 2 and "hand" in w:  # {seat, hand} with a seat in range: the common case
+            seat = w.get("seat")
+            if type(seat) is int and 0 <= seat < self.players:
+                return WinnerEntry(seat, self.hand(w["hand"], seat, path + ".hand"))
         w = self.object(w, "winner", path)
         seat = self.seat("seat", w, path + ".")
         has_hand, has_fan = "hand" in w, "fan" in w
@@ -320,6 +324,11 @@ class _Parser:
     def reports(self, items: Any) -> tuple[SeatReport, ...]:
         out = []
         for i, item in enumerate(self.items(items, "seats")):  # (a seat twice: bad_seats)
+            if type(item) is dict and len(item) == 2 and "hand" in item:  # {seat, hand}: the common case
+                seat = item.get("seat")
+                if type(seat) is int and 0 <= seat < self.players:
+                    out.append(SeatReport(seat, self.hand(item["hand"], seat, f"seats.{i}.hand")))
+                    continue
             path = f"seats.{i}"
             item = self.object(item, "report", path)
             seat = self.seat("seat", item, path + ".")

@@ -167,6 +167,8 @@ _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "conce
 _KONG_REASONS = frozenset(_KONG_REASON.values())
 _DIANPAO, _ZIMO = Reason.DIANPAO._value_, Reason.ZIMO._value_
 _KONG_REASON_ID = {kind: reason._value_ for kind, reason in _KONG_REASON.items()}
+_OTHERS = {n: tuple(tuple(s for s in range(n) if s != seat) for seat in range(n)) for n in (3, 4)}
+"""Per table size, per seat: the other seats in seat order (who pays a kong when every seat is in)."""
 
 
 class Standing(NamedTuple):
@@ -243,12 +245,15 @@ class Round:
         if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < n:
             raise EventError(Code.SEAT_OUT_OF_RANGE, 0, f"dealer {dealer!r} is not a seat 0-{n - 1}")
         self.dealer = dealer
-        v = list(voids) if voids is not None else [None] * n
-        if len(v) != n:
-            raise EventError(Code.BAD_EVENT, 0, f"voids must list {n} seats")
-        if n == 3 and any(x is not None for x in v):
-            raise EventError(Code.VOID_NOT_ALLOWED, 0, "a three-player room (三人两房) has no 定缺: voids must be null")
-        self.voids = [None if x is None else parse_suit(x) for x in v]
+        if voids is None:
+            self.voids: list[str | None] = [None] * n
+        else:
+            v = list(voids)
+            if len(v) != n:
+                raise EventError(Code.BAD_EVENT, 0, f"voids must list {n} seats")
+            if n == 3 and any(x is not None for x in v):
+                raise EventError(Code.VOID_NOT_ALLOWED, 0, "a three-player room (三人两房) has no 定缺: voids must be null")
+            self.voids = [None if x is None else parse_suit(x) for x in v]
         self.n = 0                      # events applied
         self.won: list[int] = []        # seats that have won, in the order of their first win
         self.left: list[int] = []       # seats that left (escaped)
@@ -518,7 +523,8 @@ class Round:
             if frm == seat:
                 raise EventError(Code.SELF_DISCARD, i, f"seat {seat} cannot kong its own discard")
             self._add_meld(seat, t, 4)
-            payers = ((frm, rules.direct_kong * rules.base),)
+            payers: "tuple[int, ...] | list[int]" = (frm,)
+            unit = rules.direct_kong * rules.base
         else:
             kept = self.kept[seat]
             if kept is not None:
@@ -536,18 +542,16 @@ class Round:
             else:
                 self._add_meld(seat, t, 4)
                 unit = rules.concealed_kong * rules.base
-            payers = [(s, unit) for s in (self.active if self.left or self.won else self.seats) if s != seat]
+            payers = [s for s in self.active if s != seat] if self.left or self.won else _OTHERS[len(self.seats)][seat]
         self.any_meld = True
         self._check_tile(i, t)
-        reason = _KONG_REASON_ID[kind]
-        paid = []
-        append = self.transfers.append
-        for payer, pts in payers:
-            if pts:
-                if payer != seat:
-                    append(_record(Transfer, (payer, seat, pts, reason, i)))
-                paid.append((payer, pts))
-        self.kongs[i] = _record(KongRecord, (seat, kind, t, ev.from_, tuple(paid), False, False))
+        if unit:  # (no payer is the kong's seat)
+            reason = _KONG_REASON_ID[kind]
+            self.transfers += [_record(Transfer, (payer, seat, unit, reason, i)) for payer in payers]
+            paid = tuple([(payer, unit) for payer in payers])
+        else:
+            paid = ()
+        self.kongs[i] = _record(KongRecord, (seat, kind, t, ev.from_, paid, False, False))
         self.last = _record(LastEvent, ("kong", i, seat, kind, t, ev.from_))
 
     # -- hu -----------------------------------------------------------------------
