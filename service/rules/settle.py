@@ -415,12 +415,15 @@ class Round:
 
     def _add_meld(self, seat: int, t: int, n: int) -> None:
         """``n`` more copies of tile ``t`` in ``seat``'s logged melds (a peng's or a kong's); the seat logs melds."""
-        self.melds[seat][t] += n
-        if self.logged[seat]:
-            self.copies[t] += n
-        else:  # its first logged meld: its logged melds count from now on, not its hand's (§6)
+        melds = self.melds[seat]
+        if not self.logged[seat]:  # its first logged meld: its logged melds count from now on, not its hand's (§6)
             self.logged[seat] = True
-            self.copies = list(map(add, map(sub, self.copies, self.hand_melds[seat]), self.melds[seat]))
+            if any(melds) or any(self.hand_melds[seat]):
+                melds[t] += n
+                self.copies = list(map(add, map(sub, self.copies, self.hand_melds[seat]), melds))
+                return
+        melds[t] += n
+        self.copies[t] += n
 
     def _add_concealed(self, t: int, n: int) -> None:
         self.concealed[t] += n
