@@ -19,7 +19,7 @@ from typing import Any, Mapping, Union
 
 from .codes import Code
 from .errors import EventError, RuleError
-from .hand import KONG_KINDS, Hand, parse_hand, require_in_play
+from .hand import KONG_KINDS, Hand, Meld, parse_hand, require_in_play
 from .patterns import PATTERNS
 from .tiles import TILES, Tile
 
@@ -251,8 +251,10 @@ class _Parser:
         if type(data) is dict and _HAND_REQUIRED <= data.keys() <= _HAND_ALLOWED:
             tiles, melds, void = data["tiles"], data.get("melds", _NO_MELDS), data.get("void")
             if (type(tiles) is str and len(tiles) <= MAX_HAND_CHARS and void is None
-                    and type(melds) is list and len(melds) <= MAX_MELDS and all(map(_plain_meld, melds))):
-                return self._parse_hand(tiles, melds, None, seat, path)  # (every check below passes)
+                    and type(melds) is list and len(melds) <= MAX_MELDS):
+                parsed = list(map(_meld_object, melds)) if melds else melds
+                if None not in parsed:  # (every check below passes, and so do the melds)
+                    return self._parse_hand(tiles, parsed, None, seat, path)
         if isinstance(data, Hand):
             return data
         data = self.object(data, "hand", path)
@@ -371,6 +373,38 @@ def _plain_kong(data: dict, players: int) -> Kong | None:
 
 
 _TILE_TEXT = {str(t): t for t in TILES}  # (the canonical spellings)
+
+
+_MELD_OBJECTS: dict[tuple, Meld] = {}
+MELD_OBJECTS_LIMIT = 1024
+"""Entries of the memo of :func:`_meld_object`; a full memo is emptied (a bound, not a policy)."""
+_ABSENT = object()
+
+
+def _meld_object(m: Any) -> "Meld | None":
+    """The :class:`Meld` of a meld object that passes every check of :meth:`_Parser.hand` and parses
+    (the common case), else None (the caller then takes the checked road, which reports the error).
+
+    A bounded memo keyed by what decides both, the types and values of the three members and the
+    object's size (so also whether it has an unknown member): a hand's melds come from a small domain.
+    """
+    if type(m) is not dict:
+        return None
+    kind, tile, kong_kind = m.get("type"), m.get("tile"), m.get("kind", _ABSENT)
+    key = (type(kind), kind, type(tile), tile, type(kong_kind), kong_kind, len(m))
+    try:
+        meld = _MELD_OBJECTS.get(key)
+    except TypeError:  # (an unhashable member: not a plain meld)
+        return None
+    if meld is None and _plain_meld(m):
+        try:
+            meld = Meld.from_mapping(m)
+        except RuleError:
+            return None
+        if len(_MELD_OBJECTS) >= MELD_OBJECTS_LIMIT:
+            _MELD_OBJECTS.clear()
+        _MELD_OBJECTS[key] = meld
+    return meld
 
 
 def _plain_meld(m: Any) -> bool:

@@ -410,7 +410,9 @@ class Round:
         """``copies`` from the fields it sums (§6: per seat its logged melds, or else its hand's)."""
         copies = list(self.concealed)
         for logged, melds, hand_melds in zip(self.logged, self.melds, self.hand_melds):
-            copies = list(map(add, copies, melds if logged else hand_melds))
+            counted = melds if logged else hand_melds
+            if any(counted):  # (most seats have none: a round restored by from_dict pays little)
+                copies = list(map(add, copies, counted))
         self.copies = copies
 
     def _add_meld(self, seat: int, t: int, n: int) -> None:
