@@ -359,8 +359,17 @@ class _Parser:
 
 
 def _plain_kong(data: dict, players: int) -> Kong | None:
-    """The kong of a kong object that passes every check of :func:`parse_event` (the common case,
-    checked at once: its members, seats in range and a tile in canonical spelling), else None."""
+    """The kong of a kong object that passes every check of :func:`parse_event` (the common case), else None."""
+    fields = plain_kong_fields(data, players)
+    return None if fields is None else Kong(*fields)
+
+
+def plain_kong_fields(data: dict, players: int) -> "tuple[int, str, Tile, int | None] | None":
+    """``(seat, kind, tile, from)`` of a kong object that passes every check of :func:`parse_event` (the
+    common case, checked at once: its members, seats in range and a tile in canonical spelling), else None.
+
+    (The fold settles such a kong from these fields without building the :class:`Kong`.)
+    """
     if not _REQUIRED["kong"] <= data.keys() <= _ALLOWED["kong"]:
         return None
     seat, kind, text, frm = data["seat"], data["kind"], data["tile"], data.get("from")
@@ -368,8 +377,8 @@ def _plain_kong(data: dict, players: int) -> Kong | None:
     if tile is None or type(seat) is not int or not 0 <= seat < players or players == 3 and tile.suit == "m":
         return None
     if kind == "direct":
-        return Kong(seat, kind, tile, frm) if type(frm) is int and 0 <= frm < players else None
-    return Kong(seat, kind, tile) if frm is None and (kind == "added" or kind == "concealed") else None
+        return (seat, kind, tile, frm) if type(frm) is int and 0 <= frm < players else None
+    return (seat, kind, tile, None) if frm is None and (kind == "added" or kind == "concealed") else None
 
 
 _TILE_TEXT = {str(t): t for t in TILES}  # (the canonical spellings)

@@ -90,14 +90,14 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from .codes import Code, Reason
 from .errors import EventError, RuleError
-from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event
+from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event, plain_kong_fields
 from .fan import (
     DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, _Ctx, context, evaluate, meld_info, only_wait, points_of, suit_problem,
     Win,
 )
 from .hand import Hand, Meld, hand_problems, parse_hand
 from .ruleset import Ruleset
-from .tiles import TILES, parse_suit
+from .tiles import TILES, Tile, parse_suit
 from .shapes import wait_tiles
 from .ting import dajiao_points
 
@@ -366,6 +366,12 @@ class Round:
         i = self.n if index is None else index
         if self.ended:
             raise EventError(Code.ROUND_ENDED, i, "the round has already ended")
+        if type(event) is dict and event.get("type") == "kong":
+            fields = plain_kong_fields(event, len(self.seats))
+            if fields is not None:  # (what parse_event would build a Kong of)
+                self._make_kong(*fields, i)
+                self.n += 1
+                return
         ev = parse_event(event, i, self.voids, len(self.seats))
         handler = _HANDLERS.get(type(ev))
         if handler is None:  # (a subclass of an event class)
@@ -479,48 +485,51 @@ class Round:
         self._check_tile(i, ev.tile.index)
         self.last = _record(LastEvent, ("peng", i, ev.seat, None, ev.tile.index, ev.from_))
 
-    def _kept_kong(self, seat: int, kept: Hand, ev: Kong, i: int) -> None:
+    def _kept_kong(self, seat: int, kept: Hand, kind: str, tile: Tile, i: int) -> None:
         """A 血流 winner's concealed or added kong on its known kept hand (§13.2).
 
         The kong must fit the hand (three of the tile concealed with the drawn
         fourth, or its peng of it) and leave its waits unchanged; the kept hand
         then holds the kong, and its three concealed copies move to the kong.
         """
-        t = ev.tile.index
-        if ev.kind == "concealed":
+        t = tile.index
+        if kind == "concealed":
             if kept.counts[t] != 3:
                 raise EventError(Code.KONG_NOT_IN_HAND, i,
-                                 f"seat {seat}'s kept hand {str(kept)!r} does not hold three {ev.tile} for a "
+                                 f"seat {seat}'s kept hand {str(kept)!r} does not hold three {tile} for a "
                                  "concealed kong with the tile it drew")
             rest = list(kept.tiles)
             for _ in range(3):
-                rest.remove(ev.tile)
-            new = Hand(tuple(rest), kept.melds + (Meld("kong", ev.tile, "concealed"),), kept.void)
+                rest.remove(tile)
+            new = Hand(tuple(rest), kept.melds + (Meld("kong", tile, "concealed"),), kept.void)
         else:
-            peng = Meld("peng", ev.tile)
+            peng = Meld("peng", tile)
             if peng not in kept.melds:
                 raise EventError(Code.KONG_NOT_IN_HAND, i,
-                                 f"seat {seat}'s kept hand has no peng of {ev.tile} to add to")
+                                 f"seat {seat}'s kept hand has no peng of {tile} to add to")
             melds = list(kept.melds)
-            melds[melds.index(peng)] = Meld("kong", ev.tile, "added")
+            melds[melds.index(peng)] = Meld("kong", tile, "added")
             new = Hand(kept.tiles, tuple(melds), kept.void)
         before, after = _waits(kept), _waits(new)
         if before != after:
             raise EventError(Code.KONG_CHANGES_WAITS, i,
-                             f"seat {seat}'s {ev.kind} kong of {ev.tile} would change its kept hand's waits "
+                             f"seat {seat}'s {kind} kong of {tile} would change its kept hand's waits "
                              f"from {_tile_list(before)} to {_tile_list(after)} (血流成河: not allowed)")
-        if ev.kind == "concealed":
+        if kind == "concealed":
             self._add_concealed(t, -3)  # those copies move from its concealed tiles into the kong
         self.kept[seat] = new
         self._set_hand_melds(seat, _meld_counts(new))
 
     def _kong(self, ev: Kong, i: int) -> None:
-        seat, kind, t = ev.seat, ev.kind, ev.tile.index
+        self._make_kong(ev.seat, ev.kind, ev.tile, ev.from_, i)
+
+    def _make_kong(self, seat: int, kind: str, tile: Tile, frm: int | None, i: int) -> None:
+        """A kong event by its fields (:meth:`_advance` gives a plain kong object's without building a :class:`Kong`)."""
+        t = tile.index
         if self.left or self.won:  # (no seat has left or won: every seat is active)
             self._require_active(seat, i, "kong")
         rules = self.rules
         if kind == "direct":
-            frm = ev.from_
             if self.xueliu:
                 self._no_claim_after_win(seat, i, "make a direct kong (直杠)")
             if self.left or self.won:
@@ -533,14 +542,14 @@ class Round:
         else:
             kept = self.kept[seat]
             if kept is not None:
-                self._kept_kong(seat, kept, ev, i)
+                self._kept_kong(seat, kept, kind, tile, i)
             if kind == "added":
                 pengs = self.pengs[seat]
                 if t in pengs:
                     pengs.remove(t)
                     self._add_meld(seat, t, 1)
                 elif self.pengs_logged[seat]:
-                    raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
+                    raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {tile} to add to")
                 else:
                     self._add_meld(seat, t, 4)
                 unit = rules.added_kong * rules.base
@@ -556,8 +565,8 @@ class Round:
             paid = tuple([(payer, unit) for payer in payers])
         else:
             paid = ()
-        self.kongs[i] = _record(KongRecord, (seat, kind, t, ev.from_, paid, False, False))
-        self.last = _record(LastEvent, ("kong", i, seat, kind, t, ev.from_))
+        self.kongs[i] = _record(KongRecord, (seat, kind, t, frm, paid, False, False))
+        self.last = _record(LastEvent, ("kong", i, seat, kind, t, frm))
 
     # -- hu -----------------------------------------------------------------------
     def _hu(self, ev: Hu, i: int) -> None:
