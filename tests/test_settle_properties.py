@@ -947,7 +947,7 @@ def test_round_trip_mid_sequence(case, data):
 
 
 def counted_copies(r: Round) -> list[int]:
-    """§6's count of each tile, summed here from the round's fields: the concealed tiles of the hands
+    """§6's count of each tile, summed here from the round's parts: the concealed tiles of the hands
     given, and per seat its logged melds, or else (none logged) the melds of its last hand."""
     return [r.concealed[t] + sum(r.melds[s][t] if r.logged[s] else r.hand_melds[s][t] for s in r.seats)
             for t in range(27)]
@@ -956,13 +956,14 @@ def counted_copies(r: Round) -> list[int]:
 @PROPS
 @given(rounds(), st.data())
 def test_kept_copy_counts_are_the_sum_of_the_round(case, data):
-    """Round.copies (kept as events are applied, for the 4-copy check) is the sum of its fields after
-    every event, also after an invalid one has half-changed the state and after from_dict."""
+    """Round.copies (kept as events are applied, for the 4-copy check) is the sum of the round's parts
+    after every event, also after an invalid one has half-changed the state, and after from_dict; in a
+    valid round no count is over 4."""
     spec, m = case
     r = Round(spec, m.dealer, voids_arg(m))
     for ev in m.events:
         r.step(ev)
-        assert r.copies == counted_copies(r)
+        assert r.copies == counted_copies(r) and max(r.copies) <= 4 and min(r.concealed) >= 0
     if not r.ended:
         bad = data.draw(st.sampled_from(invalid_events(r)))
         try:

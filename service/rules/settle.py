@@ -266,7 +266,8 @@ class Round:
         self.pengs_logged = [False] * n  # the seat has a logged peng this round (§6: per seat)
         self.any_meld = False
         self.hand_melds = [[0] * 27 for _ in self.seats]  # melds of the last hand given, per seat
-        self.concealed = [0] * 27                         # concealed tiles of every hand given
+        self._concealed = [0] * 27                        # concealed tiles of the hands given (see concealed)
+        self._unadded: list[tuple[int, ...]] = []         # counts of hands given not yet added to it
         self.copies = [0] * 27                            # the 4-copy count of each tile (see _recount)
         self.kept: list[Hand | None] = [None] * n         # 血流: a winner's kept 13 tiles, once known (§13.2)
         self.last: LastEvent | None = None                # the previous event
@@ -334,7 +335,7 @@ class Round:
         r.pengs = [list(p) for p in d["pengs"]]
         r.pengs_logged, r.any_meld = list(d["pengs_logged"]), d["any_meld"]
         r.hand_melds = [list(m) for m in d["hand_melds"]]
-        r.concealed = list(d["concealed"])
+        r._concealed = list(d["concealed"])
         r._recount()
         kept = d.get("kept")  # (absent from states stored before 血流)
         if kept is not None:
@@ -407,17 +408,30 @@ class Round:
                              f"seat {seat} has won (血流成河): it may not {what}, only discard what it draws")
 
     # -- the 4-copy count ------------------------------------------------------------
-    # ``copies`` is kept as events are applied (a speed-driven layout: checking an event
-    # reads the counts of the tiles it added instead of summing every seat's melds again).
-    # Invariant, restored by every change of the fields it is made of:
+    # A speed-driven layout: ``copies`` (the count §6 limits to 4, per tile) is kept as events
+    # are applied, so that checking an event reads the counts of the tiles it added instead of
+    # summing every seat's melds again.  Invariant, restored by every change of its parts:
     #   copies[t] == concealed[t] + sum over seats s of (melds[s][t] if logged[s] else hand_melds[s][t])
+    # The concealed tiles themselves (stored by to_dict, never read by the fold) add up the
+    # counts of the hands given only when read.
+
+    @property
+    def concealed(self) -> list[int]:
+        """The concealed tiles of every hand given, per tile."""
+        if self._unadded:
+            concealed = self._concealed
+            for counts in self._unadded:
+                concealed = list(map(add, concealed, counts))
+            self._concealed = concealed
+            self._unadded = []
+        return self._concealed
 
     def _recount(self) -> None:
-        """``copies`` from the fields it sums (§6: per seat its logged melds, or else its hand's)."""
+        """``copies`` from its parts (a round restored by from_dict)."""
         copies = list(self.concealed)
         for logged, melds, hand_melds in zip(self.logged, self.melds, self.hand_melds):
             counted = melds if logged else hand_melds
-            if any(counted):  # (most seats have none: a round restored by from_dict pays little)
+            if any(counted):  # (most seats have none)
                 copies = list(map(add, copies, counted))
         self.copies = copies
 
@@ -434,7 +448,7 @@ class Round:
         self.copies[t] += n
 
     def _add_concealed(self, t: int, n: int) -> None:
-        self.concealed[t] += n
+        self._concealed[t] += n
         self.copies[t] += n
 
     def _set_hand_melds(self, seat: int, counts: list[int]) -> None:
@@ -743,7 +757,7 @@ class Round:
 
     def _add_hand(self, seat: int, hand: Hand) -> Hand:
         """Count a given hand's tiles in the round; the hand (for :meth:`_check_copies`: the tiles it touched)."""
-        self.concealed = list(map(add, self.concealed, hand.counts))
+        self._unadded.append(hand.counts)  # (added to concealed when it is read)
         self.copies = list(map(add, self.copies, hand.counts))
         hm = [0] * 27
         for m in hand.melds:
