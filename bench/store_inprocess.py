@@ -11,7 +11,9 @@ but nothing is refused).  ``POST /v1/tables/{id}/events`` (valid rounds
 on one table, with its write token) and ``POST /v1/hands/ting`` (the hot path)
 are called with the environ gunicorn builds, in ``--rounds`` alternating
 blocks; prints the median CPU µs per request of each (this process's CPU
-time: the Redis server's is not counted) and their ratio, and the Redis round
+time: the Redis server's is not counted) and their ratio, the same appends
+through Flask's path (an app with ``HOT_PATH = False``, on a table of its own,
+in the same alternating blocks: ``append_flask_path_cpu_us``), and the Redis round
 trips and commands of one append (counted in redis-py: a pipeline is one round
 trip of several commands).  ``--profile`` adds
 a cProfile of the appends, by own time.
@@ -90,18 +92,20 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(NO_LIMITS if args.limits == "off" else HIGH_LIMITS)
     with EmbeddedRedis(tempfile.mkdtemp(prefix="bench-redis-")) as server:
         app = build_service(server.url)
-        table = app.extensions["tables"].create(PLAYERS, "xuezhan")
-        path = f"/v1/tables/{table.id}/events"
-        events = cycle()
+        flask_path = build_service(server.url, hot_path=False)
+        tables = {a: a.extensions["tables"].create(PLAYERS, "xuezhan") for a in (app, flask_path)}
+        events = {a: cycle() for a in (app, flask_path)}
         statuses: list[str] = []
 
         def start_response(status, headers, exc_info=None):
             statuses.append(status)
 
-        def appends(n: int) -> float:
+        def appends(n: int, app=app) -> float:
+            table = tables[app]
+            path = f"/v1/tables/{table.id}/events"
             c0 = time.process_time()
             for _ in range(n):
-                body = json.dumps(next(events)).encode()
+                body = json.dumps(next(events[app])).encode()
                 environ, _ = environ_for(0)
                 environ.update(PATH_INFO=path, RAW_URI=path, CONTENT_LENGTH=str(len(body)),
                                HTTP_AUTHORIZATION="Bearer " + table.token)
@@ -124,17 +128,20 @@ def main(argv: list[str] | None = None) -> int:
             return (time.process_time() - c0) / n * 1e6
 
         appends(200)
+        appends(200, flask_path)
         tings(500)
         trips, commands = count_redis(lambda: appends(100))
         gc.collect()
         gc.freeze()
-        a, t = [], []
+        a, f, t = [], [], []
         for _ in range(args.rounds):
             a.append(appends(args.appends))
+            f.append(appends(args.appends, flask_path))
             t.append(tings(args.tings))
-        ma, mt = statistics.median(a), statistics.median(t)
+        ma, mf, mt = statistics.median(a), statistics.median(f), statistics.median(t)
         print(json.dumps({"op": "append_inprocess", "append_cpu_us": round(ma, 1), "ting_cpu_us": round(mt, 1),
-                          "ting_over_append": round(mt / ma, 3), "limits": args.limits,
+                          "ting_over_append": round(mt / ma, 3), "append_flask_path_cpu_us": round(mf, 1),
+                          "hot_over_flask_path": round(ma / mf, 3), "limits": args.limits,
                           "round_trips_per_append": trips / 100, "commands_per_append": commands / 100,
                           "load_average_1m": os.getloadavg()[0]}),
               flush=True)

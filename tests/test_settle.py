@@ -1351,3 +1351,32 @@ class TestDianpaoPinghu:
     def test_the_cap_does_not_count(self):
         s = settle([hu(2, "5p", win(1, fan=3))], dealer=0, ruleset=dict(self.R, cap=1))
         assert s.deltas == (0, 6, -6, 0)
+
+
+def test_meld_object_memo_is_bounded_and_keyed_by_what_decides(monkeypatch):
+    """The memo of a hand's meld objects (events._meld_object) is bounded (a full memo is emptied, and
+    the answers after that are the same) and a hit needs the same member types, values and object size:
+    an unknown member, or ``kind`` given as null instead of left out, is not taken from the memo."""
+    from service.rules import events
+
+    monkeypatch.setattr(events, "MELD_OBJECTS_LIMIT", 4)
+    monkeypatch.setattr(events, "_MELD_OBJECTS", {})
+
+    def draw_with(melds):
+        return {"type": "draw", "seats": [{"seat": 0, "hand": {"tiles": "1112223334m", "melds": melds}}]}
+
+    kongs = [[{"type": "kong", "kind": "concealed", "tile": f"{r}p"}] for r in range(1, 10)]
+    first = [events.parse_event(draw_with(m), 0) for m in kongs]
+    assert 0 < len(events._MELD_OBJECTS) <= 4
+    assert [events.parse_event(draw_with(m), 0) for m in kongs] == first
+    assert first[4].seats[0].hand.melds[0] == events.Meld("kong", "5p", "concealed")
+
+    peng = {"type": "peng", "tile": "5s"}
+    assert str(events.parse_event(draw_with([peng]), 0).seats[0].hand.melds[0]) == "peng 5s"
+    assert str(events.parse_event(draw_with([dict(peng, kind=None)]), 0).seats[0].hand.melds[0]) == "peng 5s"
+    with pytest.raises(EventError) as info:
+        events.parse_event(draw_with([dict(peng, size=None)]), 3)
+    assert (info.value.code, info.value.context["field"]) == ("bad_event", "seats.0.hand.melds.0.size")
+    with pytest.raises(EventError) as info:
+        events.parse_event(draw_with([dict(peng, kind="added")]), 3)
+    assert info.value.code == "bad_hand" and "a peng has no kind" in info.value.reason

@@ -946,6 +946,34 @@ def test_round_trip_mid_sequence(case, data):
     assert r3.settlement() == full
 
 
+def counted_copies(r: Round) -> list[int]:
+    """§6's count of each tile, summed here from the round's parts: the concealed tiles of the hands
+    given, and per seat its logged melds, or else (none logged) the melds of its last hand."""
+    return [r.concealed[t] + sum(r.melds[s][t] if r.logged[s] else r.hand_melds[s][t] for s in r.seats)
+            for t in range(27)]
+
+
+@PROPS
+@given(rounds(), st.data())
+def test_kept_copy_counts_are_the_sum_of_the_round(case, data):
+    """Round.copies (kept as events are applied, for the 4-copy check) is the sum of the round's parts
+    after every event, also after an invalid one has half-changed the state, and after from_dict; in a
+    valid round no count is over 4."""
+    spec, m = case
+    r = Round(spec, m.dealer, voids_arg(m))
+    for ev in m.events:
+        r.step(ev)
+        assert r.copies == counted_copies(r) and max(r.copies) <= 4 and min(r.concealed) >= 0
+    if not r.ended:
+        bad = data.draw(st.sampled_from(invalid_events(r)))
+        try:
+            r.step(bad)
+        except EventError:
+            pass
+        assert r.copies == counted_copies(r)
+    assert Round.from_dict(json.loads(json.dumps(r.to_dict()))).copies == counted_copies(r)
+
+
 def invalid_events(m_state: Round):
     """Events that cannot happen in any state (or fail only after mutating the state)."""
     act = m_state.active

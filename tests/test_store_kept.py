@@ -282,3 +282,45 @@ def test_a_forked_worker_does_not_use_its_parents_kept_connections(redis_url, cl
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert scripts._free == parents and scripts(incr, ["f"], [100]) == 111  # the parent's still in step
+
+
+def test_the_readiness_check_of_a_kept_connection_says_what_can_read_says(redis_url, client):
+    """``_may_have_data`` (one non-blocking poll) against redis-py's ``can_read()`` on the states a kept
+    connection can be in: idle, an answer not read yet, closed by the server (``can_read`` raises: the
+    connection is not used either way)."""
+    import time
+
+    from service.store.client import _may_have_data
+
+    def both(conn) -> tuple[bool, bool]:
+        ours = _may_have_data(conn)
+        try:
+            theirs = bool(conn.can_read())
+        except redis.exceptions.ConnectionError:
+            theirs = True
+        return ours, theirs
+
+    pool = redis.Redis.from_url(redis_url).connection_pool
+    conn = pool.get_connection()
+    assert both(conn) == (False, False)                       # idle
+    conn.send_command("PING")
+    for _ in range(100):                                      # the answer on its way
+        if _may_have_data(conn):
+            break
+        time.sleep(0.01)
+    assert both(conn) == (True, True)
+    assert conn.read_response() == b"PONG" and both(conn) == (False, False)
+    conn.send_command("ECHO", "x" * 100_000)                  # a long answer, partly buffered by the parser
+    time.sleep(0.05)
+    conn._parser.read_from_socket()
+    assert both(conn) == (True, True)
+    conn.read_response()
+    assert both(conn) == (False, False)
+    client.client_kill_filter(_type="normal", skipme=True)    # closed by the server
+    for _ in range(100):
+        if _may_have_data(conn):
+            break
+        time.sleep(0.01)
+    assert both(conn) == (True, True)
+    conn.disconnect()
+    pool.release(conn)

@@ -24,6 +24,7 @@ from service.config import NO_LIMITS
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAYERS = ["东", "南", "西", "北"]
+KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}
 N = 20
 
 
@@ -224,6 +225,36 @@ def wait_until_ok(srv, method, path, body=None, headers=None, timeout=20):
         if time.monotonic() > deadline:
             pytest.fail(f"{method} {path} still failing after {timeout} s: {data}")
         time.sleep(0.2)
+
+
+def test_appends_through_gunicorn_answer_as_flask_does(service, redis_server):
+    """The served appends (the hot path of service/api/hotpath.py answers the common ones, rate limits
+    being off) against Flask's path in-process (``HOT_PATH = False``) on the same Redis, a table each:
+    the same status, headers and body for every request of a sequence of successes, an Idempotency-Key
+    retry and its reuse, If-Match current and stale, rule and schema refusals and a wrong token."""
+    from service.api import create_app
+
+    flask = create_app({"TESTING": True, "REDIS_URL": redis_server.url, "HOT_PATH": False,
+                        **{var: 0 for var in NO_LIMITS}}).test_client()
+    served, served_auth = new_table(service)
+    other = flask.post("/v1/tables", json={"players": PLAYERS}).get_json()
+    steps = [({"type": "round_start"}, {}), (KONG, {"Idempotency-Key": "k-1"}), (KONG, {"Idempotency-Key": "k-1"}),
+             ({**KONG, "seat": 2}, {"Idempotency-Key": "k-1"}), ({**KONG, "seat": 2}, {"If-Match": '"2"'}),
+             ({**KONG, "seat": 3}, {"If-Match": '"2"'}), ({"type": "peng", "seat": 9, "tile": "1m", "from": 0}, {}),
+             ({"type": "round_start"}, {}), ({"type": "nope"}, {}), ({"type": "round_end"}, {}),
+             ({"type": "round_start"}, {"Authorization": "Bearer " + "A" * 43}), ({"type": "round_start"}, {})]
+    own = ("content-type", "content-length", "location", "etag", "idempotent-replayed", "x-request-id",
+           "www-authenticate")
+    for event, headers in steps:
+        headers = {"X-Request-ID": "r-1", **headers}
+        status, got, body = service.request("POST", f"/v1/tables/{served['id']}/events", event,
+                                            {**served_auth, **headers})
+        r = flask.post(f"/v1/tables/{other['id']}/events", json=event,
+                       headers={"Authorization": "Bearer " + other["token"], **headers})
+        want = {k.lower(): v.replace(other["id"], served["id"]) for k, v in r.headers.items()}
+        assert status == r.status_code, (event, headers, body)
+        assert {k: v for k, v in got.items() if k in own} == {k: v for k, v in want.items() if k in own}
+        assert json.loads(json.dumps(body).replace(served["id"], other["id"])) == r.get_json()
 
 
 def test_acknowledged_events_survive_a_service_restart_and_a_redis_kill(redis_server, redis_url, tmp_path):

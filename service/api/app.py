@@ -13,7 +13,8 @@ environment) with ``config`` (a dict of Flask config keys) on top, then
 * registers the companion app (:mod:`service.web`) at ``/``;
 * sets ``app.extensions["readiness_checks"]`` (a list) for ``/readyz``;
 * puts the hot path (:mod:`.hotpath`) in front of it for the stateless hand
-  operations' common requests (``HOT_PATH = False``: not).
+  operations' common requests and, while no rate limit is on, the common table
+  append (``HOT_PATH = False``: not).
 
 >>> app = create_app({"TESTING": True})
 >>> app.test_client().get("/healthz").get_json()

@@ -34,22 +34,52 @@ receiver, and ``jsonify`` must be compact.  A hook added afterwards (CORS is
 one) or a signal connected turns it off for the requests from then on.
 ``HOT_PATH = False`` in the Flask config does not install it.  The tests
 compare its answers, logs and metrics with Flask's on generated bodies.
+
+**Appends.** ``POST /v1/tables/{id}/events`` (a table's commonest request) is
+answered here too, while the ``tables`` blueprint has no hook it does not
+mirror (so not while rate limits are on: Flask-Limiter's hooks are there) and
+``tables.post_event`` is the view it was at install.  The request must look
+like the common one: a table id as the view takes it, ``Authorization: Bearer
+<token>`` with a token of the form the service gives, an ``Idempotency-Key``
+the view accepts or none, one strong ``If-Match: "<version>"`` or none, and
+the JSON body as above; then it asks the store exactly as the view does
+(:meth:`~service.store.tables.TableStore.append`, the event checked by the
+rules in the store) and answers its :class:`~service.store.tables.Written` as
+``_written`` does (201, ``Location``, ``ETag``, ``Idempotent-Replayed``).  Once
+the store has been asked it is never asked again for the request: when it
+refuses or fails (every error: 401, 403, 404, 409, 412, 422, 503, ...) or the
+answer cannot be written here, the request goes to Flask with the store's
+outcome in the environ (:data:`.tables.APPEND_OUTCOME`), and the view raises
+that error (or answers that outcome) instead of calling the store, so a write
+is made once and every error is Flask's problem+json, logged and counted by
+Flask (its duration from the hot path's start, :data:`.observe.STARTED`).
 """
 
 from __future__ import annotations
 
 import io
+import re
 import time
 from typing import Any, Callable, Iterable
 
 from flask import Flask, signals
 
+from ..store.tables import Access, fingerprint
 from .clients import count_per_key
 from .jsonio import JsonProvider, dumps
-from .observe import REQUEST_ID_HEADER, record, request_id
+from .observe import REQUEST_ID_HEADER, STARTED, record, request_id
 from .smorest import parse_json_body
+from .tables import _IDEM_KEY, APPEND_OUTCOME
 
 BLUEPRINT = "hands"
+TABLES = "tables"
+APPEND_ENDPOINT = "tables.post_event"
+APPEND_RULE = "/v1/tables/<table_id>/events"
+_APPEND_PATH = re.compile(r"/v1/tables/([0-9a-f]{16})/events")  # a table id as the view's _TABLE_ID takes it
+# the token as werkzeug reads it from "Bearer <token>": a scheme in any case, one space, a token of the
+# characters the service's tokens have (secrets.token_urlsafe); anything else goes to Flask
+_BEARER = re.compile(r"(?ai)bearer ([a-z0-9_-]+)")
+_VERSION_TAG = re.compile(r'(?a)"([0-9]{1,40})"')  # If-Match: one strong tag naming a version
 _HOOK_DICTS = ("before_request_funcs", "after_request_funcs", "teardown_request_funcs", "url_value_preprocessors")
 _SIGNALS = (
     signals.request_started, signals.request_finished, signals.request_tearing_down,
@@ -58,31 +88,36 @@ _SIGNALS = (
 )
 
 
-def _hooks(app: Flask) -> tuple[Callable, ...]:
-    """The hooks a request to the ``hands`` blueprint runs, in a comparable form."""
+def _hooks(app: Flask, blueprint: str = BLUEPRINT) -> tuple[Callable, ...]:
+    """The hooks a request to ``blueprint`` runs, in a comparable form."""
     found: list[Callable] = []
     for name in _HOOK_DICTS:
         hooks = getattr(app, name)
         found.extend(hooks.get(None, ()))
-        found.extend(hooks.get(BLUEPRINT, ()))
+        found.extend(hooks.get(blueprint, ()))
     found.extend(app.teardown_appcontext_funcs)
     return tuple(found)
 
 
-def unknown_hooks(app: Flask) -> list[Callable]:
-    """The hooks whose work the hot path would skip (empty: it may answer)."""
-    return [f for f in _hooks(app) if not getattr(f, "hot_path", None)]
+def unknown_hooks(app: Flask, blueprint: str = BLUEPRINT) -> list[Callable]:
+    """The hooks whose work the hot path would skip for ``blueprint`` (empty: it may answer)."""
+    return [f for f in _hooks(app, blueprint) if not getattr(f, "hot_path", None)]
 
 
 class HotPath:
     """WSGI layer in front of ``wsgi_app``: answers ``routes`` when it can (see the module)."""
 
-    def __init__(self, app: Flask, wsgi_app: Any, routes: dict[str, tuple[Any, Callable[[dict], dict]]]) -> None:
+    def __init__(self, app: Flask, wsgi_app: Any, routes: dict[str, tuple[Any, Callable[[dict], dict]]],
+                 appends: bool = False) -> None:
         self.app, self.wsgi_app, self.routes = app, wsgi_app, routes
         self.hooks = _hooks(app)
+        # appends: the tables blueprint's hooks and the view as they were at install (None: not answered)
+        self.append_view = app.view_functions.get(APPEND_ENDPOINT) if appends else None
+        self.table_hooks = _hooks(app, TABLES)
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        route = self.routes.get(environ.get("PATH_INFO", ""))
+        path = environ.get("PATH_INFO", "")
+        route = self.routes.get(path)
         if route is not None and environ.get("REQUEST_METHOD") == "POST" \
                 and environ.get("CONTENT_TYPE") == "application/json":
             answer = self.answer(environ, route)
@@ -90,18 +125,45 @@ class HotPath:
                 headers, body = answer
                 start_response("200 OK", headers)
                 return [body]
+        elif self.append_view is not None and environ.get("REQUEST_METHOD") == "POST" \
+                and environ.get("CONTENT_TYPE") == "application/json":
+            table = _APPEND_PATH.fullmatch(path)
+            if table is not None:
+                answer = self.append(environ, table[1])
+                if answer is not None:
+                    headers, body = answer
+                    start_response("201 CREATED", headers)
+                    return [body]
         return self.wsgi_app(environ, start_response)
 
-    def active(self) -> bool:
-        """Whether answering now skips none of Flask's work (see the module)."""
+    def active(self, blueprint: str = BLUEPRINT) -> bool:
+        """Whether answering now skips none of Flask's work for ``blueprint`` (see the module)."""
         app = self.app
         provider = app.json
         return (
-            _hooks(app) == self.hooks
+            (_hooks(app) == self.hooks if blueprint == BLUEPRINT else
+             _hooks(app, TABLES) == self.table_hooks and app.view_functions.get(APPEND_ENDPOINT) is self.append_view)
             and not any(s.receivers for s in _SIGNALS)
             and type(provider) is JsonProvider
             and not (provider.compact is False or (provider.compact is None and app.debug))
         )
+
+    def _body(self, environ: dict) -> bytes | None:
+        """The request body as werkzeug would read it for the view, or None (Flask reads it)."""
+        declared = environ.get("CONTENT_LENGTH") or ""
+        if not (declared.isascii() and declared.isdigit()):  # digits only, as werkzeug reads it
+            return None
+        if "HTTP_TRANSFER_ENCODING" in environ:  # werkzeug may ignore the length: Flask reads it
+            return None
+        length = int(declared)
+        limit = self.app.config.get("MAX_CONTENT_LENGTH")
+        if length <= 0 or (limit is not None and length > limit):
+            return None
+        raw = environ["wsgi.input"].read(length)
+        environ["wsgi.input"] = io.BytesIO(raw)  # Flask reads it again if it answers
+        if len(raw) != length:
+            return None
+        return raw
 
     def answer(self, environ: dict, route: tuple[Any, Callable[[dict], dict]]) -> tuple[list, bytes] | None:
         """The headers and body of a 200, or None (Flask answers; the body is left for it)."""
@@ -109,16 +171,8 @@ class HotPath:
         if not self.active():
             return None
         app = self.app
-        declared = environ.get("CONTENT_LENGTH") or ""
-        if not (declared.isascii() and declared.isdigit()):  # digits only, as werkzeug reads it
-            return None
-        length = int(declared)
-        limit = app.config.get("MAX_CONTENT_LENGTH")
-        if length <= 0 or (limit is not None and length > limit):
-            return None
-        raw = environ["wsgi.input"].read(length)
-        environ["wsgi.input"] = io.BytesIO(raw)  # Flask reads it again if it answers
-        if len(raw) != length:
+        raw = self._body(environ)
+        if raw is None:
             return None
         keys = app.extensions.get("api_keys")
         name = None
@@ -144,19 +198,88 @@ class HotPath:
                 (REQUEST_ID_HEADER, rid)], body
 
 
+    def append(self, environ: dict, table_id: str) -> tuple[list, bytes] | None:
+        """The headers and body of a 201 to an append, or None (Flask answers: the body is left for it,
+        and once the store was asked, its outcome under :data:`.tables.APPEND_OUTCOME`)."""
+        start = time.perf_counter()
+        if not self.active(TABLES):
+            return None
+        app = self.app
+        store = app.extensions.get("tables")
+        if store is None:
+            return None  # 503 (Flask)
+        authorization = environ.get("HTTP_AUTHORIZATION")
+        bearer = _BEARER.fullmatch(authorization) if authorization is not None else None
+        if bearer is None:
+            return None
+        keys = app.extensions.get("api_keys")
+        name = None
+        if keys:
+            given = environ.get("HTTP_X_API_KEY")
+            if given is not None:  # (none: the table's token stands for it)
+                name = keys.name_of(given)
+                if name is None:
+                    return None  # Flask says why (401)
+        raw = self._body(environ)
+        if raw is None:
+            return None
+        idempotency_key = environ.get("HTTP_IDEMPOTENCY_KEY")
+        if idempotency_key is not None and not _IDEM_KEY.match(idempotency_key):
+            return None  # 422 (Flask)
+        if_match = None
+        if "HTTP_IF_MATCH" in environ:
+            tag = _VERSION_TAG.fullmatch(environ["HTTP_IF_MATCH"])
+            if tag is None:
+                return None  # another form, or a malformed one: Flask reads it
+            if_match = frozenset((int(tag[1]),))
+        try:
+            event = parse_json_body(raw)
+        except Exception:  # noqa: BLE001 - 400 (Flask)
+            return None
+        path = environ["PATH_INFO"]
+        try:  # the view's call, made once for the request (see the module)
+            written = store.append(table_id, event, if_match=if_match, idempotency_key=idempotency_key,
+                                   fp=fingerprint("POST", path, event) if idempotency_key else "",
+                                   access=Access(bearer[1], write=True))
+        except Exception as exc:  # noqa: BLE001 - every refusal and failure: Flask raises it and answers
+            environ[APPEND_OUTCOME], environ[STARTED] = exc, start
+            return None
+        try:
+            body = dumps(written.as_dict(), app.json.default) + b"\n"
+        except Exception:  # noqa: BLE001 - Flask writes it (or says why it cannot)
+            environ[APPEND_OUTCOME], environ[STARTED] = written, start
+            return None
+        rid = request_id(environ)
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                   ("Location", f"/v1/tables/{table_id}/events?after={written.seq - 1}&limit=1"),
+                   ("ETag", f'"{written.version}"')]
+        if written.replayed:
+            headers.append(("Idempotent-Replayed", "true"))
+        headers.append((REQUEST_ID_HEADER, rid))
+        record(APPEND_RULE, "POST", path, 201, time.perf_counter() - start, rid)
+        if keys:
+            count_per_key(name, APPEND_RULE, 201)
+        return headers, body
+
+
 def install(app: Flask) -> HotPath | None:
     """Put the hot path in front of ``app.wsgi_app`` (unless ``HOT_PATH`` is false or a hook
-    it cannot stand in for is installed); ``app.extensions["hot_path"]`` is it, or None."""
+    it cannot stand in for is installed for both the hand operations and the appends);
+    ``app.extensions["hot_path"]`` is it, or None."""
     from .hands import HOT_PATH
 
     layer = None
-    if app.config.get("HOT_PATH", True) and not unknown_hooks(app):
+    hands = not unknown_hooks(app)
+    appends = not unknown_hooks(app, TABLES) and any(
+        rule.endpoint == APPEND_ENDPOINT and rule.rule == APPEND_RULE and "POST" in (rule.methods or ())
+        for rule in app.url_map.iter_rules())
+    if app.config.get("HOT_PATH", True) and (hands or appends):
         routes = {
             rule.rule: HOT_PATH[rule.endpoint]
             for rule in app.url_map.iter_rules()
-            if rule.endpoint in HOT_PATH and "POST" in (rule.methods or ()) and not rule.arguments
+            if hands and rule.endpoint in HOT_PATH and "POST" in (rule.methods or ()) and not rule.arguments
         }
-        layer = HotPath(app, app.wsgi_app, routes)
+        layer = HotPath(app, app.wsgi_app, routes, appends=appends)
         app.wsgi_app = layer  # type: ignore[method-assign]
     app.extensions["hot_path"] = layer
     return layer

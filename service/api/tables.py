@@ -340,9 +340,23 @@ def post_event(table_id):
     token = _token()  # checked with the state, in the store's one read before the append
     body = _json_body()
     key = _idempotency_key()
-    written = s.append(tid, body, if_match=_if_match(), idempotency_key=key,  # (fp: only a key is bound to it)
-                       fp=fingerprint("POST", request.path, body) if key else "", access=Access(token, write=True))
+    if_match = _if_match()
+    outcome = request.environ.pop(APPEND_OUTCOME, None)
+    if outcome is None:
+        written = s.append(tid, body, if_match=if_match, idempotency_key=key,  # (fp: only a key is bound to it)
+                           fp=fingerprint("POST", request.path, body) if key else "", access=Access(token, write=True))
+    elif isinstance(outcome, Exception):  # the hot path asked the store, which refused (or failed): say why
+        raise outcome
+    else:
+        written = outcome
     return _written(tid, written)
+
+
+APPEND_OUTCOME = "service.hot_path.append_outcome"
+"""The environ key under which the hot path (:mod:`.hotpath`) hands :func:`post_event` what the store
+answered to this very request (its :class:`Written`, or the exception it raised), when it leaves the
+answer to Flask after asking the store: the store is asked once per request, so a write is never
+made twice.  (No header can set it: a server puts the headers under ``HTTP_`` names.)"""
 
 
 @blp.route("/<table_id>/events", methods=["GET"])

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Union
 
 from .codes import Code
 from .errors import EventError, RuleError
-from .hand import KONG_KINDS, Hand, parse_hand, require_in_play
+from .hand import KONG_KINDS, Hand, Meld, parse_hand, require_in_play
 from .patterns import PATTERNS
 from .tiles import TILES, Tile
 
@@ -251,8 +251,10 @@ class _Parser:
         if type(data) is dict and _HAND_REQUIRED <= data.keys() <= _HAND_ALLOWED:
             tiles, melds, void = data["tiles"], data.get("melds", _NO_MELDS), data.get("void")
             if (type(tiles) is str and len(tiles) <= MAX_HAND_CHARS and void is None
-                    and type(melds) is list and len(melds) <= MAX_MELDS and all(map(_plain_meld, melds))):
-                return self._parse_hand(tiles, melds, None, seat, path)  # (every check below passes)
+                    and type(melds) is list and len(melds) <= MAX_MELDS):
+                parsed = list(map(_meld_object, melds)) if melds else melds
+                if None not in parsed:  # (every check below passes, and so do the melds)
+                    return self._parse_hand(tiles, parsed, None, seat, path)
         if isinstance(data, Hand):
             return data
         data = self.object(data, "hand", path)
@@ -301,6 +303,10 @@ class _Parser:
         return value
 
     def winner(self, w: Any, path: str) -> WinnerEntry:
+        if type(w) is dict and len(w) == 2 and "hand" in w:  # {seat, hand} with a seat in range: the common case
+            seat = w.get("seat")
+            if type(seat) is int and 0 <= seat < self.players:
+                return WinnerEntry(seat, self.hand(w["hand"], seat, path + ".hand"))
         w = self.object(w, "winner", path)
         seat = self.seat("seat", w, path + ".")
         has_hand, has_fan = "hand" in w, "fan" in w
@@ -320,6 +326,11 @@ class _Parser:
     def reports(self, items: Any) -> tuple[SeatReport, ...]:
         out = []
         for i, item in enumerate(self.items(items, "seats")):  # (a seat twice: bad_seats)
+            if type(item) is dict and len(item) == 2 and "hand" in item:  # {seat, hand}: the common case
+                seat = item.get("seat")
+                if type(seat) is int and 0 <= seat < self.players:
+                    out.append(SeatReport(seat, self.hand(item["hand"], seat, f"seats.{i}.hand")))
+                    continue
             path = f"seats.{i}"
             item = self.object(item, "report", path)
             seat = self.seat("seat", item, path + ".")
@@ -348,8 +359,17 @@ class _Parser:
 
 
 def _plain_kong(data: dict, players: int) -> Kong | None:
-    """The kong of a kong object that passes every check of :func:`parse_event` (the common case,
-    checked at once: its members, seats in range and a tile in canonical spelling), else None."""
+    """The kong of a kong object that passes every check of :func:`parse_event` (the common case), else None."""
+    fields = plain_kong_fields(data, players)
+    return None if fields is None else Kong(*fields)
+
+
+def plain_kong_fields(data: dict, players: int) -> "tuple[int, str, Tile, int | None] | None":
+    """``(seat, kind, tile, from)`` of a kong object that passes every check of :func:`parse_event` (the
+    common case, checked at once: its members, seats in range and a tile in canonical spelling), else None.
+
+    (The fold settles such a kong from these fields without building the :class:`Kong`.)
+    """
     if not _REQUIRED["kong"] <= data.keys() <= _ALLOWED["kong"]:
         return None
     seat, kind, text, frm = data["seat"], data["kind"], data["tile"], data.get("from")
@@ -357,11 +377,43 @@ def _plain_kong(data: dict, players: int) -> Kong | None:
     if tile is None or type(seat) is not int or not 0 <= seat < players or players == 3 and tile.suit == "m":
         return None
     if kind == "direct":
-        return Kong(seat, kind, tile, frm) if type(frm) is int and 0 <= frm < players else None
-    return Kong(seat, kind, tile) if frm is None and (kind == "added" or kind == "concealed") else None
+        return (seat, kind, tile, frm) if type(frm) is int and 0 <= frm < players else None
+    return (seat, kind, tile, None) if frm is None and (kind == "added" or kind == "concealed") else None
 
 
 _TILE_TEXT = {str(t): t for t in TILES}  # (the canonical spellings)
+
+
+_MELD_OBJECTS: dict[tuple, Meld] = {}
+MELD_OBJECTS_LIMIT = 1024
+"""Entries of the memo of :func:`_meld_object`; a full memo is emptied (a bound, not a policy)."""
+_ABSENT = object()
+
+
+def _meld_object(m: Any) -> "Meld | None":
+    """The :class:`Meld` of a meld object that passes every check of :meth:`_Parser.hand` and parses
+    (the common case), else None (the caller then takes the checked road, which reports the error).
+
+    A bounded memo keyed by what decides both, the types and values of the three members and the
+    object's size (so also whether it has an unknown member): a hand's melds come from a small domain.
+    """
+    if type(m) is not dict:
+        return None
+    kind, tile, kong_kind = m.get("type"), m.get("tile"), m.get("kind", _ABSENT)
+    key = (type(kind), kind, type(tile), tile, type(kong_kind), kong_kind, len(m))
+    try:
+        meld = _MELD_OBJECTS.get(key)
+    except TypeError:  # (an unhashable member: not a plain meld)
+        return None
+    if meld is None and _plain_meld(m):
+        try:
+            meld = Meld.from_mapping(m)
+        except RuleError:
+            return None
+        if len(_MELD_OBJECTS) >= MELD_OBJECTS_LIMIT:
+            _MELD_OBJECTS.clear()
+        _MELD_OBJECTS[key] = meld
+    return meld
 
 
 def _plain_meld(m: Any) -> bool:

@@ -175,14 +175,16 @@ class Hand:
         the value ``Hand(self.tiles, melds, void)`` is."""
         held = list(self.counts)
         mask = self.suit_mask
+        top = self.max_held  # (counts only grow: the highest is the old one or a meld tile's)
         for m in melds:
             i = m.tile.index
             held[i] += 4 if m.type == "kong" else 3
             mask |= _BIT[i]
+            if held[i] > top:
+                top = held[i]
         obj = object.__new__(Hand)
         obj.__dict__.update(tiles=self.tiles, melds=melds, void=void, counts=self.counts, held=tuple(held),
-                            keys=self.keys, suit_mask=mask, max_held=max(held) if melds else self.max_held,
-                            size=len(self.tiles) + 3 * len(melds))
+                            keys=self.keys, suit_mask=mask, max_held=top, size=len(self.tiles) + 3 * len(melds))
         return obj
 
     @property

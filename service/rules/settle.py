@@ -85,19 +85,19 @@ Three players (三人两房, §14):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import add, attrgetter, itemgetter
+from operator import add, attrgetter, itemgetter, sub
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from .codes import Code, Reason
 from .errors import EventError, RuleError
-from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event
+from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event, plain_kong_fields
 from .fan import (
     DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, _Ctx, context, evaluate, meld_info, only_wait, points_of, suit_problem,
     Win,
 )
 from .hand import Hand, Meld, hand_problems, parse_hand
 from .ruleset import Ruleset
-from .tiles import TILES, parse_suit
+from .tiles import TILES, Tile, parse_suit
 from .shapes import wait_tiles
 from .ting import dajiao_points
 
@@ -167,6 +167,8 @@ _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "conce
 _KONG_REASONS = frozenset(_KONG_REASON.values())
 _DIANPAO, _ZIMO = Reason.DIANPAO._value_, Reason.ZIMO._value_
 _KONG_REASON_ID = {kind: reason._value_ for kind, reason in _KONG_REASON.items()}
+_OTHERS = {n: tuple(tuple(s for s in range(n) if s != seat) for seat in range(n)) for n in (3, 4)}
+"""Per table size, per seat: the other seats in seat order (who pays a kong when every seat is in)."""
 
 
 class Standing(NamedTuple):
@@ -243,12 +245,15 @@ class Round:
         if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < n:
             raise EventError(Code.SEAT_OUT_OF_RANGE, 0, f"dealer {dealer!r} is not a seat 0-{n - 1}")
         self.dealer = dealer
-        v = list(voids) if voids is not None else [None] * n
-        if len(v) != n:
-            raise EventError(Code.BAD_EVENT, 0, f"voids must list {n} seats")
-        if n == 3 and any(x is not None for x in v):
-            raise EventError(Code.VOID_NOT_ALLOWED, 0, "a three-player room (三人两房) has no 定缺: voids must be null")
-        self.voids = [None if x is None else parse_suit(x) for x in v]
+        if voids is None:
+            self.voids: list[str | None] = [None] * n
+        else:
+            v = list(voids)
+            if len(v) != n:
+                raise EventError(Code.BAD_EVENT, 0, f"voids must list {n} seats")
+            if n == 3 and any(x is not None for x in v):
+                raise EventError(Code.VOID_NOT_ALLOWED, 0, "a three-player room (三人两房) has no 定缺: voids must be null")
+            self.voids = [None if x is None else parse_suit(x) for x in v]
         self.n = 0                      # events applied
         self.won: list[int] = []        # seats that have won, in the order of their first win
         self.left: list[int] = []       # seats that left (escaped)
@@ -261,7 +266,9 @@ class Round:
         self.pengs_logged = [False] * n  # the seat has a logged peng this round (§6: per seat)
         self.any_meld = False
         self.hand_melds = [[0] * 27 for _ in self.seats]  # melds of the last hand given, per seat
-        self.concealed = [0] * 27                         # concealed tiles of every hand given
+        self._concealed = [0] * 27                        # concealed tiles of the hands given (see concealed)
+        self._unadded: list[tuple[int, ...]] = []         # counts of hands given not yet added to it
+        self.copies = [0] * 27                            # the 4-copy count of each tile (see _recount)
         self.kept: list[Hand | None] = [None] * n         # 血流: a winner's kept 13 tiles, once known (§13.2)
         self.last: LastEvent | None = None                # the previous event
         self.transfers: list[Transfer] = []
@@ -328,7 +335,8 @@ class Round:
         r.pengs = [list(p) for p in d["pengs"]]
         r.pengs_logged, r.any_meld = list(d["pengs_logged"]), d["any_meld"]
         r.hand_melds = [list(m) for m in d["hand_melds"]]
-        r.concealed = list(d["concealed"])
+        r._concealed = list(d["concealed"])
+        r._recount()
         kept = d.get("kept")  # (absent from states stored before 血流)
         if kept is not None:
             r.kept = [None if h is None else parse_hand(h["tiles"], h["melds"], h.get("void")) for h in kept]
@@ -359,6 +367,12 @@ class Round:
         i = self.n if index is None else index
         if self.ended:
             raise EventError(Code.ROUND_ENDED, i, "the round has already ended")
+        if type(event) is dict and event.get("type") == "kong":
+            fields = plain_kong_fields(event, len(self.seats))
+            if fields is not None:  # (what parse_event would build a Kong of)
+                self._make_kong(*fields, i)
+                self.n += 1
+                return
         ev = parse_event(event, i, self.voids, len(self.seats))
         handler = _HANDLERS.get(type(ev))
         if handler is None:  # (a subclass of an event class)
@@ -393,50 +407,79 @@ class Round:
             raise EventError(Code.CLAIM_AFTER_WIN, i,
                              f"seat {seat} has won (血流成河): it may not {what}, only discard what it draws")
 
+    # -- the 4-copy count ------------------------------------------------------------
+    # A speed-driven layout: ``copies`` (the count §6 limits to 4, per tile) is kept as events
+    # are applied, so that checking an event reads the counts of the tiles it added instead of
+    # summing every seat's melds again.  Invariant, restored by every change of its parts:
+    #   copies[t] == concealed[t] + sum over seats s of (melds[s][t] if logged[s] else hand_melds[s][t])
+    # The concealed tiles themselves (stored by to_dict, never read by the fold) add up the
+    # counts of the hands given only when read.
+
+    @property
+    def concealed(self) -> list[int]:
+        """The concealed tiles of every hand given, per tile."""
+        if self._unadded:
+            concealed = self._concealed
+            for counts in self._unadded:
+                concealed = list(map(add, concealed, counts))
+            self._concealed = concealed
+            self._unadded = []
+        return self._concealed
+
+    def _recount(self) -> None:
+        """``copies`` from its parts (a round restored by from_dict)."""
+        copies = list(self.concealed)
+        for logged, melds, hand_melds in zip(self.logged, self.melds, self.hand_melds):
+            counted = melds if logged else hand_melds
+            if any(counted):  # (most seats have none)
+                copies = list(map(add, copies, counted))
+        self.copies = copies
+
+    def _add_meld(self, seat: int, t: int, n: int) -> None:
+        """``n`` more copies of tile ``t`` in ``seat``'s logged melds (a peng's or a kong's); the seat logs melds."""
+        melds = self.melds[seat]
+        if not self.logged[seat]:  # its first logged meld: its logged melds count from now on, not its hand's (§6)
+            self.logged[seat] = True
+            if any(melds) or any(self.hand_melds[seat]):
+                melds[t] += n
+                self.copies = list(map(add, map(sub, self.copies, self.hand_melds[seat]), melds))
+                return
+        melds[t] += n
+        self.copies[t] += n
+
+    def _add_concealed(self, t: int, n: int) -> None:
+        self._concealed[t] += n
+        self.copies[t] += n
+
+    def _set_hand_melds(self, seat: int, counts: list[int]) -> None:
+        """``counts``: the copies in the melds of ``seat``'s last hand given (they count while it logs none)."""
+        if not self.logged[seat]:
+            self.copies = list(map(add, map(sub, self.copies, self.hand_melds[seat]), counts))
+        self.hand_melds[seat] = counts
+
     def _check_copies(self, i: int, touched: "list[int | Hand]") -> None:
         """No tile among ``touched`` (those the event added) appears more than 4 times in the round.
 
         ``touched``: tile indices, and hands given (a hand stands for its concealed tiles, then
         its melds' tiles).  Per seat, the melds logged by peng/kong events count, or else those
-        of its hand (§6).
+        of its hand (§6): the sum kept in ``copies``.
         """
-        melds = list(map(_pick, self.logged, self.melds, self.hand_melds))
-        conc = self.concealed
-        if len(touched) > 4 or not all(map(_is_int, touched)):
-            # a hand's tiles: every count at once first (none over 4: none of these is)
-            total = conc
-            for m in filter(any, melds):  # (a seat with no melds adds nothing)
-                total = map(add, total, m)
-            if max(total) <= 4:
-                return
-        tiles = []
-        for x in touched:
-            if type(x) is int:
-                tiles.append(x)
-            else:
-                tiles.extend(map(_index, x.tiles))
-                tiles.extend(m.tile.index for m in x.melds)
+        copies = self.copies
+        if max(copies) <= 4:
+            return
         over = {}
-        if len(melds) == 4:
-            m0, m1, m2, m3 = melds
+        for x in touched:
+            tiles = [x] if type(x) is int else [*map(_index, x.tiles), *(m.tile.index for m in x.melds)]
             for t in tiles:
-                if conc[t] + m0[t] + m1[t] + m2[t] + m3[t] > 4:
-                    over[t] = conc[t] + m0[t] + m1[t] + m2[t] + m3[t]
-        else:
-            m0, m1, m2 = melds
-            for t in tiles:
-                if conc[t] + m0[t] + m1[t] + m2[t] > 4:
-                    over[t] = conc[t] + m0[t] + m1[t] + m2[t]
+                if copies[t] > 4:
+                    over[t] = copies[t]
         if over:
             raise EventError(Code.TOO_MANY_COPIES, i, "more than 4 copies across the round: "
                              + ", ".join(f"{TILES[t]} ({n})" for t, n in over.items()))
 
     def _check_tile(self, i: int, t: int) -> None:
         """:meth:`_check_copies` of the one tile ``t`` (a peng's or a kong's)."""
-        total = self.concealed[t]
-        melds, hand_melds = self.melds, self.hand_melds
-        for s, logged in enumerate(self.logged):
-            total += melds[s][t] if logged else hand_melds[s][t]
+        total = self.copies[t]
         if total > 4:
             raise EventError(Code.TOO_MANY_COPIES, i, f"more than 4 copies across the round: {TILES[t]} ({total})")
 
@@ -450,94 +493,94 @@ class Round:
         self._require_active(ev.from_, i, "discarding")
         if ev.from_ == ev.seat:
             raise EventError(Code.SELF_DISCARD, i, f"seat {ev.seat} cannot peng its own discard")
-        self.melds[ev.seat][ev.tile.index] += 3
-        self.logged[ev.seat] = True
+        self._add_meld(ev.seat, ev.tile.index, 3)
         self.pengs[ev.seat].append(ev.tile.index)
         self.pengs_logged[ev.seat] = self.any_meld = True
         self._check_tile(i, ev.tile.index)
         self.last = _record(LastEvent, ("peng", i, ev.seat, None, ev.tile.index, ev.from_))
 
-    def _kept_kong(self, seat: int, kept: Hand, ev: Kong, i: int) -> None:
+    def _kept_kong(self, seat: int, kept: Hand, kind: str, tile: Tile, i: int) -> None:
         """A 血流 winner's concealed or added kong on its known kept hand (§13.2).
 
         The kong must fit the hand (three of the tile concealed with the drawn
         fourth, or its peng of it) and leave its waits unchanged; the kept hand
         then holds the kong, and its three concealed copies move to the kong.
         """
-        t = ev.tile.index
-        if ev.kind == "concealed":
+        t = tile.index
+        if kind == "concealed":
             if kept.counts[t] != 3:
                 raise EventError(Code.KONG_NOT_IN_HAND, i,
-                                 f"seat {seat}'s kept hand {str(kept)!r} does not hold three {ev.tile} for a "
+                                 f"seat {seat}'s kept hand {str(kept)!r} does not hold three {tile} for a "
                                  "concealed kong with the tile it drew")
             rest = list(kept.tiles)
             for _ in range(3):
-                rest.remove(ev.tile)
-            new = Hand(tuple(rest), kept.melds + (Meld("kong", ev.tile, "concealed"),), kept.void)
+                rest.remove(tile)
+            new = Hand(tuple(rest), kept.melds + (Meld("kong", tile, "concealed"),), kept.void)
         else:
-            peng = Meld("peng", ev.tile)
+            peng = Meld("peng", tile)
             if peng not in kept.melds:
                 raise EventError(Code.KONG_NOT_IN_HAND, i,
-                                 f"seat {seat}'s kept hand has no peng of {ev.tile} to add to")
+                                 f"seat {seat}'s kept hand has no peng of {tile} to add to")
             melds = list(kept.melds)
-            melds[melds.index(peng)] = Meld("kong", ev.tile, "added")
+            melds[melds.index(peng)] = Meld("kong", tile, "added")
             new = Hand(kept.tiles, tuple(melds), kept.void)
         before, after = _waits(kept), _waits(new)
         if before != after:
             raise EventError(Code.KONG_CHANGES_WAITS, i,
-                             f"seat {seat}'s {ev.kind} kong of {ev.tile} would change its kept hand's waits "
+                             f"seat {seat}'s {kind} kong of {tile} would change its kept hand's waits "
                              f"from {_tile_list(before)} to {_tile_list(after)} (血流成河: not allowed)")
-        if ev.kind == "concealed":
-            self.concealed[t] -= 3  # those copies move from its concealed tiles into the kong
+        if kind == "concealed":
+            self._add_concealed(t, -3)  # those copies move from its concealed tiles into the kong
         self.kept[seat] = new
-        self.hand_melds[seat] = _meld_counts(new)
+        self._set_hand_melds(seat, _meld_counts(new))
 
     def _kong(self, ev: Kong, i: int) -> None:
-        seat, kind, t = ev.seat, ev.kind, ev.tile.index
+        self._make_kong(ev.seat, ev.kind, ev.tile, ev.from_, i)
+
+    def _make_kong(self, seat: int, kind: str, tile: Tile, frm: int | None, i: int) -> None:
+        """A kong event by its fields (:meth:`_advance` gives a plain kong object's without building a :class:`Kong`)."""
+        t = tile.index
         if self.left or self.won:  # (no seat has left or won: every seat is active)
             self._require_active(seat, i, "kong")
         rules = self.rules
         if kind == "direct":
-            frm = ev.from_
             if self.xueliu:
                 self._no_claim_after_win(seat, i, "make a direct kong (直杠)")
             if self.left or self.won:
                 self._require_active(frm, i, "discarding")
             if frm == seat:
                 raise EventError(Code.SELF_DISCARD, i, f"seat {seat} cannot kong its own discard")
-            self.melds[seat][t] += 4
-            payers = ((frm, rules.direct_kong * rules.base),)
+            self._add_meld(seat, t, 4)
+            payers: "tuple[int, ...] | list[int]" = (frm,)
+            unit = rules.direct_kong * rules.base
         else:
             kept = self.kept[seat]
             if kept is not None:
-                self._kept_kong(seat, kept, ev, i)
+                self._kept_kong(seat, kept, kind, tile, i)
             if kind == "added":
                 pengs = self.pengs[seat]
                 if t in pengs:
                     pengs.remove(t)
-                    self.melds[seat][t] += 1
+                    self._add_meld(seat, t, 1)
                 elif self.pengs_logged[seat]:
-                    raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {ev.tile} to add to")
+                    raise EventError(Code.NO_PENG, i, f"seat {seat} logs its pengs but has no peng of {tile} to add to")
                 else:
-                    self.melds[seat][t] += 4
+                    self._add_meld(seat, t, 4)
                 unit = rules.added_kong * rules.base
             else:
-                self.melds[seat][t] += 4
+                self._add_meld(seat, t, 4)
                 unit = rules.concealed_kong * rules.base
-            payers = [(s, unit) for s in (self.active if self.left or self.won else self.seats) if s != seat]
-        self.logged[seat] = True
+            payers = [s for s in self.active if s != seat] if self.left or self.won else _OTHERS[len(self.seats)][seat]
         self.any_meld = True
         self._check_tile(i, t)
-        reason = _KONG_REASON_ID[kind]
-        paid = []
-        append = self.transfers.append
-        for payer, pts in payers:
-            if pts:
-                if payer != seat:
-                    append(_record(Transfer, (payer, seat, pts, reason, i)))
-                paid.append((payer, pts))
-        self.kongs[i] = _record(KongRecord, (seat, kind, t, ev.from_, tuple(paid), False, False))
-        self.last = _record(LastEvent, ("kong", i, seat, kind, t, ev.from_))
+        if unit:  # (no payer is the kong's seat)
+            reason = _KONG_REASON_ID[kind]
+            self.transfers += [_record(Transfer, (payer, seat, unit, reason, i)) for payer in payers]
+            paid = tuple([(payer, unit) for payer in payers])
+        else:
+            paid = ()
+        self.kongs[i] = _record(KongRecord, (seat, kind, t, frm, paid, False, False))
+        self.last = _record(LastEvent, ("kong", i, seat, kind, t, frm))
 
     # -- hu -----------------------------------------------------------------------
     def _hu(self, ev: Hu, i: int) -> None:
@@ -680,26 +723,30 @@ class Round:
             if w.hand is None:
                 continue
             if self.kept[w.seat] is not None:   # 血流: its kept hand is counted already; the tile won is new
-                self.concealed[t] += 1
+                self._add_concealed(t, 1)
                 touched.append(t)
             else:
                 touched.append(self._add_hand(w.seat, w.hand))
             if ev.from_ is not None and not first:
-                self.concealed[t] -= 1  # the discard counts once
+                self._add_concealed(t, -1)  # the discard counts once
             first = False
         if first and self.rules.mode == "xueliu":
             # 血流 (§13.2): the tile won is set aside and counts toward the limit even when every
             # winner is given as a fan (elsewhere only the tiles of hands given count, §6)
-            self.concealed[t] += 1
+            self._add_concealed(t, 1)
             touched.append(t)
         if ev.robbing_kong:
-            self.melds[ev.from_][t] -= 1   # the robbed kong counts as a peng
+            self.melds[ev.from_][t] -= 1   # the robbed kong counts as a peng (its seat logged it)
+            if self.logged[ev.from_]:
+                self.copies[t] -= 1
             robbed = self.kept[ev.from_]
             if robbed is not None:         # (a 血流 winner's kept hand holds the peng again)
                 melds = list(robbed.melds)
                 melds[melds.index(Meld("kong", ev.tile, "added"))] = Meld("peng", ev.tile)
                 self.kept[ev.from_] = Hand(robbed.tiles, tuple(melds), robbed.void)
-                self.hand_melds[ev.from_][t] -= 1
+                hand_melds = list(self.hand_melds[ev.from_])
+                hand_melds[t] -= 1
+                self._set_hand_melds(ev.from_, hand_melds)
         self._check_copies(i, touched)
 
     def _keep_hands(self, ev: Hu) -> None:
@@ -710,11 +757,15 @@ class Round:
 
     def _add_hand(self, seat: int, hand: Hand) -> Hand:
         """Count a given hand's tiles in the round; the hand (for :meth:`_check_copies`: the tiles it touched)."""
-        self.concealed = list(map(add, self.concealed, hand.counts))
+        self._unadded.append(hand.counts)  # (added to concealed when it is read)
+        self.copies = list(map(add, self.copies, hand.counts))
         hm = [0] * 27
         for m in hand.melds:
             hm[m.tile.index] += 4 if m.type == "kong" else 3
-        self.hand_melds[seat] = hm  # (replacing a seat's earlier hand only lowers counts)
+        if hand.melds or any(self.hand_melds[seat]):
+            self._set_hand_melds(seat, hm)  # (replacing a seat's earlier hand only lowers counts)
+        else:
+            self.hand_melds[seat] = hm  # (no melds before or now: the count is the same)
         return hand
 
     def _void_kong(self, kong: KongRecord, i: int) -> None:
@@ -868,15 +919,6 @@ class Round:
                 self._pay(seat, t.payer, t.points, Reason.FORFEIT, i)
         self.left.append(seat)
         self.last = LastEvent("escape", i, seat)
-
-
-def _pick(logged: bool, melds: list[int], hand_melds: list[int]) -> list[int]:
-    """A seat's meld copies for the 4-copy limit: its logged melds, or else its hand's (§6)."""
-    return melds if logged else hand_melds
-
-
-def _is_int(x: Any) -> bool:
-    return type(x) is int
 
 
 _HANDLERS = {Kong: Round._kong, Hu: Round._hu, Peng: Round._peng, Draw: Round._draw_merged,

@@ -415,6 +415,43 @@ def acknowledged(client: Client, script, keys: Sequence, args: Sequence, replica
     return on_primary(client, keys[0], run)
 
 
+def _original_poll() -> Callable[[], Any] | None:
+    """``select.poll`` as the OS gives it, also in a process gevent has patched (gevent's poll waits
+    in its hub even for a timeout of 0: a switch to the hub and back on every call)."""
+    try:
+        from gevent import monkey
+    except ImportError:  # pragma: no cover - gevent is a dependency of serve
+        monkey = None
+    if monkey is not None and monkey.is_module_patched("select"):
+        return monkey.get_original("select", "poll")
+    import select
+
+    return getattr(select, "poll", None)
+
+
+_POLL = _original_poll()
+
+
+def _may_have_data(conn) -> bool:
+    """What ``conn.can_read()`` tells of a kept connection, without leaving the thread: True when its
+    parser holds data or its socket is readable (data, or the server closed it), False when nothing is
+    there to read (the common case: one non-blocking ``poll`` of the socket).  Anything but a
+    hiredis-parsed plain socket asks ``conn.can_read()`` itself.
+
+    ``can_read()`` answers True for data and raises for a closed socket; either way the connection is
+    not used as it is (:meth:`Scripts._ready` makes it again), so one answer for both is the same."""
+    parser, sock = getattr(conn, "_parser", None), getattr(conn, "_sock", None)
+    reader = getattr(parser, "_reader", None)
+    if _POLL is None or sock is None or reader is None or not hasattr(reader, "has_data") \
+            or hasattr(sock, "pending"):  # (an SSL socket: bytes may wait above the OS socket)
+        return bool(conn.can_read())
+    if reader.has_data():
+        return True
+    poller = _POLL()
+    poller.register(sock.fileno(), 0x001)
+    return bool(poller.poll(0))
+
+
 class Scripts:
     """A write script's call on a plain Redis (not a cluster, not Sentinel) in one command, on
     connections this object keeps out of the pool between calls.
@@ -500,7 +537,7 @@ class Scripts:
         that a command is never sent on a connection that cannot answer it."""
         try:
             conn.connect()
-            if conn.can_read():
+            if _may_have_data(conn):
                 raise redis.exceptions.ConnectionError("Connection has data")
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
             try:
