@@ -7,6 +7,10 @@ Times are medians over the hands of the per-hand mean of ``reps`` calls, in µs.
 ``ours_us``: on hands parsed once beforehand; ``from_str_us``: the same hands given to
 the public API as hand strings (canonical notation), parse included.  Parsing alone is
 reported on its own line, op "parse".
+The memos (per suit, and discard advice's per suit part) make a repeated hand
+cheap, and ``reps`` repeats each hand: op "first_seen" is ting and discards from
+a string in a fresh interpreter, on other hands (seed 11), each hand asked once,
+so that every memo fills as the hands go by, as with a stream of new hands.
 The `mahjong` side: ``Agari.is_agari`` for the win check, a loop of it over the
 27 tiles for waits and per discard, ``HandCalculator.estimate_hand_value`` for scoring.
 """
@@ -55,6 +59,24 @@ def table_build_cost() -> tuple[float, float]:
     return seconds, mib
 
 
+def first_seen(n: int) -> dict:
+    """Median µs of ting and discards from a string, each of ``n`` new hands asked once, in a
+    fresh interpreter (memos empty at the start)."""
+    import subprocess
+
+    code = (
+        "import json,statistics,time;from service import discards,ting;"
+        "from bench.corpus import discard_hands,ting_hands;"
+        f"T=[str(h) for h in ting_hands({n},seed=11)];D=[str(h) for h in discard_hands({n},seed=11)];"
+        "c=time.perf_counter_ns\n"
+        "def m(f,xs):\n s=[]\n for x in xs:\n  t=c();f(x);s.append((c()-t)/1000)\n return statistics.median(s)\n"
+        "print(json.dumps({'ting_us':round(m(ting,T),3),'discards_us':round(m(discards,D),3)}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))).stdout
+    return {"op": "first_seen", **json.loads(out), "hands": n}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000, help="hands per operation (default 10000)")
@@ -76,6 +98,8 @@ def main() -> None:
         return list(counts) + [0] * 7
 
     agari = Agari()
+
+    print(json.dumps(first_seen(n)))
 
     # -- parse -------------------------------------------------------------------
     texts = [str(h) for h in win_hands(min(n, 2000), seed=9)]
