@@ -67,6 +67,7 @@ from flask import Flask, signals
 from ..store.tables import Access, fingerprint
 from .clients import count_per_key
 from .jsonio import JsonProvider, dumps
+from .limits import LIMITS_OUTCOME
 from .observe import REQUEST_ID_HEADER, STARTED, record, request_id
 from .smorest import parse_json_body
 from .tables import _IDEM_KEY, APPEND_OUTCOME
@@ -208,6 +209,9 @@ class HotPath:
         store = app.extensions.get("tables")
         if store is None:
             return None  # 503 (Flask)
+        limits = app.extensions.get("append_limits")  # (rate limits on: the limiter's hooks say it mirrors them)
+        if limits is not None and not limits.ready():
+            return None  # (counting in memory, or another strategy: Flask-Limiter counts)
         authorization = environ.get("HTTP_AUTHORIZATION")
         bearer = _BEARER.fullmatch(authorization) if authorization is not None else None
         if bearer is None:
@@ -237,24 +241,41 @@ class HotPath:
         except Exception:  # noqa: BLE001 - 400 (Flask)
             return None
         path = environ["PATH_INFO"]
+        counted = None
+        if limits is not None:  # the limiter's check before the view (a refusal, a failure: Flask answers)
+            counted = limits.admit(environ, table_id, name)
+            if counted is None:
+                environ[STARTED] = start
+                return None
         try:  # the view's call, made once for the request (see the module)
             written = store.append(table_id, event, if_match=if_match, idempotency_key=idempotency_key,
                                    fp=fingerprint("POST", path, event) if idempotency_key else "",
                                    access=Access(bearer[1], write=True))
         except Exception as exc:  # noqa: BLE001 - every refusal and failure: Flask raises it and answers
             environ[APPEND_OUTCOME], environ[STARTED] = exc, start
+            if counted is not None:
+                environ[LIMITS_OUTCOME] = counted["_rate_limit_record"]
             return None
         try:
             body = dumps(written.as_dict(), app.json.default) + b"\n"
         except Exception:  # noqa: BLE001 - Flask writes it (or says why it cannot)
             environ[APPEND_OUTCOME], environ[STARTED] = written, start
+            if counted is not None:
+                environ[LIMITS_OUTCOME] = counted["_rate_limit_record"]
             return None
+        limited = ()
+        if counted is not None:  # the limiter's work after the view: the table's hit, the headers
+            limited = limits.finish(environ, counted)
+            if limited is None:
+                environ[APPEND_OUTCOME], environ[STARTED] = written, start
+                return None
         rid = request_id(environ)
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
                    ("Location", f"/v1/tables/{table_id}/events?after={written.seq - 1}&limit=1"),
                    ("ETag", f'"{written.version}"')]
         if written.replayed:
             headers.append(("Idempotent-Replayed", "true"))
+        headers.extend(limited)
         headers.append((REQUEST_ID_HEADER, rid))
         record(APPEND_RULE, "POST", path, 201, time.perf_counter() - start, rid)
         if keys:
