@@ -308,8 +308,7 @@ def test_an_answer_it_cannot_write_goes_to_flask_with_the_write_made_once(apps, 
 # The two apps count on two databases of the one redis-server (the client's counters would be shared
 # otherwise); after identical sequences their rate limit counters are the same, key by key.
 
-BETA = "beta-" + "b" * 40
-GAMMA = "gamma-" + "c" * 40
+BETA = "beta-" + "b" * 40  # (only names other tests expect in the metrics: acme, beta)
 
 
 def _limited_apps(redis_url: str, **config) -> tuple:
@@ -386,20 +385,20 @@ def _flush(app) -> None:
 limited_step = st.fixed_dictionaries({
     "body": st.one_of(st.sampled_from(COMMON), st.sampled_from(COMMON), any_event),
     "token": st.sampled_from(["write"] * 6 + ["read", "other", "none"]),
-    "key": st.sampled_from([None] * 3 + [KEY, BETA, GAMMA, "x" * 40]),
+    "key": st.sampled_from([None] * 3 + [KEY, BETA, "x" * 40]),
 })
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None, max_examples=25)
 @given(steps=st.lists(limited_step, min_size=1, max_size=16),
-       limits=st.sampled_from([(5, 3), (3, 5), (4, 4), (0, 3), (3, 0), (600, 120)]))
-def test_limited_append_sequences_are_answered_and_counted_as_flask_does(redis_url, steps, limits):
-    """Limits that refuse (the client's first, the table's first, either one off), API keys with their
-    own limits (beta: 2 a minute, gamma: none), a key unknown, requests the table does not answer: the
+       limits=st.sampled_from([(5, 3), (3, 5), (4, 4), (0, 3), (3, 0), (600, 120)]),
+       beta=st.sampled_from([2, 0]))
+def test_limited_append_sequences_are_answered_and_counted_as_flask_does(redis_url, steps, limits, beta):
+    """Limits that refuse (the client's first, the table's first, either one off), an API key with its
+    own limit (beta: 2 a minute, or none), a key unknown, requests the table does not answer: the
     same answers, headers, logs and metrics, the store asked as often, the same counters in Redis."""
     apps = _limited_apps(redis_url, CLIENT_EVENTS_PER_MINUTE=limits[0], TABLE_EVENTS_PER_MINUTE=limits[1],
-                         API_KEYS=f"acme={KEY},beta={BETA},gamma={GAMMA}",
-                         API_KEY_LIMITS="beta:CLIENT_EVENTS_PER_MINUTE=2,gamma:CLIENT_EVENTS_PER_MINUTE=0")
+                         API_KEYS=f"acme={KEY},beta={BETA}", API_KEY_LIMITS=f"beta:CLIENT_EVENTS_PER_MINUTE={beta}")
     for app in apps:
         _flush(app)
     pair = LimitedPair(apps, key=KEY)

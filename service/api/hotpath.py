@@ -37,8 +37,13 @@ compare its answers, logs and metrics with Flask's on generated bodies.
 
 **Appends.** ``POST /v1/tables/{id}/events`` (a table's commonest request) is
 answered here too, while the ``tables`` blueprint has no hook it does not
-mirror (so not while rate limits are on: Flask-Limiter's hooks are there) and
-``tables.post_event`` is the view it was at install.  The request must look
+mirror and ``tables.post_event`` is the view it was at install.  With rate
+limits on, Flask-Limiter's hooks there say they are mirrored when
+:class:`~.limits.AppendLimits` does their work for an append (not behind
+trusted proxies, nor with a Flask-Limiter configured otherwise): it counts
+the request's limits before asking the store (the client's hit, the table's
+test) and after (the table's hit) and gives the ``X-RateLimit-*`` headers;
+while the limiter counts in memory (Redis away) Flask answers.  The request must look
 like the common one: a table id as the view takes it, ``Authorization: Bearer
 <token>`` with a token of the form the service gives, an ``Idempotency-Key``
 the view accepts or none, one strong ``If-Match: "<version>"`` or none, and
@@ -53,6 +58,10 @@ outcome in the environ (:data:`.tables.APPEND_OUTCOME`), and the view raises
 that error (or answers that outcome) instead of calling the store, so a write
 is made once and every error is Flask's problem+json, logged and counted by
 Flask (its duration from the hot path's start, :data:`.observe.STARTED`).
+Likewise once the limits were counted: a limit refusing (429), Redis failing,
+the store refusing, the table's hit failing, the request goes to Flask with
+what Redis answered the limiter (:data:`.limits.LIMITS_OUTCOME`), and
+Flask-Limiter's same calls for it are answered from that, not counted again.
 """
 
 from __future__ import annotations
