@@ -37,8 +37,13 @@ compare its answers, logs and metrics with Flask's on generated bodies.
 
 **Appends.** ``POST /v1/tables/{id}/events`` (a table's commonest request) is
 answered here too, while the ``tables`` blueprint has no hook it does not
-mirror (so not while rate limits are on: Flask-Limiter's hooks are there) and
-``tables.post_event`` is the view it was at install.  The request must look
+mirror and ``tables.post_event`` is the view it was at install.  With rate
+limits on, Flask-Limiter's hooks there say they are mirrored when
+:class:`~.limits.AppendLimits` does their work for an append (not behind
+trusted proxies, nor with a Flask-Limiter configured otherwise): it counts
+the request's limits before asking the store (the client's hit, the table's
+test) and after (the table's hit) and gives the ``X-RateLimit-*`` headers;
+while the limiter counts in memory (Redis away) Flask answers.  The request must look
 like the common one: a table id as the view takes it, ``Authorization: Bearer
 <token>`` with a token of the form the service gives, an ``Idempotency-Key``
 the view accepts or none, one strong ``If-Match: "<version>"`` or none, and
@@ -53,6 +58,10 @@ outcome in the environ (:data:`.tables.APPEND_OUTCOME`), and the view raises
 that error (or answers that outcome) instead of calling the store, so a write
 is made once and every error is Flask's problem+json, logged and counted by
 Flask (its duration from the hot path's start, :data:`.observe.STARTED`).
+Likewise once the limits were counted: a limit refusing (429), Redis failing,
+the store refusing, the table's hit failing, the request goes to Flask with
+what Redis answered the limiter (:data:`.limits.LIMITS_OUTCOME`), and
+Flask-Limiter's same calls for it are answered from that, not counted again.
 """
 
 from __future__ import annotations
@@ -67,6 +76,7 @@ from flask import Flask, signals
 from ..store.tables import Access, fingerprint
 from .clients import count_per_key
 from .jsonio import JsonProvider, dumps
+from .limits import LIMITS_OUTCOME
 from .observe import REQUEST_ID_HEADER, STARTED, record, request_id
 from .smorest import parse_json_body
 from .tables import _IDEM_KEY, APPEND_OUTCOME
@@ -208,6 +218,9 @@ class HotPath:
         store = app.extensions.get("tables")
         if store is None:
             return None  # 503 (Flask)
+        limits = app.extensions.get("append_limits")  # (rate limits on: the limiter's hooks say it mirrors them)
+        if limits is not None and not limits.ready():
+            return None  # (counting in memory, or another strategy: Flask-Limiter counts)
         authorization = environ.get("HTTP_AUTHORIZATION")
         bearer = _BEARER.fullmatch(authorization) if authorization is not None else None
         if bearer is None:
@@ -237,24 +250,41 @@ class HotPath:
         except Exception:  # noqa: BLE001 - 400 (Flask)
             return None
         path = environ["PATH_INFO"]
+        counted = None
+        if limits is not None:  # the limiter's check before the view (a refusal, a failure: Flask answers)
+            counted = limits.admit(environ, table_id, name)
+            if counted is None:
+                environ[STARTED] = start
+                return None
         try:  # the view's call, made once for the request (see the module)
             written = store.append(table_id, event, if_match=if_match, idempotency_key=idempotency_key,
                                    fp=fingerprint("POST", path, event) if idempotency_key else "",
                                    access=Access(bearer[1], write=True))
         except Exception as exc:  # noqa: BLE001 - every refusal and failure: Flask raises it and answers
             environ[APPEND_OUTCOME], environ[STARTED] = exc, start
+            if counted is not None:
+                environ[LIMITS_OUTCOME] = counted["_rate_limit_record"]
             return None
         try:
             body = dumps(written.as_dict(), app.json.default) + b"\n"
         except Exception:  # noqa: BLE001 - Flask writes it (or says why it cannot)
             environ[APPEND_OUTCOME], environ[STARTED] = written, start
+            if counted is not None:
+                environ[LIMITS_OUTCOME] = counted["_rate_limit_record"]
             return None
+        limited = ()
+        if counted is not None:  # the limiter's work after the view: the table's hit, the headers
+            limited = limits.finish(environ, counted)
+            if limited is None:
+                environ[APPEND_OUTCOME], environ[STARTED] = written, start
+                return None
         rid = request_id(environ)
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
                    ("Location", f"/v1/tables/{table_id}/events?after={written.seq - 1}&limit=1"),
                    ("ETag", f'"{written.version}"')]
         if written.replayed:
             headers.append(("Idempotent-Replayed", "true"))
+        headers.extend(limited)
         headers.append((REQUEST_ID_HEADER, rid))
         record(APPEND_RULE, "POST", path, 201, time.perf_counter() - start, rid)
         if keys:

@@ -39,12 +39,31 @@ Flask-Limiter hooks every request of an app; its bookkeeping costs about
 100 µs a request even where no limit applies, so its hooks are moved to the
 ``tables`` blueprint (:func:`_scope_to_blueprint`): the stateless hand
 endpoints, the hot path, never run them.
+
+**Appends on the hot path** (:mod:`.hotpath`): an append's limits are the
+client's and the table's events a minute, and Flask-Limiter's work for it is
+the client's hit, the table's test, after the answer the table's hit, and the
+headers.  :class:`AppendLimits` (``app.extensions["append_limits"]``) does
+that work in front of Flask for the hot path, with the same strategy object
+(its ``hit``, ``test`` and ``get_window_stats``), the same limits (the same
+settings, per-key values and keys) in the same order, and the headers as
+:func:`_tightest_limit_in_headers` leaves them.  It is made (and the
+limiter's hooks carry a ``hot_path`` attribute) only when Flask-Limiter's
+configuration is the one it mirrors (:func:`_mirrorable`), and it answers
+only while that holds (:meth:`AppendLimits.ready`: not while the limiter counts
+in memory).  Whatever the limits said to a request the hot path leaves to
+Flask (a limit refused, Redis failed, the store refused), the strategy's
+calls to Redis and their answers (or errors) go along in the environ
+(:data:`LIMITS_OUTCOME`) and the strategy answers Flask-Limiter's same calls
+for that request from them: nothing is counted twice, and Flask-Limiter
+decides (429, in-memory fallback, a logged failure) as if it had made them.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from contextvars import ContextVar
 from functools import lru_cache, partial
 from math import floor, inf
 from typing import Any, Callable
@@ -53,7 +72,7 @@ from flask import Flask, current_app, g, has_request_context, request
 from limits.strategies import SlidingWindowCounterRateLimiter
 from limits.util import WindowStats
 
-from ..config import CLIENT_LIMITS, LIMITS, ApiKeys
+from ..config import CLIENT_LIMITS, LIMITS, ApiKeys, TrustedProxies
 from .clients import api_key, client_key
 
 log = logging.getLogger(__name__)
@@ -64,6 +83,13 @@ EVENTS = ("tables.post_event",)
 VOIDS = ("tables.void_event",)
 CREATE = "tables.create_table"
 _NOT_ANSWERED = (401, 403, 404)
+KEY_PREFIX = "rl"
+LIMITS_OUTCOME = "service.hot_path.limits_outcome"
+"""The environ key under which the hot path hands Flask what Redis answered to the limiter's calls it
+made for this very request (``{(operation, key): answer or exception}``), when it leaves the request to
+Flask after counting: the strategy answers the same calls from it (see the module).  (No header can set
+it: a server puts the headers under ``HTTP_`` names.)"""
+_HOT: ContextVar[dict | None] = ContextVar("service_rate_limits_hot_path", default=None)
 
 
 def install(app: Flask, url: str) -> None:
@@ -89,7 +115,7 @@ def install(app: Flask, url: str) -> None:
     storage_uri, storage_options = limiter_storage.storage_options(app.extensions["redis"])
     limiter = Limiter(
         client_key, app=app, storage_uri=storage_uri, storage_options=storage_options,
-        strategy="sliding-window-counter", key_prefix="rl", headers_enabled=True, swallow_errors=True,
+        strategy="sliding-window-counter", key_prefix=KEY_PREFIX, headers_enabled=True, swallow_errors=True,
         in_memory_fallback_enabled=True,
     )
     limiter_storage.count_errors(limiter.storage)
@@ -97,8 +123,11 @@ def install(app: Flask, url: str) -> None:
     # attribute: tests/test_api_limits.py checks that it is the one in use)
     limiter._limiter = WindowReusingSlidingWindowCounter(limiter.storage)
 
+    def current_for(name: str, key: str | None) -> int:
+        return keys.limit(key, name, setting[name]) if name in CLIENT_LIMITS else setting[name]
+
     def current(name: str) -> int:
-        return keys.limit(api_key(), name, setting[name]) if name in CLIENT_LIMITS else setting[name]
+        return current_for(name, api_key())
 
     def rate(name: str, per: str) -> tuple[Callable[[], str], Callable[[], bool]]:
         return (lambda: f"{current(name)}/{per}"), (lambda: current(name) == 0)
@@ -134,7 +163,7 @@ def install(app: Flask, url: str) -> None:
         for name in tested.get(request.endpoint or "", ()):
             if setting[name]:
                 item = _item(f"{setting[name]}/minute")
-                ahead[item.key_for("rl", _table_key(), name)] = item.get_expiry()
+                ahead[item.key_for(KEY_PREFIX, _table_key(), name)] = item.get_expiry()
         if ahead:
             g._rate_limit_to_test = ahead
 
@@ -142,6 +171,13 @@ def install(app: Flask, url: str) -> None:
     _scope_to_blueprint(app, limiter, "tables")
     # first in the list: after_request hooks run in reverse, so it runs after the limiter's
     app.after_request_funcs.setdefault("tables", []).insert(0, partial(_tightest_limit_in_headers, limiter))
+
+    proxies = app.config.get("TRUSTED_PROXIES")
+    if isinstance(proxies, str):
+        proxies = TrustedProxies.parse(proxies, app.config.get("PROXY_HEADER"))
+    if not proxies and _mirrorable(app, limiter):  # (behind proxies the client address is ProxyFix's)
+        app.extensions["append_limits"] = AppendLimits(limiter, setting, current_for)
+        _mark_hooks(app, limiter, _read_ahead)
 
 
 def _tightest_limit_in_headers(limiter: Any, response: Any) -> Any:
@@ -182,18 +218,23 @@ class WindowReusingSlidingWindowCounter(SlidingWindowCounterRateLimiter):
     def hit(self, item: Any, *identifiers: str, cost: int = 1) -> bool:
         key = item.key_for(*identifiers)
         ahead = _ahead()
-        acquired, window, read = self.storage.acquire_sliding_window_entry_and_window(  # type: ignore[attr-defined]
+        acquired, window, read = _storage_call(
+            "hit", key, self.storage.acquire_sliding_window_entry_and_window,  # type: ignore[attr-defined]
             key, item.amount, item.get_expiry(), cost, [(k, e) for k, e in ahead.items() if k != key])
         _seen(key, window)
         if read:
-            g._rate_limit_read_ahead = read
+            state = _state()
+            if state is not None:
+                state["_rate_limit_read_ahead"] = read
         return acquired
 
     def test(self, item: Any, *identifiers: str, cost: int = 1) -> bool:
         key = item.key_for(*identifiers)
-        window = getattr(g, "_rate_limit_read_ahead", {}).pop(key, None) if has_request_context() else None
+        state = _state()
+        window = state.get("_rate_limit_read_ahead", {}).pop(key, None) if state is not None else None
         if window is None:
-            window = self.storage.get_sliding_window(key, item.get_expiry())  # type: ignore[attr-defined]
+            window = _storage_call("window", key, self.storage.get_sliding_window,  # type: ignore[attr-defined]
+                                   key, item.get_expiry())
         _seen(key, window)
         previous_count, previous_expires_in, current_count, _ = window
         return self._weighted_count(item, previous_count, previous_expires_in, current_count) < item.amount - cost + 1
@@ -222,16 +263,51 @@ def _item(value: str) -> Any:
     return parse(value)
 
 
+def _state() -> dict | None:
+    """Where the strategy keeps what it saw for the request: the hot path's (:class:`AppendLimits`),
+    else Flask's ``g``; None out of a request."""
+    hot = _HOT.get()
+    if hot is not None:
+        return hot
+    return g.__dict__ if has_request_context() else None
+
+
+def _storage_call(operation: str, key: str, call: Callable, *args: Any) -> Any:
+    """``call(*args)``, a call of the strategy to Redis for the limit ``key``: on the hot path, its answer
+    (or error) is recorded for Flask; in a request the hot path left to Flask after making that call,
+    answered from the record (see :data:`LIMITS_OUTCOME`)."""
+    hot = _HOT.get()
+    if hot is not None:
+        record = hot["_rate_limit_record"]
+        try:
+            answer = call(*args)
+        except Exception as exc:
+            record[(operation, key)] = exc
+            raise
+        record[(operation, key)] = answer
+        return answer
+    if has_request_context():
+        recorded = request.environ.get(LIMITS_OUTCOME)
+        if recorded and (operation, key) in recorded:
+            answer = recorded.pop((operation, key))
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+    return call(*args)
+
+
 def _ahead() -> dict[str, int]:
     """The limits this request will test after a hit (``{key: expiry}``, set by :func:`_read_ahead`)."""
-    return g.__dict__.pop("_rate_limit_to_test", {}) if has_request_context() else {}
+    state = _state()
+    return state.pop("_rate_limit_to_test", {}) if state is not None else {}
 
 
 def _seen(key: str, window: tuple | None = None) -> tuple | None:
     """Remember ``window`` of the limit ``key`` for this request (given one), or answer the one remembered."""
-    if not has_request_context():
+    state = _state()
+    if state is None:
         return None
-    windows = g.__dict__.setdefault("_rate_limit_windows", {})
+    windows = state.setdefault("_rate_limit_windows", {})
     if window is None:
         return windows.get(key)
     windows[key] = window
@@ -277,3 +353,134 @@ def _scope_to_blueprint(app: Flask, limiter: Any, blueprint: str) -> None:
         if mine:
             hooks[None] = [f for f in hooks[None] if not owned(f)]
             hooks.setdefault(blueprint, []).extend(mine)
+
+
+_CLIENT_EVENTS, _TABLE_EVENTS = "client_events_per_minute", "table_events_per_minute"
+
+
+class AppendLimits:
+    """Flask-Limiter's work for an append (``tables.post_event``), for the hot path (see the module).
+
+    :meth:`admit` is the limiter's check before the view (the limits in its
+    order, the client's hit reading the table's window ahead, the table's
+    test), :meth:`finish` its work after a 201 (the table's hit, the headers
+    of the limit closest to refusing); both with the limiter's own strategy
+    object, its state kept for the request as in Flask's ``g``.
+    """
+
+    def __init__(self, limiter: Any, setting: dict[str, int], current_for: Callable[[str, str | None], int]) -> None:
+        self.limiter, self.setting, self.current_for = limiter, setting, current_for
+        self.strategy = limiter._limiter
+
+    def ready(self) -> bool:
+        """Whether the limiter would count this append on Redis with this strategy (else Flask answers)."""
+        limiter = self.limiter
+        return (not limiter._storage_dead and limiter.enabled and limiter._limiter is self.strategy
+                and not limiter._request_filters)
+
+    def admit(self, environ: dict, table_id: str, key_name: str | None) -> dict | None:
+        """Count the append as the limiter does before the view; the request's state, or None when a
+        limit refused or Redis failed (then what Redis answered is in ``environ[LIMITS_OUTCOME]``)."""
+        client = f"key:{key_name}" if key_name else f"addr:{environ.get('REMOTE_ADDR') or '-'}"
+        table = "table:" + table_id[:64]
+        limits = []
+        for name, identity, deduct in ((_CLIENT_EVENTS, client, False), (_TABLE_EVENTS, table, True)):
+            value = self.current_for(name, key_name)
+            if value:  # 0: exempt
+                limits.append((_item(f"{value}/minute"), (KEY_PREFIX, identity, name), deduct))
+        limits.sort(key=lambda lim: lim[0])  # Flask-Limiter's order (stable)
+        state: dict[str, Any] = {"_rate_limit_record": {}, "limits": limits}
+        if self.setting[_TABLE_EVENTS]:  # _read_ahead
+            item = _item(f"{self.setting[_TABLE_EVENTS]}/minute")
+            state["_rate_limit_to_test"] = {item.key_for(KEY_PREFIX, table, _TABLE_EVENTS): item.get_expiry()}
+        token = _HOT.set(state)
+        try:
+            for item, args, deduct in limits:
+                if not (self.strategy.test if deduct else self.strategy.hit)(item, *args):
+                    environ[LIMITS_OUTCOME] = state["_rate_limit_record"]
+                    return None  # refused: Flask-Limiter says so (from the record)
+        except Exception:  # noqa: BLE001 - Redis failed: Flask-Limiter falls back to memory (from the record)
+            environ[LIMITS_OUTCOME] = state["_rate_limit_record"]
+            return None
+        finally:
+            _HOT.reset(token)
+        return state
+
+    def finish(self, environ: dict, state: dict) -> list[tuple[str, str]] | None:
+        """After a 201: the table's hit and the ``X-RateLimit-*`` headers; None when the hit failed (then
+        Flask answers, with the record in ``environ[LIMITS_OUTCOME]``)."""
+        limits = state["limits"]
+        token = _HOT.set(state)
+        try:
+            try:
+                for item, args, deduct in limits:
+                    if deduct:  # deduct_when: a 201 is answered
+                        self.strategy.hit(item, *args)
+            except Exception:  # noqa: BLE001 - Flask-Limiter logs it (from the record)
+                environ[LIMITS_OUTCOME] = state["_rate_limit_record"]
+                return None
+            if not limits:
+                return []
+            # the limiter's header limit: the first (all are shared), then the tightest (the first of equals)
+            stats = [self.strategy.get_window_stats(item, *args) for item, args, _ in limits]
+            first = min(range(len(limits)), key=lambda i: stats[i][1]) if len(limits) > 1 else 0
+            return [("X-RateLimit-Limit", str(limits[first][0].amount)),
+                    ("X-RateLimit-Remaining", str(stats[first][1])),
+                    ("X-RateLimit-Reset", str(int(stats[first][0] + 1)))]
+        finally:
+            _HOT.reset(token)
+
+
+def _mirrorable(app: Flask, limiter: Any) -> bool:
+    """Whether Flask-Limiter's work for an append is what :class:`AppendLimits` does: the two shared event
+    limits as :func:`install` made them, and nothing else of Flask-Limiter's that would apply to it."""
+    from flask_limiter.constants import HeaderNames
+    from flask_limiter.util import get_qualified_name
+
+    try:
+        manager = limiter.limit_manager
+        name = get_qualified_name(app.view_functions[EVENTS[0]])
+        groups = list(manager._decorated_limits.get(name, ()))
+        expected = [(_CLIENT_EVENTS, client_key, False), (_TABLE_EVENTS, _table_key, True)]
+        return (
+            isinstance(limiter._limiter, WindowReusingSlidingWindowCounter)
+            and limiter._key_prefix == KEY_PREFIX and limiter._fail_on_first_breach
+            and limiter._headers_enabled and limiter._retry_after != "http-date"
+            and [limiter._header_mapping.get(h) for h in (HeaderNames.LIMIT, HeaderNames.REMAINING,
+                                                           HeaderNames.RESET)] == [
+                "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]
+            and not limiter._on_breach and not limiter._meta_limits and not limiter._request_filters
+            and not manager.application_limits and not manager.default_limits
+            and not manager._route_exemptions and not manager.has_hints(EVENTS[0])
+            and not manager.blueprint_limits(app, "tables")
+            and len(groups) == len(expected) and all(
+                lim.scope == scope and lim.shared and lim.key_function is key and bool(lim.deduct_when) is deduct
+                and lim.cost == 1 and not lim.per_method and not lim.methods and not lim.meta_limits
+                and not lim.on_breach
+                for lim, (scope, key, deduct) in zip(groups, expected))
+        )
+    except Exception:  # noqa: BLE001 - another Flask-Limiter: Flask answers
+        log.warning("rate limits: appends are not answered by the hot path", exc_info=True)
+        return False
+
+
+def _mark_hooks(app: Flask, limiter: Any, read_ahead: Callable) -> None:
+    """Say on each of the limiter's hooks for ``tables`` that the hot path does its work for an append
+    (:func:`.hotpath.unknown_hooks`); the bound methods are wrapped to carry it."""
+    why = "done by the hot path for an append: AppendLimits (service/api/limits.py)"
+    read_ahead.hot_path = why  # type: ignore[attr-defined]
+
+    def marked(func: Any) -> Any:
+        if isinstance(func, partial):
+            func.hot_path = why  # type: ignore[attr-defined]
+            return func
+        if getattr(func, "__self__", None) is limiter:
+            def hook(*args: Any) -> Any:
+                return func(*args)
+            hook.hot_path, hook.__wrapped__ = why, func  # type: ignore[attr-defined]
+            return hook
+        return func
+
+    for hooks in (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs):
+        if "tables" in hooks:
+            hooks["tables"] = [marked(f) for f in hooks["tables"]]
