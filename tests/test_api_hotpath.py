@@ -62,13 +62,15 @@ def _metrics(path: str) -> dict:
 
 
 class Lines(logging.Handler):
+    """The log lines of a request: an access line's fields but its duration, else the message."""
+
     def __init__(self) -> None:
         super().__init__(logging.INFO)
         self.records: list[dict] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        fields = dict(record.fields)  # type: ignore[attr-defined]
-        fields.pop("duration_ms")
+        fields = dict(getattr(record, "fields", {}) or {"message": record.getMessage()})
+        fields.pop("duration_ms", None)
         self.records.append(fields)
 
 

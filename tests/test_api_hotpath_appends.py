@@ -24,6 +24,7 @@ from service.api import create_app
 from service.api.hotpath import APPEND_RULE
 from service.config import NO_LIMITS
 from tests.test_tables_statemachine import any_event
+from tests.test_api_hotpath import Lines
 
 PLAYERS = ["东", "南", "西", "北"]
 KEY = "acme-" + "a" * 40
@@ -85,17 +86,6 @@ def _metrics() -> dict:
     out["seconds"] = REGISTRY.get_sample_value(
         "mahjong_http_request_duration_seconds_count", {"endpoint": APPEND_RULE, "method": "POST"}) or 0.0
     return out
-
-
-class Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.records: list[dict] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        fields = dict(getattr(record, "fields", {}) or {"message": record.getMessage()})
-        fields.pop("duration_ms", None)
-        self.records.append(fields)
 
 
 def _exchange(app, table_id: str, path: str, data: bytes, headers: dict) -> tuple:
