@@ -81,19 +81,12 @@ def iso(ms: int) -> str:
     return datetime.fromtimestamp(s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{milli:03d}Z"
 
 
-def _short(value: Any) -> Any:
+def _renamed(value: Any, names: dict[str, str]) -> Any:
+    """``value`` with every dict key found in ``names`` renamed, at any depth."""
     if isinstance(value, dict):
-        return {FIELDS.get(k, k): _short(v) for k, v in value.items()}
+        return {names.get(k, k): _renamed(v, names) for k, v in value.items()}
     if isinstance(value, list):
-        return [_short(v) for v in value]
-    return value
-
-
-def _long(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {_LONG.get(k, k): _long(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_long(v) for v in value]
+        return [_renamed(v, names) for v in value]
     return value
 
 
@@ -106,7 +99,7 @@ def _pack_event(record: dict) -> dict:
             v = _TYPE[v]
         elif k == "kind" and v in _KIND:
             v = _KIND[v]
-        event[FIELDS.get(k, k)] = _short(v)
+        event[FIELDS.get(k, k)] = _renamed(v, FIELDS)
     return event
 
 
@@ -120,7 +113,7 @@ def _unpack(entry: list, seq: int, with_at: bool = True) -> dict:
         elif name == "kind" and isinstance(v, int) and not isinstance(v, bool):
             v = KINDS[v]
         else:
-            v = _long(v)
+            v = _renamed(v, _LONG)
         out[name] = v
     out["round"] = rnd
     if with_at:
