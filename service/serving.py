@@ -55,7 +55,9 @@ import gc
 import glob
 import io
 import json
+import mmap
 import os
+import time
 import resource
 import shutil
 import socket
@@ -78,8 +80,72 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 WORKER_CLASS = "service.serving.ServiceWorker"
 
 
+class Shares:
+    """How many connections each worker holds, in memory the master and its workers share.
+
+    The master makes it before any worker is forked (an anonymous shared
+    ``mmap``: one signed 64-bit count per slot, -1 for a free slot) and gives
+    each new worker a free slot (:func:`_pre_fork`); a worker writes only its
+    own slot, every time it opens or closes a connection; the master frees the
+    slot of a worker that exited (:func:`_child_exit`). A worker reads the
+    others' counts to decide whether to accept a new connection (see
+    :class:`_BalancedServer`); nothing is locked: a count read a moment late
+    only makes one accept less even.
+
+    >>> shares = Shares(slots=3)
+    >>> a, b = shares.claim(taken=set()), shares.claim(taken={0})
+    >>> (a, b), shares.least()
+    ((0, 1), 0)
+    >>> shares.publish(a, 5); shares.publish(b, 2); shares.least()
+    2
+    >>> shares.free(b); shares.least(), shares.claim(taken={0})
+    (5, 1)
+    >>> shares.claim(taken={0, 1, 2}) is None  # no slot left: that worker just accepts
+    True
+    """
+
+    def __init__(self, slots: int = 64) -> None:
+        self._mem = mmap.mmap(-1, 8 * slots)  # MAP_SHARED: the forked workers see the same pages
+        self._counts = memoryview(self._mem).cast("q")
+        for slot in range(slots):
+            self._counts[slot] = -1
+
+    def claim(self, taken: set[int]) -> int | None:
+        """A free slot, not in ``taken`` (the live workers' slots), its count set to 0; None when full."""
+        for slot in range(len(self._counts)):
+            if slot not in taken:
+                self._counts[slot] = 0
+                return slot
+        return None
+
+    def publish(self, slot: int, connections: int) -> None:
+        self._counts[slot] = connections
+
+    def free(self, slot: int) -> None:
+        self._counts[slot] = -1
+
+    def least(self) -> int:
+        """The fewest connections any live worker holds (0 when there is none)."""
+        return min((c for c in self._counts if c >= 0), default=0)
+
+
+def _pre_fork(server: Any, worker: Any) -> None:
+    """gunicorn hook (master): give the worker about to be forked a slot of the shared counts."""
+    shares = getattr(server.app, "shares", None)
+    if shares is None:
+        return
+    taken = {w.share_slot for w in server.WORKERS.values() if getattr(w, "share_slot", None) is not None}
+    for slot in range(len(shares._counts)):  # a slot no live worker holds is free (a missed exit)
+        if slot not in taken:
+            shares.free(slot)
+    worker.share_slot = shares.claim(taken)
+
+
 def _child_exit(server: Any, worker: Any) -> None:
-    """gunicorn hook: drop a dead worker's live metrics (multiprocess mode)."""
+    """gunicorn hook (master): free an exited worker's slot; drop its live metrics (multiprocess mode)."""
+    shares, slot = getattr(server.app, "shares", None), getattr(worker, "share_slot", None)
+    if shares is not None and slot is not None:
+        shares.free(slot)
     if os.environ.get(MULTIPROC_ENV):
         from prometheus_client import multiprocess
 
@@ -104,6 +170,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "limit_request_line": 8190,  # longer query strings reach the app (and its 422s)
         "limit_request_fields": 100,
         "limit_request_field_size": 8190,
+        "pre_fork": _pre_fork,
         "child_exit": _child_exit,
         "control_socket_disable": True,  # no shared ~/.gunicorn socket between instances
     }
@@ -143,19 +210,22 @@ class ServiceWorker(GeventWorker):
     * gunicorn's own answers (request line or headers over the limits, a
       malformed request, 408) are RFC 9457 problems like every other error.
 
-    New connections are spread over the workers: every worker is woken for a
-    new connection and the first to accept it gets it, so a burst of keep-alive
-    connections could all land on one worker while the other idles (measured:
-    32 of 32 several times in a row, halving throughput).  A worker that is busy
-    (connections with a request in progress, not idle keep-alives or parked
-    streams) pauses accepting for a moment after each accept, longer the busier
-    it is, so the less busy worker tends to win the next one.
+    New connections are spread over the workers (:class:`_BalancedServer`):
+    every worker is woken for a new connection and the first to accept it gets
+    it, so a burst of keep-alive connections lands mostly on whichever worker is
+    free at that moment, and stays there.  Measured with ``bench/store.py``'s 32
+    keep-alive clients: 24 on one worker and 8 on the other, whose clients then
+    waited 19 ms per append against 5.8 ms (and 32 of 32 on one worker before
+    any spreading).  So each worker publishes how many connections it holds
+    (:class:`Shares`), and one holding more than the least loaded worker leaves
+    a new connection to that worker.
     """
 
     request_timeout: float = 10.0
     max_body: int = 64 * 1024
-    idle = 0  # connections waiting for their next request
-    parked = 0  # connections whose response is a long-lived stream
+    connections = 0  # connections this worker holds (open, idle or streaming)
+    share_slot: int | None = None  # this worker's slot in the master's Shares (set before the fork)
+    shares: "Shares | None" = None  # the master's per-worker connection counts (with more than one worker)
 
     def init_process(self) -> None:
         settings = getattr(self.app, "settings", None)
@@ -165,27 +235,25 @@ class ServiceWorker(GeventWorker):
         gunicorn_util.write_error = write_problem  # in this worker process only
         _raise_fd_limit(self.worker_connections + 256)
         self.server_class = type("BalancedServer", (_BalancedServer,), {"worker": self})
+        self.shares = getattr(self.app, "shares", None) if self.cfg.workers > 1 else None
+        if self.shares is not None and self.share_slot is not None:
+            self.shares.publish(self.share_slot, 0)
         self.log.info("requests must arrive whole within %g s (REQUEST_TIMEOUT); idle keep-alive %g s; "
                       "up to %d connections per worker", self.request_timeout, self.cfg.keepalive,
                       self.worker_connections)
         super().init_process()
 
-    def load_wsgi(self) -> None:
-        super().load_wsgi()
-        app = self.wsgi
+    def count_connection(self, change: int) -> None:
+        """A connection was opened (+1) or closed (-1): count it and publish the count."""
+        self.connections += change
+        if self.shares is not None and self.share_slot is not None:
+            self.shares.publish(self.share_slot, self.connections)
 
-        def wsgi(environ: dict, start_response: Any) -> Any:
-            result = app(environ, start_response)
-            return _Parked(result, self) if environ.get("service.stream") else result
-
-        wsgi.extensions = getattr(app, "extensions", {})  # type: ignore[attr-defined]
-        self.wsgi = wsgi
-
-    @property
-    def busy(self) -> int:
-        """Connections of this worker with a request in progress (or just accepted)."""
-        pool = getattr(self, "_pool", None)
-        return (len(pool) if pool is not None else 0) - self.idle - self.parked
+    def leaves_to_sibling(self) -> bool:
+        """Whether another live worker holds fewer connections than this one."""
+        if self.shares is None or self.share_slot is None:
+            return False
+        return self.connections > self.shares.least()
 
     # -- one connection -------------------------------------------------------------
     def run(self) -> None:
@@ -196,6 +264,9 @@ class ServiceWorker(GeventWorker):
         """Run the app's ``worker_stop`` hooks once the worker stops (streams end, so it can exit)."""
         while self.alive:
             gevent.sleep(0.25)
+        if self.shares is not None and self.share_slot is not None:
+            self.shares.free(self.share_slot)  # accepts no more: the others stop leaving connections to it
+            self.share_slot = None
         hooks = getattr(self.wsgi, "extensions", {}).get("worker_stop", [])
         for hook in list(hooks):
             try:
@@ -217,13 +288,10 @@ class ServiceWorker(GeventWorker):
             while self.alive or fresh:
                 if not fresh and not _buffered(parser):
                     # kept alive: wait for the next request's first byte
-                    self.idle += 1
                     try:
                         gsocket.wait_read(client.fileno(), timeout=self.cfg.keepalive or 0.001)
                     except gsocket.timeout:
                         break
-                    finally:
-                        self.idle -= 1
                 fresh = False
                 req = None
                 with gevent.Timeout(self.request_timeout, RequestTimeout(self.request_timeout)):
@@ -250,6 +318,7 @@ class ServiceWorker(GeventWorker):
             if linger:
                 _linger(client)
             gunicorn_util.close(client)
+            self.count_connection(-1)
 
     def _buffer_body(self, req: Any, client: Any) -> None:
         """Read the whole body now (the request deadline is running), up to the limit."""
@@ -280,44 +349,47 @@ class ServiceWorker(GeventWorker):
 
 
 class _BalancedServer(StreamServer):
-    """gevent's StreamServer for :class:`ServiceWorker` (made by gunicorn through ``server_class``)."""
+    """gevent's StreamServer for :class:`ServiceWorker` (made by gunicorn through ``server_class``).
+
+    With more than one worker it takes one connection per wake-up, and none
+    while another live worker holds fewer connections (:meth:`ServiceWorker.leaves_to_sibling`):
+    every worker is woken for a new connection, so the least loaded one takes
+    it. It waits ``RETRY`` seconds between looks and takes the connection
+    itself after ``MAX_LEAVE`` seconds, so a worker that is stuck in a long
+    request, or dead but not yet reaped, holds nothing up for long.
+    """
 
     worker: "ServiceWorker"
+    RETRY = 0.001
+    MAX_LEAVE = 0.02
+    _leaving_since: float | None = None
 
     def __init__(self, listener: Any, application: Any = None, spawn: Any = "default", log: Any = None,
                  handler_class: Any = None, environ: Any = None, **ssl_args: Any) -> None:
         super().__init__(listener, handle=partial(self.worker.handle, listener), spawn=spawn, **ssl_args)
-        self.worker._pool = self.pool
         if self.worker.cfg.workers > 1:
             self.max_accept = 1  # one connection per wake-up: the siblings get a chance
 
+    def _do_read(self) -> None:
+        if self.worker.leaves_to_sibling():
+            now = time.monotonic()
+            if self._leaving_since is None:
+                self._leaving_since = now
+            if now - self._leaving_since < self.MAX_LEAVE:
+                self.stop_accepting()  # look again in a moment (the listener stays level-triggered)
+                self._timer = self.loop.timer(self.RETRY)
+                self._timer.start(self._start_accepting_if_started)
+                return
+        self._leaving_since = None
+        super()._do_read()
+
     def do_handle(self, *args: Any) -> None:
-        super().do_handle(*args)
-        busy = self.worker.busy
-        if busy >= 2 and self.worker.cfg.workers > 1 and self._watcher is not None:
-            self.stop_accepting()
-            self._timer = self.loop.timer(min(0.005, 0.0005 * busy))
-            self._timer.start(self._start_accepting_if_started)
-
-
-class _Parked:
-    """A streamed response: while it lasts, its connection does not count as busy."""
-
-    def __init__(self, result: Any, worker: "ServiceWorker") -> None:
-        self.result, self.worker = result, worker
-        worker.parked += 1
-        self._open = True
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(self.result)
-
-    def close(self) -> None:
-        if self._open:
-            self._open = False
-            self.worker.parked -= 1
-            close = getattr(self.result, "close", None)
-            if close is not None:
-                close()
+        self.worker.count_connection(+1)  # the connection's greenlet counts it down when it ends
+        try:
+            super().do_handle(*args)
+        except BaseException:  # not spawned (the socket is closed): nothing will count it down
+            self.worker.count_connection(-1)
+            raise
 
 
 SEND_TIMEOUT = 30.0
@@ -372,6 +444,7 @@ class GunicornApp(BaseApplication):
         self._loader = loader
         self._options = options
         self.settings = settings
+        self.shares = Shares()  # before any worker is forked, so that all of them share it
         super().__init__()
 
     def load_config(self) -> None:

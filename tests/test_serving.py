@@ -8,9 +8,12 @@ short.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import re
 import socket
+import threading
+from collections import Counter
 
 import pytest
 from gunicorn.workers.ggevent import GeventWorker
@@ -239,3 +242,78 @@ def test_gunicorn_level_errors_stay_problems(default_served):
         (status, headers, payload), = responses(raw(port, data))
         assert status == expected and headers["content-type"] == "application/problem+json"
         assert json.loads(payload)["status"] == expected
+
+
+def test_a_burst_of_kept_alive_connections_is_spread_over_the_workers(tmp_path, redis_server):
+    """32 keep-alive clients connecting at once, one worker already warm and holding a connection:
+    each worker gets about half of them (gevent wakes every worker for a new connection, and
+    whichever is free first would take most of a burst; each worker publishes how many it holds
+    and one holding more leaves the next to the other)."""
+    served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url})
+    try:
+        warm = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+        for j in range(30):  # one worker answers these, and keeps the connection
+            warm.request("POST", "/v1/hands/ting", body=TING, headers={"Content-Type": "application/json",
+                                                                        "X-Request-ID": f"warm-{j}"})
+            response = warm.getresponse()
+            assert response.status == 200 and response.read()
+        clients = 32
+        start, done = threading.Barrier(clients), threading.Barrier(clients)
+        failures: list[str] = []
+
+        def client(i: int) -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+            try:
+                start.wait(timeout=20)
+                for j in range(10):
+                    conn.request("POST", "/v1/hands/ting", body=TING,
+                                 headers={"Content-Type": "application/json", "X-Request-ID": f"spread-{i}-{j}"})
+                    response = conn.getresponse()
+                    if response.status != 200 or not response.read():
+                        failures.append(f"{i}-{j}: {response.status}")
+                done.wait(timeout=20)  # every connection stays open until all have been served
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        warm.close()
+    finally:
+        served.stop()
+    assert not failures
+    access = [json.loads(x) for x in served.log_lines() if x.startswith("{")]
+    served_by: dict[str, set] = {}
+    for line in access:
+        if line.get("logger") == "service.access" and line.get("request_id", "").startswith("spread-"):
+            served_by.setdefault(line["request_id"].split("-")[1], set()).add(line["pid"])
+    assert len(served_by) == clients and all(len(pids) == 1 for pids in served_by.values()), served_by
+    per_worker = Counter(next(iter(pids)) for pids in served_by.values())
+    assert len(per_worker) == 2 and max(per_worker.values()) - min(per_worker.values()) <= 4, per_worker
+
+
+def test_each_worker_gets_a_slot_of_the_shared_counts_and_an_exited_one_frees_it():
+    from types import SimpleNamespace
+
+    from service.serving import Shares, _child_exit, _pre_fork
+
+    server = SimpleNamespace(app=SimpleNamespace(shares=Shares(slots=2)), WORKERS={})
+
+    def fork(pid: int) -> SimpleNamespace:
+        worker = SimpleNamespace(pid=pid)
+        _pre_fork(server, worker)
+        server.WORKERS[pid] = worker
+        return worker
+
+    first, second = fork(101), fork(102)
+    assert (first.share_slot, second.share_slot) == (0, 1)
+    server.app.shares.publish(0, 7)
+    server.app.shares.publish(1, 3)
+    assert server.app.shares.least() == 3
+    _child_exit(server, server.WORKERS.pop(102))  # its count no longer holds the others back
+    assert server.app.shares.least() == 7
+    third = fork(103)
+    assert third.share_slot == 1 and server.app.shares.least() == 0
+    assert fork(104).share_slot is None  # no slot left: that worker accepts without looking

@@ -505,7 +505,6 @@ def stream_table(table_id):
             sock.setsockopt(SOL_SOCKET, SO_SNDBUF, SEND_BUFFER)
         except OSError:  # pragma: no cover - not a TCP socket
             pass
-    request.environ["service.stream"] = True  # the worker counts this connection as parked, not busy
     heartbeat = float(current_app.config.get("STREAM_HEARTBEAT", 15))
     response = Response(_frames(s, h, tid, sub, last, first, heartbeat), mimetype="text/event-stream")
     # The generator's own ``finally`` runs only once it has started: a HEAD (whose body is
