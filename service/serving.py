@@ -71,6 +71,7 @@ from gevent import socket as gsocket
 from gevent.server import StreamServer
 from gunicorn import http as gunicorn_http
 from gunicorn import util as gunicorn_util
+from gunicorn.http import wsgi as gunicorn_wsgi
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers.ggevent import GeventWorker  # imports gevent; patching happens in the workers only
 
@@ -233,6 +234,7 @@ class ServiceWorker(GeventWorker):
             self.request_timeout = float(settings.request_timeout)
             self.max_body = int(settings.max_body_bytes)
         gunicorn_util.write_error = write_problem  # in this worker process only
+        gunicorn_wsgi.Response = OneSendResponse  # likewise: what gunicorn_wsgi.create makes
         _raise_fd_limit(self.worker_connections + 256)
         self.server_class = type("BalancedServer", (_BalancedServer,), {"worker": self})
         self.shares = getattr(self.app, "shares", None) if self.cfg.workers > 1 else None
@@ -346,6 +348,43 @@ class ServiceWorker(GeventWorker):
             return bool(super(GeventWorker, self).handle_request(listener_name, req, sock, addr))
         except StopIteration:
             return False
+
+
+class _Sends:
+    """Stands in for a socket while a response writes its head and first bytes: keeps what is sent."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.parts.append(data)
+
+
+class OneSendResponse(gunicorn_wsgi.Response):
+    """gunicorn's HTTP/1.1 response, its head sent together with the first body bytes.
+
+    gunicorn sends the head and then each body chunk with a ``send`` of its
+    own, and nearly every answer here is one chunk: two sends where one does.
+    On loopback a send costs the worker ~20 µs of CPU (the kernel delivers the
+    segment in the sender's time), about 7 % of an append's. The head still
+    leaves exactly when gunicorn would send it (with the first body bytes, or
+    at the end for an empty body); only the copy into one buffer is new, so it
+    is skipped for a first chunk over ``COALESCE_MAX`` bytes.
+    """
+
+    COALESCE_MAX = 64 * 1024
+
+    def write(self, arg: bytes) -> None:
+        if self.headers_sent or not isinstance(arg, bytes) or len(arg) > self.COALESCE_MAX:
+            super().write(arg)
+            return
+        sock, held = self.sock, _Sends()
+        self.sock = held
+        try:
+            super().write(arg)  # the head (and the body bytes, framed as gunicorn frames them) into held
+        finally:
+            self.sock = sock
+        gunicorn_util.write(sock, b"".join(held.parts))
 
 
 class _BalancedServer(StreamServer):

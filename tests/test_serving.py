@@ -317,3 +317,45 @@ def test_each_worker_gets_a_slot_of_the_shared_counts_and_an_exited_one_frees_it
     third = fork(103)
     assert third.share_slot == 1 and server.app.shares.least() == 0
     assert fork(104).share_slot is None  # no slot left: that worker accepts without looking
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.sends: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.sends.append(bytes(data))
+
+
+@pytest.mark.parametrize("method, headers, chunks, sends", [
+    ("POST", [("Content-Length", "11")], [b"hello world"], 1),  # the common answer: one send
+    ("GET", [], [b"first", b"second"], 3),  # chunked: head and first chunk, second chunk, last chunk
+    ("HEAD", [("Content-Length", "11")], [b"hello world"], 1),  # no body bytes on the wire
+    ("POST", [("Content-Length", "0")], [], 1),  # nothing written: the head at close, as before
+    ("POST", [("Content-Length", str(70_000))], [b"x" * 70_000], 2),  # over COALESCE_MAX: not copied
+    ("POST", [("Content-Length", "10")], [b"01234", b"56789"], 2),
+])
+def test_a_response_sends_its_head_with_its_first_bytes_and_the_same_bytes_as_gunicorn(
+        monkeypatch, method, headers, chunks, sends):
+    from types import SimpleNamespace
+
+    from gunicorn.config import Config
+    from gunicorn.http import wsgi as gunicorn_wsgi
+
+    from service.serving import OneSendResponse
+
+    monkeypatch.setattr(gunicorn_wsgi.util, "http_date", lambda *a: "Tue, 01 Dec 2026 00:00:00 GMT")
+
+    def wire(response_class) -> list[bytes]:
+        req = SimpleNamespace(version=(1, 1), method=method, should_close=lambda: False, headers=[])
+        sock = _Recorder()
+        resp = response_class(req, sock, Config())
+        resp.start_response("200 OK", [("Content-Type", "application/json"), *headers])
+        for chunk in chunks:
+            resp.write(chunk)
+        resp.close()
+        return sock.sends
+
+    gunicorns, ours = wire(gunicorn_wsgi.Response), wire(OneSendResponse)
+    assert b"".join(ours) == b"".join(gunicorns) and b"".join(ours).startswith(b"HTTP/1.1 200 OK\r\n")
+    assert len(ours) == sends and len(gunicorns) >= sends
