@@ -74,6 +74,7 @@ def start_service(port: int, redis_url: str, workers: int = 2, threads: int = 8,
         try:
             if c.request("GET", "/readyz")[0] == 200:
                 c.close()
+                wait_workers_up(proc.pid, workers, deadline - time.monotonic())
                 return proc
         except (OSError, http.client.HTTPException):
             pass
@@ -101,6 +102,31 @@ def worker_pids(master_pid: int) -> list[int]:
             d for d in os.listdir("/proc") if d.isdigit() and _ppid(int(d)) == master_pid
         )
     return [int(x) for x in out.split()]
+
+
+def wait_workers_up(master_pid: int, workers: int, seconds: float = 30.0) -> None:
+    """Wait until the master has ``workers`` workers and each waits in its event loop (``epoll``,
+    read from ``/proc/<pid>/wchan``) in three looks 50 ms apart: all have booted.
+
+    ``/readyz`` answers as soon as one worker is up; the service leaves new connections to the
+    workers that are up (a worker still loading the app takes none), so clients that connect
+    and keep their connections before the last worker is up would all stay on the first ones.
+    """
+    deadline, settled = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        pids = worker_pids(master_pid)
+        waiting = []
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/wchan") as f:
+                    waiting.append(f.read().strip() == "do_epoll_wait")
+            except OSError:
+                waiting.append(False)
+        settled = settled + 1 if len(pids) == workers and all(waiting) else 0
+        if settled == 3:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{workers} workers did not all start in {seconds:g} s")
 
 
 def cpu_seconds(master_pid: int) -> float:

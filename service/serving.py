@@ -57,11 +57,11 @@ import io
 import json
 import mmap
 import os
-import time
 import resource
 import shutil
 import socket
 import tempfile
+import time
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, Callable, Iterator
@@ -71,9 +71,11 @@ from gevent import socket as gsocket
 from gevent.server import StreamServer
 from gunicorn import http as gunicorn_http
 from gunicorn import util as gunicorn_util
-from gunicorn.http import wsgi as gunicorn_wsgi
 from gunicorn.app.base import BaseApplication
-from gunicorn.workers.ggevent import GeventWorker  # imports gevent; patching happens in the workers only
+from gunicorn.http import wsgi as gunicorn_wsgi
+from gunicorn.workers.ggevent import (
+    GeventWorker,  # imports gevent; patching happens in the workers only
+)
 
 from .config import Settings
 
@@ -85,49 +87,67 @@ class Shares:
     """How many connections each worker holds, in memory the master and its workers share.
 
     The master makes it before any worker is forked (an anonymous shared
-    ``mmap``: one signed 64-bit count per slot, -1 for a free slot) and gives
-    each new worker a free slot (:func:`_pre_fork`); a worker writes only its
-    own slot, every time it opens or closes a connection; the master frees the
-    slot of a worker that exited (:func:`_child_exit`). A worker reads the
-    others' counts to decide whether to accept a new connection (see
-    :class:`_BalancedServer`); nothing is locked: a count read a moment late
-    only makes one accept less even.
+    ``mmap``: per slot a signed 64-bit count, -1 for a free slot, and the
+    time in ms of the worker's last beat) and gives each new worker a free slot
+    (:func:`_pre_fork`); a worker writes only its own slot: its count every
+    time it opens or closes a connection, and a beat every ``BEAT`` seconds
+    while its event loop runs. The master frees the slot of a worker that
+    exited (:func:`_child_exit`). A worker reads the others' counts to decide
+    whether to accept a new connection (see :class:`_BalancedServer`). A slot
+    whose beat is older than ``FRESH_MS`` does not count: a worker still
+    starting, or stuck in a long request, or dead and not yet reaped, takes no
+    connection now, so none is left to it. Nothing is locked: a count read a
+    moment late only makes one accept less even.
 
     >>> shares = Shares(slots=3)
     >>> a, b = shares.claim(taken=set()), shares.claim(taken={0})
-    >>> (a, b), shares.least()
-    ((0, 1), 0)
-    >>> shares.publish(a, 5); shares.publish(b, 2); shares.least()
+    >>> (a, b), shares.least(now_ms=1000)  # claimed, not beating yet: neither counts
+    ((0, 1), None)
+    >>> shares.publish(a, 5, now_ms=1000); shares.publish(b, 2, now_ms=1000); shares.least(now_ms=1100)
     2
-    >>> shares.free(b); shares.least(), shares.claim(taken={0})
+    >>> shares.least(now_ms=1000 + Shares.FRESH_MS + 1)  # both silent since: neither counts
+    >>> shares.free(b); shares.least(now_ms=1100), shares.claim(taken={0})
     (5, 1)
     >>> shares.claim(taken={0, 1, 2}) is None  # no slot left: that worker just accepts
     True
     """
 
+    BEAT = 0.1
+    FRESH_MS = 300
+
     def __init__(self, slots: int = 64) -> None:
-        self._mem = mmap.mmap(-1, 8 * slots)  # MAP_SHARED: the forked workers see the same pages
-        self._counts = memoryview(self._mem).cast("q")
+        self._mem = mmap.mmap(-1, 16 * slots)  # MAP_SHARED: the forked workers see the same pages
+        self._cells = memoryview(self._mem).cast("q")  # [count, beat] per slot
+        self.slots = slots
         for slot in range(slots):
-            self._counts[slot] = -1
+            self.free(slot)
 
     def claim(self, taken: set[int]) -> int | None:
-        """A free slot, not in ``taken`` (the live workers' slots), its count set to 0; None when full."""
-        for slot in range(len(self._counts)):
+        """A free slot, not in ``taken`` (the live workers' slots), count 0 and no beat yet; None when full."""
+        for slot in range(self.slots):
             if slot not in taken:
-                self._counts[slot] = 0
+                self._cells[2 * slot], self._cells[2 * slot + 1] = 0, 0
                 return slot
         return None
 
-    def publish(self, slot: int, connections: int) -> None:
-        self._counts[slot] = connections
+    def publish(self, slot: int, connections: int, now_ms: int) -> None:
+        self._cells[2 * slot], self._cells[2 * slot + 1] = connections, now_ms
+
+    def beat(self, slot: int, now_ms: int) -> None:
+        self._cells[2 * slot + 1] = now_ms
 
     def free(self, slot: int) -> None:
-        self._counts[slot] = -1
+        self._cells[2 * slot] = -1
 
-    def least(self) -> int:
-        """The fewest connections any live worker holds (0 when there is none)."""
-        return min((c for c in self._counts if c >= 0), default=0)
+    def least(self, now_ms: int) -> int | None:
+        """The fewest connections a live worker that beat lately holds; None when there is none."""
+        cells, fresh = self._cells, now_ms - self.FRESH_MS
+        return min((cells[i] for i in range(0, 2 * self.slots, 2) if cells[i] >= 0 and cells[i + 1] >= fresh),
+                   default=None)
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)  # CLOCK_MONOTONIC: the same clock in every process
 
 
 def _pre_fork(server: Any, worker: Any) -> None:
@@ -136,7 +156,7 @@ def _pre_fork(server: Any, worker: Any) -> None:
     if shares is None:
         return
     taken = {w.share_slot for w in server.WORKERS.values() if getattr(w, "share_slot", None) is not None}
-    for slot in range(len(shares._counts)):  # a slot no live worker holds is free (a missed exit)
+    for slot in range(shares.slots):  # a slot no live worker holds is free (a missed exit)
         if slot not in taken:
             shares.free(slot)
     worker.share_slot = shares.claim(taken)
@@ -226,7 +246,7 @@ class ServiceWorker(GeventWorker):
     max_body: int = 64 * 1024
     connections = 0  # connections this worker holds (open, idle or streaming)
     share_slot: int | None = None  # this worker's slot in the master's Shares (set before the fork)
-    shares: "Shares | None" = None  # the master's per-worker connection counts (with more than one worker)
+    shares: Shares | None = None  # the master's per-worker connection counts
 
     def init_process(self) -> None:
         settings = getattr(self.app, "settings", None)
@@ -237,9 +257,7 @@ class ServiceWorker(GeventWorker):
         gunicorn_wsgi.Response = OneSendResponse  # likewise: what gunicorn_wsgi.create makes
         _raise_fd_limit(self.worker_connections + 256)
         self.server_class = type("BalancedServer", (_BalancedServer,), {"worker": self})
-        self.shares = getattr(self.app, "shares", None) if self.cfg.workers > 1 else None
-        if self.shares is not None and self.share_slot is not None:
-            self.shares.publish(self.share_slot, 0)
+        self.shares = getattr(self.app, "shares", None)  # beats start with the event loop (run)
         self.log.info("requests must arrive whole within %g s (REQUEST_TIMEOUT); idle keep-alive %g s; "
                       "up to %d connections per worker", self.request_timeout, self.cfg.keepalive,
                       self.worker_connections)
@@ -249,13 +267,14 @@ class ServiceWorker(GeventWorker):
         """A connection was opened (+1) or closed (-1): count it and publish the count."""
         self.connections += change
         if self.shares is not None and self.share_slot is not None:
-            self.shares.publish(self.share_slot, self.connections)
+            self.shares.publish(self.share_slot, self.connections, _now_ms())
 
     def leaves_to_sibling(self) -> bool:
-        """Whether another live worker holds fewer connections than this one."""
+        """Whether another live worker, beating lately, holds fewer connections than this one."""
         if self.shares is None or self.share_slot is None:
             return False
-        return self.connections > self.shares.least()
+        least = self.shares.least(_now_ms())
+        return least is not None and self.connections > least
 
     # -- one connection -------------------------------------------------------------
     def run(self) -> None:
@@ -263,9 +282,12 @@ class ServiceWorker(GeventWorker):
         super().run()
 
     def _when_stopping(self) -> None:
-        """Run the app's ``worker_stop`` hooks once the worker stops (streams end, so it can exit)."""
+        """Beat while the worker runs (:class:`Shares`); once it stops, free its slot and run the app's
+        ``worker_stop`` hooks (streams end, so it can exit)."""
         while self.alive:
-            gevent.sleep(0.25)
+            if self.shares is not None and self.share_slot is not None:
+                self.shares.publish(self.share_slot, self.connections, _now_ms())  # the beat
+            gevent.sleep(Shares.BEAT)
         if self.shares is not None and self.share_slot is not None:
             self.shares.free(self.share_slot)  # accepts no more: the others stop leaving connections to it
             self.share_slot = None
@@ -390,36 +412,38 @@ class OneSendResponse(gunicorn_wsgi.Response):
 class _BalancedServer(StreamServer):
     """gevent's StreamServer for :class:`ServiceWorker` (made by gunicorn through ``server_class``).
 
-    With more than one worker it takes one connection per wake-up, and none
-    while another live worker holds fewer connections (:meth:`ServiceWorker.leaves_to_sibling`):
-    every worker is woken for a new connection, so the least loaded one takes
-    it. It waits ``RETRY`` seconds between looks and takes the connection
-    itself after ``MAX_LEAVE`` seconds, so a worker that is stuck in a long
-    request, or dead but not yet reaped, holds nothing up for long.
+    It takes one connection per wake-up, and none while another worker holds
+    fewer connections (:meth:`ServiceWorker.leaves_to_sibling`): every worker
+    is woken for a new connection, so the least loaded one takes it. It looks
+    again every ``RETRY`` seconds and takes the connection itself once it has
+    left it for ``MAX_LEAVE`` seconds in a row (the other worker may be in the
+    middle of a long request); a look more than ``5 * RETRY`` after the last
+    one starts a new wait (the connection left before was taken).
     """
 
     worker: "ServiceWorker"
     RETRY = 0.001
     MAX_LEAVE = 0.02
-    _leaving_since: float | None = None
+    _leaving_since = 0.0
+    _last_look = float("-inf")
 
     def __init__(self, listener: Any, application: Any = None, spawn: Any = "default", log: Any = None,
                  handler_class: Any = None, environ: Any = None, **ssl_args: Any) -> None:
         super().__init__(listener, handle=partial(self.worker.handle, listener), spawn=spawn, **ssl_args)
-        if self.worker.cfg.workers > 1:
-            self.max_accept = 1  # one connection per wake-up: the siblings get a chance
+        self.max_accept = 1  # one connection per wake-up: the other workers get a chance
 
     def _do_read(self) -> None:
         if self.worker.leaves_to_sibling():
             now = time.monotonic()
-            if self._leaving_since is None:
+            if now - self._last_look > 5 * self.RETRY:
                 self._leaving_since = now
+            self._last_look = now
             if now - self._leaving_since < self.MAX_LEAVE:
                 self.stop_accepting()  # look again in a moment (the listener stays level-triggered)
                 self._timer = self.loop.timer(self.RETRY)
                 self._timer.start(self._start_accepting_if_started)
                 return
-        self._leaving_since = None
+        self._last_look = float("-inf")
         super()._do_read()
 
     def do_handle(self, *args: Any) -> None:

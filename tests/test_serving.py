@@ -14,6 +14,7 @@ import re
 import socket
 import threading
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 from gunicorn.workers.ggevent import GeventWorker
@@ -249,8 +250,11 @@ def test_a_burst_of_kept_alive_connections_is_spread_over_the_workers(tmp_path, 
     each worker gets about half of them (gevent wakes every worker for a new connection, and
     whichever is free first would take most of a burst; each worker publishes how many it holds
     and one holding more leaves the next to the other)."""
+    from bench.client import wait_workers_up
+
     served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url})
     try:
+        wait_workers_up(served.proc.pid, 2)  # a worker still loading the app takes no connection
         warm = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
         for j in range(30):  # one worker answers these, and keeps the connection
             warm.request("POST", "/v1/hands/ting", body=TING, headers={"Content-Type": "application/json",
@@ -295,7 +299,6 @@ def test_a_burst_of_kept_alive_connections_is_spread_over_the_workers(tmp_path, 
 
 
 def test_each_worker_gets_a_slot_of_the_shared_counts_and_an_exited_one_frees_it():
-    from types import SimpleNamespace
 
     from service.serving import Shares, _child_exit, _pre_fork
 
@@ -309,13 +312,15 @@ def test_each_worker_gets_a_slot_of_the_shared_counts_and_an_exited_one_frees_it
 
     first, second = fork(101), fork(102)
     assert (first.share_slot, second.share_slot) == (0, 1)
-    server.app.shares.publish(0, 7)
-    server.app.shares.publish(1, 3)
-    assert server.app.shares.least() == 3
+    server.app.shares.publish(0, 7, now_ms=5000)
+    server.app.shares.publish(1, 3, now_ms=5000)
+    assert server.app.shares.least(now_ms=5000) == 3
     _child_exit(server, server.WORKERS.pop(102))  # its count no longer holds the others back
-    assert server.app.shares.least() == 7
+    assert server.app.shares.least(now_ms=5000) == 7
     third = fork(103)
-    assert third.share_slot == 1 and server.app.shares.least() == 0
+    assert third.share_slot == 1 and server.app.shares.least(now_ms=5000) == 7  # not beating yet
+    server.app.shares.publish(1, 0, now_ms=5000)
+    assert server.app.shares.least(now_ms=5000) == 0
     assert fork(104).share_slot is None  # no slot left: that worker accepts without looking
 
 
@@ -337,7 +342,6 @@ class _Recorder:
 ])
 def test_a_response_sends_its_head_with_its_first_bytes_and_the_same_bytes_as_gunicorn(
         monkeypatch, method, headers, chunks, sends):
-    from types import SimpleNamespace
 
     from gunicorn.config import Config
     from gunicorn.http import wsgi as gunicorn_wsgi
@@ -359,3 +363,49 @@ def test_a_response_sends_its_head_with_its_first_bytes_and_the_same_bytes_as_gu
     gunicorns, ours = wire(gunicorn_wsgi.Response), wire(OneSendResponse)
     assert b"".join(ours) == b"".join(gunicorns) and b"".join(ours).startswith(b"HTTP/1.1 200 OK\r\n")
     assert len(ours) == sends and len(gunicorns) >= sends
+
+
+def test_a_worker_leaves_each_new_connection_to_a_less_loaded_one_for_at_most_max_leave(monkeypatch):
+    """The wait is per connection: one left before (and taken by the other worker) does not
+    shorten the wait for the next."""
+    from gevent.server import StreamServer
+
+    from service import serving
+
+    clock = [100.0]
+    monkeypatch.setattr(serving.time, "monotonic", lambda: clock[0])
+    accepted: list[float] = []
+    monkeypatch.setattr(StreamServer, "_do_read", lambda self: accepted.append(clock[0]))
+
+    class Timer:
+        def start(self, callback):
+            pass
+
+        def stop(self):
+            pass
+
+        def close(self):
+            pass
+
+    worker = SimpleNamespace(leaves_to_sibling=lambda: True)
+    server = object.__new__(type("Server", (serving._BalancedServer,), {"worker": worker}))
+    server._watcher, server._timer = None, None
+    server.loop = SimpleNamespace(timer=lambda seconds: Timer())
+
+    def looks(until: float) -> None:  # the listener stays readable: a look every RETRY
+        while clock[0] < until and not accepted:
+            server._do_read()
+            clock[0] += serving._BalancedServer.RETRY
+
+    looks(100.1)
+    assert accepted and 100.0 + serving._BalancedServer.MAX_LEAVE <= accepted[0] < 100.03
+    accepted.clear()
+    clock[0] = 101.0  # the next connection, long after: a wait of its own
+    server._do_read()
+    assert not accepted  # left to the other worker again
+    clock[0] = 101.5  # taken by the other worker meanwhile; the one after that:
+    server._do_read()
+    assert not accepted
+    worker.leaves_to_sibling = lambda: False  # this worker now holds no more than any other
+    server._do_read()
+    assert accepted == [101.5]
