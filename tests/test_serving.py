@@ -13,6 +13,7 @@ import json
 import re
 import socket
 import threading
+import time
 from collections import Counter
 from types import SimpleNamespace
 
@@ -409,3 +410,36 @@ def test_a_worker_leaves_each_new_connection_to_a_less_loaded_one_for_at_most_ma
     worker.leaves_to_sibling = lambda: False  # this worker now holds no more than any other
     server._do_read()
     assert accepted == [101.5]
+
+
+def test_a_worker_that_replaces_a_killed_one_gets_its_share_of_new_connections(tmp_path, redis_server):
+    """The master frees a dead worker's slot and gives it to the new worker (real gunicorn hooks)."""
+    import os
+    import signal
+
+    from bench.client import wait_workers_up, worker_pids
+
+    served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url})
+    try:
+        wait_workers_up(served.proc.pid, 2)
+        killed = worker_pids(served.proc.pid)[0]
+        os.kill(killed, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while killed in worker_pids(served.proc.pid) or len(worker_pids(served.proc.pid)) < 2:
+            assert time.monotonic() < deadline, "no worker replaced the killed one"
+            time.sleep(0.05)
+        wait_workers_up(served.proc.pid, 2)
+        conns = [http.client.HTTPConnection("127.0.0.1", served.port, timeout=10) for _ in range(16)]
+        for i, conn in enumerate(conns):  # one after another, each kept open: they alternate
+            conn.request("POST", "/v1/hands/ting", body=TING,
+                         headers={"Content-Type": "application/json", "X-Request-ID": f"after-{i}"})
+            response = conn.getresponse()
+            assert response.status == 200 and response.read()
+        for conn in conns:
+            conn.close()
+    finally:
+        served.stop()
+    access = [json.loads(x) for x in served.log_lines() if x.startswith("{")]
+    per_worker = Counter(x["pid"] for x in access
+                         if x.get("logger") == "service.access" and x.get("request_id", "").startswith("after-"))
+    assert killed not in per_worker and len(per_worker) == 2 and max(per_worker.values()) <= 9, per_worker
