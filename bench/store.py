@@ -186,9 +186,15 @@ def versus_phase(port: int, tables: int, duration: float, rounds: int = 3, redis
         block("ting", duration / (2 * rounds))
     for c in clients:
         c.close()
+    return _versus_result("threads", tables, lat, busy, calls, errors)
+
+
+def _versus_result(client: str, tables: int, lat: dict, busy: dict, calls: dict, errors: dict) -> dict:
+    """The versus phase's JSON line from each kind's latencies (ms), busy seconds and Redis calls."""
     rate = {k: len(v) / busy[k] for k, v in lat.items()}
-    return {"op": "append_vs_ting", "tables": tables, "appends_per_s": round(rate["append"], 1),
-            "ting_per_s": round(rate["ting"], 1), "ratio": round(rate["append"] / rate["ting"], 3),
+    return {"op": "append_vs_ting", "client": client, "tables": tables,
+            "appends_per_s": round(rate["append"], 1), "ting_per_s": round(rate["ting"], 1),
+            "ratio": round(rate["append"] / rate["ting"], 3),
             "append_p50_ms": round(percentile(lat["append"], 50), 2),
             "append_p99_ms": round(percentile(lat["append"], 99), 2),
             "ting_p50_ms": round(percentile(lat["ting"], 50), 2),
@@ -256,16 +262,7 @@ def versus_phase_asyncio(port: int, tables: int, duration: float, rounds: int = 
             writer.close()
 
     asyncio.run(run())
-    rate = {k: len(v) / busy[k] for k, v in lat.items()}
-    return {"op": "append_vs_ting", "client": "asyncio", "tables": tables,
-            "appends_per_s": round(rate["append"], 1), "ting_per_s": round(rate["ting"], 1),
-            "ratio": round(rate["append"] / rate["ting"], 3),
-            "append_p50_ms": round(percentile(lat["append"], 50), 2),
-            "append_p99_ms": round(percentile(lat["append"], 99), 2),
-            "ting_p50_ms": round(percentile(lat["ting"], 50), 2),
-            "ting_p99_ms": round(percentile(lat["ting"], 99), 2),
-            "redis_commands_per_append": round(calls["append"] / max(1, len(lat["append"])), 2),
-            "errors": errors}
+    return _versus_result("asyncio", tables, lat, busy, calls, errors)
 
 
 def get_phase(redis_url: str, rounds: int = 200, samples: int = 300) -> dict:
