@@ -73,9 +73,9 @@ from gunicorn import http as gunicorn_http
 from gunicorn import util as gunicorn_util
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import wsgi as gunicorn_wsgi
-from gunicorn.workers.ggevent import (
-    GeventWorker,  # imports gevent; patching happens in the workers only
-)
+
+# (imports gevent; patching happens in the workers only)
+from gunicorn.workers.ggevent import GeventWorker
 
 from .config import Settings
 
@@ -132,9 +132,6 @@ class Shares:
 
     def publish(self, slot: int, connections: int, now_ms: int) -> None:
         self._cells[2 * slot], self._cells[2 * slot + 1] = connections, now_ms
-
-    def beat(self, slot: int, now_ms: int) -> None:
-        self._cells[2 * slot + 1] = now_ms
 
     def free(self, slot: int) -> None:
         self._cells[2 * slot] = -1
