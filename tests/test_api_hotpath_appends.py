@@ -228,8 +228,11 @@ def test_api_keys_alike(redis_url, headers):
     pair.apps, pair.other_token = apps, "A" * 43
     pair.tables = [app.test_client().post("/v1/tables", json={"players": PLAYERS}, headers={"X-API-Key": KEY})
                    .get_json() for app in apps]
+    spy = Spy(apps[0])
     for event in COMMON:
         pair.send(json.dumps(event).encode(), extra=headers)
+    # with the table's token, no key or a known one: the hot path answers; an unknown key: Flask's 401
+    assert spy.calls == (len(COMMON) if headers.get("X-API-Key", KEY) != KEY else 0)
     pair.send(json.dumps(COMMON[1]).encode(), extra=headers)  # (no round: a refusal)
     pair.send(json.dumps(COMMON[0]).encode(), token="none", extra=headers)
 

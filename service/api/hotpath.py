@@ -98,6 +98,22 @@ _SIGNALS = (
 )
 
 
+_ASK_FLASK: Any = object()
+
+
+def _key_name(keys: Any, environ: dict, token_stands: bool) -> Any:
+    """:func:`.clients._check_api_key` as the hot path needs it: the name of the request's API key;
+    None when it needs none (keys are off, or ``token_stands``: a table's bearer token was given and
+    no key); :data:`_ASK_FLASK` when Flask must answer (a missing or unknown key: 401)."""
+    if not keys:
+        return None
+    given = environ.get("HTTP_X_API_KEY")
+    if given is None:
+        return None if token_stands else _ASK_FLASK
+    name = keys.name_of(given)
+    return _ASK_FLASK if name is None else name
+
+
 def _hooks(app: Flask, blueprint: str = BLUEPRINT) -> tuple[Callable, ...]:
     """The hooks a request to ``blueprint`` runs, in a comparable form."""
     found: list[Callable] = []
@@ -185,12 +201,9 @@ class HotPath:
         if raw is None:
             return None
         keys = app.extensions.get("api_keys")
-        name = None
-        if keys:
-            given = environ.get("HTTP_X_API_KEY")
-            name = keys.name_of(given) if given is not None else None
-            if name is None:
-                return None  # Flask says why (401)
+        name = _key_name(keys, environ, token_stands=False)
+        if name is _ASK_FLASK:
+            return None  # Flask says why (401)
         schema, body_of = route
         try:
             args = schema.quick_load(parse_json_body(raw))
@@ -226,13 +239,9 @@ class HotPath:
         if bearer is None:
             return None
         keys = app.extensions.get("api_keys")
-        name = None
-        if keys:
-            given = environ.get("HTTP_X_API_KEY")
-            if given is not None:  # (none: the table's token stands for it)
-                name = keys.name_of(given)
-                if name is None:
-                    return None  # Flask says why (401)
+        name = _key_name(keys, environ, token_stands=True)
+        if name is _ASK_FLASK:
+            return None  # Flask says why (401)
         raw = self._body(environ)
         if raw is None:
             return None
