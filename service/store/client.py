@@ -465,6 +465,10 @@ class Scripts:
     connection never holds an unread answer.  Nothing is ever sent twice but a script that
     the server answered ``NOSCRIPT`` (it did not run).  At most ``keep`` connections are
     kept; after a fork the kept ones are left to the parent.
+
+    In ``serve``'s gevent workers :func:`kept_scripts` gives
+    :class:`.pipeline.PipelinedScripts` instead: the same calls, every greenlet's
+    on one kept connection (pipelined), with the same promises.
     """
 
     def __init__(self, client: redis.Redis, keep: int = 64) -> None:
@@ -557,6 +561,17 @@ class Scripts:
             self._free.append(conn)
         else:
             self.client.connection_pool.release(conn)
+
+
+def kept_scripts(client: Client) -> Scripts | Any | None:
+    """The write scripts' fast path for ``client``: on a plain Redis, calls pipelined on one kept
+    connection in a gevent worker (:class:`.pipeline.PipelinedScripts`), else :class:`Scripts`'
+    kept connections; None for Sentinel and cluster clients (their own paths)."""
+    from . import pipeline
+
+    if not Scripts.usable(client):
+        return None
+    return pipeline.PipelinedScripts(client) if pipeline.usable(client) else Scripts(client)
 
 
 # -- readiness -------------------------------------------------------------------------------------

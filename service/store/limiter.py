@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 from limits.storage import RedisStorage
 from redis.cluster import RedisCluster
 
-from .client import Scripts
+from .client import kept_scripts
 from limits.storage.base import Storage
 
 log = logging.getLogger("service.store")
@@ -60,7 +60,7 @@ class SharedClientStorage(RedisStorage):
         self.dependency = self.dependencies["redis"].module
         self.storage = client
         self._cluster = isinstance(client, RedisCluster)
-        self._kept = Scripts(client) if Scripts.usable(client) else None
+        self._kept = kept_scripts(client)
         self.initialize_storage(uri)
 
     def acquire_sliding_window_entry_and_window(

@@ -369,7 +369,7 @@ class TableStore:
         self._touch = client.register_script(keys.TOUCH)
         # a plain Redis: write scripts on kept connections (one command, without redis-py's pool round);
         # a cluster: the same per primary (the node's client, as the cluster's slot map names it)
-        self._scripts = redis_client.Scripts(client) if redis_client.Scripts.usable(client) else None
+        self._scripts = redis_client.kept_scripts(client)
         self._node_scripts: weakref.WeakKeyDictionary[redis.Redis, redis_client.Scripts] | None = (
             weakref.WeakKeyDictionary() if redis_client.kind(client) == "cluster" else None)
 
