@@ -97,7 +97,7 @@ def _retires(answer: Any) -> bool:
 
 
 class _Waiter:
-    """One call's answer, set by the reader (or a failure); ``get`` waits for it."""
+    """One call's answer, set by the reader (or a failure); ``wait`` waits for it."""
 
     __slots__ = ("_event", "result")
 
