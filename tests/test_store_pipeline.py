@@ -28,7 +28,21 @@ READONLY = "return redis.error_reply(\"READONLY You can't write against a read o
 
 
 @pytest.fixture
-def client(redis_url):
+def made():
+    """The PipelinedScripts a test makes (``made(client)``), closed before its clients are."""
+    kept: list[pipeline.PipelinedScripts] = []
+
+    def make(client):
+        kept.append(pipeline.PipelinedScripts(client))
+        return kept[-1]
+
+    yield make
+    for k in kept:
+        k.close()
+
+
+@pytest.fixture
+def client(redis_url, made):
     c = redis_client.connect(redis_url)
     yield c
     c.close()
@@ -53,8 +67,8 @@ def test_serve_pipelines_only_where_gevent_patched_the_process(client, redis_url
     assert redis_client.kept_scripts(redis_client.connect("redis+cluster://127.0.0.1:1")) is None
 
 
-def test_each_call_gets_its_own_answer_on_one_connection(client):
-    kept = pipeline.PipelinedScripts(client)
+def test_each_call_gets_its_own_answer_on_one_connection(client, made):
+    kept = made(client)
     echo = client.register_script(ECHO)
     client.script_load(echo.script)
     answers = _calls(kept, echo, 300, lambda i: "e" if i % 7 == 0 else str(i))
@@ -68,8 +82,8 @@ def test_each_call_gets_its_own_answer_on_one_connection(client):
     assert len(pool._in_use_connections) == 1 and pool._created_connections == 1
 
 
-def test_noscript_loads_the_script_and_runs_the_call_once(client):
-    kept = pipeline.PipelinedScripts(client)
+def test_noscript_loads_the_script_and_runs_the_call_once(client, made):
+    kept = made(client)
     count = client.register_script(COUNT)
     client.script_flush()
     assert _calls(kept, count, 20, lambda i: "") == [1] * 20  # every one answered NOSCRIPT, then ran once
@@ -83,8 +97,8 @@ def test_noscript_loads_the_script_and_runs_the_call_once(client):
     assert kept.many([(count, ["m"], []), (count, ["m"], [])]) == [1, 2]
 
 
-def test_a_connection_the_server_closed_is_not_used_again(client):
-    kept = pipeline.PipelinedScripts(client)
+def test_a_connection_the_server_closed_is_not_used_again(client, made):
+    kept = made(client)
     echo = client.register_script(ECHO)
     assert kept(echo, ["a"], ["1"]) == [b"a", b"1"]
     first = kept._pipe
@@ -97,8 +111,8 @@ def test_a_connection_the_server_closed_is_not_used_again(client):
     assert len(client.connection_pool._in_use_connections) == 1
 
 
-def test_a_failed_connection_fails_the_calls_waiting_on_it_and_only_those(client):
-    kept = pipeline.PipelinedScripts(client)
+def test_a_failed_connection_fails_the_calls_waiting_on_it_and_only_those(client, made):
+    kept = made(client)
     count = client.register_script(COUNT)
     client.script_load(count.script)
     assert kept(count, ["before"], []) == 1
@@ -110,15 +124,16 @@ def test_a_failed_connection_fails_the_calls_waiting_on_it_and_only_those(client
     pipe.sock.shutdown(socket.SHUT_RDWR)  # the connection breaks under them
     gevent.joinall(waiting, raise_error=True)
     assert all(isinstance(a, redis.exceptions.ConnectionError) for a in waiting[0].value)
+    assert len({id(a) for a in waiting[0].value}) == 10  # each its own (one shared would gather every traceback)
     assert not pipe.waiting and not pipe.open
     gevent.sleep(0.3)  # (the pause ends)
     assert kept(count, ["after"], []) == 1  # on a new connection
     assert kept._pipe is not pipe
 
 
-def test_an_overdue_answer_times_out_every_waiting_call(redis_url):
+def test_an_overdue_answer_times_out_every_waiting_call(redis_url, made):
     slow = redis_client.connect(redis_url, socket_timeout=0.2)
-    kept = pipeline.PipelinedScripts(slow)
+    kept = made(slow)
     count = slow.register_script(COUNT)
     slow.script_load(count.script)
     slow.execute_command("CLIENT", "PAUSE", 600, "ALL")
@@ -132,8 +147,30 @@ def test_an_overdue_answer_times_out_every_waiting_call(redis_url):
     slow.close()
 
 
-def test_readonly_retires_the_connection(client):
-    kept = pipeline.PipelinedScripts(client)
+def test_callers_that_stop_waiting_leave_no_silent_connection_behind(redis_url, made):
+    """A deadline raised in every caller (none waits any more): the reader still finds the answers
+    overdue, fails the connection, and the next call goes on a new one."""
+    slow = redis_client.connect(redis_url, socket_timeout=0.2)
+    kept = made(slow)
+    count = slow.register_script(COUNT)
+    slow.script_load(count.script)
+    slow.execute_command("CLIENT", "PAUSE", 700, "ALL")
+
+    def impatient(i):
+        with gevent.Timeout(0.05, False):
+            kept(count, [f"p{i}"], [])
+    gevent.joinall([gevent.spawn(impatient, i) for i in range(6)])
+    pipe = kept._pipe
+    assert len(pipe.waiting) == 6 and pipe.failure is None  # nobody waits, yet they are queued
+    gevent.sleep(0.5)  # (the pause still holds: no answer)
+    assert isinstance(pipe.failure, redis.exceptions.TimeoutError) and not pipe.waiting
+    gevent.sleep(0.3)
+    assert kept(count, ["after"], []) == 1 and kept._pipe is not pipe
+    slow.close()
+
+
+def test_readonly_retires_the_connection(client, made):
+    kept = made(client)
     echo, readonly = client.register_script(ECHO), client.register_script(READONLY)
     assert kept(echo, ["a"], ["1"]) == [b"a", b"1"]
     first = kept._pipe
@@ -145,8 +182,8 @@ def test_readonly_retires_the_connection(client):
     assert first.sock.fileno() == -1  # closed once nothing waited on it
 
 
-def test_a_pipe_made_in_another_process_is_left_alone(client):
-    kept = pipeline.PipelinedScripts(client)
+def test_a_pipe_made_in_another_process_is_left_alone(client, made):
+    kept = made(client)
     echo = client.register_script(ECHO)
     assert kept(echo, ["a"], ["1"]) == [b"a", b"1"]
     first = kept._pipe
@@ -155,9 +192,9 @@ def test_a_pipe_made_in_another_process_is_left_alone(client):
     assert first.failure is None  # (the parent's: not read, written or closed here)
 
 
-def test_a_table_store_writes_through_it(redis_url, client):
+def test_a_table_store_writes_through_it(redis_url, client, made):
     store = TableStore(client)
-    store._scripts = pipeline.PipelinedScripts(client)  # as in serve's workers
+    store._scripts = made(client)  # as in serve's workers
     tables = [store.create(PLAYERS, "xuezhan") for _ in range(16)]
 
     def play(t):
@@ -205,16 +242,58 @@ print(json.dumps({
 '''
 
 
-def test_the_app_in_a_gevent_patched_process_pipelines_its_writes(redis_url):
-    """serve's workers: the table store's writes and the rate limiter's counts go pipelined."""
+_UNREACHABLE = r'''
+from gevent import monkey
+monkey.patch_all()  # as serve's workers
+import json, socket, sys, time
+import gevent
+from service.store import client as redis_client
+
+mute = socket.socket()  # takes connections and never answers
+mute.bind(("127.0.0.1", 0))
+mute.listen(64)
+client = redis_client.connect(f"redis://127.0.0.1:{mute.getsockname()[1]}", socket_timeout=0.3)
+kept = redis_client.kept_scripts(client)
+script = client.register_script("return 1")
+
+def one(i):
+    start = time.monotonic()
+    try:
+        kept(script, ["k"], [])
+    except Exception as exc:
+        return type(exc).__name__, time.monotonic() - start
+    return "answered", time.monotonic() - start
+
+greenlets = [gevent.spawn(one, i) for i in range(10)]
+gevent.joinall(greenlets)
+print(json.dumps({"kind": type(kept).__name__, "outcomes": sorted({g.value[0] for g in greenlets}),
+                  "slowest": max(g.value[1] for g in greenlets)}))
+'''
+
+
+def _patched(code: str, *args: str) -> dict:
+    """Run ``code`` in a gevent-patched Python process: the JSON object its last line prints."""
     import json
     import subprocess
     import sys
     from pathlib import Path
 
-    out = subprocess.run([sys.executable, "-c", _PATCHED_APP, redis_url], capture_output=True, text=True, check=False,
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False,
                          cwd=Path(__file__).resolve().parent.parent, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_an_unreachable_server_answers_every_waiting_caller_from_one_try():
+    """10 callers find no connection to a server that never answers: one try (0.3 s) answers them all,
+    not one try after another (3 s)."""
+    report = _patched(_UNREACHABLE)
+    assert report["kind"] == "PipelinedScripts" and report["outcomes"] == ["TimeoutError"]
+    assert report["slowest"] < 1.0, report
+
+
+def test_the_app_in_a_gevent_patched_process_pipelines_its_writes(redis_url):
+    """serve's workers: the table store's writes and the rate limiter's counts go pipelined."""
+    report = _patched(_PATCHED_APP, redis_url)
     assert report == {"statuses": [201], "versions": [5], "store": "PipelinedScripts",
                       "limiter": "PipelinedScripts"}

@@ -27,21 +27,24 @@ What :class:`~.client.Scripts` promises holds here too:
 * an error answer (read whole: the connection is in step) is raised to its own
   caller only; ``NOSCRIPT`` (the script did not run) loads the script and sends
   that call once more, and **nothing else is ever sent twice**;
-* a failure of the connection (closed, reset, a reply overdue by the client's
-  ``socket_timeout``, an answer that does not parse) fails every call waiting
-  on it with :class:`redis.exceptions.ConnectionError` or
+* a failure of the connection (closed, reset, an answer that does not parse,
+  or the oldest call waiting longer than the client's ``socket_timeout``:
+  seen by the reader within twice that, and by any new call at once) fails
+  every call waiting on it with :class:`redis.exceptions.ConnectionError` or
   :class:`~redis.exceptions.TimeoutError`, as each had failed on its own
   connection: their outcome is unknown, and the API says so (503, retry with
   the same ``Idempotency-Key``);
+* while a new connection is being made the other callers wait for it, and
+  when it cannot be made they all get that error (not one more try each);
 * an answer that says the server cannot serve this connection any more
   (``READONLY``: a demoted primary, as :class:`~.client.FollowPrimaryConnection`
   drops such a connection; or an error redis-py takes for a connection error,
   such as ``LOADING``) retires the connection: new calls go to a new one, the
   calls already sent get their answers, then it is closed.
 
-A caller that stops waiting (a request's deadline raised in it) leaves its
-waiter in the queue; the answer is read and dropped, so the connection stays
-in step.  A connection made in another process (before a fork) is never read
+A caller that stops waiting (a deadline raised in it) leaves its waiter in
+the queue; the answer is read and dropped, so the connection stays in step,
+and the reader, not the caller, decides when an answer is overdue.  A connection made in another process (before a fork) is never read
 or written by this one: a new one is made.
 
 It runs only where gevent has patched the process (``serve``'s workers:
@@ -51,8 +54,10 @@ It runs only where gevent has patched the process (``serve``'s workers:
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -60,7 +65,7 @@ from typing import Any
 import redis
 from redis._parsers.base import BaseParser
 
-from .client import _POLL
+from .client import _POLL, SOCKET_TIMEOUT
 
 log = logging.getLogger("service.store")
 
@@ -79,6 +84,8 @@ def usable(client: Any) -> bool:
         return False
     pool = getattr(client, "connection_pool", None)
     if pool is None or type(pool) is not redis.ConnectionPool:  # (Sentinel's and others' pools)
+        return False
+    if str(pool.connection_kwargs.get("protocol") or 2) != "2":  # (RESP3 may push frames no call asked for)
         return False
     return not issubclass(pool.connection_class, redis.SSLConnection)
 
@@ -99,20 +106,21 @@ def _retires(answer: Any) -> bool:
 class _Waiter:
     """One call's answer, set by the reader (or a failure); ``wait`` waits for it."""
 
-    __slots__ = ("_event", "result")
+    __slots__ = ("_event", "result", "sent")
 
     def __init__(self) -> None:
         from gevent.event import Event
 
         self.result: Any = None
+        self.sent = time.monotonic()
         self._event = Event()
 
     def set(self, result: Any) -> None:
         self.result = result
         self._event.set()
 
-    def wait(self, timeout: float | None) -> bool:
-        return self._event.wait(timeout)
+    def wait(self) -> None:
+        self._event.wait()
 
 
 class _Pipe:
@@ -129,29 +137,36 @@ class _Pipe:
             self.conn.connect()
             self.sock = self.conn._sock
             self.sock.setblocking(False)  # sent and read through gevent's waits (below)
+            self.timeout = self.conn.socket_timeout or SOCKET_TIMEOUT
+            self.pid = os.getpid()
+            self.parser = hiredis.Reader(protocolError=redis.exceptions.InvalidResponse,
+                                         replyError=_reply_error)
+            self.waiting: deque[_Waiter] = deque()
+            self.outbox: list[bytes] = []
+            self.failure: Exception | None = None  # set once: the connection is gone
+            self.retired = False  # no new calls (see the module); closed when nothing is waiting
+            hub = gevent.get_hub()
+            self._hub = hub
+            self._readable = hub.loop.io(self.sock.fileno(), 1)  # (its own watchers: closed before the socket)
+            self._writable = hub.loop.io(self.sock.fileno(), 2)
+            self._wake = Event()
+            self._writer = gevent.spawn(self._write)
+            self._reader = gevent.spawn(self._read)
         except BaseException:
             self.conn.disconnect()
             self.pool.release(self.conn)
             raise
-        self.timeout = self.conn.socket_timeout
-        self.pid = os.getpid()
-        self.parser = hiredis.Reader(protocolError=redis.exceptions.InvalidResponse, replyError=_reply_error)
-        self.waiting: deque[_Waiter] = deque()
-        self.outbox: list[bytes] = []
-        self.failure: Exception | None = None  # set once: the connection is gone
-        self.retired = False  # no new calls (see the module); closed when nothing is waiting
-        hub = gevent.get_hub()
-        self._hub = hub
-        self._readable = hub.loop.io(self.sock.fileno(), 1)  # (its own watchers: closed before the socket)
-        self._writable = hub.loop.io(self.sock.fileno(), 2)
-        self._wake = Event()
-        self._writer = gevent.spawn(self._write)
-        self._reader = gevent.spawn(self._read)
 
     @property
     def open(self) -> bool:
         """Whether new calls may be sent on it."""
         return self.failure is None and not self.retired and self.pid == os.getpid()
+
+    def overdue(self) -> float:
+        """Seconds until the oldest waiting call is overdue (≤ 0: it is), or the timeout when none waits."""
+        if not self.waiting:
+            return self.timeout
+        return self.waiting[0].sent + self.timeout - time.monotonic()
 
     def readable(self) -> bool:
         """Whether its socket has something to read now (one non-blocking ``poll``, as
@@ -164,6 +179,8 @@ class _Pipe:
 
     def send(self, packed: bytes) -> _Waiter:
         """Queue one packed command; its answer comes to the waiter."""
+        if self.failure is not None:
+            raise copy.copy(self.failure)
         waiter = _Waiter()
         self.waiting.append(waiter)
         self.outbox.append(packed)
@@ -171,12 +188,12 @@ class _Pipe:
         return waiter
 
     def answer(self, waiter: _Waiter) -> Any:
-        """The waiter's answer (an error answer is returned, not raised), or raise the failure."""
-        if not waiter.wait(self.timeout):
-            self.fail(redis.exceptions.TimeoutError("Timeout reading from socket"))
+        """The waiter's answer (an error answer is returned, not raised), or raise the failure (a copy
+        for each call: one shared exception would gather every failed call's traceback)."""
+        waiter.wait()  # (the reader answers it, or fails it when the oldest call is overdue)
         result = waiter.result
         if isinstance(result, _Failed):
-            raise result.error
+            raise copy.copy(result.error) from None
         return result
 
     def _write(self) -> None:
@@ -207,10 +224,18 @@ class _Pipe:
             self.fail(redis.exceptions.ConnectionError(f"Error while writing to socket: {exc!r}"))
 
     def _read(self) -> None:
+        from gevent import Timeout
+
         sock, parser = self.sock, self.parser
         try:
             while self.failure is None:
-                self._hub.wait(self._readable)
+                # the wait ends when the oldest call is overdue (its caller may have stopped waiting), and
+                # at least every timeout when none waits (so a call sent meanwhile is looked at in time)
+                left = self.overdue()
+                if left <= 0:
+                    raise redis.exceptions.TimeoutError("Timeout reading from socket")
+                with Timeout(left, False):
+                    self._hub.wait(self._readable)
                 if self.pid != os.getpid():
                     return  # (another process's connection: left alone)
                 try:
@@ -242,7 +267,7 @@ class _Pipe:
             return
         if isinstance(error, redis.exceptions.InvalidResponse):  # (a protocol error: the connection's)
             error = redis.exceptions.ConnectionError(str(error))
-        self.failure = error
+        self.failure = error.with_traceback(None)
         failed = _Failed(error)
         while self.waiting:
             self.waiting.popleft().set(failed)
@@ -273,6 +298,8 @@ class PipelinedScripts:
         self.client = client
         self._pipe: _Pipe | None = None
         self._making = Semaphore()
+        self._attempts = 0  # connections tried, and how the last one failed (None: it did not)
+        self._refused: Exception | None = None
 
     def _open_pipe(self) -> _Pipe:
         """The pipe new calls go on: the kept one while it is open (and, when no call waits on it, its
@@ -280,14 +307,37 @@ class PipelinedScripts:
         new one."""
         pipe = self._pipe
         if pipe is not None and pipe.open:
-            if pipe.waiting or not pipe.readable():
+            if pipe.waiting:
+                if pipe.overdue() > 0:
+                    return pipe
+                pipe.fail(redis.exceptions.TimeoutError("Timeout reading from socket"))
+            elif not pipe.readable():
                 return pipe
-            pipe.fail(redis.exceptions.ConnectionError("Connection closed by server."))
+            else:
+                pipe.fail(redis.exceptions.ConnectionError("Connection closed by server."))
+        attempts = self._attempts
         with self._making:  # one new connection, however many callers find none
             pipe = self._pipe
-            if pipe is None or not pipe.open:
+            if pipe is not None and pipe.open:
+                return pipe
+            if self._attempts != attempts and self._refused is not None:
+                raise copy.copy(self._refused)  # (tried while this caller waited: its answer, not another try)
+            self._attempts += 1
+            try:
                 pipe = self._pipe = _Pipe(self.client)
+            except Exception as exc:
+                self._refused = exc.with_traceback(None)
+                raise
+            self._refused = None
             return pipe
+
+    def close(self) -> None:
+        """Fail the calls waiting, and close the kept connection (once no greenlet waits on it)."""
+        import gevent
+
+        if self._pipe is not None:
+            self._pipe.fail(redis.exceptions.ConnectionError("the pipelined connection was closed"))
+            gevent.sleep(0)
 
     def _calls(self, calls: Sequence[tuple[Any, Sequence, Sequence]], load: bool) -> list[Any]:
         """Each call's answer (an error answer as an exception object), sent together; with ``load``,
