@@ -28,8 +28,16 @@ READONLY = "return redis.error_reply(\"READONLY You can't write against a read o
 
 
 @pytest.fixture
-def made():
-    """The PipelinedScripts a test makes (``made(client)``), closed before its clients are."""
+def client(redis_url):
+    c = redis_client.connect(redis_url)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def made(client):
+    """The PipelinedScripts a test makes (``made(client)``), closed before its clients are (a socket
+    closed under the reader's wait is not gevent's to clean up)."""
     kept: list[pipeline.PipelinedScripts] = []
 
     def make(client):
@@ -39,13 +47,6 @@ def made():
     yield make
     for k in kept:
         k.close()
-
-
-@pytest.fixture
-def client(redis_url, made):
-    c = redis_client.connect(redis_url)
-    yield c
-    c.close()
 
 
 def _calls(kept, script, n, arg=lambda i: str(i)):
@@ -144,6 +145,7 @@ def test_an_overdue_answer_times_out_every_waiting_call(redis_url, made):
     # their outcome is unknown (here Redis dropped them with the closed connection): never sent again
     assert {slow.get(f"k{i}") for i in range(5)} <= {None, b"1"}
     assert kept(count, ["k0"], []) in (1, 2)
+    kept.close()
     slow.close()
 
 
@@ -166,6 +168,7 @@ def test_callers_that_stop_waiting_leave_no_silent_connection_behind(redis_url, 
     assert isinstance(pipe.failure, redis.exceptions.TimeoutError) and not pipe.waiting
     gevent.sleep(0.3)
     assert kept(count, ["after"], []) == 1 and kept._pipe is not pipe
+    kept.close()
     slow.close()
 
 
