@@ -150,8 +150,8 @@ class _Pipe:
             self._readable = hub.loop.io(self.sock.fileno(), 1)  # (its own watchers: closed before the socket)
             self._writable = hub.loop.io(self.sock.fileno(), 2)
             self._wake = Event()
-            self._writer = gevent.spawn(self._write)
-            self._reader = gevent.spawn(self._read)
+            self._writer = gevent.spawn(self._guarded, self._write, "writing to")
+            self._reader = gevent.spawn(self._guarded, self._read, "reading from")
         except BaseException:
             self.conn.disconnect()
             self.pool.release(self.conn)
@@ -196,70 +196,66 @@ class _Pipe:
             raise copy.copy(result.error) from None
         return result
 
+    def _guarded(self, loop, doing: str) -> None:
+        """Run the writer's or the reader's loop: whatever error ends it fails the connection."""
+        try:
+            loop()
+        except redis.exceptions.RedisError as exc:
+            self.fail(exc)
+        except OSError as exc:
+            self.fail(redis.exceptions.ConnectionError(f"Error while {doing} socket: {exc.args}"))
+        except Exception as exc:  # a bug: the calls fail (503), never wait for ever
+            log.exception("the pipelined Redis connection failed")
+            self.fail(redis.exceptions.ConnectionError(f"Error while {doing} socket: {exc!r}"))
+
     def _write(self) -> None:
         from gevent import Timeout
 
         sock = self.sock
-        try:
-            while self.failure is None:
-                self._wake.wait()
-                self._wake.clear()
-                if self.pid != os.getpid():
-                    return
-                data = b"".join(self.outbox)
-                self.outbox.clear()
-                view = memoryview(data)
-                while view:
-                    try:
-                        view = view[sock.send(view):]
-                    except BlockingIOError:
-                        with Timeout(self.timeout, redis.exceptions.TimeoutError("Timeout writing to socket")):
-                            self._hub.wait(self._writable)
-        except redis.exceptions.RedisError as exc:
-            self.fail(exc)
-        except OSError as exc:
-            self.fail(redis.exceptions.ConnectionError(f"Error while writing to socket: {exc.args}"))
-        except Exception as exc:  # a bug: the calls fail (503), never wait for ever
-            log.exception("the pipelined Redis connection failed")
-            self.fail(redis.exceptions.ConnectionError(f"Error while writing to socket: {exc!r}"))
+        while self.failure is None:
+            self._wake.wait()
+            self._wake.clear()
+            if self.pid != os.getpid():
+                return
+            data = b"".join(self.outbox)
+            self.outbox.clear()
+            view = memoryview(data)
+            while view:
+                try:
+                    view = view[sock.send(view):]
+                except BlockingIOError:
+                    with Timeout(self.timeout, redis.exceptions.TimeoutError("Timeout writing to socket")):
+                        self._hub.wait(self._writable)
 
     def _read(self) -> None:
         from gevent import Timeout
 
         sock, parser = self.sock, self.parser
-        try:
-            while self.failure is None:
-                # the wait ends when the oldest call is overdue (its caller may have stopped waiting), and
-                # at least every timeout when none waits (so a call sent meanwhile is looked at in time)
-                left = self.overdue()
-                if left <= 0:
-                    raise redis.exceptions.TimeoutError("Timeout reading from socket")
-                with Timeout(left, False):
-                    self._hub.wait(self._readable)
-                if self.pid != os.getpid():
-                    return  # (another process's connection: left alone)
-                try:
-                    data = sock.recv(RECV_BYTES)
-                except BlockingIOError:
-                    continue
-                if not data:
-                    raise redis.exceptions.ConnectionError("Connection closed by server.")
-                parser.feed(data)
-                while (answer := parser.gets()) is not False:
-                    if not self.waiting:
-                        raise redis.exceptions.InvalidResponse("an answer that no call waits for")
-                    if _retires(answer):
-                        self.retired = True
-                    self.waiting.popleft().set(answer)
-                if self.retired and not self.waiting:
-                    self.fail(redis.exceptions.ConnectionError("the connection was retired"))
-        except redis.exceptions.RedisError as exc:
-            self.fail(exc)
-        except OSError as exc:
-            self.fail(redis.exceptions.ConnectionError(f"Error while reading from socket: {exc.args}"))
-        except Exception as exc:  # a bug: the calls fail (503), never wait for ever
-            log.exception("the pipelined Redis connection failed")
-            self.fail(redis.exceptions.ConnectionError(f"Error while reading from socket: {exc!r}"))
+        while self.failure is None:
+            # the wait ends when the oldest call is overdue (its caller may have stopped waiting), and
+            # at least every timeout when none waits (so a call sent meanwhile is looked at in time)
+            left = self.overdue()
+            if left <= 0:
+                raise redis.exceptions.TimeoutError("Timeout reading from socket")
+            with Timeout(left, False):
+                self._hub.wait(self._readable)
+            if self.pid != os.getpid():
+                return  # (another process's connection: left alone)
+            try:
+                data = sock.recv(RECV_BYTES)
+            except BlockingIOError:
+                continue
+            if not data:
+                raise redis.exceptions.ConnectionError("Connection closed by server.")
+            parser.feed(data)
+            while (answer := parser.gets()) is not False:
+                if not self.waiting:
+                    raise redis.exceptions.InvalidResponse("an answer that no call waits for")
+                if _retires(answer):
+                    self.retired = True
+                self.waiting.popleft().set(answer)
+            if self.retired and not self.waiting:
+                self.fail(redis.exceptions.ConnectionError("the connection was retired"))
 
     def fail(self, error: Exception) -> None:
         """The connection is gone: every waiting call fails with ``error``; it is given back to the pool."""
