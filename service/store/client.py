@@ -87,7 +87,7 @@ import threading
 import urllib.parse
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
 import redis
 import redis.sentinel
@@ -95,6 +95,9 @@ from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 from redis.sentinel import Sentinel
+
+if TYPE_CHECKING:
+    from .pipeline import PipelinedScripts
 
 log = logging.getLogger("service.store")
 
@@ -563,7 +566,7 @@ class Scripts:
             self.client.connection_pool.release(conn)
 
 
-def kept_scripts(client: Client) -> Scripts | Any | None:
+def kept_scripts(client: Client) -> Scripts | PipelinedScripts | None:
     """The write scripts' fast path for ``client``: on a plain Redis, calls pipelined on one kept
     connection in a gevent worker (:class:`.pipeline.PipelinedScripts`), else :class:`Scripts`'
     kept connections; None for Sentinel and cluster clients (their own paths)."""
