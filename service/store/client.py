@@ -448,8 +448,14 @@ def _may_have_data(conn) -> bool:
     if _POLL is None or sock is None or reader is None or not hasattr(reader, "has_data") \
             or hasattr(sock, "pending"):  # (an SSL socket: bytes may wait above the OS socket)
         return bool(conn.can_read())
-    if reader.has_data():
-        return True
+    return reader.has_data() or socket_readable(sock)
+
+
+def socket_readable(sock) -> bool:
+    """Whether a plain socket has something to read now (data, or the server closed it): one
+    non-blocking ``poll``, in the thread (False where the OS has no ``poll``)."""
+    if _POLL is None:
+        return False
     poller = _POLL()
     poller.register(sock.fileno(), 0x001)
     return bool(poller.poll(0))

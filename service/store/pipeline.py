@@ -65,7 +65,7 @@ from typing import Any
 import redis
 from redis._parsers.base import BaseParser
 
-from .client import _POLL, SOCKET_TIMEOUT
+from .client import SOCKET_TIMEOUT, _read_only, socket_readable
 
 log = logging.getLogger("service.store")
 
@@ -96,11 +96,9 @@ def _reply_error(message: str) -> Exception:
 
 
 def _retires(answer: Any) -> bool:
-    """An answer after which the connection is not used for new calls (see the module)."""
-    if isinstance(answer, redis.exceptions.ConnectionError):
-        return True
-    return isinstance(answer, redis.exceptions.ResponseError) and (
-        isinstance(answer, redis.exceptions.ReadOnlyError) or "-READONLY " in str(answer))
+    """An answer after which the connection is not used for new calls (see the module): a connection
+    error, or ``READONLY`` as :class:`~.client.FollowPrimaryConnection` takes it."""
+    return isinstance(answer, redis.exceptions.ConnectionError) or _read_only(answer)
 
 
 class _Waiter:
@@ -167,15 +165,6 @@ class _Pipe:
         if not self.waiting:
             return self.timeout
         return self.waiting[0].sent + self.timeout - time.monotonic()
-
-    def readable(self) -> bool:
-        """Whether its socket has something to read now (one non-blocking ``poll``, as
-        :func:`.client._may_have_data`)."""
-        if _POLL is None:
-            return False
-        poller = _POLL()
-        poller.register(self.sock.fileno(), 0x001)
-        return bool(poller.poll(0))
 
     def send(self, packed: bytes) -> _Waiter:
         """Queue one packed command; its answer comes to the waiter."""
@@ -307,7 +296,7 @@ class PipelinedScripts:
                 if pipe.overdue() > 0:
                     return pipe
                 pipe.fail(redis.exceptions.TimeoutError("Timeout reading from socket"))
-            elif not pipe.readable():
+            elif not socket_readable(pipe.sock):
                 return pipe
             else:
                 pipe.fail(redis.exceptions.ConnectionError("Connection closed by server."))
