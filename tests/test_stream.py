@@ -12,8 +12,10 @@ import re
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
+import redis
 
 from service.store.embedded import EmbeddedRedis, free_port
 from tests.served import ROOT, Served, Stream
@@ -89,6 +91,16 @@ def check_frames(received: list[dict], table: Table, listed: list[dict], first_s
         assert {k: v for k, v in rec.items() if k not in ("version", "balances")} == by_seq[rec["seq"]]
 
 
+def next_event(stream: Stream, within: float = 10.0) -> dict | None:
+    """The next block that is an event (heartbeat comments skipped), or the last block read once
+    ``within`` seconds have passed (or None: the stream closed)."""
+    deadline = time.monotonic() + within
+    block = stream.next()
+    while block is not None and block["event"] is None and time.monotonic() < deadline:
+        block = stream.next()
+    return block
+
+
 def test_subscribe_on_one_instance_receive_what_the_other_records(pair):
     a, b = pair
     table = Table(b)
@@ -137,13 +149,32 @@ def test_deletion_sends_deleted_and_closes_every_stream(pair):
         stream.records(2)
     table.delete(b)
     for stream in streams:
-        block = stream.next()
-        while block["event"] is None:  # heartbeats
-            block = stream.next()
+        block = next_event(stream)
         assert block["event"] == "deleted" and json.loads(block["data"]) == {"id": table.id}
         assert stream.next() is None  # closed
         stream.close()
     # a deleted table cannot be followed (404, as for reads)
+    assert Stream(a.port, table.id, table.token).status == 404
+
+
+def test_a_table_that_expires_sends_deleted_and_closes_every_stream(pair, redis_server):
+    a, b = pair
+    table = Table(a)
+    streams = [Stream(a.port, table.id, table.token), Stream(b.port, table.id, table.read_token)]
+    table.post(b, event_bodies(2))
+    for stream in streams:
+        stream.records(2)
+    r = redis.Redis.from_url(redis_server.url)
+    found = r.keys("{t:" + table.id + "}*")
+    assert found
+    for key in found:  # what TABLE_TTL does to an idle table, sooner
+        r.pexpire(key, 50)
+    r.close()
+    for stream in streams:  # within a heartbeat (1 s here)
+        block = next_event(stream, within=5.0)
+        assert block["event"] == "deleted" and json.loads(block["data"]) == {"id": table.id}
+        assert stream.next() is None
+        stream.close()
     assert Stream(a.port, table.id, table.token).status == 404
 
 

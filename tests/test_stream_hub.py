@@ -104,6 +104,43 @@ def test_one_connection_serves_every_subscriber_in_order(client):
     hub.close()
 
 
+def expire(client, table_id: str, ms: int = 50) -> None:
+    """What ``TABLE_TTL`` does to an idle table, sooner: every key of the table expires."""
+    found = client.keys("{t:" + table_id + "}*")
+    assert found
+    for key in found:
+        client.pexpire(key, ms)
+
+
+def test_a_table_that_expired_ends_its_streams_as_a_deletion_does(client):
+    store = TableStore(client)
+    asked: list[str] = []
+
+    def gone(table_id: str) -> bool:
+        asked.append(table_id)
+        if len(asked) == 1:  # Redis away for the first sweep: the watcher tries again
+            raise redis.ConnectionError("away")
+        return store.stream_position(table_id) is None
+
+    hub = make_hub(client, sharded=False, buffer=8, gone=gone, check_every=0.2)
+    expiring, kept = new_table(store)[0], new_table(store)[0]
+    subs = [hub.subscribe(expiring), hub.subscribe(expiring), hub.subscribe(kept)]
+    expire(client, expiring)
+    assert take_until(subs[0], 1) == [DELETED] and take_until(subs[1], 1) == [DELETED]
+    assert take_until(subs[2], 1, timeout=1.0) == []  # the other table lives on
+    assert store.stream_position(kept) == 5 and store.stream_position(expiring) is None
+    # one check per followed table and sweep, not one per subscriber
+    sweeps = [asked[i:i + 2] for i in range(1, len(asked) - 1, 2)]
+    assert all(sorted(pair) == sorted([expiring, kept]) for pair in sweeps), asked
+    for sub in subs:
+        hub.unsubscribe(sub)
+    time.sleep(0.5)
+    asked.clear()
+    time.sleep(0.5)
+    assert asked == []  # nothing followed: nothing read
+    hub.close()
+
+
 def test_a_full_mailbox_marks_its_subscriber_behind_and_no_one_else(client):
     store = TableStore(client)
     hub = make_hub(client, sharded=False, buffer=3)

@@ -43,6 +43,12 @@ Readings (API.md is silent):
 * ``event: deleted`` (``data: {"id": …}``), ``event: resync`` (``data:
   {"after": last seq sent}``); both end the stream.  A worker that stops ends
   its streams without an event; clients reconnect with ``Last-Event-ID``.
+* A table that expired (``TABLE_TTL`` after its last write) is deleted as far
+  as its followers are concerned: it answers 404 like a deleted one, so its
+  streams get ``event: deleted`` too.  Expiry publishes nothing, so each
+  worker's hub looks: once every ``STREAM_HEARTBEAT`` seconds it reads, one
+  table after another, whether each table it streams still exists (one small
+  read per followed table, not per subscriber, and never a burst of them).
 """
 
 from __future__ import annotations
@@ -147,14 +153,25 @@ class StreamHub:
     ``per_channel`` bounds the subscribers of one channel (one more: :class:`TooManySubscribers`).
     Only the listener thread (a greenlet under gevent) touches the connection;
     subscribers queue their (un)subscriptions for it.
+
+    ``gone(table_id)`` (optional) says whether a table no longer exists (it
+    expired): a watcher thread asks it for every followed table once per
+    ``check_every`` seconds, one table after another, and ends the streams of
+    a gone one as a deletion would (:data:`DELETED`).  A Redis error ends that
+    sweep; the next one tries again.
     """
 
     def __init__(self, make_pubsub: Callable[[], Any], *, sharded: bool = False, buffer: int = 64,
-                 poll: float = 0.05, per_channel: int | None = None) -> None:
+                 poll: float = 0.05, per_channel: int | None = None,
+                 gone: Callable[[str], bool] | None = None, check_every: float = 15.0) -> None:
         self._make_pubsub = make_pubsub
         self.sharded, self.buffer, self.poll, self.per_channel = sharded, buffer, poll, per_channel
+        self._gone, self.check_every = gone, check_every
         self._lock = threading.Lock()
         self._subs: dict[str, set[Subscription]] = {}
+        self._tables: dict[str, str] = {}  # channel -> table id, while it has subscribers
+        self._stopped = threading.Event()  # set by close(): the watcher stops waiting
+        self._watcher: threading.Thread | None = None
         self._ready: dict[str, threading.Event] = {}
         self._commands: deque = deque()
         self._thread: threading.Thread | None = None
@@ -176,6 +193,7 @@ class StreamHub:
             if not subs:
                 self._ready[channel] = threading.Event()
                 self._commands.append(channel)
+                self._tables[channel] = table_id
             subs.add(sub)
             ready = self._ready[channel]
             self._start()
@@ -193,6 +211,7 @@ class StreamHub:
             if not subs:
                 del self._subs[sub.channel]
                 self._ready.pop(sub.channel, None)
+                self._tables.pop(sub.channel, None)
                 self._commands.append(sub.channel)
 
     def close(self) -> None:
@@ -200,6 +219,7 @@ class StreamHub:
         with self._lock:
             self._closed = True
             everyone = [s for subs in self._subs.values() for s in subs]
+        self._stopped.set()
         for sub in everyone:
             sub.push(CLOSE)
 
@@ -213,6 +233,24 @@ class StreamHub:
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="stream-hub", daemon=True)
             self._thread.start()
+        if self._gone is not None and (self._watcher is None or not self._watcher.is_alive()):
+            self._watcher = threading.Thread(target=self._watch, name="stream-hub-watch", daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        """Every ``check_every`` seconds: end the streams of the followed tables that are gone."""
+        assert self._gone is not None
+        while not self._stopped.wait(self.check_every):
+            with self._lock:
+                followed = list(self._tables.items())
+            for channel, table_id in followed:
+                try:
+                    gone = self._gone(table_id)
+                except Exception as exc:  # noqa: BLE001 - Redis away (or a bug): try again next sweep
+                    log.warning("stream hub could not check table %s (%s)", table_id, exc)
+                    break
+                if gone:
+                    self._dispatch(channel, DELETED)
 
     def _run(self) -> None:
         delay = 0.1
@@ -296,14 +334,17 @@ class StreamHub:
             sub.push(item)
 
 
-def make_hub(client: redis.Redis, *, sharded: bool, buffer: int, per_channel: int | None = None) -> StreamHub:
-    """A hub whose pub/sub connections are made like ``client``'s, without retries or read timeout."""
+def make_hub(client: redis.Redis, *, sharded: bool, buffer: int, per_channel: int | None = None,
+             gone: Callable[[str], bool] | None = None, check_every: float = 15.0) -> StreamHub:
+    """A hub whose pub/sub connections are made like ``client``'s, without retries or read timeout
+    (``gone`` and ``check_every``: see :class:`StreamHub`)."""
+    more = dict(per_channel=per_channel, gone=gone, check_every=check_every)
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
     pool = getattr(client, "connection_pool", None)
     if pool is None:  # a cluster client: its own ClusterPubSub (connections per shard)
-        return StreamHub(client.pubsub, sharded=sharded, buffer=buffer, per_channel=per_channel)
+        return StreamHub(client.pubsub, sharded=sharded, buffer=buffer, **more)
     kwargs = dict(pool.connection_kwargs)
     kwargs.update(socket_timeout=5, socket_connect_timeout=2, retry=Retry(NoBackoff(), 0),
                   health_check_interval=10)
@@ -311,7 +352,7 @@ def make_hub(client: redis.Redis, *, sharded: bool, buffer: int, per_channel: in
     def make_pubsub():
         return redis.Redis(connection_pool=redis.ConnectionPool(**kwargs)).pubsub()
 
-    return StreamHub(make_pubsub, sharded=sharded, buffer=buffer, per_channel=per_channel)
+    return StreamHub(make_pubsub, sharded=sharded, buffer=buffer, **more)
 
 
 _HUB_LOCK = threading.Lock()
@@ -327,7 +368,9 @@ def hub() -> StreamHub:
             if found is None:
                 s = store()
                 found = make_hub(s.r, sharded=s.sharded_pubsub, buffer=app.config.get("STREAM_BUFFER", 64),
-                                 per_channel=app.config.get("STREAM_MAX_PER_TABLE", 32))
+                                 per_channel=app.config.get("STREAM_MAX_PER_TABLE", 32),
+                                 gone=lambda table_id: s.stream_position(table_id) is None,
+                                 check_every=float(app.config.get("STREAM_HEARTBEAT", 15)))
                 app.extensions["stream_hub"] = found
                 app.extensions.setdefault("worker_stop", []).append(found.close)
     return found
@@ -445,7 +488,8 @@ STREAM_DOC = {
                 "`id: <seq>`, `event: record`, `data: <JSON>`: the record as `GET /v1/tables/{table_id}/events` "
                 "lists it plus `version` and `balances` after it (and `coins` with stakes: the table's "
                 "bankrolls after it; a `buy_in` record's own coins bought then travel as `amount`). A comment line "
-                "(`: keep-alive`) every 15 s at most. `event: deleted` when the table is deleted, `event: resync` "
+                "(`: keep-alive`) every 15 s at most. `event: deleted` when the table is deleted (or expired: within "
+                "`STREAM_HEARTBEAT` seconds of its expiry), `event: resync` "
                 "when this client fell behind (reconnect with `Last-Event-ID`); both end the stream. "
                 "Any instance of the service delivers what any instance recorded."),
             "content": {"text/event-stream": {
