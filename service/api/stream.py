@@ -338,10 +338,10 @@ def make_hub(client: redis.Redis, *, sharded: bool, buffer: int, per_channel: in
              gone: Callable[[str], bool] | None = None, check_every: float = 15.0) -> StreamHub:
     """A hub whose pub/sub connections are made like ``client``'s, without retries or read timeout
     (``gone`` and ``check_every``: see :class:`StreamHub`)."""
-    more = dict(per_channel=per_channel, gone=gone, check_every=check_every)
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
+    more = dict(per_channel=per_channel, gone=gone, check_every=check_every)
     pool = getattr(client, "connection_pool", None)
     if pool is None:  # a cluster client: its own ClusterPubSub (connections per shard)
         return StreamHub(client.pubsub, sharded=sharded, buffer=buffer, **more)
