@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from service.config import NO_LIMITS
+from service.store import keys
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,6 +36,14 @@ def request(port, method, path, body=None, headers=None, timeout=10):
         return response.status, dict(response.getheaders()), response.read()
     finally:
         conn.close()
+
+
+def expire_table(client, table_id: str, ms: int = 50) -> None:
+    """What ``TABLE_TTL`` does to an idle table, sooner: every key it has expires in ``ms``."""
+    found = [key for key in keys.every(table_id) if client.exists(key)]
+    assert found, f"no table {table_id}"
+    for key in found:
+        client.pexpire(key, ms)
 
 
 def wait_serving(proc: subprocess.Popen, port: int, log_path: Path, log_file, stop, seconds: float) -> None:

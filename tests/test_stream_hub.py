@@ -12,6 +12,7 @@ import redis
 from service.api.stream import CHECK, DELETED, Frame, StreamHub, make_hub, parse_message
 from service.store import codec, keys
 from service.store.tables import TableStore
+from tests.served import expire_table
 
 KONG = {"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m"}
 
@@ -104,14 +105,6 @@ def test_one_connection_serves_every_subscriber_in_order(client):
     hub.close()
 
 
-def expire(client, table_id: str, ms: int = 50) -> None:
-    """What ``TABLE_TTL`` does to an idle table, sooner: every key of the table expires."""
-    found = client.keys("{t:" + table_id + "}*")
-    assert found
-    for key in found:
-        client.pexpire(key, ms)
-
-
 def test_a_table_that_expired_ends_its_streams_as_a_deletion_does(client):
     store = TableStore(client)
     asked: list[str] = []
@@ -125,7 +118,7 @@ def test_a_table_that_expired_ends_its_streams_as_a_deletion_does(client):
     hub = make_hub(client, sharded=False, buffer=8, gone=gone, check_every=0.2)
     expiring, kept = new_table(store)[0], new_table(store)[0]
     subs = [hub.subscribe(expiring), hub.subscribe(expiring), hub.subscribe(kept)]
-    expire(client, expiring)
+    expire_table(client, expiring)
     assert take_until(subs[0], 1) == [DELETED] and take_until(subs[1], 1) == [DELETED]
     assert take_until(subs[2], 1, timeout=1.0) == []  # the other table lives on
     assert store.stream_position(kept) == 5 and store.stream_position(expiring) is None

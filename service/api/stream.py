@@ -169,7 +169,6 @@ class StreamHub:
         self._gone, self.check_every = gone, check_every
         self._lock = threading.Lock()
         self._subs: dict[str, set[Subscription]] = {}
-        self._tables: dict[str, str] = {}  # channel -> table id, while it has subscribers
         self._stopped = threading.Event()  # set by close(): the watcher stops waiting
         self._watcher: threading.Thread | None = None
         self._ready: dict[str, threading.Event] = {}
@@ -193,7 +192,6 @@ class StreamHub:
             if not subs:
                 self._ready[channel] = threading.Event()
                 self._commands.append(channel)
-                self._tables[channel] = table_id
             subs.add(sub)
             ready = self._ready[channel]
             self._start()
@@ -211,7 +209,6 @@ class StreamHub:
             if not subs:
                 del self._subs[sub.channel]
                 self._ready.pop(sub.channel, None)
-                self._tables.pop(sub.channel, None)
                 self._commands.append(sub.channel)
 
     def close(self) -> None:
@@ -242,8 +239,9 @@ class StreamHub:
         assert self._gone is not None
         while not self._stopped.wait(self.check_every):
             with self._lock:
-                followed = list(self._tables.items())
-            for channel, table_id in followed:
+                followed = list(self._subs)
+            for channel in followed:
+                table_id = keys.table_of_channel(channel)
                 try:
                     gone = self._gone(table_id)
                 except Exception as exc:  # noqa: BLE001 - Redis away (or a bug): try again next sweep
