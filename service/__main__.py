@@ -28,7 +28,7 @@ variable                     default      meaning
 ``KEEPALIVE``                5            seconds an idle keep-alive connection stays open
 ``REQUEST_TIMEOUT``          10           seconds a request may take to arrive whole (then 408)
 ``MAX_CONNECTIONS``          4096         open connections per worker (streams included)
-``STREAM_HEARTBEAT``         15           seconds between a table stream's comment lines
+``STREAM_HEARTBEAT``         15           seconds between a table stream's comment lines (and expiry checks)
 ``STREAM_BUFFER``            64           records a stream subscriber may fall behind (then resync)
 ``STREAM_MAX_PER_TABLE``     32           open streams of one table per worker (more: 429)
 ``LOG_LEVEL``                INFO         DEBUG, INFO, WARNING, ERROR, CRITICAL
