@@ -46,9 +46,11 @@ Readings (API.md is silent):
 * A table that expired (``TABLE_TTL`` after its last write) is deleted as far
   as its followers are concerned: it answers 404 like a deleted one, so its
   streams get ``event: deleted`` too.  Expiry publishes nothing, so each
-  worker's hub looks: once every ``STREAM_HEARTBEAT`` seconds it reads, one
-  table after another, whether each table it streams still exists (one small
-  read per followed table, not per subscriber, and never a burst of them).
+  worker's hub looks: ``STREAM_HEARTBEAT`` seconds after its last look it
+  reads, one table after another, whether each table it streams still exists
+  (one small read per followed table, not per subscriber, and never many at
+  once).  Only the streams that were open when a table was found gone end: a
+  table made again under the same id meanwhile keeps its new streams.
 """
 
 from __future__ import annotations
@@ -155,10 +157,11 @@ class StreamHub:
     subscribers queue their (un)subscriptions for it.
 
     ``gone(table_id)`` (optional) says whether a table no longer exists (it
-    expired): a watcher thread asks it for every followed table once per
-    ``check_every`` seconds, one table after another, and ends the streams of
-    a gone one as a deletion would (:data:`DELETED`).  A Redis error ends that
-    sweep; the next one tries again.
+    expired): a watcher thread asks it for every followed table ``check_every``
+    seconds after its last sweep, one table after another, and ends the streams
+    that were open before the table was asked about, as a deletion would
+    (:data:`DELETED`).  A lost connection ends that sweep (the next one tries
+    again); any other error skips that table.
     """
 
     def __init__(self, make_pubsub: Callable[[], Any], *, sharded: bool = False, buffer: int = 64,
@@ -235,20 +238,27 @@ class StreamHub:
             self._watcher.start()
 
     def _watch(self) -> None:
-        """Every ``check_every`` seconds: end the streams of the followed tables that are gone."""
+        """``check_every`` seconds after each sweep: end the streams of the followed tables that are gone."""
         assert self._gone is not None
         while not self._stopped.wait(self.check_every):
             with self._lock:
-                followed = list(self._subs)
-            for channel in followed:
-                table_id = keys.table_of_channel(channel)
+                followed = [(channel, list(subs)) for channel, subs in self._subs.items()]
+            failed: list[Exception] = []
+            for channel, subs in followed:
                 try:
-                    gone = self._gone(table_id)
-                except Exception as exc:  # noqa: BLE001 - Redis away (or a bug): try again next sweep
-                    log.warning("stream hub could not check table %s (%s)", table_id, exc)
+                    gone = self._gone(keys.table_of_channel(channel))
+                except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:  # Redis away: next sweep
+                    failed.append(exc)
                     break
+                except Exception as exc:  # noqa: BLE001 - this table's read failed: the others are still checked
+                    failed.append(exc)
+                    continue
                 if gone:
-                    self._dispatch(channel, DELETED)
+                    for sub in subs:  # (not a stream opened since: the id may hold a new table by now)
+                        sub.push(DELETED)
+            if failed:
+                log.warning("stream hub: %d failed check(s) in a sweep of the %d tables it streams (last: %s; "
+                            "a lost connection ends the sweep)", len(failed), len(followed), failed[-1])
 
     def _run(self) -> None:
         delay = 0.1
@@ -486,8 +496,8 @@ STREAM_DOC = {
                 "`id: <seq>`, `event: record`, `data: <JSON>`: the record as `GET /v1/tables/{table_id}/events` "
                 "lists it plus `version` and `balances` after it (and `coins` with stakes: the table's "
                 "bankrolls after it; a `buy_in` record's own coins bought then travel as `amount`). A comment line "
-                "(`: keep-alive`) every 15 s at most. `event: deleted` when the table is deleted (or expired: within "
-                "`STREAM_HEARTBEAT` seconds of its expiry), `event: resync` "
+                "(`: keep-alive`) every 15 s at most. `event: deleted` when the table is deleted (or expired: about "
+                "`STREAM_HEARTBEAT` seconds after its expiry at most), `event: resync` "
                 "when this client fell behind (reconnect with `Last-Event-ID`); both end the stream. "
                 "Any instance of the service delivers what any instance recorded."),
             "content": {"text/event-stream": {
