@@ -49,8 +49,8 @@ Readings (API.md is silent):
   worker's hub looks: ``STREAM_HEARTBEAT`` seconds after its last look it
   reads, one table after another, whether each table it streams still exists
   (one small read per followed table, not per subscriber, and never many at
-  once).  Only the streams that were open when a table was found gone end: a
-  table made again under the same id meanwhile keeps its new streams.
+  once).  Only the streams already open when the sweep began end: a table
+  made again under the same id meanwhile keeps its new streams.
 """
 
 from __future__ import annotations
