@@ -29,6 +29,9 @@ def blocks(page: str) -> dict[str, str]:
 
 
 RULE_BOOK = (DOCS / "rules.md").read_text(encoding="utf-8")
+SECTIONS = (["1", "2", "3", "4", "5", "5.1", "5.2", "5.3", "6", "7", "7.1", "7.2", "7.3", "8", "9", "10",
+             "11", "12", "13"] + [f"13.{n}" for n in range(1, 9)] + ["13.5.1", "13.5.2", "13.5.3", "14"]
+            + [f"14.{n}" for n in range(1, 7)])
 
 
 def test_generated_pages_are_up_to_date(generated):
@@ -123,7 +126,7 @@ def test_rules_page_lists_every_ruleset_field_in_every_preset(generated):
 def test_rules_page_fills_its_blocks_and_keeps_its_prose(tmp_path):
     page = docs.rules_page()
     assert page == RULE_BOOK  # (as the committed page: also checked with the other pages above)
-    prose = page.replace("## Extras", "## Extras (added to the base pattern)")
+    prose = page.replace("## 1. Tiles and notation", "## 1. Tiles, and how to write them")
     drifted = docs.BLOCK.sub(lambda m: m.group(1) + "| a table the code no longer gives |\n" + m.group(4), prose)
     assert blocks(drifted) != blocks(page)
     assert docs.rules_page(drifted) == prose  # every block refilled from the code, the prose as edited
@@ -141,3 +144,46 @@ def test_rules_page_fills_its_blocks_and_keeps_its_prose(tmp_path):
 def test_rules_page_refuses_a_block_missing_unknown_or_twice(change, message):
     with pytest.raises(docs.RulesPageError, match=message):
         docs.rules_page(change(RULE_BOOK))
+
+
+def test_rules_page_anchors_every_section_before_its_heading():
+    lines = RULE_BOOK.splitlines()
+    anchors = {}
+    for i, line in enumerate(lines):
+        m = re.fullmatch(r'<a id="([^"]+)"></a>', line)
+        if m:
+            anchors[m.group(1)] = lines[i + 1]
+    for number in SECTIONS:
+        heading = anchors.get(f"s{number}")
+        assert heading is not None, f"no anchor s{number}"
+        assert re.match(r"#{2,4} %s\.? " % re.escape(number), heading), (number, heading)
+    assert "codes" in anchors
+    for target in re.findall(r"\]\(#([^)]+)\)", RULE_BOOK):  # the contents and every link within the page
+        assert target in anchors, target
+    contents = RULE_BOOK.split("## Contents", 1)[1].split("<a id=", 1)[0]
+    assert set(re.findall(r"\(#([^)]+)\)", contents)) == set(anchors)
+
+
+def test_rule_book_has_every_section_the_rules_core_cites():
+    cited = set()
+    for path in (ROOT / "service" / "rules").glob("*.py"):
+        cited |= set(re.findall(r"§(\d+(?:\.\d+)*)", path.read_text(encoding="utf-8")))
+    assert cited and cited <= set(SECTIONS), sorted(cited - set(SECTIONS))
+
+
+def test_rule_book_describes_every_ruleset_field():
+    from service.rules.ruleset import Ruleset
+
+    section = RULE_BOOK.split('<a id="s9"></a>', 1)[1].split('<a id="s10"></a>', 1)[0]
+    prose = docs.BLOCK.sub("", section)
+    for name in Ruleset.__dataclass_fields__:
+        assert re.search(r"^\|[^|\n]*`%s`" % name, prose, re.M), name  # a row of the field table
+
+
+def test_rule_book_names_no_source_outside_the_repository():
+    assert not docs._OUTSIDE_FILE.search(RULE_BOOK)
+    assert not re.search(r"\bissues?\s*#?\d|\bseeds?\b", RULE_BOOK, re.I)
+
+
+def test_rule_book_marks_its_readings():
+    assert RULE_BOOK.count("**Reading:**") + RULE_BOOK.count("**Readings:**") >= 10
