@@ -82,7 +82,7 @@ Three players for coins: seat 2 escapes owing 96 points to each of the others
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from .codes import Code, Reason
 from .errors import EventError, RuleError
@@ -102,14 +102,13 @@ FACT_COUNTS = ("wins", "zimo", "dianpao_paid", "kongs_direct", "kongs_added", "k
                "huazhu_paid", "dajiao_paid", "escapes")
 """The per-seat counts of :class:`RoundFacts`, by their names in a round summary's ``facts``."""
 
-_WIN_REASONS = (Reason.DIANPAO._value_, Reason.ZIMO._value_)
-_PAID_AT_DRAW = {Reason.HUAZHU._value_: "huazhu_paid", Reason.DAJIAO._value_: "dajiao_paid"}
 
-
-@dataclass(frozen=True, slots=True)
-class WinFact:
+class WinFact(NamedTuple):
     """One win of a seat: its ``hu`` record's ``seq``, its ``fan`` after the cap, its pattern ids
-    (none for a win given as a bare fan) and the ``points`` its own payments (点炮 or 自摸) brought."""
+    (none for a win given as a bare fan) and the ``points`` its own payments (点炮 or 自摸) brought.
+
+    (An immutable record; a NamedTuple, as :class:`RoundFacts`, because the fold makes many.)
+    """
 
     seq: int
     fan: int
@@ -128,10 +127,9 @@ class WinFact:
         return cls(d["seq"], d["fan"], tuple(d["patterns"]), d["points"])
 
 
-@dataclass(frozen=True, slots=True)
-class RoundFacts:
+class RoundFacts(NamedTuple):
     """What each seat did in one round, for the evening's summary (:mod:`service.rules.summary`,
-    which documents the readings): every member is one entry per seat.
+    which documents the readings): every member is one entry per seat (an immutable value).
 
     The fold keeps the latest round's (``TableState.facts``), updated by each record it applies
     (:meth:`after`: from the record and the transfers it caused), and writes them into the round's
@@ -163,45 +161,22 @@ class RoundFacts:
         """The facts once ``record`` (a round event the round took as ``seq``) has caused
         ``transfers``; ``scored``: its winners as scored, for a ``hu``."""
         kind = record["type"]
-        new: dict[str, Any] = {}
+        if kind == "peng":
+            return self
+        values = list(self)
         if kind == "kong":
-            name = "kongs_" + record["kind"]
-            new[name] = _plus(getattr(self, name), record["seat"], 1)
+            i = _KONGS[record["kind"]]
+            values[i] = _plus(values[i], record["seat"], 1)
         elif kind == "hu":
-            new = self._hu(record, seq, transfers, scored)
+            _hu_facts(values, record, seq, transfers, scored)
         elif kind == "escape":
-            new["escapes"] = _plus(self.escapes, record["seat"], 1)
-        elif kind == "draw":
+            values[_ESCAPES] = _plus(values[_ESCAPES], record["seat"], 1)
+        else:  # a draw: 查花猪 and 查大叫 (an escape's charge is neither)
             for t in transfers:
-                name = _PAID_AT_DRAW.get(t.reason)
-                if name is not None:
-                    new[name] = _plus(new.get(name, getattr(self, name)), t.payer, t.points)
-        return replace(self, **new) if new else self
-
-    def _hu(self, record: Mapping[str, Any], seq: int, transfers: Iterable[Transfer],
-            scored: Iterable[Scored]) -> dict[str, Any]:
-        frm = record.get("from")
-        discarder = frm
-        points: dict[int, int] = {}  # winner -> what its own payments brought
-        for t in transfers:
-            if t.reason in _WIN_REASONS:
-                points[t.payee] = points.get(t.payee, 0) + t.points
-                if frm is None and t.reason == _WIN_REASONS[0]:
-                    discarder = t.payer  # 点杠花 paid by the feeder alone (dianganghua = discard)
-        wins, zimo, best = list(self.wins), list(self.zimo), list(self.biggest_win)
-        for w in scored:
-            wins[w.seat] += 1
-            if discarder is None:
-                zimo[w.seat] += 1
-            win = WinFact(seq, w.fan, w.patterns, points.get(w.seat, 0))
-            if win.beats(best[w.seat]):
-                best[w.seat] = win
-        new: dict[str, Any] = {"wins": tuple(wins), "zimo": tuple(zimo), "biggest_win": tuple(best)}
-        if discarder is not None:
-            new["dianpao_paid"] = _plus(self.dianpao_paid, discarder, 1)
-        if record.get("robbing_kong"):
-            new["kongs_added"] = _plus(self.kongs_added, frm, -1)  # 抢杠胡: the robbed kong never stood
-        return new
+                i = _PAID_AT_DRAW.get(t.reason)
+                if i is not None:
+                    values[i] = _plus(values[i], t.payer, t.points)
+        return _record(RoundFacts, values)
 
     def to_dict(self) -> dict:
         """The JSON shape (a round summary's ``facts``): a member that is 0 (None) for every seat is left out."""
@@ -219,6 +194,41 @@ class RoundFacts:
         best = d.get("biggest_win")
         return cls(*counts, (None,) * n if best is None else
                    tuple(None if w is None else WinFact.from_dict(w) for w in best))
+
+
+_record = tuple.__new__
+"""Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the fold's hot path."""
+_FACT = {name: i for i, name in enumerate(RoundFacts._fields)}
+_KONGS = {kind: _FACT["kongs_" + kind] for kind in ("direct", "added", "concealed")}
+_ESCAPES = _FACT["escapes"]
+_PAID_AT_DRAW = {Reason.HUAZHU._value_: _FACT["huazhu_paid"], Reason.DAJIAO._value_: _FACT["dajiao_paid"]}
+_WIN_REASONS = (Reason.DIANPAO._value_, Reason.ZIMO._value_)
+
+
+def _hu_facts(values: list, record: Mapping[str, Any], seq: int, transfers: Iterable[Transfer],
+              scored: Iterable[Scored]) -> None:
+    """:meth:`RoundFacts.after` of a ``hu``, on the list of its members ``values``."""
+    frm = record.get("from")
+    discarder = frm
+    points: dict[int, int] = {}  # winner -> what its own payments brought
+    for t in transfers:
+        if t.reason in _WIN_REASONS:
+            points[t.payee] = points.get(t.payee, 0) + t.points
+            if frm is None and t.reason == _WIN_REASONS[0]:
+                discarder = t.payer  # 点杠花 paid by the feeder alone (dianganghua = discard)
+    wins, zimo, best = list(values[_FACT["wins"]]), list(values[_FACT["zimo"]]), list(values[_FACT["biggest_win"]])
+    for w in scored:
+        wins[w.seat] += 1
+        if discarder is None:
+            zimo[w.seat] += 1
+        win = _record(WinFact, (seq, w.fan, w.patterns, points.get(w.seat, 0)))
+        if win.beats(best[w.seat]):
+            best[w.seat] = win
+    values[_FACT["wins"]], values[_FACT["zimo"]], values[_FACT["biggest_win"]] = tuple(wins), tuple(zimo), tuple(best)
+    if discarder is not None:
+        values[_FACT["dianpao_paid"]] = _plus(values[_FACT["dianpao_paid"]], discarder, 1)
+    if record.get("robbing_kong"):  # 抢杠胡: the robbed kong never stood
+        values[_KONGS["added"]] = _plus(values[_KONGS["added"]], frm, -1)
 
 
 def _plus(values: tuple[int, ...], seat: int, n: int) -> tuple[int, ...]:
