@@ -44,7 +44,7 @@ What each seat's figures mean (docs/rules.md#s6 to #s8, #s10, #s13):
   呼叫转移 (杠上炮) nor anything handed back later (forfeit).  Ties: the most
   fan, then the earliest win (round, then event).  ``{"round", "fan",
   "patterns", "points"}``: ``fan`` after the cap, ``patterns`` the ids of its
-  hand's patterns (§5; 0-fan ones are not listed), ``[]`` for a win given as a
+  hand's patterns (docs/rules.md#s5; 0-fan ones are not listed), ``[]`` for a win given as a
   bare ``fan`` (its declared patterns, if any, are the caller's and are not
   checked, so they are not shown).  None: the seat has not won.
 * Every seat is seated for every round (a seat that escaped plays the next),
@@ -65,7 +65,9 @@ The settle-up (``settle_up``):
 * Coins (a table with stakes, docs/rules.md#s12): a seat's ``coins`` is its
   change over the evening, ``coins now - starting bankroll - buy-ins`` (the
   sum of its rounds' ``coins_delta``, fees included), ``fees`` what it paid the
-  house and ``buy_ins`` the coins it bought.  The coins do not sum to 0: the
+  house and ``buy_ins`` the coins it bought (read off the state and the
+  summaries: buy-ins come only between rounds, so ``coins now = starting
+  bankroll + buy-ins + the ended rounds' coins_delta``).  The coins do not sum to 0: the
   fees have left the table.  The coin settle-up clears only what passed
   between the players, ``coins + fees`` per seat (which does sum to 0: each
   round's pot goes whole to its winners); the fees were already paid to the

@@ -36,7 +36,8 @@ what each seat did in the latest round (:class:`RoundFacts`: wins, 自摸, 点�
 kongs, 花猪 and 大叫 paid, escapes, its biggest win) as it applies each record,
 in the state (``round_facts``) while the round is played and in the round's
 summary (``facts``) once it has ended; so a summary needs the state and the
-ended rounds' summaries, never the log.
+ended rounds' summaries, never the log.  (``facts`` is kept for the summary:
+it is not part of a round as API.md shows it.)
 
 Stakes (§12; the coin settlement itself is :mod:`service.rules.stakes`):
 
