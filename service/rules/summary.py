@@ -106,9 +106,12 @@ have won, the round ends.  Round 2: seat 1 escapes (16 units, 96, to each):
 >>> s.seats[0].biggest_win  # 自摸: 12 from each of three
 BiggestWin(round=1, fan=2, patterns=(), points=36)
 >>> s.as_dict()["seats"][2]
-{'seat': 2, 'name': 'C', 'total': 132, 'rank': 1, 'wins': 1, 'zimo': 0, 'dianpao_paid': 0, 'kongs': {'direct': 0, 'added': 0, 'concealed': 1}, 'huazhu_paid': 0, 'dajiao_paid': 0, 'escapes': 0, 'biggest_win': {'round': 1, 'fan': 2, 'patterns': ['duiduihu'], 'points': 12}}
+{'seat': 2, 'name': 'C', 'total': 132, 'rank': 1, 'wins': 1, 'zimo': 0, 'dianpao_paid': 0,
+ 'kongs': {'direct': 0, 'added': 0, 'concealed': 1}, 'huazhu_paid': 0, 'dajiao_paid': 0, 'escapes': 0,
+ 'biggest_win': {'round': 1, 'fan': 2, 'patterns': ['duiduihu'], 'points': 12}}
 >>> s.as_dict()["settle_up"]
-[{'from': 1, 'to': 0, 'points': 120}, {'from': 1, 'to': 2, 'points': 132}, {'from': 1, 'to': 3, 'points': 54}]
+[{'from': 1, 'to': 0, 'points': 120}, {'from': 1, 'to': 2, 'points': 132},
+ {'from': 1, 'to': 3, 'points': 54}]
 """
 
 from __future__ import annotations
