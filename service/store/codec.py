@@ -1,33 +1,23 @@
 """How log records, round summaries and states are written in Redis (compactly), and read back.
 
-A table of 500 events kept its log as 500 JSON objects of ~100 bytes (``seq``,
-the event, ``round``, an ISO timestamp), its round summaries as JSON objects
-of ~140 bytes, and its state with the ruleset twice.  What is written now:
-
 * a **log record** is a JSON array ``[at, round, event]``: ``at`` in ms since
   the epoch (the ISO string it stands for has ms precision), ``round`` as is,
-  and the event's fields with short names (:data:`FIELDS`), its ``type`` and a
-  kong's ``kind`` as small integers; ``seq`` is not written (the record at
-  index *i* of the log is seq *i* + 1);
+  and the event's fields with short names (:data:`FIELDS`, at any depth), its
+  ``type`` and a kong's ``kind`` as small integers; ``seq`` is not written (the
+  record at index *i* of the log is seq *i* + 1).  Records are events the rules
+  core has checked (no member it does not know), so the short names never meet
+  a member of the same name;
 * a **round summary** is a JSON array of its fields in a fixed order
-  (:data:`SUMMARY`), then an object of the other fields (the coins of a table
-  with stakes) when there are any; ``number`` is not written (the summary at
-  index *i* of the rounds list is round *i* + 1);
+  (:data:`SUMMARY`), then an object of the other fields (its ``facts`` with
+  short names, :data:`FACTS`; the coins of a table with stakes) when there are any; ``number`` is not written
+  (the summary at index *i* of the rounds list is round *i* + 1);
 * the **state** leaves out its round's copy of the ruleset when it is the
   table's (it always is).
 
-Each is written that way only when reading it back gives exactly what was
-encoded (:func:`record` and :func:`summary` check); anything else (a field or
-value this encoding does not know) is written as before, as a JSON object.  So
-both forms are read: a JSON object is the earlier form (it names its own
-``seq`` or ``number``), a JSON array this one.  Tables written before this
-encoding need no migration; ``python -m service check-tables --repair`` writes
-their state and summaries anew (their log records stay as they are).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime, timezone
 from typing import Any, Iterable
@@ -45,23 +35,24 @@ TYPES = ("round_start", "round_end", "kong", "peng", "hu", "draw", "escape", "bu
 _TYPE = {name: i for i, name in enumerate(TYPES)}
 KINDS = ("concealed", "direct", "added")
 _KIND = {name: i for i, name in enumerate(KINDS)}
+# a round summary's facts (the evening summary's) -> short names, at any depth
+FACTS = {
+    "facts": "F", "wins": "w", "zimo": "z", "dianpao_paid": "d", "kongs_direct": "kd", "kongs_added": "ka",
+    "kongs_concealed": "kc", "huazhu_paid": "h", "dajiao_paid": "j", "escapes": "e", "biggest_win": "b",
+    "seq": "s", "fan": "n", "patterns": "p", "points": "v",
+}
+_LONG_FACTS = {short: name for name, short in FACTS.items()}
 SUMMARY = ("dealer", "deltas", "won", "left", "ended_by", "next_dealer", "first_seq", "last_seq")
 _AT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
 
 
 def dumps(obj: Any) -> bytes:
-    """Compact JSON (UTF-8, no ASCII escapes) as bytes: orjson, or json for what orjson refuses."""
-    try:
-        return orjson.dumps(obj)
-    except TypeError:  # (an int wider than 64 bits)
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact JSON (UTF-8, no ASCII escapes) as bytes."""
+    return orjson.dumps(obj)
 
 
 def _loads(raw: bytes | str) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:  # (what orjson refuses that json takes: e.g. a huge int)
-        return json.loads(raw)
+    return orjson.loads(raw)
 
 
 def at_ms(at: str) -> int | None:
@@ -122,8 +113,7 @@ def _unpack(entry: list, seq: int, with_at: bool = True) -> dict:
 
 
 def record(rec: dict) -> bytes:
-    """A log record (``{"seq", ...event, "round", "at"}``) as stored: compact when that reads back
-    exactly, else as JSON.
+    """A log record (``{"seq", ...event, "round", "at"}``) as stored.
 
     >>> r = {"seq": 7, "type": "kong", "seat": 1, "kind": "direct", "tile": "3p", "from": 2,
     ...      "round": 2, "at": "2026-11-30T20:02:22.123Z"}
@@ -131,29 +121,13 @@ def record(rec: dict) -> bytes:
     b'[1796068942123,2,{"t":2,"s":1,"k":1,"i":"3p","f":2}]'
     >>> read_record(record(r), 7) == r
     True
-    >>> record({**r, "s": 1})[:1]  # a field this encoding would misread: stored as JSON
-    b'{'
     """
-    ms = at_ms(rec.get("at"))
-    names = list(rec)
-    if ms is not None and names[0] == "seq" and names[-2:] == ["round", "at"]:
-        packed = [ms, rec["round"], _pack_event(rec)]
-        try:
-            back = _unpack(_loads(dumps(packed)), rec["seq"])
-        except (IndexError, TypeError, ValueError):
-            back = None
-        if back == rec:
-            return dumps(packed)
-    return dumps(rec)
+    return dumps([at_ms(rec["at"]), rec["round"], _pack_event(rec)])
 
 
 def read_record(raw: bytes | str, seq: int, with_at: bool = True) -> dict:
-    """The record stored at seq ``seq`` (either form); ``with_at=False`` leaves out ``at`` of a compact
-    one (a fold needs only the event)."""
-    entry = _loads(raw)
-    if isinstance(entry, dict):
-        return entry
-    return _unpack(entry, seq, with_at)
+    """The record stored at seq ``seq``; ``with_at=False`` leaves out ``at`` (a fold needs only the event)."""
+    return _unpack(_loads(raw), seq, with_at)
 
 
 def read_records(raws: Iterable[bytes], first_seq: int, with_at: bool = True) -> list[dict]:
@@ -162,8 +136,7 @@ def read_records(raws: Iterable[bytes], first_seq: int, with_at: bool = True) ->
 
 
 def summary(s: dict) -> bytes:
-    """A round summary as stored: the :data:`SUMMARY` fields in order, then any others (compact when
-    that reads back exactly, else as JSON).
+    """A round summary as stored: the :data:`SUMMARY` fields in order, then any others.
 
     >>> s = {"number": 3, "dealer": 0, "deltas": [-12, 36, -12, -12], "won": [], "left": [],
     ...      "ended_by": None, "next_dealer": 0, "first_seq": 9, "last_seq": 12}
@@ -172,27 +145,21 @@ def summary(s: dict) -> bytes:
     >>> read_summary(summary(s), 3) == s
     True
     """
-    if "number" in s and all(k in s for k in SUMMARY):
-        rest = {k: v for k, v in s.items() if k != "number" and k not in SUMMARY}
-        packed = [s[k] for k in SUMMARY] + ([rest] if rest else [])
-        raw = dumps(packed)
-        try:
-            back = read_summary(raw, s["number"])
-        except (IndexError, TypeError, ValueError):
-            back = None
-        if back == s:
-            return raw
-    return dumps(s)
+    rest = {k: v for k, v in s.items() if k != "number" and k not in SUMMARY}
+    if "facts" in rest:
+        rest = {**{k: v for k, v in rest.items() if k != "facts"}, "F": _renamed(rest["facts"], FACTS)}
+    return dumps([s[k] for k in SUMMARY] + ([rest] if rest else []))
 
 
 def read_summary(raw: bytes | str, number: int) -> dict:
-    """The summary of round ``number`` (either form)."""
+    """The summary of round ``number``."""
     entry = _loads(raw)
-    if isinstance(entry, dict):
-        return entry
     out = {"number": number, **dict(zip(SUMMARY, entry))}
     if len(entry) > len(SUMMARY):
-        out.update(entry[len(SUMMARY)])
+        rest = entry[len(SUMMARY)]
+        if "F" in rest:
+            rest = {**{k: v for k, v in rest.items() if k != "F"}, "facts": _renamed(rest["F"], _LONG_FACTS)}
+        out.update(rest)
     return out
 
 

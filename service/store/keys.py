@@ -9,15 +9,21 @@ key                            type    holds
 ``{t:<id>}:meta``              hash    players, ruleset, first dealer, stakes (if any), token hashes, created
                                        (after DELETE: only the token hashes and ``deleted``, 24 h)
 ``{t:<id>}:log``               list    the log: one record per seq, seq n at index n - 1 (append-only;
-                                       :mod:`~service.store.codec`: ``[at ms, round, event]``, or
-                                       a JSON object in the earlier form)
+                                       :mod:`~service.store.codec`: ``[at ms, round, event]``)
 ``{t:<id>}:state``             string  JSON :class:`~service.rules.table.TableState` at version = LLEN log
                                        (:func:`~service.store.codec.state`)
 ``{t:<id>}:rounds``            list    summaries of the table's ended rounds (round n at index n - 1;
                                        positional arrays, :func:`~service.store.codec.summary`)
+``{t:<id>}:snapshots``         hash    field n (a multiple of :data:`SNAPSHOT_EVERY`) = the state at
+                                       version n, as stored then: what a replay or a stream open folds
+                                       from (a prefix of the log never changes, so neither do they)
 ``{t:<id>}:idem``              hash    the table's Idempotency-Key records: field = the key's
                                        :func:`idem_field` (16 bytes), value = :func:`fp_digest` of
-                                       the request (8 bytes) then the seq it wrote (decimal)
+                                       the request (8 bytes), the first 4 bytes of the SHA-1 of the
+                                       record it wrote, then its seq (decimal)
+``{t:<id>}:limits``            hash    the table's own rate limits (events, voids a minute): per limit
+                                       ``<name>:w`` the current window's start (ms), ``<name>:c`` its
+                                       count, ``<name>:p`` the previous window's count
 ``{t:<id>}:created``           string  a keyed creation's record: :func:`fp_digest` of the request,
                                        then its tokens sealed with AES-GCM under a key derived
                                        from the Idempotency-Key (24 h at most)
@@ -25,7 +31,8 @@ key                            type    holds
                                        time in ms (``GET /v1/tables``; pruned lazily)
 ``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
                                        ``deleted`` (PUBLISH, or SPUBLISH on a cluster: same slot)
-``rl:...``                     -       rate-limit counters (Flask-Limiter's storage)
+``rl:...``                     -       the per-client rate limits (Flask-Limiter's, with the ``limits``
+                                       library's key names under :data:`RATE_LIMIT_PREFIX`)
 =============================  ======  ==================================================
 
 The version of a table is the length of its log; the state stored beside the
@@ -36,8 +43,9 @@ Idempotency records belong to their table: they live as long as it does
 (every write renews the TTL of all its keys alike, the ``idem`` hash
 included), go with a DELETE, and a CREATE wipes whatever an expired table of
 the same id left.  An event's record is 24 bytes and a few of overhead, not
-its response: a replay rebuilds the first response from the log (the seq it
-names, folded from the records before it), which is what it was computed from.
+its response: a replay rebuilds the first response from the snapshot before
+it and the records from there to its seq (at most :data:`SNAPSHOT_EVERY`),
+which is what it was computed from.
 
 Writes that add data start with a command Redis refuses when it is out of
 memory (``maxmemory``, ``noeviction``), so a full Redis refuses the whole script
@@ -51,7 +59,7 @@ node it would not check, so ``tests/test_store_keys.py`` reads the scripts for
 it), and all of them are one table's, so one slot's.
 
 With ``REDIS_MIN_REPLICAS`` the store runs each write script and then ``WAIT``
-on the same connection (:func:`service.store.client.acknowledged`); a script
+on the same connection (:func:`service.store.redis_client.acknowledged`); a script
 that *replays* an earlier write (its ``durable`` argument set) first
 "touches" the table (:data:`TOUCH_FN`): a write that changes nothing but goes
 to the replicas, so that the ``WAIT`` covers the write being replayed, which
@@ -83,6 +91,14 @@ def rounds(table_id: str) -> str:
     return tag(table_id) + ":rounds"
 
 
+def snapshots(table_id: str) -> str:
+    return tag(table_id) + ":snapshots"
+
+
+def limits(table_id: str) -> str:
+    return tag(table_id) + ":limits"
+
+
 def idem(table_id: str) -> str:
     return tag(table_id) + ":idem"
 
@@ -111,7 +127,14 @@ def fp_digest(fingerprint: str) -> bytes:
 
 def every(table_id: str) -> list[str]:
     """Every key a live table may have (meta first)."""
-    return [meta(table_id), log(table_id), state(table_id), rounds(table_id), idem(table_id), created(table_id)]
+    return [meta(table_id), log(table_id), state(table_id), rounds(table_id), idem(table_id), created(table_id),
+            snapshots(table_id), limits(table_id)]
+
+
+def appended(table_id: str) -> list[str]:
+    """The keys of the APPEND script, in its order."""
+    return [meta(table_id), log(table_id), state(table_id), rounds(table_id), idem(table_id), channel(table_id),
+            snapshots(table_id), limits(table_id)]
 
 
 def owner_tables(owner: str) -> str:
@@ -134,6 +157,11 @@ def table_of_channel(name: str) -> str:
     """
     return name[len("{t:"): name.index("}")]
 
+
+SNAPSHOT_EVERY = 128
+"""A version that is a multiple of this keeps its state in the table's snapshots."""
+RATE_LIMIT_PREFIX = "rl"
+"""The key prefix of the per-client rate limits (Flask-Limiter's ``key_prefix``)."""
 
 PUBLISH = "PUBLISH"  # a plain Redis (the embedded 6.2 included)
 SPUBLISH = "SPUBLISH"  # Redis Cluster (7.0+): the message stays on the channel's slot's shard
@@ -167,7 +195,7 @@ return 1
 
 
 # CREATE: a new table, unless the id is taken (then what a replay needs).
-# KEYS: meta, log, state, rounds, idem, created (as every())
+# KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every())
 # ARGV[1] state JSON, ARGV[2] table TTL in seconds (0: none),
 # ARGV[3] the creation's record ("" when the request has no key), ARGV[4] its TTL,
 # ARGV[5] durable: "1" to touch the table when the id exists (REDIS_MIN_REPLICAS), else "",
@@ -183,7 +211,7 @@ for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('SET', KEYS[3], ARGV[1])
 -- whatever an expired table of this id left never attaches to the new one
-redis.call('DEL', KEYS[2], KEYS[4], KEYS[5], KEYS[6])
+redis.call('DEL', KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 if ARGV[3] ~= '' then redis.call('SET', KEYS[6], ARGV[3], 'EX', tonumber(ARGV[4])) end
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then
@@ -193,86 +221,141 @@ end
 return {1}
 """
 
-# APPEND: one record, atomically: incarnation check, idempotency replay check, version check,
-# append, state update, rounds update, idempotency record, TTL refresh.
-# KEYS: meta, log, state, rounds, idem
-# ARGV[1] expected version (the log length the record was validated against)
-# ARGV[2] record JSON
-# ARGV[3] new state JSON
-# ARGV[4] rounds mode: "none" | "push" (ARGV[5] is one summary)
-#         | "splice" (ARGV[5] is {"keep": n, "items": [summary JSON, ...]}: keep the first n, then the items)
-# ARGV[5] rounds payload
-# ARGV[6] idem field, or "" when the request has no key
-# ARGV[7] fp_digest of the request (with a key)
-# ARGV[8] table TTL in seconds (0: none)
-# ARGV[9] maximum log length (0: none)
-# KEYS[6] the table's channel, ARGV[10] the message to publish on it once appended ("" none),
-# ARGV[11] PUBLISH or SPUBLISH
-# ARGV[12] durable: "1" to touch the table before a replay (REDIS_MIN_REPLICAS), else ""
-# ARGV[13] the SHA-256 (hex) of the table's write token as the caller knows it, or "": the record was
-#          validated against a state of that table, not of another table of the same id (one created
-#          after it was deleted or expired): "denied" when the meta hash names another token
-# ARGV[14] the SHA-1 (hex) of the stored state the record was validated against, or "": a conflict
-#          unless the state stored now is that very state (a stronger check than the version: a
-#          state a worker kept after a write that a fail-over lost may have the version of another
-#          write made since)
-# returns {"ok", version} | {"replay", idem value} | {"conflict", version, state JSON} | {"missing"}
-#         | {"denied"} | {"full", version}
-# (a conflict answers the state at the current version, so that the caller can validate again
-# without another round trip)
+# APPEND: one record, atomically: incarnation check, idempotency replay, the table's rate limit,
+# version check, append, state update, rounds update, snapshot, idempotency record, TTL refresh, publish.
+# KEYS: meta, log, state, rounds, idem, channel, snapshots, limits (as appended())
+# ARGV[1]: one JSON object (absent members: off):
+#   version   the log length the record was validated against
+#   record    the record as stored (JSON text, codec.record)
+#   state     the new state as stored (JSON text, codec.state)
+#   rounds    {"push": summary JSON text} or {"keep": n, "items": [summary JSON text, ...]} (keep the
+#             first n summaries, then the items), absent: the rounds list is unchanged
+#   idem      the Idempotency-Key's idem_field, hex; fp: fp_digest of the request, hex
+#   ttl       the table's TTL in seconds
+#   max       the largest log length (MAX_TABLE_EVENTS)
+#   message   what to publish on the channel once appended; publish: PUBLISH or SPUBLISH
+#   durable   true: touch the table before answering a replay (REDIS_MIN_REPLICAS)
+#   token     SHA-256 (hex) of the write token the record was validated for: "denied" when the meta
+#             hash names another (the id now holds another table)
+#   state_sha SHA-1 (hex) of the stored state the record was validated against: a conflict unless the
+#             state stored now is that very state (a state a worker kept after a write that a fail-over
+#             lost may have the version of another write made since)
+#   limit     {"name", "amount", "period"} (period in ms): the table's own limit for this kind of write
+#             (events or voids), a sliding window counter in the limits hash; a refused write is not
+#             counted
+#   snapshot  the snapshot interval: a version that is a multiple of it keeps its state in snapshots
+# returns {"ok", version, remaining, reset ms} | {"replay", idem value, snapshot version, its state or
+#         false, records after it up to the replayed seq} | {"conflict", version, state JSON}
+#         | {"missing"} | {"denied"} | {"full", version} | {"limited", retry ms}
+# (a conflict answers the state at the current version, so that the caller can plan again without
+# another round trip; a replay answers what rebuilds the first answer without a fold of the log: the
+# state at the snapshot before it and the few records from there.  An idempotency record whose log
+# entry is not there, or is another record (a fail-over lost the write), is not replayed: the
+# request is taken as new)
 APPEND = TOUCH_FN + """
+local a = cjson.decode(ARGV[1])
+local function unhex(h) return (h:gsub('..', function(c) return string.char(tonumber(c, 16)) end)) end
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
 if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing'} end
-if ARGV[13] ~= '' and redis.call('HGET', KEYS[1], 'token') ~= ARGV[13] then return {'denied'} end
-if ARGV[6] ~= '' then
-  local rec = redis.call('HGET', KEYS[5], ARGV[6])
+if a.token and redis.call('HGET', KEYS[1], 'token') ~= a.token then return {'denied'} end
+local field
+if a.idem then
+  field = unhex(a.idem)
+  local rec = redis.call('HGET', KEYS[5], field)
   if rec then
-    if ARGV[12] == '1' then touch(KEYS[3]) end
-    return {'replay', rec}
+    local seq = tonumber(string.sub(rec, 13))
+    local entry = seq and redis.call('LINDEX', KEYS[2], seq - 1)
+    if entry and unhex(redis.sha1hex(entry):sub(1, 8)) == string.sub(rec, 9, 12) then
+      if a.durable then touch(KEYS[3]) end
+      local every = a.snapshot or 0
+      local from = 0
+      if every > 0 then from = math.floor((seq - 1) / every) * every end
+      local snap = false
+      if from > 0 then snap = redis.call('HGET', KEYS[7], tostring(from)) end
+      if not snap then from = 0 end
+      return {'replay', rec, from, snap, redis.call('LRANGE', KEYS[2], from, seq - 1)}
+    end
   end
 end
 local version = redis.call('LLEN', KEYS[2])
-if version ~= tonumber(ARGV[1]) then return {'conflict', tostring(version), redis.call('GET', KEYS[3])} end
-if ARGV[14] ~= '' then
+if version ~= a.version then return {'conflict', version, redis.call('GET', KEYS[3])} end
+if a.state_sha then
   local stored = redis.call('GET', KEYS[3])
-  if redis.sha1hex(stored) ~= ARGV[14] then return {'conflict', tostring(version), stored} end
+  if redis.sha1hex(stored) ~= a.state_sha then return {'conflict', version, stored} end
 end
-local max = tonumber(ARGV[9])
-if max > 0 and version >= max then return {'full', tostring(version)} end
-redis.call('RPUSH', KEYS[2], ARGV[2])
-redis.call('SET', KEYS[3], ARGV[3])
-if ARGV[4] == 'push' then
-  redis.call('RPUSH', KEYS[4], ARGV[5])
-elseif ARGV[4] == 'splice' then
-  local splice = cjson.decode(ARGV[5])
-  if splice.keep == 0 then redis.call('DEL', KEYS[4]) else redis.call('LTRIM', KEYS[4], 0, splice.keep - 1) end
-  for i = 1, #splice.items do redis.call('RPUSH', KEYS[4], splice.items[i]) end
+if a.max and version >= a.max then return {'full', version} end
+local now, start, count, previous, weighted
+if a.limit then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local period, name = a.limit.period, a.limit.name
+  start = now - now % period
+  local w = redis.call('HMGET', KEYS[8], name .. ':w', name .. ':c', name .. ':p')
+  count, previous = tonumber(w[2]) or 0, tonumber(w[3]) or 0
+  local was = tonumber(w[1])
+  if was ~= start then
+    if was == start - period then previous = count else previous = 0 end
+    count = 0
+  end
+  local elapsed = now - start
+  weighted = previous * (period - elapsed) / period + count
+  if weighted + 1 > a.limit.amount then
+    local wait
+    if count + 1 > a.limit.amount then  -- this window is full: into the next one, then its share
+      wait = period - elapsed + math.ceil(period * math.max(0, 1 - (a.limit.amount - 1) / count))
+    else  -- the previous window's share must fall enough
+      wait = math.ceil(period * (1 - (a.limit.amount - 1 - count) / previous)) - elapsed
+    end
+    return {'limited', math.max(1, wait)}
+  end
 end
-if ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[5], ARGV[6], ARGV[7] .. tostring(version + 1))
+redis.call('RPUSH', KEYS[2], a.record)
+redis.call('SET', KEYS[3], a.state)
+if a.rounds then
+  if a.rounds.push then
+    redis.call('RPUSH', KEYS[4], a.rounds.push)
+  else
+    if a.rounds.keep == 0 then redis.call('DEL', KEYS[4]) else redis.call('LTRIM', KEYS[4], 0, a.rounds.keep - 1) end
+    for i = 1, #a.rounds.items do redis.call('RPUSH', KEYS[4], a.rounds.items[i]) end
+  end
 end
-local ttl = tonumber(ARGV[8])
-if ttl > 0 then
-  for i = 1, 5 do redis.call('EXPIRE', KEYS[i], ttl) end
+if a.snapshot and (version + 1) % a.snapshot == 0 then
+  redis.call('HSET', KEYS[7], tostring(version + 1), a.state)
 end
-if ARGV[10] ~= '' then redis.call(ARGV[11], KEYS[6], ARGV[10]) end
-return {'ok', tostring(version + 1)}
+if field then
+  redis.call('HSET', KEYS[5], field, unhex(a.fp) .. unhex(redis.sha1hex(a.record):sub(1, 8)) .. tostring(version + 1))
+end
+local remaining, reset = -1, 0
+if a.limit then
+  local name, period = a.limit.name, a.limit.period
+  redis.call('HSET', KEYS[8], name .. ':w', start, name .. ':c', count + 1, name .. ':p', previous)
+  remaining = math.max(0, math.floor(a.limit.amount - weighted - 1))
+  reset = period - (now - start)
+end
+if a.ttl and a.ttl > 0 then
+  for i = 1, 5 do redis.call('EXPIRE', KEYS[i], a.ttl) end
+  for i = 7, 8 do
+    if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('EXPIRE', KEYS[i], a.ttl) end
+  end
+end
+if a.message then redis.call(a.publish, KEYS[6], a.message) end
+return {'ok', version + 1, remaining, reset}
 """
 
 # DELETE: every key of a table, leaving a tombstone: the meta hash keeps only the
 # token hashes and "deleted" for ARGV[1] seconds, so that a request for a deleted
 # table is still authenticated (401 for a wrong token, 404 for a right one).
-# KEYS: meta, log, state, rounds, idem, created (as every())
+# KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every())
 # ARGV[1] tombstone TTL in seconds
-# KEYS[7] the table's channel, ARGV[2] PUBLISH or SPUBLISH (the message is "deleted")
+# KEYS[9] the table's channel, ARGV[2] PUBLISH or SPUBLISH (the message is "deleted")
 # returns 1 when the table existed, else 0
 DELETE = """
 if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created', 'stakes')
 redis.call('HSET', KEYS[1], 'deleted', '1')
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
-redis.call(ARGV[2], KEYS[7], 'deleted')
+redis.call(ARGV[2], KEYS[9], 'deleted')
 return 1
 """
 

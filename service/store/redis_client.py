@@ -75,33 +75,30 @@ username=None, password=None)
 >>> parse("redis+sentinel://10.0.0.1:26379")
 Traceback (most recent call last):
 ...
-service.store.client.RedisUrlError: REDIS_URL: a redis+sentinel:// URL names the master's service after the hosts: \
+service.store.redis_client.RedisUrlError: REDIS_URL: a redis+sentinel:// URL names the master's service after the hosts: \
 redis+sentinel://host:port[,host:port...]/<service_name>[/db]
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import urllib.parse
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 import redis
 import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.commands.core import Script
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
-if TYPE_CHECKING:
-    from .pipeline import PipelinedScripts
-
 log = logging.getLogger("service.store")
 
-Client = Union[redis.Redis, RedisCluster]
+Client = Union[redis.Redis, RedisCluster, "LazyCluster"]
 
 SOCKET_TIMEOUT = 2.0
 CONNECT_TIMEOUT = 1.0
@@ -147,11 +144,11 @@ def parse(url: str) -> RedisTarget:
     >>> parse("redis+cluster://10.0.0.1:7000/3")
     Traceback (most recent call last):
     ...
-    service.store.client.RedisUrlError: REDIS_URL: a Redis Cluster has only database 0; got '/3'
+    service.store.redis_client.RedisUrlError: REDIS_URL: a Redis Cluster has only database 0; got '/3'
     >>> parse("http://example.com")
     Traceback (most recent call last):
     ...
-    service.store.client.RedisUrlError: REDIS_URL must start with redis://, rediss://, unix://, redis+sentinel:// \
+    service.store.redis_client.RedisUrlError: REDIS_URL must start with redis://, rediss://, unix://, redis+sentinel:// \
 or redis+cluster://; got 'http://...'
     """
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
@@ -250,75 +247,52 @@ def _cluster_errors():
         raise ClusterUnavailable(f"Redis Cluster: {exc}") from exc
 
 
-class LazyCluster(RedisCluster):
-    """redis-py's :class:`~redis.cluster.RedisCluster`, made on first use.
+class LazyCluster:
+    """A :class:`~redis.cluster.RedisCluster` made on first use, standing in for it meanwhile.
 
     RedisCluster reads the cluster's slot map when it is made and raises if no
     node answers; a gunicorn worker whose app cannot be made stops the whole
-    server.  This one is made on its first command instead (a worker started
-    while the cluster is away answers 503 and ``/readyz`` says why), and raises
-    its own errors (no node answers, a slot that no node serves during a
-    fail-over) as :class:`ClusterUnavailable`, a redis ``ConnectionError``.
+    server.  This holder makes it on the first command instead (a worker started
+    while the cluster is away answers 503 and ``/readyz`` says why): every
+    attribute is the client's, made then; a Script can be registered before
+    (it needs only the encoder).  The cluster client's own errors (no node
+    answers, a slot that no node serves during a fail-over) are raised as
+    :class:`ClusterUnavailable`, a redis ``ConnectionError``.
     """
 
-    def __init__(self, **kwargs: Any) -> None:  # noqa: D107 - the real __init__ runs in _materialize
-        self.__dict__.update(_lazy_kwargs=kwargs, _lazy_lock=threading.RLock(), _lazy_done=False,
-                             _lazy_owner=None)
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._client: RedisCluster | None = None
+        self._lock = threading.Lock()
 
-    def _materialize(self) -> None:
-        with self._lazy_lock:
-            if self._lazy_done:
-                return
-            before = set(self.__dict__)
-            self._lazy_owner = threading.get_ident()
-            try:
-                with _cluster_errors():
-                    RedisCluster.__init__(self, **self._lazy_kwargs)
-            except BaseException:
-                for name in set(self.__dict__) - before:  # a half-made client is no client
-                    del self.__dict__[name]
-                raise
-            finally:
-                self._lazy_owner = None
-            self._lazy_done = True
+    @property
+    def client(self) -> RedisCluster:
+        """The cluster client (made now if it was not yet)."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    with _cluster_errors():
+                        self._client = RedisCluster(**self._kwargs)
+        return self._client
 
     def __getattr__(self, name: str) -> Any:
-        # reached only for attributes not set yet: the real client's, before it is made
-        if name.startswith(("_lazy", "__")) or self.__dict__.get("_lazy_done", True) \
-                or self.__dict__.get("_lazy_owner") == threading.get_ident():
-            raise AttributeError(name)
-        self._materialize()
-        return object.__getattribute__(self, name)
+        return getattr(self.client, name)
 
-    def get_encoder(self):
-        if not self._lazy_done:  # what a Script needs to be registered: no connection for that
-            k = self._lazy_kwargs
-            return redis.connection.Encoder(k.get("encoding", "utf-8"), k.get("encoding_errors", "strict"),
-                                            k.get("decode_responses", False))
-        return super().get_encoder()
+    def get_encoder(self) -> redis.connection.Encoder:
+        k = self._kwargs
+        return redis.connection.Encoder(k.get("encoding", "utf-8"), k.get("encoding_errors", "strict"),
+                                        k.get("decode_responses", False))
+
+    def register_script(self, script: str) -> Script:
+        return Script(self, script)
 
     def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         with _cluster_errors():
-            return super().execute_command(*args, **kwargs)
-
-    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
-        with _cluster_errors():
-            pipe = super().pipeline(*args, **kwargs)
-        execute = pipe.execute
-
-        def converted(*a: Any, **k: Any) -> Any:
-            with _cluster_errors():
-                return execute(*a, **k)
-
-        pipe.execute = converted
-        return pipe
+            return self.client.execute_command(*args, **kwargs)
 
     def close(self) -> None:
-        if self.__dict__.get("_lazy_done"):
-            super().close()
-
-    def __del__(self) -> None:
-        self.close()
+        if self._client is not None:
+            self._client.close()
 
 
 def connect(url: str, *, socket_timeout: float = SOCKET_TIMEOUT, **extra: Any) -> Client:
@@ -341,9 +315,16 @@ def connect(url: str, *, socket_timeout: float = SOCKET_TIMEOUT, **extra: Any) -
     return redis.Redis.from_url(url, retry=_no_retry(), **common)
 
 
+def cluster_of(client: Client) -> RedisCluster | None:
+    """The cluster client behind ``client`` (made now, for a :class:`LazyCluster`), or None: not a cluster."""
+    if isinstance(client, LazyCluster):
+        return client.client
+    return client if isinstance(client, RedisCluster) else None
+
+
 def kind(client: Client) -> str:
     """``"cluster"``, ``"sentinel"`` or ``"redis"``."""
-    if isinstance(client, RedisCluster):
+    if isinstance(client, (LazyCluster, RedisCluster)):
         return "cluster"
     pool = getattr(client, "connection_pool", None)
     return "sentinel" if isinstance(pool, redis.sentinel.SentinelConnectionPool) else "redis"
@@ -353,8 +334,9 @@ def kind(client: Client) -> str:
 def primaries(client: Client, refresh: bool = True) -> list[redis.Redis]:
     """One client per primary: the cluster's (from a fresh slot map, unless ``refresh`` is False), else
     ``client`` itself."""
-    if isinstance(client, RedisCluster):
+    if kind(client) == "cluster":
         with _cluster_errors():
+            client = cluster_of(client)
             if refresh:
                 client.nodes_manager.initialize()
             return [client.get_redis_connection(node) for node in client.get_primaries()]
@@ -369,8 +351,10 @@ def on_primary(client: Client, key: str, call: Callable[[redis.Redis], Any]) -> 
     most 3 times).  A node that cannot be reached refreshes the map too (for
     the next request) and the error is raised.
     """
-    if not isinstance(client, RedisCluster):
+    if kind(client) != "cluster":
         return call(client)
+    with _cluster_errors():
+        client = cluster_of(client)
     moved = (redis.exceptions.MovedError, redis.exceptions.AskError, redis.exceptions.TryAgainError,
              redis.exceptions.ClusterDownError)
     for attempt in range(3):
@@ -418,171 +402,6 @@ def acknowledged(client: Client, script, keys: Sequence, args: Sequence, replica
     return on_primary(client, keys[0], run)
 
 
-def _original_poll() -> Callable[[], Any] | None:
-    """``select.poll`` as the OS gives it, also in a process gevent has patched (gevent's poll waits
-    in its hub even for a timeout of 0: a switch to the hub and back on every call)."""
-    try:
-        from gevent import monkey
-    except ImportError:  # pragma: no cover - gevent is a dependency of serve
-        monkey = None
-    if monkey is not None and monkey.is_module_patched("select"):
-        return monkey.get_original("select", "poll")
-    import select
-
-    return getattr(select, "poll", None)
-
-
-_POLL = _original_poll()
-
-
-def _may_have_data(conn) -> bool:
-    """What ``conn.can_read()`` tells of a kept connection, without leaving the thread: True when its
-    parser holds data or its socket is readable (data, or the server closed it), False when nothing is
-    there to read (the common case: one non-blocking ``poll`` of the socket).  Anything but a
-    hiredis-parsed plain socket asks ``conn.can_read()`` itself.
-
-    ``can_read()`` answers True for data and raises for a closed socket; either way the connection is
-    not used as it is (:meth:`Scripts._ready` makes it again), so one answer for both is the same."""
-    parser, sock = getattr(conn, "_parser", None), getattr(conn, "_sock", None)
-    reader = getattr(parser, "_reader", None)
-    if _POLL is None or sock is None or reader is None or not hasattr(reader, "has_data") \
-            or hasattr(sock, "pending"):  # (an SSL socket: bytes may wait above the OS socket)
-        return bool(conn.can_read())
-    return reader.has_data() or socket_readable(sock)
-
-
-def socket_readable(sock) -> bool:
-    """Whether a plain socket has something to read now (data, or the server closed it): one
-    non-blocking ``poll``, in the thread (False where the OS has no ``poll``)."""
-    if _POLL is None:
-        return False
-    poller = _POLL()
-    poller.register(sock.fileno(), 0x001)
-    return bool(poller.poll(0))
-
-
-class Scripts:
-    """A write script's call on a plain Redis (not a cluster, not Sentinel) in one command, on
-    connections this object keeps out of the pool between calls.
-
-    redis-py's command path (its pool's checkout and check-in with their metrics hooks, the
-    retry wrapper, the response callbacks) costs several times what sending one ``EVALSHA``
-    and reading its answer does.  A connection is checked out of the client's pool once (so
-    it is made, authenticated and checked as the pool does it) and kept for the next call; an
-    error answer (read whole: the connection is in step) keeps it, and a call that fails in
-    any other way drops its connection (disconnected, given back to the pool), so a kept
-    connection never holds an unread answer.  Nothing is ever sent twice but a script that
-    the server answered ``NOSCRIPT`` (it did not run).  At most ``keep`` connections are
-    kept; after a fork the kept ones are left to the parent.
-
-    In ``serve``'s gevent workers :func:`kept_scripts` gives
-    :class:`.pipeline.PipelinedScripts` instead: the same calls, every greenlet's
-    on one kept connection (pipelined), with the same promises.
-    """
-
-    def __init__(self, client: redis.Redis, keep: int = 64) -> None:
-        self.client, self.keep = client, keep
-        self._free: list = []
-        self._pid = os.getpid()
-
-    @staticmethod
-    def usable(client: Client) -> bool:
-        return kind(client) == "redis"
-
-    def __call__(self, script, keys: Sequence, args: Sequence) -> Any:
-        conn, pool = self._checkout()
-        try:
-            conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
-            try:
-                result = conn.read_response()
-            except redis.exceptions.NoScriptError:  # not run: load it and run it
-                conn.send_command("SCRIPT", "LOAD", script.script)
-                conn.read_response()
-                conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
-                result = conn.read_response()
-        except redis.exceptions.ResponseError:  # an error answer: the connection is in step, and kept
-            self._put(conn)
-            raise
-        except BaseException:
-            conn.disconnect()
-            pool.release(conn)
-            raise
-        self._put(conn)
-        return result
-
-    def many(self, calls: Sequence[tuple[Any, Sequence, Sequence]]) -> list[Any]:
-        """Several scripts' calls ``(script, keys, args)`` in one request on a kept connection (a
-        pipeline without redis-py's pipeline machinery); answers each call's result, or the error
-        it answered (``NOSCRIPT`` included: that call did not run, and nothing is sent again)."""
-        conn, pool = self._checkout()
-        results: list[Any] = []
-        try:
-            conn.send_packed_command(conn.pack_commands(
-                [("EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args in calls]))
-            for _ in calls:
-                try:
-                    results.append(conn.read_response())
-                except redis.exceptions.ResponseError as exc:  # an error answer: in step, read on
-                    results.append(exc)
-        except BaseException:
-            conn.disconnect()
-            pool.release(conn)
-            raise
-        self._put(conn)
-        return results
-
-    def _checkout(self) -> tuple[Any, Any]:
-        """A kept connection made ready (else a new one from the pool), and the pool."""
-        if self._pid != os.getpid():
-            self._free, self._pid = [], os.getpid()
-        pool = self.client.connection_pool
-        try:
-            conn = self._free.pop()
-        except IndexError:
-            return pool.get_connection(), pool
-        self._ready(conn, pool)
-        return conn, pool
-
-    @staticmethod
-    def _ready(conn, pool) -> None:
-        """What the pool checks of a connection it hands out: connected, and nothing to read (a
-        server that closed it meanwhile, e.g. after its ``timeout``): else it is made again, so
-        that a command is never sent on a connection that cannot answer it."""
-        try:
-            conn.connect()
-            if _may_have_data(conn):
-                raise redis.exceptions.ConnectionError("Connection has data")
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
-            try:
-                conn.disconnect()
-                conn.connect()
-                if conn.can_read():
-                    raise redis.exceptions.ConnectionError("Connection not ready")
-            except BaseException:
-                pool.release(conn)
-                raise
-        except BaseException:
-            pool.release(conn)
-            raise
-
-    def _put(self, conn) -> None:
-        if len(self._free) < self.keep:
-            self._free.append(conn)
-        else:
-            self.client.connection_pool.release(conn)
-
-
-def kept_scripts(client: Client) -> Scripts | PipelinedScripts | None:
-    """The write scripts' fast path for ``client``: on a plain Redis, calls pipelined on one kept
-    connection in a gevent worker (:class:`.pipeline.PipelinedScripts`), else :class:`Scripts`'
-    kept connections; None for Sentinel and cluster clients (their own paths)."""
-    from . import pipeline
-
-    if not Scripts.usable(client):
-        return None
-    return pipeline.PipelinedScripts(client) if pipeline.usable(client) else Scripts(client)
-
-
 # -- readiness -------------------------------------------------------------------------------------
 def check_ready(client: Client) -> None:
     """Raise :class:`NotReady` unless the service's writes can be taken now.
@@ -593,7 +412,7 @@ def check_ready(client: Client) -> None:
     * one server: ``ROLE`` master (a replica, read-only or not, is not: what it
       takes is overwritten by its master's stream).
     """
-    if isinstance(client, RedisCluster):
+    if kind(client) == "cluster":
         for attempt in range(2):  # with the map in hand, then (if that fails) with a fresh one
             try:
                 nodes = primaries(client, refresh=bool(attempt))
@@ -624,4 +443,4 @@ def publish_command(client: Client) -> str:
     The channel must be hash-tagged like the table's keys (``{t:<id>}:...``) and
     passed to the script in KEYS, like every key it touches.
     """
-    return "SPUBLISH" if isinstance(client, RedisCluster) else "PUBLISH"
+    return "SPUBLISH" if kind(client) == "cluster" else "PUBLISH"

@@ -1,12 +1,12 @@
 """The live table log on Redis: create, read, append, list, void, delete, verify.
 
 Every write is one Lua script call (:mod:`service.store.keys`), so it is
-all-or-nothing.  The hot path validates the event with the rules core (the
+all-or-nothing.  An append validates the event with the rules core (the
 single source of truth) against the state at version N, and asks the script to
 append only if the log is still at N; a concurrent append makes the script
 answer ``conflict`` with the state it holds, and the store plans again on it
 (or, under ``If-Match``, reports 412).  The state comes from the worker's
-kept states (:class:`_States`: the state after the worker's own last write to
+kept states (:mod:`.states`: the state after the worker's own last write to
 the table, so a common append is one round trip) or else from a read of the
 state stored beside the log; a kept state is checked by the script (version
 and write token), and anything but a success planned on it is decided again
@@ -17,12 +17,17 @@ The store speaks the domain, not HTTP: a write answers :class:`Written` (seq,
 transfers, balances, round) and a creation :class:`Created`; the HTTP layer
 makes status codes, ``Location`` and ``ETag`` of them.
 
-Readings (where API.md is silent):
+A table's own limits (events and voids a minute) are counted by the same
+APPEND call that appends (a refused or failed write is not counted); its
+answer carries what the headers need (:class:`Quota`).
+
+Readings (where the contract is silent):
 
 * An event's Idempotency-Key is kept as long as its table (not 24 h): a retry
   however late replays rather than records twice.  A replay is rebuilt from the
-  log (the response the write gave is a function of the log up to its seq), so
-  a late retry of an old event costs a fold of the log up to it.
+  snapshot before it and the records from there (the response the write gave
+  is a function of the log up to its seq), so it costs at most
+  :data:`~service.store.keys.SNAPSHOT_EVERY` steps however old it is.
 * A creation's Idempotency-Key is a secret (a UUID the client generated): the
   first response is kept 24 h (never longer than the table), its tokens sealed
   with AES-GCM under a key derived from the Idempotency-Key by HKDF, which Redis
@@ -34,94 +39,31 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import random
 import secrets
-import threading
 import time
-import weakref
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Iterator, Mapping
 
 import redis
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..rules.table import TableState, VoidConflict, fold, fold_from, refold_round
-from . import client as redis_client
-from . import codec, keys
+from . import codec, keys, redis_client
+from .errors import (
+    Busy, Conflict, EventNotFound, Forbidden, IdempotencyMismatch, NotReplicated, PreconditionFailed,
+    RateLimited, StoreFull, TableNotFound, Unauthorized,
+)
+from .sealing import created_id, seal, unseal
+from .states import STATES_KEPT, Kept, StateCache
 
 IDEMPOTENCY_TTL = 24 * 3600  # how long a keyed creation's first response (its tokens) is kept
 TOMBSTONE_TTL = 24 * 3600
 MAX_RETRIES = 50
 ROUNDS_PAGE = 100  # ended rounds a table view lists by default
 CHUNKS = (64, 256, 1024, 4096)  # log records read at a time when a void refolds (then the last again)
-STATES_KEPT = 2048  # table states a store (a worker) keeps between writes (see _States)
-
-
-class StoreError(Exception):
-    """Base of the store's errors; ``code`` is a stable id."""
-
-    code = "store_error"
-
-    def __init__(self, message: str, **context: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.context = context
-
-
-class TableNotFound(StoreError):
-    code = "table_not_found"
-
-
-class EventNotFound(StoreError):
-    code = "event_not_found"
-
-
-class Unauthorized(StoreError):
-    code = "unauthorized"
-
-
-class Forbidden(StoreError):
-    code = "forbidden"
-
-
-class PreconditionFailed(StoreError):
-    code = "version_mismatch"
-
-
-class IdempotencyMismatch(StoreError):
-    code = "idempotency_key_reused"
-
-
-class Conflict(StoreError):
-    """409: the table's state forbids the change (a void others depend on, a full log, ...)."""
-
-    def __init__(self, code: str, message: str, **context: Any) -> None:
-        super().__init__(message, **context)
-        self.code = code
-
-
-class Busy(StoreError):
-    code = "busy"
-
-
-class NotReplicated(Busy):
-    """``REDIS_MIN_REPLICAS``: the write reached the primary, but ``WAIT`` did not see it on enough
-    replicas in time.  It is not acknowledged (503): a retry under the same Idempotency-Key
-    replays it once it is replicated, or applies it if a fail-over lost it."""
-
-    code = "not_replicated"
-
-
-class StoreFull(StoreError):
-    """Redis is at its memory bound (``maxmemory``, ``noeviction``): nothing was written."""
-
-    code = "store_full"
+MINUTE_MS = 60_000
 
 
 class _Moved(Exception):
@@ -182,6 +124,17 @@ class Created:
 
 
 @dataclass(frozen=True)
+class Quota:
+    """Where a table's own limit stands after a write it counted: ``limit`` writes a minute,
+    ``remaining`` before it refuses, the window's end in ``reset_ms`` from now."""
+
+    name: str
+    limit: int
+    remaining: int
+    reset_ms: int
+
+
+@dataclass(frozen=True)
 class Written:
     """What a write to a table's log did: the record's seq (= the new version), the
     transfers it caused, the balances and the round after it; a void also names the
@@ -195,6 +148,7 @@ class Written:
     deltas: list[int] | None = None
     replayed: bool = False  # a retry under its Idempotency-Key: the first answer again
     coins: list[int] | None = None
+    quota: Quota | None = None  # the table's own limit, when it counted this write
 
     @property
     def version(self) -> int:
@@ -227,72 +181,6 @@ def _sha1(stored: bytes) -> str:
     return hashlib.sha1(stored).hexdigest()
 
 
-class _States:
-    """The table states a worker has seen, so that a write can skip reading the state first.
-
-    An entry is ``(version, state, token hashes, SHA-1 of the stored state)``: the
-    state of the table after ``version`` records.  It is only a guess: the write's
-    script appends only if the log is still at that version, the state stored is
-    that very state (its SHA-1) and the table's write token is still the one whose
-    hash the entry names (the same table, not another of the same id), and
-    otherwise answers the state it holds now.  An entry is *taken* for a write (a
-    plan steps the state in place), and put back, one version on, once the script
-    has appended; a write that fails leaves none.  Bounded: the least recently
-    put entry goes first.
-    """
-
-    def __init__(self, size: int = STATES_KEPT) -> None:
-        self.size = size
-        self._d: OrderedDict[str, tuple[int, TableState, tuple, str]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def take(self, table_id: str) -> "tuple[int, TableState, tuple, str] | None":
-        with self._lock:
-            return self._d.pop(table_id, None)
-
-    def put(self, table_id: str, version: int, st: TableState, hashes: tuple, digest: str) -> None:
-        if self.size <= 0:
-            return
-        with self._lock:
-            self._d[table_id] = (version, st, hashes, digest)
-            self._d.move_to_end(table_id)
-            while len(self._d) > self.size:
-                self._d.popitem(last=False)
-
-    def drop(self, table_id: str) -> None:
-        with self._lock:
-            self._d.pop(table_id, None)
-
-    def __len__(self) -> int:
-        return len(self._d)
-
-
-def _cipher(idempotency_key: str) -> AESGCM:
-    """AES-256-GCM keyed by HKDF-SHA256 from a creation's Idempotency-Key."""
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
-               info=b"mahjong-service table creation v2").derive(idempotency_key.encode())
-    return AESGCM(key)
-
-
-def _seal(idempotency_key: str, table_id: str, secret: Any) -> bytes:
-    """``secret`` (JSON) encrypted and authenticated under the Idempotency-Key, bound to the table id.
-
-    >>> sealed = _seal("k", "t1", ["a", "b"])
-    >>> _unseal("k", "t1", sealed)
-    ['a', 'b']
-    >>> _unseal("k", "t2", sealed)
-    Traceback (most recent call last):
-    ...
-    cryptography.exceptions.InvalidTag
-    """
-    nonce = os.urandom(12)
-    return nonce + _cipher(idempotency_key).encrypt(nonce, _dumps(secret).encode(), table_id.encode())
-
-
-def _unseal(idempotency_key: str, table_id: str, sealed: bytes) -> Any:
-    return json.loads(_cipher(idempotency_key).decrypt(sealed[:12], sealed[12:], table_id.encode()))
-
-
 def _matches(if_match: "int | tuple[int, ...] | frozenset[int]", version: int) -> bool:
     return version in if_match if isinstance(if_match, (tuple, frozenset, set)) else version == if_match
 
@@ -302,16 +190,6 @@ def _show(if_match: "int | tuple[int, ...] | frozenset[int]") -> str:
         if_match = tuple(sorted(if_match))
         return " or ".join(str(v) for v in if_match if v >= 0) or "a weak tag"
     return str(if_match) if if_match >= 0 else "a weak tag"
-
-
-def _created_id(idempotency_key: str, owner: str | None = None) -> str:
-    """The id of the table an Idempotency-Key creates (so that a retry finds it).
-
-    With an ``owner`` (an API key's name) the key is scoped to it: the same
-    key sent with another API key makes (or finds) another table.
-    """
-    scope = b"" if owner is None else owner.encode() + b"\x00"
-    return hashlib.sha256(b"table-id:" + scope + idempotency_key.encode()).hexdigest()[:16]
 
 
 def _out_of_memory(exc: redis.exceptions.ResponseError) -> bool:
@@ -334,10 +212,40 @@ REPLAY_SNAPSHOT_EVERY = 64
 """A stream's replay of the log keeps the state every this many records (see ``stream_records``)."""
 
 
+STREAM_CHUNK = 200
+"""Records a stream reads from the log (and sends) at a time."""
+
+
+class StreamedLog:
+    """The records after a seq as the stream sends them (:meth:`TableStore.stream_records`): iterate
+    for lists of at most ``chunk`` records, each read and folded when it is asked for."""
+
+    def __init__(self, store: "TableStore", table_id: str, after: int, version: int, voided: frozenset[int],
+                 chunk: int) -> None:
+        self.store, self.table_id, self.after, self.chunk = store, table_id, after, chunk
+        self.version = version  # the table's version when it was read
+        self.voided = voided
+
+    def __iter__(self) -> Iterator[list[dict]]:
+        if self.after >= self.version:
+            return
+        store, table_id = self.store, self.table_id
+        st = store.state_at(table_id, self.after)
+        for first in range(self.after + 1, self.version + 1, self.chunk):
+            out = []
+            for rec in store.records(table_id, first, min(first + self.chunk - 1, self.version)):
+                if rec.get("type") == "void":
+                    st = store.state_at(table_id, rec["seq"], before=rec["target"])
+                else:
+                    st.step({k: v for k, v in rec.items() if k not in ("seq", "at", "round")}, rec["seq"])
+                out.append(store.streamed(rec, st, rec["seq"] in self.voided))
+            yield out
+
+
 class TableStore:
     """Tables kept in one Redis, a Sentinel-managed master, or a Redis Cluster (one slot per table).
 
-    ``client`` comes from :func:`service.store.client.connect`.  With
+    ``client`` comes from :func:`service.store.redis_client.connect`.  With
     ``min_replicas`` > 0 a write is acknowledged only once ``WAIT`` has seen it
     on that many replicas within ``wait_timeout_ms`` (else :class:`NotReplicated`).
     ``sharded_pubsub`` (default: whether ``client`` is a cluster's) makes the
@@ -346,9 +254,10 @@ class TableStore:
 
     def __init__(self, client: "redis_client.Client", *, table_ttl: int = 0, max_events: int = 0,
                  idempotency_ttl: int = IDEMPOTENCY_TTL, sharded_pubsub: bool | None = None,
-                 min_replicas: int = 0, wait_timeout_ms: int = 1000, states_kept: int = STATES_KEPT) -> None:
+                 min_replicas: int = 0, wait_timeout_ms: int = 1000, states_kept: int = STATES_KEPT,
+                 events_per_minute: int = 0, voids_per_minute: int = 0) -> None:
         self.r = client
-        self._states = _States(states_kept)
+        self._states = StateCache(states_kept)
         # how every write announces itself on the table's channel (see keys.channel): a
         # cluster uses sharded pub/sub, so one table's messages stay on its slot's node
         if sharded_pubsub is None:
@@ -360,18 +269,14 @@ class TableStore:
         self.idempotency_ttl = idempotency_ttl
         self.min_replicas = min_replicas
         self.wait_timeout_ms = wait_timeout_ms
+        # a table's own limits, a minute (0: none), counted by the APPEND script
+        self.limits = {"table_events": events_per_minute, "table_voids": voids_per_minute}
         self._durable = "1" if min_replicas else ""
         self._create = client.register_script(keys.CREATE)
         self._append = client.register_script(keys.APPEND)
         self._delete = client.register_script(keys.DELETE)
         self._repair = client.register_script(keys.REPAIR)
         self._reads = client.register_script(keys.READ)
-        self._touch = client.register_script(keys.TOUCH)
-        # a plain Redis: write scripts on kept connections (one command, without redis-py's pool round);
-        # a cluster: the same per primary (the node's client, as the cluster's slot map names it)
-        self._scripts = redis_client.kept_scripts(client)
-        self._node_scripts: weakref.WeakKeyDictionary[redis.Redis, redis_client.Scripts] | None = (
-            weakref.WeakKeyDictionary() if redis_client.kind(client) == "cluster" else None)
 
     def _read(self, *reads: tuple) -> list:
         """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
@@ -388,16 +293,6 @@ class TableStore:
         which skips the cluster client's routing of every command; a ``MOVED`` is followed)."""
         return redis_client.on_primary(self.r, key, call)
 
-    def _kept_on(self, node: redis.Redis) -> redis_client.Scripts:
-        """The kept connections of a cluster primary's client (a ``MOVED`` answer is an error answer:
-        the script did not run, the connection stays in step, and :func:`~redis_client.on_primary`
-        follows it; a node replaced in the slot map gets new ones)."""
-        assert self._node_scripts is not None
-        kept = self._node_scripts.get(node)
-        if kept is None:
-            kept = self._node_scripts[node] = redis_client.Scripts(node)
-        return kept
-
     def _run(self, script, keys: list, args: list, wrote=lambda result: True):
         """Run a write script (and ``WAIT`` with ``min_replicas``: ``wrote(result)`` says whether the
         result acknowledges a write, which must then be on the replicas); a Redis out of memory
@@ -406,10 +301,6 @@ class TableStore:
             if self.min_replicas:
                 return redis_client.acknowledged(self.r, script, keys, args, self.min_replicas,
                                                  self.wait_timeout_ms, wrote)
-            if self._scripts is not None:
-                return self._scripts(script, keys, args)
-            if self._node_scripts is not None:
-                return self._on(keys[0], lambda r: self._kept_on(r)(script, keys, args))
             return self._on(keys[0], lambda r: script(keys=keys, args=args, client=r))
         except redis_client.NotReplicated as exc:
             raise NotReplicated(f"the write reached Redis but was not confirmed by {exc.wanted} replica(s) "
@@ -437,11 +328,11 @@ class TableStore:
         state = TableState.new(players, ruleset, dealer, stakes)
         created_ttl = min(self.idempotency_ttl, self.table_ttl) if self.table_ttl else self.idempotency_ttl
         for _ in range(5):
-            table_id = _created_id(idempotency_key, owner) if idempotency_key else secrets.token_hex(8)
+            table_id = created_id(idempotency_key, owner) if idempotency_key else secrets.token_hex(8)
             token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
             record = b""
             if idempotency_key:
-                record = keys.fp_digest(fp) + _seal(idempotency_key, table_id, [token, read_token])
+                record = keys.fp_digest(fp) + seal(idempotency_key, table_id, [token, read_token])
             fields = {
                 "players": _dumps(list(players)), "ruleset": _dumps(state.ruleset.as_dict()),
                 "dealer": str(dealer), "token": _hash(token), "read_token": _hash(read_token),
@@ -476,7 +367,7 @@ class TableStore:
         if not hmac.compare_digest(record[:8], keys.fp_digest(fp)):
             raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
         try:
-            token, read_token = _unseal(idempotency_key, table_id, record[8:])
+            token, read_token = unseal(idempotency_key, table_id, record[8:])
         except InvalidTag:  # another key with the same 64-bit table id: never in practice
             raise IdempotencyMismatch("this Idempotency-Key was used with a different request") from None
         state = TableState.new(json.loads(players), json.loads(ruleset), int(dealer), _stakes(stakes))
@@ -485,7 +376,7 @@ class TableStore:
 
     def is_creation_replay(self, idempotency_key: str, fp: str, owner: str | None = None) -> bool:
         """Whether this key already created a table from this very request (its retry is a replay)."""
-        key = keys.created(_created_id(idempotency_key, owner))
+        key = keys.created(created_id(idempotency_key, owner))
         record = self._on(key, lambda r: r.get(key))
         return bool(record) and hmac.compare_digest(record[:8], keys.fp_digest(fp))
 
@@ -553,7 +444,7 @@ class TableStore:
         return {"events": items, "next": nxt}
 
     # -- the live stream's reads --------------------------------------------------------------
-    def _streamed(self, table_id: str, record: Mapping[str, Any], st: TableState, voided: bool) -> dict:
+    def streamed(self, record: Mapping[str, Any], st: TableState, voided: bool) -> dict:
         """A record as the stream sends it: as ``events`` lists it, plus the table's ``version`` and
         ``balances`` after it (and ``coins`` when the table's view has them).
 
@@ -574,73 +465,79 @@ class TableStore:
                                    ("LLEN", keys.log(table_id)))
         return None if meta[0] is None or meta[1] else version
 
-    def stream_records(self, table_id: str, after: int) -> tuple[list[dict], int] | None:
-        """The records after seq ``after`` as the stream sends them, and the version read.
+    def stream_records(self, table_id: str, after: int, chunk: int = STREAM_CHUNK) -> "StreamedLog | None":
+        """The records after seq ``after`` as the stream sends them, read and folded a chunk at a time.
 
         The balances after each record are the fold of the log up to it (what the
         write's 201 answered then); voided flags are as ``events`` lists them now.
-        None when the table is gone.  Folding yields to other greenlets/threads
-        every few hundred records, so a long log does not stall a worker.
-
-        A void record refolds the log up to it without its target, from the last
-        state kept before the target (one every :data:`REPLAY_SNAPSHOT_EVERY`
-        records), not from the start: replaying a log of n records with v voids
-        of recent records costs about n steps, not about n * v (2,000 records
-        with 750 voids, a stream opened with ``after=0``: 7,214 steps instead of
-        188,750, 0.25-0.4 s instead of 2.5 s in one run).
+        None when the table is gone.  What it costs is what it sends: the fold
+        starts from the snapshot at or before ``after`` (at most
+        :data:`~service.store.keys.SNAPSHOT_EVERY` records to step through first),
+        and the records after it are read ``chunk`` at a time, as the caller asks
+        for the next chunk (:class:`StreamedLog`).  A void record's frame is the
+        fold without its target, from the snapshot before the target.
         """
-        meta, state, raw = self._read(("HMGET", keys.meta(table_id), "players", "ruleset", "dealer", "deleted",
-                                       "stakes"),
-                                      ("GET", keys.state(table_id)), ("LRANGE", keys.log(table_id), 0, -1))
-        if state is None or meta[0] is None or meta[3]:
+        meta, state, version = self._read(
+            ("HMGET", keys.meta(table_id), "dealer", "deleted"), ("GET", keys.state(table_id)),
+            ("LLEN", keys.log(table_id)))
+        if state is None or meta[0] is None or meta[1]:
             return None
-        version = len(raw)
-        if after >= version:
-            return [], version
-        records = codec.read_records(raw, 1)
-        voided = set(codec.read_state(state)["voided"])
-        players, ruleset, dealer, stakes = json.loads(meta[0]), json.loads(meta[1]), int(meta[2]), _stakes(meta[4])
-        every = REPLAY_SNAPSHOT_EVERY
-        left_out = {r["target"] for r in records[:after] if r.get("type") == "void"}  # the fold's voids so far
-        # n -> the state after records[:n] (n a multiple of ``every``), valid while no void leaves out a seq <= n
-        kept: dict[int, TableState] = {}
+        return StreamedLog(self, table_id, after, version, frozenset(codec.read_state(state)["voided"]), chunk)
 
-        def fold_to(end: int) -> TableState:
-            start = max((n for n in kept if n <= end), default=0)
-            st = kept[start].copy() if start else fold(players, ruleset, dealer, (), stakes)[0]
-            while start < end:
-                stop = min((start // every + 1) * every, end)
-                fold_from(st, records[start:stop], left_out)
-                start = stop
-                if start % every == 0 and start not in kept:
-                    kept[start] = st.copy()
-                time.sleep(0)
-            return st
+    def records(self, table_id: str, first: int, last: int) -> list[dict]:
+        """The records ``first`` to ``last`` (seqs, inclusive) of a log that has them."""
+        log = keys.log(table_id)
+        raw = self._on(log, lambda r: r.lrange(log, first - 1, last - 1))
+        if len(raw) != last - first + 1:  # a log only grows: it was deleted meanwhile
+            raise TableNotFound(f"no table {table_id!r}")
+        return codec.read_records(raw, first)
 
-        st = fold_to(after)
-        out = []
-        for i in range(after, version):
-            rec = records[i]
-            if rec.get("type") == "void":  # a void refolds without its target, from a state before it
-                target = rec["target"]
-                left_out.add(target)
-                for n in [n for n in kept if n >= target]:
-                    del kept[n]
-                st = fold_to(i + 1)
+    def state_at(self, table_id: str, version: int, *, before: int | None = None,
+                 found: tuple[int, bytes | None, list[dict]] | None = None) -> TableState:
+        """The table's state at ``version`` (the fold of its first ``version`` records), from a snapshot.
+
+        The fold starts from the last snapshot at or before ``version`` (with
+        ``before``: before that seq, which the fold must leave out), and from an
+        earlier one when a void among the records after it names a record it
+        holds.  ``found`` is a snapshot's version, its stored state and the records
+        after it up to ``version``, already read.
+        """
+        every = keys.SNAPSHOT_EVERY
+        at = version - version % every if before is None else (before - 1) - (before - 1) % every
+        while True:
+            if found is not None:
+                at, stored, records = found
+                found = None
             else:
-                st.step({k: v for k, v in rec.items() if k not in ("seq", "at", "round")}, rec["seq"])
-                if (i + 1) % every == 0:
-                    kept[i + 1] = st.copy()
-            out.append(self._streamed(table_id, rec, st, rec["seq"] in voided))
-            if i % 200 == 199:
-                time.sleep(0)
-        return out, version
+                stored = None
+                if at:
+                    key = keys.snapshots(table_id)
+                    stored = self._on(key, lambda r: r.hget(key, str(at)))
+                if stored is None:
+                    at = 0
+                records = self.records(table_id, at + 1, version) if version > at else []
+            targets = {r["target"] for r in records if r.get("type") == "void"}
+            low = min(targets, default=None)
+            if low is not None and low <= at:  # a void of a record the snapshot holds: fold from before it
+                at = (low - 1) - (low - 1) % every
+                continue
+            st = TableState.from_dict(codec.read_state(stored)) if stored is not None else self._empty(table_id)
+            return fold_from(st, records, targets)
+
+    def _empty(self, table_id: str) -> TableState:
+        """The table's state before its first record."""
+        meta = keys.meta(table_id)
+        players, ruleset, dealer, stakes = self._on(meta, lambda r: r.hmget(meta, "players", "ruleset", "dealer",
+                                                                            "stakes"))
+        if players is None:
+            raise TableNotFound(f"no table {table_id!r}")
+        return fold(json.loads(players), json.loads(ruleset), int(dealer), (), _stakes(stakes))[0]
 
     # -- write ---------------------------------------------------------------------------
     def append(self, table_id: str, body: Mapping[str, Any], *, if_match: "int | tuple[int, ...] | None" = None,
                idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Written:
         """Validate ``body`` against the table's state and append it; see the module doc."""
-        return self._write(table_id, if_match, idempotency_key, fp, access,
+        return self._write(table_id, if_match, idempotency_key, fp, access, "table_events",
                            lambda st, version: self._plan_event(st, version, body))
 
     def void(self, table_id: str, target: int, *, if_match: "int | tuple[int, ...] | None" = None,
@@ -648,66 +545,78 @@ class TableStore:
         """Append a void record for ``target``; the state is refolded without it."""
         # (planned on a read, never on a kept state: a void reads the log anyway, and a refusal,
         # its common answer, is decided on a read)
-        return self._write(table_id, if_match, idempotency_key, fp, access,
+        return self._write(table_id, if_match, idempotency_key, fp, access, "table_voids",
                            lambda st, version: self._plan_void(table_id, st, version, target), use_kept=False)
 
-    def _write(self, table_id, if_match, idem_key, fp, access, plan, use_kept: bool = True) -> Written:
+    def _write(self, table_id, if_match, idem_key, fp, access, limit: str, plan, use_kept: bool = True) -> Written:
         """Plan the write against a state, then one script call appends it if the log is still there.
 
-        The state comes from the worker's :class:`_States` when it holds the table
-        (the common case: one round trip in all), else from a read (:meth:`_load`,
-        which checks the token and finds an Idempotency-Key's earlier write).  A
-        kept state is a guess that the script checks (the version and the table's
-        write token); a plan that a kept state refuses, a token that is not the
-        kept write token, and an If-Match it does not meet are all decided again
-        on a state read from Redis, so every answer but a success comes from a
-        read (as it did before states were kept).  A conflict answers the current
-        state: the write is planned again on it.
+        The state comes from the worker's :class:`~.states.StateCache` when it holds
+        the table (the common case: one round trip in all), else from a read
+        (:meth:`_load`, which checks the token).  A kept state is a guess that the
+        script checks (the version, the stored state's SHA-1 and the table's write
+        token); a plan that a kept state refuses, a token that is not the kept
+        write token, and an If-Match it does not meet are all decided again on a
+        state read from Redis, so every answer but a success comes from a read.
+        A conflict answers the current state: the write is planned again on it.
+        An Idempotency-Key seen before is found by the script itself (it checks
+        that the record the key wrote is still in the log) and replayed.
         """
-        field = keys.idem_field(idem_key) if idem_key else None
-        digest = keys.fp_digest(fp) if field else b""
+        field = keys.idem_field(idem_key).hex() if idem_key else None
+        digest = keys.fp_digest(fp).hex() if field else None
         kept = self._states.take(table_id) if use_kept else None
         if kept is not None and not self._may_use(kept, access, if_match):
             kept = None
+        amount = self.limits.get(limit, 0)
         for attempt in range(MAX_RETRIES):
             if kept is None:
-                st, version, prior, _, hashes, digest_of_state = self._load(table_id, access, field, hashed=True)
-                if prior is not None:
-                    if self.min_replicas:  # it may be on the primary only: acknowledged once on the replicas
-                        self._run(self._touch, [keys.state(table_id)], [], wrote=lambda touched: bool(touched))
-                    return self._replay(table_id, st, prior, fp)
-                if if_match is not None and not _matches(if_match, version):
-                    raise PreconditionFailed(f"the table is at version {version}, not {_show(if_match)}",
-                                             current=version)
+                st, version, _, _, hashes, digest_of_state = self._load(table_id, access, hashed=True)
                 guess = False
             else:
                 version, st, hashes, digest_of_state = kept
                 kept, guess = None, True
             try:
-                record, new_state, written, rounds_mode, rounds_payload = plan(st, version)
+                if if_match is not None and not _matches(if_match, version):
+                    raise PreconditionFailed(f"the table is at version {version}, not {_show(if_match)}",
+                                             current=version)
+                record, new_state, written, rounds = plan(st, version)
             except _Moved:
                 continue
             except Exception:
                 if guess:  # refused by a kept state: decide on the state Redis holds
                     continue
+                if field:  # refused now, but a retry of a write that was taken is answered as it was
+                    replayed = self._replay_of(table_id, field, digest, fp, hashes)
+                    if replayed is not None:
+                        return replayed
                 raise
             stored_state = codec.state(new_state.to_dict())
-            res = self._run(
-                self._append,
-                [keys.meta(table_id), keys.log(table_id), keys.state(table_id), keys.rounds(table_id),
-                 keys.idem(table_id), keys.channel(table_id)],
-                [version, codec.record(record), stored_state, rounds_mode, rounds_payload,
-                 field or b"", digest, self.table_ttl, self.max_events,
-                 codec.dumps(self._streamed(table_id, record, new_state, voided=False)), self.publish_command,
-                 self._durable, hashes[0] or b"", digest_of_state],
-                wrote=lambda res: res[0] in (b"ok", b"replay"),
-            )
+            args: dict[str, Any] = {
+                "version": version, "record": codec.record(record).decode(), "state": stored_state.decode(),
+                "message": codec.dumps(self.streamed(record, new_state, voided=False)).decode(),
+                "publish": self.publish_command, "snapshot": keys.SNAPSHOT_EVERY,
+            }
+            if rounds is not None:
+                args["rounds"] = rounds
+            if digest_of_state:
+                args["state_sha"] = digest_of_state
+            if amount:
+                args["limit"] = {"name": limit, "amount": amount, "period": MINUTE_MS}
+            if self.max_events:
+                args["max"] = self.max_events
+            res = self._run_append(table_id, args, field, digest, hashes)
             outcome = res[0]
             if outcome == b"ok":
-                self._states.put(table_id, version + 1, new_state, hashes, _sha1(stored_state))
+                self._states.put(table_id, Kept(version + 1, new_state, hashes, _sha1(stored_state)))
+                if amount:
+                    written = replace(written, quota=Quota(limit, amount, int(res[2]), int(res[3])))
                 return written
             if outcome == b"replay":
-                return self._replay(table_id, st, res[1], fp)
+                return self._replay(table_id, res[1], fp, int(res[2]), res[3], res[4])
+            if outcome == b"limited":
+                retry = max(1, -(-int(res[1]) // 1000))
+                raise RateLimited(f"this table takes at most {amount} {limit.split('_')[1]} a minute; "
+                                  f"retry in {retry} s", limit=limit, retry_after=retry, amount=amount)
             if outcome in (b"missing", b"denied"):
                 if guess:  # the kept state was another table's (deleted since): decide on a read
                     continue
@@ -724,37 +633,60 @@ class TableStore:
                 raise PreconditionFailed(f"the table is at version {current}, not {_show(if_match)}",
                                          current=current)
             if use_kept and res[2] is not None:
-                kept = (current, TableState.from_dict(codec.read_state(res[2])), hashes, _sha1(res[2]))
+                kept = Kept(current, TableState.from_dict(codec.read_state(res[2])), hashes, _sha1(res[2]))
                 if not self._may_use(kept, access, if_match):
                     kept = None
             if attempt:
                 time.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
         raise Busy("too many concurrent writes to this table; retry")
 
+    def _run_append(self, table_id: str, args: dict, field: str | None, digest: str | None, hashes) -> list:
+        """One APPEND call with ``args`` and the request's key, token and durability."""
+        if field:
+            args |= {"idem": field, "fp": digest}
+        if hashes[0]:
+            args["token"] = hashes[0].decode()
+        if self.min_replicas:
+            args["durable"] = True
+        args["ttl"] = self.table_ttl
+        return self._run(self._append, keys.appended(table_id), [codec.dumps(args)],
+                         wrote=lambda res: res[0] in (b"ok", b"replay"))
+
+    def _replay_of(self, table_id: str, field: str, digest: str, fp: str, hashes) -> Written | None:
+        """The first answer of the write an Idempotency-Key made, or None: it made none (that is in the log).
+
+        One APPEND call that appends nothing (its version is never the log's): the key's
+        record, checked against the log entry it names, in one read of one server."""
+        res = self._run_append(table_id, {"version": -1}, field, digest, hashes)
+        if res[0] == b"replay":
+            return self._replay(table_id, res[1], fp, int(res[2]), res[3], res[4])
+        if res[0] == b"missing":
+            raise TableNotFound(f"no table {table_id!r}")
+        return None
+
     @staticmethod
-    def _may_use(kept: tuple, access: "Access | None", if_match) -> bool:
+    def _may_use(kept: Kept, access: "Access | None", if_match) -> bool:
         """Whether a write may be planned on a kept state: the token given is the kept write token
         (anything else is decided on a read), and an If-Match names the kept version."""
-        version, _, hashes, _ = kept
+        hashes = kept.hashes
         if access is not None and not (access.write and access.token and hashes[0] is not None
                                        and hmac.compare_digest(_hash(access.token), hashes[0].decode())):
             return False
-        return if_match is None or _matches(if_match, version)
+        return if_match is None or _matches(if_match, kept.version)
 
-    def _replay(self, table_id: str, st: TableState, value: bytes, fp: str) -> Written:
-        """The first answer to a write under an Idempotency-Key, rebuilt from the log up to its seq."""
+    def _replay(self, table_id: str, value: bytes, fp: str, at: int, snapshot: bytes | None,
+                raw: list[bytes]) -> Written:
+        """The first answer to a write under an Idempotency-Key, rebuilt from what the APPEND script read
+        with the key's record: the state at the snapshot version ``at`` (None: the log's start) and the
+        log from there to the replayed record (at most :data:`~service.store.keys.SNAPSHOT_EVERY`)."""
         if not hmac.compare_digest(value[:8], keys.fp_digest(fp)):
             raise IdempotencyMismatch("this Idempotency-Key was used with a different request")
-        seq = int(value[8:])
-        log = keys.log(table_id)
-        raw = self._on(log, lambda r: r.lrange(log, 0, seq - 1))
-        if len(raw) != seq:  # a log only grows: the table was deleted meanwhile
-            raise TableNotFound(f"no table {table_id!r}")
-        records = codec.read_records(raw, 1)
-        before, _ = fold(st.players, st.ruleset, st.first_dealer, records[:-1], st.stakes)
+        seq = int(value[12:])
+        records = codec.read_records(raw, at + 1)
         record = records[-1]
+        before = self.state_at(table_id, seq - 1, found=(at, snapshot if at else None, records[:-1]))
         if record["type"] == "void":
-            after, _ = fold(st.players, st.ruleset, st.first_dealer, records, st.stakes)
+            after = self.state_at(table_id, seq, before=record["target"])
             return Written(seq, [], after.balances, after.round_view(), voided=record["target"],
                            deltas=[a - b for a, b in zip(after.balances, before.balances)], replayed=True,
                            coins=after.coins)
@@ -769,12 +701,12 @@ class TableStore:
         transfers = new.step(body, seq)  # raises EventError: nothing is written
         record = {"seq": seq, **body, "round": new.round_meta["number"] if new.round_meta else None,
                   "at": _now()}
-        mode, payload = "none", ""
+        rounds = None
         if new.rounds_done > done_before:
-            mode, payload = "push", codec.summary(new.round_summary())
+            rounds = {"push": codec.summary(new.round_summary()).decode()}
         written = Written(seq, [t.as_dict() for t in transfers], new.balances, new.round_view(),
                           coins=None if new.coins is None else list(new.coins))  # (the state is kept: copies)
-        return record, new, written, mode, payload
+        return record, new, written, rounds
 
     def _plan_void(self, table_id: str, st: TableState, version: int, target: int):
         """Refold the target's round (and the rounds after it) without the target.
@@ -825,7 +757,7 @@ class TableStore:
         # refold_round reads from just after the round before (so the buy-ins between rounds too)
         first = 1 if prior is None else prior["last_seq"] + 1
         seq = version + 1
-        void = {"seq": seq, "type": "void", "target": target, "at": _now()}
+        void = {"seq": seq, "type": "void", "target": target, "round": record.get("round"), "at": _now()}
 
         def log_from_round() -> Iterator[dict]:
             log = keys.log(table_id)
@@ -848,8 +780,7 @@ class TableStore:
         delta = [a - b for a, b in zip(new.balances, st.balances)]
         written = Written(seq, [], new.balances, new.round_view(), voided=target, deltas=delta,
                           coins=None if new.coins is None else list(new.coins))
-        splice = {"keep": number - 1, "items": [codec.summary(s).decode() for s in tail]}
-        return void, new, written, "splice", _dumps(splice)
+        return void, new, written, {"keep": number - 1, "items": [codec.summary(s).decode() for s in tail]}
 
     def _rounds_from(self, table_id: str, version: int, number: int) -> list[dict]:
         """The summaries of the ended rounds from round ``number`` on (round 1: all), read with the

@@ -1,0 +1,79 @@
+"""The table store's errors: each a :class:`StoreError` with a stable ``code``.
+
+The HTTP layer maps each family to a status (``service.api.problems``); the
+store itself speaks no HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StoreError(Exception):
+    """Base of the store's errors; ``code`` is a stable id, ``context`` what the answer may add."""
+
+    code = "store_error"
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.context = context
+
+
+class TableNotFound(StoreError):
+    code = "table_not_found"
+
+
+class EventNotFound(StoreError):
+    code = "event_not_found"
+
+
+class Unauthorized(StoreError):
+    code = "unauthorized"
+
+
+class Forbidden(StoreError):
+    code = "forbidden"
+
+
+class PreconditionFailed(StoreError):
+    code = "version_mismatch"
+
+
+class IdempotencyMismatch(StoreError):
+    code = "idempotency_key_reused"
+
+
+class Conflict(StoreError):
+    """409: the table's state forbids the change (a void others depend on, a full log, ...)."""
+
+    def __init__(self, code: str, message: str, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.code = code
+
+
+class RateLimited(StoreError):
+    """A table's own limit (events or voids a minute) refused the write; nothing was written or counted.
+
+    ``context``: ``limit`` (its name, e.g. ``table_events``), ``retry_after`` (seconds) and
+    ``amount`` (the limit)."""
+
+    code = "too_many_requests"
+
+
+class Busy(StoreError):
+    code = "busy"
+
+
+class NotReplicated(Busy):
+    """``REDIS_MIN_REPLICAS``: the write reached the primary, but ``WAIT`` did not see it on enough
+    replicas in time.  It is not acknowledged (503): a retry under the same Idempotency-Key
+    replays it once it is replicated, or applies it if a fail-over lost it."""
+
+    code = "not_replicated"
+
+
+class StoreFull(StoreError):
+    """Redis is at its memory bound (``maxmemory``, ``noeviction``): nothing was written."""
+
+    code = "store_full"

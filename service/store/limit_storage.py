@@ -1,0 +1,111 @@
+"""Where the per-client rate limits count: a ``limits`` storage on the service's Redis.
+
+Flask-Limiter keeps its counters with the ``limits`` library, given a storage
+URI and options (:func:`storage_for`):
+
+* a plain Redis or a Sentinel-managed master: ``limits``' Redis storage over
+  the service's own connection pool (``connection_pool``), so the limits use
+  the same connections, timeouts and master as the table store;
+* a Redis Cluster: ``limits``' cluster storage, made on first use
+  (:class:`LazyClusterStorage`): it reads the cluster's slot map when it is
+  made, and a worker must start even while the cluster is away (it answers 503
+  until the cluster answers).
+
+Flask-Limiter turns a storage error into a warning and counts the limits in
+each worker's memory until the storage answers again
+(``in_memory_fallback_enabled``): the limits never silently turn off.
+
+>>> storage_for(object(), "redis://localhost:6379/0")[0]
+'redis://'
+>>> storage_for(object(), "redis+cluster://10.0.0.1:7000,10.0.0.2:7000")[0]
+'mahjong+cluster://10.0.0.1:7000,10.0.0.2:7000'
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from limits.storage import RedisClusterStorage, Storage
+from limits.storage.base import MovingWindowSupport, SlidingWindowCounterSupport
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from . import redis_client
+
+LAZY_CLUSTER = "mahjong+cluster"
+
+
+def storage_for(client: Any, url: str) -> tuple[str, dict[str, Any]]:
+    """``(storage_uri, storage_options)`` for Flask-Limiter, counting on the Redis that ``url`` names."""
+    if redis_client.parse(url).kind == "cluster":
+        return LAZY_CLUSTER + "://" + url.split("://", 1)[1], {}
+    return "redis://", {"connection_pool": client.connection_pool}
+
+
+class LazyClusterStorage(Storage, MovingWindowSupport, SlidingWindowCounterSupport):
+    """``limits``' :class:`~limits.storage.RedisClusterStorage`, made on its first use.
+
+    Every call is the cluster storage's own; it is made (from the same URI, as
+    ``redis+cluster://``, without re-sending failed commands) the first time
+    one is asked of it, and until then nothing connects.
+    """
+
+    STORAGE_SCHEME = [LAZY_CLUSTER]
+
+    def __init__(self, uri: str, wrap_exceptions: bool = False, **options: Any) -> None:
+        super().__init__(uri, wrap_exceptions=wrap_exceptions, **options)
+        self._uri = "redis+cluster://" + uri.split("://", 1)[1]
+        self._options = {"retry": Retry(NoBackoff(), 0), **options}
+        self._storage: RedisClusterStorage | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def cluster(self) -> RedisClusterStorage:
+        if self._storage is None:
+            with self._lock:
+                if self._storage is None:
+                    self._storage = RedisClusterStorage(self._uri, **self._options)
+        return self._storage
+
+    @property
+    def base_exceptions(self) -> type[Exception] | tuple[type[Exception], ...]:
+        import redis
+
+        return (redis.RedisError, redis.exceptions.RedisClusterException)
+
+    def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        return self.cluster.incr(key, expiry, amount)
+
+    def get(self, key: str) -> int:
+        return self.cluster.get(key)
+
+    def get_expiry(self, key: str) -> float:
+        return self.cluster.get_expiry(key)
+
+    def check(self) -> bool:
+        try:
+            return self.cluster.check()
+        except Exception:  # noqa: BLE001 - not made: the cluster does not answer
+            return False
+
+    def reset(self) -> int | None:
+        return self.cluster.reset()
+
+    def clear(self, key: str) -> None:
+        self.cluster.clear(key)
+
+    def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+        return self.cluster.acquire_entry(key, limit, expiry, amount)
+
+    def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
+        return self.cluster.get_moving_window(key, limit, expiry)
+
+    def acquire_sliding_window_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+        return self.cluster.acquire_sliding_window_entry(key, limit, expiry, amount)
+
+    def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
+        return self.cluster.get_sliding_window(key, expiry)
+
+    def clear_sliding_window(self, key: str, expiry: int) -> None:
+        self.cluster.clear_sliding_window(key, expiry)
