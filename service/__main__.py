@@ -1,6 +1,6 @@
 """Command line: ``python -m service serve``, ``openapi``, ``check-tables``, ``api-key`` and ``docs``.
 
-``serve [--host H] [--port P] [--workers N] [--threads T]`` runs the HTTP API
+``serve [--host H] [--port P] [--workers N]`` runs the HTTP API
 under gunicorn (``gevent`` workers, see :mod:`service.serving`; the app built by
 :func:`service.api.app.create_app` in each worker).  ``openapi [--json]``
 prints the OpenAPI document (YAML by default; the committed ``openapi.yaml``
@@ -23,10 +23,10 @@ variable                     default      meaning
 ``HOST``                     127.0.0.1    address to bind (``--host``)
 ``PORT``                     8000         TCP port (``--port``)
 ``WORKERS``                  2            gunicorn worker processes (``--workers``)
-``THREADS``                  4            threads per worker (``--threads``)
 ``TIMEOUT``                  30           seconds before a stuck worker is restarted
-``KEEPALIVE``                5            seconds an idle keep-alive connection stays open
-``REQUEST_TIMEOUT``          10           seconds a request may take to arrive whole (then 408)
+``KEEPALIVE``                5            seconds a request's head may take to arrive, and an idle
+                                          keep-alive connection stays open
+``REQUEST_TIMEOUT``          10           seconds a request's body may take to arrive whole (then 408)
 ``MAX_CONNECTIONS``          4096         open connections per worker (streams included)
 ``STREAM_HEARTBEAT``         15           seconds between a table stream's comment lines (and expiry checks)
 ``STREAM_BUFFER``            64           records a stream subscriber may fall behind (then resync)
@@ -36,7 +36,7 @@ variable                     default      meaning
 ``REDIS_URL``                (unset)      Redis of the tables store: ``redis://``, ``rediss://``,
                                           ``unix://``, ``redis+sentinel://h:p[,h:p...]/name[/db]``
                                           or ``redis+cluster://h:p[,h:p...]`` (see
-                                          :mod:`service.store.client`); unset: an embedded
+                                          :mod:`service.store.redis_client`); unset: an embedded
                                           redis-server is started for the service
 ``REDIS_MIN_REPLICAS``       0            replicas that must confirm a write (``WAIT``)
                                           before it is acknowledged (else 503)
@@ -118,7 +118,7 @@ def storage(settings: Settings) -> Iterator[str | None]:
 
 
 def _check_url(url: str) -> None:
-    from .store.client import RedisUrlError, parse
+    from .store.redis_client import RedisUrlError, parse
 
     try:
         parse(url)
@@ -178,7 +178,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     run.add_argument("--host", help="address to bind (env HOST)")
     run.add_argument("--port", type=int, help="TCP port (env PORT)")
     run.add_argument("--workers", type=int, help="worker processes (env WORKERS)")
-    run.add_argument("--threads", type=int, help="threads per worker (env THREADS)")
     spec = sub.add_parser("openapi", help="print the OpenAPI document")
     spec.add_argument("--json", action="store_true", help="JSON instead of YAML")
     check = sub.add_parser("check-tables", help="re-fold every table's log and compare it with the stored state")
@@ -264,8 +263,8 @@ def check_tables(ids: Sequence[str], repair: bool) -> int:
     import redis
 
     from .rules.errors import EventError
-    from .store.client import connect
-    from .store.tables import TableNotFound, TableStore
+    from .store.redis_client import connect
+    from .store.table_store import TableNotFound, TableStore
 
     try:
         with tables_redis(load_settings()) as url:
@@ -306,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return docs_main(check=args.check)
     try:
         settings = load_settings().with_overrides(
-            host=args.host, port=args.port, workers=args.workers, threads=args.threads
+            host=args.host, port=args.port, workers=args.workers
         )
         return serve(settings)
     except (ConfigError, StartupError) as exc:

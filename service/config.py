@@ -1,7 +1,7 @@
 """Settings of the service, read from the environment in this one place.
 
 Every variable is optional; the table of them (``HOST``, ``PORT``,
-``WORKERS``, ``THREADS``, ``TIMEOUT``, ``KEEPALIVE``, ``LOG_LEVEL``,
+``WORKERS``, ``TIMEOUT``, ``KEEPALIVE``, ``LOG_LEVEL``,
 ``MAX_BODY_BYTES``, ``REDIS_URL``, the API keys, proxies, CORS, the rate
 limits, ...) is in :mod:`service.__main__` (``PROMETHEUS_MULTIPROC_DIR`` is
 read where it is used, by :func:`service.serving.metrics_dir`).  ``python -m
@@ -66,7 +66,6 @@ class ConfigError(ValueError):
 BOUNDS: dict[str, tuple[str, int, int]] = {
     "port": ("PORT", 0, 65535),
     "workers": ("WORKERS", 1, 64),
-    "threads": ("THREADS", 1, 256),
     "timeout": ("TIMEOUT", 1, 3600),
     "keepalive": ("KEEPALIVE", 0, 3600),
     "request_timeout": ("REQUEST_TIMEOUT", 1, 3600),
@@ -208,7 +207,6 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 2
-    threads: int = 4
     timeout: int = 30
     keepalive: int = 5
     request_timeout: int = 10

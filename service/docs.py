@@ -390,8 +390,8 @@ def api_page() -> str:
 
 def _http_codes_section() -> str:
     """The HTTP layer's own problem codes: its problems, the store's errors, Werkzeug's errors."""
-    from .api import clients, limits, problems, tables  # noqa: F401  (every ApiProblem class defined)
-    from .store import tables as store
+    from .api import callers, problems, rate_limits, stream, table_views  # noqa: F401  (every ApiProblem class defined)
+    from .store import table_store as store
 
     rows: dict[str, tuple[int, str]] = {}
 
@@ -402,11 +402,11 @@ def _http_codes_section() -> str:
             walk(sub)
 
     walk(problems.ApiProblem)
-    for cls, status, title in problems._STORE_STATUS:
+    for cls, status, title in problems.STORE_STATUS:
         if "code" in vars(cls):
             rows.setdefault(cls.code, (status, title))
     rows.setdefault("store_unavailable", (503, "Tables store unavailable"))
-    for status, (code, title) in problems._HTTP_CODES.items():
+    for status, (code, title) in problems.HTTP_CODES.items():
         rows.setdefault(code, (status, title))
     del store
     out = ["## The HTTP layer's problem codes\n\nBesides the rules core's codes ([rules.md](rules.md)); a 409 "

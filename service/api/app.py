@@ -5,16 +5,13 @@ environment) with ``config`` (a dict of Flask config keys) on top, then
 
 * installs the request-id / access-log / metrics hooks (:mod:`.observe`);
 * installs one error handler per exception family (:mod:`.problems`);
-* installs API keys, trusted proxies and CORS when configured (:mod:`.clients`);
+* installs API keys, trusted proxies and CORS when configured (:mod:`.callers`);
 * registers the blueprints with flask-smorest, which generates the OpenAPI
   3.1 document served at ``/openapi.json`` (Swagger UI at ``/docs``);
-* connects the tables store and its rate limits (:mod:`.limits`) when
+* connects the tables store and the rate limits (:mod:`.rate_limits`) when
   ``REDIS_URL`` is set;
 * registers the companion app (:mod:`service.web`) at ``/``;
-* sets ``app.extensions["readiness_checks"]`` (a list) for ``/readyz``;
-* puts the hot path (:mod:`.hotpath`) in front of it for the stateless hand
-  operations' common requests and, while no rate limit is on, the common table
-  append (``HOT_PATH = False``: not).
+* sets ``app.extensions["readiness_checks"]`` (a list) for ``/readyz``.
 
 >>> app = create_app({"TESTING": True})
 >>> app.test_client().get("/healthz").get_json()
@@ -30,9 +27,9 @@ from flask import Flask
 
 from .. import web
 from ..config import Settings, load_settings
-from . import clients, hands, hotpath, limits, observe, ops, problems, rounds, stream, tables
+from . import callers, hands, observe, ops, problems, rate_limits, rounds, stream, table_views
 from .jsonio import JsonProvider
-from .schemas import _ENUM_DESCRIPTIONS, ENUMS_DOC, DocumentedField
+from .schemas import ENUM_DESCRIPTIONS, ENUMS_DOC, DocumentedField
 from .smorest import Api
 
 API_TITLE = "Sichuan mahjong scoring service"
@@ -105,13 +102,9 @@ DEFAULTS: dict[str, Any] = {
 
 
 class ServiceFlask(Flask):
-    """Flask with orjson behind ``jsonify`` (:mod:`.jsonio`: what json wrote, faster) and without
-    the per-call coroutine check (no view or hook here is async)."""
+    """Flask with orjson behind ``jsonify`` and ``get_json`` (:mod:`.jsonio`)."""
 
     json_provider_class = JsonProvider
-
-    def ensure_sync(self, func):  # type: ignore[override]
-        return func
 
 
 def create_app(config: Mapping[str, Any] | None = None, settings: Settings | None = None) -> Flask:
@@ -126,38 +119,37 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
 
     app.extensions["readiness_checks"] = []
     observe.install(app)
-    problems.register(app)
-    clients.install(app)
+    callers.install(app)
 
     api = Api(app, spec_kwargs={"tags": TAGS})
+    problems.register(app)  # (after the Api: its handlers are the ones that answer)
     api.register_field(DocumentedField, None, None)
     api.ma_plugin.converter.add_attribute_function(_documented_field)
     for name, values in ENUMS_DOC.items():
         api.spec.components.schema(name, component={
-            "type": "string", "enum": list(values), "description": _ENUM_DESCRIPTIONS[name]})
-    for blueprint in (hands.blp, rounds.blp, rounds.rulesets_blp, tables.blp, stream.blp, ops.blp):
+            "type": "string", "enum": list(values), "description": ENUM_DESCRIPTIONS[name]})
+    for blueprint in (hands.blp, rounds.blp, rounds.rulesets_blp, table_views.blp, stream.blp, ops.blp):
         api.register_blueprint(blueprint)
-    tables.document(api)
+    table_views.document(api)
     web.register(app)  # the companion app at / and the /docs assets
     _install_store(app)
     # flask-smorest's pagination schema is not used by this API
     api.spec.components.schemas.pop("PaginationMetadata", None)
     app.extensions["api"] = api
-    hotpath.install(app)  # last: it checks every hook installed above
     return app
 
 
 def _install_store(app: Flask) -> None:
     """The tables store on ``REDIS_URL`` (absent: the tables API answers 503).
 
-    One client (:func:`service.store.client.connect`) for the store, the
+    One client (:func:`service.store.redis_client.connect`) for the store, the
     readiness check and (on a plain server) the rate limiter's connections.
     """
     url = app.config.get("REDIS_URL")
     if not url:
         return
-    from ..store import client as redis_client
-    from ..store.tables import TableStore
+    from ..store import redis_client
+    from ..store.table_store import TableStore
 
     wait_ms = int(app.config.get("REDIS_WAIT_TIMEOUT_MS", 1000))
     client = redis_client.connect(url, socket_timeout=max(redis_client.SOCKET_TIMEOUT, wait_ms / 1000 + 1))
@@ -165,13 +157,15 @@ def _install_store(app: Flask) -> None:
     app.extensions["tables"] = TableStore(
         client, table_ttl=app.config.get("TABLE_TTL", 0), max_events=app.config.get("MAX_TABLE_EVENTS", 0),
         min_replicas=int(app.config.get("REDIS_MIN_REPLICAS", 0)), wait_timeout_ms=wait_ms,
+        events_per_minute=int(app.config.get("TABLE_EVENTS_PER_MINUTE", 0) or 0),
+        voids_per_minute=int(app.config.get("TABLE_VOIDS_PER_MINUTE", 0) or 0),
     )
 
     def redis_ready() -> None:
         redis_client.check_ready(client)
 
     ops.register_readiness_check(app, redis_ready, "redis")
-    limits.install(app, url)
+    rate_limits.install(app, client, url)
 
 
 def _documented_field(self, field, **kwargs) -> dict:

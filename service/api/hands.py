@@ -1,12 +1,6 @@
-"""`/v1/hands/*`: stateless hand operations (thin views: parse → core → dump).
-
-Each view is its body function (loaded arguments → the response object) behind
-``jsonify``; :data:`HOT_PATH` names those that :mod:`.hotpath` may also serve.
-"""
+"""`/v1/hands/*`: stateless hand operations (thin views: load → core → dump)."""
 
 from __future__ import annotations
-
-from typing import Any, Callable
 
 from flask import jsonify
 
@@ -91,12 +85,3 @@ def score_hand(args):
 
 def score_body(args: dict) -> dict:
     return s.dump_score(score(args["hand"], args["win"], ruleset=args["ruleset"]))
-
-
-HOT_PATH: dict[str, tuple[Any, Callable[[dict], dict]]] = {
-    "hands.validate_hand": (s.ValidateRequest(), validate_body),
-    "hands.ting_hand": (s.TingRequest(), ting_body),
-    "hands.discard_advice": (s.DiscardsRequest(), discards_body),
-    "hands.score_hand": (s.ScoreRequest(), score_body),
-}
-"""Endpoint → (its request schema with its ``quick_load``, its body function), for :mod:`.hotpath`."""

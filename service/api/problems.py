@@ -41,12 +41,15 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
+import time
+
 from flask import Flask, Response, current_app, g, has_request_context, request
+from flask_limiter import RateLimitExceeded
 from werkzeug.exceptions import HTTPException
 
 import redis.exceptions
 
-from ..store import tables as store_errors
+from ..store import errors as store_errors
 from .jsonio import dumps
 from ..rules.errors import (
     EventError, HandError, NotationError, RuleError, RulesetError, WinError,
@@ -108,7 +111,7 @@ class FieldRuleError(Exception):
 
 
 # titles of the HTTP errors werkzeug raises, keyed by status
-_HTTP_CODES = {
+HTTP_CODES = {
     400: ("bad_request", "Bad request"),
     404: ("not_found", "Not found"),
     405: ("method_not_allowed", "Method not allowed"),
@@ -140,7 +143,7 @@ _DETAILS = {
     405: "method {method} is not allowed on {path}",
 }
 
-_STORE_STATUS: tuple[tuple[type, int, str], ...] = (
+STORE_STATUS: tuple[tuple[type, int, str], ...] = (
     (store_errors.TableNotFound, 404, "Table not found"),
     (store_errors.EventNotFound, 404, "Event not found"),
     (store_errors.Unauthorized, 401, "Unauthorized"),
@@ -148,6 +151,7 @@ _STORE_STATUS: tuple[tuple[type, int, str], ...] = (
     (store_errors.PreconditionFailed, 412, "Precondition failed"),
     (store_errors.IdempotencyMismatch, 422, "Idempotency-Key reused"),
     (store_errors.Conflict, 409, "Conflict"),
+    (store_errors.RateLimited, 429, "Too many requests"),
     (store_errors.Busy, 503, "Busy"),
     (store_errors.StoreFull, 507, "Insufficient storage"),
 )
@@ -205,13 +209,18 @@ def describe_field_rule_error(exc: FieldRuleError) -> Problem:
 
 
 def describe_store_error(exc: "store_errors.StoreError") -> Problem:
-    status, title = next(((s, t) for cls, s, t in _STORE_STATUS if isinstance(exc, cls)), (500, "Store error"))
+    status, title = next(((s, t) for cls, s, t in STORE_STATUS if isinstance(exc, cls)), (500, "Store error"))
     headers: dict[str, str] = {}
     extra: dict[str, Any] = {}
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="tables"'
     if status == 503:
         headers["Retry-After"] = "1"
+    if isinstance(exc, store_errors.RateLimited):  # a table's own limit
+        headers["Retry-After"] = str(exc.context["retry_after"])
+        headers.update({"X-RateLimit-Limit": str(exc.context["amount"]), "X-RateLimit-Remaining": "0",
+                        "X-RateLimit-Reset": str(int(time.time()) + exc.context["retry_after"])})
+        extra["limit"] = exc.context["limit"]
     if "current" in exc.context:
         extra["version"] = exc.context["current"]
         headers["ETag"] = f'"{exc.context["current"]}"'
@@ -229,14 +238,25 @@ def describe_redis_error(exc: "redis.exceptions.RedisError") -> Problem:
 
 
 def describe_http_exception(exc: HTTPException, path: str = "", method: str = "GET") -> Problem:
+    if isinstance(exc, RateLimitExceeded):
+        return describe_rate_limit(exc)
     status = exc.code or 500
-    code, title = _HTTP_CODES.get(status, (_slug(exc.name), exc.name))
+    code, title = HTTP_CODES.get(status, (_slug(exc.name), exc.name))
     template = _DETAILS.get(status)
     detail = template.format(path=path, method=method) if template else _http_detail(exc)
     if status >= 500:
         detail = title
     headers = {k: v for k, v in exc.get_headers() if k.lower() not in ("content-type", "content-length")}
     return Problem(status, code, title, detail, headers=headers)
+
+
+def describe_rate_limit(exc: RateLimitExceeded) -> Problem:
+    """429 from Flask-Limiter: ``limit`` names the limit that refused (its scope: the setting's name)."""
+    scope = exc.limit.scope if isinstance(exc.limit.scope, str) else "client"
+    headers = {k: v for k, v in exc.get_headers() if k.lower() not in ("content-type", "content-length")}
+    return Problem(429, "too_many_requests", "Too many requests",
+                   f"rate limit {exc.limit.limit} ({scope}) reached; retry after Retry-After",
+                   extra={"limit": scope}, headers=headers)
 
 
 def describe_bug(exc: BaseException) -> Problem:

@@ -108,11 +108,11 @@ ENUMS_DOC: dict[str, tuple[str, ...]] = {}
 
 def named_enum(name: str, values: "tuple[str, ...] | list[str]", description: str) -> str:
     ENUMS_DOC[name] = tuple(values)
-    _ENUM_DESCRIPTIONS[name] = description
+    ENUM_DESCRIPTIONS[name] = description
     return name
 
 
-_ENUM_DESCRIPTIONS: dict[str, str] = {}
+ENUM_DESCRIPTIONS: dict[str, str] = {}
 PRESET_NAME = named_enum("PresetName", tuple(PRESETS), "a ruleset preset (docs/rules.md)")
 KONG_KIND = named_enum("KongKind", KONG_KINDS, "direct 直杠 (from a discard), added 补杠 (onto an own peng), "
                                                 "concealed 暗杠")
@@ -352,66 +352,9 @@ def load_hand(data: Mapping[str, Any], path: str) -> Hand:
 
 
 # -- hand requests ----------------------------------------------------------------
-_QUICK_FIELDS = frozenset({"hand", "ruleset", "visible", "win"})
-_QUICK_HAND = frozenset({"tiles", "melds", "void"})
-
-
 class _HandRequest(ma.Schema):
     hand = fields.Nested(HandSchema, required=True)
     ruleset = RulesetField(metadata={"default": "xuezhan"})
-
-    def quick_load(self, data: Any) -> dict | None:
-        """``self.load(data)`` for the common shape, without marshmallow's per-field machinery.
-
-        The shape: an object of the schema's members only (``hand``, ``ruleset``
-        and ``visible`` or ``win``), ``hand`` an object of ``tiles`` (a hand
-        string), ``melds`` (an empty list) and ``void`` (a string or null) only,
-        ``ruleset`` a preset name, ``visible`` a string, ``win`` an object of
-        ``tile`` (a string) and flags (``true`` or ``false``), each within its
-        bound.  Any other body gives None, and :meth:`load` decides it (so every
-        error is marshmallow's, as ever).  For the shape, the result and any
-        :class:`FieldRuleError` are :meth:`load`'s, in its order: the ruleset's
-        name (a field), then the hand and ``visible`` (``post_load``), then the
-        win (a second ``post_load``).  The tests compare the two on generated
-        bodies.
-
-        >>> TingRequest().quick_load({"hand": {"tiles": "1112345678999m"}})["hand"].size
-        13
-        >>> TingRequest().quick_load({"hand": {"tiles": "1112345678999m"}, "extra": 1}) is None
-        True
-        """
-        names = self.fields.keys()
-        if type(data) is not dict or not data.keys() <= names or not names <= _QUICK_FIELDS:
-            return None
-        hand = data.get("hand")
-        if type(hand) is not dict or not hand.keys() <= _QUICK_HAND:
-            return None
-        tiles, void = hand.get("tiles"), hand.get("void")
-        if type(tiles) is not str or len(tiles) > MAX_HAND_CHARS or "melds" in hand and hand["melds"] != []:
-            return None
-        if void is not None and (type(void) is not str or len(void) > MAX_SUIT_CHARS):
-            return None
-        ruleset, visible, win = data.get("ruleset"), data.get("visible"), data.get("win")
-        if "ruleset" in data and (type(ruleset) is not str or len(ruleset) > 64):
-            return None
-        if "visible" in data and (type(visible) is not str or len(visible) > MAX_VISIBLE_CHARS):
-            return None
-        if "win" in names:
-            if type(win) is not dict or not win.keys() <= _QUICK_WIN:
-                return None
-            tile = win.get("tile")
-            if type(tile) is not str or len(tile) > MAX_TILE_CHARS:
-                return None
-            if any(win.get(flag, False) is not True and win.get(flag, False) is not False for flag in _WIN_FLAGS):
-                return None
-        rules = _rule("ruleset", Ruleset.from_spec, ruleset) if "ruleset" in data else PRESETS["xuezhan"]
-        out = {"hand": load_hand({"tiles": tiles, "melds": [], "void": void}, "hand"), "ruleset": rules}
-        if "visible" in names:
-            out["visible"] = _rule("visible", parse_tiles, visible) if visible else None
-        if "win" in names:
-            flags = {flag: win.get(flag, False) for flag in _WIN_FLAGS}
-            out["win"] = _rule("win", Win, _rule("win.tile", Tile.from_str, win["tile"]), **flags)
-        return out
 
     @post_load
     def _to_core(self, data: dict, **kwargs: Any) -> dict:
@@ -443,10 +386,6 @@ class WinSchema(ma.Schema):
     last_tile = StrictBoolean(load_default=False)
     heavenly = StrictBoolean(load_default=False)
     earthly = StrictBoolean(load_default=False)
-
-
-_QUICK_WIN = frozenset(WinSchema().fields)
-_WIN_FLAGS = tuple(name for name in WinSchema().fields if name != "tile")
 
 
 class ScoreRequest(_HandRequest):
@@ -536,7 +475,7 @@ class EscapeEvent(ma.Schema):
 EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
     "peng": PengEvent, "kong": KongEvent, "hu": HuEvent, "draw": DrawEvent, "escape": EscapeEvent,
 }
-assert set(HU_FLAGS) <= set(HuEvent._declared_fields)
+assert set(HU_FLAGS) <= set(HuEvent().fields)
 
 
 class SettleRequest(ma.Schema):

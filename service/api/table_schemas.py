@@ -3,6 +3,7 @@ responses documented (the rules core decides what an event is, see schemas.py)."
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import marshmallow as ma
@@ -12,7 +13,7 @@ from ..rules.ruleset import PLAYERS, PRESETS
 from ..rules.codes import Code
 from ..rules.stakes import MAX_COINS, StakesError
 from ..rules.table import TableSetupError, TableState
-from ..store.tables import ROUNDS_PAGE
+from ..store.table_store import ROUNDS_PAGE
 from .schemas import (
     EVENT_SCHEMAS, ROUND_STATUS, Const, DrawEvent, EnumField, EscapeEvent, HuEvent, Int, KongEvent, OneOf,
     PengEvent, RulesetField, RulesetOut, Seat, StakesField, Str, SUIT, TransferSchema, MAX_SUIT_CHARS,
@@ -95,6 +96,47 @@ class EventsQuery(ma.Schema):
     after = fields.Integer(validate=validate.Range(0, 10**9), load_default=0,
                            metadata={"description": "list the events after this seq"})
     limit = fields.Integer(validate=validate.Range(1, MAX_PAGE), load_default=100)
+
+
+# -- headers -------------------------------------------------------------------------
+IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % MAX_IDEMPOTENCY_KEY)
+# a creation's Idempotency-Key: a UUID of version 4 (random) or 7 (time and random), RFC 9562
+CREATION_KEY = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", re.IGNORECASE)
+
+
+class WriteHeaders(ma.Schema):
+    """The headers of a write to a table (loaded from the request's headers; others are ignored)."""
+
+    idempotency_key = fields.String(
+        data_key="Idempotency-Key",
+        validate=validate.Regexp(IDEMPOTENCY_KEY, error="1-128 visible ASCII characters"),
+        metadata={"description": "1-128 visible ASCII characters, unique per write of this table: a retry with "
+                                 "the same key and body returns the first response (`Idempotent-Replayed: true`) "
+                                 "and records nothing; the same key with another body: 422 "
+                                 "`idempotency_key_reused`. Kept as long as the table."})
+    if_match = fields.String(
+        data_key="If-Match", validate=validate.Length(max=2048),
+        metadata={"description": 'the version the write expects, as "<version>" (a list: any of them; "*": any); '
+                                 'stale: 412; a tag that is not a version: 422'})
+
+
+class CreateHeaders(ma.Schema):
+    idempotency_key = fields.String(
+        data_key="Idempotency-Key",
+        validate=validate.Regexp(CREATION_KEY, error="a UUID of version 4 or 7"),
+        metadata={"format": "uuid", "description":
+                  "a UUID (RFC 9562) of version 4 or 7, generated at random for this one creation; anything "
+                  "else: 422. **A secret**: a retry with the same key and body returns the first response, "
+                  "the tokens included (kept 24 h, never longer than the table), so whoever knows the key "
+                  "can take the table. The same key with another body: 422 `idempotency_key_reused`, and it "
+                  "counts against the creation rate limit (an exact retry does not)."})
+
+
+class ReadHeaders(ma.Schema):
+    if_none_match = fields.String(
+        data_key="If-None-Match", validate=validate.Length(max=2048),
+        metadata={"description": 'the version the client has, as "<version>": 304 when the table is still at '
+                                 'it (weak comparison)'})
 
 
 # -- responses (documentation) ----------------------------------------------------
@@ -226,6 +268,7 @@ class BuyInRecord(BuyInEvent, _RoundRecord):
 class VoidRecord(_Record):
     type = Const("void")
     target = fields.Integer(required=True, metadata={"description": "the seq of the record it undoes"})
+    round = fields.Integer(allow_none=True, metadata={"description": "the round of the record it undoes"})
 
 
 LOG_RECORD_SCHEMAS: dict[str, type[ma.Schema]] = {

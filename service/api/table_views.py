@@ -6,10 +6,10 @@ Writes take ``Authorization: Bearer <write token>``; reads take either token.
 (``Idempotent-Replayed: true``).  A creation's ``Idempotency-Key`` must be a
 UUID (RFC 9562, version 4 or 7): it finds the table again and replays its
 tokens, so it is a secret.  The store answers in domain terms
-(:class:`~service.store.tables.Created`, :class:`~service.store.tables.Written`);
-status codes, ``Location`` and ``ETag`` are made here.  Headers are parsed by
-Werkzeug (``request.authorization``, ``request.if_match``,
-``request.if_none_match``).
+(:class:`~service.store.table_store.Created`, :class:`~service.store.table_store.Written`);
+status codes, ``Location`` and ``ETag`` are made here.  The write headers are
+loaded by their schemas (:mod:`.table_schemas`) and read as Werkzeug parses
+them (``request.authorization``, ``werkzeug.http.parse_etags``).
 
 An event body is the rules core's to check (the store validates it against the
 table's state, in the same read that checks the token): a malformed event is a
@@ -26,26 +26,26 @@ from __future__ import annotations
 import re
 import uuid
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, current_app, g, jsonify, request
+from werkzeug.http import parse_etags
 
-from ..store.tables import Access, Created, TableNotFound, TableStore, Unauthorized, Written, fingerprint
+from ..store.errors import TableNotFound, Unauthorized
+from ..store.table_store import Access, Created, TableStore, Written, fingerprint
 from . import table_schemas as ts
-from .clients import api_key
+from .callers import api_key
 from .problems import ApiProblem, InvalidInput
+from .rate_limits import QUOTA
 from .smorest import Blueprint, read_json_body
 
 blp = Blueprint("tables", __name__, url_prefix="/v1/tables",
                 description="The live table log: rounds, events, balances, undo.")
 
-_TABLE_ID = re.compile(r"[0-9a-f]{16}")
-_IDEM_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % ts.MAX_IDEMPOTENCY_KEY)
+TABLE_ID = re.compile(r"[0-9a-f]{16}")
 _DIGITS = re.compile(r"\d{1,40}")
 
 READ = [{"tableToken": ["read"]}]     # the read token or the write token
 WRITE = [{"tableToken": ["write"]}]   # the write token only
 KEYED = [{"apiKey": []}, {}]          # X-API-Key when the service has API keys
-# a creation's Idempotency-Key: a UUID of version 4 (random) or 7 (time and random), RFC 9562
-_CREATE_KEY = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.IGNORECASE)
 
 # OpenAPI links: how a client (or a stateful fuzzer) goes from one call to the next.
 _SAME_TABLE = {"path.table_id": "$request.path.table_id", "header.Authorization": "$request.header.Authorization"}
@@ -65,34 +65,12 @@ def _links(params: dict, start_round: bool = False, void: bool = False) -> dict:
     if void:
         links["VoidEvent"] = {"operationId": "voidEvent", "parameters": {**params, "path.seq": "$response.body#/seq"}}
     return links
-WRITE_HEADERS = [
-    {"in": "header", "name": "Idempotency-Key", "required": False,
-     "schema": {"type": "string", "minLength": 1, "maxLength": ts.MAX_IDEMPOTENCY_KEY, "pattern": r"^[!-~]+$"},
-     "description": "1-128 visible ASCII characters, unique per write of this table: a retry with the same key "
-                    "and body returns the first response (`Idempotent-Replayed: true`) and records nothing; the "
-                    "same key with another body: 422 `idempotency_key_reused`. Kept as long as the table."},
-]
-CREATE_HEADERS = [
-    {"in": "header", "name": "Idempotency-Key", "required": False,
-     "schema": {"type": "string", "format": "uuid", "pattern": _CREATE_KEY.pattern},
-     "description": "a UUID (RFC 9562) of version 4 or 7, generated at random for this one creation; anything "
-                    "else: 422. **A secret**: a retry with the same key and body returns the first response, "
-                    "the tokens included (kept 24 h, never longer than the table), so whoever knows the key "
-                    "can take the table. The same key with another body: 422 `idempotency_key_reused`, and it "
-                    "counts against the creation rate limit (an exact retry does not)."},
-]
-IF_MATCH = {"in": "header", "name": "If-Match", "required": False, "schema": {"type": "string"},
-            "description": 'the version the write expects, as "<version>" (a list: any of them; "*": any); '
-                           'stale: 412; a tag that is not a version: 422'}
-IF_NONE_MATCH = {"in": "header", "name": "If-None-Match", "required": False, "schema": {"type": "string"},
-                 "description": 'the version the client has, as "<version>": 304 when the table is still '
-                                'at it (weak comparison)'}
 _STORE_DOWN = (503, "the tables store (Redis) is unavailable (`store_unavailable`, `busy`); retry after "
                     "`Retry-After`")
-_NO_TOKEN = (401, "no table token, or not this table's (`unauthorized`); with API keys on, an `X-API-Key` "
+NO_TOKEN = (401, "no table token, or not this table's (`unauthorized`); with API keys on, an `X-API-Key` "
                   "that is not a key of the service (`api_key_invalid`)")
 _READ_TOKEN_ON_WRITE = (403, "the read token on a write (`forbidden`)")
-_NO_TABLE = (404, "no such table, or it was deleted (`table_not_found`)")
+NO_TABLE = (404, "no such table, or it was deleted (`table_not_found`)")
 _LIMITED = (429, "a rate limit (`too_many_requests`): see `Retry-After`")
 _FULL = (507, "the tables store is full (`store_full`): nothing was written; retry later")
 
@@ -109,40 +87,31 @@ def store() -> TableStore:
     return s
 
 
-def _table_id(table_id: str) -> str:
-    if not _TABLE_ID.fullmatch(table_id):
-        if _token() is None:  # as for a real table: no token, no answer about existence
+def table_id_of(table_id: str) -> str:
+    if not TABLE_ID.fullmatch(table_id):
+        if token() is None:  # as for a real table: no token, no answer about existence
             raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
         raise TableNotFound(f"no table {table_id!r}")
     return table_id
 
 
-def _token() -> str | None:
+def token() -> str | None:
+    """The request's bearer token (Werkzeug's reading of ``Authorization``), or None."""
     auth = request.authorization
     if auth is None or auth.type != "bearer" or not auth.token:
         return None
     return auth.token
 
 
-def _idempotency_key() -> str | None:
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
-        return None
-    if not _IDEM_KEY.match(key):
-        raise InvalidInput("Idempotency-Key must be 1-128 visible ASCII characters",
-                           errors={"Idempotency-Key": ["1-128 visible ASCII characters"]})
-    return key
-
-
-def _if_match() -> frozenset[int] | None:
+def versions(raw: str | None) -> frozenset[int] | None:
     """The versions an ``If-Match`` accepts; ``*`` (any existing table) and no header: None.
 
     A list (``"3", "4"``) accepts any of its versions; a weak tag never matches
     (RFC 9110 §13.1.1: strong comparison), so only weak tags: an empty set.
     """
-    if "If-Match" not in request.headers:
+    if raw is None:
         return None
-    tags = request.if_match
+    tags = parse_etags(raw)
     if tags.star_tag:
         return None
     strong = tags.as_set()
@@ -153,12 +122,13 @@ def _if_match() -> frozenset[int] | None:
     return frozenset(int(t) for t in strong)
 
 
-def creation_key() -> str | None:
-    """A creation's ``Idempotency-Key``, in its canonical (lower-case) form; 422 unless a UUID v4 or v7."""
-    key = request.headers.get("Idempotency-Key")
+def creation_key(raw: str | None = None) -> str | None:
+    """A creation's ``Idempotency-Key`` in its canonical (lower-case) form (None: none given); 422
+    unless a UUID of version 4 or 7 (the header schema checks it for the view)."""
+    key = request.headers.get("Idempotency-Key") if raw is None else raw
     if key is None:
         return None
-    if not _CREATE_KEY.fullmatch(key):
+    if not ts.CREATION_KEY.match(key):
         raise InvalidInput("the Idempotency-Key of a table creation must be a random UUID (RFC 9562, version 4 "
                            "or 7), e.g. from uuid.uuid4(): it finds the table again, so it is a secret",
                            errors={"Idempotency-Key": ["a UUID of version 4 or 7"]})
@@ -175,6 +145,8 @@ def _created(table: Created) -> Response:
 
 
 def _written(table_id: str, written: Written) -> Response:
+    if written.quota is not None:
+        g.setdefault(QUOTA, written.quota)  # (the rate limit headers: see rate_limits)
     response = jsonify(written.as_dict())
     response.status_code = 201
     response.headers["Location"] = f"/v1/tables/{table_id}/events?after={written.seq - 1}&limit=1"
@@ -230,12 +202,12 @@ class TableListUnavailable(ApiProblem):
               (422, "the body breaks the schema or a rule (`invalid_input`, `unknown_ruleset`, ...), or the "
                     "Idempotency-Key is malformed or was used with another body (`idempotency_key_reused`)"),
               _LIMITED, _STORE_DOWN, _FULL)
-@blp.headers(*CREATE_HEADERS)
+@blp.arguments(ts.CreateHeaders(), location="headers", as_kwargs=True)
 @blp.doc(operationId="createTable", security=KEYED,
          responses={201: {"links": {**_links(_NEW_TABLE, start_round=True),
                                       "ReadTable": {"operationId": "getTable", "parameters": _READ_TABLE},
                                       "DeleteTable": {"operationId": "deleteTable", "parameters": _NEW_TABLE}}}})
-def create_table(args):
+def create_table(args, idempotency_key=None):
     """Create a table. Its write `token` and `read_token` are shown only in this response.
 
     An `Idempotency-Key` here must be a random UUID (version 4 or 7) and is a secret: its retry
@@ -246,7 +218,7 @@ def create_table(args):
     `sanren-liangfang`); another number is a 422 `bad_players`. With `stakes` (RULES.md
     §12) the table plays for coins: the response has `coins`.
     """
-    key = creation_key()
+    key = creation_key(idempotency_key)
     table = store().create(args["players"], args["ruleset"], args["dealer"], stakes=args["stakes"],
                            idempotency_key=key, fp=creation_fingerprint(), owner=api_key())
     return _created(table)
@@ -262,11 +234,11 @@ def creation_fingerprint() -> str:
 @blp.response(200, ts.TableView, headers={"ETag": {"schema": {"type": "string"}}})
 @blp.alt_response(304, description="Not modified (If-None-Match names the current version)",
                   headers={"ETag": {"schema": {"type": "string"}}})
-@blp.problems(_NO_TOKEN, _NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED,
+@blp.problems(NO_TOKEN, NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED,
               _STORE_DOWN)
-@blp.headers(IF_NONE_MATCH)
+@blp.arguments(ts.ReadHeaders(), location="headers", as_kwargs=True)
 @blp.doc(security=READ, operationId="getTable")
-def get_table(args, table_id):
+def get_table(args, table_id, if_none_match=None):
     """A table: players, ruleset, version, balances, the current round and a page of the ended rounds.
 
     Either token: the read token or the write token. `ETag` is the version;
@@ -276,11 +248,11 @@ def get_table(args, table_id):
     next page, or null.
     """
     s = store()
-    tid = _table_id(table_id)
-    view = s.get(tid, Access(_token(), write=False), rounds_after=args["rounds_after"],
+    tid = table_id_of(table_id)
+    view = s.get(tid, Access(token(), write=False), rounds_after=args["rounds_after"],
                  rounds_limit=args["rounds_limit"])
     etag = f'"{view["version"]}"'
-    if request.if_none_match.contains_weak(str(view["version"])):  # weak comparison (RFC 9110 §13.1.2)
+    if if_none_match is not None and parse_etags(if_none_match).contains_weak(str(view["version"])):  # weak comparison (RFC 9110 §13.1.2)
         response = _no_content(304)
     else:
         response = jsonify(view)
@@ -290,7 +262,7 @@ def get_table(args, table_id):
 
 @blp.route("/<table_id>", methods=["DELETE"])
 @blp.response(204)
-@blp.problems(_NO_TOKEN, _READ_TOKEN_ON_WRITE, _NO_TABLE, _STORE_DOWN)
+@blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE, _STORE_DOWN)
 @blp.doc(security=WRITE, operationId="deleteTable")
 def delete_table(table_id):
     """Delete a table and its whole log.
@@ -298,8 +270,8 @@ def delete_table(table_id):
     The write token only; the read token gets 403.
     """
     s = store()
-    tid = _table_id(table_id)
-    s.authorize(tid, _token(), write=True)
+    tid = table_id_of(table_id)
+    s.authorize(tid, token(), write=True)
     s.delete(tid)
     return _no_content(204)
 
@@ -314,7 +286,7 @@ def delete_table(table_id):
 })
 @blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}},
                                                "Location": {"schema": {"type": "string"}}})
-@blp.problems(400, _NO_TOKEN, _READ_TOKEN_ON_WRITE, _NO_TABLE,
+@blp.problems(400, NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE,
               (409, "the table is full (`table_full`, with `version`)"),
               (412, "If-Match names another version (`version_mismatch`, with `version`)"),
               413, 415,
@@ -323,10 +295,10 @@ def delete_table(table_id):
                     "would have had); a malformed If-Match or Idempotency-Key (`invalid_input`); an "
                     "Idempotency-Key used with another body (`idempotency_key_reused`)"),
               _LIMITED, _STORE_DOWN, _FULL)
-@blp.headers(*WRITE_HEADERS, IF_MATCH)
+@blp.arguments(ts.WriteHeaders(), location="headers", as_kwargs=True)
 @blp.doc(security=WRITE, operationId="postEvent",
          responses={201: {"links": _links(_SAME_TABLE, start_round=True, void=True)}})
-def post_event(table_id):
+def post_event(table_id, idempotency_key=None, if_match=None):
     """Append an event: a round event, `round_start`, `round_end` or `buy_in`.
 
     The write token only; the read token gets 403. The event is checked by the
@@ -336,33 +308,18 @@ def post_event(table_id):
     stakes (`round_in_progress` during a round, `no_stakes` without stakes).
     """
     s = store()
-    tid = _table_id(table_id)
-    token = _token()  # checked with the state, in the store's one read before the append
+    tid = table_id_of(table_id)
     body = _json_body()
-    key = _idempotency_key()
-    if_match = _if_match()
-    outcome = request.environ.pop(APPEND_OUTCOME, None)
-    if outcome is None:
-        written = s.append(tid, body, if_match=if_match, idempotency_key=key,  # (fp: only a key is bound to it)
-                           fp=fingerprint("POST", request.path, body) if key else "", access=Access(token, write=True))
-    elif isinstance(outcome, Exception):  # the hot path asked the store, which refused (or failed): say why
-        raise outcome
-    else:
-        written = outcome
+    written = s.append(tid, body, if_match=versions(if_match), idempotency_key=idempotency_key,
+                       fp=fingerprint("POST", request.path, body) if idempotency_key else "",  # (only a key is bound)
+                       access=Access(token(), write=True))  # (the token is checked in the store's one read)
     return _written(tid, written)
-
-
-APPEND_OUTCOME = "service.hot_path.append_outcome"
-"""The environ key under which the hot path (:mod:`.hotpath`) hands :func:`post_event` what the store
-answered to this very request (its :class:`Written`, or the exception it raised), when it leaves the
-answer to Flask after asking the store: the store is asked once per request, so a write is never
-made twice.  (No header can set it: a server puts the headers under ``HTTP_`` names.)"""
 
 
 @blp.route("/<table_id>/events", methods=["GET"])
 @blp.arguments(ts.EventsQuery(), location="query")
 @blp.response(200, ts.EventsPage)
-@blp.problems(_NO_TOKEN, _NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
+@blp.problems(NO_TOKEN, NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
 @blp.doc(security=READ, operationId="listEvents")
 def list_events(args, table_id):
     """The log in order, a page at a time: `after` a seq, at most `limit` records.
@@ -372,14 +329,14 @@ def list_events(args, table_id):
     their `target`.
     """
     s = store()
-    tid = _table_id(table_id)
-    return jsonify(s.events(tid, args["after"], args["limit"], access=Access(_token(), write=False)))
+    tid = table_id_of(table_id)
+    return jsonify(s.events(tid, args["after"], args["limit"], access=Access(token(), write=False)))
 
 
 @blp.route("/<table_id>/events/<int:seq>/void", methods=["POST"])
 @blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}},
                                                "Location": {"schema": {"type": "string"}}})
-@blp.problems(_NO_TOKEN, _READ_TOKEN_ON_WRITE, (404, "no such table or event (`table_not_found`, "
+@blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, (404, "no such table or event (`table_not_found`, "
                                                      "`event_not_found`)"),
               (409, "a later event depends on it (`void_conflict`, with `event`), it is already voided "
                     "(`already_voided`), it is a void itself (`not_voidable`), or the table is full (`table_full`)"),
@@ -387,20 +344,19 @@ def list_events(args, table_id):
               (422, "a malformed If-Match or Idempotency-Key (`invalid_input`), or an Idempotency-Key used with "
                     "another request (`idempotency_key_reused`)"),
               _LIMITED, _STORE_DOWN, _FULL)
-@blp.headers(*WRITE_HEADERS, IF_MATCH)
+@blp.arguments(ts.WriteHeaders(), location="headers", as_kwargs=True)
 @blp.doc(security=WRITE, operationId="voidEvent",
          responses={201: {"links": _links(_SAME_TABLE)}})
-def void_event(table_id, seq):
+def void_event(table_id, seq, idempotency_key=None, if_match=None):
     """Undo an event by a compensating record: balances are recomputed without it.
 
     The write token only; the read token gets 403. Refused (409) when a later
     event depends on it, or it is already voided.
     """
     s = store()
-    tid = _table_id(table_id)
-    key = _idempotency_key()
-    written = s.void(tid, seq, if_match=_if_match(), idempotency_key=key,
-                     fp=fingerprint("POST", request.path, None), access=Access(_token(), write=True))
+    tid = table_id_of(table_id)
+    written = s.void(tid, seq, if_match=versions(if_match), idempotency_key=idempotency_key,
+                     fp=fingerprint("POST", request.path, None), access=Access(token(), write=True))
     return _written(tid, written)
 
 
