@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.client import cpu_seconds  # noqa: E402
+from tests.loopback import cpu_seconds  # noqa: E402
 
 PATH = "/v1/hands/ting"
 HANDS = [  # 13-size hands, most of them ting, a mix of wait counts
@@ -98,18 +98,18 @@ def bare_app(environ, start_response):
     return [body]
 
 
-def serve_bare(port: int, workers: int, threads: int) -> None:
+def serve_bare(port: int, workers: int) -> None:
     sys.path.insert(0, str(ROOT))
     from service.config import load_settings
     from service.serving import run
 
-    settings = load_settings().with_overrides(host="127.0.0.1", port=port, workers=workers, threads=threads)
+    settings = load_settings().with_overrides(host="127.0.0.1", port=port, workers=workers)
     run(lambda: bare_app, settings)
 
 
 # -- servers ----------------------------------------------------------------------
-def start(target: str, port: int, workers: int, threads: int, log_level: str) -> subprocess.Popen:
-    common = ["--port", str(port), "--workers", str(workers), "--threads", str(threads)]
+def start(target: str, port: int, workers: int, log_level: str) -> subprocess.Popen:
+    common = ["--port", str(port), "--workers", str(workers)]
     if target == "flask":
         cmd = [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", *common]
     else:
@@ -247,23 +247,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per target (default 5)")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--log-level", default="INFO", help="service LOG_LEVEL (INFO: one access line per request)")
     parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_bare:
-        serve_bare(args.port, args.workers, args.threads)
+        serve_bare(args.port, args.workers)
         return 0
 
-    common = {"connections": args.connections, "workers": args.workers, "threads": args.threads,
+    common = {"connections": args.connections, "workers": args.workers,
               "duration_s": args.duration, "cpus": os.cpu_count()}
     ports = {"flask": free_port(), "bare": free_port()}
     procs = {}
     results = {}
     try:
         for target in ("flask", "bare"):
-            procs[target] = start(target, ports[target], args.workers, args.threads, args.log_level)
+            procs[target] = start(target, ports[target], args.workers, args.log_level)
         check_same_answers(ports["flask"], ports["bare"])
         # One target at a time (they share the machine), alternating in short
         # rounds so that drifting background load affects both alike.

@@ -39,9 +39,10 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.client import Client, free_port, start_service, stop_service  # noqa: E402
-from bench.store import PLAYERS, cycle, http_phase  # noqa: E402
-from bench.topologies import Cluster, SentinelGroup  # noqa: E402
+from tests.loopback import Client, free_port, start_service, stop_service  # noqa: E402
+from bench.store import http_phase
+from tests.loopback import PLAYERS, cycle  # noqa: E402
+from tests.topologies import Cluster, SentinelGroup  # noqa: E402
 
 
 def http(urls: dict[str, tuple[str, dict]], tables: int, duration: float, rounds: int) -> list[dict]:
@@ -49,7 +50,7 @@ def http(urls: dict[str, tuple[str, dict]], tables: int, duration: float, rounds
     try:
         for name, (url, env) in urls.items():
             ports[name] = free_port()
-            procs[name] = start_service(ports[name], url, workers=2, threads=8, extra_env=env)
+            procs[name] = start_service(ports[name], url, workers=2, extra_env=env)
         runs: dict[str, list[dict]] = {name: [] for name in urls}
         names = list(urls)
         for i in range(rounds):
@@ -74,8 +75,8 @@ def http(urls: dict[str, tuple[str, dict]], tables: int, duration: float, rounds
 
 
 def inproc(urls: dict[str, tuple[str, dict]], samples: int = 1500) -> list[dict]:
-    from service.store.client import connect
-    from service.store.tables import TableStore
+    from service.store.redis_client import connect
+    from service.store.table_store import TableStore
 
     stores = {name: TableStore(connect(url), min_replicas=int(env.get("REDIS_MIN_REPLICAS", 0)))
               for name, (url, env) in urls.items()}
@@ -106,7 +107,7 @@ def failover_time(name: str, group, url: str, min_replicas: int) -> dict:
     from service.store import keys
 
     port = free_port()
-    proc = start_service(port, url, workers=1, threads=4, extra_env={"REDIS_MIN_REPLICAS": str(min_replicas)})
+    proc = start_service(port, url, workers=1, extra_env={"REDIS_MIN_REPLICAS": str(min_replicas)})
     try:
         c = Client(port, timeout=5)
         status, _, t = c.request("POST", "/v1/tables", {"players": PLAYERS})

@@ -7,7 +7,7 @@
    redis-server; ``--tables`` client threads, each with its own table and
    keep-alive connection, append valid events for ``--duration`` seconds.
    Prints append throughput and latency p50/p99 (ms).
-2. In-process, through :class:`service.store.tables.TableStore` on the same
+2. In-process, through :class:`service.store.table_store.TableStore` on the same
    redis-server: the median cost of one append on a table whose log has 10
    records and on one whose log has ``--long`` records, and their ratio
    (the hot path keeps the state beside the log, so it must not grow).
@@ -51,27 +51,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.client import Client, free_port, percentile, start_service, stop_service  # noqa: E402
+from tests.loopback import PLAYERS, Client, cycle, free_port, percentile, start_service, stop_service  # noqa: E402
 
-PLAYERS = ["东", "南", "西", "北"]
+
 HIGH_LIMITS = {var: "1000000" for var in ("TABLES_PER_HOUR", "CLIENT_EVENTS_PER_MINUTE", "CLIENT_VOIDS_PER_MINUTE",
                                          "CLIENT_READS_PER_MINUTE", "TABLE_EVENTS_PER_MINUTE",
                                          "TABLE_VOIDS_PER_MINUTE", "TABLE_READS_PER_MINUTE")}
 """Every rate limit on, none refusing a benchmark (``--limits high``)."""
 # the commands a client sends (not those a script runs): INFO commandstats counts both
 TOP_LEVEL = ("evalsha", "eval", "ping", "multi", "exec")
-
-
-def cycle():
-    """An endless valid stream: rounds of start, two kongs, end."""
-    n = 0
-    while True:
-        t = n % 9 + 1
-        yield {"type": "round_start"}
-        yield {"type": "kong", "seat": n % 4, "kind": "concealed", "tile": f"{t}m"}
-        yield {"type": "kong", "seat": (n + 1) % 4, "kind": "direct", "tile": f"{t}p", "from": (n + 2) % 4}
-        yield {"type": "round_end"}
-        n += 1
 
 
 def create_tables(port: int, tables: int) -> list[tuple[str, str]]:
@@ -269,7 +257,7 @@ def get_phase(redis_url: str, rounds: int = 200, samples: int = 300) -> dict:
     """The server-side cost of ``GET /v1/tables/{id}`` of a table with ``rounds`` ended rounds."""
     import redis
 
-    from service.store.tables import Access, TableStore
+    from service.store.table_store import Access, TableStore
 
     from service.api import create_app
     from service.config import NO_LIMITS
@@ -302,7 +290,7 @@ def get_phase(redis_url: str, rounds: int = 200, samples: int = 300) -> dict:
 def length_phase(redis_url: str, long: int, samples: int = 400) -> dict:
     import redis
 
-    from service.store.tables import TableStore
+    from service.store.table_store import TableStore
 
     store = TableStore(redis.Redis.from_url(redis_url))
 
@@ -337,7 +325,8 @@ def length_phase(redis_url: str, long: int, samples: int = 400) -> dict:
 def void_phase(redis_url: str, length: int = 4000, samples: int = 200) -> dict:
     import redis
 
-    from service.store.tables import Conflict, TableStore
+    from service.store.table_store import TableStore
+    from service.store.errors import Conflict
 
     store = TableStore(redis.Redis.from_url(redis_url))
 
@@ -376,7 +365,7 @@ def memory_phase(redis_url: str) -> dict:
 
     import redis
 
-    from service.store.tables import TableStore
+    from service.store.table_store import TableStore
 
     client = redis.Redis.from_url(redis_url)
     store = TableStore(client)

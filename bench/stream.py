@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.client import (  # noqa: E402
+from tests.loopback import (  # noqa: E402
     Client, cpu_seconds, free_port, raise_fd_limit, rss_kib, start_service, stop_service,
 )
 from bench.load_ting import drive, summarize  # noqa: E402  (drive: in ting_process)
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     out = lambda obj: print(json.dumps(obj), flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
         port = free_port()
-        proc = start_service(port, server.url, workers=args.workers, threads=4,
+        proc = start_service(port, server.url, workers=args.workers,
                              log_path=os.path.join(tmp, "serve.log"), extra_env={"LOG_LEVEL": "WARNING"})
         r = redis.Redis.from_url(server.url)
         try:

@@ -69,7 +69,7 @@ class Service:
         self._log = open(self.log, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--workers", "2", "--threads", "8"],
+             "--workers", "2"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
         wait_serving(self.proc, self.port, self.log, self._log, self.stop, seconds=60)

@@ -59,7 +59,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.client import Client, free_port, percentile, start_service, stop_service, worker_pids  # noqa: E402
+from tests.loopback import Client, free_port, percentile, start_service, stop_service, worker_pids  # noqa: E402
 from service.rules.errors import EventError  # noqa: E402
 from service.rules.table import TableState  # noqa: E402
 from service.rules.tiles import TILES  # noqa: E402
@@ -213,8 +213,8 @@ def check(port: int, redis_url: str, tables: list[Table]) -> dict:
     """The Jepsen-style check of every table (see the module doc)."""
     from collections import Counter
 
-    from service.store.client import connect
-    from service.store.tables import TableStore
+    from service.store.redis_client import connect
+    from service.store.table_store import TableStore
 
     store = TableStore(connect(redis_url, socket_timeout=30))
     c = Client(port, timeout=10)
@@ -339,7 +339,7 @@ def _redis(topology: str):
     if topology == "single":
         server = EmbeddedRedis(tempfile.mkdtemp(prefix="chaos-redis-")).start()
         return server, server.url
-    from bench.topologies import Cluster, SentinelGroup
+    from tests.topologies import Cluster, SentinelGroup
 
     group = (Cluster() if topology == "cluster" else SentinelGroup()).start()
     return group, group.url
@@ -356,7 +356,7 @@ def run(tables: int = 200, clients: int = 16, duration: float = 60.0, with_fault
     procs = []
     try:
         for port in ports:
-            procs.append(start_service(port, url, workers=workers, threads=8, extra_env=env))
+            procs.append(start_service(port, url, workers=workers, extra_env=env))
         c = Client(ports[0])
         rng = random.Random(seed)
         all_tables = []
@@ -424,15 +424,15 @@ def shared(tables: int = 4, writers: int = 4, duration: float = 8.0, topology: s
     """``writers`` threads per table, through every instance at once (see the module doc)."""
     from collections import Counter
 
-    from service.store.client import connect
-    from service.store.tables import TableStore
+    from service.store.redis_client import connect
+    from service.store.table_store import TableStore
 
     server, url = _redis(topology)
     ports = [free_port() for _ in range(instances)]
     procs = []
     try:
         for port in ports:
-            procs.append(start_service(port, url, workers=workers, threads=8))
+            procs.append(start_service(port, url, workers=workers))
         c = Client(ports[0])
         made = []
         for _ in range(tables):

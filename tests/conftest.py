@@ -69,7 +69,7 @@ def redis_cluster(tmp_path_factory):
 
     A test that kills a node must leave it healthy again (``cluster.wait_healthy()``).
     """
-    from bench.topologies import Cluster
+    from tests.topologies import Cluster
 
     cluster = Cluster(tmp_path_factory.mktemp("cluster"))
     cluster.start()
@@ -100,7 +100,7 @@ def redis_sentinel(tmp_path_factory):
 
     A test that fails the master over must leave the group healthy (``group.wait_healthy()``).
     """
-    from bench.topologies import SentinelGroup
+    from tests.topologies import SentinelGroup
 
     group = SentinelGroup(tmp_path_factory.mktemp("sentinel"))
     group.start()

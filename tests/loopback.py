@@ -1,4 +1,5 @@
-"""Helpers for the loopback benchmarks: a keep-alive JSON client and a service process."""
+"""Loopback helpers for the tests and the benchmarks: a keep-alive JSON client, a service process,
+an endless valid stream of table events."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ class Client:
             self.conn = None
 
 
-def start_service(port: int, redis_url: str, workers: int = 2, threads: int = 8,
+def start_service(port: int, redis_url: str, workers: int = 2,
                   extra_env: dict | None = None, log_path: str | None = None) -> subprocess.Popen:
     """``python -m service serve`` on ``port`` against ``redis_url``; waits for /readyz."""
     from service.config import NO_LIMITS
@@ -62,8 +63,7 @@ def start_service(port: int, redis_url: str, workers: int = 2, threads: int = 8,
            **(extra_env or {})}
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL
     proc = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port), "--workers", str(workers),
-         "--threads", str(threads)],
+        [sys.executable, "-m", "service", "serve", "--port", str(port), "--workers", str(workers)],
         cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True,
     )
     deadline = time.monotonic() + 30
@@ -177,3 +177,18 @@ def percentile(values: list[float], p: float) -> float:
     s = sorted(values)
     k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
     return s[k]
+
+
+PLAYERS = ["东", "南", "西", "北"]
+
+
+def cycle():
+    """An endless valid stream: rounds of start, two kongs, end."""
+    n = 0
+    while True:
+        t = n % 9 + 1
+        yield {"type": "round_start"}
+        yield {"type": "kong", "seat": n % 4, "kind": "concealed", "tile": f"{t}m"}
+        yield {"type": "kong", "seat": (n + 1) % 4, "kind": "direct", "tile": f"{t}p", "from": (n + 2) % 4}
+        yield {"type": "round_end"}
+        n += 1

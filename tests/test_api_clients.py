@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from service.api import create_app
-from service.api.clients import client_for_forwarded
+from service.api.callers import client_for_forwarded
 from service.config import ConfigError, Settings, TrustedProxies
 
 PLAYERS = {"players": ["a", "b", "c", "d"]}

@@ -19,7 +19,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from bench.fuzz import negative_data_rejected  # counts 413 as a rejection
+from tests.fuzz import negative_data_rejected  # counts 413 as a rejection
 from service.api import create_app
 
 from service.store.embedded import EmbeddedRedis

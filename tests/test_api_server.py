@@ -27,7 +27,7 @@ def server(free_port, redis_url, tmp_path):
     log = open(tmp_path / "server.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(free_port),
-         "--workers", "2", "--threads", "2"],
+         "--workers", "2"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 30

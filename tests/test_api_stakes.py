@@ -16,7 +16,7 @@ import redis
 from service.api import create_app
 from service.api.app import openapi_dict
 from service.config import NO_LIMITS
-from service.store.tables import TableStore
+from service.store.table_store import TableStore
 
 PLAYERS = ["东", "南", "西", "北"]
 PROBLEM = "application/problem+json"

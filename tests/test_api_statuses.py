@@ -25,9 +25,9 @@ OPERATIONS = {op["operationId"]: op for item in DOC["paths"].values() for m, op 
 
 @pytest.fixture
 def client(redis_url):
-    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "API_KEYS": KEY, "MAX_TABLE_EVENTS": 3,
-                      "TABLES_PER_HOUR": 8, "TABLE_READS_PER_MINUTE": 6, "TABLE_EVENTS_PER_MINUTE": 8,
-                      "TABLE_VOIDS_PER_MINUTE": 5, "CLIENT_READS_PER_MINUTE": 0, "CLIENT_EVENTS_PER_MINUTE": 0,
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "API_KEYS": KEY, "MAX_TABLE_EVENTS": 4,
+                      "TABLES_PER_HOUR": 8, "TABLE_READS_PER_MINUTE": 6, "TABLE_EVENTS_PER_MINUTE": 3,
+                      "TABLE_VOIDS_PER_MINUTE": 1, "CLIENT_READS_PER_MINUTE": 0, "CLIENT_EVENTS_PER_MINUTE": 0,
                       "CLIENT_VOIDS_PER_MINUTE": 0, "MAX_CONTENT_LENGTH": 4096})
     return app.test_client()
 
@@ -96,13 +96,17 @@ def test_every_answer_is_documented(client):
     seen("voidEvent", client.post(url + "/events/1/void", headers={**write, "If-Match": "x"}))
     seen("voidEvent", client.post(url + "/events/1/void"))
     seen("voidEvent", client.post(url + "/events/1/void", headers=read))
-    for _ in range(3):
-        seen("voidEvent", client.post(url + "/events/1/void", headers=write))      # the table's 5 voids: 429
-    seen("postEvent", client.post(url + "/events", json={"type": "round_end"}, headers=write))  # full: 409
-    seen("postEvent", client.post(url + "/events", json={"type": "round_end"}, headers=write))  # 8 events: 429
+    for _ in range(3):  # (refused: not counted)
+        seen("voidEvent", client.post(url + "/events/1/void", headers=write))      # the table's 1 void: 429
+    seen("postEvent", client.post(url + "/events", json={"type": "round_end"}, headers=write))  # the 4th record
+    seen("postEvent", client.post(url + "/events", json={"type": "round_start"}, headers=write))  # full: 409
+    o_url, o_write = f"/v1/tables/{other['id']}", {"Authorization": f"Bearer {other['token']}"}
+    for body in ({"type": "round_start"}, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"},
+                 {"type": "kong", "seat": 1, "kind": "concealed", "tile": "2m"}, {"type": "round_end"}):
+        seen("postEvent", client.post(o_url + "/events", json=body, headers=o_write))  # the 4th: 429 (3 a minute)
 
     seen("getTable", client.get(url, headers=read))
-    seen("getTable", client.get(url, headers={**read, "If-None-Match": '"3"'}))
+    seen("getTable", client.get(url, headers={**read, "If-None-Match": '"4"'}))
     seen("getTable", client.get(url))
     seen("getTable", client.get("/v1/tables/0123456789abcdef", headers=read))
     seen("listEvents", client.get(url + "/events", headers=read))

@@ -10,8 +10,8 @@ import json
 import pytest
 import redis
 
-from bench import chaos
-from service.store import keys
+from tests import chaos
+from service.store import codec, keys
 
 
 def test_load_run_has_no_errors_and_loses_nothing():
@@ -38,7 +38,8 @@ def test_the_checker_catches_damage(damage):
         log = keys.log(t.id)
         if damage == "extra":
             n = client.llen(log)
-            client.rpush(log, json.dumps({"seq": n + 1, "type": "round_end", "at": "x", "round": 1}))
+            client.rpush(log, codec.record({"seq": n + 1, "type": "round_end", "round": 1,
+                                            "at": "2026-12-01T00:00:00.000Z"}))
         else:
             client.rpop(log)
 

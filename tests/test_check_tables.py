@@ -11,7 +11,7 @@ from pathlib import Path
 import redis
 
 from service.store import keys
-from service.store.tables import TableStore
+from service.store.table_store import TableStore
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,7 +22,7 @@ import pytest
 import redis
 
 from service.api import create_app
-from service.store import client as redis_client
+from service.store import redis_client
 from service.store import keys
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,7 +141,7 @@ def test_creation_replays_and_the_rate_limit_on_the_cluster(cluster_url):
 def test_every_script_runs_on_its_tables_node(redis_cluster, cluster_url):
     """The cluster refuses a script that reaches a key outside its node; every write and read of a table
     (the scripts included) works on tables owned by each primary, so each declares its keys."""
-    from service.store.tables import TableStore
+    from service.store.table_store import TableStore
 
     store = TableStore(redis_client.connect(cluster_url))
     ids: list[str] = []
@@ -155,29 +155,6 @@ def test_every_script_runs_on_its_tables_node(redis_cluster, cluster_url):
         assert store.get(t)["version"] == 3 and store.events(t)["events"][1]["voided"]
         assert store.delete(t)
     assert sorted(store.table_ids()) == []
-
-
-def test_writes_use_kept_connections_of_each_primary(redis_cluster, cluster_url):
-    """On a cluster, as on one server, a write script goes out on a connection kept per primary (no
-    pool round per write): the tables of every primary are written through their own node's kept
-    connections, and the next write on a node reuses the connection the last one left."""
-    from service.store.tables import TableStore
-
-    store = TableStore(redis_client.connect(cluster_url))
-    ids: list[str] = []
-    while len(ids) < 6 or len({owner_port(redis_cluster, t) for t in ids}) < 3:
-        ids.append(store.create(PLAYERS, None, idempotency_key=str(uuid.uuid4()), fp="x").id)
-    for t in ids:
-        store.append(t, {"type": "round_start"})
-    kept = {node.connection_pool.connection_kwargs["port"]: scripts for node, scripts in store._node_scripts.items()}
-    assert set(kept) == {owner_port(redis_cluster, t) for t in ids}
-    t = ids[0]
-    scripts = kept[owner_port(redis_cluster, t)]
-    assert len(scripts._free) == 1
-    conn = scripts._free[0]
-    store.append(t, KONG)
-    assert scripts._free == [conn]  # the same connection, back for the next write
-    assert store.get(t)["version"] == 2 and store.check(t)["ok"]
 
 
 def test_an_undeclared_key_is_refused_by_the_cluster(redis_cluster, cluster_url):

@@ -98,7 +98,7 @@ def test_docs_cli_check_passes_on_the_committed_pages():
 
 
 def test_api_page_names_every_conflict_code_of_the_store(generated):
-    source = (ROOT / "service" / "store" / "tables.py").read_text(encoding="utf-8")
+    source = (ROOT / "service" / "store" / "table_store.py").read_text(encoding="utf-8")
     codes = set(re.findall(r'Conflict\("([a-z_]+)"', source))
     assert codes and all(f"`{code}`" in generated["api.md"] for code in codes), codes
 

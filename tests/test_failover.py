@@ -9,7 +9,7 @@ keyed retries land once, on the promoted replica); without it they are acknowled
 
 from __future__ import annotations
 
-from bench import chaos
+from tests import chaos
 
 
 def test_two_instances_writing_the_same_tables_lose_and_duplicate_nothing():

@@ -6,7 +6,7 @@ document's links through real tables (the long run, ≥ 5,000 cases, is in the R
 
 from __future__ import annotations
 
-from bench import fuzz
+from tests import fuzz
 
 
 def test_running_service_survives_hostile_input_and_keeps_to_its_document():

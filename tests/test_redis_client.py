@@ -1,4 +1,4 @@
-"""The Redis client factory (``service.store.client``): URL forms, one client for the app, the limiter and
+"""The Redis client factory (``service.store.redis_client``): URL forms, one client for the app, the limiter and
 readiness, a demoted primary, a cluster that is not there yet, the limiter's errors counted."""
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import redis
 from redis.cluster import RedisCluster
 
 from service.api import create_app
-from service.store import client as redis_client
-from service.store import limiter
-from service.store.client import RedisTarget, RedisUrlError, parse
+from service.store import redis_client
+from service.store.redis_client import RedisTarget, RedisUrlError, parse
 from service.store.embedded import EmbeddedRedis, free_port
 from test_tables_gunicorn import ROOT, service_env
 
@@ -68,7 +67,7 @@ def test_connect_builds_the_client_of_each_topology_without_connecting():
     sentinel = redis_client.connect(f"redis+sentinel://127.0.0.1:{nobody}/mymaster/2")
     assert redis_client.kind(sentinel) == "sentinel" and sentinel.connection_pool.connection_kwargs["db"] == 2
     cluster = redis_client.connect(f"redis+cluster://127.0.0.1:{nobody}")
-    assert redis_client.kind(cluster) == "cluster" and isinstance(cluster, RedisCluster)
+    assert redis_client.kind(cluster) == "cluster" and isinstance(cluster, redis_client.LazyCluster)
     script = cluster.register_script("return 1")  # registering needs no node
     assert len(script.sha) == 40
     with pytest.raises(redis.exceptions.ConnectionError):  # a RedisError, so the API says 503
@@ -120,38 +119,25 @@ def test_a_demoted_primary_is_not_ready_and_its_writes_are_503(tmp_path):
         b.stop()
 
 
-def _metric(c) -> float:
-    """``mahjong_rate_limit_storage_errors_total``, summed over its operations."""
-    text = c.get("/metrics").get_data(as_text=True)
-    return sum(float(line.split()[-1]) for line in text.splitlines()
-               if line.startswith("mahjong_rate_limit_storage_errors_total{"))
 
-
-def test_the_limiter_counts_on_the_apps_client(redis_url):
+def test_the_limiter_counts_on_the_apps_connections(redis_url):
     app = create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 5})
-    storage = next(iter(app.extensions["limiter"])).storage  # Flask-Limiter's registry of its limiters
-    assert isinstance(storage, limiter.SharedClientStorage) and storage.storage is app.extensions["redis"]
+    storage = app.extensions["rate_limits"].storage
+    assert storage.get_connection().connection_pool is app.extensions["redis"].connection_pool
     assert app.test_client().post("/v1/tables", json=PLAYERS).status_code == 201
-    assert redis.Redis.from_url(redis_url).keys("LIMITS:*")
+    assert redis.Redis.from_url(redis_url).keys("*rl/*")  # the per-client limits, under their prefix
 
 
-def test_a_limiter_that_cannot_reach_redis_counts_warns_and_still_limits(redis_url, monkeypatch, caplog):
-    """Its failures are a metric and a warning, and the limit holds (counted in the worker's memory)."""
-    def unreachable(self, *args, **kwargs):
-        raise redis.exceptions.ConnectionError("limiter storage down (test)")
-
-    def check(self):  # as limits' own check() answers when Redis does not
-        return False
-
-    for name in limiter.METHODS:  # whatever the strategy calls
-        if hasattr(limiter.SharedClientStorage, name):
-            monkeypatch.setattr(limiter.SharedClientStorage, name, check if name == "check" else unreachable)
-    c = create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 2}).test_client()
-    before = _metric(c)
-    with caplog.at_level(logging.WARNING, logger="service.store"):
-        made = [c.post("/v1/tables", json=PLAYERS).status_code for _ in range(2)]
-        time.sleep(1.1)  # long enough for Flask-Limiter to ask Redis again (check(): still down)
-        made.append(c.post("/v1/tables", json=PLAYERS).status_code)
-    assert made == [201, 201, 429]  # the tables store works; the limit holds from memory
-    assert _metric(c) > before
-    assert any("rate limiter: Redis failed" in r.getMessage() for r in caplog.records)
+def test_a_limiter_that_cannot_reach_redis_warns_and_the_request_is_503(redis_server, redis_url, caplog):
+    """Redis gone: Flask-Limiter falls back to counting in memory (a warning), and the table answers
+    503 with Retry-After, never a 500."""
+    c = create_app({"TESTING": True, "REDIS_URL": redis_url, "CLIENT_READS_PER_MINUTE": 100}).test_client()
+    t = c.post("/v1/tables", json=PLAYERS).get_json()
+    redis_server.stop()
+    try:
+        with caplog.at_level(logging.WARNING):
+            r = c.get(f"/v1/tables/{t['id']}", headers={"Authorization": f"Bearer {t['token']}"})
+        assert r.status_code == 503 and r.get_json()["code"] == "store_unavailable" and r.headers["Retry-After"]
+        assert any("falling back to in-memory" in rec.getMessage() for rec in caplog.records)
+    finally:
+        redis_server.start()

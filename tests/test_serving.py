@@ -1,8 +1,7 @@
 """The serving model with real sockets against a real ``serve``: slow clients, deadlines, bodies.
 
-Two servers per module: one with the default settings (whose deadlines must be
-the README's), one with short deadlines so that the slow-client test stays
-short.
+Two servers per module: one with the default settings, one with short
+deadlines so that the slow-client tests stay short.
 """
 
 from __future__ import annotations
@@ -10,19 +9,23 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import os
 import re
+import signal
 import socket
 import threading
 import time
 from collections import Counter
-from types import SimpleNamespace
 
 import pytest
 from gunicorn.workers.ggevent import GeventWorker
 
 from service.config import Settings
 from service.serving import ServiceWorker, gunicorn_options
-from tests.served import ROOT, Served
+from tests.loopback import wait_workers_up, worker_pids
+from tests.served import Served
+
+pytestmark = pytest.mark.slow
 
 TING = json.dumps({"hand": {"tiles": "1112345678999m"}}).encode()
 SHORT_DEADLINE = 4
@@ -90,24 +93,12 @@ def post(body: bytes, extra: bytes = b"", close: bool = True) -> bytes:
 
 
 # -- defaults ------------------------------------------------------------------------------------
-def test_defaults_are_what_the_readme_says(default_served):
-    readme = (ROOT / "README.md").read_text()
+def test_the_defaults_and_the_stock_worker():
     defaults = Settings()
-
-    def documented(name: str) -> str:
-        match = re.search(r"^\| `%s` \| `([^`]*)` \|" % name, readme, re.M)
-        assert match, f"README's configuration table has no {name}"
-        return match.group(1)
-
-    assert int(documented("REQUEST_TIMEOUT")) == defaults.request_timeout == 10
-    assert int(documented("KEEPALIVE")) == defaults.keepalive == 5
-    assert int(documented("MAX_CONNECTIONS")) == defaults.max_connections
+    assert (defaults.request_timeout, defaults.keepalive) == (10, 5)
     options = gunicorn_options(defaults)
-    assert options["worker_class"] == "service.serving.ServiceWorker"
-    assert options["worker_connections"] == defaults.max_connections
-    # ...and a `serve` with nothing configured runs with them (each worker says so when it boots)
-    boots = [line for line in default_served.log_lines() if "requests must arrive whole" in line]
-    assert len(boots) == 2 and all("within 10 s" in line and "keep-alive 5 s" in line for line in boots)
+    assert options["worker_class"] == "service.serving.ServiceWorker" and options["reuse_port"] is True
+    assert options["worker_connections"] == defaults.max_connections and options["keepalive"] == 5
     assert issubclass(ServiceWorker, GeventWorker)
 
 
@@ -141,13 +132,14 @@ async def _slow_clients_scenario(port: int, count: int) -> dict:
 
     trickler = asyncio.ensure_future(trickle())
     probes = []
-    for _ in range(5):  # other clients, while all of the slow ones are held
+    for _ in range(5):  # other clients, while the slow ones are held
+        started = time.monotonic()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(post(TING))
         answer = await asyncio.wait_for(reader.read(), 5)
         writer.close()
         pending = sum(not ended.done() for *_, ended in slow)
-        probes.append((responses(answer)[0][0], pending))
+        probes.append((responses(answer)[0][0], pending, time.monotonic() - started))
     ends = await asyncio.wait_for(asyncio.gather(*(ended for *_, ended in slow)), 4 * SHORT_DEADLINE + 10)
     trickler.cancel()
     for _, _, writer, _ in slow:
@@ -155,19 +147,23 @@ async def _slow_clients_scenario(port: int, count: int) -> dict:
     return {"probes": probes, "ends": [(kind, end) for (kind, *_), end in zip(slow, ends)]}
 
 
-def test_slow_clients_do_not_stop_others_and_get_408(quick_served):
-    """200 connections sit idle, trickle header lines or trickle a body: others are still answered,
-    and each slow one gets a 408 problem once its request has not arrived whole within the deadline."""
+def test_slow_clients_do_not_stop_others_and_are_cut_off(quick_served):
+    """200 connections sit idle, trickle header lines or trickle a body: others are answered within a
+    second meanwhile; a head not whole within KEEPALIVE is closed without an answer (there is no request
+    to answer), a body not whole within REQUEST_TIMEOUT gets a 408 problem."""
     result = asyncio.run(_slow_clients_scenario(quick_served.port, 200))
-    assert [status for status, _ in result["probes"]] == [200] * 5
+    assert [status for status, _, _ in result["probes"]] == [200] * 5
     assert result["probes"][0][1] == 200  # answered while every slow connection was still held
-    kinds = {kind: 0 for kind in ("idle", "head", "body")}
+    assert all(seconds < 1 for _, _, seconds in result["probes"]), result["probes"]
+    kinds: Counter = Counter()
     for kind, end in result["ends"]:
-        (status, headers, body), = responses(end)  # one answer, then the server closed
-        problem = json.loads(body)
-        assert status == 408 and headers["content-type"] == "application/problem+json"
-        assert problem["code"] == "request_timeout" and problem["status"] == 408
-        assert headers["connection"] == "close"
+        if kind == "body":
+            (status, headers, body), = responses(end)
+            problem = json.loads(body)
+            assert status == 408 and headers["content-type"] == "application/problem+json"
+            assert problem["code"] == "request_timeout" and problem["status"] == 408
+        else:
+            assert end == b"", (kind, end)
         kinds[kind] += 1
     assert kinds == {"idle": 67, "head": 67, "body": 66}
     log = "\n".join(quick_served.log_lines())
@@ -181,6 +177,12 @@ def test_an_idle_kept_alive_connection_is_closed_without_an_answer(quick_served)
         assert sock.recv(100) == b""  # KEEPALIVE (1 s here) later: closed, nothing sent
 
 
+def test_connection_close_is_honoured_at_once(default_served):
+    started = time.monotonic()
+    (status, headers, _), = responses(raw(default_served.port, post(TING)))
+    assert status == 200 and headers["connection"] == "close" and time.monotonic() - started < 1
+
+
 # -- bodies and framing ---------------------------------------------------------------------------
 CHUNKED = b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
 
@@ -191,20 +193,35 @@ CHUNKED = b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\nContent-Type: application
     b"%x;\x01\r\n" % len(TING) + TING + b"\r\n0\r\n\r\n",                     # a control byte in an extension
     b"%x\r\n" % len(TING) + TING[:10],                                        # the client gives up mid-chunk
 ], ids=["bad-size", "missing-terminator", "broken-extension", "truncated"])
-def test_malformed_chunked_bodies_are_400_problems_logged_as_warnings(default_served, body):
-    if body.endswith(TING[:10]):  # a truncated body: the client half-closes
-        with socket.create_connection(("127.0.0.1", default_served.port), timeout=10) as sock:
-            sock.sendall(CHUNKED + body)
+def test_malformed_chunked_bodies_are_400_problems_at_once(default_served, body):
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", default_served.port), timeout=10) as sock:
+        sock.sendall(CHUNKED + body)
+        if body.endswith(TING[:10]):  # a truncated body: the client half-closes
             sock.shutdown(socket.SHUT_WR)
-            assert sock.recv(100) == b""  # nothing to answer: the request never arrived
-        return
-    (status, headers, payload), = responses(raw(default_served.port, CHUNKED + body))
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    (status, headers, payload), = responses(answer)
     assert status == 400 and headers["content-type"] == "application/problem+json"
     problem = json.loads(payload)
-    assert problem["status"] == 400 and "chunk" in problem["detail"].lower()
+    assert problem["status"] == 400 and "malformed" in problem["detail"].lower()
+    assert time.monotonic() - started < 1
     log = "\n".join(default_served.log_lines())
     assert "Traceback" not in log and "[ERROR]" not in log and '"level":"ERROR"' not in log
-    assert "[WARNING] Invalid request" in log
+
+
+@pytest.mark.parametrize("body", [
+    b"100000000000000000000\r\nabc",                                          # a chunk of 2^80 bytes
+    b"%x\n" % len(TING) + TING + b"\n0\n\n",                                    # LF-only framing
+    b"%x\r\n" % len(TING) + TING + b"\r\n",                                      # no last chunk
+], ids=["huge-chunk", "lf-only", "no-last-chunk"])
+def test_framing_that_cannot_be_told_from_a_slow_sender_is_408_at_the_deadline(quick_served, body):
+    """What could still be the start of a valid body (the rest on its way) waits for REQUEST_TIMEOUT."""
+    started = time.monotonic()
+    (status, headers, payload), = responses(raw(quick_served.port, CHUNKED + body))
+    assert status == 408 and json.loads(payload)["code"] == "request_timeout"
+    assert SHORT_DEADLINE <= time.monotonic() - started < SHORT_DEADLINE + 3
 
 
 def test_chunked_and_pipelined_requests_and_100_continue_work(default_served):
@@ -233,192 +250,71 @@ def test_bodies_over_the_limit_are_413_and_the_connection_closes(default_served)
     assert status == 413 and json.loads(payload)["code"] == "payload_too_large"
 
 
-def test_gunicorn_level_errors_stay_problems(default_served):
+def test_gunicorn_level_errors_stay_problems_answered_at_once(default_served):
     port = default_served.port
     for data, expected in [
         (b"GET /healthz?x=" + b"a" * 9000 + b" HTTP/1.1\r\nHost: t\r\n\r\n", 414),
         (b"GET /healthz HTTP/1.1\r\nHost: t\r\n" + b"X-Big: " + b"b" * 9000 + b"\r\n\r\n", 431),
         (b"BR@KEN / HTTP/1.1\r\n\r\n", 400),
         (b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
+        (b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\n\r\n", 400),
+        (b"GET /healthz HTTP/1.2\r\nHost: t\r\n\r\n", 505),
+        (bytes.fromhex("16030100a5010000a10303") + bytes(60), 400),  # a TLS ClientHello on the plain port
     ]:
+        started = time.monotonic()
         (status, headers, payload), = responses(raw(port, data))
-        assert status == expected and headers["content-type"] == "application/problem+json"
-        assert json.loads(payload)["status"] == expected
+        assert status == expected and headers["content-type"] == "application/problem+json", data[:40]
+        assert json.loads(payload)["status"] == expected and headers["connection"] == "close"
+        assert time.monotonic() - started < 1, data[:40]
 
 
 def test_a_burst_of_kept_alive_connections_is_spread_over_the_workers(tmp_path, redis_server):
-    """32 keep-alive clients connecting at once, one worker already warm and holding a connection:
-    each worker gets about half of them (gevent wakes every worker for a new connection, and
-    whichever is free first would take most of a burst; each worker publishes how many it holds
-    and one holding more leaves the next to the other)."""
-    from bench.client import wait_workers_up
-
+    """32 keep-alive clients connecting at once land on both workers: each listens on its own socket
+    (reuse_port) and the kernel spreads new connections over them."""
     served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url})
     try:
-        wait_workers_up(served.proc.pid, 2)  # a worker still loading the app takes no connection
-        warm = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
-        for j in range(30):  # one worker answers these, and keeps the connection
-            warm.request("POST", "/v1/hands/ting", body=TING, headers={"Content-Type": "application/json",
-                                                                        "X-Request-ID": f"warm-{j}"})
-            response = warm.getresponse()
-            assert response.status == 200 and response.read()
-        clients = 32
-        start, done = threading.Barrier(clients), threading.Barrier(clients)
-        failures: list[str] = []
-
-        def client(i: int) -> None:
-            conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
-            try:
-                start.wait(timeout=20)
-                for j in range(10):
-                    conn.request("POST", "/v1/hands/ting", body=TING,
-                                 headers={"Content-Type": "application/json", "X-Request-ID": f"spread-{i}-{j}"})
-                    response = conn.getresponse()
-                    if response.status != 200 or not response.read():
-                        failures.append(f"{i}-{j}: {response.status}")
-                done.wait(timeout=20)  # every connection stays open until all have been served
-            finally:
-                conn.close()
-
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        warm.close()
+        wait_workers_up(served.proc.pid, 2)
+        per_worker = _spread(served, "spread", 32)
     finally:
         served.stop()
+    # (a hash of each connection's ports: about half each; under 4 of 32 has a chance of ~1e-5)
+    assert len(per_worker) == 2 and min(per_worker.values()) >= 4, per_worker
+
+
+def _spread(served: Served, tag: str, clients: int) -> Counter:
+    """Open ``clients`` keep-alive connections at once, each making 3 requests: connections per worker pid."""
+    start, done = threading.Barrier(clients), threading.Barrier(clients)
+    failures: list[str] = []
+
+    def client(i: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+        try:
+            start.wait(timeout=20)
+            for j in range(3):
+                conn.request("POST", "/v1/hands/ting", body=TING,
+                             headers={"Content-Type": "application/json", "X-Request-ID": f"{tag}-{i}-{j}"})
+                response = conn.getresponse()
+                if response.status != 200 or not response.read():
+                    failures.append(f"{i}-{j}: {response.status}")
+            done.wait(timeout=20)  # every connection stays open until all have been served
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     assert not failures
-    access = [json.loads(x) for x in served.log_lines() if x.startswith("{")]
     served_by: dict[str, set] = {}
-    for line in access:
-        if line.get("logger") == "service.access" and line.get("request_id", "").startswith("spread-"):
+    for line in (json.loads(x) for x in served.log_lines() if x.startswith("{")):
+        if line.get("logger") == "service.access" and line.get("request_id", "").startswith(tag + "-"):
             served_by.setdefault(line["request_id"].split("-")[1], set()).add(line["pid"])
     assert len(served_by) == clients and all(len(pids) == 1 for pids in served_by.values()), served_by
-    per_worker = Counter(next(iter(pids)) for pids in served_by.values())
-    assert len(per_worker) == 2 and max(per_worker.values()) - min(per_worker.values()) <= 4, per_worker
+    return Counter(next(iter(pids)) for pids in served_by.values())
 
 
-def test_each_worker_gets_a_slot_of_the_shared_counts_and_an_exited_one_frees_it():
-
-    from service.serving import Shares, _child_exit, _pre_fork
-
-    server = SimpleNamespace(app=SimpleNamespace(shares=Shares(slots=2)), WORKERS={})
-
-    def fork(pid: int) -> SimpleNamespace:
-        worker = SimpleNamespace(pid=pid)
-        _pre_fork(server, worker)
-        server.WORKERS[pid] = worker
-        return worker
-
-    first, second = fork(101), fork(102)
-    assert (first.share_slot, second.share_slot) == (0, 1)
-    server.app.shares.publish(0, 7, now_ms=5000)
-    server.app.shares.publish(1, 3, now_ms=5000)
-    assert server.app.shares.least(now_ms=5000) == 3
-    _child_exit(server, server.WORKERS.pop(102))  # its count no longer holds the others back
-    assert server.app.shares.least(now_ms=5000) == 7
-    third = fork(103)
-    assert third.share_slot == 1 and server.app.shares.least(now_ms=5000) == 7  # not beating yet
-    server.app.shares.publish(1, 0, now_ms=5000)
-    assert server.app.shares.least(now_ms=5000) == 0
-    assert fork(104).share_slot is None  # no slot left: that worker accepts without looking
-
-
-class _Recorder:
-    def __init__(self) -> None:
-        self.sends: list[bytes] = []
-
-    def sendall(self, data: bytes) -> None:
-        self.sends.append(bytes(data))
-
-
-@pytest.mark.parametrize("method, headers, chunks, sends", [
-    ("POST", [("Content-Length", "11")], [b"hello world"], 1),  # the common answer: one send
-    ("GET", [], [b"first", b"second"], 3),  # chunked: head and first chunk, second chunk, last chunk
-    ("HEAD", [("Content-Length", "11")], [b"hello world"], 1),  # no body bytes on the wire
-    ("POST", [("Content-Length", "0")], [], 1),  # nothing written: the head at close, as before
-    ("POST", [("Content-Length", str(70_000))], [b"x" * 70_000], 2),  # over COALESCE_MAX: not copied
-    ("POST", [("Content-Length", "10")], [b"01234", b"56789"], 2),
-])
-def test_a_response_sends_its_head_with_its_first_bytes_and_the_same_bytes_as_gunicorn(
-        monkeypatch, method, headers, chunks, sends):
-
-    from gunicorn.config import Config
-    from gunicorn.http import wsgi as gunicorn_wsgi
-
-    from service.serving import OneSendResponse
-
-    monkeypatch.setattr(gunicorn_wsgi.util, "http_date", lambda *a: "Tue, 01 Dec 2026 00:00:00 GMT")
-
-    def wire(response_class) -> list[bytes]:
-        req = SimpleNamespace(version=(1, 1), method=method, should_close=lambda: False, headers=[])
-        sock = _Recorder()
-        resp = response_class(req, sock, Config())
-        resp.start_response("200 OK", [("Content-Type", "application/json"), *headers])
-        for chunk in chunks:
-            resp.write(chunk)
-        resp.close()
-        return sock.sends
-
-    gunicorns, ours = wire(gunicorn_wsgi.Response), wire(OneSendResponse)
-    assert b"".join(ours) == b"".join(gunicorns) and b"".join(ours).startswith(b"HTTP/1.1 200 OK\r\n")
-    assert len(ours) == sends and len(gunicorns) >= sends
-
-
-def test_a_worker_leaves_each_new_connection_to_a_less_loaded_one_for_at_most_max_leave(monkeypatch):
-    """The wait is per connection: one left before (and taken by the other worker) does not
-    shorten the wait for the next."""
-    from gevent.server import StreamServer
-
-    from service import serving
-
-    clock = [100.0]
-    monkeypatch.setattr(serving.time, "monotonic", lambda: clock[0])
-    accepted: list[float] = []
-    monkeypatch.setattr(StreamServer, "_do_read", lambda self: accepted.append(clock[0]))
-
-    class Timer:
-        def start(self, callback):
-            pass
-
-        def stop(self):
-            pass
-
-        def close(self):
-            pass
-
-    worker = SimpleNamespace(leaves_to_sibling=lambda: True)
-    server = object.__new__(type("Server", (serving._BalancedServer,), {"worker": worker}))
-    server._watcher, server._timer = None, None
-    server.loop = SimpleNamespace(timer=lambda seconds: Timer())
-
-    def looks(until: float) -> None:  # the listener stays readable: a look every RETRY
-        while clock[0] < until and not accepted:
-            server._do_read()
-            clock[0] += serving._BalancedServer.RETRY
-
-    looks(100.1)
-    assert accepted and 100.0 + serving._BalancedServer.MAX_LEAVE <= accepted[0] < 100.03
-    accepted.clear()
-    clock[0] = 101.0  # the next connection, long after: a wait of its own
-    server._do_read()
-    assert not accepted  # left to the other worker again
-    clock[0] = 101.5  # taken by the other worker meanwhile; the one after that:
-    server._do_read()
-    assert not accepted
-    worker.leaves_to_sibling = lambda: False  # this worker now holds no more than any other
-    server._do_read()
-    assert accepted == [101.5]
-
-
-def test_a_worker_that_replaces_a_killed_one_gets_its_share_of_new_connections(tmp_path, redis_server):
-    """The master frees a dead worker's slot and gives it to the new worker (real gunicorn hooks)."""
-    import os
-    import signal
-
-    from bench.client import wait_workers_up, worker_pids
-
+def test_a_worker_that_replaces_a_killed_one_takes_new_connections(tmp_path, redis_server):
     served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url})
     try:
         wait_workers_up(served.proc.pid, 2)
@@ -429,17 +325,7 @@ def test_a_worker_that_replaces_a_killed_one_gets_its_share_of_new_connections(t
             assert time.monotonic() < deadline, "no worker replaced the killed one"
             time.sleep(0.05)
         wait_workers_up(served.proc.pid, 2)
-        conns = [http.client.HTTPConnection("127.0.0.1", served.port, timeout=10) for _ in range(16)]
-        for i, conn in enumerate(conns):  # one after another, each kept open: they alternate
-            conn.request("POST", "/v1/hands/ting", body=TING,
-                         headers={"Content-Type": "application/json", "X-Request-ID": f"after-{i}"})
-            response = conn.getresponse()
-            assert response.status == 200 and response.read()
-        for conn in conns:
-            conn.close()
+        per_worker = _spread(served, "after", 32)
     finally:
         served.stop()
-    access = [json.loads(x) for x in served.log_lines() if x.startswith("{")]
-    per_worker = Counter(x["pid"] for x in access
-                         if x.get("logger") == "service.access" and x.get("request_id", "").startswith("after-"))
-    assert killed not in per_worker and len(per_worker) == 2 and max(per_worker.values()) <= 9, per_worker
+    assert killed not in per_worker and len(per_worker) == 2 and min(per_worker.values()) >= 4, per_worker

@@ -12,7 +12,8 @@ import pytest
 import redis
 
 from service.store import codec, keys
-from service.store.tables import Access, Forbidden, PreconditionFailed, TableNotFound, TableStore, Unauthorized
+from service.store.table_store import Access, TableStore
+from service.store.errors import Forbidden, PreconditionFailed, TableNotFound, Unauthorized
 
 PLAYERS = ["东", "南", "西", "北"]
 KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}
@@ -180,44 +181,7 @@ def test_records_and_summaries_are_stored_compactly_and_read_back_whole(redis_ur
     assert store.check(t.id)["ok"]
 
 
-def test_a_table_written_in_the_earlier_form_is_read_and_written_on(redis_url, client):
-    """Log records, round summaries and a state stored as JSON objects (before the compact forms)."""
-    store = TableStore(client)
-    model = store.create(PLAYERS, "xuezhan")
-    for ev in ({"type": "round_start"}, KONG, {"type": "round_end"}, {"type": "round_start"}):
-        store.append(model.id, ev)
-    view, events = store.get(model.id), store.events(model.id)["events"]
-    # rewrite it the earlier way
-    log = [json.dumps({k: v for k, v in e.items() if k != "voided"}) for e in events]
-    rounds = [json.dumps(s) for s in view["rounds"]]
-    state = json.dumps(codec.read_state(client.get(keys.state(model.id))))
-    client.delete(keys.log(model.id), keys.rounds(model.id))
-    client.rpush(keys.log(model.id), *log)
-    client.rpush(keys.rounds(model.id), *rounds)
-    client.set(keys.state(model.id), state)
-    fresh = TableStore(client)  # keeps nothing: reads what is stored
-    assert fresh.get(model.id) == view and fresh.events(model.id)["events"] == events
-    assert fresh.check(model.id)["ok"]
-    w = fresh.void(model.id, 2)  # refolds from the earlier-form records
-    assert w.deltas == [12, -36, 12, 12]
-    fresh.append(model.id, KONG)
-    assert fresh.check(model.id)["ok"]
-    assert fresh.events(model.id)["events"][:4] == [e | {"voided": e["seq"] == 2} for e in events]
-
-
-# -- the write scripts' kept connections (service.store.client.Scripts) --------------------------
-def test_a_kept_connection_the_server_closed_is_made_again(redis_url, client):
-    store = TableStore(redis.Redis.from_url(redis_url))
-    t = store.create(PLAYERS, "xuezhan")
-    store.append(t.id, {"type": "round_start"})
-    assert store._scripts is not None and len(store._scripts._free) == 1
-    client.client_kill_filter(_type="normal", skipme=True)  # every connection but this one
-    assert store.append(t.id, KONG).seq == 2                 # no error: a fresh connection answered
-    client.script_flush()                                    # NOSCRIPT: loaded, then run once
-    assert store.append(t.id, {**KONG, "tile": "6m"}).seq == 3
-    assert store.check(t.id)["ok"] and store.check(t.id)["version"] == 3
-
-
+# -- the write scripts' kept connections (service.store.redis_client.Scripts) --------------------------
 def test_a_kept_state_of_a_lost_write_is_not_used_at_the_same_version(redis_url, client):
     """A write that a fail-over lost (acknowledged without REDIS_MIN_REPLICAS) leaves its worker a kept
     state at a version that another write may reach since: the script compares the stored state
@@ -235,92 +199,3 @@ def test_a_kept_state_of_a_lost_write_is_not_used_at_the_same_version(redis_url,
     assert a.check(t.id)["ok"]
 
 
-def test_several_scripts_in_one_request_on_a_kept_connection(redis_url, client):
-    """``Scripts.many`` (the rate limiter's hit with its windows): each call's answer in order, an error answer
-    or a NOSCRIPT in its place (that call did not run), and the connection kept in step for the next."""
-    from service.store.client import Scripts
-
-    conn = redis.Redis.from_url(redis_url)
-    incr = conn.register_script("return redis.call('incrby', KEYS[1], ARGV[1])")
-    fail = conn.register_script("return redis.error_reply('no, said the script')")
-    scripts = Scripts(conn)
-    conn.script_load(incr.script)
-    conn.script_load(fail.script)
-    first = scripts.many([(incr, ["k"], [2]), (fail, [], []), (incr, ["k"], [3])])
-    assert first[0] == 2 and isinstance(first[1], redis.exceptions.ResponseError) and first[2] == 5
-    assert len(scripts._free) == 1
-    client.script_flush()
-    missing = scripts.many([(incr, ["k"], [1])])
-    assert isinstance(missing[0], redis.exceptions.NoScriptError) and client.get("k") == b"5"  # not run
-    conn.script_load(incr.script)
-    assert scripts.many([(incr, ["k"], [1]), (incr, ["j"], [7])]) == [6, 7]
-    client.client_kill_filter(_type="normal", skipme=True)  # the kept connection is gone: made again
-    assert scripts.many([(incr, ["k"], [1])]) == [7]
-
-
-def test_a_forked_worker_does_not_use_its_parents_kept_connections(redis_url, client):
-    """gunicorn forks its workers: a child must never send on a socket its parent kept (two
-    processes reading one socket's answers); it checks out its own."""
-    import os
-
-    from service.store.client import Scripts
-
-    conn = redis.Redis.from_url(redis_url)
-    incr = conn.register_script("return redis.call('incrby', KEYS[1], ARGV[1])")
-    scripts = Scripts(conn)
-    assert scripts(incr, ["f"], [1]) == 1
-    parents = list(scripts._free)
-    assert len(parents) == 1
-    pid = os.fork()
-    if pid == 0:  # the child: its own connection, the parent's left alone
-        code = 1
-        try:
-            ok = scripts(incr, ["f"], [10]) == 11 and all(c not in parents for c in scripts._free)
-            code = 0 if ok else 1
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert scripts._free == parents and scripts(incr, ["f"], [100]) == 111  # the parent's still in step
-
-
-def test_the_readiness_check_of_a_kept_connection_says_what_can_read_says(redis_url, client):
-    """``_may_have_data`` (one non-blocking poll) against redis-py's ``can_read()`` on the states a kept
-    connection can be in: idle, an answer not read yet, closed by the server (``can_read`` raises: the
-    connection is not used either way)."""
-    import time
-
-    from service.store.client import _may_have_data
-
-    def both(conn) -> tuple[bool, bool]:
-        ours = _may_have_data(conn)
-        try:
-            theirs = bool(conn.can_read())
-        except redis.exceptions.ConnectionError:
-            theirs = True
-        return ours, theirs
-
-    pool = redis.Redis.from_url(redis_url).connection_pool
-    conn = pool.get_connection()
-    assert both(conn) == (False, False)                       # idle
-    conn.send_command("PING")
-    for _ in range(100):                                      # the answer on its way
-        if _may_have_data(conn):
-            break
-        time.sleep(0.01)
-    assert both(conn) == (True, True)
-    assert conn.read_response() == b"PONG" and both(conn) == (False, False)
-    conn.send_command("ECHO", "x" * 100_000)                  # a long answer, partly buffered by the parser
-    time.sleep(0.05)
-    conn._parser.read_from_socket()
-    assert both(conn) == (True, True)
-    conn.read_response()
-    assert both(conn) == (False, False)
-    client.client_kill_filter(_type="normal", skipme=True)    # closed by the server
-    for _ in range(100):
-        if _may_have_data(conn):
-            break
-        time.sleep(0.01)
-    assert both(conn) == (True, True)
-    conn.disconnect()
-    pool.release(conn)

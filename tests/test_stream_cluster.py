@@ -12,7 +12,7 @@ import json
 import pytest
 import redis
 
-from bench.topologies import server_version
+from tests.topologies import server_version
 from service.store import keys
 from tests.served import Served, Stream
 from tests.test_stream import Table, check_frames, event_bodies

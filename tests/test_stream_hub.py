@@ -9,9 +9,10 @@ import time
 import pytest
 import redis
 
-from service.api.stream import CHECK, DELETED, Frame, StreamHub, make_hub, parse_message
+from service.api.stream import Frame, parse_message
+from service.store.streams import CHECK, DELETED, StreamHub, make_hub
 from service.store import codec, keys
-from service.store.tables import TableStore
+from service.store.table_store import TableStore
 from tests.served import expire_table
 
 KONG = {"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m"}
@@ -31,6 +32,12 @@ def client(redis_url):
     c = redis.Redis.from_url(redis_url)
     yield c
     c.close()
+
+
+def streamed(store: TableStore, table_id: str, after: int):
+    """What a stream opened at ``after`` sends from the log: ``(records, version)``, or None."""
+    got = store.stream_records(table_id, after)
+    return None if got is None else ([item for chunk in got for item in chunk], got.version)
 
 
 def new_table(store: TableStore) -> tuple[str, list[dict]]:
@@ -63,23 +70,23 @@ def test_records_read_back_carry_the_balances_after_each_record_voids_included(c
     table_id, replies = new_table(store)
     replies.append(store.void(table_id, 3).as_dict())  # voids the kong at seq 3: balances refold
     replies.append(store.append(table_id, KONG | {"tile": "9m", "seat": 3}).as_dict())
-    items, version = store.stream_records(table_id, 0)
+    items, version = streamed(store, table_id, 0)
     assert version == len(replies) == len(items)
     listed = store.events(table_id)["events"]
     for item, reply, row in zip(items, replies, listed):
         assert item == {**row, "version": reply["version"], "balances": reply["balances"]}
     assert items[2]["voided"] is True  # as /events lists it now
     # from the middle: the same records, the same balances
-    assert store.stream_records(table_id, 4) == (items[4:], version)
-    assert store.stream_records(table_id, version) == ([], version)
+    assert streamed(store, table_id, 4) == (items[4:], version)
+    assert streamed(store, table_id, version) == ([], version)
     assert store.stream_position(table_id) == version
     store.delete(table_id)
-    assert store.stream_records(table_id, 0) is None and store.stream_position(table_id) is None
+    assert streamed(store, table_id, 0) is None and store.stream_position(table_id) is None
 
 
 def test_one_connection_serves_every_subscriber_in_order(client):
     store = TableStore(client)
-    hub = make_hub(client, sharded=False, buffer=64)
+    hub = make_hub(client, parse_message, sharded=False, buffer=64)
     one, other = store.create(["a", "b", "c", "d"], "xuezhan").id, \
         store.create(["a", "b", "c", "d"], "xuezhan").id
     subs = [hub.subscribe(one), hub.subscribe(one), hub.subscribe(other)]
@@ -115,7 +122,7 @@ def test_a_table_that_expired_ends_its_streams_as_a_deletion_does(client):
             raise redis.ConnectionError("away")
         return store.stream_position(table_id) is None
 
-    hub = make_hub(client, sharded=False, buffer=8, gone=gone, check_every=0.2)
+    hub = make_hub(client, parse_message, sharded=False, buffer=8, gone=gone, check_every=0.2)
     try:
         expiring, kept = new_table(store)[0], new_table(store)[0]
         subs = [hub.subscribe(expiring), hub.subscribe(expiring), hub.subscribe(kept)]
@@ -155,7 +162,7 @@ def test_a_failing_check_skips_one_table_and_a_stream_opened_after_the_check_sta
             left.append(list(late[0].items))
         return True
 
-    hub = make_hub(client, sharded=False, buffer=8, gone=gone, check_every=0.2)
+    hub = make_hub(client, parse_message, sharded=False, buffer=8, gone=gone, check_every=0.2)
     try:
         first = [hub.subscribe(broken), hub.subscribe(expiring)]  # (the broken table is checked first)
         expire_table(client, expiring)
@@ -169,7 +176,7 @@ def test_a_failing_check_skips_one_table_and_a_stream_opened_after_the_check_sta
 
 def test_a_full_mailbox_marks_its_subscriber_behind_and_no_one_else(client):
     store = TableStore(client)
-    hub = make_hub(client, sharded=False, buffer=3)
+    hub = make_hub(client, parse_message, sharded=False, buffer=3)
     table_id = store.create(["a", "b", "c", "d"], "xuezhan").id
     slow, fast = hub.subscribe(table_id), hub.subscribe(table_id)
     bodies = [{"type": "round_start"}] + [KONG | {"tile": t} for t in ("1m", "2m", "3m", "4m")]
@@ -187,7 +194,7 @@ def test_sharded_pub_sub_publishes_and_subscribes_on_the_tables_slot(client):
     if version < (7, 0):
         pytest.skip(f"SPUBLISH needs Redis 7 (this is {version}); the store lane tests it on a cluster")
     store = TableStore(client, sharded_pubsub=True)
-    hub = make_hub(client, sharded=True, buffer=8)
+    hub = make_hub(client, parse_message, sharded=True, buffer=8)
     table_id = store.create(["a", "b", "c", "d"], "xuezhan").id
     sub = hub.subscribe(table_id)
     assert client.execute_command("PUBSUB", "SHARDNUMSUB", keys.channel(table_id))[1] == 1
@@ -200,13 +207,12 @@ def test_sharded_pub_sub_publishes_and_subscribes_on_the_tables_slot(client):
 
 
 def test_parse_message():
-    assert parse_message(b"deleted") is DELETED
     frame = parse_message(b'{"seq":3,"type":"round_end","version":3,"balances":[0,0,0,0]}')
     assert frame.seq == 3 and frame.data.endswith(b'"balances":[0,0,0,0]}\n\n')
 
 
 def test_a_hub_whose_redis_is_gone_does_not_confirm_subscriptions(free_port):
-    hub = StreamHub(lambda: redis.Redis(port=free_port, socket_connect_timeout=0.2).pubsub(), buffer=4)
+    hub = StreamHub(lambda: redis.Redis(port=free_port, socket_connect_timeout=0.2).pubsub(), parse_message, buffer=4)
     with pytest.raises(TimeoutError):
         hub.subscribe("0123456789abcdef", timeout=0.5)
     assert hub.subscribers == 0
@@ -220,7 +226,7 @@ def test_records_read_back_from_a_table_with_stakes_carry_its_coins(client):
     replies = [store.append(table_id, e).as_dict() for e in (
         {"type": "round_start"}, KONG, {"type": "round_end"},
         {"type": "buy_in", "seat": 1, "coins": 500}, {"type": "round_start"})]
-    items, version = store.stream_records(table_id, 0)
+    items, version = streamed(store, table_id, 0)
     assert version == len(items) == 5
     for item, reply in zip(items, replies):
         assert item["coins"] == reply["coins"] and item["balances"] == reply["balances"]
@@ -228,7 +234,7 @@ def test_records_read_back_from_a_table_with_stakes_carry_its_coins(client):
     assert items[2]["coins"] == [10000 + 7200 - 400, 10000 - 2400 - 400, 7200, 7200]
     assert items[3]["coins"][1] == 7200 + 500
     assert items[3]["amount"] == 500 and "amount" not in items[2]  # a buy-in's own coins (the record's)
-    assert store.stream_records(table_id, 3) == (items[3:], version)
+    assert streamed(store, table_id, 3) == (items[3:], version)
 
 
 def _replayed_from_scratch(store: TableStore, table_id: str, after: int) -> list[dict]:
@@ -247,17 +253,14 @@ def _replayed_from_scratch(store: TableStore, table_id: str, after: int) -> list
             st, _ = fold(players, ruleset, dealer, records[:i + 1])
         else:
             st.step({k: v for k, v in rec.items() if k not in ("seq", "at", "round")}, rec["seq"])
-        out.append(store._streamed(table_id, rec, st, rec["seq"] in voided))
+        out.append(store.streamed(rec, st, rec["seq"] in voided))
     return out
 
 
-def test_a_replay_refolds_each_void_from_a_kept_state_with_the_same_records(client, monkeypatch):
-    # Every void used to refold the log from its start (2,000 records with 750 voids:
-    # 2 s per stream opened with after=0); it now refolds from the last state kept
-    # before its target.  What is sent must not change, voids of old records included.
-    import service.store.tables as tables_module
-
-    monkeypatch.setattr(tables_module, "REPLAY_SNAPSHOT_EVERY", 4)
+def test_a_replay_refolds_each_void_from_a_snapshot_with_the_same_records(client, monkeypatch):
+    # A void's frame is folded from the table's last snapshot before its target, not from the
+    # log's start; what is sent must not change, voids of old records included.
+    monkeypatch.setattr(keys, "SNAPSHOT_EVERY", 4)
     store = TableStore(client)
     table_id = store.create(["a", "b", "c", "d"], "xuezhan").id
     kongs = []  # the seqs of the kongs not voided
@@ -274,7 +277,7 @@ def test_a_replay_refolds_each_void_from_a_kept_state_with_the_same_records(clie
     version = store.stream_position(table_id)
     assert version == 38
     for after in range(version + 1):
-        got = store.stream_records(table_id, after)
+        got = streamed(store, table_id, after)
         assert got is not None and got[1] == version
         assert got[0] == _replayed_from_scratch(store, table_id, after), after
     # and with fewer steps: each void refolds a few records, not the log up to it
@@ -289,7 +292,7 @@ def test_a_replay_refolds_each_void_from_a_kept_state_with_the_same_records(clie
 
     monkeypatch.setattr(TableState, "step", counted)
     counts = []
-    for replay in (lambda: store.stream_records(table_id, 0), lambda: _replayed_from_scratch(store, table_id, 0)):
+    for replay in (lambda: streamed(store, table_id, 0), lambda: _replayed_from_scratch(store, table_id, 0)):
         steps["count"] = 0
         replay()
         counts.append(steps["count"])

@@ -1,4 +1,4 @@
-"""The tables API under the real server: ``python -m service serve --workers 2 --threads 8``.
+"""The tables API under the real server: ``python -m service serve --workers 2``.
 
 Concurrency across processes (If-Match, Idempotency-Key), durability across a
 service restart and a ``kill -9`` of Redis, and the embedded redis-server's
@@ -68,7 +68,7 @@ class Service:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--workers", "2", "--threads", "8"],
+             "--workers", "2"],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
         )
         log.close()
@@ -227,36 +227,6 @@ def wait_until_ok(srv, method, path, body=None, headers=None, timeout=20):
         time.sleep(0.2)
 
 
-def test_appends_through_gunicorn_answer_as_flask_does(service, redis_server):
-    """The served appends (the hot path of service/api/hotpath.py answers the common ones, rate limits
-    being off) against Flask's path in-process (``HOT_PATH = False``) on the same Redis, a table each:
-    the same status, headers and body for every request of a sequence of successes, an Idempotency-Key
-    retry and its reuse, If-Match current and stale, rule and schema refusals and a wrong token."""
-    from service.api import create_app
-
-    flask = create_app({"TESTING": True, "REDIS_URL": redis_server.url, "HOT_PATH": False,
-                        **{var: 0 for var in NO_LIMITS}}).test_client()
-    served, served_auth = new_table(service)
-    other = flask.post("/v1/tables", json={"players": PLAYERS}).get_json()
-    steps = [({"type": "round_start"}, {}), (KONG, {"Idempotency-Key": "k-1"}), (KONG, {"Idempotency-Key": "k-1"}),
-             ({**KONG, "seat": 2}, {"Idempotency-Key": "k-1"}), ({**KONG, "seat": 2}, {"If-Match": '"2"'}),
-             ({**KONG, "seat": 3}, {"If-Match": '"2"'}), ({"type": "peng", "seat": 9, "tile": "1m", "from": 0}, {}),
-             ({"type": "round_start"}, {}), ({"type": "nope"}, {}), ({"type": "round_end"}, {}),
-             ({"type": "round_start"}, {"Authorization": "Bearer " + "A" * 43}), ({"type": "round_start"}, {})]
-    own = ("content-type", "content-length", "location", "etag", "idempotent-replayed", "x-request-id",
-           "www-authenticate")
-    for event, headers in steps:
-        headers = {"X-Request-ID": "r-1", **headers}
-        status, got, body = service.request("POST", f"/v1/tables/{served['id']}/events", event,
-                                            {**served_auth, **headers})
-        r = flask.post(f"/v1/tables/{other['id']}/events", json=event,
-                       headers={"Authorization": "Bearer " + other["token"], **headers})
-        want = {k.lower(): v.replace(other["id"], served["id"]) for k, v in r.headers.items()}
-        assert status == r.status_code, (event, headers, body)
-        assert {k: v for k, v in got.items() if k in own} == {k: v for k, v in want.items() if k in own}
-        assert json.loads(json.dumps(body).replace(served["id"], other["id"])) == r.get_json()
-
-
 def test_acknowledged_events_survive_a_service_restart_and_a_redis_kill(redis_server, redis_url, tmp_path):
     srv = Service(_free_port(), service_env(REDIS_URL=redis_url), tmp_path / "service.log").start()
     try:
@@ -368,69 +338,3 @@ def test_serve_without_redis_url_runs_an_embedded_redis_that_keeps_tables(tmp_pa
     finally:
         srv.stop()
     assert gone(data), "the embedded redis-server outlived the service"
-
-
-def test_limited_appends_through_gunicorn_answer_and_count_as_flask_does(redis_server, tmp_path):
-    """Rate limits on (the hot path does Flask-Limiter's work for the common append): the served appends
-    against Flask's path in-process, each on a database of its own of the same Redis (the client, an
-    address, would share its counters otherwise): the same statuses, headers (``X-RateLimit-*``,
-    ``Retry-After`` within a second or a window, see tests/test_api_hotpath_appends.py) and bodies,
-    through the table's limit refusing, then the client's; then the same counters, key by key."""
-    import redis
-
-    from service.api import create_app
-
-    if not redis_server.running:
-        redis_server.start()
-    base = redis_server.url.rsplit("/", 1)[0]
-    for db in (2, 3):
-        redis.Redis.from_url(f"{base}/{db}").flushdb()
-    limits = {"CLIENT_EVENTS_PER_MINUTE": "7", "TABLE_EVENTS_PER_MINUTE": "4"}
-    srv = Service(_free_port(), service_env(REDIS_URL=f"{base}/2", **limits), tmp_path / "service.log").start()
-    try:
-        flask = create_app({"TESTING": True, "REDIS_URL": f"{base}/3", "HOT_PATH": False,
-                            **{var: 0 for var in NO_LIMITS}, **{k: int(v) for k, v in limits.items()}}).test_client()
-        tables = [new_table(srv)[0] for _ in range(2)]
-        others = [flask.post("/v1/tables", json={"players": PLAYERS}).get_json() for _ in range(2)]
-        steps = [(0, {"type": "round_start"}, {}), (0, KONG, {}), (0, {"type": "nope"}, {}),
-                 (0, {"type": "round_end"}, {}), (0, {"type": "round_start"}, {}),  # the table's 4: 429
-                 (1, {"type": "round_start"}, {"Authorization": "Bearer " + "A" * 43}),  # not answered: 401
-                 (1, {"type": "round_start"}, {}),  # the client's 7th (the 429 and the 401 counted)
-                 (1, KONG, {}), (1, {"type": "round_start"}, {}), (1, KONG, {})]  # the client's 7: 429
-        own = ("content-type", "content-length", "location", "etag", "idempotent-replayed", "x-request-id",
-               "www-authenticate", "x-ratelimit-limit", "x-ratelimit-remaining")
-        statuses = []
-        for i, event, headers in steps:
-            served, other = tables[i], others[i]
-            headers = {"X-Request-ID": "r-1", **headers}
-            status, got, body = srv.request("POST", f"/v1/tables/{served['id']}/events", event,
-                                            {"Authorization": "Bearer " + served["token"], **headers})
-            r = flask.post(f"/v1/tables/{other['id']}/events", json=event,
-                           headers={"Authorization": "Bearer " + other["token"], **headers})
-            want = {k.lower(): v.replace(other["id"], served["id"]) for k, v in r.headers.items()}
-            statuses.append(status)
-            assert status == r.status_code, (event, headers, body)
-            assert {k: v for k, v in got.items() if k in own} == {k: v for k, v in want.items() if k in own}
-            for name in ("x-ratelimit-reset", "retry-after"):
-                assert (name in got) == (name in want), name
-                if name in got:
-                    apart = abs(int(got[name]) - int(want[name]))
-                    assert apart <= 1 or abs(apart - 60) <= 1, (name, got[name], want[name])
-            assert json.loads(json.dumps(body).replace(served["id"], other["id"])) == r.get_json()
-        assert statuses == [201, 201, 422, 201, 429, 401, 201, 429, 429, 429]
-
-        def counters(db, ids):
-            client = redis.Redis.from_url(f"{base}/{db}")
-            out = {}
-            for key in client.scan_iter(match="LIMITS*"):
-                name = key.decode()
-                for n, table_id in enumerate(ids):
-                    name = name.replace(table_id, f"T{n}")
-                out[name] = client.get(key)
-            return out
-
-        served_counts = counters(2, [t["id"] for t in tables])
-        assert served_counts == counters(3, [t["id"] for t in others])
-        assert any("client_events_per_minute" in k for k in served_counts)
-    finally:
-        srv.stop()
