@@ -52,7 +52,26 @@ def phones():
         p.quit()
 
 
-def create_table(phone: Phone, base_url: str, names=("东", "南", "西", "北"), preset: str | None = None) -> dict:
+def answer_seat(phone: Phone, seat: int | None = None) -> None:
+    """Answer the question a phone asks once on a table: which seat is its own (None: just watching)."""
+    phone.wait(lambda: phone.has("dlg-whoAmI"), "the question which seat is this phone's")
+    if seat is None:
+        phone.tap("cancel")
+    else:
+        phone.tap(f"me-{seat}")
+        phone.tap("confirm")
+    phone.wait(lambda: not phone.has("dlg-whoAmI"), "the seat question answered")
+
+
+def join(phone: Phone, url: str, seat: int | None = None) -> None:
+    """Open a share link on a phone and answer its seat question."""
+    phone.d.get(url)
+    phone.wait(lambda: phone.has("balance-0"), "the table")
+    answer_seat(phone, seat)
+
+
+def create_table(phone: Phone, base_url: str, names=("东", "南", "西", "北"), preset: str | None = None,
+                 seat: int | None = None) -> dict:
     phone.d.get(base_url + "/")
     if preset:
         from selenium.webdriver.support.select import Select
@@ -64,6 +83,7 @@ def create_table(phone: Phone, base_url: str, names=("东", "南", "西", "北")
     phone.tap("create-table")
     phone.wait(lambda: "#t=" in phone.d.current_url, "the table to open")
     phone.wait(lambda: phone.has("balance-0"), "the balances")
+    answer_seat(phone, seat)
     return fragment(phone.d.current_url)
 
 
@@ -93,7 +113,7 @@ def test_create_share_and_join(service, api, phones):
     a.screenshot("share")
 
     b = phones("b")
-    b.d.get(share)
+    join(b, share)
     b.wait_balances([0, 0, 0, 0])
     assert b.has("round-start") and b.text("pending-count") == "0"
 
@@ -102,7 +122,7 @@ def test_a_whole_xuezhan_round_on_two_phones(service, api, phones):
     a = phones("a")
     table = create_table(a, service.url)
     b = phones("b")
-    b.d.get(a.el("share-link").get_attribute("href"))
+    join(b, a.el("share-link").get_attribute("href"))
     b.wait(lambda: b.has("round-start"), "phone b on the table")
 
     # round 1, dealer 东 (seat 0, preset)
@@ -167,8 +187,8 @@ def test_a_whole_xuezhan_round_on_two_phones(service, api, phones):
     b.tap("self-drawn")
     b.tap("seat-1")
     b.tiles("4p")
-    b.tap("confirm")
     b.tap("mode-hand")
+    b.tap("confirm")
     b.tiles("123678m2399p")
     b.wait(lambda: "2" in b.text("score-total"), "the server's score")
     assert "Root" in b.text("hand-result") and "12" in b.text("score-total")
@@ -372,6 +392,7 @@ def test_both_languages(service, api, phones):
         a.type(f"player-{i}", n)
     a.tap("create-table")
     a.wait(lambda: a.has("round-start"), "the table")
+    answer_seat(a)
     assert a.text("round-start") == "开始新局"
     a.tap("round-start")
     a.tap("confirm")
@@ -389,8 +410,8 @@ def test_both_languages(service, api, phones):
     a.tap("self-drawn")
     a.tap("seat-0")
     a.tiles("3s")
+    a.tap("flags-open")
     a.tap("flag-after_kong")
-    a.tap("confirm")
     a.type("fan-input", "2")
     a.tap("confirm")
     a.wait_balances([72, -24, -24, -24])
@@ -438,6 +459,9 @@ def test_tap_targets_and_labels(service, api, phones):
     for i, name in enumerate(("东", "南", "西", "北")):
         a.type(f"player-{i}", name)
     a.tap("create-table")
+    a.wait(lambda: a.has("dlg-whoAmI"), "the seat question")
+    check("the seat question")
+    answer_seat(a)
     a.wait(lambda: a.has("round-start") and a.has("share-qr"), "the table and its QR code")
     check("new table with its share section")
     a.tap("round-start")
@@ -459,10 +483,11 @@ def test_tap_targets_and_labels(service, api, phones):
     a.tap("from-1")
     a.tap("seat-0")
     a.tiles("5s")
+    check("hu dialog, first step (fan and patterns)")
+    a.tap("flags-open")
     check("hu dialog, first step (flags)")
-    a.tap("confirm")
-    check("hu dialog, fan and patterns")
     a.tap("mode-hand")
+    a.tap("confirm")
     check("hu dialog, the hand picker")
     a.screenshot("hand-picker")
     a.tap("cancel")
@@ -572,7 +597,7 @@ def test_the_live_stream_between_two_phones(service, api, phones):
         table = create_table(a, service.url)
         table_path = f"/v1/tables/{table['t']}"
         b = phones("b")  # b reaches the service through a network that can fail
-        b.d.get(a.el("share-link").get_attribute("href").replace(service.url, proxy.url))
+        join(b, a.el("share-link").get_attribute("href").replace(service.url, proxy.url))
         b.wait(lambda: live_mode(b) == "stream", "phone b on the stream")
         assert live_mode(a) == "stream"
         opened = requests_of(b, service)
@@ -694,6 +719,7 @@ def test_an_api_key_entered_once_goes_with_every_call(service, phones):
         a.type(f"player-{i}", n)
     a.tap("create-table")
     a.wait(lambda: a.has("round-start"), "the table")
+    answer_seat(a)
     a.wait(lambda: live_mode(a) == "stream", "the table stream")
     calls = [r for r in a.js("return window.__calls") if r["path"].startswith("/v1/")]
     assert calls[0] == {"path": "/v1/rulesets", "auth": None, "method": "GET", "key": None}  # before it was entered
@@ -723,6 +749,7 @@ def test_a_table_with_stakes_shows_the_apis_coins(service, api, phones):
     a.screenshot("stakes-start")
     a.tap("create-table")
     a.wait(lambda: "#t=" in a.d.current_url, "the table to open")
+    answer_seat(a)
     table = fragment(a.d.current_url)
     view = api.table(table["t"], table["k"])
     assert view["ruleset"]["zimo"] == "base" and view["coins"] == [20000, 1000, 20000, 20000]
@@ -750,8 +777,7 @@ def test_a_table_with_stakes_shows_the_apis_coins(service, api, phones):
     a.tap("self-drawn")
     a.tap("seat-0")
     a.tiles("5p")
-    a.tap("confirm")
-    a.type("fan-input", "2")
+    a.tap("fan-2")
     a.tap("confirm")
     synced(api, table, a, expect=[54, -18, -18, -18])
     coins_synced([27800, 0, 16000, 16000])
@@ -792,8 +818,7 @@ def test_a_xueliu_round_winners_play_on(service, api, phones):
     a.tap("self-drawn")
     a.tap("seat-1")
     a.tiles("3p")
-    a.tap("confirm")
-    a.type("fan-input", "2")
+    a.tap("fan-2")
     a.tap("confirm")
     synced(api, table, a, expect=[24, 24, -24, -24])
     a.wait(lambda: "won" in a.text("seat-card-1"), "南 shown as a winner")
@@ -802,8 +827,8 @@ def test_a_xueliu_round_winners_play_on(service, api, phones):
     a.tap("from-0")
     a.tap("seat-1")  # a winner plays on: it can win again
     a.tiles("9m")
-    a.tap("confirm")
     a.tap("mode-hand")
+    a.tap("confirm")
     a.tiles("12345678m99955p")
     a.wait(lambda: "1 fan in all" in a.text("score-total"), "the server's score of 南's hand")
     a.tap("confirm")
@@ -886,17 +911,14 @@ def test_a_three_player_room_from_the_start_page(service, api, phones):
     a.tap("from-2")
     a.tap("seat-1")
     a.tiles("7s")
+    assert not a.el("fan-1").is_enabled()  # (1番 is not offered for a discard win here)
+    a.type("fan-input", "1")
     a.tap("confirm")
-    a.tap("confirm")  # the fan as it comes: 1
-    a.wait(lambda: "more than 1 fan" in a.text("error"), "the refusal in words")
+    a.wait(lambda: "more than 1 fan" in a.text("dialog-message"), "the refusal in words, in the dialog")
     assert api.table(table["t"], table["k"])["version"] == version
     # with 2 fan: 12; 南 leaves the round
-    a.tap("record-hu")
-    a.tap("from-2")
-    a.tap("seat-1")
-    a.tiles("7s")
-    a.tap("confirm")
-    a.type("fan-input", "2")
+    a.tap("fan-2")
+    a.wait(lambda: "= 12 points" in a.text("fan-points"), "the points before confirming")
     a.tap("confirm")
     synced(api, table, a, expect=[12, 0, -12])
     a.wait(lambda: "won" in a.text("seat-card-1"), "南 shown as a winner")
@@ -906,8 +928,8 @@ def test_a_three_player_room_from_the_start_page(service, api, phones):
     assert not a.el("seat-1").is_enabled()
     a.tap("seat-0")
     a.tiles("9p")
-    a.tap("confirm")
-    a.type("fan-input", "5")
+    a.tap("fan-5")
+    a.wait(lambda: "capped at 4 fan" in a.text("fan-points"), "the cap before confirming")
     a.tap("confirm")
     synced(api, table, a, expect=[60, 0, -60])
     a.wait(lambda: a.has("round-start"), "the round to end")
@@ -990,6 +1012,7 @@ def test_round_history_follows_rounds_next(service, api, phones):
         mark = len(access_log(service))
         a.d.get(f"{service.url}/#t={t['id']}&k={t['token']}")
         a.wait(lambda: a.has("round-start"), "the table")
+        answer_seat(a)
 
         def rows() -> list[list[str]]:
             return a.js("return Array.from(document.querySelectorAll('[data-testid=rounds] tbody tr'), "

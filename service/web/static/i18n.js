@@ -39,6 +39,38 @@ const STRINGS = {
     kept_hand: '已经胡过：手牌是上次胡时留下的（已填好，加上这张）。', st_ting: '听牌（番数）', st_hand: '听牌（手牌）', st_not_ting: '没听', st_huazhu: '花猪',
     dajiao_fan: '大叫番数', ting_waits: '听 {tiles}，大叫 {fan} 番', not_ting: '没听牌',
     who_escapes: '谁逃跑', last_four: '牌墙只剩四张以内', undo_q: '撤销这一条？', end_round_q: '现在结束本局？（已付的都算）',
+
+    connecting: '连接中…', me: '我', my_seat: '我的座位', my_seat_q: '这台手机是谁的？', my_seat_none: '只看，不选',
+    my_seat_hint: '选了以后，记分时会先选好你的座位（可以随时改）。', my_seat_btn: '我：{name}', my_seat_unset: '选我的座位',
+    fan_more: '更多番数', equals: '= {points} 分', equals_each: '= 每家 {points} 分',
+    equals_capped: '{raw}番 → 封顶 {fan}番 = {points} 分', equals_capped_each: '{raw}番 → 封顶 {fan}番 = 每家 {points} 分',
+    hand_next: '下一步输入手牌。', tile_of_peng: '哪张牌（已按碰的牌选好）',
+    glossary: '术语', glossary_btn: '术语说明',
+    gl: {
+      fan: '番', fan_d: '一手牌的大小。平胡 1 番，每多 1 番分数翻倍（封顶的桌子到顶为止）。',
+      ting: '听牌', ting_d: '只差一张就能胡。流局时没听牌的要赔听牌的（查大叫）。',
+      dajiao: '大叫', dajiao_d: '听牌的人最大可能胡的番数；流局时没听牌的按它赔。',
+      huazhu: '花猪', huazhu_d: '流局时手里还有三门花色（没打缺）的人，要赔每位 16 倍底分。',
+      zimo: '自摸', zimo_d: '自己摸到胡牌：每位还在打的人都付。',
+      dianpao: '点炮', dianpao_d: '打出的牌让别人胡了：打牌的人一个人付。',
+      gang: '杠', gang_d: '明杠（别人打的）、补杠（碰了再摸到）、暗杠（自己摸齐四张）；当场收分（刮风下雨）。',
+      xueliu: '血战 / 血流', xueliu_d: '血战到底：胡了就下桌，最后一人或流局结束。血流成河：胡了继续打，可以一直胡。',
+    },
+    rounds_hint: '点一局看明细', round_detail: '第 {n} 局明细', deltas: '本局输赢', statuses: '流局时',
+    st_done_ting: '听牌（大叫 {fan} 番）', st_done_ting_nofan: '听牌', st_done_hand: '听牌（手牌）', st_done_not_ting: '没听', st_done_huazhu: '花猪',
+    removed: '已退回：{what}', reopened: '本局重新打开', ev_void_of: '撤销了 #{target}：{what}', loading: '正在读取…',
+    drafts: '没记上的（点“重新提交”再记一次）', resubmit: '重新提交', discard: '丢弃',
+    dup_q: '另一台手机刚记过：{what}。要再记一次吗？', dup_again: '再记一次', dup_no: '不记了',
+    dup_kong: '另一台手机已经记过这个杠了：{what}。', dup_title: '已经记过了',
+    finish: '结束牌局', finish_q: '结束今晚的牌局？结束后不能再记分，会显示总结算。', summary: '总结算', finished: '已结束',
+    end_title: '今晚结算', ranking: '排名', settle_up: '怎么给钱', settle_none: '不用给钱：大家持平。', facts: '各家数据',
+    pays_to: '{from} 付给 {to} {points}', pays_to_coins: '{from} 付给 {to} {points}（{coins} 游戏币）',
+    rank_n: '第{n}名', total_pts: '{points} 分', wins_n: '胡 {n} 次', zimo_n: '自摸 {n}', dianpao_n: '点炮 {n}',
+    kongs_n: '杠 {n}（明 {direct} 补 {added} 暗 {concealed}）', huazhu_n: '花猪 {n}', dajiao_n: '被查大叫 {n}', escapes_n: '逃跑 {n}',
+    biggest: '最大一把：第 {round} 局 {fan}番 {points} 分', biggest_pats: '最大一把：第 {round} 局 {pats} {fan}番 {points} 分',
+    share_pic: '分享图片', save_pic: '保存图片', copy_text: '复制文字', copied: '已复制', again: '原班人马再来一桌', home: '回首页',
+    end_pic_alt: '今晚结算的图片', summary_title: '{players} · {rounds} 局', summary_rounds: '{n} 局',
+    open_summary: '看总结算', summary_failed: '读不到总结算：',
     history: '记录', rounds: '各局', totals: '合计', no_events: '还没有记录',
     pending_list: '待发送（网络恢复后自动发送）',
     sent: '已记录', queued: '没有网络：已排队，恢复后自动发送',
@@ -46,9 +78,9 @@ const STRINGS = {
     ev_round_start: '第 {n} 局开始，{dealer} 坐庄', ev_round_end: '结束本局',
     ev_peng: '{seat} 碰 {tile}（{from} 打的）', ev_kong_direct: '{seat} 明杠 {tile}（{from} 点杠）',
     ev_kong_added: '{seat} 补杠 {tile}', ev_kong_concealed: '{seat} 暗杠 {tile}',
-    ev_hu_self: '{winners} 自摸 {tile}', ev_hu_discard: '{winners} 胡 {tile}（{from} 点炮）',
+    ev_hu_self: '{winners} 自摸 {tile}', ev_hu_discard: '{winners} 胡 {tile}（{from} 点炮）', ev_hu_discard_n: '{winners} 胡 {tile}（{from} 点炮）',
     ev_draw: '流局', ev_escape: '{seat} 逃跑', ev_void: '撤销了 #{target}', and: '、',
-    pays: '{from} 付给 {to} {points} 分', nothing_paid: '没有付分', fan_n: '{fan}番', times: '×{n}',
+    pays: '{from} 付给 {to} {points} 分', nothing_paid: '没有付分', fan_n: '{fan}番', times: '×{n}', fan_capped: '{raw}番 → 封顶 {fan}番',
     reasons: {
       dianpao: '点炮', zimo: '自摸', kong_direct: '明杠', kong_added: '补杠', kong_concealed: '暗杠',
       kong_void: '抢杠退回杠钱', transfer: '呼叫转移', refund: '退税', huazhu: '查花猪', dajiao: '查大叫',
@@ -56,6 +88,9 @@ const STRINGS = {
     },
     suits: { m: '万', p: '筒', s: '条' },
     err: {
+      conflict_plain: '这一步和本桌现在的状态冲突，没有改动。',
+      offline_queued: '没有网络：已排队，恢复后自动发送。', generic: '没有记上，请再试一次。',
+      stale_draft: '别的手机先改了这桌，这条没有记上：留在下面的“没记上的”里，点“重新提交”再记一次。',
       offline: '连不上服务器。', stale: '别的手机先改了这桌，这条没有记上。看一下记录，需要的话再记一次。',
       conflict: '这一步和本桌现在的状态冲突，没有改动：', rule: '规则不允许，没有记上：',
       read_only: '旁观链接只能看，不能记分。', auth: '链接不对或已失效。', gone: '这张桌子不存在了。',
@@ -64,6 +99,12 @@ const STRINGS = {
       create_failed: '开桌失败：', names: '请填写每位玩家的名字。', api_key: '这个服务需要 API 密钥：在开桌页的“规则选项”里填写。',
     },
     codes: {
+      table_full: '这桌的记录太多了。', already_voided: '已经撤销过了。', not_voidable: '这条不能撤销。', table_deleted: '这张桌子已经删掉了。',
+      idempotency_key_expired: '这条太久没发出去，已经过期：请重新记一次。', version_mismatch: '别的手机先改了这桌。',
+      table_finished: '这桌已经结束了，不能再记分。', table_not_found: '这张桌子不存在了。', event_not_found: '没有这条记录。',
+      unauthorized: '链接不对或已失效。', forbidden: '旁观链接只能看，不能记分。', invalid_input: '输入有误。',
+      too_many_requests: '操作太快了，稍后自动重试。', idempotency_key_reused: '这条已经用别的内容发过了。',
+      api_key_required: '这个服务需要 API 密钥。', api_key_invalid: 'API 密钥不对。', payload_too_large: '内容太长了。',
       rule_error: '不符合规则。', bad_notation: '牌的写法不对。', invalid_rank: '点数只能是 1–9。', unknown_suit: '只有万、筒、条三种牌。',
       missing_suit: '数字后面要写花色（m/p/s）。', unexpected_character: '牌里有认不出的字符。',
       suit_not_in_play: '三人两房没有万字牌，只打筒和条。', bad_hand: '手牌张数或写法不对。', bad_size: '手牌张数不对。',
@@ -124,6 +165,38 @@ const STRINGS = {
     kept_hand: 'Has won before: the hand it kept is filled in, with this tile.', st_ting: 'Ting (fan)', st_hand: 'Ting (hand)', st_not_ting: 'Not ting', st_huazhu: 'Flower pig (花猪)',
     dajiao_fan: 'Best wait (大叫) fan', ting_waits: 'Waits {tiles}, best {fan} fan', not_ting: 'Not ting',
     who_escapes: 'Who leaves', last_four: 'Four tiles or fewer left in the wall', undo_q: 'Undo this record?', end_round_q: 'End this round now? (payments so far stand)',
+
+    connecting: 'connecting…', me: 'me', my_seat: 'My seat', my_seat_q: 'Whose phone is this?', my_seat_none: 'Just watching',
+    my_seat_hint: 'Your seat is then chosen for you in every dialog (you can change it any time).', my_seat_btn: 'Me: {name}', my_seat_unset: 'Choose my seat',
+    fan_more: 'More fan', equals: '= {points} points', equals_each: '= {points} points from each',
+    equals_capped: '{raw} fan → capped at {fan} fan = {points} points', equals_capped_each: '{raw} fan → capped at {fan} fan = {points} points from each',
+    hand_next: 'The hand comes next.', tile_of_peng: 'Which tile (the peng\u2019s, chosen)',
+    glossary: 'Words', glossary_btn: 'Glossary',
+    gl: {
+      fan: 'Fan (番)', fan_d: 'The size of a winning hand. A basic win is 1 fan; each fan more doubles the points (up to the cap, if the table has one).',
+      ting: 'Ting (听牌)', ting_d: 'Ready: one tile away from winning. At a draw, players not ting pay those who are (查大叫).',
+      dajiao: 'Dajiao (大叫)', dajiao_d: 'The best wait of a ting hand, in fan; what a player not ting pays at a draw.',
+      huazhu: 'Flower pig (花猪)', huazhu_d: 'At a draw, a player still holding all three suits; pays 16 units to every other player.',
+      zimo: 'Self-drawn (自摸)', zimo_d: 'The winner drew the tile: every player still in pays.',
+      dianpao: 'Discard win (点炮)', dianpao_d: 'The winning tile was discarded: the discarder alone pays.',
+      gang: 'Kong (杠)', gang_d: 'Direct (from a discard), added (onto a peng) or concealed (four drawn): paid at once.',
+      xueliu: 'Xuezhan / Xueliu', xueliu_d: 'Bloody battle (血战): a winner leaves; the round ends with one left or a draw. Bloody river (血流): winners play on and may win again.',
+    },
+    rounds_hint: 'Tap a round for its details', round_detail: 'Round {n} in detail', deltas: 'This round', statuses: 'At the draw',
+    st_done_ting: 'ting (best wait {fan} fan)', st_done_ting_nofan: 'ting', st_done_hand: 'ting (hand)', st_done_not_ting: 'not ting', st_done_huazhu: 'flower pig (花猪)',
+    removed: 'taken back: {what}', reopened: 'the round is open again', ev_void_of: 'Undid #{target}: {what}', loading: 'Loading…',
+    drafts: 'Not recorded (tap Resubmit to record again)', resubmit: 'Resubmit', discard: 'Discard',
+    dup_q: 'Another phone has just recorded this: {what}. Record it again?', dup_again: 'Record again', dup_no: 'Don\u2019t',
+    dup_kong: 'Another phone has already recorded this kong: {what}.', dup_title: 'Already recorded',
+    finish: 'Finish the evening', finish_q: 'Finish tonight\u2019s table? Nothing more can be recorded; the summary is shown.', summary: 'Summary', finished: 'finished',
+    end_title: 'Tonight\u2019s result', ranking: 'Ranking', settle_up: 'Settle up', settle_none: 'Nothing to pay: everyone is even.', facts: 'Per player',
+    pays_to: '{from} pays {to} {points}', pays_to_coins: '{from} pays {to} {points} ({coins} coins)',
+    rank_n: '#{n}', total_pts: '{points} points', wins_n: '{n} wins', zimo_n: '{n} self-drawn', dianpao_n: '{n} fed',
+    kongs_n: '{n} kongs ({direct} direct, {added} added, {concealed} concealed)', huazhu_n: '{n} flower pig', dajiao_n: '{n} dajiao paid', escapes_n: '{n} escapes',
+    biggest: 'Biggest win: round {round}, {fan} fan, {points} points', biggest_pats: 'Biggest win: round {round}, {pats} {fan} fan, {points} points',
+    share_pic: 'Share picture', save_pic: 'Save picture', copy_text: 'Copy text', copied: 'Copied', again: 'Same players again', home: 'Home',
+    end_pic_alt: 'Picture of tonight\u2019s result', summary_title: '{players} · {rounds} rounds', summary_rounds: '{n} rounds',
+    open_summary: 'See the summary', summary_failed: 'Could not read the summary: ',
     history: 'History', rounds: 'Rounds', totals: 'Totals', no_events: 'Nothing recorded yet',
     pending_list: 'Pending (sent when the network is back)',
     sent: 'Recorded', queued: 'No network: queued, sent when it is back',
@@ -131,9 +204,9 @@ const STRINGS = {
     ev_round_start: 'Round {n} starts, {dealer} deals', ev_round_end: 'Round ended',
     ev_peng: '{seat} pengs {tile} (from {from})', ev_kong_direct: '{seat} kongs {tile} (fed by {from})',
     ev_kong_added: '{seat} adds a kong of {tile}', ev_kong_concealed: '{seat} kongs {tile} concealed',
-    ev_hu_self: '{winners} self-drawn on {tile}', ev_hu_discard: '{winners} win on {tile} (from {from})',
+    ev_hu_self: '{winners} self-drawn on {tile}', ev_hu_discard: '{winners} wins on {tile} (from {from})', ev_hu_discard_n: '{winners} win on {tile} (from {from})',
     ev_draw: 'Draw (wall exhausted)', ev_escape: '{seat} escapes', ev_void: 'Undid #{target}', and: ' & ',
-    pays: '{from} pays {to} {points}', nothing_paid: 'nothing paid', fan_n: '{fan} fan', times: '×{n}',
+    pays: '{from} pays {to} {points}', nothing_paid: 'nothing paid', fan_n: '{fan} fan', times: '×{n}', fan_capped: '{raw} fan → capped at {fan} fan',
     reasons: {
       dianpao: 'discard win (点炮)', zimo: 'self-drawn (自摸)', kong_direct: 'direct kong', kong_added: 'added kong',
       kong_concealed: 'concealed kong', kong_void: 'robbed kong returned', transfer: 'kong money passed on (呼叫转移)',
@@ -142,6 +215,9 @@ const STRINGS = {
     },
     suits: { m: ' Characters', p: ' Dots', s: ' Bamboo' },
     err: {
+      conflict_plain: 'This conflicts with the table as it stands; nothing changed.',
+      offline_queued: 'No network: queued, sent when it is back.', generic: 'That did not work; please try again.',
+      stale_draft: 'Another phone changed the table first: this was not recorded. It is kept below under “Not recorded”: tap Resubmit to record it again.',
       offline: 'Cannot reach the server.', stale: 'Another phone changed the table first: this was not recorded. Check the history and record it again if needed.',
       conflict: 'This conflicts with the table as it stands; nothing changed: ', rule: 'The rules refuse this; nothing was recorded: ',
       read_only: 'The onlooker link can only watch, not record.', auth: 'The link is wrong or no longer valid.', gone: 'This table no longer exists.',
@@ -150,6 +226,12 @@ const STRINGS = {
       create_failed: 'Could not create the table: ', names: 'Enter every player\u2019s name.', api_key: 'This service needs an API key: enter it under “Rule options” on the start page.',
     },
     codes: {
+      table_full: 'This table has too many records.', already_voided: 'Already undone.', not_voidable: 'That record cannot be undone.', table_deleted: 'This table was deleted.',
+      idempotency_key_expired: 'This waited too long to be sent and expired: record it again.', version_mismatch: 'Another phone changed the table first.',
+      table_finished: 'This table is finished: nothing more can be recorded.', table_not_found: 'This table no longer exists.', event_not_found: 'No such record.',
+      unauthorized: 'The link is wrong or no longer valid.', forbidden: 'The onlooker link can only watch, not record.', invalid_input: 'Invalid input.',
+      too_many_requests: 'Too fast: retrying shortly.', idempotency_key_reused: 'This was already sent with other content.',
+      api_key_required: 'This service needs an API key.', api_key_invalid: 'The API key is wrong.', payload_too_large: 'Too long.',
       rule_error: 'The rules do not allow it.', bad_notation: 'That is not tile notation.', invalid_rank: 'Ranks are 1-9.',
       unknown_suit: 'The suits are Characters, Dots and Bamboo.', missing_suit: 'A rank needs its suit (m/p/s) after it.',
       unexpected_character: 'A character that is not part of a tile.',
@@ -181,7 +263,8 @@ const STRINGS = {
 const KEY = 'mj.lang';
 let lang = (() => {
   try { const v = localStorage.getItem(KEY); if (v === 'zh' || v === 'en') return v; } catch { /* private mode */ }
-  return (navigator.language || '').toLowerCase().startsWith('zh') ? 'zh' : 'en';
+  const nav = typeof navigator === 'undefined' ? '' : navigator.language || '';
+  return nav.toLowerCase().startsWith('zh') ? 'zh' : 'en';
 })();
 
 export const getLang = () => lang;
@@ -189,6 +272,7 @@ export const getLang = () => lang;
 export function setLang(value) {
   lang = value === 'zh' ? 'zh' : 'en';
   try { localStorage.setItem(KEY, lang); } catch { /* ignore */ }
+  if (typeof document === 'undefined') return;
   document.documentElement.lang = lang === 'zh' ? 'zh-CN' : 'en';
   document.title = t('app');
 }
