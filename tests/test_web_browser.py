@@ -1036,3 +1036,181 @@ def test_round_history_follows_rounds_next(service, api, phones):
         assert rows()[-1] == ["Totals", *map(str, api.table(t["id"], t["token"])["balances"])]
     finally:
         conn.close()
+
+
+# -- regressions (each failed before its fix) ---------------------------------------------------
+STATUS_TEXTS = """
+window.__status = [];
+new MutationObserver(() => {
+  const e = document.getElementById('status');
+  if (e) { const t = e.innerText; if (window.__status[window.__status.length - 1] !== t) window.__status.push(t); }
+}).observe(document, { subtree: true, childList: true, characterData: true });
+"""
+
+
+def statuses(phone: Phone) -> list[str]:
+    return phone.js("return window.__status || []")
+
+
+def test_no_null_in_the_status_after_joining_while_the_server_is_unreachable(service, api, phones):
+    """Bug 10: joining by the share link while the API cannot be reached showed "null"/"nullnull"
+    in the status bar (statusParts() gave replaceChildren null entries)."""
+    a = phones("a")
+    create_table(a, service.url)
+    share = a.el("share-link").get_attribute("href")
+    b = phones("b")
+    b.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": STATUS_TEXTS})
+    b.d.execute_cdp_cmd("Network.enable", {})
+    b.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/v1/*"]})
+    b.d.get(share)
+    b.wait(lambda: b.text("online") == "offline", "offline shown")
+    seen = statuses(b)
+    assert seen and not [x for x in seen if "null" in x], seen
+    assert b.text("waiting") == "Cannot reach the server."
+    b.screenshot("join-unreachable")
+
+
+def test_the_names_message_does_not_follow_onto_the_new_table(service, phones):
+    """Bug 11: the "fill every name" toast stayed over the new table for up to 20 s."""
+    a = phones("a")
+    a.d.get(service.url + "/")
+    a.type("player-0", "东")
+    a.tap("create-table")
+    a.wait(lambda: a.text("error") == "Enter every player’s name.", "the message about the names")
+    for i, name in enumerate(("东", "南", "西", "北")):
+        a.type(f"player-{i}", name)
+    a.tap("create-table")
+    a.wait(lambda: a.has("balance-0"), "the new table")
+    assert a.text("error") == "" and a.js("return document.getElementById('toast').hidden")
+
+
+ROUND_CHECK = """
+window.__bad = [];
+const check = () => {
+  const rows = Array.from(document.querySelectorAll('[data-testid=rounds] tbody tr'), (tr) => Array.from(tr.children, (c) => c.textContent));
+  const total = rows.find((r) => r[0] === 'Totals');
+  if (!total) return;
+  const seats = total.length - 1;
+  for (let i = 0; i < seats; i += 1) {
+    const sum = rows.filter((r) => r[0] !== 'Totals' && r[0] !== 'coins').reduce((a, r) => a + Number(r[i + 1]), 0);
+    const bal = document.querySelector(`[data-testid=balance-${i}]`);
+    const delta = document.querySelector(`[data-testid=delta-${i}]`);
+    const current = rows.find((r) => r[0] === 'this round');
+    if (sum !== Number(total[i + 1])) window.__bad.push(`rounds ${rows.map((r) => r.join(' ')).join(' | ')}`);
+    if (current && delta && bal && Number(delta.textContent.replace(/[^-0-9]/g, '')) !== Number(current[i + 1])) {
+      window.__bad.push(`seat ${i}: ${delta.textContent} vs ${current[i + 1]}`);
+    }
+  }
+};
+new MutationObserver(check).observe(document.getElementById('app'), { subtree: true, childList: true, characterData: true });
+"""
+
+
+def test_this_round_moves_with_the_balance(service, api, phones):
+    """Bug 12: 本局 (and the rounds table's "this round" row) lagged the balance for about a second
+    after a kong seen on the stream, so that the rounds did not add up to 合计 meanwhile. Every
+    change of the page is checked: the rounds add up to the totals, each seat's 本局 is the row's."""
+    a = phones("a")
+    table = create_table(a, service.url)
+    b = phones("b")
+    join(b, a.el("share-link").get_attribute("href"))
+    b.wait(lambda: live_mode(b) == "stream", "phone b on the stream")
+    auth = {"Authorization": f"Bearer {table['k']}"}
+    path = f"/v1/tables/{table['t']}/events"
+    assert request(service.port, "POST", path, {"type": "round_start"}, auth)[0] == 201
+    b.wait(lambda: b.has("record-kong"), "the round on phone b")
+    b.js(ROUND_CHECK)
+    # two kongs within the second between two view reads: the second one's round comes late
+    for seat, tile in ((2, "7s"), (1, "4p"), (3, "9m")):
+        assert request(service.port, "POST", path, {"type": "kong", "seat": seat, "kind": "concealed", "tile": tile}, auth)[0] == 201
+    b.wait_balances([-36, 12, 12, 12])
+    b.wait(lambda: b.text("delta-2") == "this round +12", "this round on phone b")
+    assert request(service.port, "POST", path, {"type": "round_end"}, auth)[0] == 201
+    b.wait(lambda: b.has("round-row-1"), "the round ended on phone b")
+    assert b.js("return window.__bad") == []
+
+
+def test_offline_and_hanging_servers_are_not_shown_online(service, api, phones):
+    """Bug 13: "online" was shown for ~10 s while the server hung, and after a reload offline;
+    after that reload the history said "nothing recorded yet" and undo was disabled although the
+    phone had the log."""
+    proxy = FlakyProxy(service.port)
+    try:
+        a = phones("a")
+        a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": STATUS_TEXTS})
+        create_table(a, proxy.url)
+        a.tap("round-start")
+        a.tap("confirm")
+        a.tap("record-kong")
+        a.tap("seat-0")
+        a.tap("kind-concealed")
+        a.tiles("3m")
+        a.tap("confirm")
+        a.wait_balances([36, -12, -12, -12])
+        a.wait(lambda: a.js("return !!(navigator.serviceWorker && navigator.serviceWorker.controller)"),
+               "the service worker to control the page")
+        # the server hangs: the reloaded page says so, never "online"
+        proxy.set_mode("hang")
+        a.d.refresh()
+        a.wait(lambda: a.has("balance-0"), "the table from the cache")
+        a.wait(lambda: a.text("online") == "offline", "offline shown (the view GET timed out)")
+        assert not [x for x in statuses(a) if x.startswith("online")], statuses(a)
+        assert a.text("event-2").startswith("#2") and "kongs 3 Characters concealed" in a.text("event-2")
+        # the network is gone: the same, and the log is there, undo too
+        proxy.set_mode("down")
+        a.d.refresh()
+        a.wait(lambda: a.text("online") == "offline", "offline shown")
+        assert not [x for x in statuses(a) if x.startswith("online")], statuses(a)
+        assert "kongs 3 Characters concealed" in a.text("event-2") and not a.has("no-events")
+        assert a.el("undo").is_enabled()
+        a.screenshot("offline-reload-log")
+        proxy.set_mode("up")
+        a.wait(lambda: a.text("online") == "online", "back online")
+    finally:
+        proxy.close()
+
+
+def in_view(phone: Phone, testid: str) -> bool:
+    return phone.js("const r = document.querySelector(`[data-testid='${arguments[0]}']`).getBoundingClientRect();"
+                    "return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0;", testid)
+
+
+def test_the_share_screen_and_the_new_round_fit_the_phone(service, api, phones):
+    """Bug 14: at 360×640 the QR code and 开始新局 were below the fold on the share screen, and after
+    开始新局 the page stayed scrolled at the share section instead of the action buttons."""
+    a = phones("a")
+    create_table(a, service.url)
+    a.wait(lambda: a.has("share-qr"), "the QR code")
+    a.js("window.scrollTo(0, 0)")
+    assert in_view(a, "share-qr") and in_view(a, "round-start")
+    a.screenshot("share-screen")
+    a.js("window.scrollTo(0, document.body.scrollHeight)")
+    a.tap("round-start")
+    a.tap("confirm")
+    a.wait(lambda: a.has("record-hu") and in_view(a, "record-hu") and in_view(a, "round-end"), "the round's buttons in sight")
+    a.screenshot("round-started-in-view")
+
+
+def test_english_words_glossary_and_unwrapped_buttons(service, api, phones):
+    """Bug 15: "东 win on" (one winner wins), no glossary of fan / ting / 花猪 / 大叫 in the app, and
+    "End round" wrapped onto two lines."""
+    a = phones("a")
+    table = create_table(a, service.url)
+    a.tap("round-start")
+    a.tap("confirm")
+    a.wait(lambda: a.has("round-end"), "the round")
+    lines = a.js("""return Array.from(document.querySelectorAll('.actions button'), (b) => {
+      const r = document.createRange(); r.selectNodeContents(b);
+      return [b.dataset.testid, new Set(Array.from(r.getClientRects(), (x) => Math.round(x.top))).size]; })""")
+    assert all(n == 1 for _, n in lines), lines
+    auth = {"Authorization": f"Bearer {table['k']}"}
+    request(service.port, "POST", f"/v1/tables/{table['t']}/events",
+            {"type": "hu", "from": 2, "tile": "5p", "winners": [{"seat": 1, "fan": 2}]}, auth)
+    a.wait(lambda: "南 wins on 5 Dots (from 西)" in a.text("event-2"), "one winner wins")
+    a.tap("glossary-open")
+    a.wait(lambda: a.has("glossary"), "the glossary")
+    words = a.text("glossary")
+    assert all(w in words for w in ("Fan (番)", "Ting (听牌)", "Flower pig (花猪)", "Dajiao (大叫)")), words
+    a.screenshot("glossary")
+    a.tap("confirm")
+    a.wait(lambda: not a.has("glossary"), "the glossary closed")
