@@ -310,10 +310,18 @@ def test_offline_conflict_is_shown_not_hidden(service, api, phones):
         a.wait(lambda: a.text("pending-count") == "0", "the outbox to empty")
         a.wait(lambda: a.text("error"), "the conflict shown")
         assert "Another phone changed the table first" in a.text("error")
+        # kept as a draft, not thrown away (item 9)
+        a.wait(lambda: "东 kongs 3 Characters concealed" in a.text("draft-0"), "the refused kong kept as a draft")
         a.screenshot("offline-conflict")
         kongs = [e for e in api.events(table["t"], table["k"]) if e["type"] == "kong"]
         assert [k["tile"] for k in kongs] == ["4s"]
         a.wait_balances([-12, 36, -12, -12])
+        # one tap resubmits it, against the table as it is now
+        a.tap("draft-resubmit-0")
+        synced(api, table, a, expect=[24, 24, -24, -24])
+        assert not a.has("draft-0")
+        kongs = [e for e in api.events(table["t"], table["k"]) if e["type"] == "kong"]
+        assert [k["tile"] for k in kongs] == ["4s", "3m"]
     finally:
         proxy.close()
 
@@ -1214,3 +1222,81 @@ def test_english_words_glossary_and_unwrapped_buttons(service, api, phones):
     a.screenshot("glossary")
     a.tap("confirm")
     a.wait(lambda: not a.has("glossary"), "the glossary closed")
+
+
+def test_the_same_event_from_two_phones(service, api, phones):
+    """Item 8: an event equal to one another phone recorded in the last 30 s (same type, seat, tile)
+    is asked about, not added silently (a second 自摸 in 血流); the same kong is "already recorded",
+    not a fifth-copy error."""
+    a = phones("a")
+    table = create_table(a, service.url, preset="xueliu", seat=0)
+    b = phones("b")
+    join(b, a.el("share-link").get_attribute("href"), seat=1)
+    a.tap("round-start")
+    a.tap("confirm")
+    b.wait(lambda: b.has("record-kong"), "the round on phone b")
+    # 南 暗杠 5s, on both phones
+    for p in (a, b):
+        p.tap("record-kong")
+        if p is a:
+            p.tap("seat-1")
+        p.tap("kind-concealed")
+        p.tiles("5s")
+        p.tap("confirm")
+        if p is a:
+            synced(api, table, a, b, expect=[-12, 36, -12, -12])
+    b.wait(lambda: "Another phone has already recorded this kong" in b.text("dialog-message"), "already recorded")
+    b.tap("cancel")
+    # 南 自摸 3p on a, then on b: asked; once confirmed, recorded again (血流: a winner wins again)
+    a.tap("record-hu")
+    a.tap("self-drawn")
+    a.tap("seat-1")
+    a.tiles("3p")
+    a.tap("fan-2")
+    a.tap("confirm")
+    synced(api, table, a, b, expect=[-24, 72, -24, -24])
+    b.tap("record-hu")
+    b.tap("self-drawn")
+    b.tiles("3p")
+    b.tap("fan-2")
+    b.tap("confirm")
+    b.wait(lambda: b.has("dlg-ask") and "Another phone has just recorded this" in b.text("confirm-text"), "the question")
+    b.screenshot("same-event-twice")
+    assert api.table(table["t"], table["k"])["balances"] == [-24, 72, -24, -24]
+    b.tap("confirm")
+    synced(api, table, a, b, expect=[-36, 108, -36, -36])
+    hus = [e for e in api.events(table["t"], table["k"]) if e["type"] == "hu"]
+    assert len(hus) == 2
+
+
+def test_taps_of_a_kong_and_a_win_by_fan(service, api, phones):
+    """Item 6: with the phone's seat said once, a concealed kong is 4 taps (kong, kind, tile,
+    confirm) and a self-drawn win by fan 5 (hu, self-drawn, tile, fan, confirm)."""
+    a = phones("a")
+    table = create_table(a, service.url, seat=2)
+    a.tap("round-start")
+    a.tap("confirm")
+    a.wait(lambda: a.has("record-kong"), "the round")
+    taps = ["record-kong", "kind-concealed", "tile-7s", "confirm"]
+    for x in taps:
+        a.tap(x)
+    synced(api, table, a, expect=[-12, -12, 36, -12])
+    assert len(taps) == 4
+    taps = ["record-hu", "self-drawn", "tile-5p", "fan-3", "confirm"]
+    for x in taps[:-1]:
+        a.tap(x)
+    assert "= 24 points from each" in a.text("fan-points")
+    a.tap(taps[-1])
+    synced(api, table, a, expect=[-36, -36, 108, -36])
+    assert len(taps) == 5
+    # (西 has won: out of the round in 血战, so not chosen for a peng)
+    a.tap("record-peng")
+    assert a.el("seat-2").get_attribute("aria-pressed") == "false" and not a.el("seat-2").is_enabled()
+    for x in ("seat-1", "from-0", "tile-6p", "confirm"):
+        a.tap(x)
+    # the tile of an added kong is the seat's only peng: chosen for it
+    for x in ("record-kong", "seat-1", "kind-added"):
+        a.tap(x)
+    assert a.el("tile-6p").get_attribute("aria-pressed") == "true"
+    a.tap("confirm")
+    synced(api, table, a, expect=[-42, -24, 108, -42])
