@@ -1300,3 +1300,57 @@ def test_taps_of_a_kong_and_a_win_by_fan(service, api, phones):
     assert a.el("tile-6p").get_attribute("aria-pressed") == "true"
     a.tap("confirm")
     synced(api, table, a, expect=[-42, -24, 108, -42])
+
+
+def test_every_round_explained_on_every_phone(service, api, phones):
+    """Item 5: tapping an ended round shows its events, each with its transfers in words, each
+    seat's standing at the draw and the round's deltas; what an undo took back shows on every phone
+    (not only the one that undid it); a capped fan shows as capped."""
+    from selenium.webdriver.support.select import Select
+
+    a = phones("a")
+    a.d.get(service.url + "/")
+    a.wait(lambda: a.has("ruleset"), "the start page")
+    a.js("document.querySelector('details.options').open = true")
+    Select(a.el("opt-cap")).select_by_value("4")
+    for i, name in enumerate(("东", "南", "西", "北")):
+        a.type(f"player-{i}", name)
+    a.tap("create-table")
+    a.wait(lambda: "#t=" in a.d.current_url, "the table")
+    answer_seat(a)
+    table = fragment(a.d.current_url)
+    b = phones("b")
+    join(b, a.el("share-link").get_attribute("href"))
+    auth = {"Authorization": f"Bearer {table['k']}"}
+    path = f"/v1/tables/{table['t']}/events"
+
+    def post(event: dict) -> dict:
+        status, _, body = request(service.port, "POST", path, event, auth)
+        assert status == 201, body
+        return json.loads(body)
+
+    post({"type": "round_start"})
+    post({"type": "kong", "seat": 1, "kind": "concealed", "tile": "1p"})
+    kong = post({"type": "kong", "seat": 3, "kind": "concealed", "tile": "2p"})
+    # an undo made on phone a: phone b shows what it took back
+    a.wait_balances([-24, 24, -24, 24])
+    a.tap("undo")
+    a.tap("confirm")
+    synced(api, table, a, b, expect=[-12, 36, -12, -12])
+    void_seq = kong["seq"] + 1
+    b.wait(lambda: f"Undid #{kong['seq']}: 北 kongs 2 Dots concealed" in b.text(f"event-{void_seq}")
+           and "taken back: 东 pays 北 12" in b.text(f"event-{void_seq}"), "the undo in words on phone b")
+    # 东 自摸 with 5 fan at a table capped at 4
+    post({"type": "hu", "from": None, "tile": "5s", "winners": [{"seat": 0, "fan": 5}]})
+    b.wait(lambda: "5 fan → capped at 4 fan" in b.text(f"event-{void_seq + 1}"), "the capped fan")
+    post({"type": "draw", "seats": [{"seat": 1, "status": "ting", "dajiao_fan": 2}, {"seat": 2, "status": "not_ting"},
+                                    {"seat": 3, "status": "huazhu"}]})
+    b.wait(lambda: b.has("round-row-1"), "the round ended")
+    deltas = api.table(table["t"], table["k"])["rounds"][0]["deltas"]
+    b.tap("round-row-1")
+    b.wait(lambda: "capped at 4 fan" in b.text("round-detail-1") and "taken back" in b.text("round-detail-1"), "round 1 explained")
+    detail = b.text("round-detail-1")
+    assert "南 kongs 1 Dots concealed" in detail and "东 pays 南 12 — concealed kong" in detail
+    assert "南: ting (best wait 2 fan)" in detail and "西: not ting" in detail and "北: flower pig (花猪)" in detail
+    assert b.text("round-1-deltas") == "This round: " + " & ".join(f"{n} {d:+d}" if d else f"{n} 0" for n, d in zip("东南西北", deltas))
+    b.screenshot("round-explained")

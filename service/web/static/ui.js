@@ -103,7 +103,7 @@ export function statusParts(s, A) {
   return [
     h('span', { class: net === 'online' ? 'ok' : net === 'offline' ? 'bad' : 'muted', testid: 'online' }, t(net)),
     h('span', {}, `${t('pending')} `, h('b', { testid: 'pending-count' }, String(s.pending.length))),
-    s.view ? h('span', {}, `${t('version')} `, h('b', { testid: 'version' }, String(s.view.version))) : null,
+    s.view ? h('span', {}, t('version'), h('b', { testid: 'version' }, String(s.view.version))) : null,
     s.liveMode === 'connecting' ? null : h('span', { class: 'muted', testid: 'live-mode' }, t(`live_${s.liveMode}`)),
     s.table && !s.table.token ? h('span', { class: 'tag' }, t('read_only')) : null,
     s.table && s.table.token && s.view ? h('button', { type: 'button', class: 'small me', testid: 'my-seat', onclick: () => A.openDialog('whoAmI') },

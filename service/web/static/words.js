@@ -23,7 +23,8 @@ export function describe(rec, players, roundNumber) {
   const tile = rec.tile ? tileName(String(rec.tile)) : '';
   switch (rec.type) {
     case 'round_start':
-      return t('ev_round_start', { n: rec.round ?? roundNumber ?? '', dealer: rec.dealer == null ? '—' : s(rec.dealer) });
+      return rec.dealer == null ? t('ev_round_start_any', { n: rec.round ?? roundNumber ?? '' })
+        : t('ev_round_start', { n: rec.round ?? roundNumber ?? '', dealer: s(rec.dealer) });
     case 'round_end': return t('ev_round_end');
     case 'peng': return t('ev_peng', { seat: s(rec.seat), tile, from: s(rec.from) });
     case 'kong': return t(`ev_kong_${rec.kind}`, { seat: s(rec.seat), tile, from: s(rec.from) });
