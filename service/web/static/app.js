@@ -195,7 +195,7 @@ const A = {
   expandRound: (n) => dispatch('round/expand', n),
   showQr: () => showQr(),
   openSummary: () => { location.hash = `${location.hash.replace(/^#/, '').replace(/&end=1/, '')}&end=1`; },
-  ...endActions({ S, dispatch, toast, errorText, saved, remember }),
+  ...endActions({ S, dispatch, toast, errorText, saved, createTable: (body, busy) => createTableRequest(body, busy), openCreated: (tb, body) => openCreated(tb, body) }),
 };
 
 function send({ path, body, label }) {
