@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -22,6 +23,17 @@ def generated(redis_server) -> dict[str, str]:
     return docs.pages(redis_server.url)
 
 
+def blocks(page: str) -> dict[str, str]:
+    """The generated blocks of a rules page, by name."""
+    return {m.group(2): m.group(3) for m in docs.BLOCK.finditer(page)}
+
+
+RULE_BOOK = (DOCS / "rules.md").read_text(encoding="utf-8")
+SECTIONS = (["1", "2", "3", "4", "5", "5.1", "5.2", "5.3", "6", "7", "7.1", "7.2", "7.3", "8", "9", "10",
+             "11", "12", "13"] + [f"13.{n}" for n in range(1, 9)] + ["13.5.1", "13.5.2", "13.5.3", "14"]
+            + [f"14.{n}" for n in range(1, 7)])
+
+
 def test_generated_pages_are_up_to_date(generated):
     stale = docs.stale(generated)
     assert not stale, f"docs/{stale} drifted from the code: run `python -m service docs` and commit the result"
@@ -37,7 +49,8 @@ def test_the_docs_command_checks_and_fails_on_drift(tmp_path, generated):
 
 
 def test_rules_page_lists_every_pattern_in_every_fan_table(generated):
-    page = generated["rules.md"]
+    tables = blocks(generated["rules.md"])
+    page = tables["base-patterns"] + tables["extras"]
     for p in PATTERNS.values():
         row = next(line for line in page.splitlines() if line.startswith(f"| `{p.id}` |"))
         cells = [c.strip() for c in row.strip("|").split("|")]
@@ -93,6 +106,84 @@ def test_api_page_names_every_conflict_code_of_the_store(generated):
 def test_rules_page_lists_every_code_and_reason(generated):
     from service.rules.codes import code_table, reason_table
 
-    page = generated["rules.md"]
-    for code, meaning in [*code_table(), *reason_table()]:
-        assert f"| `{code}` | {meaning} |" in page, code
+    tables = blocks(generated["rules.md"])
+    for name, rows in (("error-codes", code_table()), ("transfer-reasons", reason_table())):
+        for code, meaning in rows:
+            assert f"| `{code}` | {docs.in_book(meaning)} |" in tables[name], code
+
+
+def test_rules_page_lists_every_ruleset_field_in_every_preset(generated):
+    from service.rules.ruleset import PRESETS, Ruleset
+
+    table = blocks(generated["rules.md"])["presets"]
+    for name in Ruleset.__dataclass_fields__:
+        row = next(line for line in table.splitlines() if line.startswith(f"| `{name}` |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1:-1] == [f"`{json.dumps(getattr(r, name), ensure_ascii=False)}`" for r in PRESETS.values()], row
+
+
+# -- the rule book: hand-written prose around generated blocks ------------------------------------
+def test_rules_page_fills_its_blocks_and_keeps_its_prose(tmp_path):
+    page = docs.rules_page()
+    assert page == RULE_BOOK  # (as the committed page: also checked with the other pages above)
+    prose = page.replace("## 1. Tiles and notation", "## 1. Tiles, and how to write them")
+    drifted = docs.BLOCK.sub(lambda m: m.group(1) + "| a table the code no longer gives |\n" + m.group(4), prose)
+    assert blocks(drifted) != blocks(page)
+    assert docs.rules_page(drifted) == prose  # every block refilled from the code, the prose as edited
+    (tmp_path / "rules.md").write_text(drifted, encoding="utf-8")
+    assert docs.stale({"rules.md": docs.rules_page(drifted)}, tmp_path) == ["rules.md"]
+    (tmp_path / "rules.md").write_text(prose, encoding="utf-8")
+    assert docs.stale({"rules.md": docs.rules_page(prose)}, tmp_path) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda page: page.replace("<!-- generated: extras -->", "<!-- extras -->"), "no generated block 'extras'"),
+    (lambda page: page.replace("<!-- generated: extras -->", "<!-- generated: extra -->"), "unknown generated block"),
+    (lambda page: page + "\n<!-- generated: presets -->\n<!-- end generated -->\n", "stands twice"),
+])
+def test_rules_page_refuses_a_block_missing_unknown_or_twice(change, message):
+    with pytest.raises(docs.RulesPageError, match=message):
+        docs.rules_page(change(RULE_BOOK))
+
+
+def test_rules_page_anchors_every_section_before_its_heading():
+    lines = RULE_BOOK.splitlines()
+    anchors = {}
+    for i, line in enumerate(lines):
+        m = re.fullmatch(r'<a id="([^"]+)"></a>', line)
+        if m:
+            anchors[m.group(1)] = lines[i + 1]
+    for number in SECTIONS:
+        heading = anchors.get(f"s{number}")
+        assert heading is not None, f"no anchor s{number}"
+        assert re.match(r"#{2,4} %s\.? " % re.escape(number), heading), (number, heading)
+    assert "codes" in anchors
+    for target in re.findall(r"\]\(#([^)]+)\)", RULE_BOOK):  # the contents and every link within the page
+        assert target in anchors, target
+    contents = RULE_BOOK.split("## Contents", 1)[1].split("<a id=", 1)[0]
+    assert set(re.findall(r"\(#([^)]+)\)", contents)) == set(anchors)
+
+
+def test_rule_book_has_every_section_the_rules_core_cites():
+    cited = set()
+    for path in (ROOT / "service" / "rules").glob("*.py"):
+        cited |= set(re.findall(r"§(\d+(?:\.\d+)*)", path.read_text(encoding="utf-8")))
+    assert cited and cited <= set(SECTIONS), sorted(cited - set(SECTIONS))
+
+
+def test_rule_book_describes_every_ruleset_field():
+    from service.rules.ruleset import Ruleset
+
+    section = RULE_BOOK.split('<a id="s9"></a>', 1)[1].split('<a id="s10"></a>', 1)[0]
+    prose = docs.BLOCK.sub("", section)
+    for name in Ruleset.__dataclass_fields__:
+        assert re.search(r"^\|[^|\n]*`%s`" % name, prose, re.M), name  # a row of the field table
+
+
+def test_rule_book_names_no_source_outside_the_repository():
+    assert not docs._OUTSIDE_FILE.search(RULE_BOOK)
+    assert not re.search(r"\bissues?\s*#?\d|\bseeds?\b", RULE_BOOK, re.I)
+
+
+def test_rule_book_marks_its_readings():
+    assert RULE_BOOK.count("**Reading:**") + RULE_BOOK.count("**Readings:**") >= 10

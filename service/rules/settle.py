@@ -194,6 +194,20 @@ class FirstWin(NamedTuple):
         return cls(tuple(d["seats"]), d["from"])
 
 
+class Scored(NamedTuple):
+    """A winner of a ``hu`` as it was scored: its ``fan`` after the cap and the ids of its patterns
+    (those of its hand; none for a winner given as a bare ``fan``).
+
+    :meth:`Round.step` of a ``hu`` leaves one per winner, in the event's order, in ``Round.scored``
+    for the caller to read at once (a table's summary keeps each seat's biggest win); it is not
+    part of the round's state (:meth:`Round.to_dict`), and any other event leaves it as it was.
+    """
+
+    seat: int
+    fan: int
+    patterns: tuple[str, ...]
+
+
 class Transfer(NamedTuple):
     """``payer`` pays ``payee`` ``points`` for ``reason``, caused by event ``event``.
 
@@ -272,6 +286,7 @@ class Round:
         self.kept: list[Hand | None] = [None] * n         # 血流: a winner's kept 13 tiles, once known (§13.2)
         self.last: LastEvent | None = None                # the previous event
         self.transfers: list[Transfer] = []
+        self.scored: tuple[Scored, ...] = ()             # the last hu's winners as scored (not state: see Scored)
 
     # -- derived ------------------------------------------------------------
     @property
@@ -611,12 +626,14 @@ class Round:
         if feeder_pays:
             ctx = ctx._replace(zimo_fan=False)
         # value every winner first: nothing moves unless all are valid
-        points = []
+        points, scored = [], []
         for w in ev.winners:
-            raw = self._winner_fan(w, ev, sit, ctx, i)
+            raw, patterns = self._winner_fan(w, ev, sit, ctx, i)
             if raw == 1 and ev.from_ is not None and not self.rules.dianpao_pinghu:
                 raise EventError(Code.DIANPAO_PINGHU, i, f"seat {w.seat}: {DIANPAO_PINGHU}")
-            points.append(points_of(raw, ctx).points)
+            value = points_of(raw, ctx)
+            points.append(value.points)
+            scored.append(_record(Scored, (w.seat, value.fan, patterns)))
         self._count_hu_tiles(ev, i)
         if ev.robbing_kong:
             self._void_kong(kong, i)
@@ -639,6 +656,7 @@ class Round:
             for w in ev.winners:
                 self._pay(ev.from_, w.seat, kong.collected, Reason.TRANSFER, i)
             self.kongs[kong_index] = kong._replace(transferred=True)
+        self.scored = tuple(scored)
         if self.first_win is None:
             self.first_win = _record(FirstWin, (tuple(seats), ev.from_))
         for s in seats:
@@ -684,10 +702,11 @@ class Round:
                 raise EventError(Code.CONTRADICTORY_FLAGS, i, "earthly by discard is on the dealer's first discard")
         return flags
 
-    def _winner_fan(self, w, ev: Hu, sit, ctx: _Ctx, i: int) -> int:
-        """A winner's total fan before the cap: as declared, or its hand's, checked."""
+    def _winner_fan(self, w, ev: Hu, sit, ctx: _Ctx, i: int) -> tuple[int, tuple[str, ...]]:
+        """A winner's total fan before the cap, as declared or its hand's (checked), and the ids of
+        its hand's patterns (none for a declared fan)."""
         if w.hand is None:
-            return w.fan
+            return w.fan, ()
         hand: Hand = w.hand
         probs = hand_problems(hand, sizes=(14,)) if hand.size != 14 or hand.max_held > 4 else None
         if probs:
@@ -713,7 +732,7 @@ class Round:
                        ctx.kaertiao and t == KAERTIAO_TILE and only_wait(hand, t))
         if evn is None:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
-        return evn.raw_fan
+        return evn.raw_fan, tuple([p.id for p in evn.patterns])
 
     def _count_hu_tiles(self, ev: Hu, i: int) -> None:
         first = True

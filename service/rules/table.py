@@ -31,6 +31,14 @@ Readings where RULES.md is silent (documented choices):
   the seats ``seat_out_of_range``); every seat-indexed list (balances, deltas, ``voids``) has one
   entry per seat, and with three players ``voids`` may only be null.
 
+Facts (for the evening's summary, :mod:`service.rules.summary`): the fold keeps
+what each seat did in the latest round (:class:`RoundFacts`: wins, 自摸, 点炮,
+kongs, 花猪 and 大叫 paid, escapes, its biggest win) as it applies each record,
+in the state (``round_facts``) while the round is played and in the round's
+summary (``facts``) once it has ended; so a summary needs the state and the
+ended rounds' summaries, never the log.  (``facts`` is kept for the summary:
+it is not part of a round as API.md shows it.)
+
 Stakes (§12; the coin settlement itself is :mod:`service.rules.stakes`):
 
 * A table created with stakes has ``coins`` (each seat's bankroll now).
@@ -75,13 +83,13 @@ Three players for coins: seat 2 escapes owing 96 points to each of the others
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
-from .codes import Code
+from .codes import Code, Reason
 from .errors import EventError, RuleError
 from .ruleset import Ruleset
 from .events import MAX_SUIT_CHARS, parse_event
-from .settle import Round, Transfer
+from .settle import Round, Scored, Transfer
 from .stakes import MAX_COINS, Stakes, settle_coins
 from .tiles import parse_suit
 
@@ -89,6 +97,143 @@ ROUND_EVENTS = ("peng", "kong", "hu", "draw", "escape")
 TABLE_EVENTS = ROUND_EVENTS + ("round_start", "round_end", "buy_in")
 BUY_IN_FIELDS = ("type", "seat", "coins")
 COIN_FIELDS = ("bankrolls", "coins_delta", "fees")  # what stakes add to a round's summary
+
+
+FACT_COUNTS = ("wins", "zimo", "dianpao_paid", "kongs_direct", "kongs_added", "kongs_concealed",
+               "huazhu_paid", "dajiao_paid", "escapes")
+"""The per-seat counts of :class:`RoundFacts`, by their names in a round summary's ``facts``."""
+
+
+class WinFact(NamedTuple):
+    """One win of a seat: its ``hu`` record's ``seq``, its ``fan`` after the cap, its pattern ids
+    (none for a win given as a bare fan) and the ``points`` its own payments (点炮 or 自摸) brought.
+
+    (An immutable record; a NamedTuple, as :class:`RoundFacts`, because the fold makes many.)
+    """
+
+    seq: int
+    fan: int
+    patterns: tuple[str, ...]
+    points: int
+
+    def beats(self, other: "WinFact | None") -> bool:
+        """More points, or as many and more fan (so on a tie the earlier win stays the biggest)."""
+        return other is None or (self.points, self.fan) > (other.points, other.fan)
+
+    def to_dict(self) -> dict:
+        return {"seq": self.seq, "fan": self.fan, "patterns": list(self.patterns), "points": self.points}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "WinFact":
+        return cls(d["seq"], d["fan"], tuple(d["patterns"]), d["points"])
+
+
+class RoundFacts(NamedTuple):
+    """What each seat did in one round, for the evening's summary (:mod:`service.rules.summary`,
+    which documents the readings): every member is one entry per seat (an immutable value).
+
+    The fold keeps the latest round's (``TableState.facts``), updated by each record it applies
+    (:meth:`after`: from the record and the transfers it caused), and writes them into the round's
+    summary (``facts``) when it ends; so they are the fold of the log, voids included.
+
+    >>> f = RoundFacts.empty(4).after({"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}, 2, (), ())
+    >>> f.kongs_concealed, f.to_dict()
+    ((0, 0, 1, 0), {'kongs_concealed': [0, 0, 1, 0]})
+    """
+
+    wins: tuple[int, ...]
+    zimo: tuple[int, ...]
+    dianpao_paid: tuple[int, ...]
+    kongs_direct: tuple[int, ...]
+    kongs_added: tuple[int, ...]
+    kongs_concealed: tuple[int, ...]
+    huazhu_paid: tuple[int, ...]
+    dajiao_paid: tuple[int, ...]
+    escapes: tuple[int, ...]
+    biggest_win: tuple[WinFact | None, ...]
+
+    @classmethod
+    def empty(cls, n: int) -> "RoundFacts":
+        zeros = (0,) * n
+        return cls(*(zeros,) * len(FACT_COUNTS), (None,) * n)
+
+    def after(self, record: Mapping[str, Any], seq: int, transfers: Iterable[Transfer],
+              scored: Iterable[Scored]) -> "RoundFacts":
+        """The facts once ``record`` (a round event the round took as ``seq``) has caused
+        ``transfers``; ``scored``: its winners as scored, for a ``hu``."""
+        kind = record["type"]
+        if kind == "peng":
+            return self
+        values = list(self)
+        if kind == "kong":
+            i = _KONGS[record["kind"]]
+            values[i] = _plus(values[i], record["seat"], 1)
+        elif kind == "hu":
+            _hu_facts(values, record, seq, transfers, scored)
+        elif kind == "escape":
+            values[_ESCAPES] = _plus(values[_ESCAPES], record["seat"], 1)
+        else:  # a draw: 查花猪 and 查大叫 (an escape's charge is neither)
+            for t in transfers:
+                i = _PAID_AT_DRAW.get(t.reason)
+                if i is not None:
+                    values[i] = _plus(values[i], t.payer, t.points)
+        return _record(RoundFacts, values)
+
+    def to_dict(self) -> dict:
+        """The JSON shape (a round summary's ``facts``): a member that is 0 (None) for every seat is left out."""
+        out = {name: list(getattr(self, name)) for name in FACT_COUNTS if any(getattr(self, name))}
+        if any(w is not None for w in self.biggest_win):
+            out["biggest_win"] = [None if w is None else w.to_dict() for w in self.biggest_win]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: "Mapping[str, Any] | None", n: int) -> "RoundFacts":
+        """From :meth:`to_dict`'s shape; a member left out (all of them for None: a summary or a state
+        stored before the facts were kept) is 0 (None) for every seat."""
+        d = d or {}
+        counts = [tuple(d[name]) if name in d else (0,) * n for name in FACT_COUNTS]
+        best = d.get("biggest_win")
+        return cls(*counts, (None,) * n if best is None else
+                   tuple(None if w is None else WinFact.from_dict(w) for w in best))
+
+
+_record = tuple.__new__
+"""Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the fold's hot path."""
+_FACT = {name: i for i, name in enumerate(RoundFacts._fields)}
+_KONGS = {kind: _FACT["kongs_" + kind] for kind in ("direct", "added", "concealed")}
+_ESCAPES = _FACT["escapes"]
+_PAID_AT_DRAW = {Reason.HUAZHU._value_: _FACT["huazhu_paid"], Reason.DAJIAO._value_: _FACT["dajiao_paid"]}
+_WIN_REASONS = (Reason.DIANPAO._value_, Reason.ZIMO._value_)
+
+
+def _hu_facts(values: list, record: Mapping[str, Any], seq: int, transfers: Iterable[Transfer],
+              scored: Iterable[Scored]) -> None:
+    """:meth:`RoundFacts.after` of a ``hu``, on the list of its members ``values``."""
+    frm = record.get("from")
+    discarder = frm
+    points: dict[int, int] = {}  # winner -> what its own payments brought
+    for t in transfers:
+        if t.reason in _WIN_REASONS:
+            points[t.payee] = points.get(t.payee, 0) + t.points
+            if frm is None and t.reason == _WIN_REASONS[0]:
+                discarder = t.payer  # 点杠花 paid by the feeder alone (dianganghua = discard)
+    wins, zimo, best = list(values[_FACT["wins"]]), list(values[_FACT["zimo"]]), list(values[_FACT["biggest_win"]])
+    for w in scored:
+        wins[w.seat] += 1
+        if discarder is None:
+            zimo[w.seat] += 1
+        win = _record(WinFact, (seq, w.fan, w.patterns, points.get(w.seat, 0)))
+        if win.beats(best[w.seat]):
+            best[w.seat] = win
+    values[_FACT["wins"]], values[_FACT["zimo"]], values[_FACT["biggest_win"]] = tuple(wins), tuple(zimo), tuple(best)
+    if discarder is not None:
+        values[_FACT["dianpao_paid"]] = _plus(values[_FACT["dianpao_paid"]], discarder, 1)
+    if record.get("robbing_kong"):  # 抢杠胡: the robbed kong never stood
+        values[_KONGS["added"]] = _plus(values[_KONGS["added"]], frm, -1)
+
+
+def _plus(values: tuple[int, ...], seat: int, n: int) -> tuple[int, ...]:
+    return values[:seat] + (values[seat] + n,) + values[seat + 1:]
 
 
 class TableError(EventError):
@@ -131,6 +276,11 @@ class TableState:
     base: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # balances before the latest round (one per seat)
     stakes: Stakes | None = None      # §12: None for a table that plays for points only
     coins: list[int] | None = None    # with stakes: each seat's bankroll now
+    facts: RoundFacts | None = None   # what each seat did in the latest round (None: nothing yet)
+
+    def __post_init__(self) -> None:
+        if self.facts is None:
+            self.facts = RoundFacts.empty(len(self.players))
 
     @classmethod
     def new(cls, players: list[str], ruleset: "Ruleset | str | Mapping | None", dealer: int = 0,
@@ -198,7 +348,9 @@ class TableState:
         return {k: view[k] for k in keys} | {
             "first_seq": self.round_meta["start"],
             "last_seq": self.version,
-        } | ({k: view[k] for k in COIN_FIELDS} if self.stakes is not None else {})
+        } | ({k: view[k] for k in COIN_FIELDS} if self.stakes is not None else {}) | {
+            "facts": self.facts.to_dict(),
+        }
 
     # -- persistence ---------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -208,6 +360,7 @@ class TableState:
             "round": None if self.round is None else self.round.to_dict(),
             "voided": self.voided, "base": self.base,
             "stakes": None if self.stakes is None else self.stakes.as_dict(), "coins": self.coins,
+            "round_facts": self.facts.to_dict(),
         }
 
     @classmethod
@@ -221,6 +374,9 @@ class TableState:
             # (states stored before stakes have neither)
             stakes=None if d.get("stakes") is None else Stakes.from_spec(d["stakes"], len(d["players"])),
             coins=None if d.get("coins") is None else list(d["coins"]),
+            # (states stored before the facts were kept have none: a round in play then counts
+            # only its later records, until a refold)
+            facts=RoundFacts.from_dict(d.get("round_facts"), len(d["players"])),
         )
 
     def copy(self) -> "TableState":
@@ -288,6 +444,7 @@ class TableState:
         number = self.rounds_done + 1
         self.base = self.balances
         self.round = Round(self.ruleset, dealer, voids)
+        self.facts = RoundFacts.empty(n)
         self.round_meta = {"number": number, "start": seq, "ended_by": None}
         if self.stakes is not None:
             self.round_meta |= {"bankrolls": list(self.coins), "coins_delta": None, "fees": None}
@@ -340,6 +497,7 @@ class TableState:
             raise TableError(Code.ROUND_ENDED, seq,
                              f"round {self.round_meta['number']} has ended; post a round_start for the next")
         out = self.round.step(record, seq)
+        self.facts = self.facts.after(record, seq, out, self.round.scored if record["type"] == "hu" else ())
         if self.round.ended:
             self._close(record["type"])
         return out
@@ -403,6 +561,7 @@ def refold_round(st: TableState, prior: Mapping[str, Any] | None, later: list[Ma
         start.dealer = prior["next_dealer"]
         start.round_meta = {"number": prior["number"], "start": prior["first_seq"], "ended_by": prior["ended_by"]}
         start.version = prior["last_seq"]
+        start.facts = RoundFacts.from_dict(prior.get("facts"), len(st.players))
         if st.stakes is not None:
             start.round_meta |= {k: prior[k] for k in COIN_FIELDS}
             start.coins = [b + d for b, d in zip(prior["bankrolls"], prior["coins_delta"])]

@@ -525,7 +525,9 @@ class TableStore:
         """The table view with one page of its ended rounds: those after round ``rounds_after``,
         at most ``rounds_limit``; ``rounds_next`` is the ``rounds_after`` of the next page (or None)."""
         st, _, _, done = self._load(table_id, access, rounds=(rounds_after, rounds_limit))
-        page = codec.read_summaries(done[:rounds_limit], rounds_after + 1)
+        # (a round's ``facts`` are the evening summary's: not part of the table view's rounds)
+        page = [{k: v for k, v in summary.items() if k != "facts"}
+                for summary in codec.read_summaries(done[:rounds_limit], rounds_after + 1)]
         more = len(done) > rounds_limit
         return self._view(table_id, st) | {"rounds": page, "rounds_next": rounds_after + rounds_limit if more else None}
 
