@@ -1354,3 +1354,84 @@ def test_every_round_explained_on_every_phone(service, api, phones):
     assert "南: ting (best wait 2 fan)" in detail and "西: not ting" in detail and "北: flower pig (花猪)" in detail
     assert b.text("round-1-deltas") == "This round: " + " & ".join(f"{n} {d:+d}" if d else f"{n} 0" for n, d in zip("东南西北", deltas))
     b.screenshot("round-explained")
+
+
+def test_the_end_of_the_evening(service, api, phones):
+    """结束牌局 → the end screen: the ranking and the settle-up as GET …/summary says, the picture
+    drawn on the phone (a PNG of a sane size), the text to copy; "same players again" makes a new
+    table with the same names and room in one tap; home goes back to the start page. (Runs once the
+    service has POST …/finish and GET …/summary: skipped while they are missing.)"""
+    status, _, body = request(service.port, "GET", "/openapi.json")
+    paths = json.loads(body)["paths"]
+    if "/v1/tables/{table_id}/summary" not in paths or "/v1/tables/{table_id}/finish" not in paths:
+        pytest.skip("the service has no POST /v1/tables/{id}/finish and GET /v1/tables/{id}/summary yet")
+    a = phones("a")
+    table = create_table(a, service.url, names=("老王", "小李", "阿珍", "大刘"))
+    auth = {"Authorization": f"Bearer {table['k']}"}
+    path = f"/v1/tables/{table['t']}/events"
+    for event in ({"type": "round_start"}, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "7s"},
+                  {"type": "hu", "from": 1, "tile": "5p", "winners": [{"seat": 0, "fan": 3}]}, {"type": "round_end"}):
+        assert request(service.port, "POST", path, event, auth)[0] == 201
+    a.wait(lambda: a.has("finish"), "the round over")
+    a.tap("finish")
+    a.tap("confirm")
+    a.wait(lambda: a.has("ranking") and a.has("end-picture"), "the end screen and its picture")
+    status, _, body = request(service.port, "GET", f"/v1/tables/{table['t']}/summary", headers=auth)
+    summary = json.loads(body)
+    assert status == 200 and summary["finished_at"]
+    for s in summary["seats"]:
+        assert s["name"] in a.text(f"rank-{s['seat']}") and f"{s['total']:+d}".replace("+0", "0") in a.text(f"rank-{s['seat']}")
+    names = summary["players"]
+    assert a.text("settle-up").splitlines() == [f"{names[p['from']]} pays {names[p['to']]} {p['points']}" for p in summary["settle_up"]]
+    picture = a.d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const img = document.querySelector('[data-testid=end-picture]');
+        fetch(img.src).then((r) => r.blob()).then((b) => done([img.naturalWidth, img.naturalHeight, b.size, b.type]));
+    """)
+    assert picture[0] == 720 and 600 < picture[1] < 2000 and 5_000 < picture[2] < 2_000_000 and picture[3] == "image/png", picture
+    assert all(p in a.text("end-text") for p in (a.text("settle-up").splitlines()[0], "老王"))
+    a.screenshot("end-of-evening")
+    # a finished table takes no more events
+    assert request(service.port, "POST", path, {"type": "round_start"}, auth)[0] == 409
+    a.tap("again")
+    a.wait(lambda: fragment(a.d.current_url).get("t") not in (None, table["t"]), "a new table")
+    answer_seat(a)
+    again = fragment(a.d.current_url)
+    assert api.table(again["t"], again["k"])["players"] == ["老王", "小李", "阿珍", "大刘"]
+    a.js("location.hash = '#t=%s&k=%s&end=1'" % (table["t"], table["k"]))
+    a.wait(lambda: a.has("home"), "the end screen again")
+    a.tap("home")
+    a.wait(lambda: a.has("create-table"), "the start page")
+
+
+def test_the_summary_picture_is_drawn_on_the_phone(service, phones):
+    """The end screen's picture: a summary of the contract's shape drawn by the phone's canvas with
+    the system's fonts into a PNG of a sane size (no request: the page only draws)."""
+    a = phones("a")
+    a.d.get(service.url + "/")
+    a.wait(lambda: a.has("create-table"), "the app")
+    marks = len(a.js("return performance.getEntriesByType('resource')"))
+    got = a.d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        Promise.all([import('/web/end.js'), import('/web/summary.js'), import('/web/i18n.js')]).then(async ([end, sum, i18n]) => {
+          i18n.setLang('zh');
+          const seat = (n, name, total, rank) => ({ seat: n, name, total, rank, wins: rank === 1 ? 2 : 0, zimo: 0, dianpao_paid: 0,
+            kongs: { direct: 0, added: 0, concealed: rank === 1 ? 1 : 0 }, huazhu_paid: 0, dajiao_paid: 0, escapes: 0, biggest_win: null });
+          const summary = { id: 'x', players: ['老王', '小李', '阿珍', '大刘'], rounds: 5, finished_at: '2026-03-01T23:41:07Z',
+            seats: [seat(0, '老王', 120, 1), seat(1, '小李', -84, 4), seat(2, '阿珍', 0, 2), seat(3, '大刘', -36, 3)],
+            settle_up: [{ from: 1, to: 0, points: 84 }, { from: 3, to: 0, points: 36 }] };
+          const drawing = sum.summaryDrawing(summary, { width: 360 });
+          const blob = await end.paint(drawing);
+          const img = new Image();
+          img.src = URL.createObjectURL(blob);
+          await img.decode();
+          img.dataset.testid = 'picture';
+          document.body.replaceChildren(img);
+          done([blob.type, blob.size, img.naturalWidth, img.naturalHeight, drawing.height, sum.drawingText(drawing)]);
+        });
+    """)
+    kind, size, width, height, css_height, words = got
+    assert kind == "image/png" and 5_000 < size < 2_000_000 and width == 720 and height == 2 * css_height, got[:5]
+    assert "小李 付给 老王 84" in words and "大刘 付给 老王 36" in words and "老王" in words
+    assert len(a.js("return performance.getEntriesByType('resource')")) == marks + 3  # (the three modules, nothing else)
+    a.screenshot("summary-picture")
