@@ -6,7 +6,8 @@
   anything) with a 360×640 mobile viewport and a fresh profile.
 * :class:`FlakyProxy` sits between a phone and the service: ``up`` forwards, ``down``
   drops every connection, ``lost_answers`` forwards requests but drops the answers (the
-  request lands, the phone never hears back: the case idempotency keys exist for).
+  request lands, the phone never hears back: the case idempotency keys exist for), ``hang``
+  takes every connection and never answers (a server that hangs).
 * :class:`Api` reads the table through the public API, as the tests' source of truth.
 
 Outside CI, a machine without Chromium skips the browser tests with the reason; under
@@ -105,7 +106,7 @@ class FlakyProxy:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def set_mode(self, mode: str) -> None:
-        assert mode in ("up", "down", "lost_answers")
+        assert mode in ("up", "down", "lost_answers", "hang")
         self.mode = mode
         with self.lock:  # open keep-alive connections die with the network
             for c in list(self.conns):
@@ -127,6 +128,10 @@ class FlakyProxy:
                 return
             if self.mode == "down":
                 client.close()
+                continue
+            if self.mode == "hang":  # held open, never answered (closed when the mode changes)
+                with self.lock:
+                    self.conns.add(client)
                 continue
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.target), timeout=5)

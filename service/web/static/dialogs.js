@@ -1,206 +1,164 @@
-// The recording dialogs: one sheet at a time, re-rendered from its own state on every tap.
-// Each dialog's confirm() returns true (done: close), a string (a message to show), or
-// nothing (it moved to its next step). Recording goes through ctx.record (the outbox).
-import { h, field } from '/web/dom.js';
-import { t } from '/web/i18n.js';
-import { tileName } from '/web/tiles.js';
-import { describe, patternList, patternName, seatName } from '/web/words.js';
-import { seatButtons, tilePicker, handEditor, handJson, breakdown, scoreHand, tingHand } from '/web/picker.js';
+// The recording dialogs, one sheet at a time. Each kind has:
+//   form(ctx, extra)       → its first form (a plain value kept in the store: state.dialog.form)
+//   title / body / confirmLabel (form, ctx, A) → what it shows (pure: vnodes, no side effects)
+//   confirm(form, ctx, A)  → true (done: close), a string (a message to show), or nothing (it
+//                             moved on with A.edit); may be async.
+// A (the app's actions for a dialog): edit(fn) changes the form; record(body) and
+// voidRecord(rec) go through the outbox (record answers as confirm does); checkHand(path, how)
+// asks the server about the hand at form[path…] once it is whole; setSeat(seat).
+// ctx (derived from the state): {view, players, ruleset, voids, xueliu, suits, out(i), won(i),
+//   claims(i) (may 碰/直杠), melds(i), pengs(i), kept(i) (血流: a winner's kept hand), mySeat}
+import { h, field } from './dom.js';
+import { t } from './i18n.js';
+import { tileName } from './tiles.js';
+import { describe, patternList, patternName, seatName } from './words.js';
+import { seatButtons, tilePicker, handEditor, handJson, handSize, breakdown } from './picker.js';
+import { pointsFor, roomPatterns } from './round.js';
 
-let active = null;
-let returnFocus = null;
-
-const overlay = () => document.getElementById('overlay');
-
-export const dialogOpen = () => active !== null;
-
-export function openDialog(dlg) {
-  const toast = document.getElementById('toast'); // the player has moved on from the last message
-  if (toast) toast.hidden = true;
-  returnFocus = document.activeElement;
-  active = dlg;
-  dlg.update = () => { if (active === dlg) render(); };
-  render();
-  const first = overlay().querySelector('button, input, select');
-  if (first) first.focus();
-}
-
-export function closeDialog() {
-  active = null;
-  const o = overlay();
-  o.hidden = true;
-  o.replaceChildren();
-  if (returnFocus && returnFocus.isConnected) returnFocus.focus();
-}
-
-function render() {
-  const d = active;
-  const o = overlay();
-  const old = o.querySelector('.sheet');
-  const scroll = old ? old.scrollTop : 0;
-  const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.testid : null;
-  const sheet = h('div', { class: 'sheet', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'dlg-title' },
-    h('h2', { id: 'dlg-title' }, d.title()),
-    h('div', { class: 'dlg-body' }, d.body()),
-    h('p', { class: 'dlg-msg', role: 'status', testid: 'dialog-message' }, d.msg || ''),
-    h('div', { class: 'dlg-actions' },
-      h('button', { type: 'button', testid: 'cancel', onclick: closeDialog }, t('cancel')),
-      h('button', { type: 'button', class: 'primary', testid: 'confirm', onclick: () => confirm(d) },
-        d.confirmLabel ? d.confirmLabel() : t('confirm'))));
-  o.replaceChildren(sheet);
-  o.hidden = false;
-  sheet.scrollTop = scroll;
-  if (focused) {
-    const again = sheet.querySelector(`[data-testid="${focused}"]`);
-    if (again) again.focus();
-  }
-}
-
-async function confirm(d) {
-  if (d.busy) return;
-  d.busy = true;
-  d.msg = '';
-  let r;
-  try { r = await d.confirm(); } finally { d.busy = false; }
-  if (active !== d) return;
-  if (r === true) closeDialog();
-  else { if (typeof r === 'string') d.msg = r; render(); }
-}
-
-document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && active) closeDialog(); });
-
-// -- helpers over the table context --------------------------------------------------------
-// ctx: {view, players, ruleset, voids, xueliu, roundRecords(), record(body), out(i), won(i),
-//       claims(i) (may 碰/直杠), melds(i), kept(i) (血流: a winner's kept hand, or null)}
 const missing = (names) => t('missing', { what: names.join(t('and')) });
-const toggle = (v) => !v;
+const mine = (ctx, ok = () => true) => (ctx.mySeat != null && ctx.mySeat >= 0 && ctx.mySeat < ctx.players.length && ok(ctx.mySeat) ? ctx.mySeat : null);
 
-function fanInput(entry, label, onInput) {
-  const input = h('input', {
-    type: 'number', min: 1, max: 99, step: 1, inputmode: 'numeric', testid: 'fan-input', value: String(entry.fan ?? 1),
-    oninput: (e) => { entry.fan = Number(e.target.value); if (onInput) onInput(); },
-  });
-  return field(label, input);
+// -- the sheet -----------------------------------------------------------------------------------
+export function renderDialog(dialog, ctx, A) {
+  const def = DIALOGS[dialog.kind];
+  const f = dialog.form;
+  return h('div', { class: 'sheet', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'dlg-title', key: `dlg-${dialog.id}`, testid: `dlg-${dialog.kind}` },
+    h('h2', { id: 'dlg-title' }, def.title(f, ctx)),
+    h('div', { class: 'dlg-body' }, def.body(f, ctx, A)),
+    h('p', { class: 'dlg-msg', role: 'status', testid: 'dialog-message' }, dialog.msg || ''),
+    h('div', { class: 'dlg-actions' },
+      h('button', { type: 'button', testid: 'cancel', onclick: () => A.close() }, def.cancelLabel ? def.cancelLabel(f, ctx) : t('cancel')),
+      h('button', { type: 'button', class: 'primary', testid: 'confirm', disabled: dialog.busy, onclick: () => A.confirm() },
+        def.confirmLabel ? def.confirmLabel(f, ctx) : t('confirm'))));
+}
+
+// a number of fan: 1–6 as buttons (fan-1 … fan-6), more typed in (fan-input)
+function fanPicker(value, onPick, { label, disabled = () => false } = {}) {
+  return h('div', { class: 'group', role: 'group', 'aria-labelledby': 'g-fan' },
+    h('div', { class: 'group-label', id: 'g-fan' }, label || t('fan')),
+    h('div', { class: 'fans' }, [1, 2, 3, 4, 5, 6].map((n) => h('button', {
+      type: 'button', class: 'choice', testid: `fan-${n}`, 'aria-pressed': String(value === n), disabled: disabled(n),
+      onclick: () => onPick(n),
+    }, t('fan_n', { fan: n }))),
+    h('input', { type: 'number', min: 1, max: 99, step: 1, inputmode: 'numeric', testid: 'fan-input', class: 'fan-more',
+      'aria-label': t('fan_more'), value: value == null ? '' : String(value),
+      oninput: (e) => onPick(e.target.value.trim() === '' ? null : Number(e.target.value)) })));
 }
 
 // -- round start -----------------------------------------------------------------------------
-export function roundStartDialog(ctx) {
-  const n = ctx.players.length;
-  const last = ctx.view.round; // the dealer after the round just ended (§10), else the table's next one
-  const dealer = last && last.status === 'ended' && last.next_dealer != null ? last.next_dealer : ctx.view.dealer;
-  const st = { dealer: dealer ?? 0, voids: Array(n).fill(null) };
-  const withVoids = n === 4;
-  const d = {
-    title: () => t('round_start'),
-    body: () => [
-      seatButtons({ prefix: 'seat', players: ctx.players, label: t('dealer_q'), pressed: (i) => i === st.dealer,
-        onPick: (i) => { st.dealer = i; d.update(); } }),
-      withVoids ? h('fieldset', {}, h('legend', {}, t('voids_opt')), ctx.players.map((_, i) => field(seatName(ctx.players, i),
-        h('select', { testid: `void-${i}`, onchange: (e) => { st.voids[i] = e.target.value || null; } },
-          h('option', { value: '', selected: !st.voids[i] }, t('void_none')),
-          ['m', 'p', 's'].map((s) => h('option', { value: s, selected: st.voids[i] === s }, t(`suits.${s}`).trim())))))) : null,
-    ],
-    confirm: () => {
-      const body = { type: 'round_start', dealer: st.dealer };
-      if (st.voids.some((v) => v)) body.voids = st.voids;
-      ctx.record(body);
-      return true;
-    },
-  };
-  return d;
-}
+const roundStart = {
+  form: (ctx) => {
+    const last = ctx.view.round; // the dealer after the round just ended (§10), else the table's next one
+    const dealer = last && last.status === 'ended' && last.next_dealer != null ? last.next_dealer : ctx.view.dealer;
+    return { dealer: dealer ?? 0, voids: Array(ctx.players.length).fill(null) };
+  },
+  title: () => t('round_start'),
+  body: (f, ctx, A) => [
+    seatButtons({ prefix: 'seat', players: ctx.players, label: t('dealer_q'), pressed: (i) => i === f.dealer,
+      onPick: (i) => A.edit((x) => { x.dealer = i; }) }),
+    ctx.players.length === 4 ? h('fieldset', {}, h('legend', {}, t('voids_opt')), ctx.players.map((_, i) => field(seatName(ctx.players, i),
+      h('select', { testid: `void-${i}`, onchange: (e) => A.edit((x) => { x.voids[i] = e.target.value || null; }) },
+        h('option', { value: '', selected: !f.voids[i] }, t('void_none')),
+        ['m', 'p', 's'].map((s) => h('option', { value: s, selected: f.voids[i] === s }, t(`suits.${s}`).trim())))))) : null,
+  ],
+  confirm: (f, ctx, A) => {
+    const body = { type: 'round_start', dealer: f.dealer };
+    if (f.voids.some((v) => v)) body.voids = f.voids;
+    return A.record(body);
+  },
+};
 
 // -- peng ------------------------------------------------------------------------------------
-export function pengDialog(ctx) {
-  const st = { seat: null, from: null, tile: null };
-  const d = {
-    title: () => t('peng'),
-    body: () => [
-      seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_peng'), pressed: (i) => i === st.seat,
-        disabled: (i) => ctx.out(i) || !ctx.claims(i), onPick: (i) => { st.seat = i; if (st.from === i) st.from = null; d.update(); } }),
-      ctx.xueliu && ctx.players.some((_, i) => !ctx.out(i) && !ctx.claims(i)) ? h('p', { class: 'muted small' }, t('xueliu_no_claims')) : null,
-      seatButtons({ prefix: 'from', players: ctx.players, label: t('from_whom'), pressed: (i) => i === st.from,
-        disabled: (i) => i === st.seat || ctx.out(i), onPick: (i) => { st.from = i; d.update(); } }),
-      tilePicker({ suits: ctx.suits, label: t('tile'), pressed: (x) => x === st.tile, onPick: (x) => { st.tile = x; d.update(); } }),
-    ],
-    confirm: () => {
-      const miss = [st.seat == null && t('who_peng'), st.from == null && t('from_whom'), !st.tile && t('tile')].filter(Boolean);
-      if (miss.length) return missing(miss);
-      ctx.record({ type: 'peng', seat: st.seat, tile: st.tile, from: st.from });
-      return true;
-    },
-  };
-  return d;
-}
+const peng = {
+  form: (ctx) => ({ seat: mine(ctx, (i) => !ctx.out(i) && ctx.claims(i)), from: null, tile: null }),
+  title: () => t('peng'),
+  body: (f, ctx, A) => [
+    seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_peng'), pressed: (i) => i === f.seat,
+      disabled: (i) => ctx.out(i) || !ctx.claims(i), onPick: (i) => A.edit((x) => { x.seat = i; if (x.from === i) x.from = null; }) }),
+    ctx.xueliu && ctx.players.some((_, i) => !ctx.out(i) && !ctx.claims(i)) ? h('p', { class: 'muted small' }, t('xueliu_no_claims')) : null,
+    seatButtons({ prefix: 'from', players: ctx.players, label: t('from_whom'), pressed: (i) => i === f.from,
+      disabled: (i) => i === f.seat || ctx.out(i), onPick: (i) => A.edit((x) => { x.from = i; }) }),
+    tilePicker({ suits: ctx.suits, label: t('tile'), pressed: (x) => x === f.tile, onPick: (tile) => A.edit((x) => { x.tile = tile; }) }),
+  ],
+  confirm: (f, ctx, A) => {
+    const miss = [f.seat == null && t('who_peng'), f.from == null && t('from_whom'), !f.tile && t('tile')].filter(Boolean);
+    if (miss.length) return missing(miss);
+    if (!ctx.claims(f.seat)) return t('codes.claim_after_win');
+    return A.record({ type: 'peng', seat: f.seat, tile: f.tile, from: f.from });
+  },
+};
 
 // -- kong ------------------------------------------------------------------------------------
-export function kongDialog(ctx) {
-  const st = { seat: null, kind: null, from: null, tile: null };
-  const d = {
-    title: () => t('kong'),
-    body: () => [
-      seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_kong'), pressed: (i) => i === st.seat,
-        disabled: ctx.out, onPick: (i) => {
-          st.seat = i;
-          if (st.from === i) st.from = null;
-          if (st.kind === 'direct' && !ctx.claims(i)) st.kind = null; // 血流: a winner kongs only what it draws
-          d.update();
-        } }),
+// an added kong's tile is the seat's peng when it has only one: no tile to tap
+const addedTile = (ctx, seat) => { const p = seat == null ? [] : ctx.pengs(seat); return p.length === 1 ? p[0] : null; };
+
+const kong = {
+  form: (ctx) => ({ seat: mine(ctx, (i) => !ctx.out(i)), kind: null, from: null, tile: null }),
+  title: () => t('kong'),
+  body: (f, ctx, A) => {
+    const pick = (fn) => A.edit((x) => {
+      fn(x);
+      if (x.kind === 'direct' && x.seat != null && !ctx.claims(x.seat)) x.kind = null; // 血流: a winner kongs only what it draws
+      if (x.kind === 'added' && x.tileAuto !== false) { const p = addedTile(ctx, x.seat); if (p) x.tile = p; }
+    });
+    return [
+      seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_kong'), pressed: (i) => i === f.seat,
+        disabled: ctx.out, onPick: (i) => pick((x) => { x.seat = i; if (x.from === i) x.from = null; }) }),
       h('div', { class: 'group', role: 'group', 'aria-label': t('kind') }, h('div', { class: 'group-label' }, t('kind')),
-        h('div', { class: 'seats' }, ['direct', 'added', 'concealed'].map((k) => h('button', {
-          type: 'button', class: 'choice', testid: `kind-${k}`, 'aria-pressed': String(st.kind === k),
-          disabled: k === 'direct' && st.seat != null && !ctx.claims(st.seat),
-          onclick: () => { st.kind = k; d.update(); },
+        h('div', { class: 'seats' }, ['concealed', 'direct', 'added'].map((k) => h('button', {
+          type: 'button', class: 'choice', testid: `kind-${k}`, 'aria-pressed': String(f.kind === k),
+          disabled: k === 'direct' && f.seat != null && !ctx.claims(f.seat),
+          onclick: () => pick((x) => { x.kind = k; }),
         }, t(`kind_${k}`)))),
-        st.seat != null && !ctx.claims(st.seat) ? h('p', { class: 'muted small' }, t('xueliu_no_claims')) : null),
-      st.kind === 'direct' ? seatButtons({ prefix: 'from', players: ctx.players, label: t('from_whom'),
-        pressed: (i) => i === st.from, disabled: (i) => i === st.seat || ctx.out(i),
-        onPick: (i) => { st.from = i; d.update(); } }) : null,
-      tilePicker({ suits: ctx.suits, label: t('tile'), pressed: (x) => x === st.tile, onPick: (x) => { st.tile = x; d.update(); } }),
-    ],
-    confirm: () => {
-      const miss = [st.seat == null && t('who_kong'), !st.kind && t('kind'),
-        st.kind === 'direct' && st.from == null && t('from_whom'), !st.tile && t('tile')].filter(Boolean);
-      if (miss.length) return missing(miss);
-      const body = { type: 'kong', seat: st.seat, kind: st.kind, tile: st.tile };
-      if (st.kind === 'direct') body.from = st.from;
-      ctx.record(body);
-      return true;
-    },
-  };
-  return d;
-}
+        f.seat != null && !ctx.claims(f.seat) ? h('p', { class: 'muted small' }, t('xueliu_no_claims')) : null),
+      f.kind === 'direct' ? seatButtons({ prefix: 'from', players: ctx.players, label: t('from_whom'),
+        pressed: (i) => i === f.from, disabled: (i) => i === f.seat || ctx.out(i),
+        onPick: (i) => A.edit((x) => { x.from = i; }) }) : null,
+      tilePicker({ suits: ctx.suits, label: f.kind === 'added' && addedTile(ctx, f.seat) ? t('tile_of_peng') : t('tile'),
+        pressed: (x) => x === f.tile, onPick: (tile) => A.edit((x) => { x.tile = tile; x.tileAuto = false; }) }),
+    ];
+  },
+  confirm: (f, ctx, A) => {
+    const miss = [f.seat == null && t('who_kong'), !f.kind && t('kind'),
+      f.kind === 'direct' && f.from == null && t('from_whom'), !f.tile && t('tile')].filter(Boolean);
+    if (miss.length) return missing(miss);
+    if (f.kind === 'direct' && !ctx.claims(f.seat)) return t('codes.claim_after_win');
+    const body = { type: 'kong', seat: f.seat, kind: f.kind, tile: f.tile };
+    if (f.kind === 'direct') body.from = f.from;
+    return A.record(body);
+  },
+};
 
 // -- hu --------------------------------------------------------------------------------------
 const FLAGS = ['after_kong', 'robbing_kong', 'last_tile', 'heavenly', 'earthly'];
 
-function patternPicker(entry, ctx, update) {
+const newEntry = (ctx, seat) => ({
+  mode: ctx.kept(seat) ? 'hand' : 'fan', fan: 1, picked: {},
+  hand: { tiles: [], melds: ctx.melds(seat), score: null, error: null, checking: false },
+});
+
+function patternPicker(entry, ctx, onEdit) {
   const table = ctx.ruleset.fan_table || 'qq';
-  const pats = patternList().filter((p) => (p.fan[table] || 0) > 0);
-  const fanOf = (p) => p.fan[table];
-  const sum = () => {
-    let f = 0;
-    for (const [id, c] of Object.entries(entry.picked)) f += c * fanOf(pats.find((p) => p.id === id));
-    return f;
-  };
-  const pick = (p) => {
-    if (p.base) {
-      for (const q of pats) if (q.base && q.id !== p.id) delete entry.picked[q.id];
-      if (entry.picked[p.id]) delete entry.picked[p.id]; else entry.picked[p.id] = 1;
-    } else if (p.id === 'gen') {
-      entry.picked.gen = ((entry.picked.gen || 0) + 1) % 5;
-      if (!entry.picked.gen) delete entry.picked.gen;
-    } else if (entry.picked[p.id]) delete entry.picked[p.id]; else entry.picked[p.id] = 1;
-    const f = sum();
-    if (f > 0) entry.fan = f;
-    update();
-  };
+  const pats = roomPatterns(patternList(), ctx.ruleset);
   return h('div', { class: 'group patterns', role: 'group', 'aria-label': t('by_patterns') },
     h('div', { class: 'group-label' }, t('by_patterns')),
     h('div', { class: 'chips' }, pats.map((p) => h('button', {
       type: 'button', class: `chip${p.base ? '' : ' extra'}`, testid: `pattern-${p.id}`,
-      'aria-pressed': String(!!entry.picked[p.id]), onclick: () => pick(p),
-    }, `${patternName(p.id)} ${t('fan_n', { fan: fanOf(p) })}${entry.picked[p.id] > 1 ? ` ${t('times', { n: entry.picked[p.id] })}` : ''}`))));
+      'aria-pressed': String(!!entry.picked[p.id]), onclick: () => onEdit((e) => pickPattern(e, p, pats, table)),
+    }, `${patternName(p.id)} ${t('fan_n', { fan: p.fan[table] })}${entry.picked[p.id] > 1 ? ` ${t('times', { n: entry.picked[p.id] })}` : ''}`))));
+}
+
+function pickPattern(e, p, pats, table) {
+  if (p.base) {
+    for (const q of pats) if (q.base && q.id !== p.id) delete e.picked[q.id];
+    if (e.picked[p.id]) delete e.picked[p.id]; else e.picked[p.id] = 1;
+  } else if (p.id === 'gen') {
+    e.picked.gen = ((e.picked.gen || 0) + 1) % 5;
+    if (!e.picked.gen) delete e.picked.gen;
+  } else if (e.picked[p.id]) delete e.picked[p.id]; else e.picked[p.id] = 1;
+  let sum = 0;
+  for (const [id, c] of Object.entries(e.picked)) sum += c * ((pats.find((q) => q.id === id) || { fan: {} }).fan[table] || 0);
+  if (sum > 0) e.fan = sum;
 }
 
 function winnerValue(entry, seat, ctx) {
@@ -218,97 +176,147 @@ function winnerValue(entry, seat, ctx) {
   return w;
 }
 
-export function huDialog(ctx) {
-  const st = { step: 0, selfDrawn: false, from: null, winners: [], tile: null, flags: {}, entries: {} };
-  const entry = (seat) => (st.entries[seat] ||= {
-    mode: ctx.kept(seat) ? 'hand' : 'fan', fan: 1, picked: {}, hand: { tiles: [], melds: ctx.melds(seat), result: null },
-  });
-  const winFlags = () => {
-    const f = { self_drawn: st.selfDrawn };
-    for (const k of FLAGS) if (st.flags[k]) f[k] = true;
-    return f;
-  };
-  const d = {
-    title: () => (st.step === 0 ? t('hu') : t('fan_for', { name: seatName(ctx.players, st.winners[st.step - 1]) })),
-    confirmLabel: () => (st.step < st.winners.length && st.step > 0) || st.step === 0 ? t('next') : t('confirm'),
-    body: () => (st.step === 0 ? mainStep() : winnerStep(st.winners[st.step - 1])),
-    confirm: async () => {
-      if (st.step === 0) {
-        const miss = [!st.selfDrawn && st.from == null && t('discarder'), !st.winners.length && t('winner'),
-          !st.tile && t('win_tile')].filter(Boolean);
-        if (miss.length) return missing(miss);
-        st.step = 1;
-        return undefined;
-      }
-      const seat = st.winners[st.step - 1];
-      const e = entry(seat);
-      if (winnerValue(e, seat, ctx) === null) {
-        return e.mode === 'hand' ? (e.hand.error || t('hand_tiles', { n: e.hand.tiles.length + 3 * e.hand.melds.length, size: 14 })) : t('fan');
-      }
-      if (st.step < st.winners.length) { st.step += 1; return undefined; }
-      const body = { type: 'hu', from: st.selfDrawn ? null : st.from, tile: st.tile,
-        winners: st.winners.map((s) => winnerValue(entry(s), s, ctx)) };
-      for (const k of FLAGS) if (st.flags[k]) body[k] = true;
-      ctx.record(body);
-      return true;
-    },
-  };
-  const mainStep = () => [
-    h('div', { class: 'group' }, h('button', {
-      type: 'button', class: 'choice wide', testid: 'self-drawn', 'aria-pressed': String(st.selfDrawn),
-      onclick: () => { st.selfDrawn = toggle(st.selfDrawn); if (st.selfDrawn) { st.from = null; st.winners = st.winners.slice(0, 1); } d.update(); },
-    }, t('self_drawn'))),
-    seatButtons({ prefix: 'from', players: ctx.players, label: t('discarder'), pressed: (i) => i === st.from,
-      disabled: (i) => ctx.out(i) || st.winners.includes(i),
-      onPick: (i) => { st.from = st.from === i ? null : i; if (st.from !== null) st.selfDrawn = false; d.update(); } }),
-    seatButtons({ prefix: 'seat', players: ctx.players, label: st.selfDrawn ? t('winner') : t('winners'),
-      pressed: (i) => st.winners.includes(i), disabled: (i) => ctx.out(i) || i === st.from,
-      onPick: (i) => {
-        if (st.winners.includes(i)) st.winners = st.winners.filter((x) => x !== i);
-        else st.winners = st.selfDrawn ? [i] : [...st.winners, i];
-        d.update();
-      } }),
-    tilePicker({ suits: ctx.suits, label: t('win_tile'), pressed: (x) => x === st.tile, onPick: (x) => {
-      st.tile = x;
-      for (const e of Object.values(st.entries)) Object.assign(e.hand, { tiles: [], score: null, result: null, error: null, checked: false });
-      d.update();
-    } }),
-    h('fieldset', { class: 'flags' }, h('legend', {}, t('flags')), FLAGS.map((k) => {
-      const label = k === 'after_kong' ? t(st.selfDrawn ? 'after_kong_self' : 'after_kong_discard') : t(k);
-      const input = h('input', { type: 'checkbox', testid: `flag-${k}`, checked: !!st.flags[k],
-        onchange: (e) => { st.flags[k] = e.target.checked; } });
-      return h('label', { class: 'check' }, input, label);
-    })),
+// what the API would refuse about one winner, in words (or null)
+function winnerProblem(f, entry, seat, ctx) {
+  if (winnerValue(entry, seat, ctx) === null) {
+    return entry.mode === 'hand' ? (entry.hand.error || t('hand_tiles', { n: handSize(entry.hand), size: 14 })) : t('fan');
+  }
+  const raw = entry.mode === 'hand' ? entry.hand.score.raw_fan ?? entry.hand.score.fan : entry.fan;
+  if (!f.selfDrawn && f.from != null && raw === 1 && ctx.ruleset.dianpao_pinghu === false) return t('codes.dianpao_pinghu');
+  return null;
+}
+
+const winFlags = (f) => {
+  const w = { self_drawn: f.selfDrawn };
+  for (const k of FLAGS) if (f.flags[k]) w[k] = true;
+  return w;
+};
+
+// one winner's fan, in the first step (a single winner) or its own step
+function fanSection(f, seat, ctx, A) {
+  const e = f.entries[seat] || newEntry(ctx, seat);
+  const onEdit = (fn) => A.edit((x) => { x.entries[seat] ||= newEntry(ctx, seat); fn(x.entries[seat]); });
+  const modes = h('div', { class: 'seats' }, ['fan', 'hand'].map((m) => h('button', {
+    type: 'button', class: 'choice', testid: `mode-${m}`, 'aria-pressed': String(e.mode === m),
+    onclick: () => onEdit((x) => { x.mode = m; }),
+  }, t(m === 'fan' ? 'by_fan' : 'by_hand'))));
+  if (e.mode === 'hand') return [modes, f.step === 0 ? h('p', { class: 'muted small' }, t('hand_next')) : null];
+  const pinghuBarred = !f.selfDrawn && f.from != null && ctx.ruleset.dianpao_pinghu === false;
+  const pts = pointsFor(e.fan, ctx.ruleset, { selfDrawn: f.selfDrawn });
+  return [
+    modes,
+    fanPicker(e.fan, (n) => onEdit((x) => { x.fan = n; x.picked = {}; }), { disabled: (n) => n === 1 && pinghuBarred }),
+    pinghuBarred ? h('p', { class: 'muted small' }, t('codes.dianpao_pinghu')) : null,
+    pts ? h('p', { class: 'lead points', testid: 'fan-points' }, pts.capped
+      ? t(f.selfDrawn ? 'equals_capped_each' : 'equals_capped', { raw: e.fan, fan: pts.fan, points: pts.points })
+      : t(f.selfDrawn ? 'equals_each' : 'equals', { points: pts.points })) : null,
+    patternPicker(e, ctx, onEdit),
   ];
-  const winnerStep = (seat) => {
-    const e = entry(seat);
-    const kept = ctx.kept(seat); // 血流: a seat that won with a hand wins again with that hand (§13.2)
+}
+
+const hu = {
+  form: (ctx) => {
+    const me = mine(ctx, (i) => !ctx.out(i));
+    return { step: 0, selfDrawn: false, from: null, winners: me == null ? [] : [me], tile: null, flags: {}, entries: {} };
+  },
+  title: (f, ctx) => (f.step === 0 ? t('hu') : t('fan_for', { name: seatName(ctx.players, f.winners[f.step - 1]) })),
+  confirmLabel: (f, ctx) => {
+    if (f.step > 0) return f.step < f.winners.length ? t('next') : t('confirm');
+    const seat = f.winners[0];
+    const byFan = f.winners.length === 1 && (f.entries[seat] || newEntry(ctx, seat)).mode === 'fan';
+    return byFan || !f.winners.length ? t('confirm') : t('next');
+  },
+  body: (f, ctx, A) => (f.step === 0 ? huMain(f, ctx, A) : huWinner(f, f.winners[f.step - 1], ctx, A)),
+  confirm: (f, ctx, A) => {
+    const record = () => {
+      const body = { type: 'hu', from: f.selfDrawn ? null : f.from, tile: f.tile,
+        winners: f.winners.map((s) => winnerValue(f.entries[s] || newEntry(ctx, s), s, ctx)) };
+      for (const k of FLAGS) if (f.flags[k]) body[k] = true;
+      return A.record(body);
+    };
+    if (f.step === 0) {
+      const miss = [!f.selfDrawn && f.from == null && t('discarder'), !f.winners.length && t('winner'),
+        !f.tile && t('win_tile')].filter(Boolean);
+      if (miss.length) return missing(miss);
+      const seat = f.winners[0];
+      const e = f.entries[seat] || newEntry(ctx, seat);
+      if (f.winners.length === 1 && e.mode === 'fan') { // one winner by fan: all on one sheet
+        const bad = winnerProblem(f, e, seat, ctx);
+        return bad || record();
+      }
+      toWinner(f, 1, ctx, A);
+      return undefined;
+    }
+    const seat = f.winners[f.step - 1];
+    const bad = winnerProblem(f, f.entries[seat] || newEntry(ctx, seat), seat, ctx);
+    if (bad) return bad;
+    if (f.step < f.winners.length) { toWinner(f, f.step + 1, ctx, A); return undefined; }
+    return record();
+  },
+};
+
+// to the step of winner number `step`: its hand starts from the tile won (血流: from the hand it
+// kept, which is whole at once and scored straight away)
+function toWinner(f, step, ctx, A) {
+  const seat = f.winners[step - 1];
+  A.edit((x) => {
+    x.step = step;
+    const e = (x.entries[seat] ||= newEntry(ctx, seat));
     if (!e.hand.tiles.length) {
-      e.hand.tiles = kept ? [st.tile, ...kept.tiles] : [st.tile];
+      const kept = ctx.kept(seat);
+      e.hand.tiles = kept ? [x.tile, ...kept.tiles] : [x.tile];
       if (kept) e.hand.melds = kept.melds.map((m) => ({ ...m }));
     }
-    const modes = h('div', { class: 'seats' }, ['fan', 'hand'].map((m) => h('button', {
-      type: 'button', class: 'choice', testid: `mode-${m}`, 'aria-pressed': String(e.mode === m),
-      onclick: () => { e.mode = m; d.update(); },
-    }, t(m === 'fan' ? 'by_fan' : 'by_hand'))));
-    const head = h('p', { class: 'lead' }, `${seatName(ctx.players, seat)} · ${tileName(st.tile)}`);
-    if (e.mode === 'hand') {
-      return [head, modes, kept ? h('p', { class: 'muted small', testid: 'kept-hand' }, t('kept_hand')) : null, handEditor({
-        suits: ctx.suits, entry: e.hand, size: 14, fixed: st.tile, update: d.update,
-        check: async (hand) => {
-          try {
-            hand.score = await scoreHand(hand, { tile: st.tile, win: winFlags(), ruleset: ctx.ruleset, voidSuit: ctx.voids[seat] });
-            hand.result = breakdown(hand.score);
-          } catch (err) {
-            hand.score = null;
-            hand.error = ctx.errorText(err);
-          }
-        },
-      })];
-    }
-    return [head, modes, fanInput(e, t('fan'), null), patternPicker(e, ctx, d.update)];
-  };
-  return d;
+  });
+  A.checkHand(['entries', String(seat), 'hand'], 'score');
+}
+
+function huMain(f, ctx, A) {
+  const one = f.winners.length === 1 ? f.winners[0] : null;
+  return [
+    h('div', { class: 'group' }, h('button', {
+      type: 'button', class: 'choice wide', testid: 'self-drawn', 'aria-pressed': String(f.selfDrawn),
+      onclick: () => A.edit((x) => { x.selfDrawn = !x.selfDrawn; if (x.selfDrawn) { x.from = null; x.winners = x.winners.slice(0, 1); } }),
+    }, t('self_drawn'))),
+    seatButtons({ prefix: 'from', players: ctx.players, label: t('discarder'), pressed: (i) => i === f.from,
+      disabled: (i) => ctx.out(i) || f.winners.includes(i),
+      onPick: (i) => A.edit((x) => { x.from = x.from === i ? null : i; if (x.from !== null) x.selfDrawn = false; }) }),
+    seatButtons({ prefix: 'seat', players: ctx.players, label: f.selfDrawn ? t('winner') : t('winners'),
+      pressed: (i) => f.winners.includes(i), disabled: (i) => ctx.out(i) || i === f.from,
+      onPick: (i) => A.edit((x) => {
+        if (x.winners.includes(i)) x.winners = x.winners.filter((s) => s !== i);
+        else x.winners = x.selfDrawn ? [i] : [...x.winners, i];
+      }) }),
+    tilePicker({ suits: ctx.suits, label: t('win_tile'), pressed: (x) => x === f.tile, onPick: (tile) => A.edit((x) => {
+      x.tile = tile;
+      for (const e of Object.values(x.entries)) Object.assign(e.hand, { tiles: [], score: null, error: null, checking: false });
+    }) }),
+    one != null ? h('div', { class: 'group win-fan' }, h('div', { class: 'group-label' }, t('fan_for', { name: seatName(ctx.players, one) })),
+      fanSection(f, one, ctx, A)) : null,
+    h('details', { class: 'flags', open: f.flagsOpen || FLAGS.some((k) => f.flags[k]),
+      ontoggle: (e) => { if (e.target.open !== !!f.flagsOpen) A.edit((x) => { x.flagsOpen = e.target.open; }); } },
+    h('summary', { testid: 'flags-open' }, t('flags')), FLAGS.map((k) => {
+      const label = k === 'after_kong' ? t(f.selfDrawn ? 'after_kong_self' : 'after_kong_discard') : t(k);
+      return h('label', { class: 'check' }, h('input', { type: 'checkbox', testid: `flag-${k}`, checked: !!f.flags[k],
+        onchange: (e) => A.edit((x) => { x.flags[k] = e.target.checked; }) }), label);
+    })),
+  ];
+}
+
+function huWinner(f, seat, ctx, A) {
+  const e = f.entries[seat] || newEntry(ctx, seat);
+  const kept = ctx.kept(seat); // 血流: a seat that won with a hand wins again with that hand (§13.2)
+  const head = h('p', { class: 'lead' }, `${seatName(ctx.players, seat)} · ${tileName(f.tile)}`);
+  if (e.mode !== 'hand') return [head, fanSection(f, seat, ctx, A)];
+  const modes = fanSection(f, seat, ctx, A)[0];
+  return [head, modes, kept ? h('p', { class: 'muted small', testid: 'kept-hand' }, t('kept_hand')) : null, handEditor({
+    hand: e.hand, size: 14, fixed: f.tile, suits: ctx.suits,
+    result: e.hand.score ? breakdown(e.hand.score) : '',
+    change: (fn, check = true) => {
+      A.edit((x) => { const hd = x.entries[seat].hand; fn(hd); if (check) Object.assign(hd, { score: null, error: null }); });
+      if (check) A.checkHand(['entries', String(seat), 'hand'], 'score');
+    },
+  })];
 }
 
 // -- draw and escape -------------------------------------------------------------------------
@@ -327,142 +335,142 @@ export function reportSeats(ctx, except = null) {
   return seats.filter((i) => !ctx.won(i) || (ctx.xueliu && ctx.ruleset.xueliu_dajiao_winners && !ctx.kept(i)));
 }
 
-function statusStep(ctx, seat, e, update) {
+const newReport = (ctx, seat) => ({ status: ctx.won(seat) ? 'unlisted' : 'not_ting', fan: 1,
+  hand: { tiles: [], melds: ctx.melds(seat), ting: null, error: null, checking: false } });
+
+function statusStep(f, seat, ctx, A) {
+  const e = f.entries[seat] || newReport(ctx, seat);
   const winner = ctx.won(seat);
   const pigs = ctx.ruleset.huazhu !== 0 && ctx.players.length === 4; // no 花猪 with huazhu = 0, nor with three players (§14)
   const statuses = winner ? ['unlisted', 'ting', 'hand'] : ['ting', 'hand', 'not_ting', ...(pigs ? ['huazhu'] : [])];
+  const onEdit = (fn) => A.edit((x) => { x.entries[seat] ||= newReport(ctx, seat); fn(x.entries[seat]); });
   const parts = [h('div', { class: 'seats' }, statuses.map((s) => h('button', {
     type: 'button', class: 'choice', testid: `status-${s}`, 'aria-pressed': String(e.status === s),
-    onclick: () => { e.status = s; update(); },
+    onclick: () => onEdit((x) => { x.status = s; }),
   }, t(`st_${s}`))))];
-  if (e.status === 'ting') parts.push(fanInput(e, t('dajiao_fan'), null));
+  if (e.status === 'ting') parts.push(fanPicker(e.fan, (n) => onEdit((x) => { x.fan = n; }), { label: t('dajiao_fan') }));
   if (e.status === 'hand') {
+    const r = e.hand.ting;
     parts.push(handEditor({
-      suits: ctx.suits, entry: e.hand, size: 13, update,
-      check: async (hand) => {
-        try {
-          const r = await tingHand(hand, { ruleset: ctx.ruleset, voidSuit: ctx.voids[seat] });
-          hand.result = r.ting ? t('ting_waits', { tiles: r.waits.map((w) => tileName(w.tile)).join(' '), fan: r.dajiao ? r.dajiao.fan : '' }) : t('not_ting');
-        } catch (err) {
-          hand.error = ctx.errorText(err);
-        }
+      hand: e.hand, size: 13, suits: ctx.suits,
+      result: r ? (r.ting ? t('ting_waits', { tiles: r.waits.map((w) => tileName(w.tile)).join(' '), fan: r.dajiao ? r.dajiao.fan : '' }) : t('not_ting')) : '',
+      change: (fn, check = true) => {
+        A.edit((x) => { x.entries[seat] ||= newReport(ctx, seat); const hd = x.entries[seat].hand; fn(hd); if (check) Object.assign(hd, { ting: null, error: null }); });
+        if (check) A.checkHand(['entries', String(seat), 'hand'], 'ting', seat);
       },
     }));
   }
   return parts;
 }
 
-// seats: the seats to report, in order; done(reports) records the event
-function reportSteps(ctx, seats, entries, d, stepOffset) {
-  const entry = (seat) => (entries[seat] ||= { status: ctx.won(seat) ? 'unlisted' : 'not_ting', fan: 1, hand: { tiles: [], melds: ctx.melds(seat) } });
-  return {
-    body: (step) => statusStep(ctx, seats[step - stepOffset], entry(seats[step - stepOffset]), d.update),
-    title: (step) => t(ctx.won(seats[step - stepOffset]) ? 'draw_for_winner' : 'draw_for', { name: seatName(ctx.players, seats[step - stepOffset]) }),
-    check: (step) => {
-      const seat = seats[step - stepOffset];
-      const e = entry(seat);
-      if (seatReport(e, seat, ctx) === null) return t('dajiao_fan');
-      if (e.status === 'hand' && e.hand.tiles.length + 3 * e.hand.melds.length !== 13) {
-        return t('hand_tiles', { n: e.hand.tiles.length + 3 * e.hand.melds.length, size: 13 });
-      }
-      return null;
-    },
-    reports: () => seats.map((s) => seatReport(entry(s), s, ctx)).filter((r) => r !== undefined),
-  };
+function reportProblem(f, seat, ctx) {
+  const e = f.entries[seat] || newReport(ctx, seat);
+  if (seatReport(e, seat, ctx) === null) return t('dajiao_fan');
+  if (e.status === 'hand' && handSize(e.hand) !== 13) return t('hand_tiles', { n: handSize(e.hand), size: 13 });
+  return null;
 }
 
-export function drawDialog(ctx) {
-  const seats = reportSeats(ctx); // (血流: a seat that has won need not be listed, §13.5)
-  const st = { step: 0, entries: {} };
-  const d = {};
-  const steps = reportSteps(ctx, seats, st.entries, d, 0);
-  Object.assign(d, {
-    title: () => (seats.length ? steps.title(st.step) : t('draw')),
-    confirmLabel: () => (st.step < seats.length - 1 ? t('next') : t('confirm')),
-    body: () => (seats.length ? steps.body(st.step) : [h('p', { class: 'lead' }, t('draw_none'))]),
-    confirm: () => {
-      if (seats.length) {
-        const bad = steps.check(st.step);
-        if (bad) return bad;
-        if (st.step < seats.length - 1) { st.step += 1; return undefined; }
-      }
-      ctx.record({ type: 'draw', seats: steps.reports() });
-      return true;
-    },
-  });
-  return d;
-}
+const reports = (f, seats, ctx) => seats.map((s) => seatReport(f.entries[s] || newReport(ctx, s), s, ctx)).filter((r) => r !== undefined);
+const drawTitle = (ctx, seat) => t(ctx.won(seat) ? 'draw_for_winner' : 'draw_for', { name: seatName(ctx.players, seat) });
 
-export function escapeDialog(ctx) {
-  const st = { step: 0, seat: null, lastFour: false, entries: {} };
-  const d = {};
-  let others = [];
-  let steps = null;
-  Object.assign(d, {
-    title: () => (st.step === 0 ? t('escape') : steps.title(st.step)),
-    confirmLabel: () => (st.step === 0 && !st.lastFour) || (st.step > 0 && st.step >= others.length) ? t('confirm') : t('next'),
-    body: () => (st.step === 0 ? [
-      seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_escapes'), pressed: (i) => i === st.seat,
-        disabled: ctx.out, onPick: (i) => { st.seat = i; d.update(); } }),
-      h('label', { class: 'check' }, h('input', { type: 'checkbox', testid: 'last-four', checked: st.lastFour,
-        onchange: (e) => { st.lastFour = e.target.checked; d.update(); } }), t('last_four')),
-    ] : steps.body(st.step)),
-    confirm: () => {
-      if (st.step === 0) {
-        if (st.seat == null) return missing([t('who_escapes')]);
-        others = reportSeats(ctx, st.seat);
-        steps = reportSteps(ctx, others, st.entries, d, 1);
-        if (!st.lastFour || !others.length) {
-          ctx.record({ type: 'escape', seat: st.seat, last_four: st.lastFour });
-          return true;
-        }
-        st.step = 1;
-        return undefined;
-      }
-      const bad = steps.check(st.step);
+const draw = {
+  form: (ctx) => ({ step: 0, seats: reportSeats(ctx), entries: {} }), // (血流: a seat that has won need not be listed, §13.5)
+  title: (f, ctx) => (f.seats.length ? drawTitle(ctx, f.seats[f.step]) : t('draw')),
+  confirmLabel: (f) => (f.step < f.seats.length - 1 ? t('next') : t('confirm')),
+  body: (f, ctx, A) => (f.seats.length ? statusStep(f, f.seats[f.step], ctx, A) : [h('p', { class: 'lead' }, t('draw_none'))]),
+  confirm: (f, ctx, A) => {
+    if (f.seats.length) {
+      const bad = reportProblem(f, f.seats[f.step], ctx);
       if (bad) return bad;
-      if (st.step < others.length) { st.step += 1; return undefined; }
-      ctx.record({ type: 'escape', seat: st.seat, last_four: true, seats: steps.reports() });
-      return true;
-    },
-  });
-  return d;
-}
+      if (f.step < f.seats.length - 1) { A.edit((x) => { x.step += 1; }); return undefined; }
+    }
+    return A.record({ type: 'draw', seats: reports(f, f.seats, ctx) });
+  },
+};
+
+const escape = {
+  form: () => ({ step: 0, seat: null, lastFour: false, others: [], entries: {} }),
+  title: (f, ctx) => (f.step === 0 ? t('escape') : drawTitle(ctx, f.others[f.step - 1])),
+  confirmLabel: (f) => ((f.step === 0 && !f.lastFour) || (f.step > 0 && f.step >= f.others.length) ? t('confirm') : t('next')),
+  body: (f, ctx, A) => (f.step === 0 ? [
+    seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_escapes'), pressed: (i) => i === f.seat,
+      disabled: ctx.out, onPick: (i) => A.edit((x) => { x.seat = i; }) }),
+    h('label', { class: 'check' }, h('input', { type: 'checkbox', testid: 'last-four', checked: f.lastFour,
+      onchange: (e) => A.edit((x) => { x.lastFour = e.target.checked; }) }), t('last_four')),
+  ] : statusStep(f, f.others[f.step - 1], ctx, A)),
+  confirm: (f, ctx, A) => {
+    if (f.step === 0) {
+      if (f.seat == null) return missing([t('who_escapes')]);
+      const others = reportSeats(ctx, f.seat);
+      if (!f.lastFour || !others.length) return A.record({ type: 'escape', seat: f.seat, last_four: f.lastFour });
+      A.edit((x) => { x.others = others; x.step = 1; });
+      return undefined;
+    }
+    const bad = reportProblem(f, f.others[f.step - 1], ctx);
+    if (bad) return bad;
+    if (f.step < f.others.length) { A.edit((x) => { x.step += 1; }); return undefined; }
+    return A.record({ type: 'escape', seat: f.seat, last_four: true, seats: reports(f, f.others, ctx) });
+  },
+};
 
 // -- buy-in (a table with stakes, between rounds) -----------------------------------------------
-export function buyInDialog(ctx) {
-  const st = { seat: null, coins: '' };
-  const d = {
-    title: () => t('buy_in'),
-    body: () => [
-      seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_buys'), pressed: (i) => i === st.seat,
-        onPick: (i) => { st.seat = i; d.update(); } }),
-      field(t('buy_coins'), h('input', { type: 'number', min: 1, step: 1, inputmode: 'numeric', testid: 'coins-input',
-        value: st.coins, oninput: (e) => { st.coins = e.target.value; } })),
-    ],
-    confirm: () => {
-      if (st.seat == null) return missing([t('who_buys')]);
-      const coins = Number(st.coins);
-      if (!Number.isSafeInteger(coins) || coins < 1) return t('coins_bad');
-      ctx.record({ type: 'buy_in', seat: st.seat, coins });
-      return true;
-    },
-  };
-  return d;
-}
+const buyIn = {
+  form: (ctx) => ({ seat: mine(ctx), coins: '' }),
+  title: () => t('buy_in'),
+  body: (f, ctx, A) => [
+    seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_buys'), pressed: (i) => i === f.seat,
+      onPick: (i) => A.edit((x) => { x.seat = i; }) }),
+    field(t('buy_coins'), h('input', { type: 'number', min: 1, step: 1, inputmode: 'numeric', testid: 'coins-input',
+      value: f.coins, oninput: (e) => A.edit((x) => { x.coins = e.target.value; }) })),
+  ],
+  confirm: (f, ctx, A) => {
+    if (f.seat == null) return missing([t('who_buys')]);
+    const coins = Number(f.coins);
+    if (!Number.isSafeInteger(coins) || coins < 1) return t('coins_bad');
+    return A.record({ type: 'buy_in', seat: f.seat, coins });
+  },
+};
+
+// -- which seat is this phone's ------------------------------------------------------------------
+const whoAmI = {
+  form: (ctx) => ({ seat: ctx.mySeat != null && ctx.mySeat >= 0 ? ctx.mySeat : null }),
+  title: () => t('my_seat_q'),
+  cancelLabel: () => t('my_seat_none'),
+  body: (f, ctx, A) => [
+    h('p', { class: 'muted' }, t('my_seat_hint')),
+    seatButtons({ prefix: 'me', players: ctx.players, label: t('my_seat'), pressed: (i) => i === f.seat,
+      onPick: (i) => A.edit((x) => { x.seat = i; }) }),
+  ],
+  confirm: (f, ctx, A) => {
+    if (f.seat == null) return missing([t('my_seat')]);
+    A.setSeat(f.seat);
+    return true;
+  },
+};
 
 // -- confirmations ---------------------------------------------------------------------------
-export function confirmDialog({ title, text, onConfirm }) {
-  return {
-    title: () => title,
-    body: () => [h('p', { class: 'lead', testid: 'confirm-text' }, text)],
-    confirm: () => { onConfirm(); return true; },
-  };
-}
+// form: {title, text, confirm: the label} + what to do, named: {then: 'round_end' | 'void' | 'again' | 'finish'}
+const ask = {
+  form: (ctx, extra) => extra,
+  title: (f) => f.title,
+  confirmLabel: (f) => f.confirmLabel || t('confirm'),
+  cancelLabel: (f) => f.cancelLabel || t('cancel'),
+  body: (f) => [h('p', { class: 'lead', testid: 'confirm-text' }, f.text)],
+  confirm: (f, ctx, A) => A.answer(f),
+};
 
-export function undoDialog(ctx, rec) {
-  return confirmDialog({
-    title: t('undo'), text: `${t('undo_q')} #${rec.seq}: ${describe(rec, ctx.players)}`,
-    onConfirm: () => ctx.voidRecord(rec),
-  });
+const glossary = {
+  form: () => ({}),
+  title: () => t('glossary'),
+  confirmLabel: () => t('close'),
+  cancelLabel: () => t('close'),
+  body: () => [h('dl', { class: 'glossary', testid: 'glossary' }, ['fan', 'ting', 'dajiao', 'huazhu', 'zimo', 'dianpao', 'gang', 'xueliu'].map((k) => [
+    h('dt', {}, t(`gl.${k}`)), h('dd', {}, t(`gl.${k}_d`))]))],
+  confirm: () => true,
+};
+
+export const DIALOGS = { roundStart, peng, kong, hu, draw, escape, buyIn, whoAmI, ask, glossary };
+
+export function undoForm(rec, players) {
+  return { title: t('undo'), text: `${t('undo_q')} #${rec.seq}: ${describe(rec, players)}`, then: 'void', seq: rec.seq };
 }

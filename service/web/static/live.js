@@ -27,8 +27,9 @@
 // times a minute, and only while records arrive; polling, 60000 / POLL_MS = 40 conditional GETs a
 // minute while visible (6 hidden), plus one …/events per change. A 429 stops the phone's reads
 // for its Retry-After.
-import { call, tablePath, ApiError } from '/web/api.js';
-import { readStream } from '/web/sse.js';
+import { call, tablePath, ApiError } from './api.js';
+import { readStream } from './sse.js';
+import { roundAfterRecord } from './round.js';
 
 const POLL_MS = 1500, HIDDEN_POLL_MS = 10000;
 const REFRESH_GAP_MS = 1000;
@@ -42,12 +43,13 @@ export const endedRounds = (view) => (!view || !view.round ? 0
   : view.round.status === 'ended' ? view.round.number : view.round.number - 1);
 
 export class TableLive {
-  // view: the view this phone kept from last time (shown until the server answers)
-  constructor({ id, token, view = null, onView, onRecords, onStatus, onMode = () => {} }) {
+  // view, records: the view and the log this phone kept from last time (shown until the server
+  // answers; the log is read on from its last record)
+  constructor({ id, token, view = null, records = [], onView, onRecords, onStatus, onMode = () => {} }) {
     Object.assign(this, { id, token, onView, onRecords, onStatus, onMode });
     this.view = view;
     this.fullVersion = null;  // version of the last whole view fetched (its ETag)
-    this.records = [];
+    this.records = records.slice();
     this.loaded = false;      // the log has been read once
     this.mode = 'connecting'; // 'stream' | 'poll' | 'connecting'
     this.stopped = false;
@@ -141,7 +143,7 @@ export class TableLive {
   async fetchView() {
     if (Date.now() < this.blockedUntil) return;
     const whole = this.fullVersion != null && this.view;
-    const have = whole ? this.view.rounds : [];
+    const have = whole ? (this.view.rounds || []).filter((r) => !r.local) : []; // (not the ones made up from records)
     const path = (after) => tablePath(this.id, `?rounds_after=${after}&rounds_limit=${ROUNDS_PAGE}`);
     try {
       const headers = whole ? { 'If-None-Match': `"${this.fullVersion}"` } : {};
@@ -167,8 +169,10 @@ export class TableLive {
       view.rounds_next = null;
       this.fullVersion = view.version;
       if (this.view && this.view.version > view.version) { // a record seen on the stream is newer
-        Object.assign(view, { version: this.view.version, balances: this.view.balances },
-          this.view.coins ? { coins: this.view.coins } : {});
+        const last = view.rounds.length ? view.rounds[view.rounds.length - 1].number : 0;
+        const later = (this.view.rounds || []).filter((r) => r.number > last);
+        Object.assign(view, { version: this.view.version, balances: this.view.balances, round: this.view.round || view.round,
+          rounds: [...view.rounds, ...later] }, this.view.coins ? { coins: this.view.coins } : {});
       }
       this.view = view;
       this.onView(view);
@@ -195,13 +199,18 @@ export class TableLive {
     if (added.length) this.onRecords(added);
   }
 
+  // (a record is never changed in place: a voided one is replaced by a copy, so that a snapshot
+  // of the log handed out before stays as it was)
   append(rec) {
     if (rec.type === 'void') {
-      const target = this.records.find((x) => x.seq === rec.target);
+      const at = this.records.findIndex((x) => x.seq === rec.target);
+      const target = at >= 0 ? this.records[at] : null;
       if (target) {
-        target.voided = true;
+        this.records[at] = { ...target, voided: true };
         // a void may change an ended round: the rounds from the target's on are read again
-        if (this.view && Array.isArray(this.view.rounds)) this.view.rounds = this.view.rounds.filter((r) => r.number < (target.round ?? 1));
+        if (this.view && Array.isArray(this.view.rounds)) {
+          this.view = { ...this.view, rounds: this.view.rounds.filter((r) => r.number < (target.round ?? 1)) };
+        }
       }
     }
     this.records.push(rec);
@@ -216,7 +225,7 @@ export class TableLive {
       if (item.seq !== this.lastSeq + 1) { gap = true; break; }
       const { version, balances, coins, amount, ...rec } = item;
       if (this.view && version > this.view.version) {
-        Object.assign(this.view, { version, balances }, Array.isArray(coins) ? { coins } : {});
+        this.view = { ...this.view, ...this.roundsAfter(rec, balances), version, balances, ...(Array.isArray(coins) ? { coins } : {}) };
         moved = true;
       }
       // the stream's `coins` is the table's after the record; a buy-in's own coins are `amount`
@@ -230,13 +239,38 @@ export class TableLive {
     if (gap) this.catchUp();
   }
 
+  // the round (and the ended rounds) as of a stream record, until the next view GET tells: its
+  // deltas move with the balances, a round_end ends it, a round_start opens the next one
+  roundsAfter(rec, balances) {
+    const view = this.view;
+    let round = view.round;
+    let rounds = view.rounds || [];
+    if (!round && rec.type !== 'round_start') return {};
+    const target = rec.type === 'void' ? this.records.find((x) => x.seq === rec.target) : null;
+    const mine = rec.type === 'void' ? target && round && target.round === round.number && round.status === 'playing'
+      : rec.type === 'round_start' || (round && rec.round === round.number);
+    if (!mine) return {};
+    if (rec.type === 'round_start') {
+      if (round && !rounds.some((r) => r.number === round.number)) rounds = [...rounds, { ...round, status: 'ended', local: true }];
+      round = roundAfterRecord(round || { number: 0, deltas: balances.map(() => 0) }, rec, view.balances, balances);
+    } else {
+      round = roundAfterRecord(round, rec, view.balances, balances);
+      if (rec.type === 'round_end' && !rounds.some((r) => r.number === round.number)) rounds = [...rounds, { ...round, local: true }];
+    }
+    return { round, rounds };
+  }
+
   // this phone's own write was answered (201): its balances and round at once (unless the
   // stream has already brought a later record: then the next view GET has the round)
   noteWrite(data) {
     if (!data || !this.view) return;
     if (data.version >= this.view.version) {
-      Object.assign(this.view, { version: data.version, balances: data.balances, round: data.round },
-        data.coins ? { coins: data.coins } : {});
+      let rounds = this.view.rounds || [];
+      if (data.round && data.round.status === 'ended' && !rounds.some((r) => r.number === data.round.number)) {
+        rounds = [...rounds, { ...data.round, local: true }];
+      }
+      this.view = { ...this.view, version: data.version, balances: data.balances, round: data.round, rounds,
+        ...(data.coins ? { coins: data.coins } : {}) };
       this.onView(this.view);
     }
     if (this.mode === 'stream') this.scheduleRefresh();

@@ -4,7 +4,7 @@
 // whose answer was lost repeats the same key, so the server records it once and replays its
 // first answer. If-Match carries the version the phone expected: if another phone changed
 // the table meanwhile, the server refuses (412) and the player is told, never silently.
-import { call, uuid4 } from '/web/api.js';
+import { call, uuid4 } from './api.js';
 
 const RETRY_MS = 3000;
 

@@ -71,3 +71,81 @@ export function keptHands(recs, n) {
   }
   return kept;
 }
+
+// -- points and patterns of a win given as fan ---------------------------------------------------
+// what one payer pays for `fan` (RULES.md §5.3: the cap, then base × 2^(fan−1), or base × fan
+// when scoring is linear; 自摸加底 adds a base per payer): {fan, points, capped}, or null
+export function pointsFor(fan, ruleset, { selfDrawn = false } = {}) {
+  if (!Number.isInteger(fan) || fan < 1 || !ruleset) return null;
+  const capped = ruleset.cap != null && fan > ruleset.cap;
+  const f = capped ? ruleset.cap : fan;
+  const base = ruleset.base ?? 6;
+  const mult = ruleset.scoring === 'linear' ? f : 2 ** (f - 1);
+  return { fan: f, points: base * mult + (selfDrawn && ruleset.zimo === 'base' ? base : 0), capped };
+}
+
+// the extra patterns a room counts only when its option is on (the rest always count)
+const OPTION_OF = { haidi: 'haidi', jingoudiao: 'jingoudiao', menqing: 'menqing', zhongzhang: 'zhongzhang',
+  jiaxinwu: 'jiaxinwu', kaertiao: 'kaertiao', yitiaolong: 'yitiaolong' };
+
+// the patterns worth fan in this room: every base pattern of its fan table, and the extras it
+// has not switched off (自摸加番 only with zimo = fan)
+export function roomPatterns(patterns, ruleset) {
+  const table = (ruleset && ruleset.fan_table) || 'qq';
+  return patterns.filter((p) => {
+    if (!((p.fan[table] || 0) > 0)) return false;
+    if (p.id === 'zimo') return ruleset.zimo === 'fan';
+    if (p.id in OPTION_OF) return !!ruleset[OPTION_OF[p.id]];
+    return true;
+  });
+}
+
+// -- one round, explained ----------------------------------------------------------------------
+// the records of round n (voided ones included, and the voids that took them back)
+export function roundLog(records, n) {
+  const inRound = new Set(records.filter((r) => r.round === n).map((r) => r.seq));
+  return records.filter((r) => inRound.has(r.seq) || (r.type === 'void' && inRound.has(r.target)));
+}
+
+const SETTLED = ['peng', 'kong', 'hu', 'draw', 'escape'];
+const eventBody = (r) => Object.fromEntries(Object.entries(r).filter(([k]) => !['seq', 'at', 'round', 'voided'].includes(k)));
+
+// POST /v1/rounds/settle's body for the events of round n that stand (or, with `upTo`, for the
+// ones that stood when record `upTo` was made: what a void took back), and the seq of each index
+export function settleRequest(records, n, ruleset, upTo = null) {
+  const start = records.find((r) => r.type === 'round_start' && r.round === n && !r.voided);
+  const standing = (r) => (upTo == null ? !r.voided : r.seq === upTo || !voidedBefore(records, r.seq, upTo));
+  const recs = records.filter((r) => r.round === n && SETTLED.includes(r.type) && (upTo == null || r.seq <= upTo) && standing(r));
+  const body = { ruleset, dealer: start ? start.dealer ?? 0 : 0, events: recs.map(eventBody) };
+  if (start && Array.isArray(start.voids) && start.voids.some((v) => v)) body.voids = start.voids;
+  return { body, seqs: recs.map((r) => r.seq) };
+}
+
+// was record `seq` voided by a void made before record `before`?
+function voidedBefore(records, seq, before) {
+  return records.some((r) => r.type === 'void' && r.target === seq && r.seq < before);
+}
+
+// each seat's standing at a draw (or an escape's last-four reports): ting (with its 大叫 fan when
+// given), a hand (ting worked out by the server), not ting, 花猪
+export function drawStatuses(rec) {
+  if (!rec || !Array.isArray(rec.seats)) return [];
+  return rec.seats.map((s) => (s.hand
+    ? { seat: s.seat, status: 'hand', hand: s.hand }
+    : { seat: s.seat, status: s.status, dajiao_fan: s.dajiao_fan ?? null }));
+}
+
+// the balance changes of a stream record applied to the round it belongs to: the round's deltas
+// move with the balances (so that 本局 and the rounds table agree with 合计 at once)
+export function roundAfterRecord(round, rec, before, after) {
+  if (!round || !Array.isArray(before) || !Array.isArray(after) || rec.type === 'buy_in') return round;
+  if (rec.type === 'round_start') {
+    const n = before.length;
+    return { number: rec.round ?? round.number + 1, dealer: rec.dealer ?? 0, status: 'playing',
+      voids: rec.voids || Array(n).fill(null), won: [], left: [], deltas: Array(n).fill(0), ended_by: null, next_dealer: null, events: 0 };
+  }
+  const deltas = round.deltas.map((d, i) => d + (after[i] - before[i]));
+  const next = { ...round, deltas };
+  if (rec.type === 'round_end') next.status = 'ended';
+  return next;
+}

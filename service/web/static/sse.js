@@ -1,4 +1,4 @@
-import { apiKey, requestId, retryAfter } from '/web/api.js';
+import { apiKey, requestId, retryAfter } from './api.js';
 
 // A Server-Sent Events reader over fetch(): EventSource cannot send an Authorization header,
 // and the table stream needs the token there (never in the URL).

@@ -1,8 +1,8 @@
 // Tiles drawn by the app as SVG (no emoji font, no image files): 筒 as dots, 条 as sticks,
 // 万 as the rank in Chinese numerals over 万. Every tile also shows its rank in a corner.
-import { t } from '/web/i18n.js';
+import { t } from './i18n.js';
+import { h } from './dom.js';
 
-const NS = 'http://www.w3.org/2000/svg';
 export const SUITS = ['m', 'p', 's'];
 export const TILES = SUITS.flatMap((s) => [1, 2, 3, 4, 5, 6, 7, 8, 9].map((r) => `${r}${s}`));
 const NUMERALS = '一二三四五六七八九';
@@ -26,11 +26,11 @@ const STICKS = {
   9: [[7, 8], [15, 8], [23, 8], [7, 21], [15, 21], [23, 21], [7, 33], [15, 33], [23, 33]],
 };
 
-function el(name, attrs, parent) {
-  const e = document.createElementNS(NS, name);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (parent) parent.appendChild(e);
-  return e;
+// one SVG element as a vnode (dom.js creates it with document.createElementNS(NS, name))
+function el(name, attrs, parent, text) {
+  const v = h(name, attrs, text == null ? null : text);
+  if (parent) parent.children.push(v);
+  return v;
 }
 
 // "5筒" / "5 Dots"
@@ -58,12 +58,9 @@ export function tileSvg(tile, cls = 'tile') {
       });
     }
   } else {
-    const num = el('text', { x: 15, y: 17, class: 'num', 'text-anchor': 'middle' }, svg);
-    num.textContent = NUMERALS[rank - 1];
-    const wan = el('text', { x: 15, y: 34, class: 'wan', 'text-anchor': 'middle' }, svg);
-    wan.textContent = '萬';
+    el('text', { x: 15, y: 17, class: 'num', 'text-anchor': 'middle' }, svg, NUMERALS[rank - 1]);
+    el('text', { x: 15, y: 34, class: 'wan', 'text-anchor': 'middle' }, svg, '萬');
   }
-  const idx = el('text', { x: 3, y: 8, class: 'idx' }, svg);
-  idx.textContent = String(rank);
+  el('text', { x: 3, y: 8, class: 'idx' }, svg, String(rank));
   return svg;
 }

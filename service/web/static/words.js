@@ -1,6 +1,6 @@
 // Events and transfers in words: "西 付给 东 12 分（点炮，清一色 3番）".
-import { t, getLang } from '/web/i18n.js';
-import { tileName } from '/web/tiles.js';
+import { t, getLang } from './i18n.js';
+import { tileName } from './tiles.js';
 
 let PATTERNS = {};
 export function setPatterns(list) { PATTERNS = Object.fromEntries(list.map((p) => [p.id, p])); }
@@ -23,7 +23,8 @@ export function describe(rec, players, roundNumber) {
   const tile = rec.tile ? tileName(String(rec.tile)) : '';
   switch (rec.type) {
     case 'round_start':
-      return t('ev_round_start', { n: rec.round ?? roundNumber ?? '', dealer: rec.dealer == null ? '—' : s(rec.dealer) });
+      return rec.dealer == null ? t('ev_round_start_any', { n: rec.round ?? roundNumber ?? '' })
+        : t('ev_round_start', { n: rec.round ?? roundNumber ?? '', dealer: s(rec.dealer) });
     case 'round_end': return t('ev_round_end');
     case 'peng': return t('ev_peng', { seat: s(rec.seat), tile, from: s(rec.from) });
     case 'kong': return t(`ev_kong_${rec.kind}`, { seat: s(rec.seat), tile, from: s(rec.from) });
@@ -31,7 +32,9 @@ export function describe(rec, players, roundNumber) {
       const winners = (rec.winners || []).map((w) => s(w.seat)).join(t('and'));
       const flags = ['after_kong', 'robbing_kong', 'last_tile', 'heavenly', 'earthly'].filter((f) => rec[f])
         .map((f) => (f === 'after_kong' ? t(rec.from == null ? 'after_kong_self' : 'after_kong_discard') : t(f)));
-      const base = rec.from == null ? t('ev_hu_self', { winners, tile }) : t('ev_hu_discard', { winners, tile, from: s(rec.from) });
+      const many = (rec.winners || []).length > 1;
+      const base = rec.from == null ? t('ev_hu_self', { winners, tile })
+        : t(many ? 'ev_hu_discard_n' : 'ev_hu_discard', { winners, tile, from: s(rec.from) });
       return flags.length ? `${base} · ${flags.join(', ')}` : base;
     }
     case 'draw': return t('ev_draw');
@@ -42,12 +45,21 @@ export function describe(rec, players, roundNumber) {
   }
 }
 
-// the fan words of one winner: "清一色 3番" (from the winner's patterns, or only the fan)
+// a winner's fan as scored: {fan (after the cap), raw_fan, capped, patterns} from the fan it
+// was given (declared: the cap applied here) — `cap` the ruleset's (null: none)
+export function fanInfo(fan, patterns, cap) {
+  const capped = cap != null && fan > cap;
+  return { fan: capped ? cap : fan, raw_fan: fan, capped, patterns: patterns || [] };
+}
+
+// the fan words of one winner: "清一色 3番" (from the winner's patterns, or only the fan);
+// a capped fan as "5番 → 封顶 4番"
 export function fanWords(info) {
   if (!info) return '';
   const names = (info.patterns || []).map((p) => (typeof p === 'string' ? patternName(p) : patternName(p.id)
     + (p.count > 1 ? ` ${t('times', { n: p.count })}` : '')));
-  const fan = t('fan_n', { fan: info.fan });
+  const fan = info.capped && info.raw_fan != null && info.raw_fan !== info.fan
+    ? t('fan_capped', { raw: info.raw_fan, fan: info.fan }) : t('fan_n', { fan: info.fan });
   return names.length ? `${names.join(' + ')} ${fan}` : fan;
 }
 

@@ -1,0 +1,122 @@
+// The end of the evening: the ranking, who pays whom, each seat's facts, a picture of it drawn on
+// the phone (canvas → PNG: no server work, no asset, the system's fonts) to share or save, the
+// same as text to copy, the same players again in one tap, and home.
+import { h } from './dom.js';
+import { t } from './i18n.js';
+import { call, tablePath } from './api.js';
+import { ranked, rankLine, factWords, settleUpWords, summaryText, summaryDrawing } from './summary.js';
+
+const FONTS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Micro Hei", sans-serif';
+
+export function renderEnd(s, A, top) {
+  const sum = s.summary;
+  if (!sum) {
+    return [top, h('main', { class: 'page', key: 'end' }, h('p', { testid: 'end-loading' }, s.online === false ? t('err.offline') : t('loading')),
+      h('div', { class: 'end-buttons' }, h('button', { type: 'button', testid: 'home', onclick: () => A.home() }, t('home'))))];
+  }
+  const pay = settleUpWords(sum);
+  return [top, h('main', { class: 'page end', key: 'end' },
+    h('h2', {}, t('ranking')),
+    h('ol', { class: 'ranking', testid: 'ranking' }, ranked(sum).map((x) => h('li', { key: x.seat, testid: `rank-${x.seat}`, class: x.total < 0 ? 'neg' : '' },
+      h('div', { class: 'lead' }, rankLine(x)),
+      h('div', { class: 'muted small' }, factWords(x).join(t('list_sep')))))),
+    h('h2', {}, t('settle_up')),
+    h('ul', { class: 'settle', testid: 'settle-up' }, (pay.length ? pay : [t('settle_none')]).map((line, i) => h('li', { key: i }, line))),
+    s.picture ? h('img', { class: 'end-picture', src: s.picture.url, alt: t('end_pic_alt'), testid: 'end-picture',
+      width: s.picture.width, height: s.picture.height }) : null,
+    h('div', { class: 'end-buttons' },
+      h('button', { type: 'button', class: 'primary', testid: 'share-picture', disabled: !s.picture, onclick: () => A.sharePicture() },
+        A.canShareFiles() ? t('share_pic') : t('save_pic')),
+      h('button', { type: 'button', testid: 'copy-text', onclick: () => A.copyText() }, t('copy_text')),
+      s.table && s.table.token ? h('button', { type: 'button', class: 'primary', testid: 'again', onclick: () => A.again() }, t('again')) : null,
+      h('button', { type: 'button', testid: 'home', onclick: () => A.home() }, t('home'))),
+    h('pre', { class: 'end-text', testid: 'end-text' }, summaryText(sum)))];
+}
+
+// draw the commands of summaryDrawing on a canvas; → a PNG blob
+export function paint(drawing, scale = 2) {
+  const canvas = document.createElement('canvas');
+  canvas.width = Math.round(drawing.width * scale);
+  canvas.height = Math.round(drawing.height * scale);
+  const g = canvas.getContext('2d');
+  g.scale(scale, scale);
+  for (const o of drawing.ops) {
+    if (o.op === 'rect') { g.fillStyle = o.fill; g.fillRect(o.x, o.y, o.w, o.h); continue; }
+    g.fillStyle = o.fill;
+    g.font = `${o.weight} ${o.size}px ${FONTS}`;
+    g.textAlign = o.align;
+    g.textBaseline = 'alphabetic';
+    g.fillText(o.text, o.x, o.y, o.align === 'right' ? o.x - 16 : drawing.width - o.x - 16);
+  }
+  return new Promise((resolve) => canvas.toBlob((b) => resolve(b), 'image/png'));
+}
+
+// the end screen's actions (effects: requests, the canvas, sharing, the clipboard)
+export function endActions({ S, dispatch, toast, errorText, saved, createTable, openCreated }) {
+  let blob = null;
+  const actions = {
+    canShareFiles: () => {
+      try {
+        return !!(navigator.canShare && blob && navigator.canShare({ files: [new File([blob], 'x.png', { type: 'image/png' })] }));
+      } catch { return false; }
+    },
+    async loadSummary() {
+      const s = S();
+      if (!s.table) return;
+      try {
+        const res = await call('GET', tablePath(s.table.id, '/summary'), { token: s.table.token || s.table.read });
+        if (!S().table || S().table.id !== s.table.id) return;
+        saved.set(`mj.summary.${s.table.id}`, res.data);
+        dispatch('summary/loaded', res.data);
+      } catch (e) {
+        const kept = saved.get(`mj.summary.${s.table.id}`, null); // (offline: the one this phone had)
+        if (kept) dispatch('summary/loaded', kept);
+        else toast(t('summary_failed') + errorText(e));
+        if (!kept) return;
+      }
+      const drawing = summaryDrawing(S().summary, { width: 360 });
+      blob = await paint(drawing);
+      if (blob) dispatch('end/picture', { url: URL.createObjectURL(blob), width: drawing.width, height: drawing.height, size: blob.size });
+    },
+    async sharePicture() {
+      if (!blob) return;
+      const name = `mahjong-${S().table.id}.png`;
+      const file = new File([blob], name, { type: 'image/png' });
+      if (actions.canShareFiles()) {
+        try { await navigator.share({ files: [file], title: t('end_title'), text: summaryText(S().summary) }); return; } catch { /* cancelled: saved instead */ }
+      }
+      const a = document.createElement('a');
+      a.href = S().picture.url;
+      a.download = name;
+      document.body.append(a);
+      a.click();
+      a.remove();
+    },
+    async copyText() {
+      const text = summaryText(S().summary);
+      try {
+        await navigator.clipboard.writeText(text);
+      } catch {
+        const pre = document.querySelector('[data-testid="end-text"]');
+        const r = document.createRange();
+        r.selectNodeContents(pre);
+        getSelection().removeAllRanges();
+        getSelection().addRange(r);
+        try { document.execCommand('copy'); } catch { /* selected: the player copies it */ }
+      }
+      toast(t('copied'));
+    },
+    // a new table: the same names, room and options (and the stakes, where this phone made them)
+    async again() {
+      const s = S();
+      const view = s.view;
+      const known = saved.get('mj.tables', []).find((x) => x.id === s.table.id) || {};
+      const body = { players: view.players.slice(), ruleset: view.ruleset };
+      if (known.created && known.created.stakes) body.stakes = known.created.stakes;
+      const tb = await createTable(body, () => {});
+      if (tb) openCreated(tb, body);
+    },
+    home: () => { location.hash = ''; },
+  };
+  return actions;
+}

@@ -1,0 +1,49 @@
+// live.js: records from the stream, in order and once, the round moving with the balances.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TableLive } from '../static/live.js';
+
+function live(view, records = []) {
+  const got = { views: [], records: [] };
+  const l = new TableLive({ id: 't', token: 'k', view, records, onView: (v) => got.views.push(v), onRecords: (r) => got.records.push(...r), onStatus() {} });
+  l.scheduleRefresh = () => {}; // (no request here)
+  l.catchUp = () => { got.gap = true; };
+  return { l, got };
+}
+const VIEW = { players: ['a', 'b', 'c', 'd'], version: 1, balances: [0, 0, 0, 0], rounds: [],
+  round: { number: 1, status: 'playing', dealer: 0, won: [], left: [], deltas: [0, 0, 0, 0] } };
+
+test('a kong on the stream: the balances and the round at once, the view a new object', () => {
+  const { l, got } = live(VIEW, [{ seq: 1, type: 'round_start', round: 1 }]);
+  l.takeRecords([{ seq: 2, type: 'kong', round: 1, seat: 2, kind: 'concealed', tile: '7s', version: 2, balances: [-12, -12, 36, -12] }]);
+  const v = got.views.at(-1);
+  assert.deepEqual(v.balances, [-12, -12, 36, -12]);
+  assert.deepEqual(v.round.deltas, [-12, -12, 36, -12]);
+  assert.deepEqual(VIEW.round.deltas, [0, 0, 0, 0]);
+  assert.equal(got.records.length, 1);
+});
+
+test('a record twice is taken once; a gap reads the log', () => {
+  const { l, got } = live(VIEW, [{ seq: 1, type: 'round_start', round: 1 }]);
+  l.takeRecords([{ seq: 1, type: 'round_start', version: 1, balances: [0, 0, 0, 0] }]);
+  assert.equal(got.records.length, 0);
+  l.takeRecords([{ seq: 3, type: 'kong', version: 3, balances: [0, 0, 0, 0] }]);
+  assert.equal(got.gap, true);
+});
+
+test('a void replaces its target with a voided copy (a snapshot handed out stays as it was)', () => {
+  const { l } = live(VIEW, [{ seq: 1, type: 'round_start', round: 1 }, { seq: 2, type: 'kong', round: 1 }]);
+  const snapshot = l.records.slice();
+  l.takeRecords([{ seq: 3, type: 'void', target: 2, version: 3, balances: [0, 0, 0, 0] }]);
+  assert.equal(snapshot[1].voided, undefined);
+  assert.equal(l.records[1].voided, true);
+});
+
+test('round_end on the stream: the round ended and listed with the rounds', () => {
+  const { l, got } = live({ ...VIEW, balances: [-12, -12, 36, -12], round: { ...VIEW.round, deltas: [-12, -12, 36, -12] } },
+    [{ seq: 1, type: 'round_start', round: 1 }]);
+  l.takeRecords([{ seq: 2, type: 'round_end', round: 1, version: 2, balances: [-12, -12, 36, -12] }]);
+  const v = got.views.at(-1);
+  assert.equal(v.round.status, 'ended');
+  assert.deepEqual(v.rounds.map((r) => [r.number, r.deltas, r.local]), [[1, [-12, -12, 36, -12], true]]);
+});

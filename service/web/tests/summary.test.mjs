@@ -1,0 +1,72 @@
+// The end of the evening in words: the settle-up, the plain text, the picture's drawing commands.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { setLang } from '../static/i18n.js';
+import { setPatterns } from '../static/words.js';
+import { settleUpWords, summaryText, summaryDrawing, drawingText, factWords, rankLine, ranked } from '../static/summary.js';
+
+setPatterns(JSON.parse(readFileSync(new URL('../static/patterns.json', import.meta.url))));
+
+const seat = (n, name, total, rank, more = {}) => ({ seat: n, name, total, rank, wins: 0, zimo: 0, dianpao_paid: 0,
+  kongs: { direct: 0, added: 0, concealed: 0 }, huazhu_paid: 0, dajiao_paid: 0, escapes: 0, biggest_win: null, ...more });
+const SUMMARY = {
+  id: 't1', players: ['老王', '小李', '阿珍', '大刘'], rounds: 6, finished_at: '2026-03-01T23:41:07Z',
+  seats: [
+    seat(0, '老王', 120, 1, { wins: 3, zimo: 1, kongs: { direct: 1, added: 0, concealed: 1 },
+      biggest_win: { round: 4, fan: 4, patterns: ['qingyise', 'gen'], points: 48 } }),
+    seat(1, '小李', -84, 4, { dianpao_paid: 2, huazhu_paid: 1 }),
+    seat(2, '阿珍', 0, 2),
+    seat(3, '大刘', -36, 3, { escapes: 1, dajiao_paid: 1 }),
+  ],
+  settle_up: [{ from: 1, to: 0, points: 84 }, { from: 3, to: 0, points: 36 }],
+};
+
+test('the settle-up in words, both languages', () => {
+  setLang('zh');
+  assert.deepEqual(settleUpWords(SUMMARY), ['小李 付给 老王 84', '大刘 付给 老王 36']);
+  setLang('en');
+  assert.deepEqual(settleUpWords(SUMMARY), ['小李 pays 老王 84', '大刘 pays 老王 36']);
+});
+
+test('with stakes, the coins of each payment', () => {
+  setLang('zh');
+  const withCoins = { ...SUMMARY, settle_up: [{ from: 1, to: 0, points: 84, coins: 16800 }] };
+  assert.deepEqual(settleUpWords(withCoins), ['小李 付给 老王 84（16,800 游戏币）']);
+});
+
+test('the ranking and each seat’s facts', () => {
+  setLang('zh');
+  assert.deepEqual(ranked(SUMMARY).map((s) => s.name), ['老王', '阿珍', '大刘', '小李']);
+  assert.equal(rankLine(SUMMARY.seats[0]), '第1名 老王 +120 分');
+  assert.deepEqual(factWords(SUMMARY.seats[0]), ['胡 3 次', '自摸 1', '杠 2（明 1 补 0 暗 1）', '最大一把：第 4 局 清一色 根 4番 48 分']);
+  assert.deepEqual(factWords(SUMMARY.seats[2]), []);
+  setLang('en');
+  assert.deepEqual(factWords(SUMMARY.seats[3]), ['1 dajiao paid', '1 escapes']);
+});
+
+test('the plain text to copy', () => {
+  setLang('zh');
+  const text = summaryText(SUMMARY);
+  assert.equal(text.split('\n')[0], '今晚结算 · 6 局 · 2026-03-01 23:41');
+  assert.ok(text.includes('第1名 老王 +120 分\n  胡 3 次，自摸 1'));
+  assert.ok(text.endsWith('怎么给钱:\n小李 付给 老王 84\n大刘 付给 老王 36'));
+  assert.ok(summaryText({ ...SUMMARY, settle_up: [] }).endsWith('不用给钱：大家持平。'));
+});
+
+test('the picture’s drawing: the same words as the summary, inside the picture', () => {
+  setLang('zh');
+  const d = summaryDrawing(SUMMARY, { width: 360 });
+  const words = drawingText(d);
+  assert.equal(words[0], '今晚结算');
+  for (const w of ['老王', '小李', '+120', '-84', '小李 付给 老王 84', '大刘 付给 老王 36']) assert.ok(words.includes(w), w);
+  assert.ok(d.height > 300 && d.height < 1000, d.height);
+  for (const o of d.ops) {
+    assert.ok(o.x >= 0 && o.x <= d.width && o.y >= 0 && o.y <= d.height, JSON.stringify(o));
+    if (o.op === 'text') assert.ok(o.size >= 11 && /^#[0-9a-f]{6}$/.test(o.fill));
+  }
+  assert.equal(d.ops[0].h, d.height); // (the background covers it all)
+  // ranked in order, top to bottom
+  const ys = ['老王', '阿珍', '大刘', '小李'].map((n) => d.ops.find((o) => o.text === n).y);
+  assert.deepEqual([...ys].sort((a, b) => a - b), ys);
+});
