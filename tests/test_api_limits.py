@@ -39,19 +39,28 @@ def _table(c):
     return t["id"], {"Authorization": "Bearer " + t["token"]}
 
 
-def test_events_per_table_limit_is_a_409(redis_url):
-    c = make_client(redis_url, MAX_TABLE_EVENTS=3)
+def test_a_full_table_refuses_events_but_takes_corrections(redis_url):
+    """MAX_TABLE_EVENTS keeps room for corrections: ordinary events stop short of it (409 table_full),
+    while voids and a round's end may fill the last of it; a refused round end is the rules' 422."""
+    c = make_client(redis_url, MAX_TABLE_EVENTS=6)  # (room kept: half of it, at most 16)
     tid, auth = _table(c)
-    ok = [c.post(f"/v1/tables/{tid}/events", json=ev, headers=auth).status_code for ev in (
+    url = f"/v1/tables/{tid}/events"
+    ok = [c.post(url, json=ev, headers=auth).status_code for ev in (
         {"type": "round_start"},
         {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"},
         {"type": "kong", "seat": 1, "kind": "concealed", "tile": "2m"},
     )]
     assert ok == [201, 201, 201]
-    r = c.post(f"/v1/tables/{tid}/events", json={"type": "kong", "seat": 2, "kind": "concealed", "tile": "3m"},
-               headers=auth)
+    r = c.post(url, json={"type": "kong", "seat": 2, "kind": "concealed", "tile": "3m"}, headers=auth)
+    assert r.status_code == 409 and r.get_json()["code"] == "table_full" and r.get_json()["version"] == 3
+    assert c.post(f"{url}/3/void", headers=auth).status_code == 201                   # the last mistake: 4
+    assert c.post(url, json={"type": "round_end"}, headers=auth).status_code == 201   # the round's end: 5
+    r = c.post(url, json={"type": "round_end"}, headers=auth)                         # the rules say no first
+    assert r.status_code == 422 and r.get_json()["code"] == "round_ended"
+    assert c.post(f"{url}/2/void", headers=auth).status_code == 201                   # 6: full
+    r = c.post(f"{url}/5/void", headers=auth)  # (reopening the round: the rules allow it, the room does not)
     assert r.status_code == 409 and r.get_json()["code"] == "table_full"
-    assert c.get(f"/v1/tables/{tid}", headers=auth).get_json()["version"] == 3
+    assert c.get(f"/v1/tables/{tid}", headers=auth).get_json()["version"] == 6
 
 
 def test_idle_tables_expire(redis_url):

@@ -16,7 +16,8 @@ import pytest
 from service.api import create_app
 from service.api.app import openapi_dict
 
-KEY = "acme=" + "k" * 40
+KEY = "acme=" + "k" * 40 + ",other=" + "o" * 40
+OTHER_KEY = "o" * 40
 HEADERS = {"X-API-Key": "k" * 40}
 PLAYERS = {"players": ["a", "b", "c", "d"]}
 DOC = openapi_dict()
@@ -25,7 +26,7 @@ OPERATIONS = {op["operationId"]: op for item in DOC["paths"].values() for m, op 
 
 @pytest.fixture
 def client(redis_url):
-    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "API_KEYS": KEY, "MAX_TABLE_EVENTS": 4,
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "API_KEYS": KEY, "MAX_TABLE_EVENTS": 8,
                       "TABLES_PER_HOUR": 8, "TABLE_READS_PER_MINUTE": 6, "TABLE_EVENTS_PER_MINUTE": 3,
                       "TABLE_VOIDS_PER_MINUTE": 1, "CLIENT_READS_PER_MINUTE": 0, "CLIENT_EVENTS_PER_MINUTE": 0,
                       "CLIENT_VOIDS_PER_MINUTE": 0, "MAX_CONTENT_LENGTH": 4096})
@@ -84,6 +85,7 @@ def test_every_answer_is_documented(client):
     seen("postEvent", client.post(url + "/events", json={"type": "round_end"}))
     seen("postEvent", client.post(url + "/events", json={"type": "round_end"}, headers=read))
     seen("postEvent", client.post("/v1/tables/0123456789abcdef/events", json={"type": "round_end"}, headers=write))
+    seen("postEvent", client.post(url + "/events", json={"type": "round_end"}, headers={"X-API-Key": OTHER_KEY}))
     seen("postEvent", client.post(url + "/events", json={"type": "bogus"}, headers=write))
     seen("postEvent", client.post(url + "/events", json={"type": "round_end"}, headers={**write, "If-Match": '"1"'}))
     seen("postEvent", client.post(url + "/events", data=b"{", content_type="application/json", headers=write))
@@ -99,7 +101,7 @@ def test_every_answer_is_documented(client):
     for _ in range(3):  # (refused: not counted)
         seen("voidEvent", client.post(url + "/events/1/void", headers=write))      # the table's 1 void: 429
     seen("postEvent", client.post(url + "/events", json={"type": "round_end"}, headers=write))  # the 4th record
-    seen("postEvent", client.post(url + "/events", json={"type": "round_start"}, headers=write))  # full: 409
+    seen("postEvent", client.post(url + "/events", json={"type": "round_start"}, headers=write))  # full (room kept for corrections): 409
     o_url, o_write = f"/v1/tables/{other['id']}", {"Authorization": f"Bearer {other['token']}"}
     for body in ({"type": "round_start"}, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"},
                  {"type": "kong", "seat": 1, "kind": "concealed", "tile": "2m"}, {"type": "round_end"}):
@@ -109,10 +111,12 @@ def test_every_answer_is_documented(client):
     seen("getTable", client.get(url, headers={**read, "If-None-Match": '"4"'}))
     seen("getTable", client.get(url))
     seen("getTable", client.get("/v1/tables/0123456789abcdef", headers=read))
+    seen("getTable", client.get(url, headers={"X-API-Key": OTHER_KEY}))  # another key's table: 404
     seen("listEvents", client.get(url + "/events", headers=read))
     seen("listEvents", client.get(url + "/events?limit=0", headers=read))
     seen("listEvents", client.get(url + "/events", headers={"Authorization": "Bearer nope"}))
     seen("listEvents", client.get("/v1/tables/0123456789abcdef/events", headers=read))
+    seen("listEvents", client.get(url + "/events", headers={"X-API-Key": OTHER_KEY}))  # another key's: 404
     for _ in range(4):
         seen("getTable", client.get(url, headers=read))                            # the table's 6 reads: 429
     seen("listEvents", client.get(url + "/events", headers=read))

@@ -488,12 +488,17 @@ def test_tokens(client):
 
 @pytest.mark.parametrize("tid", ["0123456789abcdef", "ABCDEF0123456789", "0123456789abcde", "0123456789abcdef0",
                                  "not-a-table"])
-def test_unknown_or_malformed_table_is_404(client, tid):
+def test_an_unknown_or_malformed_table_is_answered_as_a_wrong_token_is(client, tid):
+    """A token that is not an existing table's says no more about an unknown id than about a known one:
+    401, as for a wrong token of a real table."""
     t = create(client)
     fake = {"id": tid, "token": t["token"], "read_token": t["read_token"]}
     for method, url, body, _ in endpoints(fake):
         for tok in (t["token"], t["read_token"], "x" * 43):
-            problem(call(client, method, url, body, bearer(tok)), 404, "table_not_found")
+            problem(call(client, method, url, body, bearer(tok)), 401, "unauthorized")
+        wrong = call(client, method, f"/v1/tables/{t['id']}" + url.split(tid, 1)[1], body, bearer("x" * 43))
+        problem(wrong, 401, "unauthorized")
+        assert wrong.get_json()["detail"] == call(client, method, url, body, bearer("x" * 43)).get_json()["detail"]
         # without a token the answer says nothing about whether such a table exists
         r = call(client, method, url, body, {})
         problem(r, 401, "unauthorized")

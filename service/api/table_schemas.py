@@ -205,6 +205,59 @@ class TableView(ma.Schema):
         "description": "the ended rounds after `rounds_after`, oldest first, at most `rounds_limit`"})
     rounds_next = fields.Integer(required=True, allow_none=True, metadata={
         "description": "pass as `rounds_after` for the next page of ended rounds; null at the end"})
+    finished_at = fields.String(required=True, allow_none=True, metadata={
+        "format": "date-time", "description": "when the table was finished (it then takes no more events); "
+                                              "null while it is not"})
+
+
+class KongCounts(ma.Schema):
+    direct = fields.Integer(required=True)
+    added = fields.Integer(required=True)
+    concealed = fields.Integer(required=True)
+
+
+class BiggestWin(ma.Schema):
+    round = fields.Integer(required=True)
+    fan = fields.Integer(required=True, metadata={"description": "after the cap"})
+    patterns = fields.List(fields.String(), required=True, metadata={
+        "description": "pattern ids of the hand (empty for a win entered as a fan)"})
+    points = fields.Integer(required=True, metadata={"description": "what the win's own payments brought"})
+
+
+class SeatSummary(ma.Schema):
+    seat = fields.Integer(required=True)
+    name = fields.String(required=True)
+    total = fields.Integer(required=True, metadata={"description": "the seat's balance (points)"})
+    rank = fields.Integer(required=True, metadata={"description": "1 = the highest total; equal totals share one"})
+    wins = fields.Integer(required=True, metadata={"description": "hu events the seat won"})
+    zimo = fields.Integer(required=True, metadata={"description": "of them self-drawn (the others: 点炮 received)"})
+    dianpao_paid = fields.Integer(required=True, metadata={"description": "won discards the seat fed"})
+    kongs = fields.Nested(KongCounts, required=True)
+    huazhu_paid = fields.Integer(required=True, metadata={"description": "points paid as a 花猪"})
+    dajiao_paid = fields.Integer(required=True, metadata={"description": "points paid at 查大叫"})
+    escapes = fields.Integer(required=True)
+    biggest_win = fields.Nested(BiggestWin, required=True, allow_none=True)
+    coins = fields.Integer(metadata={"description": "(with stakes) the seat's change of coins over the evening"})
+    fees = fields.Integer(metadata={"description": "(with stakes) what the seat paid the house"})
+    buy_ins = fields.Integer(metadata={"description": "(with stakes) the coins the seat bought in"})
+
+
+class Payment(ma.Schema):
+    from_ = fields.Integer(required=True, data_key="from")
+    to = fields.Integer(required=True)
+    points = fields.Integer(required=True)
+    coins = fields.Integer(metadata={"description": "(with stakes) the coins of this payment"})
+
+
+class TableSummaryOfEvening(ma.Schema):
+    id = fields.String(required=True)
+    players = fields.List(fields.String(), required=True)
+    rounds = fields.Integer(required=True, metadata={"description": "ended rounds"})
+    finished_at = fields.String(required=True, allow_none=True, metadata={"format": "date-time"})
+    seats = fields.List(fields.Nested(SeatSummary), required=True)
+    settle_up = fields.List(fields.Nested(Payment), required=True, metadata={
+        "description": "the fewest payments that bring every balance to 0 (at most one fewer than the "
+                       "seats), biggest debts first"})
 
 
 class EventAppended(ma.Schema):

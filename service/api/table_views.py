@@ -45,6 +45,8 @@ _DIGITS = re.compile(r"\d{1,40}")
 
 READ = [{"tableToken": ["read"]}]     # the read token or the write token
 WRITE = [{"tableToken": ["write"]}]   # the write token only
+READ_OR_KEY = [*READ, {"apiKey": []}]  # a token, or the API key that created the table
+WRITE_OR_KEY = [*WRITE, {"apiKey": []}]
 KEYED = [{"apiKey": []}, {}]          # X-API-Key when the service has API keys
 
 # OpenAPI links: how a client (or a stateful fuzzer) goes from one call to the next.
@@ -88,11 +90,20 @@ def store() -> TableStore:
 
 
 def table_id_of(table_id: str) -> str:
+    """A table id as the store takes it; another string is answered as an unknown table would be."""
     if not TABLE_ID.fullmatch(table_id):
-        if token() is None:  # as for a real table: no token, no answer about existence
-            raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
-        raise TableNotFound(f"no table {table_id!r}")
+        if token() is not None:  # (as a wrong token is: nothing said about which ids exist)
+            raise Unauthorized("the token is not valid for this table (or there is no such table)")
+        if api_key() is not None:
+            raise TableNotFound(f"no table {table_id!r}")
+        raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
     return table_id
+
+
+def access(write: bool) -> Access:
+    """Who the request is, for a table: its bearer token, else the API key it gave (the key that created
+    a table may read and write it without a token)."""
+    return Access(token(), write, api_key())
 
 
 def token() -> str | None:
@@ -249,7 +260,7 @@ def get_table(args, table_id, if_none_match=None):
     """
     s = store()
     tid = table_id_of(table_id)
-    view = s.get(tid, Access(token(), write=False), rounds_after=args["rounds_after"],
+    view = s.get(tid, access(write=False), rounds_after=args["rounds_after"],
                  rounds_limit=args["rounds_limit"])
     etag = f'"{view["version"]}"'
     if if_none_match is not None and parse_etags(if_none_match).contains_weak(str(view["version"])):  # weak comparison (RFC 9110 §13.1.2)
@@ -271,7 +282,7 @@ def delete_table(table_id):
     """
     s = store()
     tid = table_id_of(table_id)
-    s.authorize(tid, token(), write=True)
+    s.authorize(tid, access(write=True))
     s.delete(tid)
     return _no_content(204)
 
@@ -312,8 +323,42 @@ def post_event(table_id, idempotency_key=None, if_match=None):
     body = _json_body()
     written = s.append(tid, body, if_match=versions(if_match), idempotency_key=idempotency_key,
                        fp=fingerprint("POST", request.path, body) if idempotency_key else "",  # (only a key is bound)
-                       access=Access(token(), write=True))  # (the token is checked in the store's one read)
+                       access=access(write=True))  # (the token is checked in the store's one read)
     return _written(tid, written)
+
+
+@blp.route("/<table_id>/finish", methods=["POST"])
+@blp.response(200, ts.TableView)
+@blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE,
+              (409, "a round is still being played (`round_in_progress`): end it or void its events first"),
+              _LIMITED, _STORE_DOWN)
+@blp.doc(security=WRITE_OR_KEY, operationId="finishTable")
+def finish_table(table_id):
+    """Finish the evening: the table takes no more events or voids (409 `table_finished`) and stays
+    readable, with its log, its summary and `finished_at`.
+
+    The write token (or the API key that created the table). Idempotent: finishing a finished table
+    answers it as it is. A round being played must be ended (`round_end`) or voided first.
+    """
+    s = store()
+    tid = table_id_of(table_id)
+    return jsonify(s.finish(tid, access(write=True)))
+
+
+@blp.route("/<table_id>/summary", methods=["GET"])
+@blp.response(200, ts.TableSummaryOfEvening)
+@blp.problems(NO_TOKEN, NO_TABLE, _LIMITED, _STORE_DOWN)
+@blp.doc(security=READ_OR_KEY, operationId="getSummary")
+def get_summary(table_id):
+    """The evening so far: per seat its total, rank and facts, and the settle-up (the fewest payments
+    that bring every balance to 0).
+
+    Either token (or the API key that created the table); available before the table is finished
+    too (a running tally). How each fact is counted and how ties are broken: docs/rules.md#s10.
+    """
+    s = store()
+    tid = table_id_of(table_id)
+    return jsonify(s.summary(tid, access(write=False)))
 
 
 @blp.route("/<table_id>/events", methods=["GET"])
@@ -330,7 +375,7 @@ def list_events(args, table_id):
     """
     s = store()
     tid = table_id_of(table_id)
-    return jsonify(s.events(tid, args["after"], args["limit"], access=Access(token(), write=False)))
+    return jsonify(s.events(tid, args["after"], args["limit"], access=access(write=False)))
 
 
 @blp.route("/<table_id>/events/<int:seq>/void", methods=["POST"])
@@ -356,7 +401,7 @@ def void_event(table_id, seq, idempotency_key=None, if_match=None):
     s = store()
     tid = table_id_of(table_id)
     written = s.void(tid, seq, if_match=versions(if_match), idempotency_key=idempotency_key,
-                     fp=fingerprint("POST", request.path, None), access=Access(token(), write=True))
+                     fp=fingerprint("POST", request.path, None), access=access(write=True))
     return _written(tid, written)
 
 

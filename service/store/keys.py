@@ -6,8 +6,9 @@ Redis Cluster slot and every script touches one slot.
 =============================  ======  ==================================================
 key                            type    holds
 =============================  ======  ==================================================
-``{t:<id>}:meta``              hash    players, ruleset, first dealer, stakes (if any), token hashes, created
-                                       (after DELETE: only the token hashes and ``deleted``, 24 h)
+``{t:<id>}:meta``              hash    players, ruleset, first dealer, stakes (if any), token hashes, created,
+                                       ``owner`` (the API key that created it), ``finished`` (when)
+                                       (after DELETE: only the token hashes, owner and ``deleted``, 24 h)
 ``{t:<id>}:log``               list    the log: one record per seq, seq n at index n - 1 (append-only;
                                        :mod:`~service.store.codec`: ``[at ms, round, event]``)
 ``{t:<id>}:state``             string  JSON :class:`~service.rules.table.TableState` at version = LLEN log
@@ -232,7 +233,8 @@ return {1}
 #             first n summaries, then the items), absent: the rounds list is unchanged
 #   idem      the Idempotency-Key's idem_field, hex; fp: fp_digest of the request, hex
 #   ttl       the table's TTL in seconds
-#   max       the largest log length (MAX_TABLE_EVENTS)
+#   max       the largest log length this record may make (MAX_TABLE_EVENTS, less the room kept for
+#             corrections for an ordinary event)
 #   message   what to publish on the channel once appended; publish: PUBLISH or SPUBLISH
 #   durable   true: touch the table before answering a replay (REDIS_MIN_REPLICAS)
 #   token     SHA-256 (hex) of the write token the record was validated for: "denied" when the meta
@@ -246,7 +248,7 @@ return {1}
 #   snapshot  the snapshot interval: a version that is a multiple of it keeps its state in snapshots
 # returns {"ok", version, remaining, reset ms} | {"replay", idem value, snapshot version, its state or
 #         false, records after it up to the replayed seq} | {"conflict", version, state JSON}
-#         | {"missing"} | {"denied"} | {"full", version} | {"limited", retry ms}
+#         | {"missing"} | {"denied"} | {"finished", at} | {"full", version} | {"limited", retry ms}
 # (a conflict answers the state at the current version, so that the caller can plan again without
 # another round trip; a replay answers what rebuilds the first answer without a fold of the log: the
 # state at the snapshot before it and the few records from there.  An idempotency record whose log
@@ -257,7 +259,8 @@ local a = cjson.decode(ARGV[1])
 local function unhex(h) return (h:gsub('..', function(c) return string.char(tonumber(c, 16)) end)) end
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
 if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing'} end
-if a.token and redis.call('HGET', KEYS[1], 'token') ~= a.token then return {'denied'} end
+local meta = redis.call('HMGET', KEYS[1], 'token', 'finished')
+if a.token and meta[1] ~= a.token then return {'denied'} end
 local field
 if a.idem then
   field = unhex(a.idem)
@@ -277,6 +280,7 @@ if a.idem then
     end
   end
 end
+if meta[2] then return {'finished', meta[2]} end
 local version = redis.call('LLEN', KEYS[2])
 if version ~= a.version then return {'conflict', version, redis.call('GET', KEYS[3])} end
 if a.state_sha then
@@ -340,6 +344,19 @@ if a.ttl and a.ttl > 0 then
 end
 if a.message then redis.call(a.publish, KEYS[6], a.message) end
 return {'ok', version + 1, remaining, reset}
+"""
+
+# FINISH: mark a table finished (read-only from then on), if its log is still at the version checked.
+# KEYS: meta, state, log
+# ARGV[1] the version the table was checked at (no round in progress), ARGV[2] the time (ISO 8601)
+# returns {"ok", at} | {"finished", at} (it already was: when) | {"conflict"} | {"missing"}
+FINISH = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return {'missing'} end
+local done = redis.call('HGET', KEYS[1], 'finished')
+if done then return {'finished', done} end
+if redis.call('LLEN', KEYS[3]) ~= tonumber(ARGV[1]) then return {'conflict'} end
+redis.call('HSET', KEYS[1], 'finished', ARGV[2])
+return {'ok', ARGV[2]}
 """
 
 # DELETE: every key of a table, leaving a tombstone: the meta hash keeps only the

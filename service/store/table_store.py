@@ -44,11 +44,12 @@ import secrets
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, NamedTuple
 
 import redis
 from cryptography.exceptions import InvalidTag
 
+from ..rules.summary import summarize
 from ..rules.table import TableState, VoidConflict, fold, fold_from, refold_round
 from . import codec, keys, redis_client
 from .errors import (
@@ -64,6 +65,8 @@ MAX_RETRIES = 50
 ROUNDS_PAGE = 100  # ended rounds a table view lists by default
 CHUNKS = (64, 256, 1024, 4096)  # log records read at a time when a void refolds (then the last again)
 MINUTE_MS = 60_000
+CORRECTIONS = 16
+"""Records a full table keeps for corrections: voids and round ends may fill the last of its room."""
 
 
 class _Moved(Exception):
@@ -72,32 +75,44 @@ class _Moved(Exception):
 
 @dataclass(frozen=True)
 class Access:
-    """Who asks: the bearer token given (or None) and whether the request writes."""
+    """Who asks: the bearer token given (or None), whether the request writes, and the name of the
+    API key it gave (or None): the key that created a table may read and write it without a token."""
 
     token: str | None
     write: bool
+    owner: str | None = None
 
 
-def _check_token(table_id: str, hashes, access: Access) -> None:
-    """401 without a token, 404 for an unknown table, 401 for a token that is not this
-    table's, 403 for the read token on a write.
+AUTH_FIELDS = ("token", "read_token", "deleted", "owner", "finished")
+"""The meta hash fields an access is checked against, in this order (see :func:`_check_access`)."""
 
-    No token says nothing about whether a table exists.  Tokens are compared as
-    SHA-256 digests in constant time.
+
+def _check_access(table_id: str, fields, access: Access) -> None:
+    """Whether ``access`` may read (or write) the table whose meta hash holds ``fields`` (:data:`AUTH_FIELDS`).
+
+    * A bearer token: 401 unless it is one of the table's (an unknown id says no more than a
+      wrong token: 401 too), 403 for the read token on a write, 404 for a deleted table.
+    * No token but an API key: the key that created the table may read and write it; for any
+      other key the table does not exist (404, as for an unknown id).
+    * Neither: 401.
+
+    Tokens are compared as SHA-256 digests in constant time.
     """
-    if not access.token:
-        raise Unauthorized("this table needs 'Authorization: Bearer <token>'")
-    if hashes[0] is None:
-        raise TableNotFound(f"no table {table_id!r}")
-    given = _hash(access.token)
-    if hmac.compare_digest(given, hashes[0].decode()):
-        pass
-    elif hmac.compare_digest(given, hashes[1].decode()):
-        if access.write:
-            raise Forbidden("the read token cannot change the table; use the write token")
+    if access.token:
+        given = _hash(access.token)
+        if fields[0] is not None and hmac.compare_digest(given, fields[0].decode()):
+            pass
+        elif fields[1] is not None and hmac.compare_digest(given, fields[1].decode()):
+            if access.write:
+                raise Forbidden("the read token cannot change the table; use the write token")
+        else:
+            raise Unauthorized("the token is not valid for this table (or there is no such table)")
+    elif access.owner is not None:
+        if fields[3] is None or not hmac.compare_digest(fields[3], access.owner.encode()):
+            raise TableNotFound(f"no table {table_id!r}")
     else:
-        raise Unauthorized("the token is not valid for this table")
-    if len(hashes) > 2 and hashes[2]:
+        raise Unauthorized("this table needs 'Authorization: Bearer <token>' (or the X-API-Key that created it)")
+    if fields[2]:
         raise TableNotFound(f"table {table_id!r} has been deleted")
 
 
@@ -212,6 +227,17 @@ REPLAY_SNAPSHOT_EVERY = 64
 """A stream's replay of the log keeps the state every this many records (see ``stream_records``)."""
 
 
+class Loaded(NamedTuple):
+    """A table as one read found it (:meth:`TableStore._load`)."""
+
+    state: TableState
+    version: int
+    hashes: tuple  # (write token hash, read token hash, owner) as stored, bytes or None
+    digest: str  # SHA-1 (hex) of the stored state
+    finished_at: str | None
+    rounds: list  # a page of stored round summaries, when asked for
+
+
 STREAM_CHUNK = 200
 """Records a stream reads from the log (and sends) at a time."""
 
@@ -277,6 +303,7 @@ class TableStore:
         self._delete = client.register_script(keys.DELETE)
         self._repair = client.register_script(keys.REPAIR)
         self._reads = client.register_script(keys.READ)
+        self._finish = client.register_script(keys.FINISH)
 
     def _read(self, *reads: tuple) -> list:
         """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
@@ -340,6 +367,8 @@ class TableStore:
             }
             if state.stakes is not None:
                 fields["stakes"] = _dumps(state.stakes.as_dict())
+            if owner is not None:
+                fields["owner"] = owner
             flat = [x for kv in fields.items() for x in kv]
             res = self._run(self._create, keys.every(table_id),
                             [codec.state(state.to_dict()), self.table_ttl, record, created_ttl, self._durable, *flat])
@@ -381,60 +410,61 @@ class TableStore:
         return bool(record) and hmac.compare_digest(record[:8], keys.fp_digest(fp))
 
     # -- auth ------------------------------------------------------------------------
-    def authorize(self, table_id: str, token: str | None, *, write: bool) -> None:
-        """401 without a valid token of this table, 403 for the read token on a write, 404 if unknown."""
+    def authorize(self, table_id: str, token: "str | Access | None", *, write: bool = False) -> None:
+        """Raise unless the access (a token, or an :class:`Access`) may read or write the table (see
+        :func:`_check_access`)."""
+        if isinstance(token, Access):
+            meta = keys.meta(table_id)
+            _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), token)
+            return
         meta = keys.meta(table_id)
-        _check_token(table_id, self._on(meta, lambda r: r.hmget(meta, "token", "read_token", "deleted")),
-                     Access(token, write))
+        _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), Access(token, write))
 
     # -- read --------------------------------------------------------------------------
-    def _load(self, table_id: str, access: "Access | None", idem_field: bytes | None = None,
-              rounds: tuple[int, int] | None = None, *, hashed: bool = False) -> tuple:
-        """One round trip: token hashes, state, version, an idempotency record, a page of rounds:
-        ``(state, version, idempotency record, rounds)``, and ``hashed``: the token hashes read
-        (write, read) too."""
-        reads = [("HMGET", keys.meta(table_id), "token", "read_token", "deleted"),
+    def _load(self, table_id: str, access: "Access | None", rounds: tuple[int, int] | None = None) -> Loaded:
+        """One round trip: the table's meta fields, state and version, and a page of its rounds."""
+        reads = [("HMGET", keys.meta(table_id), *AUTH_FIELDS),
                  ("GET", keys.state(table_id)), ("LLEN", keys.log(table_id))]
-        if idem_field:
-            reads.append(("HGET", keys.idem(table_id), idem_field))
         if rounds:
             reads.append(("LRANGE", keys.rounds(table_id), rounds[0], rounds[0] + rounds[1]))
         res = self._read(*reads)
-        hashes, state, version = res[0], res[1], res[2]
+        fields, state, version = res[0], res[1], res[2]
         if access is not None:
-            _check_token(table_id, hashes, access)
-        if hashes[0] is None or state is None:
+            _check_access(table_id, fields, access)
+        if fields[0] is None or state is None:
             raise TableNotFound(f"no table {table_id!r}")
         st = TableState.from_dict(codec.read_state(state))
         if st.version != version:  # never expected: the script writes both at once
             st = self.rebuild(table_id)[0]
-        out = st, version, res[3] if idem_field else None, res[-1] if rounds else []
-        return (*out, (hashes[0], hashes[1]), _sha1(state)) if hashed else out
+        return Loaded(st, version, (fields[0], fields[1], fields[3]), _sha1(state),
+                      None if fields[4] is None else fields[4].decode(), res[3] if rounds else [])
 
     def get(self, table_id: str, access: "Access | None" = None, *, rounds_after: int = 0,
             rounds_limit: int = ROUNDS_PAGE) -> dict:
         """The table view with one page of its ended rounds: those after round ``rounds_after``,
         at most ``rounds_limit``; ``rounds_next`` is the ``rounds_after`` of the next page (or None)."""
-        st, _, _, done = self._load(table_id, access, rounds=(rounds_after, rounds_limit))
+        loaded = self._load(table_id, access, rounds=(rounds_after, rounds_limit))
+        st, done = loaded.state, loaded.rounds
         # (a round's ``facts`` are the evening summary's: not part of the table view's rounds)
         page = [{k: v for k, v in summary.items() if k != "facts"}
                 for summary in codec.read_summaries(done[:rounds_limit], rounds_after + 1)]
         more = len(done) > rounds_limit
-        return self._view(table_id, st) | {"rounds": page, "rounds_next": rounds_after + rounds_limit if more else None}
+        return self._view(table_id, st, loaded.finished_at) | {
+            "rounds": page, "rounds_next": rounds_after + rounds_limit if more else None}
 
-    def _view(self, table_id: str, st: TableState) -> dict:
+    def _view(self, table_id: str, st: TableState, finished_at: str | None = None) -> dict:
         view = {"id": table_id, "players": st.players, "ruleset": st.ruleset.as_dict(),
                 "dealer": st.dealer, "version": st.version, "balances": st.balances,
-                "round": st.round_view()}
+                "round": st.round_view(), "finished_at": finished_at}
         return view if st.coins is None else view | {"coins": st.coins}
 
     def events(self, table_id: str, after: int = 0, limit: int = 100, access: "Access | None" = None) -> dict:
-        hashes, raw, state = self._read(("HMGET", keys.meta(table_id), "token", "read_token", "deleted"),
+        fields, raw, state = self._read(("HMGET", keys.meta(table_id), *AUTH_FIELDS),
                                         ("LRANGE", keys.log(table_id), after, after + limit),
                                         ("GET", keys.state(table_id)))
         if access is not None:
-            _check_token(table_id, hashes, access)
-        if hashes[0] is None or hashes[2]:
+            _check_access(table_id, fields, access)
+        if fields[0] is None or fields[2]:
             raise TableNotFound(f"no table {table_id!r}")
         voided = set(codec.read_state(state)["voided"]) if state else set()
         items = codec.read_records(raw[:limit], after + 1)
@@ -548,6 +578,43 @@ class TableStore:
         return self._write(table_id, if_match, idempotency_key, fp, access, "table_voids",
                            lambda st, version: self._plan_void(table_id, st, version, target), use_kept=False)
 
+    def finish(self, table_id: str, access: "Access | None" = None) -> dict:
+        """Finish the table (idempotent): it takes no more events or voids and stays readable.
+        409 ``round_in_progress`` while a round is being played.  Answers the table view (:meth:`get`)."""
+        for _ in range(MAX_RETRIES):
+            loaded = self._load(table_id, access)
+            if loaded.finished_at is None:
+                view = loaded.state.round_view()
+                if view is not None and view["status"] == "playing":
+                    raise Conflict("round_in_progress", f"round {view['number']} is still being played: end it "
+                                   "(round_end) or void its events before finishing the table",
+                                   current=loaded.version)
+                res = self._run(self._finish, [keys.meta(table_id), keys.state(table_id), keys.log(table_id)],
+                                [loaded.version, _now()], wrote=lambda res: res[0] == b"ok")
+                if res[0] == b"missing":
+                    raise TableNotFound(f"no table {table_id!r}")
+                if res[0] == b"conflict":
+                    continue
+                finished_at = res[1].decode()
+            else:
+                finished_at = loaded.finished_at
+            self._states.drop(table_id)
+            return self.get(table_id)
+        raise Busy("too many concurrent writes to this table; retry")
+
+    def summary(self, table_id: str, access: "Access | None" = None) -> dict:
+        """The evening's summary (:mod:`service.rules.summary`): from the state and the ended rounds'
+        summaries, read at one moment (never a fold of the log)."""
+        fields, state, rounds = self._read(("HMGET", keys.meta(table_id), *AUTH_FIELDS),
+                                           ("GET", keys.state(table_id)), ("LRANGE", keys.rounds(table_id), 0, -1))
+        if access is not None:
+            _check_access(table_id, fields, access)
+        if fields[0] is None or state is None:
+            raise TableNotFound(f"no table {table_id!r}")
+        st = TableState.from_dict(codec.read_state(state))
+        return summarize(st, codec.read_summaries(rounds, 1), None if fields[4] is None else fields[4].decode(),
+                         table_id=table_id).as_dict()
+
     def _write(self, table_id, if_match, idem_key, fp, access, limit: str, plan, use_kept: bool = True) -> Written:
         """Plan the write against a state, then one script call appends it if the log is still there.
 
@@ -570,8 +637,15 @@ class TableStore:
         amount = self.limits.get(limit, 0)
         for attempt in range(MAX_RETRIES):
             if kept is None:
-                st, version, _, _, hashes, digest_of_state = self._load(table_id, access, hashed=True)
+                loaded = self._load(table_id, access)
+                st, version, hashes, digest_of_state = loaded.state, loaded.version, loaded.hashes, loaded.digest
                 guess = False
+                if loaded.finished_at is not None:
+                    replayed = self._replay_of(table_id, field, digest, fp, hashes) if field else None
+                    if replayed is not None:
+                        return replayed
+                    raise Conflict("table_finished", f"the table was finished at {loaded.finished_at}: it takes "
+                                   "no more events", current=version)
             else:
                 version, st, hashes, digest_of_state = kept
                 kept, guess = None, True
@@ -602,8 +676,9 @@ class TableStore:
                 args["state_sha"] = digest_of_state
             if amount:
                 args["limit"] = {"name": limit, "amount": amount, "period": MINUTE_MS}
-            if self.max_events:
-                args["max"] = self.max_events
+            if self.max_events:  # (a full table can still be corrected: a void, a round's end)
+                closing = record["type"] in ("void", "round_end")
+                args["max"] = self.max_events - (0 if closing else min(CORRECTIONS, self.max_events // 2))
             res = self._run_append(table_id, args, field, digest, hashes)
             outcome = res[0]
             if outcome == b"ok":
@@ -623,9 +698,12 @@ class TableStore:
                 if outcome == b"missing":
                     raise TableNotFound(f"no table {table_id!r}")
                 continue  # the id was given to a new table between the read and the script
+            if outcome == b"finished":
+                raise Conflict("table_finished", f"the table was finished at {res[1].decode()}: it takes no more "
+                               "events", current=version)
             if outcome == b"full":
-                raise Conflict("table_full", f"the table has reached its limit of {self.max_events} events",
-                               current=version)
+                raise Conflict("table_full", f"the table has reached its limit of {self.max_events} events "
+                               "(a void or a round's end can still be recorded)", current=version)
             current = int(res[1])
             # the table is not as planned: an If-Match that does not name its version is 412; one that
             # does (a list naming it, or the same version with another stored state) plans again on it
@@ -666,12 +744,17 @@ class TableStore:
 
     @staticmethod
     def _may_use(kept: Kept, access: "Access | None", if_match) -> bool:
-        """Whether a write may be planned on a kept state: the token given is the kept write token
-        (anything else is decided on a read), and an If-Match names the kept version."""
-        hashes = kept.hashes
-        if access is not None and not (access.write and access.token and hashes[0] is not None
-                                       and hmac.compare_digest(_hash(access.token), hashes[0].decode())):
-            return False
+        """Whether a write may be planned on a kept state: the token given is the kept write token, or
+        no token and the key that created the table (anything else is decided on a read), and an
+        If-Match names the kept version."""
+        write_hash, _, owner = kept.hashes
+        if access is not None:
+            if access.token:
+                if not (access.write and write_hash is not None
+                        and hmac.compare_digest(_hash(access.token), write_hash.decode())):
+                    return False
+            elif access.owner is None or owner is None or not hmac.compare_digest(owner, access.owner.encode()):
+                return False
         return if_match is None or _matches(if_match, kept.version)
 
     def _replay(self, table_id: str, value: bytes, fp: str, at: int, snapshot: bytes | None,
