@@ -141,3 +141,36 @@ def test_a_limiter_that_cannot_reach_redis_warns_and_the_request_is_503(redis_se
         assert any("falling back to in-memory" in rec.getMessage() for rec in caplog.records)
     finally:
         redis_server.start()
+
+
+def test_an_evicting_redis_is_not_ready_and_says_why(redis_url):
+    """A Redis that may evict keys when full would drop acknowledged events silently: not ready."""
+    c = create_app({"TESTING": True, "REDIS_URL": redis_url}).test_client()
+    admin = redis.Redis.from_url(redis_url)
+    admin.config_set("maxmemory-policy", "allkeys-lru")
+    try:
+        r = c.get("/readyz")
+        assert r.status_code == 503 and "maxmemory-policy is allkeys-lru" in r.get_json()["checks"]["redis"]
+    finally:
+        admin.config_set("maxmemory-policy", "noeviction")
+    assert c.get("/readyz").status_code == 200
+
+
+def test_readiness_counts_the_replicas_that_min_replicas_needs(tmp_path):
+    """With REDIS_MIN_REPLICAS=1 a primary without a connected replica cannot acknowledge a write: not
+    ready until one is connected."""
+    a = EmbeddedRedis(tmp_path / "a", port=free_port()).start()
+    b = EmbeddedRedis(tmp_path / "b", port=free_port()).start()
+    try:
+        c = create_app({"TESTING": True, "REDIS_URL": a.url, "REDIS_MIN_REPLICAS": 1}).test_client()
+        r = c.get("/readyz")
+        assert r.status_code == 503 and "0 replica(s) connected" in r.get_json()["checks"]["redis"]
+        redis.Redis.from_url(b.url).replicaof("127.0.0.1", a.port)
+        deadline = time.monotonic() + 15
+        while c.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline, c.get("/readyz").get_json()
+            time.sleep(0.1)
+        assert c.post("/v1/tables", json=PLAYERS).status_code == 201  # and a write is acknowledged
+    finally:
+        b.stop()
+        a.stop()

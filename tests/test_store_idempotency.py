@@ -204,3 +204,50 @@ def test_the_store_keeps_domain_results_not_http(client):
     stored = b"".join(client.dump(k) for k in client.keys("*"))
     for http in (b"/v1/", b"Location", b"ETag"):
         assert http not in stored
+
+
+def test_a_keyed_retry_whose_write_a_fail_over_lost_is_taken_as_new_never_as_another_events(client):
+    """A write reached the old primary (its answer a 503: not replicated), the fail-over promoted a
+    server whose log lacks it but whose idempotency hash has its record (replication is not atomic
+    across keys in a crash), and another event took its seq there. The retry must record the event
+    anew, never answer the other event's seq and transfers as its own."""
+    path = "/v1/tables/t/events"
+    store = TableStore(client)
+    t = store.create(PLAYERS, "xuezhan").id
+    store.append(t, {"type": "round_start"})
+    at_1 = client.get(keys.state(t))
+    store.append(t, KONG, idempotency_key="K", fp=fingerprint("POST", path, KONG))
+    client.rpop(keys.log(t))  # the fail-over: the record is lost, its idempotency record is not
+    client.set(keys.state(t), at_1)
+    other = {"type": "kong", "seat": 2, "kind": "concealed", "tile": "9p"}
+    assert TableStore(client).append(t, other).seq == 2  # another event takes seq 2
+    retry = store.append(t, KONG, idempotency_key="K", fp=fingerprint("POST", path, KONG))
+    assert not retry.replayed and retry.seq == 3
+    assert {(x["to"], x["reason"]) for x in retry.transfers} == {(1, "kong_concealed")}
+    again = store.append(t, KONG, idempotency_key="K", fp=fingerprint("POST", path, KONG))
+    assert again.replayed and again.seq == 3 and again.transfers == retry.transfers
+    assert store.check(t)["ok"]
+
+
+def test_a_replay_of_an_old_event_reads_a_snapshot_and_a_few_records_not_the_log(client):
+    """The retry of the first event of a long table is answered from the snapshot before it and the
+    records from there: what Redis sends is about a snapshot's worth, however long the log."""
+    store = TableStore(client)
+    t = store.create(PLAYERS, None).id
+    events = cycle()
+    path = "/v1/tables/t/events"
+    keyed = {}
+    for i in range(1, 2001):
+        event = next(events)
+        if i % 500 == 3:
+            keyed[i] = event
+            store.append(t, event, idempotency_key=f"k{i}", fp=fingerprint("POST", path, event))
+        else:
+            store.append(t, event)
+    log_bytes = sum(map(len, client.lrange(keys.log(t), 0, -1)))
+    for seq, event in keyed.items():
+        client.config_resetstat()
+        replay = store.append(t, event, idempotency_key=f"k{seq}", fp=fingerprint("POST", path, event))
+        sent = client.info("stats")["total_net_output_bytes"]
+        assert replay.replayed and replay.seq == seq
+        assert sent < log_bytes / 5, (seq, sent, log_bytes)

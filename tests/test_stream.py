@@ -1,6 +1,6 @@
 """``GET /v1/tables/{id}/stream`` against real ``serve`` processes (two instances on one Redis).
 
-Every test reads what real sockets carry: the SSE frames of API.md, in order,
+Every test reads what real sockets carry: the SSE frames of docs/api.md, in order,
 with no gap and no duplicate across reconnects, deletions, a stalled client
 and a Redis restart.
 """
@@ -203,8 +203,13 @@ def test_a_stalled_subscriber_delays_no_one_and_is_told_to_resync(pair):
     stalled = Stream(a.port, table.id, table.read_token, rcvbuf=4096)  # connects, then never reads
     healthy = Stream(a.port, table.id, table.read_token)
     bodies = event_bodies(400)
+    read: list = []
+    reader = threading.Thread(target=lambda: read.extend(healthy.records(400)))  # it reads as they come
+    reader.start()
     table.post(b, bodies)  # every write answered while the stalled client blocks its socket
-    check_frames(healthy.records(400), table, table.listed(b))  # all, in order, before it reads a byte
+    reader.join(timeout=60)
+    assert not reader.is_alive(), "the healthy reader did not get its 400 records"
+    check_frames(read, table, table.listed(b))  # all, in order, before the stalled one reads a byte
     healthy.close()
     # now it reads: a prefix of the log in order, then `resync` naming the last seq it got, then the end
     got, end = [], None
@@ -293,3 +298,76 @@ def test_the_openapi_document_describes_the_stream():
     assert "text/event-stream" in op["responses"]["200"]["content"]
     assert {p["name"] for p in op["parameters"]} >= {"after", "Last-Event-ID"}
     assert op["security"] == [{"tableToken": ["read"]}] and {"401", "404"} <= set(op["responses"])
+
+
+@pytest.fixture(scope="module")
+def narrow(tmp_path_factory, redis_server):
+    """One `serve` worker, two streams per table at most, the default 15 s heartbeat."""
+    served = Served(tmp_path_factory.mktemp("narrow") / "serve.log",
+                    {"REDIS_URL": redis_server.url, "STREAM_MAX_PER_TABLE": "2"}, workers=1)
+    yield served
+    served.stop()
+
+
+def test_a_closed_stream_frees_its_slot_at_once(narrow):
+    """A client that drops its stream gives its slot back when it closes, not at the next heartbeat:
+    700 open-and-drop cycles leave the table's followers room."""
+    table = Table(narrow)
+    for _ in range(30):
+        dropped = [Stream(narrow.port, table.id, table.read_token) for _ in range(2)]
+        assert [s.status for s in dropped] == [200, 200]
+        for s in dropped:
+            s.close()
+        deadline = time.monotonic() + 5  # (the heartbeat is 15 s: well before it)
+        while (probe := Stream(narrow.port, table.id, table.read_token)).status == 429:
+            probe.close()
+            assert time.monotonic() < deadline, "the dropped streams kept their slots"
+            time.sleep(0.05)
+        probe.close()
+
+
+@pytest.mark.slow
+def test_never_reading_streams_of_a_long_table_hold_a_bounded_buffer_each(tmp_path, redis_server):
+    """64 clients open a 20,000-record table's stream from its start and never read: the worker reads,
+    folds and sends each a chunk at a time as its socket takes it, so it holds a bounded buffer per
+    stream (≤ 50 MB for all of them), and answers other requests within 50 ms meanwhile."""
+    from service.store.table_store import TableStore
+    from tests.loopback import cycle, worker_pids
+
+    store = TableStore(redis.Redis.from_url(redis_server.url))
+    created = store.create(["东", "南", "西", "北"], "xuezhan")
+    events = cycle()
+    for _ in range(20_000):
+        store.append(created.id, next(events))
+    served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url, "STREAM_MAX_PER_TABLE": "100"},
+                    workers=1)
+    try:
+        worker = worker_pids(served.proc.pid)[0]
+
+        def rss_kib() -> int:
+            with open(f"/proc/{worker}/status") as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+        warm = Stream(served.port, created.id, created.read_token, last_event_id=19_990)  # the code paths
+        assert len(warm.records(10)) == 10
+        warm.close()
+        before = rss_kib()
+        streams = [Stream(served.port, created.id, created.read_token, last_event_id=0, rcvbuf=4096)
+                   for _ in range(64)]
+        assert all(s.status == 200 for s in streams)
+        latencies = []
+        for _ in range(100):
+            started = time.monotonic()
+            status, _, _ = served.request("POST", "/v1/hands/ting", {"hand": {"tiles": "1112345678999m"}})
+            latencies.append(time.monotonic() - started)
+            assert status == 200
+        grown = rss_kib() - before
+        first = streams[0].records(20_000)  # and a stream that reads gets every record, in order
+        assert [r["seq"] for r in first] == list(range(1, 20_001))
+        for s in streams:
+            s.close()
+    finally:
+        served.stop()
+    latencies.sort()
+    assert latencies[98] < 0.05, latencies[-5:]
+    assert grown < 50 * 1024, f"{grown} KiB more for 64 unread streams"

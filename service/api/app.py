@@ -161,10 +161,18 @@ def _install_store(app: Flask) -> None:
         voids_per_minute=int(app.config.get("TABLE_VOIDS_PER_MINUTE", 0) or 0),
     )
 
-    def redis_ready() -> None:
-        redis_client.check_ready(client)
+    min_replicas = int(app.config.get("REDIS_MIN_REPLICAS", 0))
+
+    def redis_ready() -> str | None:
+        return redis_client.check_ready(client, min_replicas)
 
     ops.register_readiness_check(app, redis_ready, "redis")
+    try:  # at start: say at once what would make the service refuse (it starts anyway, not ready)
+        redis_client.check_ready(client, min_replicas)
+    except redis_client.NotReady as exc:
+        app.logger.error("Redis at REDIS_URL is not ready: %s", exc)
+    except Exception as exc:  # noqa: BLE001 - not reachable yet: /readyz says so until it is
+        app.logger.warning("Redis at REDIS_URL does not answer yet (%s)", type(exc).__name__)
     rate_limits.install(app, client, url)
 
 

@@ -2,7 +2,10 @@
 
 Readiness runs every check in ``app.extensions["readiness_checks"]``: a list
 of callables taking no argument that raise (or return ``False``) when the
-dependency they check is not usable.  Store code registers into it with
+dependency they check is not usable, and may return a string saying what is
+degraded while it still serves (a cluster with a primary down): then
+``/readyz`` is 200 with ``"status": "degraded"`` and that check's text, and the
+gauge ``mahjong_degraded{check}`` is 1.  Store code registers into it with
 :func:`register_readiness_check`.
 """
 
@@ -53,20 +56,39 @@ def healthz():
 def readyz():
     """Readiness: every registered check passes (503 otherwise)."""
     results: dict[str, str] = {}
-    ok = True
+    ok, degraded = True, False
     for check in current_app.extensions.get("readiness_checks", []):
         name = _name(check)
         try:
-            passed = check() is not False
-            results[name] = "ok" if passed else "failed"
-        except Exception as exc:  # a failing dependency, reported by class only
-            log.warning("readiness check %s failed: %s", name, type(exc).__name__)
+            answer = check()
+            passed = answer is not False
+            if isinstance(answer, str):
+                results[name], degraded = f"degraded: {answer}", True
+            else:
+                results[name] = "ok" if passed else "failed"
+        except Exception as exc:  # a failing dependency: its class, and its reason when it gives one
+            log.warning("readiness check %s failed: %s: %s", name, type(exc).__name__, exc)
             passed = False
-            results[name] = f"failed: {type(exc).__name__}"
+            reason = str(exc) if exc.__class__.__name__ == "NotReady" else ""
+            results[name] = f"failed: {type(exc).__name__}" + (f": {reason}" if reason else "")
+        _degraded_gauge().labels(name).set(1 if results[name].startswith("degraded") else 0)
         ok = ok and passed
     if not ok:
         raise NotReady("a readiness check failed", checks=results)
-    return jsonify({"status": "ok", "checks": results})
+    return jsonify({"status": "degraded" if degraded else "ok", "checks": results})
+
+
+_DEGRADED = None
+
+
+def _degraded_gauge():
+    global _DEGRADED
+    if _DEGRADED is None:
+        from prometheus_client import Gauge
+
+        _DEGRADED = Gauge("mahjong_degraded", "1 while a readiness check reports a degraded dependency "
+                          "(a cluster primary down) that still serves.", ["check"], multiprocess_mode="max")
+    return _DEGRADED
 
 
 @blp.route("/metrics", methods=["GET"])

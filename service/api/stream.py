@@ -59,7 +59,8 @@ import re
 import threading
 import time
 from functools import partial
-from socket import SO_SNDBUF, SOL_SOCKET
+import select
+from socket import MSG_PEEK, SO_SNDBUF, SOL_SOCKET
 from typing import Any, Iterator
 
 import redis
@@ -147,6 +148,22 @@ def _after() -> int | None:
             raise InvalidInput(f"{name} must be a seq (an integer >= 0)", errors={name: ["an integer >= 0"]})
         return int(raw)
     return None
+
+
+def _end_when_closed(sock: Any, sub: Subscription) -> None:
+    """End the stream as soon as its client closes the connection, so that its slot (one of the
+    table's ``STREAM_MAX_PER_TABLE``) is free at once, not at the next heartbeat's failed send.
+
+    A stream's client sends nothing after its request, so the first readable moment of the socket is
+    its end (``recv`` then reads nothing); anything else (bytes of another request) leaves the stream
+    as it is.  (A thread: a greenlet in the gevent worker, where ``select`` waits cooperatively.)
+    """
+    try:
+        select.select([sock], [], [])
+        if sock.recv(1, MSG_PEEK) == b"":
+            sub.push(CLOSE)
+    except (OSError, ValueError):  # the socket is gone already
+        sub.push(CLOSE)
 
 
 def _deleted(table_id: str) -> bytes:
@@ -294,6 +311,8 @@ def stream_table(table_id):
             sock.setsockopt(SOL_SOCKET, SO_SNDBUF, SEND_BUFFER)
         except OSError:  # pragma: no cover - not a TCP socket
             pass
+        threading.Thread(target=_end_when_closed, args=(sock, sub), daemon=True,
+                         name="stream-close-watch").start()
     heartbeat = float(current_app.config.get("STREAM_HEARTBEAT", 15))
     response = Response(_frames(s, h, tid, sub, last, heartbeat, missed), mimetype="text/event-stream")
     # The generator's own ``finally`` runs only once it has started: a HEAD (whose body is

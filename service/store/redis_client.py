@@ -403,36 +403,70 @@ def acknowledged(client: Client, script, keys: Sequence, args: Sequence, replica
 
 
 # -- readiness -------------------------------------------------------------------------------------
-def check_ready(client: Client) -> None:
-    """Raise :class:`NotReady` unless the service's writes can be taken now.
+def check_ready(client: Client, min_replicas: int = 0) -> str | None:
+    """Raise :class:`NotReady` unless this service can take writes now; answer what is degraded, or None.
 
-    * cluster: every primary answers and sees ``cluster_state:ok`` (all slots served);
-    * Sentinel: the server the client is connected to says ``ROLE`` master (the
-      client asked the sentinels for it; a demoted master is not);
-    * one server: ``ROLE`` master (a replica, read-only or not, is not: what it
-      takes is overwritten by its master's stream).
+    Every primary must say ``ROLE`` master (a replica, read-only or not, is not:
+    what it takes is overwritten by its master's stream), keep its data under
+    memory pressure (``maxmemory-policy noeviction``: an evicting Redis drops
+    acknowledged events silently) and, with ``min_replicas``, have that many
+    replicas connected (else no write can be acknowledged).
+
+    On a cluster, a primary that is down, not ok, or without its replicas takes
+    its slots' tables out of service, not the whole service: that is reported
+    (the answer names it) while at least one primary serves; none serving, or
+    an evicting one, is not ready.
     """
-    if kind(client) == "cluster":
-        for attempt in range(2):  # with the map in hand, then (if that fails) with a fresh one
-            try:
-                nodes = primaries(client, refresh=bool(attempt))
-                if not nodes:
-                    raise NotReady("the cluster has no primary")
-                for node in nodes:
-                    info = node.execute_command("CLUSTER INFO")
-                    state = info.get("cluster_state") if isinstance(info, dict) else None
-                    if state != "ok":
-                        where = node.get_connection_kwargs().get("port")
-                        raise NotReady(f"the cluster is not ok (primary on port {where}: cluster_state is not ok)")
-                return
-            except (redis.exceptions.RedisError, NotReady):
-                if attempt:
-                    raise
-        return
-    role = client.execute_command("ROLE")
+    if kind(client) != "cluster":
+        _check_primary(client, min_replicas)
+        return None
+    troubles: list[str] = []
+    nodes: list = []
+    for attempt in range(2):  # with the map in hand, then (if that fails) with a fresh one
+        try:
+            nodes = primaries(client, refresh=bool(attempt))
+            break
+        except redis.exceptions.RedisError:
+            if attempt:
+                raise
+    if not nodes:
+        raise NotReady("the cluster has no primary")
+    for node in nodes:
+        where = node.get_connection_kwargs().get("port")
+        try:
+            info = node.execute_command("CLUSTER INFO")
+            state = info.get("cluster_state") if isinstance(info, dict) else None
+            if state != "ok":
+                troubles.append(f"the primary on port {where} sees cluster_state {state}")
+                continue
+            _check_primary(node, min_replicas)
+        except NotReady as exc:
+            if "maxmemory-policy" in str(exc):
+                raise
+            troubles.append(f"the primary on port {where}: {exc}")
+        except redis.exceptions.RedisError as exc:
+            troubles.append(f"the primary on port {where} does not answer ({type(exc).__name__})")
+    if len(troubles) == len(nodes):
+        raise NotReady("no primary of the cluster can take writes: " + "; ".join(troubles))
+    return "; ".join(troubles) or None
+
+
+def _check_primary(node: Any, min_replicas: int) -> None:
+    role = node.execute_command("ROLE")
     name = role[0].decode() if isinstance(role[0], bytes) else str(role[0])
     if name != "master":
         raise NotReady(f"the Redis server is a {name}, not a master")
+    policy = node.info("memory").get("maxmemory_policy", "noeviction")
+    if policy != "noeviction":
+        raise NotReady(f"the Redis server's maxmemory-policy is {policy}: it may drop acknowledged events "
+                       "when full (set it to noeviction)")
+    if min_replicas:
+        replication = node.info("replication")
+        online = sum(1 for k, v in replication.items()
+                     if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online")
+        if online < min_replicas:
+            raise NotReady(f"{online} replica(s) connected, REDIS_MIN_REPLICAS is {min_replicas}: no write can "
+                           "be acknowledged")
 
 
 # -- live stream (pub/sub) -------------------------------------------------------------------------

@@ -668,7 +668,7 @@ class TableStore:
             args: dict[str, Any] = {
                 "version": version, "record": codec.record(record).decode(), "state": stored_state.decode(),
                 "message": codec.dumps(self.streamed(record, new_state, voided=False)).decode(),
-                "publish": self.publish_command, "snapshot": keys.SNAPSHOT_EVERY,
+                "publish": self.publish_command,
             }
             if rounds is not None:
                 args["rounds"] = rounds
@@ -726,7 +726,7 @@ class TableStore:
             args["token"] = hashes[0].decode()
         if self.min_replicas:
             args["durable"] = True
-        args["ttl"] = self.table_ttl
+        args["ttl"], args["snapshot"] = self.table_ttl, keys.SNAPSHOT_EVERY
         return self._run(self._append, keys.appended(table_id), [codec.dumps(args)],
                          wrote=lambda res: res[0] in (b"ok", b"replay"))
 
