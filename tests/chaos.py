@@ -409,9 +409,11 @@ def run(tables: int = 200, clients: int = 16, duration: float = 60.0, with_fault
             out.update(promoted_s=fo.get("promoted_s"), rejoined_s=fo.get("rejoined_s"),
                        first_write_after_kill_s=round(min(after) - fo["killed_at"], 2) if after else None)
             if "cut_at" in fo:  # acknowledged while only the primary could have them
+                cut_off = [a for t in all_tables if t.id in on_victim for a in t.attempts
+                           if a["sent"] >= fo["cut_at"] and a["sent"] <= fo["killed_at"]]
+                out["sent_while_cut_off"] = len(cut_off)
                 out["acknowledged_while_cut_off"] = sum(
-                    1 for t in all_tables if t.id in on_victim for a in t.attempts
-                    if a["status"] == "ok" and a["sent"] >= fo["cut_at"] and a["at"] <= fo["killed_at"])
+                    1 for a in cut_off if a["status"] == "ok" and a["at"] <= fo["killed_at"])
         return out
     finally:
         for proc in procs:

@@ -20,7 +20,15 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=100, deadline=None)
+settings.register_profile("fast", max_examples=25, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_configure(config):
+    """The fast lane (``-m "not slow"``) runs each property on fewer examples (the full run: all of them)."""
+    if "not slow" in (config.getoption("markexpr") or ""):
+        settings.load_profile("fast")
 
 
 def _free_port() -> int:
@@ -61,6 +69,16 @@ def redis_url(redis_server) -> str:
     finally:
         client.close()
     return redis_server.url
+
+
+@pytest.fixture
+def redis_client(redis_url):
+    """A redis-py client of the session Redis (emptied before the test)."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""An independent, brute-force reference for the rules of RULES.md §1-§5 and §9.
+"""An independent, brute-force reference for the rules of docs/rules.md#s1-§5 and §9.
 
 Written from the rule book only: it never imports :mod:`service`.  It is slow and
 simple on purpose (recursive enumeration of every decomposition) so that the

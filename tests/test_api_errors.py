@@ -8,6 +8,7 @@ import pytest
 
 from service.api import create_app
 from service.api.problems import PROBLEM_BASE
+from tests.problems import problem
 
 PROBLEM = "application/problem+json"
 TING = "/v1/hands/ting"
@@ -21,20 +22,6 @@ def app():
 @pytest.fixture
 def client(app):
     return app.test_client()
-
-
-def problem(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == PROBLEM
-    body = response.get_json(force=True)
-    assert body["type"] == PROBLEM_BASE + code
-    assert body["status"] == status
-    assert body["code"] == code
-    assert isinstance(body["title"], str) and body["title"]
-    assert isinstance(body["detail"], str) and body["detail"]
-    assert body["request_id"] == response.headers["X-Request-ID"]
-    assert body["instance"].startswith("/")
-    return body
 
 
 def post_raw(client, path, data, content_type="application/json", **kw):

@@ -1,4 +1,4 @@
-"""/v1/hands/*: the API.md response shapes and their contents."""
+"""/v1/hands/*: the docs/api.md response shapes and their contents."""
 
 from __future__ import annotations
 
@@ -239,7 +239,7 @@ def test_ruleset_overrides_accepted(client, override):
 
 
 def test_score_gangshanghua_without_a_kong_is_422(client):
-    # issue 9: a self-drawn after_kong needs a kong among the melds (RULES.md §5.1); a peng is not one
+    # a self-drawn after_kong needs a kong among the melds (docs/rules.md#s5.1); a peng is not one
     hand = {"tiles": "123345m999p66p", "melds": [{"type": "peng", "tile": "2p"}]}
     r = client.post("/v1/hands/score", json={"hand": hand, "win": {"tile": "6p", "self_drawn": True, "after_kong": True}})
     assert r.status_code == 422 and r.mimetype == "application/problem+json"
@@ -250,7 +250,7 @@ def test_score_gangshanghua_without_a_kong_is_422(client):
 
 
 def test_carriage_returns_in_hand_strings(client):
-    # issue 9.4: RULES.md §1 allows \r among the white space between groups
+    # docs/rules.md#s1 allows \r among the white space between groups
     body = ok(client.post("/v1/hands/validate", json={"hand": {"tiles": "123m\r\n456p\r\n789p\r\n11m\r\n", "void": "\r\ns\r"}}))
     assert body["tiles"] == "11123m456789p" and body["size"] == 11
     r = client.post("/v1/hands/validate", json={"hand": {"tiles": "12\r3m"}})
@@ -270,7 +270,7 @@ def test_rulesets_list_the_issue_16_presets_and_fields(client):
 
 
 def test_without_huazhu_payments_no_hand_is_called_huazhu(client):
-    """RULES.md §7.2: with ``huazhu = 0`` (chengdu-points) there is no 花猪; a three-suit hand is
+    """docs/rules.md#s7.2: with ``huazhu = 0`` (chengdu-points) there is no 花猪; a three-suit hand is
     simply not ting (found by an independent audit: the flag said true)."""
     for ruleset in ("chengdu-points", {"preset": "xuezhan", "huazhu": 0}):
         body = {"hand": {"tiles": "123m456p789s1122m"}, "ruleset": ruleset}
@@ -283,7 +283,7 @@ def test_without_huazhu_payments_no_hand_is_called_huazhu(client):
 
 
 def test_five_melds_is_a_wrong_size_that_validate_reports(client):
-    """API.md: a hand that parses but has the wrong size is 200 with ``valid: false``."""
+    """docs/api.md: a hand that parses but has the wrong size is 200 with ``valid: false``."""
     melds = [{"type": "peng", "tile": t} for t in ("1m", "2m", "3m", "4m", "5p")]
     r = client.post("/v1/hands/validate", json={"hand": {"tiles": "99s", "melds": melds}})
     assert r.status_code == 200

@@ -1,4 +1,4 @@
-"""API keys (API.md "API keys", issue 13): X-API-Key on /v1/, 401 problems, the caller's tables,
+"""API keys (docs/api.md "API keys"): X-API-Key on /v1/, 401 problems, the caller's tables,
 creation keys scoped to the key, per-key metrics, per-key limits, `api-key new`, only digests kept."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from service.api import create_app
 from service.config import ApiKeys, ConfigError, Settings, hash_api_key
+from tests.problems import problem
 
 ROOT = Path(__file__).resolve().parent.parent
 ACME = "acme-" + "a" * 40
@@ -19,14 +20,6 @@ BETA = "beta-" + "b" * 40
 KEYS = f"acme={ACME},beta={BETA}"
 PLAYERS = {"players": ["东", "南", "西", "北"]}
 TING = {"hand": {"tiles": "1112345678999m"}}
-
-
-def problem(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == "application/problem+json"
-    body = response.get_json()
-    assert body["code"] == code and body["status"] == status
-    return body
 
 
 @pytest.fixture

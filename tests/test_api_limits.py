@@ -87,7 +87,7 @@ def test_body_size_is_bounded(redis_url, path):
     assert r.status_code == 413 and r.mimetype == "application/problem+json"
 
 
-# -- write and read limits per table and per client (issue 9 item 12) ---------------------------------
+# -- write and read limits per table and per client ---------------------------------
 OFF = {var: 0 for var in ("TABLES_PER_HOUR", "CLIENT_EVENTS_PER_MINUTE", "CLIENT_VOIDS_PER_MINUTE",
                           "CLIENT_READS_PER_MINUTE", "TABLE_EVENTS_PER_MINUTE", "TABLE_VOIDS_PER_MINUTE",
                           "TABLE_READS_PER_MINUTE")}
@@ -215,7 +215,7 @@ def test_rate_limit_headers_describe_the_limit_closest_to_refusing(redis_url):
         (200, "4", "3"), (200, "4", "2"), (200, "4", "1"), (200, "4", "0")]
 
 
-# -- the limiter's Redis round trips (issue 15 item 1) ---------------------------------------------------------
+# -- the limiter's Redis round trips ---------------------------------------------------------
 def round_trips(run) -> int:
     """Requests that ``run()`` writes to Redis through redis-py (a pipeline is one)."""
     from redis.connection import AbstractConnection

@@ -181,7 +181,7 @@ def test_event_schema_errors_name_the_event_and_the_member(client, event, code, 
 
 
 def test_a_draw_listing_five_seats_names_its_event(client):
-    """Issue 9 item 5: a schema error inside an event of /v1/rounds/settle carries `event` like any other."""
+    """a schema error inside an event of /v1/rounds/settle carries `event` like any other."""
     five = {"type": "draw", "seats": [{"seat": s % 4, "status": "not_ting"} for s in range(5)]}
     body = settle(client, [KONG, KONG | {"seat": 2, "tile": "6m"}, five]).get_json()
     assert (body["status"], body["code"], body["event"]) == (422, "bad_seats", 2), body

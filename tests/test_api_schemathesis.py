@@ -24,6 +24,8 @@ from service.api import create_app
 
 from service.store.embedded import EmbeddedRedis
 
+pytestmark = pytest.mark.slow  # (long: generated clients, fuzzing or a state machine)
+
 # The tables endpoints need a real Redis.  schemathesis parametrizes at import
 # time (its fixture-based loader does not work with this pytest), so this
 # module starts its own private redis-server; it is stopped at interpreter exit.

@@ -16,6 +16,8 @@ import pytest
 
 from tests.served import request
 
+pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -1,4 +1,4 @@
-"""Stakes and bankrolls over HTTP (API.md "Stakes", RULES.md §12): Flask's test client, real Redis.
+"""Stakes and bankrolls over HTTP (docs/api.md "Stakes", docs/rules.md#s12): Flask's test client, real Redis.
 
 Expected coins are worked out by hand from §12 in the comments.  Every response body is
 checked against the OpenAPI document's schema for it, and every table is re-folded from its
@@ -17,6 +17,7 @@ from service.api import create_app
 from service.api.app import openapi_dict
 from service.config import NO_LIMITS
 from service.store.table_store import TableStore
+from tests.problems import problem
 
 PLAYERS = ["东", "南", "西", "北"]
 PROBLEM = "application/problem+json"
@@ -42,14 +43,6 @@ def store(redis_url):
 def conforms(doc, name: str, body) -> None:
     jsonschema.Draft202012Validator({"$ref": f"#/components/schemas/{name}", "components": doc["components"]}
                                     ).validate(body)
-
-
-def problem(r, status: int, code: str) -> dict:
-    assert r.status_code == status, r.get_data(as_text=True)
-    assert r.mimetype == PROBLEM
-    body = r.get_json()
-    assert body["code"] == code, body
-    return body
 
 
 class Table:

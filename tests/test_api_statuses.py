@@ -1,4 +1,4 @@
-"""Every status an operation really answers is listed for it in the OpenAPI document (issue 13).
+"""Every status an operation really answers is listed for it in the OpenAPI document.
 
 Each operation is driven into each of its outcomes through the Flask test client (with API keys,
 low rate limits, a full table, a stale version...), and every status seen must be one the

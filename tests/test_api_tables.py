@@ -1,4 +1,4 @@
-"""The live-table HTTP API (API.md "Tables" and "Events", RULES.md §10) through the Flask test client.
+"""The live-table HTTP API (docs/api.md "Tables" and "Events", docs/rules.md#s10) through the Flask test client.
 
 Every write is checked through the API itself: a rejected request must leave
 the table exactly as it was (same version, ETag, balances, rounds and log).
@@ -15,6 +15,7 @@ import redis
 
 from service.api import create_app
 from service.config import NO_LIMITS
+from tests.problems import problem
 
 PLAYERS = ["东", "南", "西", "北"]
 TABLES = "/v1/tables"
@@ -97,16 +98,6 @@ def events(client, table, token=None, limit=100) -> list[dict]:
 
 def snapshot(client, table) -> tuple[dict, list[dict]]:
     return view(client, table), events(client, table)
-
-
-def problem(r, status: int, code: str) -> dict:
-    assert r.status_code == status, r.get_data(as_text=True)
-    assert r.mimetype == PROBLEM
-    body = r.get_json()
-    assert body["status"] == status and body["code"] == code
-    assert body["type"].endswith("/" + code)
-    assert body["title"] and body["detail"]
-    return body
 
 
 def playing(client, preset="xuezhan", dealer=0, **start) -> dict:

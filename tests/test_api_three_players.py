@@ -1,4 +1,4 @@
-"""Three-player tables (三人两房, RULES.md §14) end to end over HTTP.
+"""Three-player tables (三人两房, docs/rules.md#s14) end to end over HTTP.
 
 Flask's test client on a real Redis for the refusals and the worked example; then a real
 ``python -m service serve`` for a three-player table with stakes, a void and a restart of the
@@ -11,7 +11,8 @@ import pytest
 
 from service.api import create_app
 from service.config import NO_LIMITS
-from test_tables_gunicorn import Service, _free_port, service_env
+from tests.service_process import Service, free_port, service_env
+from tests.problems import problem
 
 THREE = ["东", "南", "西"]
 PROBLEM = "application/problem+json"
@@ -21,12 +22,6 @@ DIRECT_5P = {"type": "kong", "seat": 0, "kind": "direct", "tile": "5p", "from": 
 @pytest.fixture
 def client(redis_url):
     return create_app({"TESTING": True, "REDIS_URL": redis_url, **{v: 0 for v in NO_LIMITS}}).test_client()
-
-
-def problem(r, status: int, code: str) -> dict:
-    assert r.status_code == status, r.get_data(as_text=True)
-    assert r.mimetype == PROBLEM and r.get_json()["code"] == code, r.get_json()
-    return r.get_json()
 
 
 def new_table(client, **body) -> tuple[str, dict]:
@@ -88,7 +83,7 @@ def test_a_fourth_seat_a_wan_tile_or_a_void_is_a_clear_422(client, event, code):
 
 # -- a real server: a three-player table with stakes, a void, a restart --------------------------------
 def test_three_player_table_with_stakes_a_void_and_a_restart(redis_url, tmp_path):
-    srv = Service(_free_port(), service_env(REDIS_URL=redis_url), tmp_path / "service.log").start()
+    srv = Service(free_port(), service_env(REDIS_URL=redis_url), tmp_path / "service.log").start()
     try:
         status, _, t = srv.request("POST", "/v1/tables", {
             "players": THREE, "ruleset": "sanren-liangfang",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from service.api import create_app
+from tests.problems import problem
 
 PLAYERS = ["东", "南", "西", "北"]
 PROBLEM = "application/problem+json"
@@ -17,12 +18,6 @@ PROBLEM = "application/problem+json"
 @pytest.fixture
 def client(redis_url):
     return create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 0}).test_client()
-
-
-def problem(r, status, code):
-    assert r.status_code == status, r.get_data(as_text=True)
-    assert r.mimetype == PROBLEM and r.get_json()["code"] == code
-    return r.get_json()
 
 
 def test_settle_section_13_and_14_examples_over_http(client):

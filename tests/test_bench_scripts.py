@@ -1,4 +1,4 @@
-"""The benchmark scripts of issue 15 still run, at tiny sizes, and print what the README reads off them.
+"""The benchmark scripts still run, at tiny sizes, and print what the README reads off them.
 
 The figures in the README's "Performance" section come from these commands; a
 script that no longer runs, or prints a line without the fields the README
@@ -19,6 +19,8 @@ import sys
 import pytest
 
 from tests.served import ROOT
+
+pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
 
 
 def run_bench(script: str, *args: str) -> dict[str, dict]:

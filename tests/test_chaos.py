@@ -13,6 +13,8 @@ import redis
 from tests import chaos
 from service.store import codec, keys
 
+pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
+
 
 def test_load_run_has_no_errors_and_loses_nothing():
     r = chaos.run(tables=24, clients=4, duration=6, with_faults=False, seed=7)

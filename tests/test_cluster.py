@@ -25,6 +25,8 @@ from service.api import create_app
 from service.store import redis_client
 from service.store import keys
 
+pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
+
 ROOT = Path(__file__).resolve().parent.parent
 PLAYERS = ["东", "南", "西", "北"]
 KONG = {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"}

@@ -1,4 +1,4 @@
-"""The stable ids of the rules core (issue 17.4): one enum per kind, nothing spelled out by hand elsewhere."""
+"""The stable ids of the rules core: one enum per kind, nothing spelled out by hand elsewhere."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from service.rules.errors import EventError, RuleError
 
 RULES = Path(__file__).resolve().parent.parent / "service" / "rules"
 
-# API.md: the transfer reasons, in its order
+# docs/api.md: the transfer reasons, in its order
 API_REASONS = ("dianpao", "zimo", "kong_direct", "kong_added", "kong_concealed", "kong_void",
                "transfer", "refund", "huazhu", "dajiao", "escape", "forfeit")
 

@@ -1,6 +1,6 @@
-"""Fan, points and rule variants (RULES.md §3, §5, §9, §11).
+"""Fan, points and rule variants (docs/rules.md#s3, §5, §9, §11).
 
-Every expected value below is worked out by hand from RULES.md (the comments
+Every expected value below is worked out by hand from docs/rules.md (the comments
 give the reasoning); none is read back from the code under test.
 """
 
@@ -418,7 +418,7 @@ def test_chengdu_fan_table(hand, patterns, fan):
 
 
 def test_chengdu_has_no_qingyaojiu():
-    """Issue 9: §9's chengdu table lists no 清幺九; 清一色 + 带幺九 is 3, reported as 清一色 (§3 tie rule)."""
+    """§9's chengdu table lists no 清幺九; 清一色 + 带幺九 is 3, reported as 清一色 (§3 tie rule)."""
     cases = [
         ("11123777888999p", [], "9p", [("qingyise", 3)], [("qingyaojiu", 5)]),
         ("11112233789s", [Meld.peng("9s")], "9s", [("qingyise", 3), ("gen", 2)], [("qingyaojiu", 5), ("gen", 2)]),
@@ -496,7 +496,7 @@ PRESET_TABLE = {
     ),
 }
 _NEW_FIELDS = dict(jiaxinwu=False, kaertiao=False, yitiaolong=False, players=4, dianpao_pinghu=True,
-                   xueliu_dajiao_winners=False)   # §9 as revised for issue 16
+                   xueliu_dajiao_winners=False)   # §9
 for _fields in PRESET_TABLE.values():
     _fields.update(_NEW_FIELDS)
 PRESET_TABLE["xueliu"] = dict(PRESET_TABLE["xuezhan"], mode="xueliu")
@@ -742,7 +742,7 @@ def test_omitted_flags_are_false():
 
 
 # -- pattern names -----------------------------------------------------------------------------------------
-NAMES = {  # RULES.md §5.1 and §5.2, column 名
+NAMES = {  # docs/rules.md#s5.1 and §5.2, column 名
     "pinghu": "平胡", "duiduihu": "对对胡", "qingyise": "清一色", "daiyaojiu": "带幺九", "qidui": "七对",
     "qingdui": "清对", "jiangdui": "将对", "longqidui": "龙七对", "qingqidui": "清七对", "qingyaojiu": "清幺九",
     "qinglongqidui": "清龙七对", "tianhu": "天胡", "dihu": "地胡",
@@ -776,7 +776,7 @@ def test_patterns_in_a_score_carry_id_name_and_name_en():
         assert ("count" in d) == (d["id"] == "gen")
 
 
-# -- 夹心五, 卡二条, 一条龙 (§5.2, issue 16) ----------------------------------------------------------------
+# -- 夹心五, 卡二条, 一条龙 (§5.2) ----------------------------------------------------------------
 RUNS = {"jiaxinwu": True, "kaertiao": True, "yitiaolong": True}
 
 
@@ -840,7 +840,7 @@ def test_run_extras_count_for_ting_and_dajiao():
     assert [(str(w.tile), w.fan) for w in r.waits] == [("2s", 1), ("3s", 1)]
 
 
-# -- dianpao_pinghu (§9, issue 16) ---------------------------------------------------------------------------
+# -- dianpao_pinghu (§9) ---------------------------------------------------------------------------
 NO_PINGHU_ON_DISCARD = {"dianpao_pinghu": False}
 
 

@@ -6,7 +6,11 @@ document's links through real tables (the long run, ≥ 5,000 cases, is in the R
 
 from __future__ import annotations
 
+import pytest
+
 from tests import fuzz
+
+pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
 
 
 def test_running_service_survives_hostile_input_and_keeps_to_its_document():

@@ -21,6 +21,8 @@ import pytest
 
 from service.rules.settle import settle
 
+pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
+
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "client-test-" + "k" * 32
 PACKAGE = "mahjong_client"

@@ -1,4 +1,4 @@
-"""Hands, melds and validation (RULES.md §1-§2, §7 花猪)."""
+"""Hands, melds and validation (docs/rules.md#s1-§2, §7 花猪)."""
 
 from __future__ import annotations
 

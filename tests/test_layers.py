@@ -54,7 +54,7 @@ def test_store_never_imports_the_http_layer():
 
 
 def test_ci_hypothesis_profile_is_derandomized():
-    """CI runs the same examples every time (issue 17.8): a failure there reproduces locally with CI=1."""
+    """CI runs the same examples every time: a failure there reproduces locally with CI=1."""
     from hypothesis import settings
 
     ci = settings.get_profile("ci")

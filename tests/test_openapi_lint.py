@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # (long: generated clients, fuzzing or a state machine)
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "tools" / "openapi"
 BIN = TOOLS / "node_modules" / ".bin"

@@ -1,6 +1,6 @@
 """Property tests of the rules core against the brute-force reference (tests/reference.py).
 
-The reference enumerates every decomposition recursively and applies RULES.md
+The reference enumerates every decomposition recursively and applies docs/rules.md
 literally; the service uses per-suit lookup tables.  They must agree.
 """
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
-import reference as ref
+from tests import reference as ref
 from service import discards, parse_hand, score, ting, validate
 from service.rules.errors import ContradictoryFlags, NotAWin
 from service.rules.fan import Win, is_win

@@ -16,7 +16,7 @@ from service.api import create_app
 from service.store import redis_client
 from service.store.redis_client import RedisTarget, RedisUrlError, parse
 from service.store.embedded import EmbeddedRedis, free_port
-from test_tables_gunicorn import ROOT, service_env
+from tests.service_process import ROOT, service_env
 
 PLAYERS = {"players": ["a", "b", "c", "d"]}
 

@@ -4,13 +4,17 @@ without a restart; a graceful fail-over too; readiness means "connected to the c
 
 from __future__ import annotations
 
+import pytest
+
 import time
 import uuid
 
 import redis
 
 from service.api import create_app
-from test_tables_gunicorn import Service, _free_port, service_env
+from tests.service_process import Service, free_port, service_env
+
+pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
 
 PLAYERS = {"players": ["a", "b", "c", "d"]}
 KONG = {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"}
@@ -56,7 +60,7 @@ def test_a_graceful_fail_over_is_followed(redis_sentinel):
 
 
 def test_serve_follows_a_master_killed_by_sigkill(redis_sentinel, tmp_path):
-    srv = Service(_free_port(), service_env(REDIS_URL=redis_sentinel.url), tmp_path / "service.log").start()
+    srv = Service(free_port(), service_env(REDIS_URL=redis_sentinel.url), tmp_path / "service.log").start()
     try:
         status, _, t = srv.request("POST", "/v1/tables", PLAYERS)
         assert status == 201
@@ -64,7 +68,7 @@ def test_serve_follows_a_master_killed_by_sigkill(redis_sentinel, tmp_path):
         assert srv.request("POST", f"/v1/tables/{t['id']}/events", {"type": "round_start"}, auth)[0] == 201
         master = redis_sentinel.master()
         replica_ports = {s.port for s in redis_sentinel.servers} - {master.port}
-        time.sleep(0.2)  # the replica has the table (async replication, loopback)
+        assert redis.Redis(port=master.port).wait(1, 5000) >= 1  # the replica has the table
         master.kill()
         key = str(uuid.uuid4())
         deadline = time.monotonic() + 60

@@ -1,11 +1,13 @@
 """``python -m service serve`` and ``check-tables`` around the embedded Redis (real subprocesses).
 
-One data directory belongs to one ``serve`` (issue 9, item 9); a busy port is
+One data directory belongs to one ``serve``; a busy port is
 refused before Redis starts; ``check-tables`` finds the running service's
 Redis by itself (item 8); the embedded Redis has a memory bound (item 12).
 """
 
 from __future__ import annotations
+
+import pytest
 
 import json
 import socket
@@ -15,7 +17,9 @@ import sys
 import redis
 
 from service.store.embedded import running_url
-from test_tables_gunicorn import ROOT, Service, _free_port, append, new_table, redis_servers_on, service_env
+from tests.service_process import ROOT, Service, free_port, append, new_table, redis_servers_on, service_env
+
+pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
 
 
 def run(*args: str, env: dict, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -26,7 +30,7 @@ def run(*args: str, env: dict, timeout: float = 60) -> subprocess.CompletedProce
 def test_one_serve_per_data_directory_and_check_tables_finds_it(tmp_path):
     data = (tmp_path / "redis-data").resolve()
     env = service_env(REDIS_DATA_DIR=str(data), REDIS_MAXMEMORY="64mb")
-    srv = Service(_free_port(), env, tmp_path / "service.log").start()
+    srv = Service(free_port(), env, tmp_path / "service.log").start()
     try:
         [pid] = redis_servers_on(data)
         url = running_url(data)
@@ -35,7 +39,7 @@ def test_one_serve_per_data_directory_and_check_tables_finds_it(tmp_path):
         assert (config["maxmemory"], config["maxmemory-policy"]) == (str(64 * 1024 * 1024), "noeviction")
 
         # a second serve in the same folder: a clear message, exit 2, no second redis-server
-        second = run("serve", "--port", str(_free_port()), env=env)
+        second = run("serve", "--port", str(free_port()), env=env)
         assert second.returncode == 2, second.stderr
         assert f"{data} is in use by process {srv.proc.pid}" in second.stderr
         assert "Traceback" not in second.stderr
@@ -59,7 +63,7 @@ def test_one_serve_per_data_directory_and_check_tables_finds_it(tmp_path):
 def test_check_tables_without_a_running_service_opens_the_data_directory_itself(tmp_path):
     data = (tmp_path / "redis-data").resolve()
     env = service_env(REDIS_DATA_DIR=str(data))
-    srv = Service(_free_port(), env, tmp_path / "service.log").start()
+    srv = Service(free_port(), env, tmp_path / "service.log").start()
     try:
         t, auth = new_table(srv)
         append(srv, t, auth, {"type": "round_start"})
@@ -87,6 +91,6 @@ def test_serve_rejects_an_out_of_range_option_or_memory_bound(tmp_path):
     env = service_env(REDIS_DATA_DIR=str(tmp_path / "data"))
     result = run("serve", "--port", "70000", env=env)
     assert result.returncode == 2 and "port must be an integer from 0 to 65535" in result.stderr
-    result = run("serve", "--port", str(_free_port()), env={**env, "REDIS_MAXMEMORY": "lots"})
+    result = run("serve", "--port", str(free_port()), env={**env, "REDIS_MAXMEMORY": "lots"})
     assert result.returncode == 2 and "REDIS_MAXMEMORY" in result.stderr
     assert not (tmp_path / "data").exists()

@@ -1,4 +1,4 @@
-"""Property tests for round settlement (RULES.md §6-§8, §10, §13, §14) over random VALID rounds.
+"""Property tests for round settlement (docs/rules.md#s6-§8, §10, §13, §14) over random VALID rounds.
 
 The generator below keeps its own model of a round (who is still in, logged pengs
 and kongs, every copy of every tile the round has shown, the kong income and who
@@ -14,7 +14,7 @@ Besides the structural properties asked for (zero sum, deltas = fold of the
 transfers, winners never pay/collect after winning in 血战, determinism, prefix
 stability, to_dict/from_dict round-trip, ``Round.apply`` leaving the original alone
 on error, no fifth copy across repeated 血流 wins, a table's balances = the fold of
-its log), the model also predicts, from RULES.md alone, the exact transfers of every
+its log), the model also predicts, from docs/rules.md alone, the exact transfers of every
 kong, of every hu whose winners declare their fan, of every escape, of every draw
 whose seats declare statuses, and of every forfeit; those predictions are compared
 with the engine's output.  Where a prediction needs a hand's fan (a 血流 winner's
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import reference as ref
+from tests import reference as ref
 from service.rules.errors import EventError
 from service.rules.settle import Round, settle
 from service.rules.table import TableState, fold
@@ -56,7 +56,7 @@ def hand_str(counts) -> str:
     return "".join(out)
 
 
-# -- the rule sets (RULES.md §9, typed in from the rule book) ---------------------------
+# -- the rule sets (docs/rules.md#s9, typed in from the rule book) ---------------------------
 PRESETS = {
     "xuezhan": dict(mode="xuezhan", fan_table="qq", scoring="exponential", base=6, cap=None, zimo="none",
                     direct_kong=1, added_kong=1, concealed_kong=2, dianganghua="self_draw", huazhu=16,
@@ -845,7 +845,7 @@ def test_valid_rounds_settle_balanced(case):
                  rounds(mode="xueliu"), rounds(mode="xueliu", end_with_draw=True), rounds(players=3),
                  rounds(mode="xueliu", players=3, end_with_draw=True)))
 def test_model_predicted_transfers(case):
-    """Kongs, declared-fan hus, escapes, status-only draws and forfeits match RULES.md (§13 and §14 too)."""
+    """Kongs, declared-fan hus, escapes, status-only draws and forfeits match docs/rules.md (§13 and §14 too)."""
     spec, m = case
     s = run(spec, m)
     by_event: dict = {}
@@ -1037,7 +1037,7 @@ def test_apply_leaves_original_unchanged(case, data):
 
 
 # =========================================================================
-# 血流成河 and three players (RULES.md §13, §14)
+# 血流成河 and three players (docs/rules.md#s13, §14)
 # =========================================================================
 @PROPS
 @given(st.one_of(rounds(mode="xueliu"), rounds(mode="xueliu", players=3)), st.data())

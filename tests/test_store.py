@@ -18,15 +18,8 @@ KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}
 
 
 @pytest.fixture
-def client(redis_url):
-    c = redis.Redis.from_url(redis_url)
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def store(client):
-    return TableStore(client)
+def store(redis_client):
+    return TableStore(redis_client)
 
 
 @pytest.fixture
@@ -36,9 +29,9 @@ def table(store):
     return t
 
 
-def test_create_stores_only_token_hashes(store, client):
+def test_create_stores_only_token_hashes(store, redis_client):
     t = store.create(PLAYERS, {"preset": "normal", "cap": 4}, dealer=2).as_dict()
-    meta = client.hgetall(keys.meta(t["id"]))
+    meta = redis_client.hgetall(keys.meta(t["id"]))
     assert t["token"].encode() not in meta.values()
     assert t["read_token"].encode() not in meta.values()
     assert t["version"] == 0 and t["balances"] == [0, 0, 0, 0]
@@ -47,9 +40,9 @@ def test_create_stores_only_token_hashes(store, client):
     assert len(ids) == 20
 
 
-def test_every_key_shares_the_hash_tag(store, table, client):
+def test_every_key_shares_the_hash_tag(store, table, redis_client):
     store.append(table["id"], KONG, idempotency_key="k", fp="f")
-    names = [k.decode() for k in client.keys("*")]
+    names = [k.decode() for k in redis_client.keys("*")]
     assert names and all(n.startswith("{t:" + table["id"] + "}:") for n in names)
 
 
@@ -85,15 +78,15 @@ def test_append_returns_transfers_and_balances(store, table):
     assert got["round"]["number"] == 1 and got["round"]["status"] == "playing"
 
 
-def test_rejected_event_changes_nothing(store, table, client):
-    before = {k: client.dump(k) for k in client.keys("*")}
+def test_rejected_event_changes_nothing(store, table, redis_client):
+    before = {k: redis_client.dump(k) for k in redis_client.keys("*")}
     with pytest.raises(EventError) as exc:
         store.append(table["id"], {"type": "kong", "seat": 7, "kind": "concealed", "tile": "5m"})
     assert exc.value.code == "seat_out_of_range" and exc.value.event == 2
     with pytest.raises(EventError) as exc:
         store.append(table["id"], {"type": "round_start"})
     assert exc.value.code == "round_in_progress"
-    after = {k: client.dump(k) for k in client.keys("*")}
+    after = {k: redis_client.dump(k) for k in redis_client.keys("*")}
     assert before == after
 
 
@@ -111,19 +104,19 @@ def test_if_match(store, table):
     assert store.append(table["id"], KONG, if_match=1).version == 2
 
 
-def test_idempotency_replays_and_rejects_other_bodies(store, table, client):
+def test_idempotency_replays_and_rejects_other_bodies(store, table, redis_client):
     fp = fingerprint("POST", "/x", KONG)
     first = store.append(table["id"], KONG, idempotency_key="abc", fp=fp)
     again = store.append(table["id"], KONG, idempotency_key="abc", fp=fp)
     assert again.replayed and again.as_dict() == first.as_dict()
-    assert client.llen(keys.log(table["id"])) == 2
+    assert redis_client.llen(keys.log(table["id"])) == 2
     with pytest.raises(IdempotencyMismatch):
         store.append(table["id"], {**KONG, "tile": "6m"}, idempotency_key="abc",
                      fp=fingerprint("POST", "/x", {**KONG, "tile": "6m"}))
-    assert client.ttl(keys.idem(table["id"])) == -1  # kept as long as its table (which has no TTL here)
+    assert redis_client.ttl(keys.idem(table["id"])) == -1  # kept as long as its table (which has no TTL here)
 
 
-def test_concurrent_appends_all_land_exactly_once(store, table, client):
+def test_concurrent_appends_all_land_exactly_once(store, table, redis_client):
     tid = table["id"]
     errors = []
 
@@ -140,8 +133,8 @@ def test_concurrent_appends_all_land_exactly_once(store, table, client):
     for t in threads:
         t.join()
     assert not errors
-    assert client.llen(keys.log(tid)) == 17
-    records = codec.read_records(client.lrange(keys.log(tid), 0, -1), 1)
+    assert redis_client.llen(keys.log(tid)) == 17
+    records = codec.read_records(redis_client.lrange(keys.log(tid), 0, -1), 1)
     assert [r["seq"] for r in records] == list(range(1, 18))
     assert sorted(r["tile"] for r in records[1:]) == sorted(f"{n % 9 + 1}{'mps'[n // 9]}" for n in range(16))
     assert store.check(tid)["ok"]
@@ -221,12 +214,12 @@ def test_events_pagination(store, table):
     assert [e["seq"] for e in page["events"]] == [5, 6] and page["next"] is None
 
 
-def test_delete_removes_every_key_but_a_tombstone(store, table, client):
+def test_delete_removes_every_key_but_a_tombstone(store, table, redis_client):
     store.append(table["id"], KONG, idempotency_key="k", fp="f")
     assert store.delete(table["id"])
-    assert client.keys("*") == [keys.meta(table["id"]).encode()]
-    assert set(client.hgetall(keys.meta(table["id"]))) == {b"token", b"read_token", b"deleted"}
-    assert 0 < client.ttl(keys.meta(table["id"])) <= 24 * 3600
+    assert redis_client.keys("*") == [keys.meta(table["id"]).encode()]
+    assert set(redis_client.hgetall(keys.meta(table["id"]))) == {b"token", b"read_token", b"deleted"}
+    assert 0 < redis_client.ttl(keys.meta(table["id"])) <= 24 * 3600
     assert not store.delete(table["id"])
     with pytest.raises(Unauthorized):  # a wrong token still learns nothing
         store.authorize(table["id"], "wrong", write=False)
@@ -236,19 +229,19 @@ def test_delete_removes_every_key_but_a_tombstone(store, table, client):
         store.get(table["id"])
 
 
-def test_check_detects_and_repairs_a_corrupt_state(store, table, client):
+def test_check_detects_and_repairs_a_corrupt_state(store, table, redis_client):
     store.append(table["id"], KONG)
-    state = json.loads(client.get(keys.state(table["id"])))
+    state = json.loads(redis_client.get(keys.state(table["id"])))
     state["balances"] = [0, 0, 0, 0]
-    client.set(keys.state(table["id"]), json.dumps(state))
+    redis_client.set(keys.state(table["id"]), json.dumps(state))
     report = store.check(table["id"], repair=True)
     assert not report["ok"] and report["repaired"]
     assert store.check(table["id"])["ok"]
     assert store.get(table["id"])["balances"] == [-12, 36, -12, -12]
 
 
-def test_max_events_and_ttl(client):
-    store = TableStore(client, max_events=6, table_ttl=3600)  # (3 of them kept for corrections)
+def test_max_events_and_ttl(redis_client):
+    store = TableStore(redis_client, max_events=6, table_ttl=3600)  # (3 of them kept for corrections)
     t = store.create(PLAYERS, None).as_dict()
     store.append(t["id"], {"type": "round_start"})
     store.append(t["id"], KONG)
@@ -256,17 +249,17 @@ def test_max_events_and_ttl(client):
     with pytest.raises(Conflict) as exc:
         store.append(t["id"], {"type": "peng", "seat": 0, "tile": "2m", "from": 1})
     assert exc.value.code == "table_full"
-    for k in client.keys("*"):
-        assert 0 < client.ttl(k) <= 3600
+    for k in redis_client.keys("*"):
+        assert 0 < redis_client.ttl(k) <= 3600
 
 
-def test_idempotent_create_replays_the_tokens_but_stores_none(store, client):
+def test_idempotent_create_replays_the_tokens_but_stores_none(store, redis_client):
     fp = fingerprint("POST", "/v1/tables", {"players": PLAYERS})
     first = store.create(PLAYERS, None, idempotency_key="key-1", fp=fp)
     again = store.create(PLAYERS, None, idempotency_key="key-1", fp=fp)
     assert again.replayed and again.as_dict() == first.as_dict()
-    assert len(client.keys("*:meta")) == 1
-    dump = b"".join(client.dump(k) or b"" for k in client.keys("*"))
+    assert len(redis_client.keys("*:meta")) == 1
+    dump = b"".join(redis_client.dump(k) or b"" for k in redis_client.keys("*"))
     assert first.token.encode() not in dump and first.read_token.encode() not in dump
     with pytest.raises(IdempotencyMismatch):
         store.create(PLAYERS[::-1], None, idempotency_key="key-1",

@@ -19,31 +19,24 @@ PLAYERS = ["东", "南", "西", "北"]
 KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}
 
 
-@pytest.fixture
-def client(redis_url):
-    c = redis.Redis.from_url(redis_url)
-    yield c
-    c.close()
-
-
-def _script_calls(client) -> int:
+def _script_calls(redis_client) -> int:
     """EVALSHA commands the server has run (the store's every read and write is a script)."""
-    stats = client.info("commandstats")
+    stats = redis_client.info("commandstats")
     return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("evalsha", "eval"))
 
 
-def test_an_append_on_a_kept_state_is_one_round_trip(redis_url, client):
+def test_an_append_on_a_kept_state_is_one_round_trip(redis_url, redis_client):
     store = TableStore(redis.Redis.from_url(redis_url))
     store.append(store.create(PLAYERS, "xuezhan").id, {"type": "round_start"})  # (the scripts loaded)
     t = store.create(PLAYERS, "xuezhan")
     w = Access(t.token, write=True)
-    before = _script_calls(client)
+    before = _script_calls(redis_client)
     store.append(t.id, {"type": "round_start"}, access=w)  # reads the state (READ), appends, keeps it
-    assert _script_calls(client) - before == 2
-    before = _script_calls(client)
+    assert _script_calls(redis_client) - before == 2
+    before = _script_calls(redis_client)
     for tile in "1234":
         store.append(t.id, {**KONG, "tile": tile + "m"}, access=w)
-    assert _script_calls(client) - before == 4
+    assert _script_calls(redis_client) - before == 4
     assert store.check(t.id)["ok"]
 
 
@@ -77,15 +70,15 @@ def test_an_if_match_naming_the_current_version_is_planned_again_not_refused(red
     assert a.check(t.id)["ok"] and a.check(t.id)["version"] == 4
 
 
-def test_an_if_match_of_the_version_with_another_stored_state_is_planned_again(redis_url, client):
+def test_an_if_match_of_the_version_with_another_stored_state_is_planned_again(redis_url, redis_client):
     # same version, other bytes (a fail-over that lost a write, or check-tables --repair writing the
     # state anew): the write is not refused as "at version 2, not 2", it is planned on the state stored
     a = TableStore(redis.Redis.from_url(redis_url))
     t = a.create(PLAYERS, "xuezhan")
     a.append(t.id, {"type": "round_start"})
     a.append(t.id, KONG)  # a keeps version 2
-    raw = client.get(keys.state(t.id))
-    client.set(keys.state(t.id), json.dumps(json.loads(raw)))  # same state, other bytes
+    raw = redis_client.get(keys.state(t.id))
+    redis_client.set(keys.state(t.id), json.dumps(json.loads(raw)))  # same state, other bytes
     w = a.append(t.id, {**KONG, "tile": "6m"}, if_match=2)
     assert w.seq == 3 and a.check(t.id)["ok"]
 
@@ -101,13 +94,13 @@ def test_an_event_a_stale_state_accepts_is_refused_on_the_current_one(redis_url)
     assert a.check(t.id)["version"] == 2
 
 
-def test_a_kept_state_of_a_table_deleted_and_made_again_under_its_id_is_not_used(redis_url, client):
+def test_a_kept_state_of_a_table_deleted_and_made_again_under_its_id_is_not_used(redis_url, redis_client):
     """A keyed creation derives the id from the key: once the first table is gone (its tombstone
     expired), the key makes a new table of the same id, at the same version as the kept state."""
     a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
     first = a.create(PLAYERS, "xuezhan", idempotency_key="k", fp="f")
     a.append(first.id, {"type": "round_start", "dealer": 0})  # a keeps version 1 of the first table
-    client.delete(*keys.every(first.id))                      # gone, tombstone and all
+    redis_client.delete(*keys.every(first.id))                      # gone, tombstone and all
     second = b.create(PLAYERS, "xuezhan", idempotency_key="k", fp="f")
     assert second.id == first.id and second.token != first.token
     b.append(second.id, {"type": "round_start", "dealer": 2})  # version 1 too, another round
@@ -131,7 +124,7 @@ def test_tokens_are_checked_with_a_kept_state(redis_url):
     assert store.append(t.id, KONG, access=Access(t.token, write=True)).seq == 2
 
 
-def test_a_kept_state_of_a_deleted_table_is_not_found(redis_url, client):
+def test_a_kept_state_of_a_deleted_table_is_not_found(redis_url, redis_client):
     a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
     t = a.create(PLAYERS, "xuezhan")
     a.append(t.id, {"type": "round_start"}, access=Access(t.token, write=True))
@@ -140,7 +133,7 @@ def test_a_kept_state_of_a_deleted_table_is_not_found(redis_url, client):
         a.append(t.id, KONG, access=Access(t.token, write=True))
     with pytest.raises(Unauthorized):
         a.append(t.id, KONG, access=Access("nope", write=True))
-    assert client.keys("{t:" + t.id + "}:*") == [keys.meta(t.id).encode()]  # the tombstone only
+    assert redis_client.keys("{t:" + t.id + "}:*") == [keys.meta(t.id).encode()]  # the tombstone only
 
 
 def test_an_idempotent_retry_replays_with_a_stale_kept_state(redis_url):
@@ -163,15 +156,15 @@ def test_kept_states_are_bounded(redis_url):
 
 
 # -- the stored forms ---------------------------------------------------------------------------
-def test_records_and_summaries_are_stored_compactly_and_read_back_whole(redis_url, client):
-    store = TableStore(client)
+def test_records_and_summaries_are_stored_compactly_and_read_back_whole(redis_url, redis_client):
+    store = TableStore(redis_client)
     t = store.create(PLAYERS, "xuezhan")
     store.append(t.id, {"type": "round_start"})
     store.append(t.id, {"type": "hu", "from": 2, "tile": "9p", "winners": [{"seat": 3, "fan": 1}]})
     store.append(t.id, {"type": "round_end"})
-    raw = client.lrange(keys.log(t.id), 0, -1)
+    raw = redis_client.lrange(keys.log(t.id), 0, -1)
     assert all(r.startswith(b"[") for r in raw) and b'"seq"' not in b"".join(raw)
-    assert client.lrange(keys.rounds(t.id), 0, -1)[0].startswith(b"[")
+    assert redis_client.lrange(keys.rounds(t.id), 0, -1)[0].startswith(b"[")
     events = store.events(t.id)["events"]
     assert [e["seq"] for e in events] == [1, 2, 3]
     assert events[1] | {"at": None} == {"seq": 2, "type": "hu", "from": 2, "tile": "9p",
@@ -182,17 +175,17 @@ def test_records_and_summaries_are_stored_compactly_and_read_back_whole(redis_ur
 
 
 # -- the write scripts' kept connections (service.store.redis_client.Scripts) --------------------------
-def test_a_kept_state_of_a_lost_write_is_not_used_at_the_same_version(redis_url, client):
+def test_a_kept_state_of_a_lost_write_is_not_used_at_the_same_version(redis_url, redis_client):
     """A write that a fail-over lost (acknowledged without REDIS_MIN_REPLICAS) leaves its worker a kept
     state at a version that another write may reach since: the script compares the stored state
     itself, not only the version, so the next event is validated against the table's real state."""
     a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
     t = a.create(PLAYERS, "xuezhan")
     a.append(t.id, {"type": "round_start"})
-    at_1 = client.get(keys.state(t.id))
+    at_1 = redis_client.get(keys.state(t.id))
     a.append(t.id, KONG)                          # version 2; a keeps the state after it
-    client.rpop(keys.log(t.id))                   # ... and the fail-over loses it
-    client.set(keys.state(t.id), at_1)
+    redis_client.rpop(keys.log(t.id))                   # ... and the fail-over loses it
+    redis_client.set(keys.state(t.id), at_1)
     b.append(t.id, {**KONG, "seat": 2, "tile": "6m"})  # another version 2
     w = a.append(t.id, {**KONG, "seat": 3, "tile": "7m"})
     assert w.seq == 3 and w.balances == [-24, -24, 24, 24]  # seats 2 and 3 made the kongs, not 1

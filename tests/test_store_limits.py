@@ -1,4 +1,4 @@
-"""Bounds on what a table costs (issue 9, item 12), on a real Redis.
+"""Bounds on what a table costs, on a real Redis.
 
 * a full Redis (``maxmemory``, ``noeviction``) answers 507 problem+json and
   writes nothing (no half write); a delete still works and frees room;
@@ -25,13 +25,6 @@ PROBLEM = "application/problem+json"
 
 
 @pytest.fixture
-def client(redis_url):
-    c = redis.Redis.from_url(redis_url)
-    yield c
-    c.close()
-
-
-@pytest.fixture
 def http(redis_url):
     # (rate limits off: 300 events to one table; the limits have their own tests)
     return create_app({"TESTING": True, "REDIS_URL": redis_url, **{var: 0 for var in NO_LIMITS}}).test_client()
@@ -49,14 +42,14 @@ def _post(http, t, auth, event, **headers):
 
 
 # -- a full Redis --------------------------------------------------------------------------------
-def test_a_full_redis_is_507_and_writes_nothing(http, client):
+def test_a_full_redis_is_507_and_writes_nothing(http, redis_client):
     t, auth = _table(http)
     other, other_auth = _table(http)
     assert _post(http, t, auth, {"type": "round_start"}).status_code == 201
     assert _post(http, t, auth, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"}).status_code == 201
-    before = {k: client.dump(k) for k in client.keys("{t:" + t["id"] + "}*")}
-    client.config_set("maxmemory-policy", "noeviction")
-    client.config_set("maxmemory", "1")  # every write that adds data is refused from now on
+    before = {k: redis_client.dump(k) for k in redis_client.keys("{t:" + t["id"] + "}*")}
+    redis_client.config_set("maxmemory-policy", "noeviction")
+    redis_client.config_set("maxmemory", "1")  # every write that adds data is refused from now on
     try:
         refused = [
             _post(http, t, auth, {"type": "kong", "seat": 1, "kind": "concealed", "tile": "2m"}),
@@ -68,32 +61,32 @@ def test_a_full_redis_is_507_and_writes_nothing(http, client):
         for r in refused:
             assert r.status_code == 507 and r.mimetype == PROBLEM, r.get_data(as_text=True)
             assert r.get_json()["code"] == "store_full" and "Retry-After" not in r.headers
-        assert {k: client.dump(k) for k in client.keys("{t:" + t["id"] + "}*")} == before  # no half write
-        assert len(client.keys("{t:*}:meta")) == 2
+        assert {k: redis_client.dump(k) for k in redis_client.keys("{t:" + t["id"] + "}*")} == before  # no half write
+        assert len(redis_client.keys("{t:*}:meta")) == 2
         assert http.get(f"/v1/tables/{t['id']}", headers=auth).status_code == 200  # reads still work
         # deleting still works (and frees room)
         assert http.delete(f"/v1/tables/{other['id']}", headers=other_auth).status_code == 204
     finally:
-        client.config_set("maxmemory", "0")
-    assert TableStore(client).check(t["id"])["ok"]
+        redis_client.config_set("maxmemory", "0")
+    assert TableStore(redis_client).check(t["id"])["ok"]
     assert _post(http, t, auth, {"type": "round_end"}, **{"Idempotency-Key": "k1"}).status_code == 201
 
 
 # -- a refused void reads little ------------------------------------------------------------------
-def _bytes_sent(client, action) -> int:
+def _bytes_sent(redis_client, action) -> int:
     """What Redis sent its clients while ``action`` ran (nothing else talks to it meanwhile)."""
-    client.config_resetstat()
+    redis_client.config_resetstat()
     action()
-    return client.info("stats")["total_net_output_bytes"]
+    return redis_client.info("stats")["total_net_output_bytes"]
 
 
-def test_a_refused_void_reads_only_its_round_not_the_whole_log(client):
-    store = TableStore(client)
+def test_a_refused_void_reads_only_its_round_not_the_whole_log(redis_client):
+    store = TableStore(redis_client)
     t = store.create(PLAYERS, None).id
     events = cycle()
     for _ in range(1200):  # 300 rounds
         store.append(t, next(events))
-    log_bytes = sum(map(len, client.lrange(keys.log(t), 0, -1)))
+    log_bytes = sum(map(len, redis_client.lrange(keys.log(t), 0, -1)))
     store.append(t, {"type": "round_start"})                                                 # 1201
     store.append(t, {"type": "kong", "seat": 2, "kind": "direct", "tile": "3s", "from": 0})   # 1202
     store.append(t, {"type": "hu", "from": 2, "tile": "9p", "after_kong": True,
@@ -106,23 +99,23 @@ def test_a_refused_void_reads_only_its_round_not_the_whole_log(client):
             assert exc.value.code == code
         return run
 
-    sent = {"depended on": _bytes_sent(client, refuse(1202, "void_conflict"))}
+    sent = {"depended on": _bytes_sent(redis_client, refuse(1202, "void_conflict"))}
     store.void(t, 1203)                                                                        # 1204
-    sent["a void record"] = _bytes_sent(client, refuse(1204, "not_voidable"))
-    sent["already voided"] = _bytes_sent(client, refuse(1203, "already_voided"))
-    sent["out of range"] = _bytes_sent(client, lambda: pytest.raises(EventNotFound, store.void, t, 1205))
+    sent["a void record"] = _bytes_sent(redis_client, refuse(1204, "not_voidable"))
+    sent["already voided"] = _bytes_sent(redis_client, refuse(1203, "already_voided"))
+    sent["out of range"] = _bytes_sent(redis_client, lambda: pytest.raises(EventNotFound, store.void, t, 1205))
     # (a refusal reads the state, ~2 KB, and the target's round; the log is ~46 KB, stored compactly)
     assert all(n < log_bytes / 10 for n in sent.values()), (log_bytes, sent)
     # in an earlier round: that round's records up to the one that depends on it, and the summaries
     # of the rounds after it (their balances are taken out of the table's; ~85 bytes each with their
     # facts), never their records
-    old_round = _bytes_sent(client, refuse(597, "void_conflict"))  # round 150's round_start
+    old_round = _bytes_sent(redis_client, refuse(597, "void_conflict"))  # round 150's round_start
     assert old_round < log_bytes / 2, (log_bytes, old_round)
     assert store.check(t)["ok"]
 
 
-def test_voids_in_earlier_rounds_refold_from_there_and_agree_with_the_whole_fold(client):
-    store = TableStore(client)
+def test_voids_in_earlier_rounds_refold_from_there_and_agree_with_the_whole_fold(redis_client):
+    store = TableStore(redis_client)
     t = store.create(PLAYERS, "normal").id
     events = cycle()
     for _ in range(40):
@@ -137,8 +130,8 @@ def test_voids_in_earlier_rounds_refold_from_there_and_agree_with_the_whole_fold
     assert view["rounds"][0]["deltas"] == [0, 0, 0, 0]
 
 
-def test_voiding_the_latest_round_start_reopens_the_round_before_it_as_the_fold_does(client):
-    store = TableStore(client)
+def test_voiding_the_latest_round_start_reopens_the_round_before_it_as_the_fold_does(redis_client):
+    store = TableStore(redis_client)
     t = store.create(PLAYERS, "xuezhan").id
     store.append(t, {"type": "round_start"})
     store.append(t, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"})

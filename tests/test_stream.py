@@ -20,6 +20,8 @@ import redis
 from service.store.embedded import EmbeddedRedis, free_port
 from tests.served import ROOT, Served, Stream, expire_table
 
+pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
+
 SEATS = [0, 0, 1, 2, 0, 3, 1, 0]
 TILES = ["1m", "2m", "3m", "4m", "5m", "6m", "7m", "8m"]
 

@@ -17,7 +17,7 @@ from service.store import keys
 from tests.served import Served, Stream
 from tests.test_stream import Table, check_frames, event_bodies
 
-pytestmark = pytest.mark.skipif(server_version() < (7,), reason="sharded pub/sub (SPUBLISH) needs Redis 7")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(server_version() < (7,), reason="sharded pub/sub (SPUBLISH) needs Redis 7")]
 
 
 @pytest.fixture

@@ -27,17 +27,19 @@ def take_until(sub, count: int, timeout: float = 10.0) -> list:
     return got
 
 
-@pytest.fixture
-def client(redis_url):
-    c = redis.Redis.from_url(redis_url)
-    yield c
-    c.close()
-
-
 def streamed(store: TableStore, table_id: str, after: int):
     """What a stream opened at ``after`` sends from the log: ``(records, version)``, or None."""
     got = store.stream_records(table_id, after)
     return None if got is None else ([item for chunk in got for item in chunk], got.version)
+
+
+def wait_for(read, ok, timeout: float = 10.0):
+    """``read()`` once ``ok`` of it holds (polled), within ``timeout`` seconds (else AssertionError)."""
+    deadline = time.monotonic() + timeout
+    while not ok(value := read()):
+        assert time.monotonic() < deadline, f"still {value!r} after {timeout} s"
+        time.sleep(0.01)
+    return value
 
 
 def new_table(store: TableStore) -> tuple[str, list[dict]]:
@@ -49,9 +51,9 @@ def new_table(store: TableStore) -> tuple[str, list[dict]]:
     return table_id, replies
 
 
-def test_the_append_script_publishes_the_record_with_version_and_balances(client):
-    store = TableStore(client)
-    pubsub = client.pubsub()
+def test_the_append_script_publishes_the_record_with_version_and_balances(redis_client):
+    store = TableStore(redis_client)
+    pubsub = redis_client.pubsub()
     table_id = store.create(["a", "b", "c", "d"], "xuezhan").id
     pubsub.subscribe(keys.channel(table_id))
     assert pubsub.get_message(timeout=5)["type"] == "subscribe"
@@ -65,8 +67,8 @@ def test_the_append_script_publishes_the_record_with_version_and_balances(client
     pubsub.close()
 
 
-def test_records_read_back_carry_the_balances_after_each_record_voids_included(client):
-    store = TableStore(client)
+def test_records_read_back_carry_the_balances_after_each_record_voids_included(redis_client):
+    store = TableStore(redis_client)
     table_id, replies = new_table(store)
     replies.append(store.void(table_id, 3).as_dict())  # voids the kong at seq 3: balances refold
     replies.append(store.append(table_id, KONG | {"tile": "9m", "seat": 3}).as_dict())
@@ -84,15 +86,15 @@ def test_records_read_back_carry_the_balances_after_each_record_voids_included(c
     assert streamed(store, table_id, 0) is None and store.stream_position(table_id) is None
 
 
-def test_one_connection_serves_every_subscriber_in_order(client):
-    store = TableStore(client)
-    hub = make_hub(client, parse_message, sharded=False, buffer=64)
+def test_one_connection_serves_every_subscriber_in_order(redis_client):
+    store = TableStore(redis_client)
+    hub = make_hub(redis_client, parse_message, sharded=False, buffer=64)
     one, other = store.create(["a", "b", "c", "d"], "xuezhan").id, \
         store.create(["a", "b", "c", "d"], "xuezhan").id
     subs = [hub.subscribe(one), hub.subscribe(one), hub.subscribe(other)]
     assert hub.subscribers == 3
-    assert int(client.pubsub_numsub(keys.channel(one))[0][1]) == 1  # one Redis subscriber for two
-    assert len([c for c in client.client_list() if int(c.get("sub", 0)) > 0]) == 1  # one connection
+    assert int(redis_client.pubsub_numsub(keys.channel(one))[0][1]) == 1  # one Redis subscriber for two
+    assert len([c for c in redis_client.client_list() if int(c.get("sub", 0)) > 0]) == 1  # one connection
     for body in [{"type": "round_start"}, KONG]:
         store.append(one, body)
     store.append(other, {"type": "round_start"})
@@ -106,14 +108,14 @@ def test_one_connection_serves_every_subscriber_in_order(client):
     for sub in subs:
         hub.unsubscribe(sub)
     deadline = time.monotonic() + 5
-    while client.pubsub_numsub(keys.channel(one))[0][1] and time.monotonic() < deadline:
+    while redis_client.pubsub_numsub(keys.channel(one))[0][1] and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert client.pubsub_numsub(keys.channel(one))[0][1] == 0  # nothing left in Redis
+    assert redis_client.pubsub_numsub(keys.channel(one))[0][1] == 0  # nothing left in Redis
     hub.close()
 
 
-def test_a_table_that_expired_ends_its_streams_as_a_deletion_does(client):
-    store = TableStore(client)
+def test_a_table_that_expired_ends_its_streams_as_a_deletion_does(redis_client):
+    store = TableStore(redis_client)
     asked: list[str] = []
 
     def gone(table_id: str) -> bool:
@@ -122,11 +124,11 @@ def test_a_table_that_expired_ends_its_streams_as_a_deletion_does(client):
             raise redis.ConnectionError("away")
         return store.stream_position(table_id) is None
 
-    hub = make_hub(client, parse_message, sharded=False, buffer=8, gone=gone, check_every=0.2)
+    hub = make_hub(redis_client, parse_message, sharded=False, buffer=8, gone=gone, check_every=0.2)
     try:
         expiring, kept = new_table(store)[0], new_table(store)[0]
         subs = [hub.subscribe(expiring), hub.subscribe(expiring), hub.subscribe(kept)]
-        expire_table(client, expiring)
+        expire_table(redis_client, expiring)
         assert take_until(subs[0], 1) == [DELETED] and take_until(subs[1], 1) == [DELETED]
         assert take_until(subs[2], 1, timeout=1.0) == []  # the other table lives on
         assert store.stream_position(kept) == 5 and store.stream_position(expiring) is None
@@ -135,18 +137,19 @@ def test_a_table_that_expired_ends_its_streams_as_a_deletion_does(client):
         assert abs(checks.count(expiring) - checks.count(kept)) <= 1 and checks.count(kept) >= 3, asked
         for sub in subs:
             hub.unsubscribe(sub)
-        time.sleep(0.5)
+        after = wait_for(lambda: hub.sweeps, lambda n: n >= 1) + 1  # (a sweep begun before: let it end)
+        wait_for(lambda: hub.sweeps, lambda n: n >= after)
         asked.clear()
-        time.sleep(0.5)
-        assert asked == []  # nothing followed: nothing read
+        wait_for(lambda: hub.sweeps, lambda n: n >= after + 3)  # three more sweeps...
+        assert asked == []  # ...with nothing followed: nothing read
     finally:
         hub.close()
     hub._watcher.join(1.0)
     assert not hub._watcher.is_alive()  # close() stops the watcher
 
 
-def test_a_failing_check_skips_one_table_and_a_stream_opened_after_the_check_stays_open(client):
-    store = TableStore(client)
+def test_a_failing_check_skips_one_table_and_a_stream_opened_after_the_check_stays_open(redis_client):
+    store = TableStore(redis_client)
     broken, expiring = new_table(store)[0], new_table(store)[0]
     late: list = []  # a stream opened between the read that found the table gone and the end of that sweep
     left: list = []  # what that sweep left in its mailbox, as the next sweep finds it
@@ -162,10 +165,10 @@ def test_a_failing_check_skips_one_table_and_a_stream_opened_after_the_check_sta
             left.append(list(late[0].items))
         return True
 
-    hub = make_hub(client, parse_message, sharded=False, buffer=8, gone=gone, check_every=0.2)
+    hub = make_hub(redis_client, parse_message, sharded=False, buffer=8, gone=gone, check_every=0.2)
     try:
         first = [hub.subscribe(broken), hub.subscribe(expiring)]  # (the broken table is checked first)
-        expire_table(client, expiring)
+        expire_table(redis_client, expiring)
         assert take_until(first[1], 1) == [DELETED]  # checked although the table before it failed
         assert take_until(late[0], 1) == [DELETED]  # ended by the next sweep...
         assert left == [[]]  # ...not by the one that read the table before it opened
@@ -174,9 +177,9 @@ def test_a_failing_check_skips_one_table_and_a_stream_opened_after_the_check_sta
         hub.close()
 
 
-def test_a_full_mailbox_marks_its_subscriber_behind_and_no_one_else(client):
-    store = TableStore(client)
-    hub = make_hub(client, parse_message, sharded=False, buffer=3)
+def test_a_full_mailbox_marks_its_subscriber_behind_and_no_one_else(redis_client):
+    store = TableStore(redis_client)
+    hub = make_hub(redis_client, parse_message, sharded=False, buffer=3)
     table_id = store.create(["a", "b", "c", "d"], "xuezhan").id
     slow, fast = hub.subscribe(table_id), hub.subscribe(table_id)
     bodies = [{"type": "round_start"}] + [KONG | {"tile": t} for t in ("1m", "2m", "3m", "4m")]
@@ -189,16 +192,16 @@ def test_a_full_mailbox_marks_its_subscriber_behind_and_no_one_else(client):
     hub.close()
 
 
-def test_sharded_pub_sub_publishes_and_subscribes_on_the_tables_slot(client):
-    version = tuple(int(x) for x in client.info("server")["redis_version"].split(".")[:2])
+def test_sharded_pub_sub_publishes_and_subscribes_on_the_tables_slot(redis_client):
+    version = tuple(int(x) for x in redis_client.info("server")["redis_version"].split(".")[:2])
     if version < (7, 0):
         pytest.skip(f"SPUBLISH needs Redis 7 (this is {version}); the store lane tests it on a cluster")
-    store = TableStore(client, sharded_pubsub=True)
-    hub = make_hub(client, parse_message, sharded=True, buffer=8)
+    store = TableStore(redis_client, sharded_pubsub=True)
+    hub = make_hub(redis_client, parse_message, sharded=True, buffer=8)
     table_id = store.create(["a", "b", "c", "d"], "xuezhan").id
     sub = hub.subscribe(table_id)
-    assert client.execute_command("PUBSUB", "SHARDNUMSUB", keys.channel(table_id))[1] == 1
-    assert client.pubsub_numsub(keys.channel(table_id))[0][1] == 0  # not a plain channel
+    assert redis_client.execute_command("PUBSUB", "SHARDNUMSUB", keys.channel(table_id))[1] == 1
+    assert redis_client.pubsub_numsub(keys.channel(table_id))[0][1] == 0  # not a plain channel
     store.append(table_id, {"type": "round_start"})
     store.delete(table_id)
     got = take_until(sub, 2)
@@ -219,8 +222,8 @@ def test_a_hub_whose_redis_is_gone_does_not_confirm_subscriptions(free_port):
     hub.close()
 
 
-def test_records_read_back_from_a_table_with_stakes_carry_its_coins(client):
-    store = TableStore(client)
+def test_records_read_back_from_a_table_with_stakes_carry_its_coins(redis_client):
+    store = TableStore(redis_client)
     table_id = store.create(["a", "b", "c", "d"], "xuezhan",
                             stakes={"coin_per_point": 200, "fee": 400, "bankrolls": [10000] * 4}).id
     replies = [store.append(table_id, e).as_dict() for e in (
@@ -257,11 +260,11 @@ def _replayed_from_scratch(store: TableStore, table_id: str, after: int) -> list
     return out
 
 
-def test_a_replay_refolds_each_void_from_a_snapshot_with_the_same_records(client, monkeypatch):
+def test_a_replay_refolds_each_void_from_a_snapshot_with_the_same_records(redis_client, monkeypatch):
     # A void's frame is folded from the table's last snapshot before its target, not from the
     # log's start; what is sent must not change, voids of old records included.
     monkeypatch.setattr(keys, "SNAPSHOT_EVERY", 4)
-    store = TableStore(client)
+    store = TableStore(redis_client)
     table_id = store.create(["a", "b", "c", "d"], "xuezhan").id
     kongs = []  # the seqs of the kongs not voided
     for round_number in range(4):

@@ -21,7 +21,7 @@ from service.rules.hand import parse_hand
 from service.rules.ruleset import Ruleset
 from service.rules.summary import BiggestWin, Payment, settle_up, summarize
 from service.rules.table import RoundFacts, TableState, VoidConflict, fold, refold_round
-from test_settle_properties import PROPS, rounds, voids_arg
+from tests.test_settle_properties import PROPS, rounds, voids_arg
 
 NAMES = ["东", "南", "西", "北"]
 

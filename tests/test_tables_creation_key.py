@@ -1,4 +1,4 @@
-"""A table creation's Idempotency-Key is a secret UUID (issue 9, item 11; API.md "Tables")."""
+"""A table creation's Idempotency-Key is a secret UUID (docs/api.md, "Tables")."""
 
 from __future__ import annotations
 

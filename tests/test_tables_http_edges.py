@@ -1,4 +1,4 @@
-"""Small HTTP edges of the tables API (issue 9, item 13)."""
+"""Small HTTP edges of the tables API."""
 
 from __future__ import annotations
 
@@ -50,10 +50,11 @@ def test_odd_slashes_are_problems_never_redirects(client, method, path):
 
 def test_a_table_id_with_a_trailing_newline_is_not_an_id():
     """A malformed id is refused before Redis is asked: with no Redis listening, a well-formed id
-    is 503 (the store is down) while the same id with a trailing newline is 404."""
+    is 503 (the store is down) while the same id with a trailing newline is refused at once (401, as
+    any id that is no table's)."""
     down = create_app({"TESTING": True, "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
                        "TABLES_PER_HOUR": 0}).test_client()
     auth = {"Authorization": "Bearer " + "x" * 43}
     assert down.get("/v1/tables/0123456789abcdef", headers=auth).status_code == 503
     r = down.get("/v1/tables/0123456789abcdef%0A", headers=auth)
-    assert r.status_code == 404 and r.get_json()["code"] == "table_not_found"
+    assert r.status_code == 401 and r.get_json()["code"] == "unauthorized"

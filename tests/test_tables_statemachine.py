@@ -3,7 +3,7 @@
 The test keeps no shadow state of its own that could drift: after every step
 it pages through the table's log over HTTP and replays it independently —
 round by round through :func:`service.rules.settle.settle`, with its own
-reading of RULES.md §10 for round boundaries and dealers — and checks that the
+reading of docs/rules.md#s10 for round boundaries and dealers — and checks that the
 table's version, balances, dealer, current round and round summaries are
 exactly that replay.  Each write's answer is predicted the same way: an event
 is accepted iff the replay of the log plus that event holds, and a rejection
@@ -28,6 +28,8 @@ from service.rules.errors import EventError
 from service.rules.settle import settle
 from service.rules.table import fold
 
+pytestmark = pytest.mark.slow  # (long: generated clients, fuzzing or a state machine)
+
 PLAYERS = ["东", "南", "西", "北"]
 RULE_CODES = {
     "no_round", "round_ended", "round_in_progress", "bad_event", "bad_hand", "seat_out_of_range",
@@ -51,7 +53,7 @@ def body_of(record: dict) -> dict:
 
 
 def dealer_after(rnd: dict, rule: str) -> int:
-    """RULES.md §10: the first win decides the next dealer; no win: the dealer stays."""
+    """docs/rules.md#s10: the first win decides the next dealer; no win: the dealer stays."""
     hu = next((e for e in rnd["events"] if e["type"] == "hu"), None)
     if hu is None:
         return rnd["dealer"]

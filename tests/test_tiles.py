@@ -1,4 +1,4 @@
-"""Tiles and notation (RULES.md §1): parsing, canonical output, bad input."""
+"""Tiles and notation (docs/rules.md#s1): parsing, canonical output, bad input."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_white_space_before_between_and_after_groups():
 
 
 def test_carriage_returns_are_white_space():
-    """Issue 9.4: §1 lists carriage returns among the white space (a Windows client sends CRLF)."""
+    """§1 lists carriage returns among the white space (a Windows client sends CRLF)."""
     assert names(parse_tiles("\r\n123m\r\n456p\r")) == ["1m", "2m", "3m", "4p", "5p", "6p"]
     assert names(parse_tiles("1m\r2p")) == ["1m", "2p"]
     assert str(Tile.from_str("\r5m\r\n")) == "5m"

@@ -1,4 +1,4 @@
-"""Ting, waits, 大叫 and discard advice (RULES.md §4).
+"""Ting, waits, 大叫 and discard advice (docs/rules.md#s4).
 
 Expected waits were enumerated by hand (each candidate tile added and the
 hand split into sets and a pair); the comments give the splits.

@@ -1,8 +1,8 @@
-"""血流成河 (RULES.md §13) and 三人两房 (§14): the worked examples, then one test per rule.
+"""血流成河 (docs/rules.md#s13) and 三人两房 (§14): the worked examples, then one test per rule.
 
-Expected transfers are computed by hand from RULES.md (base 6: a unit is 6 points, a win of
+Expected transfers are computed by hand from docs/rules.md (base 6: a unit is 6 points, a win of
 f fan is 6 × 2^(f-1)), never from the engine.  Transfers are compared after merging equal
-``(payer, payee, reason, event)`` keys, as RULES.md §6 allows.
+``(payer, payee, reason, event)`` keys, as docs/rules.md#s6 allows.
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ def test_the_web_package_imports_no_other_floor():
 
 
 def test_test_hooks_of_the_issue_exist_in_the_modules():
-    """The data-testid contract (issue 11): each hook is named in the app's modules."""
+    """The data-testid contract: each hook is named in the app's modules."""
     text = "".join(p.read_text(encoding="utf-8") for p in STATIC.iterdir() if p.suffix in (".js", ".html"))
     fixed = ["ruleset", "create-table", "round-start", "record-kong", "record-hu", "record-draw", "record-escape",
              "record-peng", "self-drawn", "fan-input", "confirm", "cancel", "undo", "share-link",

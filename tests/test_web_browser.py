@@ -3,7 +3,7 @@
 One service per module (a real subprocess on a free port, on the session's private
 redis-server); each test opens its own phones (fresh profiles). Every expectation about
 money is checked twice: the phones show what the public API says, and the API says what
-RULES.md says the tapped events are worth. Screenshots at 360×640 go to
+docs/rules.md says the tapped events are worth. Screenshots at 360×640 go to
 ``test-output/screenshots/`` (gitignored).
 """
 
@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from browser_support import Api, FlakyProxy, Phone, Service, fragment, require_browser, request
+from tests.browser_support import Api, FlakyProxy, Phone, Service, fragment, require_browser, request
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
@@ -722,7 +722,7 @@ def test_polling_only_while_the_stream_is_unavailable(service, api, phones):
 
 
 def test_an_api_key_entered_once_goes_with_every_call(service, phones):
-    """A service run with API keys needs X-API-Key on calls without a table token (API.md):
+    """A service run with API keys needs X-API-Key on calls without a table token (docs/api.md):
     entered once on the start page, the phone sends it with every API call."""
     a = phones("a")
     a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_FETCH})
@@ -813,7 +813,7 @@ def dialog_title(phone: Phone) -> str:
 
 
 def test_a_xueliu_round_winners_play_on(service, api, phones):
-    """血流成河 (RULES.md §13's worked example, the kong tile changed to 2s and 南's second win
+    """血流成河 (docs/rules.md#s13's worked example, the kong tile changed to 2s and 南's second win
     entered as a hand): 南 wins twice, then makes a concealed kong; a winner cannot 碰 or 直杠;
     the draw asks only the seats that have not won; a winner's kept hand is filled in for its next
     win. The phone shows the API's balances after every event, and the API the example's."""
@@ -900,7 +900,7 @@ def test_a_xueliu_round_winners_play_on(service, api, phones):
 
 
 def test_a_three_player_room_from_the_start_page(service, api, phones):
-    """三人两房 (RULES.md §14's example, then a draw and an escape): the start page asks for three
+    """三人两房 (docs/rules.md#s14's example, then a draw and an escape): the start page asks for three
     names; three seats on the board, in every dialog and in the rounds table; no 定缺, no 万
     tiles, no 花猪; a 1-fan discard win is refused in words and changes nothing. The phone shows
     the API's balances after every event."""

@@ -42,7 +42,7 @@ def settle_round(args):
 
     An event that cannot happen, or that breaks the event format, is a 422
     whose problem carries `event` (its 0-based index) and a stable `code`
-    (`bad_event` with `errors` for a malformed one). With `stakes` (RULES.md
+    (`bad_event` with `errors` for a malformed one). With `stakes` (docs/rules.md
     §12; `bankrolls` = the seats' coins before the round) the response also has
     `coins_delta` and `fees`, null while the round has not ended; stakes that
     are not integers in range, or not one bankroll per seat, are a 422

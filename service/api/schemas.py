@@ -268,7 +268,7 @@ class StakesSchema(ma.Schema):
 
 
 class StakesField(DocumentedField):
-    """RULES.md §12's stakes, passed as given to :func:`load_stakes` (which needs the ruleset's seats)."""
+    """The stakes (docs/rules.md#s12), passed as given to :func:`load_stakes` (which needs the ruleset's seats)."""
 
     def _deserialize(self, value, attr, data, **kwargs):
         return value
@@ -489,7 +489,7 @@ class SettleRequest(ma.Schema):
     events = fields.List(Ref("Event"), required=True, validate=validate.Length(max=MAX_EVENTS),
                          metadata={"description": "the round's events in order (checked by the rules: "
                                                   "an error names the event's index)"})
-    stakes = StakesField(metadata={"description": "optional (RULES.md §12): `bankrolls` are the seats' coins "
+    stakes = StakesField(metadata={"description": "optional (docs/rules.md#s12): `bankrolls` are the seats' coins "
                                                   "before the round; the response then has `coins_delta` and `fees`"})
 
     @post_load

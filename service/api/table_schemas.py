@@ -35,7 +35,7 @@ class CreateTableRequest(ma.Schema):
     )
     ruleset = RulesetField(metadata={"default": "xuezhan"})
     dealer = Int(0, 3, load_default=0, metadata={"description": "the first round's dealer (0-2 with three players)"})
-    stakes = StakesField(metadata={"description": "optional: play for coins (RULES.md §12); the table then has "
+    stakes = StakesField(metadata={"description": "optional: play for coins (docs/rules.md#s12); the table then has "
                                                   "`coins`, and each ended round `coins_delta` and `fees`"})
 
     @post_load
@@ -71,7 +71,7 @@ class BuyInEvent(ma.Schema):
     type = Const("buy_in")
     seat = Seat(required=True)
     coins = Int(1, MAX_COINS, required=True, metadata={
-        "description": "added to the seat's bankroll; only between rounds, at a table with stakes (RULES.md §12)"})
+        "description": "added to the seat's bankroll; only between rounds, at a table with stakes (docs/rules.md#s12)"})
 
 
 TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {

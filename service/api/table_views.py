@@ -226,7 +226,7 @@ def create_table(args, idempotency_key=None):
     listed under the key and an `Idempotency-Key` is scoped to the key.
 
     `players` names as many seats as the ruleset has (`players`: four, or three for
-    `sanren-liangfang`); another number is a 422 `bad_players`. With `stakes` (RULES.md
+    `sanren-liangfang`); another number is a 422 `bad_players`. With `stakes` (docs/rules.md
     §12) the table plays for coins: the response has `coins`.
     """
     key = creation_key(idempotency_key)

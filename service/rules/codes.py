@@ -13,7 +13,7 @@ documented tables are generated from here (:func:`code_table`,
 >>> f"{Code.ROUND_ENDED}", Code("round_ended") is Code.ROUND_ENDED
 ('round_ended', True)
 >>> next(code_table())
-('rule_error', 'a rule of RULES.md is broken')
+('rule_error', 'a rule of the rule book (docs/rules.md) is broken')
 >>> REASONS[:3]
 ('dianpao', 'zimo', 'kong_direct')
 """
@@ -39,8 +39,8 @@ class _Documented(StrEnum):
 class Code(_Documented):
     """Every error code the rules core raises (``RuleError.code``)."""
 
-    RULE_ERROR = "rule_error", "a rule of RULES.md is broken"
-    # notation (RULES.md §1)
+    RULE_ERROR = "rule_error", "a rule of the rule book (docs/rules.md) is broken"
+    # notation (docs/rules.md#s1)
     BAD_NOTATION = "bad_notation", "text that is not tile notation"
     INVALID_RANK = "invalid_rank", "a rank that is not 1-9 (e.g. 0)"
     UNKNOWN_SUIT = "unknown_suit", "a suit mark that is not m/万, p/筒 or s/条 (e.g. an honour)"
@@ -92,7 +92,7 @@ class Code(_Documented):
 
 
 class Reason(_Documented):
-    """Why a transfer was paid (API.md: stable transfer reasons)."""
+    """Why a transfer was paid (docs/api.md: stable transfer reasons)."""
 
     DIANPAO = "dianpao", "a win on the payer's discard (点炮)"
     ZIMO = "zimo", "a self-drawn win (自摸)"
@@ -109,7 +109,7 @@ class Reason(_Documented):
 
 
 REASONS: tuple[str, ...] = tuple(r.value for r in Reason)
-"""The transfer reasons, in API.md's order."""
+"""The transfer reasons, in the API reference's order."""
 
 
 def code_table() -> Iterator[tuple[str, str]]:
@@ -119,6 +119,6 @@ def code_table() -> Iterator[tuple[str, str]]:
 
 
 def reason_table() -> Iterator[tuple[str, str]]:
-    """``(reason, meaning)`` for every transfer reason, in API.md's order."""
+    """``(reason, meaning)`` for every transfer reason, in the API reference's order."""
     for reason in Reason:
         yield reason.value, reason.meaning

@@ -54,7 +54,7 @@ class UnexpectedCharacter(NotationError):
 
 # -- hands ------------------------------------------------------------------
 class HandError(RuleError):
-    """A hand that parses but breaks a rule of RULES.md §2."""
+    """A hand that parses but breaks a rule of docs/rules.md#s2."""
 
     code = Code.BAD_HAND
 

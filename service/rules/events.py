@@ -1,4 +1,4 @@
-"""The round events of API.md as immutable value types.
+"""The round events of docs/api.md as immutable value types.
 
 :func:`parse_event` turns the JSON shape (a mapping) into a typed event and
 reports malformed ones as :class:`EventError` ``bad_event`` with the index.
@@ -123,7 +123,7 @@ MAX_PATTERNS = 32
 
 
 def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, players: int = 4) -> Event:
-    """Build a typed event from its API.md mapping; ``index`` is for error messages.
+    """Build a typed event from its docs/api.md mapping; ``index`` is for error messages.
 
     ``voids`` (a suit letter or None per seat) gives each seat's 定缺 suit for
     hands that do not state one.  With ``players = 3`` (三人两房, §14) seats are

@@ -1,6 +1,6 @@
-"""Scoring a winning hand (RULES.md §5): best base pattern, extras, cap, points.
+"""Scoring a winning hand (docs/rules.md#s5): best base pattern, extras, cap, points.
 
-Readings of RULES.md where it is silent (documented choices):
+Readings of docs/rules.md where it is silent (documented choices):
 
 * 夹心五 / 卡二条: copies of a tile are alike, so "the winning tile sits in the
   middle of a 4-5-6 (1-2-3 of 条)" holds when the decomposition scored has that
@@ -80,7 +80,7 @@ class Win:
             if not isinstance(getattr(self, name), bool):
                 raise ContradictoryFlags(f"flag {name} must be true or false", text=name)
         # Only the table-independent rules here: earthly by discard is legal under
-        # the chengdu table (RULES.md §5.1, §9); score() re-checks with the real table.
+        # the chengdu table (docs/rules.md#s5.1, §9); score() re-checks with the real table.
         problem = self.contradiction("chengdu")
         if problem:
             raise ContradictoryFlags(problem)

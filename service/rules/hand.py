@@ -1,4 +1,4 @@
-"""Hands and melds (RULES.md §2): concealed tiles, melds, the 定缺 void suit.
+"""Hands and melds (docs/rules.md#s2): concealed tiles, melds, the 定缺 void suit.
 
 >>> h = parse_hand("321m 456p 789s 11m", melds=[Meld.peng("5s")], void="p")
 >>> str(h), h.size, sorted(h.suits)

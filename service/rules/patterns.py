@@ -1,4 +1,4 @@
-"""The fan patterns of RULES.md §5 and §9: stable ids, names, fan per table.
+"""The fan patterns of docs/rules.md#s5 and §9: stable ids, names, fan per table.
 
 Base patterns (§5.1) compete: only the single highest applies.  Extras (§5.2)
 add to it.  Each pattern's fan value depends on the ruleset's ``fan_table``;

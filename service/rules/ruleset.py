@@ -1,6 +1,6 @@
-"""Rule variants (RULES.md §5.3, §9, §13, §14): one frozen :class:`Ruleset` and named presets.
+"""Rule variants (docs/rules.md#s5.3, §9, §13, §14): one frozen :class:`Ruleset` and named presets.
 
-Readings of RULES.md where it is silent (documented choices):
+Readings of docs/rules.md where it is silent (documented choices):
 
 * ``players = 3`` forces ``huazhu`` to 0 whatever is asked (§14.2): the
   field is stored as 0, so ``{"preset": "xuezhan", "players": 3}`` reads back

@@ -1,4 +1,4 @@
-"""Settling a round from its events (RULES.md §6-§8, §10, §13, §14): the only place money moves.
+"""Settling a round from its events (docs/rules.md#s6-§8, §10, §13, §14): the only place money moves.
 
 A round is a fold over its events: :class:`Round` holds the state after N
 events and :meth:`Round.step` validates one more event against it, returning
@@ -9,7 +9,7 @@ whose ``code`` is a stable :class:`~service.rules.codes.Code` (the documented
 table of codes is generated from that enum: :func:`~service.rules.codes.code_table`);
 transfer reasons are :class:`~service.rules.codes.Reason`.
 
-Readings of RULES.md where it is silent (documented choices):
+Readings of docs/rules.md where it is silent (documented choices):
 
 * 天胡 must be the round's first event and the dealer's win; 地胡 needs no peng
   or kong before it and a non-dealer winner; under the chengdu table a 地胡 by
@@ -127,11 +127,7 @@ class KongRecord(NamedTuple):
                 "void": self.void, "transferred": self.transferred}
 
     @classmethod
-    def from_dict(cls, d: "Mapping[str, Any] | list") -> "KongRecord":
-        if isinstance(d, list):  # the list form of states stored before issue 17
-            seat, kind, tile, frm, paid, void, transferred = d
-            d = {"seat": seat, "kind": kind, "tile": tile, "from": frm, "paid": paid,
-                 "void": void, "transferred": transferred}
+    def from_dict(cls, d: Mapping[str, Any]) -> "KongRecord":
         return cls(d["seat"], d["kind"], d["tile"], d["from"],
                    tuple((payer, points) for payer, points in d["paid"]), d["void"], d["transferred"])
 
@@ -151,10 +147,7 @@ class LastEvent(NamedTuple):
                 "tile": self.tile, "from": self.from_}
 
     @classmethod
-    def from_dict(cls, d: "Mapping[str, Any] | list") -> "LastEvent":
-        if isinstance(d, list):  # the list form of states stored before issue 17
-            kind_, seat, kind, tile, frm, index = d
-            return cls(kind_, index, seat, kind, tile, frm)
+    def from_dict(cls, d: Mapping[str, Any]) -> "LastEvent":
         return cls(d["type"], d["index"], d["seat"], d["kind"], d["tile"], d["from"])
 
 
@@ -165,8 +158,8 @@ _pair_reason = itemgetter(0, 1, 3)  # a Transfer's payer, payee and reason
 
 _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
 _KONG_REASONS = frozenset(_KONG_REASON.values())
-_DIANPAO, _ZIMO = Reason.DIANPAO._value_, Reason.ZIMO._value_
-_KONG_REASON_ID = {kind: reason._value_ for kind, reason in _KONG_REASON.items()}
+_DIANPAO, _ZIMO = Reason.DIANPAO.value, Reason.ZIMO.value
+_KONG_REASON_ID = {kind: reason.value for kind, reason in _KONG_REASON.items()}
 _OTHERS = {n: tuple(tuple(s for s in range(n) if s != seat) for seat in range(n)) for n in (3, 4)}
 """Per table size, per seat: the other seats in seat order (who pays a kong when every seat is in)."""
 
@@ -188,9 +181,7 @@ class FirstWin(NamedTuple):
         return {"seats": list(self.seats), "from": self.from_}
 
     @classmethod
-    def from_dict(cls, d: "Mapping[str, Any] | list") -> "FirstWin":
-        if isinstance(d, list):  # the list form of states stored before issue 17
-            return cls(tuple(d[0]), d[1])
+    def from_dict(cls, d: Mapping[str, Any]) -> "FirstWin":
         return cls(tuple(d["seats"]), d["from"])
 
 
@@ -398,7 +389,7 @@ class Round:
     # -- helpers ------------------------------------------------------------------
     def _pay(self, payer: int, payee: int, points: int, reason: Reason, i: int) -> None:
         if points and payer != payee:  # (a transfer keeps the plain id: it is data)
-            self.transfers.append(_record(Transfer, (payer, payee, points, reason._value_, i)))
+            self.transfers.append(_record(Transfer, (payer, payee, points, reason.value, i)))
 
     def _merge(self, start: int) -> None:
         new = self.transfers[start:]

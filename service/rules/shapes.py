@@ -1,4 +1,4 @@
-"""Winning shapes (RULES.md §3) by per-suit lookup tables (查表法).
+"""Winning shapes (docs/rules.md#s3) by per-suit lookup tables (查表法).
 
 Each suit's nine counts form one base-5 key.  At import we enumerate every
 way of building one suit from up to four sets (triplets ``111``, sequences

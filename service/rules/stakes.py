@@ -1,4 +1,4 @@
-"""Stakes and bankrolls (游戏币场, RULES.md §12): the coins of one ended round.
+"""Stakes and bankrolls (游戏币场, docs/rules.md#s12): the coins of one ended round.
 
 A table may play for coins: :class:`Stakes` holds its ``coin_per_point`` (QQ's
 room coefficient N), its per-round ``fee`` (QQ's charge A, paid to the house)
@@ -104,7 +104,7 @@ class Stakes:
 
     @classmethod
     def from_spec(cls, spec: "Stakes | Mapping[str, Any]", players: int) -> "Stakes":
-        """Stakes from their JSON shape (API.md): one bankroll per seat, ``fee`` optional (0)."""
+        """Stakes from their JSON shape (docs/api.md): one bankroll per seat, ``fee`` optional (0)."""
         if isinstance(spec, Stakes):
             stakes = spec
         else:

@@ -1,7 +1,7 @@
-"""A table: a physical game over many rounds, as a fold over its log (RULES.md §10, §12, §14).
+"""A table: a physical game over many rounds, as a fold over its log (docs/rules.md#s10, §12, §14).
 
 The log is a list of records, each ``{"seq": n, "type": ..., ...}`` with
-``seq`` = its 1-based position.  Record types: the round events of API.md
+``seq`` = its 1-based position.  Record types: the round events of docs/api.md
 (``peng``, ``kong``, ``hu``, ``draw``, ``escape``), ``round_start``
 (``dealer``, ``voids``), ``round_end``, ``buy_in`` (``seat``, ``coins``: at
 a table with stakes, between rounds) and ``void`` (``target``: the seq of an
@@ -12,7 +12,7 @@ plain data (:meth:`TableState.to_dict`), so a store keeps it beside the log
 and appends without refolding; :func:`fold` rebuilds it from the log, which is
 the definition the stored state must always equal.
 
-Readings where RULES.md is silent (documented choices):
+Readings where docs/rules.md is silent (documented choices):
 
 * A round starts only by an explicit ``round_start``: a round event with no
   round in progress is rejected (``no_round``); after a round has ended, the
@@ -37,7 +37,7 @@ kongs, 花猪 and 大叫 paid, escapes, its biggest win) as it applies each reco
 in the state (``round_facts``) while the round is played and in the round's
 summary (``facts``) once it has ended; so a summary needs the state and the
 ended rounds' summaries, never the log.  (``facts`` is kept for the summary:
-it is not part of a round as API.md shows it.)
+it is not part of a round as docs/api.md shows it.)
 
 Stakes (§12; the coin settlement itself is :mod:`service.rules.stakes`):
 
@@ -202,8 +202,8 @@ _record = tuple.__new__
 _FACT = {name: i for i, name in enumerate(RoundFacts._fields)}
 _KONGS = {kind: _FACT["kongs_" + kind] for kind in ("direct", "added", "concealed")}
 _ESCAPES = _FACT["escapes"]
-_PAID_AT_DRAW = {Reason.HUAZHU._value_: _FACT["huazhu_paid"], Reason.DAJIAO._value_: _FACT["dajiao_paid"]}
-_WIN_REASONS = (Reason.DIANPAO._value_, Reason.ZIMO._value_)
+_PAID_AT_DRAW = {Reason.HUAZHU.value: _FACT["huazhu_paid"], Reason.DAJIAO.value: _FACT["dajiao_paid"]}
+_WIN_REASONS = (Reason.DIANPAO.value, Reason.ZIMO.value)
 
 
 def _hu_facts(values: list, record: Mapping[str, Any], seq: int, transfers: Iterable[Transfer],
@@ -323,7 +323,7 @@ class TableState:
 
     # -- views ------------------------------------------------------------------
     def round_view(self) -> dict | None:
-        """The latest round as API.md shows it."""
+        """The latest round as docs/api.md shows it."""
         if self.round_meta is None or self.round is None:
             return None
         m, r = self.round_meta, self.round
@@ -371,9 +371,8 @@ class TableState:
             round_meta=None if d["round_meta"] is None else dict(d["round_meta"]),
             round=None if d["round"] is None else Round.from_dict(d["round"]),
             voided=list(d["voided"]), base=list(d["base"]),
-            # (states stored before stakes have neither)
-            stakes=None if d.get("stakes") is None else Stakes.from_spec(d["stakes"], len(d["players"])),
-            coins=None if d.get("coins") is None else list(d["coins"]),
+            stakes=None if d["stakes"] is None else Stakes.from_spec(d["stakes"], len(d["players"])),
+            coins=None if d["coins"] is None else list(d["coins"]),
             # (states stored before the facts were kept have none: a round in play then counts
             # only its later records, until a refold)
             facts=RoundFacts.from_dict(d.get("round_facts"), len(d["players"])),

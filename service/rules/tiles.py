@@ -1,4 +1,4 @@
-"""Tiles, suits and hand notation (RULES.md §1).
+"""Tiles, suits and hand notation (docs/rules.md#s1).
 
 A tile is a rank 1-9 and a suit: ``m`` 万, ``p`` 筒, ``s`` 条.  Internally a
 tile is its index 0-26 in canonical order (m, p, s; ranks ascending).

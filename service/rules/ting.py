@@ -1,4 +1,4 @@
-"""Ting (听牌), waits, 大叫 and discard advice (RULES.md §4).
+"""Ting (听牌), waits, 大叫 and discard advice (docs/rules.md#s4).
 
 >>> from service.rules.hand import parse_hand
 >>> r = ting(parse_hand("1112345678999m"))

@@ -1,4 +1,4 @@
-"""Validating a hand (RULES.md §2): size, copies, suits, 花猪, completeness.
+"""Validating a hand (docs/rules.md#s2): size, copies, suits, 花猪, completeness.
 
 >>> v = validate("123m456p789s11m")
 >>> v.valid, v.size, v.tiles, v.suits, v.huazhu, v.complete

@@ -15,9 +15,12 @@ Flask-Limiter turns a storage error into a warning and counts the limits in
 each worker's memory until the storage answers again
 (``in_memory_fallback_enabled``): the limits never silently turn off.
 
->>> storage_for(object(), "redis://localhost:6379/0")[0]
-'redis://'
->>> storage_for(object(), "redis+cluster://10.0.0.1:7000,10.0.0.2:7000")[0]
+>>> import redis
+>>> client = redis.Redis()
+>>> uri, options = storage_for(client, "redis://localhost:6379/0")
+>>> uri, options["connection_pool"] is client.connection_pool
+('redis://', True)
+>>> storage_for(None, "redis+cluster://10.0.0.1:7000,10.0.0.2:7000")[0]
 'mahjong+cluster://10.0.0.1:7000,10.0.0.2:7000'
 """
 

@@ -108,6 +108,7 @@ class StreamHub:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.connected = threading.Event()
+        self.sweeps = 0  # sweeps of the watcher done (each reads every followed table once)
 
     # subscriber side
     def subscribe(self, table_id: str, timeout: float = SUBSCRIBE_TIMEOUT) -> Subscription:
@@ -185,6 +186,7 @@ class StreamHub:
                 if gone:
                     for sub in subs:  # (not a stream opened since: the id may hold a new table by now)
                         sub.push(DELETED)
+            self.sweeps += 1
             if failed:
                 log.warning("stream hub: %d failed check(s) in a sweep of the %d tables it streams (last: %s; "
                             "a lost connection ends the sweep)", len(failed), len(followed), failed[-1])

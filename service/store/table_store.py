@@ -129,7 +129,7 @@ class Created:
     version: int
     balances: list[int]
     replayed: bool = False  # a retry of the creation: the first answer again
-    coins: list[int] | None = None  # with stakes (RULES.md §12): each seat's bankroll
+    coins: list[int] | None = None  # with stakes (docs/rules.md#s12): each seat's bankroll
 
     def as_dict(self) -> dict:
         out = {"id": self.id, "token": self.token, "read_token": self.read_token, "players": self.players,
@@ -349,7 +349,7 @@ class TableStore:
         table) sealed under a key derived from the Idempotency-Key, which Redis
         never sees, so that the retry can be answered with them.  With an
         ``owner`` (an API key's name) the key is scoped to the owner and the table
-        is listed in the owner's index (:meth:`tables_of`).  ``stakes`` (RULES.md §12) are
+        is listed in the owner's index (:meth:`tables_of`).  ``stakes`` (docs/rules.md#s12) are
         kept in the meta hash beside the players, and the state carries the coins.
         """
         state = TableState.new(players, ruleset, dealer, stakes)

@@ -48,7 +48,7 @@ export function retryAfter(headers) {
   return Number.isFinite(v) && v >= 0 ? v : null;
 }
 
-// An API key, when the service is run with API keys (API.md: calls without a table token
+// An API key, when the service is run with API keys (docs/api.md: calls without a table token
 // need X-API-Key); entered once on the start page and kept on the phone.
 const KEY = 'mj.apikey';
 export function apiKey() { try { return localStorage.getItem(KEY) || ''; } catch { return ''; } }

@@ -1,5 +1,5 @@
 // What the current round's records say about each seat, for the dialogs: its melds, its wins,
-// and (血流成河, RULES.md §13.2) the hand a winner keeps. `recs` are the round's records in
+// and (血流成河, docs/rules.md#s13.2) the hand a winner keeps. `recs` are the round's records in
 // log order, voided ones left out; `n` the number of seats.
 
 // tiles of a hand string ("123m55p", "1m2m3m") or list (["1m", "2m"]) → ["1m", "2m", ...]
@@ -73,7 +73,7 @@ export function keptHands(recs, n) {
 }
 
 // -- points and patterns of a win given as fan ---------------------------------------------------
-// what one payer pays for `fan` (RULES.md §5.3: the cap, then base × 2^(fan−1), or base × fan
+// what one payer pays for `fan` (docs/rules.md#s5.3: the cap, then base × 2^(fan−1), or base × fan
 // when scoring is linear; 自摸加底 adds a base per payer): {fan, points, capped}, or null
 export function pointsFor(fan, ruleset, { selfDrawn = false } = {}) {
   if (!Number.isInteger(fan) || fan < 1 || !ruleset) return null;
