@@ -2,22 +2,26 @@
 
 ``python -m service docs`` writes them; ``python -m service docs --check``
 (and the test suite) fails when a committed page differs from what the code
-says now.  Generated pages:
+says now.  Both pages are written by hand around generated blocks: each block
+stands between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``; the
+command fills those blocks and leaves the prose as it is (a block missing,
+unknown or given twice is refused).
 
-* ``docs/rules.md``, the rule book, is written by hand, but its tables of the
-  code are generated in place: every fan pattern with its id, 名, English name
-  and fan in each fan table; the presets and every ruleset field; the transfer
-  reasons; the stable error codes.  Each stands between ``<!-- generated: NAME -->``
-  and ``<!-- end generated -->``; the command fills those blocks and leaves the
-  prose as it is (and the page's worked examples are doctests).
-* ``docs/events.md``: every event type and every table operation, each with a
-  real request and the response this code gives (recorded against a private
-  redis-server through the Flask test client; ids, tokens and times are
-  replaced by placeholders).
-* ``docs/api.md``: every operation of the OpenAPI document with its token or
-  key, its statuses; the settings (API keys, proxies, CORS, rate limits).
+* ``docs/rules.md``, the rule book: its tables of the code (every fan pattern
+  with its id, 名, English name and fan in each fan table; the presets and
+  every ruleset field; the transfer reasons; the stable error codes).  Its
+  worked examples are doctests.
+* ``docs/api.md``, the HTTP API reference: the index of operations and one
+  section per operation of the OpenAPI document (its credentials, parameters
+  and statuses, read from the document, so a new operation gets its section by
+  itself), each with the examples recorded for it; the error examples and
+  every problem code.  An example is a request sent to this code (Flask's test
+  client on a private redis-server: :func:`api_examples`) and the answer it
+  gave, with ids, tokens, keys, times and request ids as placeholders; it is
+  filed under the operation its method and path are of.
 
-The other pages (``index.md``, ``notation.md``, ``glossary.md``,
+The other pages (``index.md``, ``getting-started.md``, ``table-app.md``,
+``operations.md``, ``performance.md``, ``notation.md``, ``glossary.md``,
 ``clients.md``) are written by hand.
 
 It also writes the companion app's copy of the pattern table,
@@ -29,9 +33,13 @@ offline, and imports nothing of the rules core.
 from __future__ import annotations
 
 import json
+import os
 import re
+import secrets
 import sys
 import tempfile
+import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -46,7 +54,8 @@ RULES_PAGE = DOCS / "rules.md"
 BLOCK = re.compile(r"(<!-- generated: ([a-z0-9-]+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 """A generated block of ``docs/rules.md``: its opening marker (with the block's name), its text, its end marker."""
 class RulesPageError(ValueError):
-    """``docs/rules.md`` lacks a generated block, names an unknown one, or has one twice."""
+    """A page written around generated blocks (``docs/rules.md``, ``docs/api.md``) lacks a block, names an
+    unknown one, or has one twice."""
 
 
 def rules_blocks() -> dict[str, str]:
@@ -100,8 +109,8 @@ def rules_page(template: str | None = None) -> str:
     return fill_blocks(text, rules_blocks())
 
 
-def fill_blocks(text: str, blocks: dict[str, str]) -> str:
-    r"""``text`` with the body of each of its generated blocks replaced by ``blocks[name]``.
+def fill_blocks(text: str, blocks: dict[str, str], page: str = "docs/rules.md") -> str:
+    r"""``text`` (the hand-written ``page``) with the body of each of its generated blocks replaced by ``blocks[name]``.
 
     >>> fill_blocks("a\n<!-- generated: x -->\nold\n<!-- end generated -->\nb\n", {"x": "new\n"})
     'a\n<!-- generated: x -->\n\nnew\n\n<!-- end generated -->\nb\n'
@@ -111,16 +120,16 @@ def fill_blocks(text: str, blocks: dict[str, str]) -> str:
     def fill(match: re.Match) -> str:
         name = match.group(2)
         if name not in blocks:
-            raise RulesPageError(f"docs/rules.md: unknown generated block {name!r} (one of {', '.join(blocks)})")
+            raise RulesPageError(f"{page}: unknown generated block {name!r} (one of {', '.join(blocks)})")
         if name in seen:
-            raise RulesPageError(f"docs/rules.md: the generated block {name!r} stands twice")
+            raise RulesPageError(f"{page}: the generated block {name!r} stands twice")
         seen.append(name)
         return f"{match.group(1)}\n{blocks[name]}\n{match.group(4)}"
 
     out = BLOCK.sub(fill, text)
     missing = [name for name in blocks if name not in seen]
     if missing:
-        raise RulesPageError("docs/rules.md: no generated block " + ", ".join(map(repr, missing))
+        raise RulesPageError(f"{page}: no generated block " + ", ".join(map(repr, missing))
                              + " (each stands between `<!-- generated: NAME -->` and `<!-- end generated -->`)")
     return out
 
@@ -142,167 +151,209 @@ def _kind(cls: type, name: str) -> str:
     return "an integer" + (" or `null`" if default is None else "")
 
 
-# -- events ---------------------------------------------------------------------------------------
+# -- the API reference ---------------------------------------------------------------------------
+API_PAGE = DOCS / "api.md"
 PLAYERS = ["东", "南", "西", "北"]
-WALK: list[tuple[str, str, dict | None, str]] = [
-    ("round_start", "POST", {"type": "round_start", "dealer": 0},
-     "A round starts with `round_start` (`dealer` omitted: the previous round's next dealer; `voids`: each "
-     "seat's 定缺 suit, optional)."),
-    ("peng", "POST", {"type": "peng", "seat": 1, "tile": "5m", "from": 0},
-     "碰: seat 1 takes seat 0's discard. No payment; it lets later events be checked (an added kong needs it)."),
-    ("kong (added)", "POST", {"type": "kong", "seat": 1, "kind": "added", "tile": "5m"},
-     "补杠 onto seat 1's own peng: every other seat still in the round pays (刮风)."),
-    ("kong (direct)", "POST", {"type": "kong", "seat": 2, "kind": "direct", "tile": "7s", "from": 3},
-     "直杠 from a discard: the discarder pays."),
-    ("kong (concealed)", "POST", {"type": "kong", "seat": 3, "kind": "concealed", "tile": "8s"},
-     "暗杠 (下雨): every other seat still in the round pays double."),
-    ("hu", "POST", {"type": "hu", "from": 0, "tile": "9p", "winners": [
-        {"seat": 1, "fan": 2, "patterns": ["duiduihu"]},
-        {"seat": 3, "hand": {"tiles": "123456789p99s", "melds": [
-            {"type": "kong", "kind": "concealed", "tile": "8s"}]}}]},
-     "一炮多响: seat 0's discard 9p wins for two seats. A winner gives its `hand` (the service scores it) or, "
-     "when the table did not enter it, its `fan`."),
-    ("draw", "POST", {"type": "draw", "seats": [
-        {"seat": 0, "status": "not_ting"},
-        {"seat": 2, "hand": {"tiles": "1112223334s", "melds": [{"type": "kong", "kind": "direct", "tile": "7s"}]}}]},
-     "流局 (the wall is empty): every seat still in the round gives its hand or status; 查花猪 and 查大叫 "
-     "settle (a not-ting seat pays each ting seat its 大叫 and hands back kong income: 退税). The round ends."),
-    ("round_start (2)", "POST", {"type": "round_start"}, "The next round: its dealer follows the last one (§10)."),
-    ("kong (to undo)", "POST", {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"},
-     "A kong posted by mistake…"),
-    ("void", "VOID", None,
-     "…is undone by a compensating `void` record: the balances are recomputed without it (409 when a later "
-     "event depends on it)."),
-    ("a refused event", "POST", {"type": "kong", "seat": 9, "kind": "concealed", "tile": "1m"},
-     "An event the rules reject (here: a seat out of range) is a 422 problem with a stable `code`, `event` "
-     "(the seq it would have had) and, for a malformed one, `errors` naming the member; nothing is recorded."),
-    ("escape", "POST", {"type": "escape", "seat": 2, "last_four": False},
-     "A seat leaves the round (逃跑): it pays the `escape` penalty to every seat still in the round."),
-    ("round_start (3)", "POST", {"type": "round_start"}, "Round 3."),
-    ("round_end", "POST", {"type": "round_end"},
-     "Closes a round that did not end by its events; all payments stand."),
-]
+API_BLOCKS = ("api-operations", "api-reference", "api-errors")
+"""The generated blocks of ``docs/api.md``: the index of operations, every operation with its
+examples, the error examples and problem codes."""
+
+SHOWN_HEADERS = ("Content-Type", "Location", "ETag", "Idempotent-Replayed", "Retry-After", "WWW-Authenticate",
+                 "Cache-Control", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+"""The response headers an example shows (``X-Request-ID`` is on every response, ``Content-Length`` too)."""
+ERRORS = "errors"
+"""The section of examples that belong to no one operation (the problem answers every operation shares)."""
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
-def events_page(redis_url: str) -> str:
-    from .api.app import create_app
+def api_page(redis_url: str, template: str | None = None) -> str:
+    """``docs/api.md`` (or ``template``) with its generated blocks filled: from the OpenAPI document and
+    from requests sent to this code (:func:`api_examples`)."""
+    from .api.app import openapi_dict
 
-    app = create_app({"TESTING": True, "REDIS_URL": redis_url, **{k: 0 for k in _LIMIT_VARIABLES()}})
-    client = app.test_client()
-    names = _Placeholders()
-    out = [HEADER, "# Events and the table API, by example\n\n",
-           "Every request below was sent to this code and every response is the one it gave (recorded "
-           "by `python -m service docs`; ids, tokens and times are placeholders). The event format is "
-           "decided by the rules core (`service/rules/events.py`); the OpenAPI document describes it as "
-           "`Event` / `TableEvent`. Tokens go in `Authorization: Bearer <token>`: the write token for "
-           "writes, either token for reads.\n\n"]
-    body = {"players": PLAYERS, "ruleset": "xuezhan", "dealer": 0}
-    r = client.post("/v1/tables", json=body)
-    table = r.get_json()
-    names.name(table["id"], "<id>")
-    names.name(table["token"], "<token>")
-    names.name(table["read_token"], "<read_token>")
-    auth = {"Authorization": f"Bearer {table['token']}"}
-    read = {"Authorization": f"Bearer {table['read_token']}"}
-    out.append(_exchange("Create a table", "POST /v1/tables", body, r, names,
-                         "The write `token` and the `read_token` are shown only here."))
-    base = f"/v1/tables/{table['id']}"
-    last_seq = 0
-    for title, method, event, note in WALK:
-        if method == "VOID":
-            r = client.post(f"{base}/events/{last_seq}/void", headers=auth)
-            out.append(_exchange(f"`{title}`", f"POST /v1/tables/<id>/events/{last_seq}/void", None, r, names, note))
-            continue
-        r = client.post(f"{base}/events", json=event, headers=auth)
-        if r.status_code == 201:
-            last_seq = r.get_json()["seq"]
-        out.append(_exchange(f"`{title}`", "POST /v1/tables/<id>/events", event, r, names, note))
-    r = client.get(f"{base}/events?after=0&limit=3", headers=read)
-    out.append(_exchange("The log", "GET /v1/tables/<id>/events?after=0&limit=3", None, r, names,
-                         "Each record is the event as posted plus `seq`, `at`, `round` and `voided`; a page "
-                         "at a time (`next`: pass it as `after`)."))
-    r = client.get(base, headers=read)
-    out.append(_exchange("The table", "GET /v1/tables/<id>", None, r, names,
-                         "Either token. `ETag` is the version; `If-None-Match` with it answers 304."))
-    r = client.delete(base, headers=auth)
-    out.append(_exchange("Delete", "DELETE /v1/tables/<id>", None, r, names, "The write token only."))
-    out.append(_settle_section(client))
-    out.append(_stakes_section(client))
+    text = API_PAGE.read_text(encoding="utf-8") if template is None else template
+    doc = openapi_dict()
+    examples = api_examples(redis_url, doc)
+    return fill_blocks(text, {
+        "api-operations": _operations_index(doc),
+        "api-reference": _reference(doc, examples),
+        "api-errors": "".join(examples.get(ERRORS, [])) + _http_codes_section(),
+    }, page="docs/api.md")
+
+
+def operations(doc: dict) -> list[tuple[str, str, str, dict]]:
+    """Every operation of the OpenAPI document as ``(tag, method, path, operation)``, by tag in the
+    document's order of tags (tags it does not list come last), then in the document's order."""
+    order = [t["name"] for t in doc.get("tags", [])]
+    found = []
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if method != "parameters" and isinstance(op, dict):
+                found.append(((op.get("tags") or ["other"])[0], method.upper(), path, op))
+    rank = {tag: i for i, tag in enumerate(order)}
+    return sorted(found, key=lambda f: rank.get(f[0], len(rank)))  # (a stable sort: paths in order)
+
+
+def anchor(operation_id: str) -> str:
+    """The anchor of an operation's section in ``docs/api.md`` (its operationId, lower case)."""
+    return operation_id.lower()
+
+
+def _operations_index(doc: dict) -> str:
+    out = ["| operation | method and path | credentials | statuses |\n|---|---|---|---|\n"]
+    for _, method, path, op in operations(doc):
+        out.append(f"| [`{op['operationId']}`](#{anchor(op['operationId'])}) | `{method} {path}` | "
+                   f"{_credentials(op)} | " + ", ".join(s for s in op["responses"] if s != "default") + " |\n")
     return "".join(out)
 
 
-def _stakes_section(client: Any) -> str:
-    """A table that plays for coins (docs/rules.md#s12; seed 001's numbers), then a three-player one."""
-    names = _Placeholders()
-    body = {"players": PLAYERS, "ruleset": {"preset": "normal", "zimo": "base"},
-            "stakes": {"coin_per_point": 200, "fee": 400, "bankrolls": [20000, 1000, 20000, 20000]}}
-    r = client.post("/v1/tables", json=body)
-    table = r.get_json()
-    names.name(table["id"], "<id>")
-    names.name(table["token"], "<token>")
-    names.name(table["read_token"], "<read_token>")
-    auth = {"Authorization": f"Bearer {table['token']}"}
-    out = [_exchange("A table with stakes", "POST /v1/tables", body, r, names,
-                     "`stakes` (游戏币场): coins per point, a fee per round to the house, each seat's bankroll. "
-                     "The table then has `coins`; points and balances are unchanged.")]
-    base = f"/v1/tables/{table['id']}"
-    client.post(f"{base}/events", json={"type": "round_start"}, headers=auth)
-    hu = {"type": "hu", "from": None, "tile": "5p", "winners": [{"seat": 0, "fan": 2}]}
-    r = client.post(f"{base}/events", json=hu, headers=auth)
-    out.append(_exchange("Coins settle when a round ends", "POST /v1/tables/<id>/events", hu, r, names,
-                         "(After a `round_start`.) Seat 0 自摸 for 18 points from each: 3,600 coins each at 200 a "
-                         "point, but seat 1 holds only 1,000 (游戏币不足扣尽): the winner gets the 8,200 paid, then "
-                         "every seat pays the 400 fee if it can. The round shows `coins_delta` and `fees`."))
-    buy = {"type": "buy_in", "seat": 1, "coins": 5000}
-    r = client.post(f"{base}/events", json=buy, headers=auth)
-    out.append(_exchange("`buy_in`", "POST /v1/tables/<id>/events", buy, r, names,
-                         "Between rounds a seat buys coins (during a round: 422 `round_in_progress`; at a table "
-                         "without stakes: 422 `no_stakes`)."))
-    three = {"players": PLAYERS[:3], "ruleset": "sanren-liangfang"}
-    r = client.post("/v1/tables", json=three)
-    other = r.get_json()
-    names.name(other["id"], "<id3>")
-    names.name(other["token"], "<token3>")
-    names.name(other["read_token"], "<read_token3>")
-    out.append(_exchange("Three players (三人两房)", "POST /v1/tables", three, r, names,
-                         "A ruleset with `players: 3` seats three names (another number: 422 `bad_players`); "
-                         "seats are 0-2 and every seat-indexed list has three entries."))
-    settle = {"ruleset": {"preset": "normal", "zimo": "base"}, "dealer": 0, "events": [hu],
-              "stakes": {"coin_per_point": 200, "fee": 400, "bankrolls": [20000, 1000, 20000, 20000]}}
-    r = client.post("/v1/rounds/settle", json=settle)
-    out.append(_exchange("Coins without a table", "POST /v1/rounds/settle", settle, r, names,
-                         "`stakes` with the seats' coins before the round as `bankrolls`: `coins_delta` and "
-                         "`fees` too (null while the round has not ended)."))
+def _reference(doc: dict, examples: dict[str, list[str]]) -> str:
+    tags = {t["name"]: t.get("description", "") for t in doc.get("tags", [])}
+    out: list[str] = []
+    current = None
+    for tag, method, path, op in operations(doc):
+        if tag != current:
+            current = tag
+            out.append(f"### {tag}\n\n" + (f"{tags[tag]}\n\n" if tags.get(tag) else ""))
+        oid = op["operationId"]
+        out.append(f'<a id="{anchor(oid)}"></a>\n\n#### `{method} {path}`\n\n')
+        out.append(f"**{_one_line(op.get('summary', ''))}** (`{oid}`)\n\n")
+        if op.get("description"):
+            out.append(" ".join(op["description"].split()) + "\n\n")
+        out.append(f"Credentials: {_credentials(op)}.\n\n")
+        params = [p for p in doc["paths"][path].get("parameters", []) + op.get("parameters", [])
+                  if p.get("in") != "path" or p.get("description")]
+        if params:
+            out.append("| parameter | in | meaning |\n|---|---|---|\n")
+            for p in params:
+                out.append(f"| `{p['name']}` | {p['in']} | {_one_line(p.get('description') or _schema_words(p))} |\n")
+            out.append("\n")
+        out.append("| status | when |\n|---|---|\n")
+        for status, response in op["responses"].items():
+            out.append(f"| {status} | {_one_line(response.get('description', ''))} |\n")
+        out.append("\n")
+        shown = examples.get(oid)
+        if shown:
+            out.extend(shown)
+        else:
+            out.append("*No recorded example yet: add one to `api_examples` in `service/docs.py`.*\n\n")
     return "".join(out)
 
 
-def _settle_section(client: Any) -> str:
-    body = {"dealer": 0, "events": [
-        {"type": "kong", "seat": 1, "kind": "direct", "tile": "5m", "from": 2},
-        {"type": "hu", "from": 2, "tile": "9p", "winners": [
-            {"seat": 0, "fan": 2}, {"seat": 3, "hand": {"tiles": "11122233344499p"}}]},
-    ]}
-    r = client.post("/v1/rounds/settle", json=body)
-    text = _exchange("Settling a round without a table", "POST /v1/rounds/settle", body, r, _Placeholders(),
-                     "The same events, stateless: transfers name the 0-based index of their event.")
-    bad = {"dealer": 0, "events": [body["events"][0], {"type": "draw", "seats": [
-        {"seat": s % 4, "status": "not_ting"} for s in range(5)]}]}
-    r = client.post("/v1/rounds/settle", json=bad)
-    return text + _exchange("A refused round", "POST /v1/rounds/settle", bad, r, _Placeholders(),
-                            "An event the rules reject names its index in `event`.")
+def _one_line(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
 
 
-def _LIMIT_VARIABLES() -> list[str]:
-    from .config import LIMITS
+def _schema_words(param: dict) -> str:
+    schema = param.get("schema", {})
+    parts = [schema.get("type", "")]
+    if "minimum" in schema or "maximum" in schema:
+        parts.append(f"{schema.get('minimum', '')}–{schema.get('maximum', '')}")
+    if "default" in schema:
+        parts.append(f"default {schema['default']}")
+    return ", ".join(p for p in parts if p)
 
-    return [var for var, _, _ in LIMITS.values()]
+
+class Recorder:
+    """Sends requests to the app and keeps each exchange, as Markdown, under the operation it is of.
+
+    The operation is found from the method and the path in the OpenAPI document, so an example
+    is filed where the reference shows that operation.  Volatile values (ids, tokens, keys, times,
+    request ids, a rate limit's seconds) are shown as placeholders (:class:`_Placeholders`).
+    """
+
+    def __init__(self, doc: dict) -> None:
+        self.routes = [(method, re.compile("".join("[^/]+" if part.startswith("{") else re.escape(part)
+                                                   for part in re.split(r"(\{[^}]+\})", path)) + r"\Z"),
+                        op["operationId"]) for _, method, path, op in operations(doc)]
+        self.names = _Placeholders()
+        self.shown: dict[str, list[str]] = {}
+        self.tables = 0
+
+    def operation(self, method: str, path: str) -> str:
+        bare = path.split("?", 1)[0]
+        for m, pattern, oid in self.routes:
+            if m == method and pattern.match(bare):
+                return oid
+        raise KeyError(f"no operation of the OpenAPI document is {method} {bare}")
+
+    def table(self, body: dict) -> None:
+        """Name a new table's id and tokens (``<id>``, ``<id2>``, ...)."""
+        self.tables += 1
+        n = "" if self.tables == 1 else str(self.tables)
+        self.names.name(body["id"], f"<id{n}>")
+        self.names.name(body["token"], f"<token{n}>")
+        self.names.name(body["read_token"], f"<read_token{n}>")
+
+    def __call__(self, client: Any, method: str, path: str, title: str, note: str = "", *, json_body: Any = None,
+                 headers: dict[str, str] | None = None, data: bytes | str | None = None,
+                 content_type: str | None = None, section: str | None = None, anchor_id: str | None = None,
+                 show: Callable[[str], str] | None = None) -> Any:
+        headers = dict(headers or {})
+        kwargs: dict[str, Any] = {"method": method, "headers": headers}
+        if json_body is not None:
+            kwargs["data"] = json.dumps(json_body, ensure_ascii=False).encode()
+            content_type = content_type or "application/json"
+        elif data is not None:
+            kwargs["data"] = data
+        if content_type:
+            kwargs["content_type"] = content_type
+        response = client.open(path, **kwargs)
+        if response.status_code == 201 and method == "POST" and path.split("?")[0] == "/v1/tables":
+            self.table(response.get_json())
+        shown_headers = ([("Content-Type", content_type)] if content_type else []) + list(headers.items())
+        if json_body is not None:
+            body = json.dumps(json_body, ensure_ascii=False)
+        elif isinstance(data, bytes):
+            body = f"({len(data):,} bytes)" if len(data) > 200 else data.decode()
+        else:
+            body = data
+        text = _exchange(title, f"{method} {path}", shown_headers, body, response, self.names, note, anchor_id, show)
+        self.shown.setdefault(section or self.operation(method, path), []).append(text)
+        return response
+
+    def add(self, section: str, text: str) -> None:
+        self.shown.setdefault(section, []).append(text)
+
+
+def _exchange(title: str, line: str, headers: list[tuple[str, str]], body: str | None, response: Any,
+              names: Callable[[str], str], note: str, anchor_id: str | None = None,
+              show: Callable[[str], str] | None = None) -> str:
+    out = [f'<a id="{anchor_id}"></a>\n\n' if anchor_id else "", _lead(title, note)]
+    out.append("```http\n" + names("\n".join([line] + [f"{k}: {v}" for k, v in headers])) + "\n")
+    if body is not None:
+        out.append("\n" + names(body) + "\n")
+    out.append("```\n\n")
+    status = f"{response.status_code} {response.status.split(' ', 1)[1]}"
+    lines = [status]
+    for k in SHOWN_HEADERS:
+        if k in response.headers and not (k == "Content-Type" and response.status_code in (204, 304)):
+            lines.append(f"{k}: {names.header(k, response.headers[k], response.status_code)}")
+    out.append("```http\n" + "\n".join(lines) + "\n")
+    data = response.get_data(as_text=True)
+    if data:
+        out.append("\n" + names((show or (lambda t: t))(data).strip("\n")) + "\n")
+    out.append("```\n\n")
+    return "".join(out)
+
+
+def _lead(title: str, note: str) -> str:
+    """An example's title in bold, then its note: run on when the note goes on the title's sentence
+    (it starts in lower case or with a bracket), as a sentence of its own otherwise."""
+    if not note:
+        return f"**{title}.**\n\n"
+    if note[0].islower() or note[0] in "(…":
+        return f"**{title}** {note}\n\n"
+    return f"**{title}.** {note}\n\n"
 
 
 class _Placeholders:
-    """Replace volatile values (ids, tokens, times, request ids) by stable names."""
+    """Replace volatile values (ids, tokens, keys, times, request ids) by stable names."""
 
-    _AT = re.compile(r'"at":"[^"]*"')
+    _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
     _RID = re.compile(r'"request_id":"[^"]*"')
+    _RETRY = re.compile(r"retry in \d+ s")
+    _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
@@ -313,65 +364,349 @@ class _Placeholders:
     def __call__(self, text: str) -> str:
         for value, placeholder in self.names.items():
             text = text.replace(value, placeholder)
-        text = self._AT.sub('"at":"<time>"', text)
+        text = self._TIME.sub("<time>", text)
+        text = self._UUID.sub("<uuid>", text)
+        text = self._RETRY.sub("retry in <seconds> s", text)
         return self._RID.sub('"request_id":"<request id>"', text)
 
+    def header(self, name: str, value: str, status: int) -> str:
+        if name == "X-RateLimit-Reset":
+            return "<epoch seconds>"
+        if name == "Retry-After" and status == 429:
+            return "<seconds>"
+        return self(value)
 
-def _exchange(title: str, line: str, body: Any, response: Any, names: Callable[[str], str], note: str) -> str:
-    out = [f"## {title}\n\n{note}\n\n```http\n{line}\n"]
-    if body is not None:
-        out.append("\n" + json.dumps(body, ensure_ascii=False) + "\n")
-    out.append("```\n\n")
+
+# The round the main table plays: (title, anchor, method, event, note, headers).  "VOID" voids the
+# last event recorded; "VOID AGAIN" voids it once more.
+WALK: list[tuple[str, str | None, str, dict | None, str, dict[str, str]]] = [
+    ("`round_start`", "event-round_start", "POST", {"type": "round_start", "dealer": 0},
+     "A round starts with `round_start` (`dealer` omitted: the previous round's next dealer; `voids`: each "
+     "seat's 定缺 suit, optional).", {}),
+    ("`peng`", "event-peng", "POST", {"type": "peng", "seat": 1, "tile": "5m", "from": 0},
+     "碰: seat 1 takes seat 0's discard. No payment; it lets later events be checked (an added kong needs it).", {}),
+    ("`kong`, added", "event-kong", "POST", {"type": "kong", "seat": 1, "kind": "added", "tile": "5m"},
+     "补杠 onto seat 1's own peng: every other seat still in the round pays (刮风).", {}),
+    ("`kong`, direct, with an `Idempotency-Key`", None, "POST",
+     {"type": "kong", "seat": 2, "kind": "direct", "tile": "7s", "from": 3},
+     "直杠 from a discard: the discarder pays. The phone sends its own key with every event…",
+     {"Idempotency-Key": "phone-2:0004"}),
+    ("The same request again", None, "POST", {"type": "kong", "seat": 2, "kind": "direct", "tile": "7s", "from": 3},
+     "…so that a retry whose answer was lost (flaky Wi-Fi) replays the first response "
+     "(`Idempotent-Replayed: true`) and records nothing.", {"Idempotency-Key": "phone-2:0004"}),
+    ("`kong`, concealed, with `If-Match`", None, "POST", {"type": "kong", "seat": 3, "kind": "concealed", "tile": "8s"},
+     "暗杠 (下雨): every other seat still in the round pays double. `If-Match` names the version the phone "
+     "was looking at…", {"If-Match": '"4"'}),
+    ("A second phone, one version behind", None, "POST",
+     {"type": "kong", "seat": 3, "kind": "concealed", "tile": "8s"},
+     "…so a second phone that saw version 4 too gets 412 with the current `version`, and nothing is "
+     "recorded twice.", {"If-Match": '"4"'}),
+    ("`hu`", "event-hu", "POST", {"type": "hu", "from": 0, "tile": "9p", "winners": [
+        {"seat": 1, "fan": 2, "patterns": ["duiduihu"]},
+        {"seat": 3, "hand": {"tiles": "123456789p99s", "melds": [
+            {"type": "kong", "kind": "concealed", "tile": "8s"}]}}]},
+     "一炮多响: seat 0's discard 9p wins for two seats. A winner gives its `hand` (the service scores it) or, "
+     "when the table did not enter it, its `fan`.", {}),
+    ("`draw`", "event-draw", "POST", {"type": "draw", "seats": [
+        {"seat": 0, "status": "not_ting"},
+        {"seat": 2, "hand": {"tiles": "1112223334s", "melds": [{"type": "kong", "kind": "direct", "tile": "7s"}]}}]},
+     "流局 (the wall is empty): every seat still in the round gives its hand or status; 查花猪 and 查大叫 "
+     "settle (a not-ting seat pays each ting seat its 大叫 and hands back kong income: 退税). The round ends.", {}),
+    ("The next `round_start`", None, "POST", {"type": "round_start"},
+     "Its dealer follows the last round ([rules.md §10](rules.md#s10)).", {}),
+    ("A kong posted by mistake", None, "POST", {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"},
+     "(its `void` is under [`voidEvent`](#voidevent)).", {}),
+    ("`void`", "event-void", "VOID", None,
+     "The kong posted by mistake is undone by a compensating `void` record: the balances are recomputed "
+     "without it (409 `void_conflict` when a later event depends on it).", {}),
+    ("A void of a voided event", None, "VOID AGAIN", None, "is a 409 (`already_voided`).", {}),
+    ("A refused event", None, "POST", {"type": "kong", "seat": 9, "kind": "concealed", "tile": "1m"},
+     "An event the rules reject (here: a seat out of range) is a 422 problem with a stable `code`, `event` "
+     "(the seq it would have had) and, for a malformed one, `errors` naming the member; nothing is recorded.", {}),
+    ("`escape`", "event-escape", "POST", {"type": "escape", "seat": 2, "last_four": False},
+     "A seat leaves the round (逃跑): it pays the `escape` penalty to every seat still in the round.", {}),
+    ("Round 3", None, "POST", {"type": "round_start"}, "", {}),
+]
+
+
+def api_examples(redis_url: str, doc: dict) -> dict[str, list[str]]:
+    """Every example of the reference: requests sent to this code (Flask's test client on the Redis at
+    ``redis_url``) and the answers it gave, by operationId (and :data:`ERRORS`)."""
+    from .api.app import create_app
+
+    off = {var: 0 for var in _LIMIT_VARIABLES()}
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, **off})
+    rec = Recorder(doc)
+    try:
+        client = app.test_client()
+        _hands(rec, client)
+        _table_walk(rec, client)
+        _stream(rec, app)
+        _stakes(rec, client)
+        _errors(rec, client)
+        limited = create_app({"TESTING": True, "REDIS_URL": redis_url, **off, "TABLE_EVENTS_PER_MINUTE": 2})
+        _rate_limit(rec, limited.test_client())
+        keyed, keys = _keys_app(redis_url, rec, off)
+        _api_keys(rec, keyed.test_client(), keys)
+        _ops(rec, client)
+    finally:
+        hub = app.extensions.get("stream_hub")
+        if hub is not None:
+            hub.close()
+    return rec.shown
+
+
+def _hands(rec: Recorder, client: Any) -> None:
+    rec(client, "POST", "/v1/hands/validate", "A hand that is not the right size",
+        "is answered 200 with `valid: false` and its problems (a hand may hold three suits: it is "
+        "then reported as `huazhu`, not refused).", json_body={"hand": {"tiles": "123m456p789s11m"}})
+    rec(client, "POST", "/v1/hands/ting", "The nine-gates wait",
+        "with two 5m visible elsewhere: every wait with its fan, points, patterns and the copies left.",
+        json_body={"hand": {"tiles": "1112345678999m"}, "visible": "5m5m"})
+    rec(client, "POST", "/v1/hands/discards", "Which tile to discard",
+        "from 14 tiles: each discard that leaves the hand ting, best first.",
+        json_body={"hand": {"tiles": "11122233345m99p5s"}})
+    rec(client, "POST", "/v1/hands/score", "A self-drawn win with a concealed kong",
+        "under the 血战 preset with 自摸加番: the fan after the cap, the points, each pattern and the "
+        "decomposition scored.", json_body={
+            "hand": {"tiles": "123345m999p66p", "melds": [{"type": "kong", "kind": "concealed", "tile": "2p"}]},
+            "win": {"tile": "6p", "self_drawn": True}, "ruleset": {"preset": "xuezhan", "zimo": "fan"}})
+    rec(client, "POST", "/v1/hands/score", "A hand that cannot win", "is a 422 with the rule it breaks.",
+        json_body={"hand": {"tiles": "11122233345m99p5s"}, "win": {"tile": "5s"}})
+    body = {"dealer": 0, "events": [
+        {"type": "kong", "seat": 1, "kind": "direct", "tile": "5m", "from": 2},
+        {"type": "hu", "from": 2, "tile": "9p", "winners": [
+            {"seat": 0, "fan": 2}, {"seat": 3, "hand": {"tiles": "11122233344499p"}}]}]}
+    rec(client, "POST", "/v1/rounds/settle", "A round without a table",
+        "(stateless): transfers name the 0-based index of their event.", json_body=body)
+    bad = {"dealer": 0, "events": [body["events"][0], {"type": "draw", "seats": [
+        {"seat": s % 4, "status": "not_ting"} for s in range(5)]}]}
+    rec(client, "POST", "/v1/rounds/settle", "A refused round", "names the index of the event in `event`.",
+        json_body=bad)
+    rec(client, "GET", "/v1/rulesets", "Every preset with every field", "([rules.md §9](rules.md#s9) says what each means).")
+
+
+def _table_walk(rec: Recorder, client: Any) -> None:
+    """A table's evening: created, every event type, undo, reads, finish, summary, deletion."""
+    body = {"players": PLAYERS, "ruleset": "xuezhan", "dealer": 0}
+    key = str(uuid.uuid4())
+    r = rec(client, "POST", "/v1/tables", "Create a table",
+            "The write `token` and the `read_token` are shown only here (Redis keeps their SHA-256). A "
+            "creation's `Idempotency-Key` is a UUID (version 4 or 7) made afresh for each table: a retry "
+            "with it returns the same table and tokens, so it is a secret.",
+            json_body=body, headers={"Idempotency-Key": key})
+    table = r.get_json()
+    write = {"Authorization": f"Bearer {table['token']}"}
+    read = {"Authorization": f"Bearer {table['read_token']}"}
+    base = f"/v1/tables/{table['id']}"
+    last_seq = 0
+    for title, anchor_id, method, event, note, headers in WALK:
+        if method.startswith("VOID"):
+            rec(client, "POST", f"{base}/events/{last_seq}/void", title, note, headers=write, anchor_id=anchor_id)
+            continue
+        r = rec(client, "POST", f"{base}/events", title, note, json_body=event, headers={**write, **headers},
+                anchor_id=anchor_id)
+        if r.status_code == 201:
+            last_seq = r.get_json()["seq"]
+    rec(client, "POST", f"{base}/events", "The read token on a write", "is a 403.",
+        json_body={"type": "round_end"}, headers=read)
+    rec(client, "POST", f"{base}/finish", "Finishing while a round is played", "is a 409 (`round_in_progress`).",
+        headers=write)
+    rec(client, "POST", f"{base}/events", "`round_end`",
+        "closes a round that did not end by its events; all payments stand.", json_body={"type": "round_end"},
+        headers=write, anchor_id="event-round_end")
+    rec(client, "GET", f"{base}/events?after=0&limit=3", "The log, a page at a time",
+        "Each record is the event as posted plus `seq`, `round`, `at` and `voided` (a void record names its "
+        "`target` and its `round`); `next` is the `after` of the next page.", headers=read)
+    rec(client, "POST", f"{base}/finish", "Finish the evening",
+        "The table takes no more events or voids; it stays readable.", headers=write)
+    rec(client, "POST", f"{base}/events", "An event at a finished table", "is a 409 (`table_finished`).",
+        json_body={"type": "round_start"}, headers=write)
+    r = rec(client, "GET", base, "The table",
+            "Either token. `ETag` is the version; `rounds` is a page of the ended rounds (`rounds_after`, "
+            "`rounds_limit`, then `rounds_next`); `finished_at` once finished.", headers=read)
+    rec(client, "GET", base, "The same read with `If-None-Match`", "answers 304 while the version has not moved.",
+        headers={**read, "If-None-Match": r.headers["ETag"]})
+    rec(client, "GET", base, "A token that is not this table's", "is a 401…",
+        headers={"Authorization": "Bearer " + "A" * 43})
+    rec(client, "GET", "/v1/tables/0000000000000000", "…and so is any token for an id that is no table",
+        "(nothing tells which ids exist).", headers=read)
+    rec(client, "GET", f"{base}/summary", "The evening's summary",
+        "Per seat: its total, rank and facts (wins, 自摸, 点炮 paid, kongs, 花猪 and 大叫 paid, escapes, the "
+        "biggest win); then who pays whom in the fewest payments (`settle_up`). How each fact is counted: "
+        "[rules.md §10](rules.md#s10).", headers=read)
+    rec(client, "DELETE", base, "Delete the table", "with its whole log (the write token only).", headers=write)
+    rec(client, "GET", base, "A deleted table", "is a 404 for its own tokens.", headers=read)
+
+
+def _stream(rec: Recorder, app: Any) -> None:
+    """A stream that resumes after seq 1, gets a record live, and ends when the table is deleted."""
+    client = app.test_client()
+    table = client.post("/v1/tables", json={"players": PLAYERS}).get_json()
+    rec.table(table)
+    write = {"Authorization": f"Bearer {table['token']}"}
+    base = f"/v1/tables/{table['id']}"
+    for event in ({"type": "round_start"}, {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}):
+        assert client.post(f"{base}/events", json=event, headers=write).status_code == 201
+    headers = {"Authorization": f"Bearer {table['read_token']}", "Last-Event-ID": "1"}
+    response = client.get(f"{base}/stream", headers=headers, buffered=False)
+    frames = iter(response.response)
+    text = ""
+
+    def until(done: Callable[[str], bool]) -> None:
+        nonlocal text
+        deadline = time.monotonic() + 30
+        while not done(text):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the stream did not show what it should; so far:\n{text}")
+            text += next(frames).decode()
+
+    try:
+        until(lambda t: "\nid: 2\n" in t and t.endswith("\n\n"))
+        live = {"type": "kong", "seat": 0, "kind": "direct", "tile": "5m", "from": 2}
+        assert client.post(f"{base}/events", json=live, headers=write).status_code == 201
+        until(lambda t: "\nid: 3\n" in t and t.endswith("\n\n"))
+        rec(client, "DELETE", base, "Deleting a table ends its streams", "with `event: deleted` (below).",
+            headers=write)
+        until(lambda t: "event: deleted" in t and t.endswith("\n\n"))
+    finally:
+        response.close()
     status = f"{response.status_code} {response.status.split(' ', 1)[1]}"
-    headers = [f"{k}: {names(v)}" for k, v in response.headers.items()
-               if k in ("Location", "ETag", "Content-Type") and not (k == "Content-Type" and response.status_code == 204)]
-    out.append("```http\n" + "\n".join([status, *headers]) + "\n")
-    data = response.get_data(as_text=True)
-    if data:
-        out.append("\n" + names(data.strip()) + "\n")
-    out.append("```\n\n")
-    return "".join(out)
+    lines = [status] + [f"{k}: {response.headers[k]}" for k in ("Content-Type", "Cache-Control") if k in response.headers]
+    names = rec.names
+    rec.add("streamTable", _stream_text(names, headers, live, lines, text, table))
 
 
-# -- api ------------------------------------------------------------------------------------------
-def api_page() -> str:
-    from .api.app import openapi_dict
+def _stream_text(names: _Placeholders, headers: dict, live: dict, lines: list[str], text: str, table: dict) -> str:
+    head = "\n".join([f"GET /v1/tables/{table['id']}/stream"] + [f"{k}: {v}" for k, v in headers.items()])
+    return ("**A phone resumes after the record it holds** (`Last-Event-ID: 1`): record 2 comes from the log, "
+            f"then record 3 live (another phone posted `{json.dumps(live, ensure_ascii=False)}`), then the table "
+            "was deleted. A comment line (`: keep-alive`) comes every `STREAM_HEARTBEAT` seconds (15): none "
+            "came in this example, which took less.\n\n"
+            f"```http\n{names(head)}\n```\n\n```http\n" + "\n".join(lines) + f"\n\n{names(text).rstrip()}\n```\n\n")
+
+
+def _stakes(rec: Recorder, client: Any) -> None:
+    """A table that plays for coins (docs/rules.md#s12), then a three-player one."""
+    body = {"players": PLAYERS, "ruleset": {"preset": "normal", "zimo": "base"},
+            "stakes": {"coin_per_point": 200, "fee": 400, "bankrolls": [20000, 1000, 20000, 20000]}}
+    r = rec(client, "POST", "/v1/tables", "A table that plays for coins",
+            "`stakes` (游戏币场): coins per point, a fee per round to the house, each seat's bankroll. The table "
+            "then has `coins`; points and balances are unchanged.", json_body=body)
+    table = r.get_json()
+    write = {"Authorization": f"Bearer {table['token']}"}
+    base = f"/v1/tables/{table['id']}"
+    assert client.post(f"{base}/events", json={"type": "round_start"}, headers=write).status_code == 201
+    hu = {"type": "hu", "from": None, "tile": "5p", "winners": [{"seat": 0, "fan": 2}]}
+    rec(client, "POST", f"{base}/events", "Coins settle when a round ends",
+        "(after a `round_start`): seat 0 自摸 for 18 points from each, 3,600 coins each at 200 a point, but "
+        "seat 1 holds only 1,000 (游戏币不足扣尽): the winner gets the 8,200 paid, then every seat pays the "
+        "400 fee if it can. The round shows `bankrolls`, `coins_delta` and `fees`.", json_body=hu, headers=write)
+    rec(client, "POST", f"{base}/events", "`buy_in`",
+        "Between rounds a seat buys coins (during a round: 422 `round_in_progress`; at a table without "
+        "stakes: 422 `no_stakes`).", json_body={"type": "buy_in", "seat": 1, "coins": 5000}, headers=write,
+        anchor_id="event-buy_in")
+    rec(client, "POST", "/v1/tables", "Three players (三人两房)",
+        "A ruleset with `players: 3` seats three names (another number: 422 `bad_players`); seats are 0-2 "
+        "and every seat-indexed list has three entries.",
+        json_body={"players": PLAYERS[:3], "ruleset": "sanren-liangfang"})
+    settle = {"ruleset": {"preset": "normal", "zimo": "base"}, "dealer": 0, "events": [hu],
+              "stakes": {"coin_per_point": 200, "fee": 400, "bankrolls": [20000, 1000, 20000, 20000]}}
+    rec(client, "POST", "/v1/rounds/settle", "Coins without a table",
+        "`stakes` with the seats' coins before the round as `bankrolls`: `coins_delta` and `fees` too "
+        "(`null` while the round has not ended).", json_body=settle)
+
+
+def _errors(rec: Recorder, client: Any) -> None:
+    rec(client, "POST", "/v1/hands/ting", "Malformed JSON", "is a 400.", data='{"hand": ',
+        content_type="application/json", section=ERRORS)
+    rec(client, "POST", "/v1/hands/ting", "A body that is not JSON", "is a 415.", data="hand=1112345678999m",
+        content_type="application/x-www-form-urlencoded", section=ERRORS)
+    rec(client, "POST", "/v1/hands/ting", "JSON that breaks the schema",
+        "is a 422 `invalid_input` whose `errors` name each field.", json_body={"hand": {"tiles": 7}, "extra": 1},
+        section=ERRORS)
+    rec(client, "POST", "/v1/hands/ting", "A body over `MAX_BODY_BYTES`", "(64 KiB by default) is a 413.",
+        data=b'{"hand": {"tiles": "' + b"1" * 70000 + b'"}}', content_type="application/json", section=ERRORS)
+
+
+def _rate_limit(rec: Recorder, client: Any) -> None:
+    """A table limited to 2 events a minute: a refused event does not count; the third write is a 429."""
+    if time.time() % 60 > 55:  # (the windows are minutes of the clock: keep the example inside one)
+        time.sleep(60 - time.time() % 60 + 0.1)
+    table = client.post("/v1/tables", json={"players": PLAYERS}).get_json()
+    rec.table(table)
+    write = {"Authorization": f"Bearer {table['token']}"}
+    base = f"/v1/tables/{table['id']}"
+    rec(client, "POST", f"{base}/events", "A limited write",
+        "carries the `X-RateLimit-*` headers of the limit closest to refusing: here the table's own events a "
+        "minute (`TABLE_EVENTS_PER_MINUTE`, set to 2 for this example).", json_body={"type": "round_start"},
+        headers=write, section=ERRORS)
+    assert client.post(f"{base}/events", json={"type": "kong", "seat": 9, "kind": "concealed", "tile": "1m"},
+                       headers=write).status_code == 422  # refused by the rules: not counted
+    assert client.post(f"{base}/events", json={"type": "kong", "seat": 1, "kind": "concealed", "tile": "1m"},
+                       headers=write).status_code == 201
+    rec(client, "POST", f"{base}/events", "Over the limit",
+        "(after a refused event, which did not count, and a second recorded one): 429 with `Retry-After` and "
+        "`limit`, the limit that refused.", json_body={"type": "kong", "seat": 2, "kind": "concealed", "tile": "2m"},
+        headers=write, section=ERRORS)
+
+
+def _keys_app(redis_url: str, rec: Recorder, off: dict) -> tuple[Any, dict[str, str]]:
+    """An app started with ``API_KEYS`` (two keys, ``acme`` and ``other``), and the keys."""
+    from .api.app import create_app
+
+    keys = {"acme": "mk_" + secrets.token_urlsafe(32), "other": "mk_" + secrets.token_urlsafe(32)}
+    for name, key in keys.items():
+        rec.names.name(key, f"<{name}'s key>")
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, **off,
+                      "API_KEYS": ",".join(f"{name}={key}" for name, key in keys.items())})
+    return app, keys
+
+
+def _api_keys(rec: Recorder, client: Any, keys: dict[str, str]) -> None:
+    """A service with ``API_KEYS``: a call without a key; a key's table, listed and used without a token."""
+    acme, other = {"X-API-Key": keys["acme"]}, {"X-API-Key": keys["other"]}
+    rec(client, "POST", "/v1/hands/score", "Without `X-API-Key`",
+        "a service started with `API_KEYS` answers every `/v1/` call that carries no table token 401.",
+        json_body={"hand": {"tiles": "11223344556677m"}, "win": {"tile": "7m"}}, section=ERRORS)
+    r = rec(client, "POST", "/v1/tables", "A table created with an API key",
+            "(a service started with `API_KEYS`) belongs to that key.",
+            json_body={"players": PLAYERS}, headers=acme)
+    table = r.get_json()
+    base = f"/v1/tables/{table['id']}"
+    rec(client, "GET", "/v1/tables", "The tables of the caller's key", "newest first, a page at a time.",
+        headers=acme)
+    rec(client, "POST", f"{base}/events", "The key that created a table writes it",
+        "with `X-API-Key` alone, without a token.", json_body={"type": "round_start"}, headers=acme)
+    rec(client, "GET", f"{base}/events", "The key that created a table reads it", "with `X-API-Key` alone…",
+        headers=acme)
+    rec(client, "GET", f"{base}/events", "…and another key", "gets 404, as for a table that does not exist.",
+        headers=other)
+
+
+def _ops(rec: Recorder, client: Any) -> None:
+    rec(client, "GET", "/healthz", "Liveness", "")
+    rec(client, "GET", "/readyz", "Readiness", "([operations.md](operations.md#readiness) says what each check asks).")
+
+    def mahjong_lines(text: str) -> str:
+        lines = sorted(line for line in text.splitlines() if line.startswith("# HELP mahjong_")
+                       and not line.split()[2].endswith("_created"))
+        return "\n".join(lines + ["…"])
+
+    shared = os.environ.pop(MULTIPROC_ENV, None)  # (this process's own metrics, as a single process answers)
+    try:
+        rec(client, "GET", "/metrics", "Prometheus metrics",
+            "(here only the service's own metrics' `# HELP` lines; the process's and each metric's samples "
+            "follow them in the real answer).", show=mahjong_lines)
+    finally:
+        if shared is not None:
+            os.environ[MULTIPROC_ENV] = shared
+
+
+def _LIMIT_VARIABLES() -> list[str]:
     from .config import LIMITS
 
-    doc = openapi_dict()
-    out = [HEADER, "# The HTTP API at a glance\n\n",
-           "Read from the OpenAPI document (`openapi.yaml`, served at `/openapi.json`, with a browsable "
-           "copy at `/docs`). Examples of every event: [events.md](events.md); clients: "
-           "[clients.md](clients.md).\n\n",
-           "| operation | method and path | credentials | statuses |\n|---|---|---|---|\n"]
-    for path, item in doc["paths"].items():
-        for method, op in item.items():
-            if method == "parameters":
-                continue
-            out.append(f"| `{op['operationId']}` | `{method.upper()} {path}` | {_credentials(op)} | "
-                       + ", ".join(s for s in op["responses"] if s != "default") + " |\n")
-    out.append("\nEvery error is `application/problem+json` (RFC 9457) with `type`, `title`, `status`, "
-               "`detail`, `code`, `instance` and `request_id`, plus the members a problem needs: "
-               + ", ".join(f"`{name}`" for name in doc["components"]["schemas"]["Problem"]["properties"]
-                           if name not in ("type", "title", "status", "detail", "code", "instance", "request_id"))
-               + ".\n\n")
-    out.append(_http_codes_section())
-    out.append("## Settings for operators\n\nEnvironment variables of `python -m service serve` that shape "
-               "who may call and how much (the full list: `python -m service --help` and the README).\n\n"
-               "| variable | default | meaning |\n|---|---|---|\n")
-    for var, default, meaning in LIMITS.values():
-        out.append(f"| `{var}` | {default} | {meaning} (0: no limit); 429 with `Retry-After` beyond it |\n")
-    out.append("| `API_KEYS` | unset | `name=key,...`: every `/v1/` call without a table token needs "
-               "`X-API-Key` (401 otherwise); limits count per key; `GET /v1/tables` lists the key's tables. "
-               "`python -m service api-key new NAME` makes a key |\n"
-               "| `API_KEY_LIMITS` | unset | per-key client limits, `name:SETTING=value,...` "
-               "(e.g. `acme:TABLES_PER_HOUR=600`) |\n"
-               "| `TRUSTED_PROXIES` | unset | the proxies in front: a count, or CIDRs; only then is the client "
-               "address taken from `PROXY_HEADER` |\n"
-               "| `PROXY_HEADER` | `x-forwarded-for` | or `forwarded` (RFC 7239) |\n"
-               "| `CORS_ORIGINS` | unset | origins whose browser apps may call the API (`https://app.example`, "
-               "comma-separated) |\n")
-    return "".join(out)
+    return [var for var, _, _ in LIMITS.values()]
 
 
 def _http_codes_section() -> str:
@@ -395,25 +730,27 @@ def _http_codes_section() -> str:
     for status, (code, title) in problems.HTTP_CODES.items():
         rows.setdefault(code, (status, title))
     del store
-    out = ["## The HTTP layer's problem codes\n\nBesides the rules core's codes ([rules.md](rules.md)); a 409 "
-           "`Conflict` carries the store's own code (`table_full`, `table_finished`, `round_in_progress`, "
-           "`void_conflict`, `already_voided`, `not_voidable`, `table_deleted`, `idempotency_key_expired`).\n\n| code | status | title |\n|---|---|---|\n"]
+    out = ["#### The HTTP layer's problem codes\n\nBesides the rules core's codes "
+           "([rules.md](rules.md#codes)); a 409 `Conflict` carries the store's own code (`table_full`, "
+           "`table_finished`, `round_in_progress`, `void_conflict`, `already_voided`, `not_voidable`, "
+           "`table_deleted`, `idempotency_key_expired`).\n\n| code | status | title |\n|---|---|---|\n"]
     out.extend(f"| `{code}` | {status} | {title} |\n" for code, (status, title) in sorted(rows.items(),
                                                                                           key=lambda r: (r[1][0], r[0])))
-    return "".join(out) + "\n"
+    return "".join(out)
 
 
 def _credentials(op: dict) -> str:
     security = op.get("security")
     if security == []:
         return "none"
+    table_op = any("tableToken" in requirement for requirement in security or [])
     parts = []
     for requirement in security or []:
         if not requirement:
             parts.append("none without `API_KEYS`")
         for scheme, roles in requirement.items():
             if scheme == "apiKey":
-                parts.append("`X-API-Key`")
+                parts.append("the `X-API-Key` that created the table" if table_op else "`X-API-Key`")
             else:
                 parts.append("either table token" if roles == ["read"] else "the write token")
     return " or ".join(parts)
@@ -453,7 +790,7 @@ def _shown(path: Path) -> str:
 
 
 def pages(redis_url: str) -> dict[str, str]:
-    return {"rules.md": rules_page(), "events.md": events_page(redis_url), "api.md": api_page()}
+    return {"rules.md": rules_page(), "api.md": api_page(redis_url)}
 
 
 def _redis() -> Iterator[str]:

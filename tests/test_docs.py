@@ -1,4 +1,7 @@
-"""docs/: the generated pages match the code; the hand-written ones hold what a newcomer needs."""
+"""docs/: the generated pages match the code; the hand-written ones hold what a newcomer needs.
+
+(That every link and anchor of the pages resolves: tests/test_doc_links.py.)
+"""
 
 from __future__ import annotations
 
@@ -58,16 +61,62 @@ def test_rules_page_lists_every_pattern_in_every_fan_table(generated):
         assert cells == [f"`{p.id}`", p.name, p.name_en, *fans], row
 
 
-def test_events_page_shows_every_event_type_answered(generated):
-    page = generated["events.md"]
-    for kind in ("peng", "kong", "hu", "draw", "escape", "round_start", "round_end"):
+EVENT_TYPES = ("round_start", "peng", "kong", "hu", "draw", "escape", "round_end", "buy_in")
+
+
+def test_api_page_shows_every_event_type_answered(generated):
+    page = generated["api.md"]
+    for kind in EVENT_TYPES:
         assert re.search(r'\{"type": "%s"' % kind, page), kind
+        assert f'<a id="event-{kind}"></a>' in page, kind
     void = re.search(r"POST /v1/tables/<id>/events/(\d+)/void", page)
-    assert void and f'"voided":{void.group(1)}' in page
+    assert void and f'"voided":{void.group(1)}' in page and '<a id="event-void"></a>' in page
     statuses = re.findall(r"^(\d{3}) [A-Z ]+$", page, re.M)
-    assert statuses.count("201") >= 12 and {"200", "204", "422"} <= set(statuses), statuses
+    assert statuses.count("201") >= 12 and {"200", "204", "304", "401", "403", "404", "409", "412", "422",
+                                            "429"} <= set(statuses), statuses
     assert '"code":"seat_out_of_range"' in page and '"errors":{"seat"' in page
-    assert "<token>" in page and not re.search(r'"token":"[A-Za-z0-9_-]{20,}"', page)
+    assert "Idempotent-Replayed: true" in page and '"limit":"table_events"' in page
+
+
+def test_api_page_has_a_section_and_an_example_for_every_operation(generated):
+    from service.api.app import openapi_dict
+
+    page = generated["api.md"]
+    reference = page.split("<!-- generated: api-reference -->", 1)[1].split("<!-- end generated -->", 1)[0]
+    sections = dict(re.findall(r'<a id="([a-z]+)"></a>\n\n#### `[A-Z]+ [^`]+`\n(.*?)(?=<a id="[a-z]+"></a>\n\n#### |\Z)',
+                               reference, re.S))
+    missing = []
+    for _, method, path, op in docs.operations(openapi_dict()):
+        section = sections.get(docs.anchor(op["operationId"]))
+        assert section is not None, f"docs/api.md has no section for {op['operationId']} ({method} {path})"
+        assert f"| [`{op['operationId']}`](#{docs.anchor(op['operationId'])}) | `{method} {path}` |" in page
+        if "\n```http\n" not in section:
+            missing.append(f"{op['operationId']} ({method} {path})")
+    assert not missing, ("operations without a recorded example in docs/api.md: " + ", ".join(missing)
+                         + " — add one to api_examples in service/docs.py and run `python -m service docs`")
+
+
+def test_api_page_shows_no_real_id_token_or_key(generated):
+    page = generated["api.md"]
+    examples = page.split("## Operations", 1)[1]
+    assert "<token>" in page and "<id>" in page
+    assert not re.search(r"\b[0-9a-f]{16}\b", examples.replace("0" * 16, ""))  # table ids (a made-up one aside)
+    assert not re.search(r"[A-Za-z0-9_-]{43}", examples.replace("A" * 43, ""))  # tokens (a made-up one aside)
+    assert "mk_" not in examples and not re.search(r'"request_id":"[0-9a-f]{32}"', examples)
+
+
+def test_an_operation_without_an_example_gets_its_section_all_the_same():
+    doc = {"tags": [{"name": "hands", "description": "Hands."}], "paths": {
+        "/v1/hands/ting": {"post": {"operationId": "tingHand", "tags": ["hands"], "summary": "Ting.",
+                                    "security": [], "responses": {"200": {"description": "OK"}}}},
+        "/v1/webhooks": {"post": {"operationId": "newOne", "tags": ["webhooks"], "summary": "A new one.",
+                                  "security": [{"apiKey": []}],
+                                  "responses": {"201": {"description": "Created"}}}}}}
+    text = docs._reference(doc, {"tingHand": ["**An example.**\n\n```http\nPOST /v1/hands/ting\n```\n\n"]})
+    assert text.index("### hands") < text.index("### webhooks")  # an unknown tag comes last
+    assert '<a id="newone"></a>' in text and "No recorded example yet" in text.split('<a id="newone"></a>')[1]
+    assert "No recorded example yet" not in text.split('<a id="newone"></a>')[0]
+    assert "| [`newOne`](#newone) | `POST /v1/webhooks` | `X-API-Key` | 201 |" in docs._operations_index(doc)
 
 
 def test_hand_written_pages_cover_the_newcomer(generated):
@@ -80,15 +129,9 @@ def test_hand_written_pages_cover_the_newcomer(generated):
     clients = (DOCS / "clients.md").read_text(encoding="utf-8")
     assert "openapi-python-client generate" in clients and "openapi-typescript" in clients
     index = (DOCS / "index.md").read_text(encoding="utf-8")
-    for page in ("glossary.md", "notation.md", "rules.md", "events.md", "api.md", "clients.md"):
+    for page in ("table-app.md", "api.md", "glossary.md", "notation.md", "rules.md", "clients.md"):
         assert f"]({page})" in index and (DOCS / page).exists(), page
-
-
-def test_links_between_pages_resolve():
-    for page in DOCS.glob("*.md"):
-        for target in re.findall(r"\]\(([^)#]+)\)", page.read_text(encoding="utf-8")):
-            if "://" not in target:
-                assert (page.parent / target).resolve().exists(), (page.name, target)
+    assert not (DOCS / "events.md").exists()  # (folded into api.md)
 
 
 def test_docs_cli_check_passes_on_the_committed_pages():
