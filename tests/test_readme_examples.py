@@ -1,74 +1,74 @@
-"""README.md's ``$ curl`` examples, replayed in order against a real service: the outputs are what it shows.
+"""The shell examples of README.md and docs/getting-started.md, replayed against a real service.
 
-One ``python -m service serve`` (its defaults, as "Started with the first command
-above" says: two workers, the rate limits on, its own embedded Redis in a
-temporary directory) on a free port. Each ``$`` command of the section "Every
-endpoint, with real output" (down to its errors example) runs in one ``bash``
-session, in the README's order, with the port put in; ``ID``, ``TOKEN`` and
-``READ`` are set from the table creation's answer as the README's prose says,
-and the stakes example sets its own. Every output must equal the README's
+Every fenced ``console`` block of those pages is a shell session: each ``$``
+command runs, in the page's order, in one ``bash`` session per page, against
+one ``python -m service serve`` (its defaults, as the pages say: two workers,
+the rate limits on, its own embedded Redis in a temporary directory) on a free
+port put in place of ``127.0.0.1:8000``. Every output must equal the page's
 after normalising only what differs on every run (:class:`Normaliser`): table
-ids, tokens, request ids, ``Date``, the ``at``/``created`` times and
-``X-RateLimit-Reset``. Ids and tokens are numbered in order of appearance on
-each side, so the same table must show the same id where the README shows it.
+ids, tokens, request ids, ``Date``, the ``at``/``created``/``finished_at``
+times and ``X-RateLimit-Reset``. Ids and tokens are numbered in order of
+appearance on each side, so the same table must show the same id where the
+page shows it.
 
-The stream example is replayed for real, with ``STREAM_HEARTBEAT=3`` instead of
-15 s: while its ``curl`` runs, the record its prose names is posted, and after the
-first heartbeat the README's next example (the ``DELETE``) ends the stream.
+The pages' examples work with and without API keys: they send ``X-API-Key:
+$KEY``, and ``KEY`` is set empty by the page (curl then sends no such header).
+So every page is replayed twice: as written, against a service without
+``API_KEYS``, and with ``KEY`` set to a key of a service started with
+``API_KEYS``; both must give the outputs shown.
 
-Run outside CI without ``curl``, it is skipped; under ``CI=true`` that is a
-failure (``.ci/run`` installs curl).
+A ``$ curl`` line outside a console block would escape the replay: a test
+refuses it. ``python tests/test_readme_examples.py --record`` replays the
+blocks and writes what the service answered into the pages (then review the
+diff).
+
+Run outside CI without ``curl``, the replay is skipped; under ``CI=true`` that
+is a failure (``.ci/run`` installs curl).
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
+import secrets
 import selectors
 import shutil
 import subprocess
-import threading
+import sys
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+if __name__ == "__main__":  # (run as a script: --record)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import pytest
 
 from service.config import BOUNDS, LIMITS
-from tests.served import ROOT, Served, request
+from tests.served import ROOT, Served
 
-README = ROOT / "README.md"
-SECTION = "## Every endpoint, with real output"
-PROSE_VARIABLES = "Below, `TOKEN` and `READ` hold the two tokens, `ID` the table id."
-README_PORT = "127.0.0.1:8000"
-HEARTBEAT = 3  # seconds (STREAM_HEARTBEAT); the README's run had the default 15
-# the record the stream example's prose says was posted while connected
-STREAM_WRITE = {"type": "kong", "seat": 0, "kind": "direct", "tile": "5m", "from": 2}
-# `$ curl` examples elsewhere in the README, and why they are not replayed
-NOT_REPLAYED = {
-    "$ curl -s http://127.0.0.1:8000/v1/tables -H 'X-API-Key: mk_9f0yT...'":
-        "needs a serve started with API_KEYS, and the key is elided",
-}
+PAGES = (ROOT / "README.md", ROOT / "docs" / "getting-started.md")
+PAGE_PORT = "127.0.0.1:8000"
+KEY_LINE = re.compile(r"^KEY=(\s|$)")
+"""The command that sets ``KEY`` (empty on the page; a key of the service when replayed with keys)."""
 
 
 @dataclass(frozen=True)
 class Example:
-    """One ``$`` command of the README, its output as shown, and the lines that output spans."""
+    """One ``$`` command of a page, its output as shown, and the lines that output spans."""
 
     line: int  # 1-based line of the command
     command: str
     expected: str
-    output_lines: tuple[int, int]  # 0-based [start, end) of the output in the README's lines
+    output_lines: tuple[int, int]  # 0-based [start, end) of the output in the page's lines
 
 
-def readme_examples(text: str) -> list[Example]:
-    """The ``$`` commands of the section, in order, each with the lines after it up to the next one."""
+def examples_of(text: str) -> list[Example]:
+    """The ``$`` commands of the page's console blocks, in order, each with the lines after it up to
+    the next command or the block's end."""
     lines = text.splitlines()
-    start = lines.index(SECTION)
-    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("## "))
     examples: list[Example] = []
     fenced = False
     current: tuple[int, str] | None = None
@@ -83,12 +83,17 @@ def readme_examples(text: str) -> list[Example]:
             examples.append(Example(at, current[1], "\n".join(out), (at, at + len(out))))
         current, out = None, []
 
-    for i in range(start, end):
-        line = lines[i]
+    for i, line in enumerate(lines):
         if line.startswith("```"):
             if fenced:
                 close()
-            fenced = not fenced
+                fenced = False
+            elif line.strip() == "```console":
+                fenced = True
+            else:  # another block: skip it whole
+                fenced = None
+            continue
+        if fenced is None:
             continue
         if not fenced:
             continue
@@ -97,7 +102,7 @@ def readme_examples(text: str) -> list[Example]:
             current = (i, line[2:])
         elif current is not None:
             out.append(line)
-    assert not fenced, "an unclosed code block in the README's examples"
+    assert not fenced, "an unclosed console block"
     return examples
 
 
@@ -120,7 +125,7 @@ class Normaliser:
         text = re.sub(r"^X-Request-ID: [0-9a-f]{32}$", "X-Request-ID: <request-id>", text, flags=re.M)
         text = re.sub(r"^Date: (Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT$",
                       "Date: <date>", text, flags=re.M)
-        text = re.sub(r'"(at|created)":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"', r'"\1":"<time>"', text)
+        text = re.sub(r'"(at|created|finished_at)":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"', r'"\1":"<time>"', text)
         text = re.sub(r"^X-RateLimit-Reset: \d{10}$", "X-RateLimit-Reset: <reset>", text, flags=re.M)
         return re.sub(r"\b[0-9a-f]{16}\b", lambda m: self._number("id", m.group()), text)
 
@@ -136,6 +141,7 @@ class Shell:
 
     def run(self, command: str, timeout: float = 30) -> tuple[str, int]:
         mark = f"__done_{uuid.uuid4().hex}__"
+        # (printf's newline first: an output without one, such as a JSON body, still ends its line)
         self.proc.stdin.write(f"{command}\nprintf '\\n{mark} %s\\n' \"$?\"\n".encode())
         self.proc.stdin.flush()
         buf = b""
@@ -147,9 +153,8 @@ class Shell:
                 so_far = buf.decode(errors="replace")
                 raise AssertionError(f"`{command}` did not finish in {timeout} s; so far:\n{so_far}")
             if self.selector.select(left):
-                chunk = os.read(self.proc.stdout.fileno(), 65536)
-                buf += chunk
-        # (a terminal shows HTTP's CRLF header lines as lines, as the README does)
+                buf += os.read(self.proc.stdout.fileno(), 65536)
+        # (a terminal shows HTTP's CRLF header lines as lines, as the pages do)
         return buf[:found.start()].decode().replace("\r\n", "\n"), int(found.group(1))
 
     def close(self) -> None:
@@ -163,146 +168,72 @@ class Shell:
         self.proc.stdout.close()
 
 
-class Background:
-    """A command running on its own (the stream's curl), its output gathered by a thread."""
-
-    def __init__(self, command: str, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(["bash", "-c", command], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        self.output = b""
-        self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        while chunk := os.read(self.proc.stdout.fileno(), 65536):
-            with self.lock:
-                self.output += chunk
-
-    def text(self) -> str:
-        with self.lock:
-            return self.output.decode(errors="replace")
-
-    def wait_for(self, predicate, what: str, timeout: float = 15) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate(self.text()):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the stream did not show {what} in {timeout} s; so far:\n{self.text()}")
-            time.sleep(0.02)
-
-    def finish(self, timeout: float = 15) -> tuple[str, int]:
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, 9)
-            self.proc.wait()
-            raise AssertionError(f"the stream did not end in {timeout} s; so far:\n{self.text()}") from None
-        self.thread.join(timeout=5)
-        self.proc.stdout.close()
-        return self.text().replace("\r\n", "\n"), rc
-
-
 @dataclass(frozen=True)
 class Result:
     example: Example
-    actual: str  # as run, with the README's port
+    actual: str  # as run, with the page's port
     status: int
 
 
-def replay(port: int, examples: list[Example], readme: str) -> list[Result]:
-    """Every example run in order against the service on ``port``."""
+def replay(port: int, examples: list[Example], key: str | None = None) -> list[Result]:
+    """Every example run in order in one shell against the service on ``port`` (``KEY`` set to ``key``)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
            "HOME": os.environ.get("HOME", "/tmp")}
     here = f"127.0.0.1:{port}"
-    variables: dict[str, str] = {}
     results: list[Result] = []
     shell = Shell(env)
     try:
-        queue = list(examples)
-        while queue:
-            example = queue.pop(0)
-            command = example.command.replace(README_PORT, here)
-            if "/stream" in command:
-                assert json.dumps(STREAM_WRITE) in " ".join(readme.split()), \
-                    "the stream example's prose no longer names the record posted while it is connected"
-                results.extend(_replay_stream(example, queue.pop(0), command, shell, env, variables, port, here))
-                continue
+        for example in examples:
+            command = example.command.replace(PAGE_PORT, here)
+            if key is not None and KEY_LINE.match(command):
+                command = f"KEY={key}" + command[len("KEY="):]
             output, status = shell.run(command)
-            results.append(Result(example, output.rstrip("\n").replace(here, README_PORT), status))
-            if '"read_token"' in output and "READ" not in variables:
-                assert PROSE_VARIABLES in readme, "the README no longer says what ID, TOKEN and READ hold"
-                body = json.loads(output[output.index("{"):])
-                variables.update(ID=body["id"], TOKEN=body["token"], READ=body["read_token"])
-                shell.run("; ".join(f"{k}={v}" for k, v in variables.items()))
+            results.append(Result(example, output.rstrip("\n").replace(here, PAGE_PORT), status))
     finally:
         shell.close()
     return results
 
 
-def _replay_stream(example: Example, then: Example, command: str, shell: Shell, env: dict[str, str],
-                   variables: dict[str, str], port: int, here: str) -> list[Result]:
-    """The stream, a record posted while it is connected, a heartbeat, then the next example (the DELETE)."""
-    assert "-X DELETE" in then.command and "$ID" in then.command, \
-        f"the stream example is followed by the DELETE that ends it, not `{then.command}`"
-    stream = Background(command, {**env, **variables})
-    try:
-        stream.wait_for(lambda text: text.startswith("retry:") and text.endswith("\n\n"), "what the log holds")
-        status, _, body = request(port, "POST", f"/v1/tables/{variables['ID']}/events", STREAM_WRITE,
-                                  {"Authorization": f"Bearer {variables['TOKEN']}"})
-        assert status == 201, body
-        seq = json.loads(body)["seq"]
-        stream.wait_for(lambda text: f"\nid: {seq}\n" in text and text.endswith(": keep-alive\n\n"),
-                        f"record {seq} and then a heartbeat")
-        output, status = shell.run(then.command.replace(README_PORT, here))
-        deleted = Result(then, output.rstrip("\n").replace(here, README_PORT), status)
-        text, rc = stream.finish()
-    finally:
-        if stream.proc.poll() is None:
-            os.killpg(stream.proc.pid, 9)
-            stream.proc.wait()
-    return [Result(example, text.rstrip("\n").replace(here, README_PORT), rc), deleted]
-
-
-def mismatches(results: list[Result]) -> list[str]:
-    """A diff (of the normalised outputs) for each example whose output differs from the README's, or that failed."""
+def mismatches(page: str, results: list[Result]) -> list[str]:
+    """A diff (of the normalised outputs) for each example whose output differs from the page's, or that failed."""
     shown, ran = Normaliser(), Normaliser()
     problems = []
     for r in results:
         expected, actual = shown(r.example.expected), ran(r.actual)
         if expected != actual or r.status != 0:
             diff = "\n".join(difflib.unified_diff(expected.splitlines(), actual.splitlines(),
-                                                  "README.md", "as run", lineterm=""))
-            at = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b), min(len(expected), len(actual)))
-            where = (f"first difference at character {at}: README …{expected[max(0, at - 40):at + 40]}… / "
-                     f"as run …{actual[max(0, at - 40):at + 40]}…")
-            problems.append(f"README.md:{r.example.line}: $ {r.example.command}\n"
-                            f"(exit status {r.status}; {where})\n{diff}")
+                                                  page, "as run", lineterm=""))
+            problems.append(f"{page}:{r.example.line}: $ {r.example.command}\n(exit status {r.status})\n{diff}")
     return problems
 
 
-def service_env(data_dir: Path) -> dict[str, str]:
+def service_env(data_dir: Path, api_keys: str = "") -> dict[str, str]:
     """The service's defaults whatever this process's environment says, an embedded Redis in ``data_dir``."""
     env = {var: "" for var, _, _ in BOUNDS.values()}
     env.update({var: str(default) for var, default, _ in LIMITS.values()})
     for var in ("REDIS_URL", "REDIS_MAXMEMORY", "REDIS_MIN_REPLICAS", "API_KEYS", "API_KEY_LIMITS",
                 "TRUSTED_PROXIES", "PROXY_HEADER", "CORS_ORIGINS", "LOG_LEVEL"):
         env[var] = ""
-    env.update(REDIS_DATA_DIR=str(data_dir), STREAM_HEARTBEAT=str(HEARTBEAT))
+    env.update(REDIS_DATA_DIR=str(data_dir), API_KEYS=api_keys)
     return env
 
 
 def require_curl() -> None:
     if shutil.which("curl") is None:
-        reason = "the README examples need curl (apt-get install curl)"
+        reason = "the pages' examples need curl (apt-get install curl)"
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(reason + " — required under CI")
         pytest.skip(reason)
 
 
+def new_key() -> str:
+    return "mk_" + secrets.token_urlsafe(32)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     require_curl()
-    tmp = tmp_path_factory.mktemp("readme")
+    tmp = tmp_path_factory.mktemp("pages")
     server = Served(tmp / "serve.log", service_env(tmp / "redis"))
     try:
         yield server
@@ -310,20 +241,43 @@ def served(tmp_path_factory):
         server.stop()
 
 
-def test_every_curl_example_of_the_readme_gives_the_output_it_shows(served):
-    text = README.read_text(encoding="utf-8")
-    examples = readme_examples(text)
-    assert len(examples) >= 30 and sum("/stream" in e.command for e in examples) == 1
-    problems = mismatches(replay(served.port, examples, text))
-    assert not problems, (f"{len(problems)} README example(s) differ from the service (rerun them and paste "
-                          f"the real output):\n\n" + "\n\n".join(problems))
+@pytest.fixture(scope="module")
+def served_with_keys(tmp_path_factory):
+    require_curl()
+    tmp = tmp_path_factory.mktemp("pages-keys")
+    key = new_key()
+    server = Served(tmp / "serve.log", service_env(tmp / "redis", api_keys=f"docs={key}"))
+    server.key = key
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
-def test_the_curl_examples_elsewhere_are_the_known_ones():
-    text = README.read_text(encoding="utf-8")
-    replayed = {f"$ {e.command}" for e in readme_examples(text)}
-    others = {line for line in text.splitlines() if line.startswith("$ ") and "curl" in line} - replayed
-    assert others == set(NOT_REPLAYED), "a `$ curl` example outside the replayed section: move it there or list why"
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_example_gives_the_output_it_shows(served, page):
+    examples = examples_of(page.read_text(encoding="utf-8"))
+    assert len(examples) >= 5 and any(KEY_LINE.match(e.command) for e in examples), page
+    problems = mismatches(page.name, replay(served.port, examples))
+    assert not problems, (f"{len(problems)} example(s) differ from the service (`python "
+                          f"tests/test_readme_examples.py --record` writes the real output):\n\n" + "\n\n".join(problems))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_example_works_the_same_with_api_keys(served_with_keys, page):
+    examples = examples_of(page.read_text(encoding="utf-8"))
+    problems = mismatches(page.name, replay(served_with_keys.port, examples, key=served_with_keys.key))
+    assert not problems, (f"{len(problems)} example(s) answer otherwise on a service with API_KEYS (send "
+                          f"-H \"X-API-Key: $KEY\" where no table token is sent):\n\n" + "\n\n".join(problems))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_shell_example_is_in_a_console_block(page):
+    text = page.read_text(encoding="utf-8")
+    replayed = {f"$ {e.command}" for e in examples_of(text)}
+    others = [line for line in text.splitlines() if line.startswith("$ ") and line not in replayed]
+    assert not others, f"{page.name}: `$` lines outside a console block are not replayed: {others}"
+    assert "```sh\n$ " not in text and "```\n$ " not in text
 
 
 def test_the_normaliser_takes_out_only_what_differs_on_every_run():
@@ -343,7 +297,39 @@ def test_the_normaliser_takes_out_only_what_differs_on_every_run():
     assert Normaliser()(one) != Normaliser()(two.replace("\n\n", "\nContent-Length: 3\n\n"))
 
 
-def test_the_readme_parser_finds_commands_and_their_outputs():
-    text = f"{SECTION}\n\n```\n$ echo a\na\n\nb\n\n$ true\n$ echo c\nc\n```\n\n## Next\n```\n$ echo d\nd\n```\n"
-    assert [(e.command, e.expected) for e in readme_examples(text)] == [
-        ("echo a", "a\n\nb"), ("true", ""), ("echo c", "c")]
+def test_the_parser_finds_commands_and_their_outputs_in_console_blocks_only():
+    text = ("```console\n$ echo a\na\n\nb\n\n$ true\n$ echo c\nc\n```\n\n```sh\n$ echo d\nd\n```\n"
+            "```python\n>>> 1\n```\n```console\n$ echo e\ne\n```\n")
+    assert [(e.command, e.expected) for e in examples_of(text)] == [
+        ("echo a", "a\n\nb"), ("true", ""), ("echo c", "c"), ("echo e", "e")]
+
+
+# -- writing the real outputs into the pages ---------------------------------------------------
+def record(pages: tuple[Path, ...] = PAGES) -> None:
+    """Replay each page's examples against a fresh service and write the outputs into the page."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pages-") as tmp:
+        server = Served(Path(tmp) / "serve.log", service_env(Path(tmp) / "redis"))
+        try:
+            for page in pages:
+                text = page.read_text(encoding="utf-8")
+                lines = text.splitlines()
+                results = replay(server.port, examples_of(text))
+                for r in reversed(results):  # (from the end: earlier line numbers stay put)
+                    start, end = r.example.output_lines
+                    while end > start and lines[end - 1] == "":
+                        end -= 1
+                    lines[start:end] = r.actual.splitlines()
+                    if r.status != 0:
+                        print(f"{page.name}:{r.example.line}: exit status {r.status}", file=sys.stderr)
+                page.write_text("\n".join(lines) + "\n", encoding="utf-8")
+                print(f"wrote {page.relative_to(ROOT)}")
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--record"]:
+        sys.exit("usage: python tests/test_readme_examples.py --record")
+    record()
