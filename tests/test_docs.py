@@ -230,3 +230,18 @@ def test_rule_book_names_no_source_outside_the_repository():
 
 def test_rule_book_marks_its_readings():
     assert RULE_BOOK.count("**Reading:**") + RULE_BOOK.count("**Readings:**") >= 10
+
+
+# -- operations.md: the settings -----------------------------------------------------------------
+def test_operations_page_has_every_setting_with_its_default():
+    import service.__main__ as cli
+
+    table = re.findall(r"^``([A-Z_]+)``\s+(\S+)", cli.__doc__, re.M)
+    assert len(table) >= 30, table
+    page = (DOCS / "operations.md").read_text(encoding="utf-8")
+    section = page.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| `([A-Z_]+)` \| (?:`([^`]*)`|unset) \|", section, re.M))
+    for variable, default in table:
+        assert variable in rows, f"docs/operations.md's configuration table has no row for {variable}"
+        shown = rows[variable] or "(unset)"
+        assert shown == default, f"{variable}: docs/operations.md says {shown!r}, service/__main__.py {default!r}"
