@@ -10,12 +10,13 @@ tiles).  A :class:`~service.rules.errors.RuleError` met there is re-raised as
 *Dump* is kept apart, on purpose: the ``dump_*`` functions build the response
 bodies straight from the core's results, and the ``*Response`` schemas
 *document* those bodies in the OpenAPI document (the tests validate every
-answer against it).  A marshmallow dump of a ting answer costs 60-170 µs
-(three to nine waits, each with its patterns) where the core computes it in
-about 5 µs and ``dump_ting`` takes 3-30 µs: through ``schema.dump`` a ting
-request would cost a third more, and a batch item (``/v1/batch``, which must
-stay within 1.25 times the core's cost) twenty times more.  The single
-endpoints and the batch use the same ``dump_*`` functions.
+answer against it).  A marshmallow dump walks every field of every wait and
+pattern of an answer, and costs many times what the core takes to compute
+that answer; ``dump_*`` builds the same body directly, at a small fraction of
+it.  Through ``schema.dump`` a ting request would cost a good deal more, and a
+batch item (``/v1/batch``, which must stay within 1.25 times the core's cost)
+many times more (docs/performance.md#history has the figures).  The single endpoints
+and the batch use the same ``dump_*`` functions.
 
 *Events* are the rules core's to decide (:func:`service.rules.events.parse_event`
 and the table fold: a seat's range depends on the table's ruleset): the event

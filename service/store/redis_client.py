@@ -44,8 +44,9 @@ connection itself is re-established on the next command:
   moved to the new primary).
 
 :func:`on_primary` sends a table's commands to the client of the primary that
-holds it (a cluster node's own client: the cluster client's routing of every
-command costs ~15 µs more), :func:`acknowledged` runs a write script and
+holds it (a cluster node's own client, which sends a command straight to its
+node: the cluster client would look up the slot of every command again),
+:func:`acknowledged` runs a write script and
 ``WAIT`` in one round trip on the connection that wrote
 (``REDIS_MIN_REPLICAS``), :func:`check_ready` is what ``/readyz`` asks,
 :func:`primaries` gives one client per primary (a cluster is scanned node by
