@@ -129,7 +129,8 @@ def test_hand_written_pages_cover_the_newcomer(generated):
     clients = (DOCS / "clients.md").read_text(encoding="utf-8")
     assert "openapi-python-client generate" in clients and "openapi-typescript" in clients
     index = (DOCS / "index.md").read_text(encoding="utf-8")
-    for page in ("table-app.md", "api.md", "glossary.md", "notation.md", "rules.md", "clients.md"):
+    for page in ("getting-started.md", "table-app.md", "api.md", "operations.md", "performance.md",
+                 "glossary.md", "notation.md", "rules.md", "clients.md"):
         assert f"]({page})" in index and (DOCS / page).exists(), page
     assert not (DOCS / "events.md").exists()  # (folded into api.md)
 
