@@ -71,7 +71,7 @@ from ..store.streams import CHECK, CLOSE, DELETED, StreamHub, Subscription, TooM
 from ..store.table_store import TableStore
 from .problems import ApiProblem, InvalidInput
 from .smorest import Blueprint
-from .table_views import NO_TABLE, NO_TOKEN, READ, store, table_id_of, token
+from .table_views import NO_TABLE, NO_TOKEN, READ_OR_KEY, access, store, table_id_of, token
 
 log = logging.getLogger("service.stream")
 
@@ -236,7 +236,7 @@ def _frames(s: TableStore, h: StreamHub, table_id: str, sub: Subscription, last:
 STREAM_DOC = {
     "operationId": "streamTable",
     "tags": ["tables"],
-    "security": READ,
+    "security": READ_OR_KEY,
     "parameters": [
         {"in": "query", "name": "after", "required": False, "schema": {"type": "integer", "minimum": 0},
          "description": "resume after this seq: the records after it are sent first, from the log"},
@@ -283,7 +283,7 @@ def stream_table(table_id):
     s = store()
     tid = table_id_of(table_id)
     after = _after()
-    s.authorize(tid, token(), write=False)  # 401 / 403 / 404 as for reads
+    s.authorize(tid, access(write=False))  # 401 / 403 / 404 as for reads
     h = hub()
     try:
         sub = h.subscribe(tid)

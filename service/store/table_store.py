@@ -470,8 +470,8 @@ class TableStore:
         items = codec.read_records(raw[:limit], after + 1)
         for it in items:
             it["voided"] = it["seq"] in voided
-        nxt = items[-1]["seq"] if len(raw) > limit else None
-        return {"events": items, "next": nxt}
+        nxt = str(items[-1]["seq"]) if len(raw) > limit else None
+        return {"events": items, "next": nxt, "version": int(codec.read_state(state)["version"]) if state else 0}
 
     # -- the live stream's reads --------------------------------------------------------------
     def streamed(self, record: Mapping[str, Any], st: TableState, voided: bool) -> dict:
