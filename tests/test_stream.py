@@ -299,7 +299,7 @@ def test_the_openapi_document_describes_the_stream():
     op = openapi_dict()["paths"]["/v1/tables/{table_id}/stream"]["get"]
     assert "text/event-stream" in op["responses"]["200"]["content"]
     assert {p["name"] for p in op["parameters"]} >= {"after", "Last-Event-ID"}
-    assert op["security"] == [{"tableToken": ["read"]}] and {"401", "404"} <= set(op["responses"])
+    assert op["security"] == [{"tableToken": ["read"]}, {"apiKey": []}] and {"401", "404"} <= set(op["responses"])
 
 
 @pytest.fixture(scope="module")

@@ -257,7 +257,9 @@ STREAM_DOC = {
                 "when this client fell behind (reconnect with `Last-Event-ID`); both end the stream. "
                 "Any instance of the service delivers what any instance recorded."),
             "content": {"text/event-stream": {
-                "schema": {"type": "string"},
+                # the frames' `data`, by their `event:` name (JSON Schema's contentSchema: what the text holds)
+                "schema": {"type": "string", "contentMediaType": "text/event-stream",
+                           "contentSchema": {"$ref": "#/components/schemas/StreamEvents"}},
                 "example": 'retry: 3000\n: table 0ee068f610c4be29\n\nid: 2\nevent: record\ndata: {"seq":2,'
                            '"type":"kong","seat":2,"kind":"concealed","tile":"7s","round":1,'
                            '"at":"2026-11-30T17:28:24.511Z","voided":false,"version":2,'

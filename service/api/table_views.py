@@ -459,6 +459,29 @@ def document(api) -> None:
     union("Event", EVENT_SCHEMAS, "A round event (docs/events.md): checked by the rules against the round as it stands.")
     union("TableEvent", ts.TABLE_EVENT_SCHEMAS,
           "An event of a table: a round event, round_start, round_end or buy_in (with stakes, between rounds).")
+    union("LogRecord", ts.LOG_RECORD_SCHEMAS, "A record of a table's log, as GET /v1/tables/{table_id}/events "
+                                              "lists it.")
+    seats = {"type": "array", "items": {"type": "integer"}}
+    spec.components.schema("StreamRecord", component={
+        "description": "The `data` of an `event: record` frame of the table's stream: the record as the log lists "
+                       "it, with the table's version and balances after it (and its coins with stakes; a buy-in's "
+                       "own coins as `amount`).",
+        "allOf": [{"$ref": "#/components/schemas/LogRecord"}, {
+            "type": "object", "required": ["version", "balances"],
+            "properties": {"version": {"type": "integer"}, "balances": seats, "coins": seats,
+                           "amount": {"type": "integer"}}}]})
+    spec.components.schema("StreamDeleted", component={
+        "type": "object", "required": ["id"], "additionalProperties": False, "properties": {"id": {"type": "string"}},
+        "description": "The `data` of `event: deleted` (the table was deleted or expired; the stream ends)."})
+    spec.components.schema("StreamResync", component={
+        "type": "object", "required": ["after"], "additionalProperties": False, "properties": {"after": {"type": "integer"}},
+        "description": "The `data` of `event: resync` (this client fell behind; the stream ends: reconnect with "
+                       "`Last-Event-ID` = `after`)."})
+    spec.components.schema("StreamEvents", component={
+        "type": "object", "additionalProperties": False,
+        "description": "The frames of a table's stream by their `event:` name, each with the schema of its `data`.",
+        "properties": {name: {"$ref": f"#/components/schemas/Stream{name.title()}"}
+                       for name in ("record", "deleted", "resync")}})
     spec.components.security_scheme("tableToken", {
         "type": "http", "scheme": "bearer",
         "description": "A table's token from its creation: the write token, or the read token (reads only). "
