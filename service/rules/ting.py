@@ -18,7 +18,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, _record, context, discard_value, evaluate, is_win, meld_info, points_of
-from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid
+from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid, suit_keys
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import _DISCARD, _INFO, EVEN_KEYS, GEN_SHIFT, MEMO_LIMIT, NOT258, SHAPES, HAS19, TRIP, YAO, WAITS
@@ -185,15 +185,37 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     >>> t.ting, t.huazhu
     (False, False)
     """
-    if not isinstance(hand, Hand):
+    parts = _concealed(hand)
+    if parts is None and not isinstance(hand, Hand):
         hand = parse_hand(hand)
+        parts = _concealed(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
     ctx = rules.__dict__.get("_ctx") or context(rules)
+    if parts is not None and parts[3] == 13 and ctx.plain and not visible and (rules.players != 3 or not parts[0]):
+        return _ting_by_parts(parts[0], parts[1], parts[2], ctx, rules)
+    if not isinstance(hand, Hand):  # (a hand string in canonical suit order, not for the road above)
+        hand = parse_hand(hand)
     vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
     if hand.size != 13 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 13, vis_tiles)
     if rules.players == 3:
         require_in_play(hand, 3, vis_tiles)
+    return _ting_of_hand(hand, ctx, rules, vis)
+
+
+def _concealed(hand: "Hand | str | object") -> tuple[int, int, int, int] | None:
+    """``(k0, k1, k2, n)`` (:func:`~.hand.suit_keys`) of a hand of concealed tiles only, with no 定缺 and
+    no count over 4, given as a hand string in canonical suit order or as a :class:`Hand`; else None."""
+    if type(hand) is str:
+        return suit_keys(hand)
+    if isinstance(hand, Hand) and not hand.melds and hand.void is None and hand.keys is not None:
+        k0, k1, k2 = hand.keys
+        return k0, k1, k2, len(hand.tiles)
+    return None
+
+
+def _ting_of_hand(hand: Hand, ctx: _Ctx, rules: Ruleset, vis) -> Ting:
+    """:func:`ting` of a valid 13-size hand, any ruleset, melds, 定缺 and visible tiles (counts ``vis``)."""
     tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask,
                        -1 if hand.void is None else SUITS.index(hand.void))
     if not tiles:
@@ -201,6 +223,53 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     mi = meld_info(hand.melds) if hand.melds else NO_MELDS
     waits = _value_waits(hand.keys, len(hand.tiles), mi, tiles, ctx, hand.held, vis)
     return Ting._of(True, False, tuple(waits), dajiao_of(waits, rules.dajiao))
+
+
+def _ting_by_parts(k0: int, k1: int, k2: int, ctx: _Ctx, rules: Ruleset) -> Ting:
+    """:func:`ting` of 13 concealed tiles (suit keys ``k0..k2``, no count over 4), no 定缺, nothing
+    visible, under a ruleset with no extra but 根 (``ctx.plain``): what :func:`_ting_of_hand` answers.
+
+    A suit's waits need the two other suits complete, and their values depend on those suits' facts
+    alone: each suit's waits are one memoized answer (:func:`wait_part`, as discard advice reads
+    them), joined in suit order, the 大叫 the first best of the parts'; then the seven pairs' wait (the
+    13's one odd count), valued on its own.  Three suits: 花猪, no wait (:func:`~.shapes.wait_tiles`).
+    """
+    if k0 and k1 and k2:
+        return Ting._of(False, rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
+    c0, w0, o0 = _INFO.get(k0) or suit_info(k0)
+    c1, w1, o1 = _INFO.get(k1) or suit_info(k1)
+    c2, w2, o2 = _INFO.get(k2) or suit_info(k2)
+    highest = rules.dajiao == "max"
+    waits = ()
+    dajiao = None
+    if w0 and c1 and c2:
+        part = wait_part(ctx, 0, k0, -1, _facts(k1, k2), k1, k2)
+        if part is not None:
+            waits = part[0]
+            dajiao = part[2] if highest else part[3]
+    if w1 and c0 and c2:
+        part = wait_part(ctx, 1, k1, -1, _facts(k0, k2), k0, k2)
+        if part is not None:
+            waits += part[0]
+            best = part[2] if highest else part[3]
+            if dajiao is None or (best[1] > dajiao[1] if highest else best[1] < dajiao[1]):  # (the first of equals)
+                dajiao = best
+    if w2 and c0 and c1:
+        part = wait_part(ctx, 2, k2, -1, _facts(k0, k1), k0, k1)
+        if part is not None:
+            waits += part[0]
+            best = part[2] if highest else part[3]
+            if dajiao is None or (best[1] > dajiao[1] if highest else best[1] < dajiao[1]):
+                dajiao = best
+    if len(o0) + len(o1) + len(o2) == 1:  # seven pairs: 6 pairs and the one odd count's tile (held 1 or 3)
+        t = o0[0] if o0 else 9 + o1[0] if o1 else 18 + o2[0]
+        with_pair = _pair_wait(waits, (k0, k1, k2), t, (k0, k1, k2)[t // 9] // POW5[t % 9] % 5, ctx)
+        if with_pair is not waits:
+            waits = with_pair
+            dajiao = dajiao_of(waits, rules.dajiao)
+    if not waits:
+        return Ting._of(False, False, (), None)
+    return Ting._of(True, False, waits, dajiao)
 
 
 def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> DiscardAdvice:
@@ -212,10 +281,20 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     >>> [str(o.discard) for o in adv.options], adv.complete
     (['5s'], False)
     """
-    if not isinstance(hand, Hand):
+    parts = _concealed(hand)
+    if parts is None and not isinstance(hand, Hand):
         hand = parse_hand(hand)
+        parts = _concealed(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
     ctx = rules.__dict__.get("_ctx") or context(rules)
+    if parts is not None and parts[3] == 14 and ctx.plain and not visible and (rules.players != 3 or not parts[0]):
+        k0, k1, k2, _n = parts
+        out = _options_by_parts((k0, k1, k2), ctx, rules.dajiao == "max")
+        if len(out) > 1:
+            out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
+        return DiscardAdvice._of(tuple([option for _rank, option in out]), _complete(k0, k1, k2))
+    if not isinstance(hand, Hand):  # (a hand string in canonical suit order, not for the road above)
+        hand = parse_hand(hand)
     vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
     if hand.size != 14 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 14, vis_tiles)
@@ -224,14 +303,18 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     return DiscardAdvice._of(_options(hand, ctx, vis, rules.dajiao), is_win(hand))
 
 
+def _complete(k0: int, k1: int, k2: int) -> bool:
+    """:func:`~.fan.is_win` of 14 concealed tiles with these suit keys and no 定缺."""
+    if k0 and k1 and k2:
+        return False
+    return (k0 in SHAPES and k1 in SHAPES and k2 in SHAPES) or (k0 in EVEN_KEYS and k1 in EVEN_KEYS and k2 in EVEN_KEYS)
+
+
 def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOption, ...]:
-    plain = not (ctx.options or ctx.runs)  # no extra but 根: a wait's value is discard_value's
+    """The options of a valid 14-size hand, any ruleset, melds, 定缺 and visible tiles (counts ``vis``),
+    best first: each candidate discard's 13 through :func:`~.shapes.wait_tiles` and its waits valued."""
+    plain = ctx.plain
     highest = rules_dajiao == "max"
-    if plain and not hand.melds and vis is _NO_TILES and hand.void is None:
-        out = _options_by_parts(hand.keys, ctx, highest)
-        if len(out) > 1:
-            out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
-        return tuple([option for _rank, option in out])
     out = []
     keys = hand.keys
     held = hand.held
@@ -375,18 +458,27 @@ def _facts(ky: int, kz: int) -> int:
 
 
 def _with_pair_wait(waits: tuple, keys: tuple, d: int, t: int, ctx: _Ctx) -> tuple:
-    """``waits`` of the 13 left by discarding tile ``d``, with seven pairs' wait ``t`` (the 13's one odd
-    count) added unless all four copies are held or it is a wait already, in tile order."""
-    held = keys[t // 9] // POW5[t % 9] % 5  # (the 14's copies)
+    """``waits`` of the 13 left by discarding tile ``d`` from 14 (keys ``keys``), with seven pairs' wait
+    ``t`` (the 13's one odd count) added as :func:`_pair_wait` adds it (held: the 14's copies)."""
+    k13 = list(keys)
+    k13[d // 9] -= POW5[d % 9]
+    return _pair_wait(waits, k13, t, keys[t // 9] // POW5[t % 9] % 5, ctx)
+
+
+def _pair_wait(waits: tuple, k13, t: int, held: int, ctx: _Ctx) -> tuple:
+    """``waits`` of 13 concealed tiles (keys ``k13``) with seven pairs' wait ``t`` (their one odd count)
+    added unless all four copies are held (``held``: the copies counted as seen) or it is a wait
+    already, in tile order: the same tuple when nothing is added."""
     if held >= 4:
         return waits
     for w in waits:
         if w[0].index == t:
             return waits
-    k13 = list(keys)
-    k13[d // 9] -= POW5[d % 9]
-    k13[t // 9] += POW5[t % 9]
-    raw, patterns, fan, points, capped = discard_value(k13[0], k13[1], k13[2], 14, NO_MELDS, ctx)
+    s = t // 9
+    add = POW5[t % 9]
+    raw, patterns, fan, points, capped = discard_value(
+        k13[0] + add if s == 0 else k13[0], k13[1] + add if s == 1 else k13[1], k13[2] + add if s == 2 else k13[2],
+        14, NO_MELDS, ctx)
     wait = _record(Wait, (TILES[t], fan, points, patterns, 4 - held, raw, capped))
     return tuple(sorted(waits + (wait,), key=_tile_index)) if waits else (wait,)
 
