@@ -137,6 +137,7 @@ class _Ctx(NamedTuple):
     by_discard: dict  # (facts mask, 根 count) -> a plain win by discard's value; filled lazily
     wait_parts: dict  # discard advice's waits within one suit (ting.wait_part); filled lazily, bounded
     plain: bool  # no extra but 根 (neither options nor runs): a wait's value is discard_value's
+    suit_options: dict  # discard advice's options within one suit (ting.suit_options); filled lazily, bounded
 
 
 def context(rules: Ruleset) -> _Ctx:
@@ -172,6 +173,7 @@ def context(rules: Ruleset) -> _Ctx:
         by_discard={},
         wait_parts={},
         plain=not (options or runs),
+        suit_options={},
     )
     ctx = ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
     object.__setattr__(rules, "_ctx", ctx)

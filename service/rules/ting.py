@@ -371,73 +371,116 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
 
     The candidates are :func:`_candidates`': per suit, the ranks whose removal leaves the suit with
     waits (when the other two suits decompose) or complete (when another has waits), and the seven
-    pairs' ones.  A discard's waits are those of each suit in turn, each suit's a memoized answer
-    (:func:`wait_part`), then the seven pairs' wait (:func:`_with_pair_wait`).  (With no melds, a
-    suit with no tiles has no waits: wait_tiles' 缺一门 rule needs no test here but the 花猪 one.)
+    pairs' ones.  A suit's discards that leave waits in that suit alone are one memoized answer
+    (:func:`suit_options`); a discard that leaves the suit complete adds the waits of the other suits
+    (:func:`wait_part`), and one that leaves a single odd count the seven pairs' wait
+    (:func:`_with_pair_wait`), in suit order.  (With no melds, a suit with no tiles has no waits:
+    wait_tiles' 缺一门 rule needs no test here but the 花猪 one.)
     """
-    infos = (_INFO.get(keys[0]) or suit_info(keys[0]), _INFO.get(keys[1]) or suit_info(keys[1]),
-             _INFO.get(keys[2]) or suit_info(keys[2]))
+    k0, k1, k2 = keys
+    infos = (_INFO.get(k0) or suit_info(k0), _INFO.get(k1) or suit_info(k1), _INFO.get(k2) or suit_info(k2))
     odd = len(infos[0][2]) + len(infos[1][2]) + len(infos[2][2])
-    odd_tiles = [9 * x + o for x in range(3) for o in infos[x][2]] if odd == 2 else None
-    three = bool(keys[0]) and bool(keys[1]) and bool(keys[2])  # (the 13 left are 花猪 unless a suit empties)
+    three = bool(k0 and k1 and k2)  # (the 13 left are 花猪 unless a suit empties: no wait in the suit emptied)
     out = []
     for s in range(3):
         ks = keys[s]
         if not ks:
             continue
         y, z = _OTHERS[s]
-        ky = keys[y]
-        kz = keys[z]
         cy, wy, _oy = infos[y]
         cz, wz, _oz = infos[z]
         waiting, whole = _DISCARD.get(ks) or suit_discards(ks)
-        in_suit = cy and cz
-        across = wy and cz or wz and cy
-        ranks = (waiting + whole if across else waiting) if in_suit else whole if across else ()
+        own = (suit_options(ctx, s, ks, keys[y], keys[z], highest)
+               if waiting and cy and cz and not three else ())
+        across = whole and (wy and cz or wz and cy)
         # seven pairs: 13 with one odd count wait on it (no odd count in the 14: any discard; two: theirs)
         pair_ranks = infos[s][2] if odd == 2 else _present_ranks(ks) if odd == 0 else ()
-        if pair_ranks:
-            ranks += pair_ranks
-        elif not ranks:
+        if not (across or pair_ranks):
+            if own:
+                out += own
             continue
-        facts = -1  # (_facts(ky, kz), once needed)
-        for r in (set(ranks) if pair_ranks or in_suit and across else ranks):  # (each rank once)
+        mixed = set(pair_ranks)
+        if across:
+            mixed.update(whole)
+        by_rank = {}
+        for ranked in own:
+            r = ranked[0][2] - 9 * s
+            if r in mixed:
+                by_rank[r] = ranked
+            else:
+                out.append(ranked)
+        for r in mixed:
             rest = ks - POW5[r]
             if three and rest:
                 continue
-            part = part_y = part_z = None
-            if in_suit and rest in WAITS:
-                if facts < 0:
-                    facts = _facts(ky, kz)
-                part = wait_part(ctx, s, rest, r, facts, ky, kz)
+            own_r = by_rank.get(r)
+            part_y = part_z = None
             if across and rest in SHAPES:
+                ky = keys[y]
+                kz = keys[z]
                 if wy and cz:
                     part_y = wait_part(ctx, y, ky, -1, _facts(rest, kz), rest, kz)
                 if wz and cy:
                     part_z = wait_part(ctx, z, kz, -1, _facts(rest, ky), rest, ky)
-            # the one suit with waits, if only one has them
-            one = (part if part_y is None and part_z is None else part_y if part is None and part_z is None
-                   else part_z if part is None and part_y is None else None)
-            if one is not None and r not in pair_ranks:  # the waits of one suit: the part's, as they are
-                d = 9 * s + r
-                waits, remaining, hi, lo = one
-                dajiao = hi if highest else lo
-                out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)))
-                continue
-            if part is None and part_y is None and part_z is None and r not in pair_ranks:
-                continue
-            parts = [part_y, part_z]
-            parts.insert(s, part)  # (suit order)
+            if r not in pair_ranks:
+                if part_y is None and part_z is None:
+                    if own_r is not None:
+                        out.append(own_r)
+                    continue
+                if own_r is None and (part_y is None or part_z is None):  # the waits of one other suit, as they are
+                    d = 9 * s + r
+                    waits, remaining, hi, lo = part_z if part_y is None else part_y
+                    dajiao = hi if highest else lo
+                    out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)))
+                    continue
+            parts = [None if part_y is None else part_y[0], None if part_z is None else part_z[0]]
+            parts.insert(s, None if own_r is None else own_r[1].waits)  # (suit order)
             waits = ()
             for found in parts:
                 if found is not None:
-                    waits += found[0]
+                    waits += found
+            d = 9 * s + r
             if r in pair_ranks:  # the 13's one odd count: the discard's (none in the 14) or the other one
-                d = 9 * s + r
-                waits = _with_pair_wait(waits, keys, d, d if odd == 0 else odd_tiles[odd_tiles[0] == d], ctx)
+                waits = _with_pair_wait(waits, keys, d, d if odd == 0 else _other_odd(infos, d), ctx)
             if waits:
-                out.append(_ranked_option(9 * s + r, waits, highest))
+                out.append(_ranked_option(d, waits, highest))
     return out
+
+
+def _other_odd(infos: tuple, d: int) -> int:
+    """Of the two tiles held an odd number of times (``infos``: the suits' :func:`~.shapes.suit_info`),
+    the one that is not ``d``."""
+    odd = [9 * x + o for x in range(3) for o in infos[x][2]]
+    return odd[odd[0] == d]
+
+
+def suit_options(ctx: _Ctx, s: int, ks: int, ky: int, kz: int, highest: bool) -> tuple:
+    """``(rank, option)`` (as :func:`_options` ranks them) of each discard from suit ``s`` (key ``ks`` of
+    the 14) whose 13 have waits in suit ``s``, the two other suits (keys ``ky``, ``kz``) complete: the
+    waits of that suit alone (:func:`wait_part`), for each rank whose removal leaves the suit with waits.
+
+    The answer is a function of ``(s, ks, _facts(ky, kz), highest)``, as a part's: memoized per ruleset
+    (bounded).  The options are immutable: shared by the answers that list them.
+    """
+    facts = _facts(ky, kz)
+    key = ((ks * 512 + facts) * 4 + s) * 2 + highest
+    memo = ctx.suit_options
+    found = memo.get(key)
+    if found is None:
+        out = []
+        base = 9 * s
+        for r in (_DISCARD.get(ks) or suit_discards(ks))[0]:
+            part = wait_part(ctx, s, ks - POW5[r], r, facts, ky, kz)
+            if part is not None:
+                waits, remaining, hi, lo = part
+                dajiao = hi if highest else lo
+                out.append(((-remaining, -dajiao[1], base + r),
+                            DiscardOption._of(TILES[base + r], waits, remaining, dajiao)))
+        found = tuple(out)
+        if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
+            memo.clear()
+        memo[key] = found
+    return found
 
 
 def _present_ranks(key: int) -> tuple[int, ...]:
