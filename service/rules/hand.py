@@ -166,8 +166,16 @@ class Hand:
         the frozen ``__init__``'s per-field checks and the per-tile loop.
         """
         obj = object.__new__(cls)
-        obj.__dict__.update(tiles=tiles, melds=(), void=None, counts=counts, held=counts, keys=keys,
-                            suit_mask=mask, max_held=top, size=len(tiles))
+        fields = obj.__dict__  # (the frozen dataclass's fields, as object.__setattr__ would set them)
+        fields["tiles"] = tiles
+        fields["melds"] = ()
+        fields["void"] = None
+        fields["counts"] = counts
+        fields["held"] = counts
+        fields["keys"] = keys
+        fields["suit_mask"] = mask
+        fields["max_held"] = top
+        fields["size"] = len(tiles)
         return obj
 
     def _with(self, melds: "tuple[Meld, ...]", void: str | None) -> "Hand":
