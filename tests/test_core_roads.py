@@ -2,7 +2,7 @@
 
 A hand string in canonical suit order is read per suit into its suit keys (``hand.suit_keys``) without
 building a Hand; ting and discard advice of concealed hands with no 定缺, nothing visible and a ruleset
-with no extra but 根 answer from memoized per-suit parts (``_ting_by_parts``, ``_options_by_parts``).
+with no extra but 根 answer from memoized per-suit parts (``_ting_by_parts``, ``_advice_by_parts``).
 Here each is compared with the general road (``_ting_of_hand``, ``_options``: every candidate through
 ``wait_tiles`` and each wait valued on its own), and with the brute-force reference, on generated hands.
 """

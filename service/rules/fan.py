@@ -138,6 +138,7 @@ class _Ctx(NamedTuple):
     wait_parts: dict  # discard advice's waits within one suit (ting.wait_part); filled lazily, bounded
     plain: bool  # no extra but 根 (neither options nor runs): a wait's value is discard_value's
     suit_options: dict  # discard advice's options within one suit (ting.suit_options); filled lazily, bounded
+    across_options: dict  # discard advice's options with waits in another suit (ting.across_option); the same
 
 
 def context(rules: Ruleset) -> _Ctx:
@@ -174,6 +175,7 @@ def context(rules: Ruleset) -> _Ctx:
         wait_parts={},
         plain=not (options or runs),
         suit_options={},
+        across_options={},
     )
     ctx = ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
     object.__setattr__(rules, "_ctx", ctx)

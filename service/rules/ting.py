@@ -22,7 +22,7 @@ from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_in_p
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import _DISCARD, _INFO, EVEN_KEYS, GEN_SHIFT, MEMO_LIMIT, NOT258, SHAPES, HAS19, TRIP, YAO, WAITS
-from .shapes import suit_discards, suit_info, wait_tiles
+from .shapes import present_ranks, suit_discards, suit_info, wait_tiles
 from .tiles import SUITS, TILES, Tile, parse_tiles
 
 
@@ -56,7 +56,11 @@ class Ting:
     def _of(cls, ting: bool, huazhu: bool, waits: tuple, dajiao: "Dajiao | None") -> "Ting":
         """Build one without the frozen ``__init__``'s per-field checks (the ting hot path)."""
         obj = object.__new__(cls)
-        obj.__dict__.update(ting=ting, huazhu=huazhu, waits=waits, dajiao=dajiao)
+        fields = obj.__dict__  # (the frozen dataclass's fields, as object.__setattr__ would set them)
+        fields["ting"] = ting
+        fields["huazhu"] = huazhu
+        fields["waits"] = waits
+        fields["dajiao"] = dajiao
         return obj
 
 
@@ -71,15 +75,17 @@ class DiscardOption:
     def _of(cls, discard: Tile, waits: tuple, remaining: int, dajiao: Dajiao) -> "DiscardOption":
         """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
         obj = _new(cls)
-        _set(obj, "discard", discard)
-        _set(obj, "waits", waits)
-        _set(obj, "remaining", remaining)
-        _set(obj, "dajiao", dajiao)
+        _SET_DISCARD(obj, discard)
+        _SET_WAITS(obj, waits)
+        _SET_REMAINING(obj, remaining)
+        _SET_DAJIAO(obj, dajiao)
         return obj
 
 
 _new = object.__new__
-_set = object.__setattr__
+# each slot's own setter (what object.__setattr__ finds by the field's name, without the look-up)
+_SET_DISCARD, _SET_WAITS, _SET_REMAINING, _SET_DAJIAO = (
+    DiscardOption.__dict__[name].__set__ for name in ("discard", "waits", "remaining", "dajiao"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +98,12 @@ class DiscardAdvice:
     def _of(cls, options: tuple, complete: bool) -> "DiscardAdvice":
         """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
         obj = _new(cls)
-        _set(obj, "options", options)
-        _set(obj, "complete", complete)
+        _SET_OPTIONS(obj, options)
+        _SET_COMPLETE(obj, complete)
         return obj
+
+
+_SET_OPTIONS, _SET_COMPLETE = (DiscardAdvice.__dict__[name].__set__ for name in ("options", "complete"))
 
 
 def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, vis,
@@ -288,11 +297,7 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
     ctx = rules.__dict__.get("_ctx") or context(rules)
     if parts is not None and parts[3] == 14 and ctx.plain and not visible and (rules.players != 3 or not parts[0]):
-        k0, k1, k2, _n = parts
-        out = _options_by_parts((k0, k1, k2), ctx, rules.dajiao == "max")
-        if len(out) > 1:
-            out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
-        return DiscardAdvice._of(tuple([option for _rank, option in out]), _complete(k0, k1, k2))
+        return _advice_by_parts(parts[:3], ctx, rules.dajiao == "max")
     if not isinstance(hand, Hand):  # (a hand string in canonical suit order, not for the road above)
         hand = parse_hand(hand)
     vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
@@ -301,13 +306,6 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     if rules.players == 3:
         require_in_play(hand, 3, vis_tiles)
     return DiscardAdvice._of(_options(hand, ctx, vis, rules.dajiao), is_win(hand))
-
-
-def _complete(k0: int, k1: int, k2: int) -> bool:
-    """:func:`~.fan.is_win` of 14 concealed tiles with these suit keys and no 定缺."""
-    if k0 and k1 and k2:
-        return False
-    return (k0 in SHAPES and k1 in SHAPES and k2 in SHAPES) or (k0 in EVEN_KEYS and k1 in EVEN_KEYS and k2 in EVEN_KEYS)
 
 
 def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOption, ...]:
@@ -365,9 +363,9 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOpti
 _OTHERS = ((1, 2), (0, 2), (0, 1))
 
 
-def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
-    """``(rank, option)`` of each discard that leaves waits (as :func:`_options` ranks them), for 14
-    concealed tiles, no 定缺, nothing visible and a ruleset with no extra but 根.
+def _advice_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> DiscardAdvice:
+    """Discard advice for 14 concealed tiles (suit keys ``keys``), no 定缺, nothing visible and a ruleset
+    with no extra but 根: what :func:`_options` and :func:`~.fan.is_win` answer.
 
     The candidates are :func:`_candidates`': per suit, the ranks whose removal leaves the suit with
     waits (when the other two suits decompose) or complete (when another has waits), and the seven
@@ -381,6 +379,9 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
     infos = (_INFO.get(k0) or suit_info(k0), _INFO.get(k1) or suit_info(k1), _INFO.get(k2) or suit_info(k2))
     odd = len(infos[0][2]) + len(infos[1][2]) + len(infos[2][2])
     three = bool(k0 and k1 and k2)  # (the 13 left are 花猪 unless a suit empties: no wait in the suit emptied)
+    # the 14 win (is_win): four sets and a pair, or seven pairs (no odd count), in at most two suits
+    complete = not three and (infos[0][0] and infos[1][0] and infos[2][0] or odd == 0 and (
+        k0 in EVEN_KEYS and k1 in EVEN_KEYS and k2 in EVEN_KEYS))
     out = []
     for s in range(3):
         ks = keys[s]
@@ -394,7 +395,7 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
                if waiting and cy and cz and not three else ())
         across = whole and (wy and cz or wz and cy)
         # seven pairs: 13 with one odd count wait on it (no odd count in the 14: any discard; two: theirs)
-        pair_ranks = infos[s][2] if odd == 2 else _present_ranks(ks) if odd == 0 else ()
+        pair_ranks = infos[s][2] if odd == 2 else present_ranks(ks) if odd == 0 else ()
         if not (across or pair_ranks):
             if own:
                 out += own
@@ -418,11 +419,25 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
             if across and rest in SHAPES:
                 ky = keys[y]
                 kz = keys[z]
+                if own_r is None and r not in pair_ranks and not (wy and cz and wz and cy):
+                    # the waits of one other suit alone: its part's, as they are
+                    ranked = (across_option(ctx, y, ky, _facts(rest, kz), rest, kz, 9 * s + r, highest) if wy and cz
+                              else across_option(ctx, z, kz, _facts(rest, ky), rest, ky, 9 * s + r, highest))
+                    if ranked is not None:
+                        out.append(ranked)
+                    continue
                 if wy and cz:
                     part_y = wait_part(ctx, y, ky, -1, _facts(rest, kz), rest, kz)
                 if wz and cy:
                     part_z = wait_part(ctx, z, kz, -1, _facts(rest, ky), rest, ky)
-            if r not in pair_ranks:
+            if r in pair_ranks:
+                if own_r is None and part_y is None and part_z is None:  # the seven pairs' wait alone
+                    d = 9 * s + r
+                    ranked = _pair_option(keys, d, d if odd == 0 else _other_odd(infos, d), ctx)
+                    if ranked is not None:
+                        out.append(ranked)
+                    continue
+            else:
                 if part_y is None and part_z is None:
                     if own_r is not None:
                         out.append(own_r)
@@ -444,7 +459,31 @@ def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
                 waits = _with_pair_wait(waits, keys, d, d if odd == 0 else _other_odd(infos, d), ctx)
             if waits:
                 out.append(_ranked_option(d, waits, highest))
-    return out
+    if not out:
+        return DiscardAdvice._of((), complete)
+    if len(out) == 1:
+        return DiscardAdvice._of((out[0][1],), complete)
+    out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
+    return DiscardAdvice._of(tuple(map(_option, out)), complete)
+
+
+_option = itemgetter(1)  # (rank, option) -> option
+
+
+def _pair_option(keys: tuple, d: int, t: int, ctx: _Ctx) -> tuple | None:
+    """``(rank, option)`` of discarding tile ``d`` from 14 concealed tiles (keys ``keys``) when the 13 left
+    have seven pairs' wait ``t`` (their one odd count) and no other: as :func:`_with_pair_wait` and
+    :func:`_ranked_option` make it from no wait (None: all four copies of ``t`` held)."""
+    held = keys[t // 9] // POW5[t % 9] % 5  # (the 14's copies)
+    if held >= 4:
+        return None
+    k = list(keys)
+    k[d // 9] -= POW5[d % 9]
+    k[t // 9] += POW5[t % 9]
+    raw, patterns, fan, points, capped = discard_value(k[0], k[1], k[2], 14, NO_MELDS, ctx)
+    left = 4 - held
+    wait = _record(Wait, (TILES[t], fan, points, patterns, left, raw, capped))
+    return (-left, -points, d), DiscardOption._of(TILES[d], (wait,), left, _record(Dajiao, (fan, points)))
 
 
 def _other_odd(infos: tuple, d: int) -> int:
@@ -452,6 +491,30 @@ def _other_odd(infos: tuple, d: int) -> int:
     the one that is not ``d``."""
     odd = [9 * x + o for x in range(3) for o in infos[x][2]]
     return odd[odd[0] == d]
+
+
+def across_option(ctx: _Ctx, x: int, kx: int, facts: int, ky: int, kz: int, d: int, highest: bool) -> tuple | None:
+    """``(rank, option)`` of discarding tile ``d`` (from suit ``y`` or ``z``) when the 13 left have waits in
+    suit ``x`` alone, its key ``kx`` and the two other suits (keys ``ky``, ``kz``, ``facts``:
+    ``_facts(ky, kz)``) complete: the waits of :func:`wait_part` as they are (None: no wait).
+
+    A function of ``(x, kx, facts, d, highest)``: memoized per ruleset (bounded), the options shared.
+    """
+    key = ((((kx * 512 + facts) * 4 + x) * 32 + d) * 2) + highest
+    memo = ctx.across_options
+    found = memo.get(key, _MISSING)
+    if found is _MISSING:
+        part = wait_part(ctx, x, kx, -1, facts, ky, kz)
+        if part is None:
+            found = None
+        else:
+            waits, remaining, hi, lo = part
+            dajiao = hi if highest else lo
+            found = ((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao))
+        if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
+            memo.clear()
+        memo[key] = found
+    return found
 
 
 def suit_options(ctx: _Ctx, s: int, ks: int, ky: int, kz: int, highest: bool) -> tuple:
@@ -481,10 +544,6 @@ def suit_options(ctx: _Ctx, s: int, ks: int, ky: int, kz: int, highest: bool) ->
             memo.clear()
         memo[key] = found
     return found
-
-
-def _present_ranks(key: int) -> tuple[int, ...]:
-    return tuple(r for r in range(9) if key // POW5[r] % 5)
 
 
 _FACTS = TRIP | YAO
