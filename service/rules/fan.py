@@ -136,6 +136,9 @@ class _Ctx(NamedTuple):
     runs: bool  # any of the three extras that depend on the decomposition's sequences is on
     by_discard: dict  # (facts mask, 根 count) -> a plain win by discard's value; filled lazily
     wait_parts: dict  # discard advice's waits within one suit (ting.wait_part); filled lazily, bounded
+    plain: bool  # no extra but 根 (neither options nor runs): a wait's value is discard_value's
+    suit_options: dict  # discard advice's options within one suit (ting.suit_options); filled lazily, bounded
+    across_options: dict  # discard advice's options with waits in another suit (ting.across_option); the same
 
 
 def context(rules: Ruleset) -> _Ctx:
@@ -146,6 +149,8 @@ def context(rules: Ruleset) -> _Ctx:
         pass
     table = rules.fan_table
     base_fans = {pid: PATTERNS[pid].fan(table) for pid in BASE_ORDER}
+    options = rules.zimo == "fan" or rules.haidi or rules.jingoudiao or rules.menqing or rules.zhongzhang
+    runs = rules.jiaxinwu or rules.kaertiao or rules.yitiaolong
     ctx = _Ctx(
         table=table,
         base_fans=base_fans,
@@ -160,14 +165,17 @@ def context(rules: Ruleset) -> _Ctx:
         zhongzhang=rules.zhongzhang,
         best=[None] * 512,
         single={pid: (pattern_fan(pid, f),) for pid, f in base_fans.items() if f},
-        options=rules.zimo == "fan" or rules.haidi or rules.jingoudiao or rules.menqing or rules.zhongzhang,
+        options=options,
         points=(),
         jiaxinwu=rules.jiaxinwu,
         kaertiao=rules.kaertiao,
         yitiaolong=rules.yitiaolong,
-        runs=rules.jiaxinwu or rules.kaertiao or rules.yitiaolong,
+        runs=runs,
         by_discard={},
         wait_parts={},
+        plain=not (options or runs),
+        suit_options={},
+        across_options={},
     )
     ctx = ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
     object.__setattr__(rules, "_ctx", ctx)

@@ -294,6 +294,15 @@ _ODD_LOW, _PRESENT_LOW = _digit_ranks(5, 0)
 _ODD_HIGH, _PRESENT_HIGH = _digit_ranks(4, 5)
 
 
+def present_ranks(key: int) -> tuple[int, ...]:
+    """The ranks (0-8) a suit key holds, in order.
+
+    >>> present_ranks(suit_key([2, 0, 0, 0, 1, 0, 0, 0, 3]))
+    (0, 4, 8)
+    """
+    return _PRESENT_LOW[key % _LOW] + _PRESENT_HIGH[key // _LOW]
+
+
 def suit_info(key: int) -> tuple[bool, tuple[int, ...], tuple[int, ...]]:
     """``(complete, waits, odd)`` of a suit key: it decomposes (in ``SHAPES``), the ranks
     that complete it (``WAITS``) and the ranks it holds an odd number of (seven pairs)."""
