@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
-import reference as ref
+from tests import reference as ref
 from service import Ruleset, discards, parse_hand, ting
 from service.rules import ting as ting_module
 from service.rules.fan import context, is_win

@@ -23,8 +23,8 @@ from .tiles import SUITS, TILES, Tile, format_counts, parse_suit, parse_tiles
 MELD_TYPES = ("peng", "kong")
 KONG_KINDS = ("direct", "added", "concealed")
 POW5 = tuple(5**r for r in range(9))
-_SUIT = tuple(i // 9 for i in range(27))      # per tile index: its suit,
-_POW = tuple(POW5[i % 9] for i in range(27))  # its weight in its suit's key,
+SUIT_OF = tuple(i // 9 for i in range(27))      # per tile index: its suit,
+POW_OF = tuple(POW5[i % 9] for i in range(27))  # its weight in its suit's key,
 _BIT = tuple(1 << (i // 9) for i in range(27))  # and its suit's bit
 _NONE9 = (0,) * 9
 
@@ -137,7 +137,7 @@ class Hand:
         for t in self.tiles:
             i = t.index
             counts[i] += 1
-            keys[_SUIT[i]] += _POW[i]
+            keys[SUIT_OF[i]] += POW_OF[i]
             mask |= _BIT[i]
         set_ = object.__setattr__
         set_(self, "tiles", tuple(sorted(self.tiles, key=_index)))

@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple
 
-from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, _record, context, discard_value, evaluate, is_win, meld_info, points_of
-from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid, suit_keys
+from .fan import NO_MELDS, DISCARD_WIN, FanContext, context, discard_value, evaluate, is_win, meld_info, points_of
+from .hand import POW_OF, SUIT_OF, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid, suit_keys
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
-from .shapes import _DISCARD, _INFO, EVEN_KEYS, GEN_SHIFT, MEMO_LIMIT, NOT258, SHAPES, HAS19, TRIP, YAO, WAITS
+from .shapes import DISCARD_MEMO, INFO_MEMO, EVEN_KEYS, GEN_SHIFT, MEMO_LIMIT, NOT258, SHAPES, HAS19, TRIP, YAO, WAITS
 from .shapes import present_ranks, suit_discards, suit_info, wait_tiles
 from .tiles import SUITS, TILES, Tile, parse_tiles
+
+_record = tuple.__new__  # builds a record (a NamedTuple) from all its fields: the hot paths
 
 
 class Wait(NamedTuple):
@@ -106,7 +108,7 @@ class DiscardAdvice:
 _SET_OPTIONS, _SET_COMPLETE = (DiscardAdvice.__dict__[name].__set__ for name in ("options", "complete"))
 
 
-def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, vis,
+def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: FanContext, held, vis,
                  only: bool | None = None) -> list[Wait]:
     """Each wait valued as a plain win by discard; ``remaining`` = 4 − held − visible.
 
@@ -117,15 +119,15 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, 
     n = n_concealed + 1
     if not (ctx.options or ctx.runs):  # no extra but 根: the value is the hand's facts' (discard_value)
         for t in tiles:
-            add = _POW[t]
+            add = POW_OF[t]
             raw, patterns, fan, points, capped = discard_value(
                 k0 + add if t < 9 else k0, k1 + add if 9 <= t < 18 else k1, k2 + add if t >= 18 else k2, n, mi, ctx)
             out.append(_record(Wait, (TILES[t], fan, points, patterns, 4 - held[t] - vis[t], raw, capped)))
         return out
     single = len(tiles) == 1 if only is None else only
     for t in tiles:
-        add = _POW[t]
-        s = _SUIT[t]
+        add = POW_OF[t]
+        s = SUIT_OF[t]
         _base, raw, patterns, _std, _feats = evaluate(
             k0 + add if s == 0 else k0, k1 + add if s == 1 else k1, k2 + add if s == 2 else k2,
             n, mi, DISCARD_WIN, ctx, t, single)
@@ -149,7 +151,7 @@ _remaining = itemgetter(4)   # Wait.remaining
 _NO_TILES = (0,) * 27
 
 
-def dajiao_points(hand: Hand, ctx: _Ctx, rules_dajiao: str) -> int | None:
+def dajiao_points(hand: Hand, ctx: FanContext, rules_dajiao: str) -> int | None:
     """大叫 points of a valid 13-size hand (None when it is not ting), as :func:`ting` gives them."""
     tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand))
     if not tiles:
@@ -158,14 +160,14 @@ def dajiao_points(hand: Hand, ctx: _Ctx, rules_dajiao: str) -> int | None:
     if not (ctx.options or ctx.runs):  # the points alone, by discard_value (as _value_waits values them)
         k0, k1, k2 = hand.keys
         n = len(hand.tiles) + 1
-        points = [discard_value(k0 + _POW[t] if t < 9 else k0, k1 + _POW[t] if 9 <= t < 18 else k1,
-                                k2 + _POW[t] if t >= 18 else k2, n, mi, ctx)[3] for t in tiles]
+        points = [discard_value(k0 + POW_OF[t] if t < 9 else k0, k1 + POW_OF[t] if 9 <= t < 18 else k1,
+                                k2 + POW_OF[t] if t >= 18 else k2, n, mi, ctx)[3] for t in tiles]
         return max(points) if rules_dajiao == "max" else min(points)
     waits = _value_waits(hand.keys, len(hand.tiles), mi, tiles, ctx, hand.held, _NO_TILES)
     return dajiao_of(waits, rules_dajiao).points
 
 
-def _visible(visible) -> tuple[tuple[int, ...], tuple[Tile, ...]]:
+def visible_counts(visible) -> tuple[tuple[int, ...], tuple[Tile, ...]]:
     """``visible`` (None, a hand string or tiles) as counts and as tiles."""
     if not visible:
         return _NO_TILES, ()
@@ -204,7 +206,7 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
         return _ting_by_parts(parts[0], parts[1], parts[2], ctx, rules)
     if not isinstance(hand, Hand):  # (a hand string in canonical suit order, not for the road above)
         hand = parse_hand(hand)
-    vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
+    vis, vis_tiles = visible_counts(visible) if visible else (_NO_TILES, ())
     if hand.size != 13 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 13, vis_tiles)
     if rules.players == 3:
@@ -223,7 +225,7 @@ def _concealed(hand: "Hand | str | object") -> tuple[int, int, int, int] | None:
     return None
 
 
-def _ting_of_hand(hand: Hand, ctx: _Ctx, rules: Ruleset, vis) -> Ting:
+def _ting_of_hand(hand: Hand, ctx: FanContext, rules: Ruleset, vis) -> Ting:
     """:func:`ting` of a valid 13-size hand, any ruleset, melds, 定缺 and visible tiles (counts ``vis``)."""
     tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask,
                        -1 if hand.void is None else SUITS.index(hand.void))
@@ -234,7 +236,7 @@ def _ting_of_hand(hand: Hand, ctx: _Ctx, rules: Ruleset, vis) -> Ting:
     return Ting._of(True, False, tuple(waits), dajiao_of(waits, rules.dajiao))
 
 
-def _ting_by_parts(k0: int, k1: int, k2: int, ctx: _Ctx, rules: Ruleset) -> Ting:
+def _ting_by_parts(k0: int, k1: int, k2: int, ctx: FanContext, rules: Ruleset) -> Ting:
     """:func:`ting` of 13 concealed tiles (suit keys ``k0..k2``, no count over 4), no 定缺, nothing
     visible, under a ruleset with no extra but 根 (``ctx.plain``): what :func:`_ting_of_hand` answers.
 
@@ -245,9 +247,9 @@ def _ting_by_parts(k0: int, k1: int, k2: int, ctx: _Ctx, rules: Ruleset) -> Ting
     """
     if k0 and k1 and k2:
         return Ting._of(False, rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
-    c0, w0, o0 = _INFO.get(k0) or suit_info(k0)
-    c1, w1, o1 = _INFO.get(k1) or suit_info(k1)
-    c2, w2, o2 = _INFO.get(k2) or suit_info(k2)
+    c0, w0, o0 = INFO_MEMO.get(k0) or suit_info(k0)
+    c1, w1, o1 = INFO_MEMO.get(k1) or suit_info(k1)
+    c2, w2, o2 = INFO_MEMO.get(k2) or suit_info(k2)
     highest = rules.dajiao == "max"
     waits = ()
     dajiao = None
@@ -300,7 +302,7 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
         return _advice_by_parts(parts[:3], ctx, rules.dajiao == "max")
     if not isinstance(hand, Hand):  # (a hand string in canonical suit order, not for the road above)
         hand = parse_hand(hand)
-    vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
+    vis, vis_tiles = visible_counts(visible) if visible else (_NO_TILES, ())
     if hand.size != 14 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 14, vis_tiles)
     if rules.players == 3:
@@ -308,7 +310,7 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     return DiscardAdvice._of(_options(hand, ctx, vis, rules.dajiao), is_win(hand))
 
 
-def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOption, ...]:
+def _options(hand: Hand, ctx: FanContext, vis, rules_dajiao: str) -> tuple[DiscardOption, ...]:
     """The options of a valid 14-size hand, any ruleset, melds, 定缺 and visible tiles (counts ``vis``),
     best first: each candidate discard's 13 through :func:`~.shapes.wait_tiles` and its waits valued."""
     plain = ctx.plain
@@ -324,7 +326,7 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOpti
     n1 = n + 1
     k0, k1, k2 = keys
     for d in _candidates(hand):
-        take = _POW[d]
+        take = POW_OF[d]
         k = (k0 - take, k1, k2) if d < 9 else (k0, k1 - take, k2) if d < 18 else (k0, k1, k2 - take)
         mask = meld_mask | (1 if k[0] else 0) | (2 if k[1] else 0) | (4 if k[2] else 0)
         # held (the discard is seen): a tile held four times, the discard's copy included, is no wait
@@ -341,7 +343,7 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOpti
             remaining = 0
             best = None
             for t in tiles:
-                add = _POW[t]
+                add = POW_OF[t]
                 raw, patterns, fan, points, capped = discard_value(
                     k[0] + add if t < 9 else k[0], k[1] + add if 9 <= t < 18 else k[1],
                     k[2] + add if t >= 18 else k[2], n1, mi, ctx)
@@ -363,7 +365,7 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOpti
 _OTHERS = ((1, 2), (0, 2), (0, 1))
 
 
-def _advice_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> DiscardAdvice:
+def _advice_by_parts(keys: tuple, ctx: FanContext, highest: bool) -> DiscardAdvice:
     """Discard advice for 14 concealed tiles (suit keys ``keys``), no 定缺, nothing visible and a ruleset
     with no extra but 根: what :func:`_options` and :func:`~.fan.is_win` answer.
 
@@ -376,7 +378,7 @@ def _advice_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> DiscardAdvice:
     wait_tiles' 缺一门 rule needs no test here but the 花猪 one.)
     """
     k0, k1, k2 = keys
-    infos = (_INFO.get(k0) or suit_info(k0), _INFO.get(k1) or suit_info(k1), _INFO.get(k2) or suit_info(k2))
+    infos = (INFO_MEMO.get(k0) or suit_info(k0), INFO_MEMO.get(k1) or suit_info(k1), INFO_MEMO.get(k2) or suit_info(k2))
     odd = len(infos[0][2]) + len(infos[1][2]) + len(infos[2][2])
     three = bool(k0 and k1 and k2)  # (the 13 left are 花猪 unless a suit empties: no wait in the suit emptied)
     # the 14 win (is_win): four sets and a pair, or seven pairs (no odd count), in at most two suits
@@ -390,7 +392,7 @@ def _advice_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> DiscardAdvice:
         y, z = _OTHERS[s]
         cy, wy, _oy = infos[y]
         cz, wz, _oz = infos[z]
-        waiting, whole = _DISCARD.get(ks) or suit_discards(ks)
+        waiting, whole = DISCARD_MEMO.get(ks) or suit_discards(ks)
         own = (suit_options(ctx, s, ks, keys[y], keys[z], highest)
                if waiting and cy and cz and not three else ())
         across = whole and (wy and cz or wz and cy)
@@ -470,7 +472,7 @@ def _advice_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> DiscardAdvice:
 _option = itemgetter(1)  # (rank, option) -> option
 
 
-def _pair_option(keys: tuple, d: int, t: int, ctx: _Ctx) -> tuple | None:
+def _pair_option(keys: tuple, d: int, t: int, ctx: FanContext) -> tuple | None:
     """``(rank, option)`` of discarding tile ``d`` from 14 concealed tiles (keys ``keys``) when the 13 left
     have seven pairs' wait ``t`` (their one odd count) and no other: as :func:`_with_pair_wait` and
     :func:`_ranked_option` make it from no wait (None: all four copies of ``t`` held)."""
@@ -493,7 +495,7 @@ def _other_odd(infos: tuple, d: int) -> int:
     return odd[odd[0] == d]
 
 
-def across_option(ctx: _Ctx, x: int, kx: int, facts: int, ky: int, kz: int, d: int, highest: bool) -> tuple | None:
+def across_option(ctx: FanContext, x: int, kx: int, facts: int, ky: int, kz: int, d: int, highest: bool) -> tuple | None:
     """``(rank, option)`` of discarding tile ``d`` (from suit ``y`` or ``z``) when the 13 left have waits in
     suit ``x`` alone, its key ``kx`` and the two other suits (keys ``ky``, ``kz``, ``facts``:
     ``_facts(ky, kz)``) complete: the waits of :func:`wait_part` as they are (None: no wait).
@@ -517,7 +519,7 @@ def across_option(ctx: _Ctx, x: int, kx: int, facts: int, ky: int, kz: int, d: i
     return found
 
 
-def suit_options(ctx: _Ctx, s: int, ks: int, ky: int, kz: int, highest: bool) -> tuple:
+def suit_options(ctx: FanContext, s: int, ks: int, ky: int, kz: int, highest: bool) -> tuple:
     """``(rank, option)`` (as :func:`_options` ranks them) of each discard from suit ``s`` (key ``ks`` of
     the 14) whose 13 have waits in suit ``s``, the two other suits (keys ``ky``, ``kz``) complete: the
     waits of that suit alone (:func:`wait_part`), for each rank whose removal leaves the suit with waits.
@@ -532,7 +534,7 @@ def suit_options(ctx: _Ctx, s: int, ks: int, ky: int, kz: int, highest: bool) ->
     if found is None:
         out = []
         base = 9 * s
-        for r in (_DISCARD.get(ks) or suit_discards(ks))[0]:
+        for r in (DISCARD_MEMO.get(ks) or suit_discards(ks))[0]:
             part = wait_part(ctx, s, ks - POW5[r], r, facts, ky, kz)
             if part is not None:
                 waits, remaining, hi, lo = part
@@ -559,7 +561,7 @@ def _facts(ky: int, kz: int) -> int:
             | (0 if ky or kz else 128) | (256 if ky in EVEN_KEYS and kz in EVEN_KEYS else 0))
 
 
-def _with_pair_wait(waits: tuple, keys: tuple, d: int, t: int, ctx: _Ctx) -> tuple:
+def _with_pair_wait(waits: tuple, keys: tuple, d: int, t: int, ctx: FanContext) -> tuple:
     """``waits`` of the 13 left by discarding tile ``d`` from 14 (keys ``keys``), with seven pairs' wait
     ``t`` (the 13's one odd count) added as :func:`_pair_wait` adds it (held: the 14's copies)."""
     k13 = list(keys)
@@ -567,7 +569,7 @@ def _with_pair_wait(waits: tuple, keys: tuple, d: int, t: int, ctx: _Ctx) -> tup
     return _pair_wait(waits, k13, t, keys[t // 9] // POW5[t % 9] % 5, ctx)
 
 
-def _pair_wait(waits: tuple, k13, t: int, held: int, ctx: _Ctx) -> tuple:
+def _pair_wait(waits: tuple, k13, t: int, held: int, ctx: FanContext) -> tuple:
     """``waits`` of 13 concealed tiles (keys ``k13``) with seven pairs' wait ``t`` (their one odd count)
     added unless all four copies are held (``held``: the copies counted as seen) or it is a wait
     already, in tile order: the same tuple when nothing is added."""
@@ -604,7 +606,7 @@ def _ranked_option(d: int, waits: tuple, highest: bool) -> tuple:
 _MISSING = object()
 
 
-def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, facts: int, ky: int, kz: int) -> tuple | None:
+def wait_part(ctx: FanContext, x: int, kx: int, dr: int, facts: int, ky: int, kz: int) -> tuple | None:
     """``(waits, remaining, highest 大叫, lowest 大叫)`` of the waits in suit ``x`` of 13 concealed
     tiles whose two other suits (keys ``ky``, ``kz``) are complete, for a ruleset with no extra but 根
     (None: no wait, every one held four times).
@@ -653,24 +655,24 @@ def _candidates(hand: Hand) -> list[int]:
     a suit key); seven pairs need exactly one odd count among the 13 left.
     """
     k0, k1, k2 = hand.keys
-    c0, w0, o0 = _INFO.get(k0) or suit_info(k0)
-    c1, w1, o1 = _INFO.get(k1) or suit_info(k1)
-    c2, w2, o2 = _INFO.get(k2) or suit_info(k2)
+    c0, w0, o0 = INFO_MEMO.get(k0) or suit_info(k0)
+    c1, w1, o1 = INFO_MEMO.get(k1) or suit_info(k1)
+    c2, w2, o2 = INFO_MEMO.get(k2) or suit_info(k2)
     found: list[int] = []
     if k0:
-        waiting, whole = _DISCARD.get(k0) or suit_discards(k0)
+        waiting, whole = DISCARD_MEMO.get(k0) or suit_discards(k0)
         if c1 and c2:
             found += waiting
         if whole and (w1 and c2 or w2 and c1):
             found += whole
     if k1:
-        waiting, whole = _DISCARD.get(k1) or suit_discards(k1)
+        waiting, whole = DISCARD_MEMO.get(k1) or suit_discards(k1)
         if c0 and c2 and waiting:
             found += [9 + r for r in waiting]
         if whole and (w0 and c2 or w2 and c0):
             found += [9 + r for r in whole]
     if k2:
-        waiting, whole = _DISCARD.get(k2) or suit_discards(k2)
+        waiting, whole = DISCARD_MEMO.get(k2) or suit_discards(k2)
         if c0 and c1 and waiting:
             found += [18 + r for r in waiting]
         if whole and (w0 and c1 or w1 and c0):
