@@ -25,7 +25,7 @@ import { endActions } from './end.js';
 const store = createStore(initialState(getLang()), transitions);
 const S = () => store.state;
 const dispatch = (name, payload) => store.dispatch(name, payload);
-const fx = { live: null, outbox: null, qrAsked: false, seatAsked: false, returnFocus: null, dialogSeq: 0, toastTimer: null };
+const fx = { live: null, outbox: null, qrAsked: false, seatAsked: false, returnFocus: null, dialogSeq: 0, toastTimer: null, drawn: {} };
 
 // -- storage (the phone keeps its tables, the last view and log of each, its seat, the language) --
 const saved = {
@@ -555,6 +555,11 @@ function effects(s, prev) {
     if (!prev.view || prev.view.players !== s.view.players) remember({ id: tableId, players: s.view.players });
   }
   if (s.records !== prev.records && s.records.length) saved.set(`mj.log.${tableId}`, s.records.slice(-LOG_KEPT));
+  // the end screen's picture: drawn for the summary shown, in the phone's language
+  if (s.route === 'end' && s.summary && (fx.drawn.summary !== s.summary || fx.drawn.lang !== s.lang)) {
+    fx.drawn = { summary: s.summary, lang: s.lang };
+    A.drawPicture();
+  }
   if (s.route !== 'table') return;
   // what the current round's records paid, whenever they change
   if (s.view && (s.records !== prev.records || s.view.round !== (prev.view && prev.view.round))) currentTransfers();
