@@ -1487,6 +1487,71 @@ def test_the_end_of_the_evening(service, api, phones):
     a.wait(lambda: a.has("create-table"), "the start page")
 
 
+RECORD_BUTTONS = ("round-start", "record-hu", "record-kong", "record-peng", "record-draw", "record-escape", "undo",
+                  "round-end", "finish", "buy-in")
+
+
+def test_a_finished_table_is_finished_on_every_phone(service, api, phones):
+    """Finished on one phone, finished on all: a phone that has the table open between rounds goes to
+    the end screen by itself (the service tells no stream and no ETag of it); a phone whose event
+    waited offline has it refused (409 table_finished) and says so in its language; a phone that
+    opens the link afterwards lands on the end screen. None has a record button left: the table
+    screen says it is finished and offers the summary."""
+    a = phones("a")
+    table = create_table(a, service.url)
+    share, read = a.el("share-link").get_attribute("href"), a.el("share-read-link").get_attribute("href")
+    auth = {"Authorization": f"Bearer {table['k']}"}
+    for event in ({"type": "round_start"}, {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}, {"type": "round_end"}):
+        assert request(service.port, "POST", f"/v1/tables/{table['t']}/events", event, auth)[0] == 201
+    proxy = FlakyProxy(service.port)
+    try:
+        b = phones("b")  # a player's phone, in Chinese, whose network goes
+        join(b, share.replace(service.url, proxy.url), seat=1)
+        b.tap("lang")
+        c = phones("c")  # an onlooker
+        c.d.get(read)
+        for p in (a, b, c):
+            p.wait_balances([-12, -12, 36, -12])
+        b.wait(lambda: b.has("round-start"), "phone b between rounds")
+        proxy.set_mode("down")
+        b.tap("round-start")
+        b.tap("confirm")
+        b.wait(lambda: b.text("pending-count") == "1", "the round start waiting on phone b")
+        # phone a finishes the evening
+        a.tap("finish")
+        a.tap("confirm")
+        a.wait(lambda: a.has("ranking"), "the end screen on phone a")
+        # the onlooker sees it by itself
+        c.wait(lambda: c.has("ranking") and c.text("settle-up") == a.text("settle-up"), "the end screen on phone c", timeout=30)
+        c.tap("end-rounds")
+        c.wait(lambda: c.text("round-line") == "finished", "the table screen says finished")
+        assert not [x for x in RECORD_BUTTONS if c.has(x)] and c.has("open-summary")
+        # phone b's round start is refused when the network is back: said in Chinese
+        proxy.set_mode("up")
+        b.wait(lambda: "这桌已经结束了，不能再记分。" in b.text("error"), "the refusal in words", timeout=30)
+        assert b.text("error").startswith("第 2 局开始")  # (what was refused: the next round's start)
+        assert "table_finished" not in b.text("error") and "finished at" not in b.text("error")
+        b.wait(lambda: b.has("ranking") and b.text("pending-count") == "0", "the end screen on phone b")
+        b.screenshot("finished-refused")
+        b.tap("end-rounds")
+        b.wait(lambda: b.text("round-line") == "已结束", "the table screen says finished, in Chinese")
+        assert not [x for x in RECORD_BUTTONS if b.has(x)] and b.has("open-summary")
+        assert [e["type"] for e in api.events(table["t"], table["k"])] == ["round_start", "kong", "round_end"]
+        # a phone that opens the scoring link now: the end screen, no question of its seat
+        d = phones("d")
+        d.d.get(share)
+        d.wait(lambda: d.has("ranking") and d.has("again"), "the end screen on a phone that opens the link")
+        assert "#t=" in d.d.current_url and fragment(d.d.current_url).get("end") == "1"
+        assert not d.has("dlg-whoAmI")
+        d.tap("end-rounds")
+        d.wait(lambda: d.has("open-summary"), "the table screen")
+        assert not [x for x in RECORD_BUTTONS if d.has(x)] and not d.has("dlg-whoAmI")
+        d.tap("open-summary")
+        d.wait(lambda: d.has("ranking"), "the end screen again")
+    finally:
+        proxy.close()
+
+
 def test_the_summary_picture_is_drawn_on_the_phone(service, phones):
     """The end screen's picture: a summary of the contract's shape drawn by the phone's canvas with
     the system's fonts into a PNG of a sane size (no request: the page only draws)."""

@@ -155,7 +155,9 @@ const A = {
         text: t('dup_q', { what }), confirmLabel: t('dup_again'), cancelLabel: t('dup_no') } });
       return undefined;
     }
-    send({ path: tablePath(s.table.id, '/events'), body, label: describe(body, s.view.players, s.view.round ? s.view.round.number : null) });
+    const n = s.view.round ? s.view.round.number : null;
+    const number = body.type === 'round_start' ? (n || 0) + 1 : n; // (a round start: of the next round)
+    send({ path: tablePath(s.table.id, '/events'), body, label: describe(body, s.view.players, number) });
     return true;
   },
   answer(form) {
@@ -280,6 +282,7 @@ function leaveTable() {
   fx.outbox = null;
   fx.qrAsked = false;
   fx.seatAsked = false;
+  fx.endShown = false;
 }
 
 async function loadRulesets(again) {
@@ -376,7 +379,7 @@ function openTable(id, token, read) {
       onRefused: (item, err) => {
         if (fx.outbox !== outbox) return;
         refused(item, err);
-        if (fx.live) fx.live.refresh();
+        if (fx.live) fx.live.refresh({ fresh: err.code === 'table_finished' }); // (its version says nothing of it)
       },
     });
     fx.outbox = outbox;
@@ -414,6 +417,7 @@ function refused(item, err) {
     toast(t('dup_kong', { what: `#${dup.seq} ${describe(dup, s.view.players)}` }));
     return;
   }
+  if (err.code === 'table_finished') dispatch('table/finished', null); // (another phone finished it: the end screen follows)
   if (err.status === 412) {
     setDrafts([...S().drafts, { key: item.key, path: item.path, body: item.body, label: item.label, at: Date.now() }]);
     toast(dup ? t('dup_q', { what: `#${dup.seq} ${describe(dup, s.view.players)}` }) : t('err.stale_draft'));
@@ -439,7 +443,8 @@ async function finishTable() {
   const s = S();
   try {
     const res = await call('POST', tablePath(s.table.id, '/finish'), { token: s.table.token });
-    dispatch('table/finished', (res.data && res.data.finished_at) || new Date().toISOString());
+    dispatch('table/finished', (res.data && res.data.finished_at) || null);
+    if (fx.live) fx.live.refresh({ fresh: true });
     A.openSummary();
   } catch (e) {
     toast(errorText(e));
@@ -560,6 +565,14 @@ function effects(s, prev) {
     fx.drawn = { summary: s.summary, lang: s.lang };
     A.drawPicture();
   }
+  // a finished table (opened so, finished here, or learnt from the server): the end screen, once;
+  // from there 看各局记录 comes back to the table, which then stays
+  const finished = !!(s.finished || (s.view && s.view.finished_at));
+  if (finished && s.route === 'end') fx.endShown = true;
+  else if (finished && s.route === 'table' && !fx.endShown) {
+    fx.endShown = true;
+    setTimeout(() => { if (S().route === 'table' && S().table && S().table.id === tableId) A.openSummary(); });
+  }
   if (s.route !== 'table') return;
   // what the current round's records paid, whenever they change
   if (s.view && (s.records !== prev.records || s.view.round !== (prev.view && prev.view.round))) currentTransfers();
@@ -567,7 +580,7 @@ function effects(s, prev) {
   // the QR code of a new table, at once
   if (s.showShare && s.table.token && s.view && !s.view.round && !s.qr && !fx.qrAsked) setTimeout(showQr);
   // a phone that joins asks once which seat is its own
-  if (s.table.token && s.view && s.mySeat == null && !fx.seatAsked && !s.dialog) {
+  if (s.table.token && s.view && !finished && s.mySeat == null && !fx.seatAsked && !s.dialog) {
     fx.seatAsked = true;
     setTimeout(() => { if (S().mySeat == null && !S().dialog && S().route === 'table') A.openDialog('whoAmI'); });
   }
