@@ -248,12 +248,18 @@ class Phone:
         self.wait(click, f"[{testid}] to be tapped")
 
     def type(self, testid: str, text: str, clear: bool = True) -> None:
+        """Type ``text`` into the field (over what it holds, unless ``clear`` is false), like keys do:
+        each key an input event. (Selenium's clear() fires none: the app's state keeps the old value,
+        and a re-render before the keys puts it back — "2" typed over "1" became "12".)"""
+        from selenium.webdriver.common.keys import Keys
+
         def typed():
             el = self.el(testid)
             if clear:
-                el.clear()
+                el.send_keys(Keys.CONTROL, "a")
+                el.send_keys(Keys.DELETE)
             el.send_keys(text)
-            return True
+            return not clear or el.get_property("value") == text
 
         self.wait(typed, f"[{testid}] to take {text!r}")
 

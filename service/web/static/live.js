@@ -169,7 +169,8 @@ export class TableLive {
     const have = whole ? (this.view.rounds || []).filter((r) => !r.local) : []; // (not the ones made up from records)
     const path = (after) => tablePath(this.id, `?rounds_after=${after}&rounds_limit=${ROUNDS_PAGE}`);
     try {
-      const headers = whole && !this.fresh ? { 'If-None-Match': `"${this.fullVersion}"` } : {};
+      const fresh = whole && this.fresh;
+      const headers = whole && !fresh ? { 'If-None-Match': `"${this.fullVersion}"` } : {};
       this.fresh = false;
       const res = await call('GET', path(have.length ? have[have.length - 1].number : 0), { token: this.token, headers, timeout: 10000 });
       this.answered = true;
@@ -191,6 +192,7 @@ export class TableLive {
       }
       view.rounds = list;
       view.rounds_next = null;
+      if (fresh && view.version === this.fullVersion && !view.finished_at && !this.view.finished_at) return; // (what a 304 would say)
       this.fullVersion = view.version;
       if (this.view && this.view.version > view.version) { // a record seen on the stream is newer
         const last = view.rounds.length ? view.rounds[view.rounds.length - 1].number : 0;

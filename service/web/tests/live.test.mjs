@@ -55,17 +55,20 @@ test('between rounds the view is read without If-None-Match until it says finish
   const views = [];
   const l = new TableLive({ id: 't', token: 'k', view: ended, onView: (v) => views.push(v), onRecords() {}, onStatus() {} });
   l.fullVersion = 4;
-  const calls = fetchReplies([{ status: 304 }, { status: 200, body: { ...ended, rounds: [], rounds_next: null, finished_at: '2026-03-01T23:41:07Z' } }]);
+  const calls = fetchReplies([{ status: 304 }, { status: 200, body: { ...ended, rounds: [], rounds_next: null, finished_at: null } },
+    { status: 200, body: { ...ended, rounds: [], rounds_next: null, finished_at: '2026-03-01T23:41:07Z' } }]);
   await l.refresh();
   assert.equal(calls[0].headers['If-None-Match'], '"4"'); // (the usual read: 304, nothing new)
-  assert.equal(views.length, 0);
   await l.checkFinished();
-  assert.equal(calls.length, 2);
   assert.equal(calls[1].headers['If-None-Match'], undefined);
+  assert.equal(views.length, 0); // (not finished: nothing new, nothing drawn again)
+  await l.checkFinished();
+  assert.equal(calls.length, 3);
+  assert.equal(calls[2].headers['If-None-Match'], undefined);
   assert.equal(views.at(-1).finished_at, '2026-03-01T23:41:07Z');
   assert.deepEqual(views.at(-1).rounds.map((r) => r.number), [1]);
   assert.equal(l.checkFinished(), null); // finished: nothing more to ask
   l.view = { ...ended, round: { ...ended.round, status: 'playing' } };
   assert.equal(l.checkFinished(), null); // a round being played: it cannot be finished
-  assert.equal(calls.length, 2);
+  assert.equal(calls.length, 3);
 });
