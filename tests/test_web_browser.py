@@ -1528,9 +1528,8 @@ def test_a_finished_table_is_finished_on_every_phone(service, api, phones):
         assert not [x for x in RECORD_BUTTONS if c.has(x)] and c.has("open-summary")
         # phone b's round start is refused when the network is back: said in Chinese
         proxy.set_mode("up")
-        b.wait(lambda: "这桌已经结束了，不能再记分。" in b.text("error"), "the refusal in words", timeout=30)
-        assert b.text("error").startswith("第 2 局开始")  # (what was refused: the next round's start)
-        assert "table_finished" not in b.text("error") and "finished at" not in b.text("error")
+        b.wait(lambda: b.text("error"), "the refusal in words", timeout=30)
+        assert b.text("error") == "第 2 局开始，东 坐庄：这桌已经结束了，不能再记分。"  # (what was refused, and why)
         b.wait(lambda: b.has("ranking") and b.text("pending-count") == "0", "the end screen on phone b")
         b.screenshot("finished-refused")
         b.tap("end-rounds")
@@ -1550,6 +1549,21 @@ def test_a_finished_table_is_finished_on_every_phone(service, api, phones):
         d.wait(lambda: d.has("ranking"), "the end screen again")
     finally:
         proxy.close()
+
+
+def test_a_link_to_no_table_says_so(service, phones):
+    """A scoring link whose table never was (or has expired): the service answers 401 for any token
+    that is not a table's, as for a wrong one; the phone says the link is not valid, in words, shows
+    no record button and stops asking."""
+    a = phones("a")
+    a.d.get(f"{service.url}/#t={'f' * 16}&k={'x' * 43}&r={'y' * 43}")
+    a.wait(lambda: a.text("error") == "The link is wrong or no longer valid.", "the link said not valid")
+    assert not [x for x in RECORD_BUTTONS if a.has(x)]
+    asked = lambda: len([e for e in a.js("return performance.getEntriesByType('resource')")
+                         if "/v1/tables/" in e["name"]])
+    before = asked()
+    time.sleep(3)
+    assert asked() == before  # (nothing to follow: no retry, no polling)
 
 
 def test_the_summary_picture_is_drawn_on_the_phone(service, phones):

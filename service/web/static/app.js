@@ -423,7 +423,7 @@ function refused(item, err) {
     toast(dup ? t('dup_q', { what: `#${dup.seq} ${describe(dup, s.view.players)}` }) : t('err.stale_draft'));
     return;
   }
-  toast(`${item.label || ''}: ${errorText(err)}`);
+  toast(item.label ? `${item.label}${t('label_sep')}${errorText(err)}` : errorText(err));
 }
 
 async function showQr() {
