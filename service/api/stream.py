@@ -98,9 +98,21 @@ def record_frame(item: dict) -> Frame:
     return Frame(item["seq"], f"id: {item['seq']}\nevent: record\ndata: {body}\n\n".encode())
 
 
-def parse_message(data: bytes) -> Frame:
-    """A record's channel message as its frame."""
-    return record_frame(json.loads(data))
+class Finished:
+    """The table was finished (its frame: ``event: finished``; the stream goes on, the table stays readable)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+def parse_message(data: bytes) -> "Frame | Finished":
+    """A channel message as what subscribers send: a record's frame, or the table's finish."""
+    item = json.loads(data)
+    if "seq" not in item:
+        return Finished(f"event: finished\ndata: {json.dumps(item, separators=(',', ':'))}\n\n".encode())
+    return record_frame(item)
 
 
 _HUB_LOCK = threading.Lock()
@@ -203,6 +215,9 @@ def _frames(s: TableStore, h: StreamHub, table_id: str, sub: Subscription, last:
                     out.append(_deleted(table_id))
                     yield b"".join(out)
                     return
+                if isinstance(item, Finished):
+                    out.append(item.data)
+                    continue
                 if item is CHECK or item.seq > last + 1:
                     recheck = True  # (re)subscribed, or a gap: the log has what was missed
                     continue
@@ -253,7 +268,8 @@ STREAM_DOC = {
                 "lists it plus `version` and `balances` after it (and `coins` with stakes: the table's "
                 "bankrolls after it; a `buy_in` record's own coins bought then travel as `amount`). A comment line "
                 "(`: keep-alive`) every 15 s at most. `event: deleted` when the table is deleted (or expired: about "
-                "`STREAM_HEARTBEAT` seconds after its expiry at most), `event: resync` "
+                "`STREAM_HEARTBEAT` seconds after its expiry at most), `event: finished` (`data: {\"finished_at\"}`) "
+                "when the table is finished (the stream goes on), `event: resync` "
                 "when this client fell behind (reconnect with `Last-Event-ID`); both end the stream. "
                 "Any instance of the service delivers what any instance recorded."),
             "content": {"text/event-stream": {

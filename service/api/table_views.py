@@ -477,11 +477,16 @@ def document(api) -> None:
         "type": "object", "required": ["after"], "additionalProperties": False, "properties": {"after": {"type": "integer"}},
         "description": "The `data` of `event: resync` (this client fell behind; the stream ends: reconnect with "
                        "`Last-Event-ID` = `after`)."})
+    spec.components.schema("StreamFinished", component={
+        "type": "object", "required": ["finished_at"], "additionalProperties": False,
+        "properties": {"finished_at": {"type": "string", "format": "date-time"}},
+        "description": "The `data` of `event: finished` (the table was finished: it takes no more events; the "
+                       "stream goes on)."})
     spec.components.schema("StreamEvents", component={
         "type": "object", "additionalProperties": False,
         "description": "The frames of a table's stream by their `event:` name, each with the schema of its `data`.",
         "properties": {name: {"$ref": f"#/components/schemas/Stream{name.title()}"}
-                       for name in ("record", "deleted", "resync")}})
+                       for name in ("record", "finished", "deleted", "resync")}})
     spec.components.security_scheme("tableToken", {
         "type": "http", "scheme": "bearer",
         "description": "A table's token from its creation: the write token, or the read token (reads only). "

@@ -589,8 +589,11 @@ class TableStore:
                     raise Conflict("round_in_progress", f"round {view['number']} is still being played: end it "
                                    "(round_end) or void its events before finishing the table",
                                    current=loaded.version)
-                res = self._run(self._finish, [keys.meta(table_id), keys.state(table_id), keys.log(table_id)],
-                                [loaded.version, _now()], wrote=lambda res: res[0] == b"ok")
+                at = _now()
+                res = self._run(self._finish, [keys.meta(table_id), keys.state(table_id), keys.log(table_id),
+                                               keys.channel(table_id)],
+                                [loaded.version, at, codec.dumps({"finished_at": at}), self.publish_command],
+                                wrote=lambda res: res[0] == b"ok")
                 if res[0] == b"missing":
                     raise TableNotFound(f"no table {table_id!r}")
                 if res[0] == b"conflict":
