@@ -1,6 +1,6 @@
 """Benchmark the rules core against the `mahjong` PyPI library (riichi) on the same hands.
 
-    python bench/core.py [--n 10000] [--reps 20]
+    python bench/core.py [--n 10000] [--reps 20] [--peer] [--baseline DIR [--runs 5]]
 
 Prints one JSON line per operation: {"op", "ours_us", "from_str_us", "mahjong_us", "speedup", ...}.
 Times are medians over the hands of the per-hand mean of ``reps`` calls, in µs.
@@ -13,6 +13,20 @@ a string in a fresh interpreter, on other hands (seed 11), each hand asked once,
 so that every memo fills as the hands go by, as with a stream of new hands.
 The `mahjong` side: ``Agari.is_agari`` for the win check, a loop of it over the
 27 tiles for waits and per discard, ``HandCalculator.estimate_hand_value`` for scoring.
+
+``--peer``: also the Rust-backed ``riichienv`` (riichi rules), in this process, on the same
+hand strings, beside our from-string figures: op "peer_ting" is
+``HandEvaluator.hand_from_text(s).get_waits()`` (its waits, unvalued) against our ``ting(s)``
+(waits each valued: fan, points, patterns, remaining, and 大叫); op "peer_discards" is
+``check_riichi_candidates`` on the 14 tiles (the discards that leave tenpai, no waits) and that
+plus ``get_waits()`` of each candidate's 13 (the discards with their waits, unvalued) against our
+``discards(s)`` (each option's waits valued and ranked).  Riichi rules differ (no 缺一门 / 花猪):
+the corpora are one- and two-suit hands.  riichienv is installed in the benchmark's own
+environment only (see bench/peer-requirements.txt); without it the line says so.
+
+``--baseline DIR``: before/after in one run: ting, discards, score (from strings) and settle
+timed as above, each side in its own interpreter (the ``service`` package of DIR, e.g. a work
+tree of main, against this one's), sides alternating, ``--runs`` times; medians printed.
 """
 
 from __future__ import annotations
@@ -24,7 +38,10 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+if "--service-from" in sys.argv:  # (the --baseline side: that tree's service package, this tree's corpus)
+    sys.path.insert(0, os.path.abspath(sys.argv[sys.argv.index("--service-from") + 1]))
 
 from bench.corpus import discard_hands, ting_hands, win_hands, winning_hands  # noqa: E402
 
@@ -77,12 +94,113 @@ def first_seen(n: int) -> dict:
     return {"op": "first_seen", **json.loads(out), "hands": n}
 
 
+def core_figures(n: int, reps: int) -> dict:
+    """µs of ting, discards and score from strings and of settling a typical round (as main() times them)."""
+    from bench.rounds import typical_rounds
+    from service import discards, score, settle, ting
+
+    out = {"ting": per_hand_us(ting, [str(h) for h in ting_hands(n)], reps),
+           "discards": per_hand_us(discards, [str(h) for h in discard_hands(n)], max(1, reps // 4))}
+    wins = [(str(h), str(h.tiles[len(h.tiles) // 2])) for h in winning_hands(n)]
+    out["score"] = per_hand_us(lambda hw: score(hw[0], hw[1]), wins, reps)
+    rounds = typical_rounds(min(n, 1000))
+    out["settle"] = per_hand_us(lambda r: settle(r["events"], dealer=r["dealer"]), rounds, max(1, reps // 4))
+    return out
+
+
+def baseline(args) -> None:
+    """Before (``--baseline DIR``'s service) and after (this tree's), alternating interpreters."""
+    import subprocess
+
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    for i in range(args.runs):
+        for side in (("before", "after") if i % 2 == 0 else ("after", "before")):
+            cmd = [sys.executable, os.path.abspath(__file__), "--core-only", "--n", str(args.n), "--reps", str(args.reps)]
+            if side == "before":
+                cmd += ["--service-from", args.baseline]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT).stdout
+            runs[side].append(json.loads(out))
+    for op in ("ting", "discards", "score", "settle"):
+        before = statistics.median(r[op] for r in runs["before"])
+        after = statistics.median(r[op] for r in runs["after"])
+        print(json.dumps({"op": op, "before_us": round(before, 3), "after_us": round(after, 3),
+                          "ratio": round(after / before, 3), "runs": args.runs,
+                          "before_runs": [round(r[op], 2) for r in runs["before"]],
+                          "after_runs": [round(r[op], 2) for r in runs["after"]]}))
+
+
+def peer(n: int, reps: int) -> None:
+    """riichienv's waits and discard analysis beside ours, same hand strings, this process."""
+    try:
+        import riichienv
+    except ImportError:
+        print(json.dumps({"op": "peer", "riichienv": None, "note": "riichienv is not importable here: "
+                          "python3 -m venv bench/.venv && bench/.venv/bin/pip install -e . -r bench/peer-requirements.txt"}))
+        return
+    from importlib.metadata import version
+
+    from service import discards, ting
+
+    texts = [str(h) for h in ting_hands(n)]
+    evaluator = riichienv.HandEvaluator.hand_from_text
+    theirs = per_hand_us(lambda s: evaluator(s).get_waits(), texts, reps)
+    ours = per_hand_us(ting, texts, reps)
+    print(json.dumps({"op": "peer_ting", "ours_us": round(ours, 3), "riichienv_us": round(theirs, 3),
+                      "riichienv": version("riichienv"),
+                      "compared": "ting(s): waits valued, against HandEvaluator.hand_from_text(s).get_waits()",
+                      "hands": n}))
+
+    texts = [str(h) for h in discard_hands(n)]
+    parse = riichienv.parse_hand
+    candidates = riichienv.check_riichi_candidates
+    hand_evaluator = riichienv.HandEvaluator
+
+    def their_candidates(s):
+        return candidates(parse(s)[0])
+
+    def their_discards(s):
+        tiles = parse(s)[0]
+        out = []
+        seen = set()
+        for c in candidates(tiles):
+            kind = c // 4
+            if kind not in seen:
+                seen.add(kind)
+                rest = list(tiles)
+                rest.remove(c)
+                out.append((kind, hand_evaluator(rest).get_waits()))
+        return out
+
+    r = max(1, reps // 4)
+    ours = per_hand_us(discards, texts, r)
+    only = per_hand_us(their_candidates, texts, r)
+    with_waits = per_hand_us(their_discards, texts, r)
+    print(json.dumps({"op": "peer_discards", "ours_us": round(ours, 3), "riichienv_candidates_us": round(only, 3),
+                      "riichienv_candidates_waits_us": round(with_waits, 3),
+                      "compared": "discards(s): options with waits valued and ranked, against "
+                                  "check_riichi_candidates(parse_hand(s)) and that plus get_waits() per candidate",
+                      "hands": n}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000, help="hands per operation (default 10000)")
     ap.add_argument("--reps", type=int, default=20, help="calls per hand for our side (default 20)")
     ap.add_argument("--mahjong-reps", type=int, default=3, help="calls per hand for the mahjong library")
+    ap.add_argument("--peer", action="store_true", help="also riichienv (if importable), same hands")
+    ap.add_argument("--baseline", metavar="DIR", help="a tree whose service package is the 'before'")
+    ap.add_argument("--runs", type=int, default=5, help="runs per side with --baseline (default 5)")
+    ap.add_argument("--core-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--service-from", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.core_only:
+        print(json.dumps(core_figures(args.n, args.reps)))
+        return
+    if args.baseline:
+        baseline(args)
+        if args.peer:
+            peer(args.n, args.reps)
+        return
 
     from mahjong.agari import Agari
     from mahjong.hand_calculating.hand import HandCalculator
@@ -185,6 +303,9 @@ def main() -> None:
     rounds = typical_rounds(min(n, 1000))
     ours = per_hand_us(lambda r: settle(r["events"], dealer=r["dealer"]), rounds, max(1, args.reps // 4))
     print(json.dumps({"op": "settle", "ours_us": round(ours, 3), "rounds": len(rounds)}))
+
+    if args.peer:
+        peer(n, args.reps)
 
 
 if __name__ == "__main__":

@@ -525,6 +525,8 @@ def _table_walk(rec: Recorder, client: Any) -> None:
     r = rec(client, "GET", base, "The table",
             "Either token. `ETag` is the version; `rounds` is a page of the ended rounds (`rounds_after`, "
             "`rounds_limit`, then `rounds_next`); `finished_at` once finished.", headers=read)
+    rec(client, "GET", f"{base}/rounds?limit=2", "The ended rounds, a page at a time",
+        "oldest first: pass `next` as `cursor` for the next page (`null` on the last).", headers=read)
     rec(client, "GET", base, "The same read with `If-None-Match`", "answers 304 while the version has not moved.",
         headers={**read, "If-None-Match": r.headers["ETag"]})
     rec(client, "GET", base, "A token that is not this table's", "is a 401…",

@@ -248,12 +248,18 @@ class Phone:
         self.wait(click, f"[{testid}] to be tapped")
 
     def type(self, testid: str, text: str, clear: bool = True) -> None:
+        """Type ``text`` into the field (over what it holds, unless ``clear`` is false), like keys do:
+        each key an input event. (Selenium's clear() fires none: the app's state keeps the old value,
+        and a re-render before the keys puts it back — "2" typed over "1" became "12".)"""
+        from selenium.webdriver.common.keys import Keys
+
         def typed():
             el = self.el(testid)
             if clear:
-                el.clear()
+                el.send_keys(Keys.CONTROL, "a")
+                el.send_keys(Keys.DELETE)
             el.send_keys(text)
-            return True
+            return not clear or el.get_property("value") == text
 
         self.wait(typed, f"[{testid}] to take {text!r}")
 
@@ -282,6 +288,25 @@ class Phone:
         self.d.save_screenshot(str(path))
         return path
 
+    def allow_downloads(self) -> Path:
+        """Let the phone save files (an ``<a download>`` the app clicks) into a folder of its own."""
+        self.downloads = Path(tempfile.mkdtemp(prefix=f"downloads-{self.name}-"))
+        self.d.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(self.downloads)})
+        return self.downloads
+
+    def downloaded(self, suffix: str) -> bytes:
+        """The bytes of the file saved with ``suffix``, once whole (taken away: the next save is
+        looked for afresh, even under the same name)."""
+        def done():
+            names = list(self.downloads.iterdir())
+            files = [p for p in names if p.name.endswith(suffix)]
+            return files[0] if files and not any(p.suffix == ".crdownload" for p in names) else None
+
+        path = self.wait(done, f"a {suffix} file saved")
+        data = path.read_bytes()
+        path.unlink()
+        return data
+
     def js(self, script: str, *args):
         return self.d.execute_script(script, *args)
 
@@ -290,6 +315,8 @@ class Phone:
             self.d.quit()
         finally:
             shutil.rmtree(self.profile, ignore_errors=True)
+            if getattr(self, "downloads", None):
+                shutil.rmtree(self.downloads, ignore_errors=True)
 
 
 def _split_tiles(hand: str) -> list[str]:

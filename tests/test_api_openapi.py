@@ -69,8 +69,11 @@ def test_errors_are_documented_as_problem_json(served):
             for status, response in operation["responses"].items():
                 if int(status) >= 400:
                     assert list(response["content"]) == ["application/problem+json"], (path, method, status)
-                    assert response["content"]["application/problem+json"]["schema"] == {
-                        "$ref": "#/components/schemas/Problem"}
+                    schema = response["content"]["application/problem+json"]["schema"]
+                    assert schema["allOf"][0] == {"$ref": "#/components/schemas/Problem"}, (path, method, status)
+                    codes = schema["allOf"][1]["properties"]["code"]["enum"]
+                    assert codes and set(codes) <= set(served["components"]["schemas"]["ProblemCode"]["enum"])
+                    assert "X-Request-ID" in response["headers"]
 
 
 def test_request_schemas_reject_unknown_fields(served):

@@ -46,7 +46,10 @@ class Seen:
             assert response.mimetype == "application/problem+json"
             content = documented[status].get("content") or DOC["components"]["responses"][
                 documented[status]["$ref"].rsplit("/", 1)[1]]["content"]
-            assert content["application/problem+json"]["schema"] == {"$ref": "#/components/schemas/Problem"}
+            schema = content["application/problem+json"]["schema"]
+            assert schema["allOf"][0] == {"$ref": "#/components/schemas/Problem"}, schema
+            code = response.get_json()["code"]
+            assert code in schema["allOf"][1]["properties"]["code"]["enum"], (operation, status, code)
         return response
 
 

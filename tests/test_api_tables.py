@@ -92,7 +92,7 @@ def events(client, table, token=None, limit=100) -> list[dict]:
         out += page["events"]
         if page["next"] is None:
             return out
-        assert page["next"] == page["events"][-1]["seq"]
+        assert page["next"] == str(page["events"][-1]["seq"])
         after = page["next"]
 
 
@@ -716,9 +716,9 @@ def test_events_pagination(client):
     url = f"{TABLES}/{t['id']}/events"
     h = bearer(t["read_token"])
     p1 = client.get(url + "?limit=3", headers=h).get_json()
-    assert [e["seq"] for e in p1["events"]] == [1, 2, 3] and p1["next"] == 3
+    assert [e["seq"] for e in p1["events"]] == [1, 2, 3] and p1["next"] == "3"
     p2 = client.get(url + "?after=3&limit=3", headers=h).get_json()
-    assert [e["seq"] for e in p2["events"]] == [4, 5, 6] and p2["next"] == 6
+    assert [e["seq"] for e in p2["events"]] == [4, 5, 6] and p2["next"] == "6"
     p3 = client.get(url + "?after=6&limit=3", headers=h).get_json()
     assert [e["seq"] for e in p3["events"]] == [7] and p3["next"] is None
     assert client.get(url + "?after=7", headers=h).get_json() == {"events": [], "next": None}

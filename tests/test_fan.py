@@ -902,13 +902,13 @@ def test_suit_and_parse_memos_are_bounded(monkeypatch):
     from service.rules.hand import parse_hand
 
     monkeypatch.setattr(shapes, "MEMO_LIMIT", 8)
-    monkeypatch.setattr(shapes, "_INFO", {})
-    monkeypatch.setattr(shapes, "_DISCARD", {})
+    monkeypatch.setattr(shapes, "INFO_MEMO", {})
+    monkeypatch.setattr(shapes, "DISCARD_MEMO", {})
     monkeypatch.setattr(hand, "_PARTS_LIMIT", 8)
     monkeypatch.setattr(hand, "_PARTS", ({}, {}, {}))
     keys = list(range(1, 60))
     first = [(shapes.suit_info(k), shapes.suit_discards(k)) for k in keys]
-    assert len(shapes._INFO) <= 8 and len(shapes._DISCARD) <= 8
+    assert len(shapes.INFO_MEMO) <= 8 and len(shapes.DISCARD_MEMO) <= 8
     assert [(shapes.suit_info(k), shapes.suit_discards(k)) for k in keys] == first
     hands = [f"{a}{a}{a}{b}{b}{b}{c}{c}{c}m{d}{d}{d}{e}{e}p" for a, b, c, d, e in
              [(1, 2, 3, 4, 5), (2, 3, 4, 5, 6), (3, 4, 5, 6, 7), (4, 5, 6, 7, 8), (5, 6, 7, 8, 9)] * 3]

@@ -299,7 +299,7 @@ def test_the_openapi_document_describes_the_stream():
     op = openapi_dict()["paths"]["/v1/tables/{table_id}/stream"]["get"]
     assert "text/event-stream" in op["responses"]["200"]["content"]
     assert {p["name"] for p in op["parameters"]} >= {"after", "Last-Event-ID"}
-    assert op["security"] == [{"tableToken": ["read"]}] and {"401", "404"} <= set(op["responses"])
+    assert op["security"] == [{"tableToken": ["read"]}, {"apiKey": []}] and {"401", "404"} <= set(op["responses"])
 
 
 @pytest.fixture(scope="module")
@@ -373,3 +373,16 @@ def test_never_reading_streams_of_a_long_table_hold_a_bounded_buffer_each(tmp_pa
     latencies.sort()
     assert latencies[98] < 0.05, latencies[-5:]
     assert grown < 50 * 1024, f"{grown} KiB more for 64 unread streams"
+
+
+def test_a_finished_table_tells_its_streams_and_they_go_on(pair):
+    a, b = pair
+    table = Table(a)
+    table.post(b, [{"type": "round_start"}, {"type": "round_end"}])
+    stream = Stream(a.port, table.id, table.read_token, last_event_id=2)
+    status, _, raw = b.request("POST", f"/v1/tables/{table.id}/finish", headers={"Authorization": f"Bearer {table.token}"})
+    assert status == 200
+    block = next_event(stream, within=5.0)
+    assert block["event"] == "finished" and json.loads(block["data"]) == {"finished_at": json.loads(raw)["finished_at"]}
+    assert next_event(stream, within=1.5)["comments"] == ["keep-alive"]  # (1 s heartbeats: it goes on)
+    stream.close()

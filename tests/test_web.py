@@ -240,3 +240,17 @@ def test_every_code_and_reason_of_the_rules_core_has_words(lang):
 
     assert {c.value for c in Code} <= _string_keys("codes", lang)
     assert {r.value for r in Reason} <= _string_keys("reasons", lang)
+
+
+def test_the_apps_pure_modules_pass_their_node_tests():
+    """The page's pure modules (round state, outbox, store transitions, summary words) have unit tests
+    of their own, run with Node's test runner (`node --test service/web/tests/`)."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    assert node, "Node.js is needed for the app's unit tests (.ci/run installs Debian's nodejs)"
+    done = subprocess.run([node, "--test", "service/web/tests/"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "# fail 0" in done.stdout and "# pass 0" not in done.stdout, done.stdout[-1000:]

@@ -9,7 +9,9 @@ docs/rules.md says the tapped events are worth. Screenshots at 360×640 go to
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 import time
 
 import pytest
@@ -1365,21 +1367,81 @@ def test_every_round_explained_on_every_phone(service, api, phones):
     b.screenshot("round-explained")
 
 
+PNG = b"\x89PNG\r\n\x1a\n"
+
+# The end screen's picture as this phone draws it anew from `summary` (the API's), in the phone's
+# language: the words it shows, its PNG (base64) and the size of the picture on the screen. (The
+# picture's own blob: URL cannot be read by the page: its Content-Security-Policy allows connect-src
+# 'self' only, and fetch() of a blob: URL is a connection. The test compares bytes instead.)
+PAINT_AGAIN = """
+    const [summary, done] = arguments;
+    Promise.all([import('/web/end.js'), import('/web/summary.js')]).then(async ([end, sum]) => {
+      const img = document.querySelector('[data-testid=end-picture]');
+      await img.decode();
+      const drawing = sum.summaryDrawing(summary, { width: 360 });
+      const bytes = new Uint8Array(await (await end.paint(drawing)).arrayBuffer());
+      let bin = '';
+      for (const b of bytes) bin += String.fromCharCode(b);
+      done([sum.drawingText(drawing), btoa(bin), img.naturalWidth, img.naturalHeight, img.src]);
+    }).catch((e) => done(['error', String(e)]));
+"""
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == PNG and data[12:16] == b"IHDR", data[:16]
+    return struct.unpack(">II", data[16:24])
+
+
+def check_end_picture(phone: Phone, summary: dict, pays: str) -> str:
+    """The end screen's picture, saved with its button: a PNG of a sane size, the very one this phone
+    paints of the API's `summary` (the same bytes), whose words are the ranking and the settle-up
+    ("小李 付给 老王 84" with pays="付给"). Answers the picture's URL."""
+    phone.tap("share-picture")
+    saved = phone.downloaded(".png")
+    width, height = png_size(saved)
+    assert width == 720 and 600 < height < 2000 and 5_000 < len(saved) < 2_000_000, (width, height, len(saved))
+    got = phone.d.execute_async_script(PAINT_AGAIN, summary)
+    assert got[0] != "error", got
+    words, painted, shown_w, shown_h, src = got
+    assert base64.b64decode(painted) == saved  # the picture is the drawing of the API's summary
+    assert (shown_w, shown_h) == (width, height) and src.startswith("blob:")
+    names = summary["players"]
+    assert [f"{names[p['from']]} {pays} {names[p['to']]} {p['points']}" for p in summary["settle_up"]] == \
+        words[len(words) - len(summary["settle_up"]):]
+    at = 0
+    for s in sorted(summary["seats"], key=lambda s: (s["rank"], s["seat"])):  # best first, each name and total
+        at = words.index(s["name"], at)
+        assert words[at + 1] == f"{s['total']:+d}".replace("+0", "0"), words
+    return src
+
+
 def test_the_end_of_the_evening(service, api, phones):
-    """结束牌局 → the end screen: the ranking and the settle-up as GET …/summary says, the picture
-    drawn on the phone (a PNG of a sane size), the text to copy; "same players again" makes a new
-    table with the same names and room in one tap; home goes back to the start page. (Runs once the
-    service has POST …/finish and GET …/summary: skipped while they are missing.)"""
-    status, _, body = request(service.port, "GET", "/openapi.json")
-    paths = json.loads(body)["paths"]
-    if "/v1/tables/{table_id}/summary" not in paths or "/v1/tables/{table_id}/finish" not in paths:
-        pytest.skip("the service has no POST /v1/tables/{id}/finish and GET /v1/tables/{id}/summary yet")
+    """结束牌局 → the end screen: the ranking and the settle-up as GET …/summary says; the picture drawn
+    on the phone (a PNG of a sane size whose words are the ranking and the settle-up, drawn again in
+    the other language), saved with its button; the text to copy; "same players again" makes a new
+    table with the same names, room and options in one tap; home goes back to the start page."""
+    from selenium.webdriver.support.select import Select
+
     a = phones("a")
-    table = create_table(a, service.url, names=("老王", "小李", "阿珍", "大刘"))
+    a.allow_downloads()
+    a.d.get(service.url + "/")
+    a.wait(lambda: a.has("ruleset"), "the start page")
+    Select(a.el("ruleset")).select_by_value("normal")                  # 普通场
+    a.js("document.querySelector('details.options').open = true")
+    Select(a.el("opt-cap")).select_by_value("4")                      # 封顶 4 番
+    Select(a.el("opt-zimo")).select_by_value("base")                  # 自摸加底
+    for i, name in enumerate(("老王", "小李", "阿珍", "大刘")):
+        a.type(f"player-{i}", name)
+    a.tap("create-table")
+    a.wait(lambda: "#t=" in a.d.current_url, "the table")
+    answer_seat(a)
+    table = fragment(a.d.current_url)
+    ruleset = api.table(table["t"], table["k"])["ruleset"]
+    assert ruleset["preset"] == "normal" and ruleset["cap"] == 4 and ruleset["zimo"] == "base"
     auth = {"Authorization": f"Bearer {table['k']}"}
     path = f"/v1/tables/{table['t']}/events"
     for event in ({"type": "round_start"}, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "7s"},
-                  {"type": "hu", "from": 1, "tile": "5p", "winners": [{"seat": 0, "fan": 3}]}, {"type": "round_end"}):
+                  {"type": "hu", "from": 1, "tile": "5p", "winners": [{"seat": 0, "fan": 3}]}):  # (普通场: the win ends it)
         assert request(service.port, "POST", path, event, auth)[0] == 201
     a.wait(lambda: a.has("finish"), "the round over")
     a.tap("finish")
@@ -1387,30 +1449,121 @@ def test_the_end_of_the_evening(service, api, phones):
     a.wait(lambda: a.has("ranking") and a.has("end-picture"), "the end screen and its picture")
     status, _, body = request(service.port, "GET", f"/v1/tables/{table['t']}/summary", headers=auth)
     summary = json.loads(body)
-    assert status == 200 and summary["finished_at"]
+    assert status == 200 and summary["finished_at"] and summary["settle_up"]
     for s in summary["seats"]:
         assert s["name"] in a.text(f"rank-{s['seat']}") and f"{s['total']:+d}".replace("+0", "0") in a.text(f"rank-{s['seat']}")
     names = summary["players"]
-    assert a.text("settle-up").splitlines() == [f"{names[p['from']]} pays {names[p['to']]} {p['points']}" for p in summary["settle_up"]]
-    picture = a.d.execute_async_script("""
-        const done = arguments[arguments.length - 1];
-        const img = document.querySelector('[data-testid=end-picture]');
-        fetch(img.src).then((r) => r.blob()).then((b) => done([img.naturalWidth, img.naturalHeight, b.size, b.type]));
-    """)
-    assert picture[0] == 720 and 600 < picture[1] < 2000 and 5_000 < picture[2] < 2_000_000 and picture[3] == "image/png", picture
-    assert all(p in a.text("end-text") for p in (a.text("settle-up").splitlines()[0], "老王"))
+    pays = [f"{names[p['from']]} pays {names[p['to']]} {p['points']}" for p in summary["settle_up"]]
+    assert a.text("settle-up").splitlines() == pays
+    assert a.text("share-picture") == "Save picture"  # (a desktop Chromium shares no files: it saves)
+    src = check_end_picture(a, summary, "pays")
+    assert all(p in a.text("end-text") for p in (pays[0], "老王"))
     a.screenshot("end-of-evening")
+    # in Chinese: the screen, the picture (drawn again) and the text
+    a.tap("lang")
+    zh = [f"{names[p['from']]} 付给 {names[p['to']]} {p['points']}" for p in summary["settle_up"]]
+    a.wait(lambda: a.text("settle-up").splitlines() == zh, "the settle-up in Chinese")
+    a.wait(lambda: a.el("end-picture").get_attribute("src") != src, "the picture drawn again")
+    check_end_picture(a, summary, "付给")
+    assert zh[0] in a.text("end-text") and "排名" in a.text("end-text")
+    a.screenshot("end-of-evening-zh")
     # a finished table takes no more events
-    assert request(service.port, "POST", path, {"type": "round_start"}, auth)[0] == 409
+    status, _, body = request(service.port, "POST", path, {"type": "round_start"}, auth)
+    assert status == 409 and json.loads(body)["code"] == "table_finished"
+    # the same players again: one tap, the same names, room and options, this phone's seat kept
     a.tap("again")
     a.wait(lambda: fragment(a.d.current_url).get("t") not in (None, table["t"]), "a new table")
-    answer_seat(a)
     again = fragment(a.d.current_url)
-    assert api.table(again["t"], again["k"])["players"] == ["老王", "小李", "阿珍", "大刘"]
+    a.wait(lambda: a.has("round-start"), "the new table's first round to start")
+    time.sleep(0.5)
+    assert not a.has("dlg-whoAmI")  # (asked on the first table: the same phone, the same seat)
+    view = api.table(again["t"], again["k"])
+    assert view["players"] == ["老王", "小李", "阿珍", "大刘"] and view["ruleset"] == ruleset and view["finished_at"] is None
+    assert view["balances"] == [0, 0, 0, 0]
+    # the first table's end screen, then home
     a.js("location.hash = '#t=%s&k=%s&end=1'" % (table["t"], table["k"]))
-    a.wait(lambda: a.has("home"), "the end screen again")
+    a.wait(lambda: a.has("ranking") and a.has("home"), "the end screen again")
     a.tap("home")
     a.wait(lambda: a.has("create-table"), "the start page")
+
+
+RECORD_BUTTONS = ("round-start", "record-hu", "record-kong", "record-peng", "record-draw", "record-escape", "undo",
+                  "round-end", "finish", "buy-in")
+
+
+def test_a_finished_table_is_finished_on_every_phone(service, api, phones):
+    """Finished on one phone, finished on all: a phone that has the table open between rounds goes to
+    the end screen by itself (the service tells no stream and no ETag of it); a phone whose event
+    waited offline has it refused (409 table_finished) and says so in its language; a phone that
+    opens the link afterwards lands on the end screen. None has a record button left: the table
+    screen says it is finished and offers the summary."""
+    a = phones("a")
+    table = create_table(a, service.url)
+    share, read = a.el("share-link").get_attribute("href"), a.el("share-read-link").get_attribute("href")
+    auth = {"Authorization": f"Bearer {table['k']}"}
+    for event in ({"type": "round_start"}, {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}, {"type": "round_end"}):
+        assert request(service.port, "POST", f"/v1/tables/{table['t']}/events", event, auth)[0] == 201
+    proxy = FlakyProxy(service.port)
+    try:
+        b = phones("b")  # a player's phone, in Chinese, whose network goes
+        join(b, share.replace(service.url, proxy.url), seat=1)
+        b.tap("lang")
+        c = phones("c")  # an onlooker
+        c.d.get(read)
+        for p in (a, b, c):
+            p.wait_balances([-12, -12, 36, -12])
+        b.wait(lambda: b.has("round-start"), "phone b between rounds")
+        proxy.set_mode("down")
+        b.tap("round-start")
+        b.tap("confirm")
+        b.wait(lambda: b.text("pending-count") == "1", "the round start waiting on phone b")
+        # phone a finishes the evening
+        a.tap("finish")
+        a.tap("confirm")
+        a.wait(lambda: a.has("ranking"), "the end screen on phone a")
+        # the onlooker sees it by itself
+        c.wait(lambda: c.has("ranking") and c.text("settle-up") == a.text("settle-up"), "the end screen on phone c", timeout=30)
+        c.tap("end-rounds")
+        c.wait(lambda: c.text("round-line") == "finished", "the table screen says finished")
+        assert not [x for x in RECORD_BUTTONS if c.has(x)] and c.has("open-summary")
+        # phone b's round start is refused when the network is back: said in Chinese
+        proxy.set_mode("up")
+        b.wait(lambda: b.text("error"), "the refusal in words", timeout=30)
+        assert b.text("error") == "第 2 局开始，东 坐庄：这桌已经结束了，不能再记分。"  # (what was refused, and why)
+        b.wait(lambda: b.has("ranking") and b.text("pending-count") == "0", "the end screen on phone b")
+        b.screenshot("finished-refused")
+        b.tap("end-rounds")
+        b.wait(lambda: b.text("round-line") == "已结束", "the table screen says finished, in Chinese")
+        assert not [x for x in RECORD_BUTTONS if b.has(x)] and b.has("open-summary")
+        assert [e["type"] for e in api.events(table["t"], table["k"])] == ["round_start", "kong", "round_end"]
+        # a phone that opens the scoring link now: the end screen, no question of its seat
+        d = phones("d")
+        d.d.get(share)
+        d.wait(lambda: d.has("ranking") and d.has("again"), "the end screen on a phone that opens the link")
+        assert "#t=" in d.d.current_url and fragment(d.d.current_url).get("end") == "1"
+        assert not d.has("dlg-whoAmI")
+        d.tap("end-rounds")
+        d.wait(lambda: d.has("open-summary"), "the table screen")
+        assert not [x for x in RECORD_BUTTONS if d.has(x)] and not d.has("dlg-whoAmI")
+        d.tap("open-summary")
+        d.wait(lambda: d.has("ranking"), "the end screen again")
+    finally:
+        proxy.close()
+
+
+def test_a_link_to_no_table_says_so(service, phones):
+    """A scoring link whose table never was (or has expired): the service answers 401 for any token
+    that is not a table's, as for a wrong one; the phone says the link is not valid, in words, shows
+    no record button and stops asking."""
+    a = phones("a")
+    a.d.get(f"{service.url}/#t={'f' * 16}&k={'x' * 43}&r={'y' * 43}")
+    a.wait(lambda: a.text("error") == "The link is wrong or no longer valid.", "the link said not valid")
+    assert not [x for x in RECORD_BUTTONS if a.has(x)]
+    asked = lambda: len([e for e in a.js("return performance.getEntriesByType('resource')")
+                         if "/v1/tables/" in e["name"]])
+    before = asked()
+    time.sleep(3)
+    assert asked() == before  # (nothing to follow: no retry, no polling)
 
 
 def test_the_summary_picture_is_drawn_on_the_phone(service, phones):

@@ -28,6 +28,7 @@ from flask import Flask
 from .. import web
 from ..config import Settings, load_settings
 from . import callers, hands, observe, ops, problems, rate_limits, rounds, stream, table_views
+from .contract import ContractPlugin
 from .jsonio import JsonProvider
 from .schemas import ENUM_DESCRIPTIONS, ENUMS_DOC, DocumentedField
 from .smorest import Api
@@ -121,7 +122,7 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
     observe.install(app)
     callers.install(app)
 
-    api = Api(app, spec_kwargs={"tags": TAGS})
+    api = Api(app, spec_kwargs={"tags": TAGS, "extra_plugins": [ContractPlugin()]})
     problems.register(app)  # (after the Api: its handlers are the ones that answer)
     api.register_field(DocumentedField, None, None)
     api.ma_plugin.converter.add_attribute_function(_documented_field)
@@ -133,8 +134,9 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
     table_views.document(api)
     web.register(app)  # the companion app at / and the /docs assets
     _install_store(app)
-    # flask-smorest's pagination schema is not used by this API
-    api.spec.components.schemas.pop("PaginationMetadata", None)
+    # flask-smorest's pagination and error schemas are not used by this API
+    for unused in ("PaginationMetadata", "Error"):
+        api.spec.components.schemas.pop(unused, None)
     app.extensions["api"] = api
     return app
 

@@ -51,7 +51,7 @@ from .callers import api_key, client_key
 CREATE = "tables.create_table"
 EVENTS = ("tables.post_event", "tables.finish_table")
 VOIDS = ("tables.void_event",)
-TABLE_READS = ("tables.get_table", "tables.list_events", "tables.get_summary", "stream.stream_table")
+TABLE_READS = ("tables.get_table", "tables.list_events", "tables.list_rounds", "tables.get_summary", "stream.stream_table")
 READS = (*TABLE_READS, "tables.list_tables")
 LIMITED_BLUEPRINTS = frozenset({"tables", "stream"})
 _NOT_ANSWERED = (401, 403, 404)

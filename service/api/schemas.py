@@ -629,7 +629,7 @@ class ProblemSchema(ma.Schema):
     title = fields.String(required=True)
     status = fields.Integer(required=True)
     detail = fields.String(required=True)
-    code = fields.String(required=True, metadata={"description": "stable error id (the last segment of `type`)"})
+    code = Ref("ProblemCode", required=True)  # (the stable error id: the last segment of `type`)
     instance = fields.String(metadata={"description": "the request path"})
     request_id = fields.String(metadata={"description": "the X-Request-ID of the request (every problem "
                                                         "of the application; not those of the HTTP server "
@@ -645,6 +645,7 @@ class ProblemSchema(ma.Schema):
     version = fields.Integer(metadata={"description": "the table's current version (412, 409 table_full)"})
     checks = fields.Dict(keys=fields.String(), values=fields.String(),
                          metadata={"description": "/readyz: each readiness check's result"})
+    limit = Ref("RateLimitName")  # (a 429: the rate limit that refused)
 
 
 # -- dump -------------------------------------------------------------------------

@@ -7,8 +7,8 @@
   (422).
 * :class:`Blueprint` uses that parser and documents an operation's problem
   responses (``Blueprint.problems(...)``) as ``application/problem+json``.
-* :class:`Api` documents errors with :class:`~service.api.schemas.ProblemSchema`;
-  the errors themselves are handled by :mod:`service.api.problems`.
+* :class:`Api` adds no default error response; the errors themselves are
+  handled by :mod:`service.api.problems`.
 
 >>> flatten_messages({"hand": {"melds": {0: {"tile": ["Missing data for required field."]}}}})
 {'hand.melds.0.tile': ['Missing data for required field.']}
@@ -143,7 +143,7 @@ class Blueprint(flask_smorest.Blueprint):
 
 
 class Api(flask_smorest.Api):
-    """flask-smorest's Api whose documented error schema is RFC 9457's (:class:`ProblemSchema`)."""
+    """flask-smorest's Api without its default error response: every operation lists its own problems
+    (:meth:`Blueprint.problems`, RFC 9457's :class:`ProblemSchema`)."""
 
-    ERROR_SCHEMA = ProblemSchema
-    DEFAULT_ERROR_RESPONSE_NAME = None  # every operation lists its own problems instead
+    DEFAULT_ERROR_RESPONSE_NAME = None

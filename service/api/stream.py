@@ -71,7 +71,7 @@ from ..store.streams import CHECK, CLOSE, DELETED, StreamHub, Subscription, TooM
 from ..store.table_store import TableStore
 from .problems import ApiProblem, InvalidInput
 from .smorest import Blueprint
-from .table_views import NO_TABLE, NO_TOKEN, READ, store, table_id_of, token
+from .table_views import NO_TABLE, NO_TOKEN, READ_OR_KEY, access, store, table_id_of, token
 
 log = logging.getLogger("service.stream")
 
@@ -98,9 +98,21 @@ def record_frame(item: dict) -> Frame:
     return Frame(item["seq"], f"id: {item['seq']}\nevent: record\ndata: {body}\n\n".encode())
 
 
-def parse_message(data: bytes) -> Frame:
-    """A record's channel message as its frame."""
-    return record_frame(json.loads(data))
+class Finished:
+    """The table was finished (its frame: ``event: finished``; the stream goes on, the table stays readable)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+def parse_message(data: bytes) -> "Frame | Finished":
+    """A channel message as what subscribers send: a record's frame, or the table's finish."""
+    item = json.loads(data)
+    if "seq" not in item:
+        return Finished(f"event: finished\ndata: {json.dumps(item, separators=(',', ':'))}\n\n".encode())
+    return record_frame(item)
 
 
 _HUB_LOCK = threading.Lock()
@@ -203,6 +215,9 @@ def _frames(s: TableStore, h: StreamHub, table_id: str, sub: Subscription, last:
                     out.append(_deleted(table_id))
                     yield b"".join(out)
                     return
+                if isinstance(item, Finished):
+                    out.append(item.data)
+                    continue
                 if item is CHECK or item.seq > last + 1:
                     recheck = True  # (re)subscribed, or a gap: the log has what was missed
                     continue
@@ -236,7 +251,7 @@ def _frames(s: TableStore, h: StreamHub, table_id: str, sub: Subscription, last:
 STREAM_DOC = {
     "operationId": "streamTable",
     "tags": ["tables"],
-    "security": READ,
+    "security": READ_OR_KEY,
     "parameters": [
         {"in": "query", "name": "after", "required": False, "schema": {"type": "integer", "minimum": 0},
          "description": "resume after this seq: the records after it are sent first, from the log"},
@@ -253,11 +268,14 @@ STREAM_DOC = {
                 "lists it plus `version` and `balances` after it (and `coins` with stakes: the table's "
                 "bankrolls after it; a `buy_in` record's own coins bought then travel as `amount`). A comment line "
                 "(`: keep-alive`) every 15 s at most. `event: deleted` when the table is deleted (or expired: about "
-                "`STREAM_HEARTBEAT` seconds after its expiry at most), `event: resync` "
+                "`STREAM_HEARTBEAT` seconds after its expiry at most), `event: finished` (`data: {\"finished_at\"}`) "
+                "when the table is finished (the stream goes on), `event: resync` "
                 "when this client fell behind (reconnect with `Last-Event-ID`); both end the stream. "
                 "Any instance of the service delivers what any instance recorded."),
             "content": {"text/event-stream": {
-                "schema": {"type": "string"},
+                # the frames' `data`, by their `event:` name (JSON Schema's contentSchema: what the text holds)
+                "schema": {"type": "string", "contentMediaType": "text/event-stream",
+                           "contentSchema": {"$ref": "#/components/schemas/StreamEvents"}},
                 "example": 'retry: 3000\n: table 0ee068f610c4be29\n\nid: 2\nevent: record\ndata: {"seq":2,'
                            '"type":"kong","seat":2,"kind":"concealed","tile":"7s","round":1,'
                            '"at":"2026-11-30T17:28:24.511Z","voided":false,"version":2,'
@@ -283,7 +301,7 @@ def stream_table(table_id):
     s = store()
     tid = table_id_of(table_id)
     after = _after()
-    s.authorize(tid, token(), write=False)  # 401 / 403 / 404 as for reads
+    s.authorize(tid, access(write=False))  # 401 / 403 / 404 as for reads
     h = hub()
     try:
         sub = h.subscribe(tid)

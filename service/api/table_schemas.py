@@ -79,9 +79,15 @@ TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
 }
 
 
+_TABLES_CURSOR = [validate.Length(max=32), validate.Regexp(r"^\d{1,15}-[0-9a-f]{16}$")]
+_SEQ_CURSOR = [validate.Length(max=10), validate.Regexp(r"^[0-9]{1,10}$")]
+
+
 class TablesQuery(ma.Schema):
-    after = fields.String(validate=[validate.Length(max=32), validate.Regexp(r"^\d{1,15}-[0-9a-f]{16}$")],
-                          metadata={"description": "the `next` of the previous page"})
+    cursor = fields.String(validate=_TABLES_CURSOR, metadata={
+        "description": "the `next` of the previous page (opaque); absent: the first page"})
+    after = fields.String(validate=_TABLES_CURSOR, metadata={
+        "description": "the same as `cursor` (its earlier name, kept as an alias)"})
     limit = fields.Integer(validate=validate.Range(1, MAX_TABLES_PAGE), load_default=50)
 
 
@@ -93,15 +99,23 @@ class TableQuery(ma.Schema):
 
 
 class EventsQuery(ma.Schema):
-    after = fields.Integer(validate=validate.Range(0, 10**9), load_default=0,
-                           metadata={"description": "list the events after this seq"})
+    cursor = fields.String(validate=_SEQ_CURSOR, metadata={
+        "description": "the `next` of the previous page (opaque); absent: from the first record"})
+    after = fields.Integer(validate=validate.Range(0, 10**9), metadata={
+        "description": "list the records after this seq (an alias of `cursor`, which is the seq as text)"})
     limit = fields.Integer(validate=validate.Range(1, MAX_PAGE), load_default=100)
+
+
+class RoundsQuery(ma.Schema):
+    cursor = fields.String(validate=_SEQ_CURSOR, metadata={
+        "description": "the `next` of the previous page (opaque); absent: from the first ended round"})
+    limit = fields.Integer(validate=validate.Range(1, MAX_PAGE), load_default=ROUNDS_PAGE)
 
 
 # -- headers -------------------------------------------------------------------------
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % MAX_IDEMPOTENCY_KEY)
 # a creation's Idempotency-Key: a UUID of version 4 (random) or 7 (time and random), RFC 9562
-CREATION_KEY = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", re.IGNORECASE)
+CREATION_KEY = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[47][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$")
 
 
 class WriteHeaders(ma.Schema):
@@ -276,7 +290,8 @@ class _Record(ma.Schema):
     """What the log adds to an event it records."""
 
     seq = fields.Integer(required=True, metadata={"description": "1-based position in the log"})
-    at = fields.String(required=True, metadata={"description": "when it was recorded (UTC, ISO 8601)"})
+    at = fields.String(required=True, metadata={"format": "date-time",
+                                                "description": "when it was recorded (UTC, RFC 3339)"})
     voided = fields.Boolean(required=True, metadata={"description": "a later void record undid it"})
 
 
@@ -333,7 +348,8 @@ LOG_RECORD_SCHEMAS: dict[str, type[ma.Schema]] = {
 class TableSummary(ma.Schema):
     id = fields.String(required=True)
     players = fields.List(fields.String(), required=True)
-    created = fields.String(required=True, metadata={"description": "when it was created (UTC, ISO 8601)"})
+    created = fields.String(required=True, metadata={"format": "date-time",
+                                                     "description": "when it was created (UTC, RFC 3339)"})
     version = fields.Integer(required=True)
     balances = fields.List(fields.Integer(), required=True)
 
@@ -341,11 +357,17 @@ class TableSummary(ma.Schema):
 class TablesPage(ma.Schema):
     tables = fields.List(fields.Nested(TableSummary), required=True, metadata={"description": "newest first"})
     next = fields.String(required=True, allow_none=True,
-                         metadata={"description": "pass as `after` for the next page; null at the end"})
+                         metadata={"description": "pass as `cursor` for the next page; null at the end"})
 
 
 class EventsPage(ma.Schema):
     events = fields.List(OneOf(discriminator=LOG_RECORD_SCHEMAS), required=True,
                          metadata={"description": "log records in order, each the event as posted plus its seq"})
-    next = fields.Integer(required=True, allow_none=True,
-                          metadata={"description": "pass as `after` for the next page; null at the end"})
+    next = fields.String(required=True, allow_none=True,
+                         metadata={"description": "pass as `cursor` for the next page; null at the end"})
+
+
+class RoundsPage(ma.Schema):
+    rounds = fields.List(fields.Nested(RoundSummary), required=True, metadata={"description": "oldest first"})
+    next = fields.String(required=True, allow_none=True,
+                         metadata={"description": "pass as `cursor` for the next page; null at the end"})

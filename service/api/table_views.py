@@ -195,7 +195,7 @@ def list_tables(args):
     owner = api_key()
     if owner is None:
         raise TableListUnavailable("listing tables needs API keys (the service runs without API_KEYS)")
-    return jsonify(store().tables_of(owner, args.get("after"), args["limit"]))
+    return jsonify(store().tables_of(owner, args.get("cursor", args.get("after")), args["limit"]))
 
 
 class TableListUnavailable(ApiProblem):
@@ -248,7 +248,7 @@ def creation_fingerprint() -> str:
 @blp.problems(NO_TOKEN, NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED,
               _STORE_DOWN)
 @blp.arguments(ts.ReadHeaders(), location="headers", as_kwargs=True)
-@blp.doc(security=READ, operationId="getTable")
+@blp.doc(security=READ_OR_KEY, operationId="getTable")
 def get_table(args, table_id, if_none_match=None):
     """A table: players, ruleset, version, balances, the current round and a page of the ended rounds.
 
@@ -274,7 +274,7 @@ def get_table(args, table_id, if_none_match=None):
 @blp.route("/<table_id>", methods=["DELETE"])
 @blp.response(204)
 @blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE, _STORE_DOWN)
-@blp.doc(security=WRITE, operationId="deleteTable")
+@blp.doc(security=WRITE_OR_KEY, operationId="deleteTable")
 def delete_table(table_id):
     """Delete a table and its whole log.
 
@@ -307,7 +307,7 @@ def delete_table(table_id):
                     "Idempotency-Key used with another body (`idempotency_key_reused`)"),
               _LIMITED, _STORE_DOWN, _FULL)
 @blp.arguments(ts.WriteHeaders(), location="headers", as_kwargs=True)
-@blp.doc(security=WRITE, operationId="postEvent",
+@blp.doc(security=WRITE_OR_KEY, operationId="postEvent",
          responses={201: {"links": _links(_SAME_TABLE, start_round=True, void=True)}})
 def post_event(table_id, idempotency_key=None, if_match=None):
     """Append an event: a round event, `round_start`, `round_end` or `buy_in`.
@@ -363,19 +363,52 @@ def get_summary(table_id):
 
 @blp.route("/<table_id>/events", methods=["GET"])
 @blp.arguments(ts.EventsQuery(), location="query")
-@blp.response(200, ts.EventsPage)
+@blp.arguments(ts.ReadHeaders(), location="headers", as_kwargs=True)
+@blp.response(200, ts.EventsPage, headers={"ETag": {"schema": {"type": "string"},
+                                                     "description": "the table's version"}})
+@blp.alt_response(304, description="Not modified (If-None-Match names the current version)",
+                  headers={"ETag": {"schema": {"type": "string"}}})
 @blp.problems(NO_TOKEN, NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
-@blp.doc(security=READ, operationId="listEvents")
-def list_events(args, table_id):
-    """The log in order, a page at a time: `after` a seq, at most `limit` records.
+@blp.doc(security=READ_OR_KEY, operationId="listEvents")
+def list_events(args, table_id, if_none_match=None):
+    """The log in order, a page at a time: at most `limit` records after `cursor`.
 
-    Either token: the read token or the write token. Each record is the event
+    Either token (or the API key that created the table). Each record is the event
     as posted plus its `seq`, `at`, `round` and `voided`; void records name
-    their `target`.
+    their `target`. `ETag` is the table's version: with `If-None-Match` naming it, 304.
     """
     s = store()
     tid = table_id_of(table_id)
-    return jsonify(s.events(tid, args["after"], args["limit"], access=access(write=False)))
+    after = int(args["cursor"]) if "cursor" in args else args.get("after", 0)
+    page = s.events(tid, after, args["limit"], access=access(write=False))
+    version = page.pop("version")
+    return _with_etag(jsonify(page), version, if_none_match)
+
+
+@blp.route("/<table_id>/rounds", methods=["GET"])
+@blp.arguments(ts.RoundsQuery(), location="query")
+@blp.response(200, ts.RoundsPage)
+@blp.problems(NO_TOKEN, NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
+@blp.doc(security=READ_OR_KEY, operationId="listRounds")
+def list_rounds(args, table_id):
+    """The table's ended rounds, oldest first, a page at a time: at most `limit` after `cursor`.
+
+    Either token (or the API key that created the table). Each round as the table view lists it.
+    """
+    s = store()
+    tid = table_id_of(table_id)
+    after = int(args.get("cursor", 0))
+    view = s.get(tid, access(write=False), rounds_after=after, rounds_limit=args["limit"])
+    nxt = view["rounds_next"]
+    return jsonify({"rounds": view["rounds"], "next": None if nxt is None else str(nxt)})
+
+
+def _with_etag(response: Response, version: int, if_none_match: str | None) -> Response:
+    """``ETag`` = the version; 304 when ``If-None-Match`` names it (weak comparison, RFC 9110 §13.1.2)."""
+    if if_none_match is not None and parse_etags(if_none_match).contains_weak(str(version)):
+        response = _no_content(304)
+    response.headers["ETag"] = f'"{version}"'
+    return response
 
 
 @blp.route("/<table_id>/events/<int:seq>/void", methods=["POST"])
@@ -390,7 +423,7 @@ def list_events(args, table_id):
                     "another request (`idempotency_key_reused`)"),
               _LIMITED, _STORE_DOWN, _FULL)
 @blp.arguments(ts.WriteHeaders(), location="headers", as_kwargs=True)
-@blp.doc(security=WRITE, operationId="voidEvent",
+@blp.doc(security=WRITE_OR_KEY, operationId="voidEvent",
          responses={201: {"links": _links(_SAME_TABLE)}})
 def void_event(table_id, seq, idempotency_key=None, if_match=None):
     """Undo an event by a compensating record: balances are recomputed without it.
@@ -426,6 +459,34 @@ def document(api) -> None:
     union("Event", EVENT_SCHEMAS, "A round event (docs/events.md): checked by the rules against the round as it stands.")
     union("TableEvent", ts.TABLE_EVENT_SCHEMAS,
           "An event of a table: a round event, round_start, round_end or buy_in (with stakes, between rounds).")
+    union("LogRecord", ts.LOG_RECORD_SCHEMAS, "A record of a table's log, as GET /v1/tables/{table_id}/events "
+                                              "lists it.")
+    seats = {"type": "array", "items": {"type": "integer"}}
+    spec.components.schema("StreamRecord", component={
+        "description": "The `data` of an `event: record` frame of the table's stream: the record as the log lists "
+                       "it, with the table's version and balances after it (and its coins with stakes; a buy-in's "
+                       "own coins as `amount`).",
+        "allOf": [{"$ref": "#/components/schemas/LogRecord"}, {
+            "type": "object", "required": ["version", "balances"],
+            "properties": {"version": {"type": "integer"}, "balances": seats, "coins": seats,
+                           "amount": {"type": "integer"}}}]})
+    spec.components.schema("StreamDeleted", component={
+        "type": "object", "required": ["id"], "additionalProperties": False, "properties": {"id": {"type": "string"}},
+        "description": "The `data` of `event: deleted` (the table was deleted or expired; the stream ends)."})
+    spec.components.schema("StreamResync", component={
+        "type": "object", "required": ["after"], "additionalProperties": False, "properties": {"after": {"type": "integer"}},
+        "description": "The `data` of `event: resync` (this client fell behind; the stream ends: reconnect with "
+                       "`Last-Event-ID` = `after`)."})
+    spec.components.schema("StreamFinished", component={
+        "type": "object", "required": ["finished_at"], "additionalProperties": False,
+        "properties": {"finished_at": {"type": "string", "format": "date-time"}},
+        "description": "The `data` of `event: finished` (the table was finished: it takes no more events; the "
+                       "stream goes on)."})
+    spec.components.schema("StreamEvents", component={
+        "type": "object", "additionalProperties": False,
+        "description": "The frames of a table's stream by their `event:` name, each with the schema of its `data`.",
+        "properties": {name: {"$ref": f"#/components/schemas/Stream{name.title()}"}
+                       for name in ("record", "finished", "deleted", "resync")}})
     spec.components.security_scheme("tableToken", {
         "type": "http", "scheme": "bearer",
         "description": "A table's token from its creation: the write token, or the read token (reads only). "

@@ -114,7 +114,7 @@ DISCARD_WIN = (False, False, False, False, False, False)
 
 
 # -- per-ruleset constants ---------------------------------------------------
-class _Ctx(NamedTuple):
+class FanContext(NamedTuple):
     table: str
     base_fans: dict
     extra_fans: dict
@@ -136,9 +136,12 @@ class _Ctx(NamedTuple):
     runs: bool  # any of the three extras that depend on the decomposition's sequences is on
     by_discard: dict  # (facts mask, 根 count) -> a plain win by discard's value; filled lazily
     wait_parts: dict  # discard advice's waits within one suit (ting.wait_part); filled lazily, bounded
+    plain: bool  # no extra but 根 (neither options nor runs): a wait's value is discard_value's
+    suit_options: dict  # discard advice's options within one suit (ting.suit_options); filled lazily, bounded
+    across_options: dict  # discard advice's options with waits in another suit (ting.across_option); the same
 
 
-def context(rules: Ruleset) -> _Ctx:
+def context(rules: Ruleset) -> FanContext:
     """Constants derived from a ruleset, cached on the (immutable) ruleset."""
     try:
         return rules.__dict__["_ctx"]
@@ -146,7 +149,9 @@ def context(rules: Ruleset) -> _Ctx:
         pass
     table = rules.fan_table
     base_fans = {pid: PATTERNS[pid].fan(table) for pid in BASE_ORDER}
-    ctx = _Ctx(
+    options = rules.zimo == "fan" or rules.haidi or rules.jingoudiao or rules.menqing or rules.zhongzhang
+    runs = rules.jiaxinwu or rules.kaertiao or rules.yitiaolong
+    ctx = FanContext(
         table=table,
         base_fans=base_fans,
         extra_fans={pid: PATTERNS[pid].fan(table) for pid in EXTRA_ORDER},
@@ -160,14 +165,17 @@ def context(rules: Ruleset) -> _Ctx:
         zhongzhang=rules.zhongzhang,
         best=[None] * 512,
         single={pid: (pattern_fan(pid, f),) for pid, f in base_fans.items() if f},
-        options=rules.zimo == "fan" or rules.haidi or rules.jingoudiao or rules.menqing or rules.zhongzhang,
+        options=options,
         points=(),
         jiaxinwu=rules.jiaxinwu,
         kaertiao=rules.kaertiao,
         yitiaolong=rules.yitiaolong,
-        runs=rules.jiaxinwu or rules.kaertiao or rules.yitiaolong,
+        runs=runs,
         by_discard={},
         wait_parts={},
+        plain=not (options or runs),
+        suit_options={},
+        across_options={},
     )
     ctx = ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
     object.__setattr__(rules, "_ctx", ctx)
@@ -187,12 +195,12 @@ class MeldInfo(NamedTuple):
     concealed_only: bool
 
 
-_NO_MELDS = MeldInfo(0, 0, True, False, False, 0, (), True)
+NO_MELDS = MeldInfo(0, 0, True, False, False, 0, (), True)
 
 
 def meld_info(melds: tuple[Meld, ...]) -> MeldInfo:
     if not melds:
-        return _NO_MELDS
+        return NO_MELDS
     mask = kongs = 0
     yao = concealed_only = True
     has19 = not258 = False
@@ -236,7 +244,7 @@ def _flags(key: int) -> int:
 _QING, _STD, _TRIP, _YAO, _J258, _PAIRS, _HAS4, _TIAN, _DI = (1 << b for b in range(9))
 
 
-def _best_base(ctx: _Ctx, mask: int) -> tuple[str, int, bool]:
+def _best_base(ctx: FanContext, mask: int) -> tuple[str, int, bool]:
     bf = ctx.base_fans
     cands = ["pinghu"]
     if mask & _QING:
@@ -288,7 +296,7 @@ _record = tuple.__new__
 """Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the hot paths."""
 
 
-def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tuple, ctx: _Ctx,
+def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tuple, ctx: FanContext,
              tile: int = -1, only_wait: bool = False) -> Evaluation | None:
     """Best base pattern, total fan and patterns of a complete hand, or None if it does not win.
 
@@ -347,7 +355,7 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
     return _record(Evaluation, (base, sum(p.fan for p in pats), tuple(pats), standard, None))
 
 
-def discard_value(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, ctx: _Ctx) -> tuple | None:
+def discard_value(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, ctx: FanContext) -> tuple | None:
     """``(raw_fan, patterns, fan, points, capped)`` of a complete hand won as a plain discard (the
     valuation of a wait, §4), or None if it does not win: :func:`evaluate` and :func:`points_of`
     by a shorter road, for rulesets with no extra but 根 (``not ctx.options and not ctx.runs``).
@@ -396,7 +404,7 @@ def discard_value(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, ctx
     return value
 
 
-def _patterns(base: str, gens: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: _Ctx, runs: tuple = ()) -> list:
+def _patterns(base: str, gens: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: FanContext, runs: tuple = ()) -> list:
     """The listed patterns of a win: its base pattern, then the extras in §5.2's order (0-fan ones left out)."""
     self_drawn, after_kong, robbing_kong, last_tile, _heavenly, _earthly = sit
     ef = ctx.extra_fans
@@ -423,7 +431,7 @@ def _patterns(base: str, gens: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: _C
     return [p for p in pats if p.fan]
 
 
-def _evaluate_runs(keys: tuple, mask: int, gen4: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: _Ctx,
+def _evaluate_runs(keys: tuple, mask: int, gen4: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: FanContext,
                    tile: int, only_wait: bool) -> Evaluation:
     """:func:`evaluate` for a standard shape when 夹心五, 卡二条 or 一条龙 is on.
 
@@ -506,12 +514,12 @@ class Points(NamedTuple):
     capped: bool
 
 
-def points_of(raw_fan: int, ctx: _Ctx) -> Points:
+def points_of(raw_fan: int, ctx: FanContext) -> Points:
     """``(fan, multiplier, points, capped)`` for a raw fan: the cap, then 2^(fan−1) or fan (§5.3)."""
     return ctx.points[raw_fan] if 0 <= raw_fan <= _MAX_RAW_FAN else _points(raw_fan, ctx)
 
 
-def _points(raw_fan: int, ctx: _Ctx) -> Points:
+def _points(raw_fan: int, ctx: FanContext) -> Points:
     fan = ctx.cap if ctx.cap is not None and raw_fan > ctx.cap else raw_fan
     mult = ((1 << (fan - 1)) if fan >= 1 else 0) if ctx.exponential else fan
     return Points(fan, mult, ctx.base * mult, fan != raw_fan)
@@ -564,7 +572,7 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
             raise NotAWin(f"{str(hand)!r} cannot win: {problem}", text=str(hand))
     k0, k1, k2 = hand.keys
     t = win.tile.index
-    ev = evaluate(k0, k1, k2, len(hand.tiles), meld_info(hand.melds) if hand.melds else _NO_MELDS,
+    ev = evaluate(k0, k1, k2, len(hand.tiles), meld_info(hand.melds) if hand.melds else NO_MELDS,
                   win.flags, ctx, t, ctx.kaertiao and t == KAERTIAO_TILE and only_wait(hand, t))
     if ev is None:
         raise NotAWin(

@@ -23,8 +23,8 @@ from .tiles import SUITS, TILES, Tile, format_counts, parse_suit, parse_tiles
 MELD_TYPES = ("peng", "kong")
 KONG_KINDS = ("direct", "added", "concealed")
 POW5 = tuple(5**r for r in range(9))
-_SUIT = tuple(i // 9 for i in range(27))      # per tile index: its suit,
-_POW = tuple(POW5[i % 9] for i in range(27))  # its weight in its suit's key,
+SUIT_OF = tuple(i // 9 for i in range(27))      # per tile index: its suit,
+POW_OF = tuple(POW5[i % 9] for i in range(27))  # its weight in its suit's key,
 _BIT = tuple(1 << (i // 9) for i in range(27))  # and its suit's bit
 _NONE9 = (0,) * 9
 
@@ -137,7 +137,7 @@ class Hand:
         for t in self.tiles:
             i = t.index
             counts[i] += 1
-            keys[_SUIT[i]] += _POW[i]
+            keys[SUIT_OF[i]] += POW_OF[i]
             mask |= _BIT[i]
         set_ = object.__setattr__
         set_(self, "tiles", tuple(sorted(self.tiles, key=_index)))
@@ -166,8 +166,16 @@ class Hand:
         the frozen ``__init__``'s per-field checks and the per-tile loop.
         """
         obj = object.__new__(cls)
-        obj.__dict__.update(tiles=tiles, melds=(), void=None, counts=counts, held=counts, keys=keys,
-                            suit_mask=mask, max_held=top, size=len(tiles))
+        fields = obj.__dict__  # (the frozen dataclass's fields, as object.__setattr__ would set them)
+        fields["tiles"] = tiles
+        fields["melds"] = ()
+        fields["void"] = None
+        fields["counts"] = counts
+        fields["held"] = counts
+        fields["keys"] = keys
+        fields["suit_mask"] = mask
+        fields["max_held"] = top
+        fields["size"] = len(tiles)
         return obj
 
     def _with(self, melds: "tuple[Meld, ...]", void: str | None) -> "Hand":
@@ -247,17 +255,45 @@ def parse_hand(
 
 
 # -- the parse hot path: a hand string in canonical suit order ---------------------------
-_CANONICAL = re.compile(r"(?:([1-9]+)m)?(?:([1-9]+)p)?(?:([1-9]+)s)?")
-"""At most one group per suit, in the order m, p, s (ranks in any order): what clients send."""
+_RANK_GROUP = re.compile(r"[1-9]+")
 _RANK_TILES = tuple({str(r + 1): TILES[base + r] for r in range(9)} for base in (0, 9, 18))
 _PARTS: tuple[dict, dict, dict] = ({}, {}, {})
 _PARTS_LIMIT = 4096
 """Entries per suit of the memo below; a full memo is emptied (a bound, not a policy)."""
 
 
-def _suit_part(suit: int, ranks: str) -> tuple:
+def _groups(text: str) -> tuple[str, str, str] | None:
+    """The ``m``, ``p`` and ``s`` groups' ranks of a string with at most one group per suit, in the
+    order m, p, s (``""`` for a suit with none), else None: what clients send.
+
+    Only the marks are placed here; each group's ranks are checked by :func:`_suit_part` (``[1-9]+``),
+    which a group in its memo has passed.
+
+    >>> _groups("123m456p"), _groups("55s"), _groups(""), _groups("1m2m"), _groups("5s1m")
+    (('123', '456', ''), ('', '', '55'), ('', '', ''), None, ('5s1', '', ''))
+    """
+    m, mark, rest = text.partition("m")
+    if not mark:
+        m, rest = "", m
+    elif not m:
+        return None
+    p, mark, rest = rest.partition("p")
+    if not mark:
+        p, rest = "", p
+    elif not p:
+        return None
+    s, mark, rest = rest.partition("s")
+    if not mark:
+        s, rest = "", s
+    elif not s:
+        return None
+    return None if rest else (m, p, s)
+
+
+def _suit_part(suit: int, ranks: str) -> tuple | None:
     """One suit's group of a hand string → ``(tiles, counts, key, top)``: its tiles in order, its nine
-    counts, its base-5 key (None when a count exceeds 4) and its highest count.
+    counts, its base-5 key (None when a count exceeds 4) and its highest count; None when ``ranks``
+    is not ranks 1-9 (the string is then not in canonical suit order: the full parse tells why).
 
     A bounded memo per suit keyed by the group's text: hands share their suits' groups far more than
     they share whole strings.
@@ -265,6 +301,8 @@ def _suit_part(suit: int, ranks: str) -> tuple:
     memo = _PARTS[suit]
     part = memo.get(ranks)
     if part is None:
+        if not _RANK_GROUP.fullmatch(ranks):
+            return None
         counts = tuple(map(ranks.count, "123456789"))
         top = max(counts)
         part = (tuple(map(_RANK_TILES[suit].__getitem__, sorted(ranks))), counts,
@@ -279,17 +317,47 @@ _EMPTY_PART = ((), _NONE9, 0, 0)
 
 
 def _canonical_hand(text: str) -> Hand | None:
-    """The hand of a string in canonical suit order (:data:`_CANONICAL`), else None."""
-    groups = _CANONICAL.fullmatch(text)
+    """The hand of a string in canonical suit order (:func:`_groups`), else None."""
+    groups = _groups(text)
     if groups is None:
         return None
-    m, p, s = groups.groups()
-    tm, cm, km, hm = (_PARTS[0].get(m) or _suit_part(0, m)) if m else _EMPTY_PART
-    tp, cp, kp, hp = (_PARTS[1].get(p) or _suit_part(1, p)) if p else _EMPTY_PART
-    ts, cs, ks, hs = (_PARTS[2].get(s) or _suit_part(2, s)) if s else _EMPTY_PART
+    m, p, s = groups
+    part_m = (_PARTS[0].get(m) or _suit_part(0, m)) if m else _EMPTY_PART
+    part_p = (_PARTS[1].get(p) or _suit_part(1, p)) if p else _EMPTY_PART
+    part_s = (_PARTS[2].get(s) or _suit_part(2, s)) if s else _EMPTY_PART
+    if part_m is None or part_p is None or part_s is None:
+        return None
+    tm, cm, km, hm = part_m
+    tp, cp, kp, hp = part_p
+    ts, cs, ks, hs = part_s
     top = max(hm, hp, hs)
     return Hand._of(tm + tp + ts, cm + cp + cs, (km, kp, ks) if top <= 4 else None,
                     (1 if m else 0) | (2 if p else 0) | (4 if s else 0), top)
+
+
+def suit_keys(text: str) -> tuple[int, int, int, int] | None:
+    """``(k0, k1, k2, n)`` of a hand string in canonical suit order (:func:`_groups`) with no count over
+    4: its suits' base-5 keys (as :attr:`Hand.keys`) and its number of tiles, without building the
+    :class:`Hand`; else None (:func:`parse_hand` then parses it, or tells what is wrong).
+
+    >>> suit_keys("1123m55p"), suit_keys("11111m"), suit_keys("5s1m")
+    ((32, 1250, 0, 6), None, None)
+    """
+    groups = _groups(text)
+    if groups is None:
+        return None
+    m, p, s = groups
+    part_m = (_PARTS[0].get(m) or _suit_part(0, m)) if m else _EMPTY_PART
+    part_p = (_PARTS[1].get(p) or _suit_part(1, p)) if p else _EMPTY_PART
+    part_s = (_PARTS[2].get(s) or _suit_part(2, s)) if s else _EMPTY_PART
+    if part_m is None or part_p is None or part_s is None:
+        return None
+    km = part_m[2]
+    kp = part_p[2]
+    ks = part_s[2]
+    if km is None or kp is None or ks is None:
+        return None
+    return km, kp, ks, len(m) + len(p) + len(s)
 
 
 def count_tiles(tiles: Iterable[Tile]) -> tuple[int, ...]:

@@ -92,7 +92,7 @@ from .codes import Code, Reason
 from .errors import EventError, RuleError
 from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event, plain_kong_fields
 from .fan import (
-    DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, _Ctx, context, evaluate, meld_info, only_wait, points_of, suit_problem,
+    DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, FanContext, context, evaluate, meld_info, only_wait, points_of, suit_problem,
     Win,
 )
 from .hand import Hand, Meld, hand_problems, parse_hand
@@ -693,7 +693,7 @@ class Round:
                 raise EventError(Code.CONTRADICTORY_FLAGS, i, "earthly by discard is on the dealer's first discard")
         return flags
 
-    def _winner_fan(self, w, ev: Hu, sit, ctx: _Ctx, i: int) -> tuple[int, tuple[str, ...]]:
+    def _winner_fan(self, w, ev: Hu, sit, ctx: FanContext, i: int) -> tuple[int, tuple[str, ...]]:
         """A winner's total fan before the cap, as declared or its hand's (checked), and the ids of
         its hand's patterns (none for a declared fan)."""
         if w.hand is None:

@@ -34,7 +34,7 @@ True
 
 from __future__ import annotations
 
-from .hand import POW5, _POW, _SUIT
+from .hand import POW5, POW_OF, SUIT_OF
 
 TRIP = 1
 YAO = 2
@@ -266,8 +266,8 @@ def notate(suit: int, sets: tuple, pair: int | None) -> tuple[tuple[str, ...], s
 
 
 # -- waits -------------------------------------------------------------------------
-_INFO: dict[int, tuple] = {}
-_DISCARD: dict[int, tuple] = {}
+INFO_MEMO: dict[int, tuple] = {}
+DISCARD_MEMO: dict[int, tuple] = {}
 MEMO_LIMIT = 1 << 15
 """Entries of each per-suit memo below (keyed by a suit key: never by a whole hand); a full
 memo is emptied.  Real hands reuse few suit keys, so the memos stay warm."""
@@ -294,22 +294,31 @@ _ODD_LOW, _PRESENT_LOW = _digit_ranks(5, 0)
 _ODD_HIGH, _PRESENT_HIGH = _digit_ranks(4, 5)
 
 
+def present_ranks(key: int) -> tuple[int, ...]:
+    """The ranks (0-8) a suit key holds, in order.
+
+    >>> present_ranks(suit_key([2, 0, 0, 0, 1, 0, 0, 0, 3]))
+    (0, 4, 8)
+    """
+    return _PRESENT_LOW[key % _LOW] + _PRESENT_HIGH[key // _LOW]
+
+
 def suit_info(key: int) -> tuple[bool, tuple[int, ...], tuple[int, ...]]:
     """``(complete, waits, odd)`` of a suit key: it decomposes (in ``SHAPES``), the ranks
     that complete it (``WAITS``) and the ranks it holds an odd number of (seven pairs)."""
-    info = _INFO.get(key)
+    info = INFO_MEMO.get(key)
     if info is None:
         info = (key in SHAPES, WAITS.get(key, ()), _ODD_LOW[key % _LOW] + _ODD_HIGH[key // _LOW])
-        if len(_INFO) >= MEMO_LIMIT:
-            _INFO.clear()
-        _INFO[key] = info
+        if len(INFO_MEMO) >= MEMO_LIMIT:
+            INFO_MEMO.clear()
+        INFO_MEMO[key] = info
     return info
 
 
 def suit_discards(key: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Discard search within one suit: the ranks whose removal leaves the suit with waits, and
     those whose removal leaves it complete (``key`` holding one of each rank listed)."""
-    found = _DISCARD.get(key)
+    found = DISCARD_MEMO.get(key)
     if found is None:
         waiting, complete = [], []
         for r in _PRESENT_LOW[key % _LOW] + _PRESENT_HIGH[key // _LOW]:
@@ -319,9 +328,9 @@ def suit_discards(key: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
             if rest in SHAPES:
                 complete.append(r)
         found = (tuple(waiting), tuple(complete))
-        if len(_DISCARD) >= MEMO_LIMIT:
-            _DISCARD.clear()
-        _DISCARD[key] = found
+        if len(DISCARD_MEMO) >= MEMO_LIMIT:
+            DISCARD_MEMO.clear()
+        DISCARD_MEMO[key] = found
     return found
 
 
@@ -335,9 +344,9 @@ def wait_tiles(keys, n_concealed: int, n_melds: int, held, mask: int, void_suit:
     if mask == 7 or (void_suit >= 0 and mask >> void_suit & 1):
         return []
     k0, k1, k2 = keys
-    c0, w0, o0 = _INFO.get(k0) or suit_info(k0)
-    c1, w1, o1 = _INFO.get(k1) or suit_info(k1)
-    c2, w2, o2 = _INFO.get(k2) or suit_info(k2)
+    c0, w0, o0 = INFO_MEMO.get(k0) or suit_info(k0)
+    c1, w1, o1 = INFO_MEMO.get(k1) or suit_info(k1)
+    c2, w2, o2 = INFO_MEMO.get(k2) or suit_info(k2)
     found: list[int] = []
     two = mask == 3 or mask == 5 or mask == 6  # two suits: waits only in those (缺一门)
     if w0 and c1 and c2 and void_suit != 0 and not (two and not mask & 1):
@@ -356,9 +365,9 @@ def wait_tiles(keys, n_concealed: int, n_melds: int, held, mask: int, void_suit:
 
 def waits_without(keys, n_concealed: int, n_melds: int, held, mask: int, void_suit: int, tile: int) -> list[int]:
     """The waits of a 14-size hand's 13 once ``tile`` (one of its concealed tiles) is taken out."""
-    s = _SUIT[tile]
+    s = SUIT_OF[tile]
     k = list(keys)
-    k[s] -= _POW[tile]
+    k[s] -= POW_OF[tile]
     h = list(held)
     h[tile] -= 1
     if not k[s]:

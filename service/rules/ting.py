@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple
 
-from .fan import _NO_MELDS as NO_MELDS, DISCARD_WIN, _Ctx, _record, context, discard_value, evaluate, is_win, meld_info, points_of
-from .hand import _POW, _SUIT, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid
+from .fan import NO_MELDS, DISCARD_WIN, FanContext, context, discard_value, evaluate, is_win, meld_info, points_of
+from .hand import POW_OF, SUIT_OF, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid, suit_keys
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
-from .shapes import _DISCARD, _INFO, EVEN_KEYS, GEN_SHIFT, MEMO_LIMIT, NOT258, SHAPES, HAS19, TRIP, YAO, WAITS
-from .shapes import suit_discards, suit_info, wait_tiles
+from .shapes import DISCARD_MEMO, INFO_MEMO, EVEN_KEYS, GEN_SHIFT, MEMO_LIMIT, NOT258, SHAPES, HAS19, TRIP, YAO, WAITS
+from .shapes import present_ranks, suit_discards, suit_info, wait_tiles
 from .tiles import SUITS, TILES, Tile, parse_tiles
+
+_record = tuple.__new__  # builds a record (a NamedTuple) from all its fields: the hot paths
 
 
 class Wait(NamedTuple):
@@ -56,7 +58,11 @@ class Ting:
     def _of(cls, ting: bool, huazhu: bool, waits: tuple, dajiao: "Dajiao | None") -> "Ting":
         """Build one without the frozen ``__init__``'s per-field checks (the ting hot path)."""
         obj = object.__new__(cls)
-        obj.__dict__.update(ting=ting, huazhu=huazhu, waits=waits, dajiao=dajiao)
+        fields = obj.__dict__  # (the frozen dataclass's fields, as object.__setattr__ would set them)
+        fields["ting"] = ting
+        fields["huazhu"] = huazhu
+        fields["waits"] = waits
+        fields["dajiao"] = dajiao
         return obj
 
 
@@ -71,15 +77,17 @@ class DiscardOption:
     def _of(cls, discard: Tile, waits: tuple, remaining: int, dajiao: Dajiao) -> "DiscardOption":
         """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
         obj = _new(cls)
-        _set(obj, "discard", discard)
-        _set(obj, "waits", waits)
-        _set(obj, "remaining", remaining)
-        _set(obj, "dajiao", dajiao)
+        _SET_DISCARD(obj, discard)
+        _SET_WAITS(obj, waits)
+        _SET_REMAINING(obj, remaining)
+        _SET_DAJIAO(obj, dajiao)
         return obj
 
 
 _new = object.__new__
-_set = object.__setattr__
+# each slot's own setter (what object.__setattr__ finds by the field's name, without the look-up)
+_SET_DISCARD, _SET_WAITS, _SET_REMAINING, _SET_DAJIAO = (
+    DiscardOption.__dict__[name].__set__ for name in ("discard", "waits", "remaining", "dajiao"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,12 +100,15 @@ class DiscardAdvice:
     def _of(cls, options: tuple, complete: bool) -> "DiscardAdvice":
         """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
         obj = _new(cls)
-        _set(obj, "options", options)
-        _set(obj, "complete", complete)
+        _SET_OPTIONS(obj, options)
+        _SET_COMPLETE(obj, complete)
         return obj
 
 
-def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, vis,
+_SET_OPTIONS, _SET_COMPLETE = (DiscardAdvice.__dict__[name].__set__ for name in ("options", "complete"))
+
+
+def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: FanContext, held, vis,
                  only: bool | None = None) -> list[Wait]:
     """Each wait valued as a plain win by discard; ``remaining`` = 4 − held − visible.
 
@@ -108,15 +119,15 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: _Ctx, held, 
     n = n_concealed + 1
     if not (ctx.options or ctx.runs):  # no extra but 根: the value is the hand's facts' (discard_value)
         for t in tiles:
-            add = _POW[t]
+            add = POW_OF[t]
             raw, patterns, fan, points, capped = discard_value(
                 k0 + add if t < 9 else k0, k1 + add if 9 <= t < 18 else k1, k2 + add if t >= 18 else k2, n, mi, ctx)
             out.append(_record(Wait, (TILES[t], fan, points, patterns, 4 - held[t] - vis[t], raw, capped)))
         return out
     single = len(tiles) == 1 if only is None else only
     for t in tiles:
-        add = _POW[t]
-        s = _SUIT[t]
+        add = POW_OF[t]
+        s = SUIT_OF[t]
         _base, raw, patterns, _std, _feats = evaluate(
             k0 + add if s == 0 else k0, k1 + add if s == 1 else k1, k2 + add if s == 2 else k2,
             n, mi, DISCARD_WIN, ctx, t, single)
@@ -140,7 +151,7 @@ _remaining = itemgetter(4)   # Wait.remaining
 _NO_TILES = (0,) * 27
 
 
-def dajiao_points(hand: Hand, ctx: _Ctx, rules_dajiao: str) -> int | None:
+def dajiao_points(hand: Hand, ctx: FanContext, rules_dajiao: str) -> int | None:
     """大叫 points of a valid 13-size hand (None when it is not ting), as :func:`ting` gives them."""
     tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand))
     if not tiles:
@@ -149,14 +160,14 @@ def dajiao_points(hand: Hand, ctx: _Ctx, rules_dajiao: str) -> int | None:
     if not (ctx.options or ctx.runs):  # the points alone, by discard_value (as _value_waits values them)
         k0, k1, k2 = hand.keys
         n = len(hand.tiles) + 1
-        points = [discard_value(k0 + _POW[t] if t < 9 else k0, k1 + _POW[t] if 9 <= t < 18 else k1,
-                                k2 + _POW[t] if t >= 18 else k2, n, mi, ctx)[3] for t in tiles]
+        points = [discard_value(k0 + POW_OF[t] if t < 9 else k0, k1 + POW_OF[t] if 9 <= t < 18 else k1,
+                                k2 + POW_OF[t] if t >= 18 else k2, n, mi, ctx)[3] for t in tiles]
         return max(points) if rules_dajiao == "max" else min(points)
     waits = _value_waits(hand.keys, len(hand.tiles), mi, tiles, ctx, hand.held, _NO_TILES)
     return dajiao_of(waits, rules_dajiao).points
 
 
-def _visible(visible) -> tuple[tuple[int, ...], tuple[Tile, ...]]:
+def visible_counts(visible) -> tuple[tuple[int, ...], tuple[Tile, ...]]:
     """``visible`` (None, a hand string or tiles) as counts and as tiles."""
     if not visible:
         return _NO_TILES, ()
@@ -185,15 +196,37 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     >>> t.ting, t.huazhu
     (False, False)
     """
-    if not isinstance(hand, Hand):
+    parts = _concealed(hand)
+    if parts is None and not isinstance(hand, Hand):
         hand = parse_hand(hand)
+        parts = _concealed(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
     ctx = rules.__dict__.get("_ctx") or context(rules)
-    vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
+    if parts is not None and parts[3] == 13 and ctx.plain and not visible and (rules.players != 3 or not parts[0]):
+        return _ting_by_parts(parts[0], parts[1], parts[2], ctx, rules)
+    if not isinstance(hand, Hand):  # (a hand string in canonical suit order, not for the road above)
+        hand = parse_hand(hand)
+    vis, vis_tiles = visible_counts(visible) if visible else (_NO_TILES, ())
     if hand.size != 13 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 13, vis_tiles)
     if rules.players == 3:
         require_in_play(hand, 3, vis_tiles)
+    return _ting_of_hand(hand, ctx, rules, vis)
+
+
+def _concealed(hand: "Hand | str | object") -> tuple[int, int, int, int] | None:
+    """``(k0, k1, k2, n)`` (:func:`~.hand.suit_keys`) of a hand of concealed tiles only, with no 定缺 and
+    no count over 4, given as a hand string in canonical suit order or as a :class:`Hand`; else None."""
+    if type(hand) is str:
+        return suit_keys(hand)
+    if isinstance(hand, Hand) and not hand.melds and hand.void is None and hand.keys is not None:
+        k0, k1, k2 = hand.keys
+        return k0, k1, k2, len(hand.tiles)
+    return None
+
+
+def _ting_of_hand(hand: Hand, ctx: FanContext, rules: Ruleset, vis) -> Ting:
+    """:func:`ting` of a valid 13-size hand, any ruleset, melds, 定缺 and visible tiles (counts ``vis``)."""
     tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask,
                        -1 if hand.void is None else SUITS.index(hand.void))
     if not tiles:
@@ -201,6 +234,53 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     mi = meld_info(hand.melds) if hand.melds else NO_MELDS
     waits = _value_waits(hand.keys, len(hand.tiles), mi, tiles, ctx, hand.held, vis)
     return Ting._of(True, False, tuple(waits), dajiao_of(waits, rules.dajiao))
+
+
+def _ting_by_parts(k0: int, k1: int, k2: int, ctx: FanContext, rules: Ruleset) -> Ting:
+    """:func:`ting` of 13 concealed tiles (suit keys ``k0..k2``, no count over 4), no 定缺, nothing
+    visible, under a ruleset with no extra but 根 (``ctx.plain``): what :func:`_ting_of_hand` answers.
+
+    A suit's waits need the two other suits complete, and their values depend on those suits' facts
+    alone: each suit's waits are one memoized answer (:func:`wait_part`, as discard advice reads
+    them), joined in suit order, the 大叫 the first best of the parts'; then the seven pairs' wait (the
+    13's one odd count), valued on its own.  Three suits: 花猪, no wait (:func:`~.shapes.wait_tiles`).
+    """
+    if k0 and k1 and k2:
+        return Ting._of(False, rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
+    c0, w0, o0 = INFO_MEMO.get(k0) or suit_info(k0)
+    c1, w1, o1 = INFO_MEMO.get(k1) or suit_info(k1)
+    c2, w2, o2 = INFO_MEMO.get(k2) or suit_info(k2)
+    highest = rules.dajiao == "max"
+    waits = ()
+    dajiao = None
+    if w0 and c1 and c2:
+        part = wait_part(ctx, 0, k0, -1, _facts(k1, k2), k1, k2)
+        if part is not None:
+            waits = part[0]
+            dajiao = part[2] if highest else part[3]
+    if w1 and c0 and c2:
+        part = wait_part(ctx, 1, k1, -1, _facts(k0, k2), k0, k2)
+        if part is not None:
+            waits += part[0]
+            best = part[2] if highest else part[3]
+            if dajiao is None or (best[1] > dajiao[1] if highest else best[1] < dajiao[1]):  # (the first of equals)
+                dajiao = best
+    if w2 and c0 and c1:
+        part = wait_part(ctx, 2, k2, -1, _facts(k0, k1), k0, k1)
+        if part is not None:
+            waits += part[0]
+            best = part[2] if highest else part[3]
+            if dajiao is None or (best[1] > dajiao[1] if highest else best[1] < dajiao[1]):
+                dajiao = best
+    if len(o0) + len(o1) + len(o2) == 1:  # seven pairs: 6 pairs and the one odd count's tile (held 1 or 3)
+        t = o0[0] if o0 else 9 + o1[0] if o1 else 18 + o2[0]
+        with_pair = _pair_wait(waits, (k0, k1, k2), t, (k0, k1, k2)[t // 9] // POW5[t % 9] % 5, ctx)
+        if with_pair is not waits:
+            waits = with_pair
+            dajiao = dajiao_of(waits, rules.dajiao)
+    if not waits:
+        return Ting._of(False, False, (), None)
+    return Ting._of(True, False, waits, dajiao)
 
 
 def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> DiscardAdvice:
@@ -212,11 +292,17 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     >>> [str(o.discard) for o in adv.options], adv.complete
     (['5s'], False)
     """
-    if not isinstance(hand, Hand):
+    parts = _concealed(hand)
+    if parts is None and not isinstance(hand, Hand):
         hand = parse_hand(hand)
+        parts = _concealed(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
     ctx = rules.__dict__.get("_ctx") or context(rules)
-    vis, vis_tiles = _visible(visible) if visible else (_NO_TILES, ())
+    if parts is not None and parts[3] == 14 and ctx.plain and not visible and (rules.players != 3 or not parts[0]):
+        return _advice_by_parts(parts[:3], ctx, rules.dajiao == "max")
+    if not isinstance(hand, Hand):  # (a hand string in canonical suit order, not for the road above)
+        hand = parse_hand(hand)
+    vis, vis_tiles = visible_counts(visible) if visible else (_NO_TILES, ())
     if hand.size != 14 or hand.max_held > 4 or vis_tiles:
         require_valid(hand, 14, vis_tiles)
     if rules.players == 3:
@@ -224,14 +310,11 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     return DiscardAdvice._of(_options(hand, ctx, vis, rules.dajiao), is_win(hand))
 
 
-def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOption, ...]:
-    plain = not (ctx.options or ctx.runs)  # no extra but 根: a wait's value is discard_value's
+def _options(hand: Hand, ctx: FanContext, vis, rules_dajiao: str) -> tuple[DiscardOption, ...]:
+    """The options of a valid 14-size hand, any ruleset, melds, 定缺 and visible tiles (counts ``vis``),
+    best first: each candidate discard's 13 through :func:`~.shapes.wait_tiles` and its waits valued."""
+    plain = ctx.plain
     highest = rules_dajiao == "max"
-    if plain and not hand.melds and vis is _NO_TILES and hand.void is None:
-        out = _options_by_parts(hand.keys, ctx, highest)
-        if len(out) > 1:
-            out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
-        return tuple([option for _rank, option in out])
     out = []
     keys = hand.keys
     held = hand.held
@@ -243,7 +326,7 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOpti
     n1 = n + 1
     k0, k1, k2 = keys
     for d in _candidates(hand):
-        take = _POW[d]
+        take = POW_OF[d]
         k = (k0 - take, k1, k2) if d < 9 else (k0, k1 - take, k2) if d < 18 else (k0, k1, k2 - take)
         mask = meld_mask | (1 if k[0] else 0) | (2 if k[1] else 0) | (4 if k[2] else 0)
         # held (the discard is seen): a tile held four times, the discard's copy included, is no wait
@@ -260,7 +343,7 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOpti
             remaining = 0
             best = None
             for t in tiles:
-                add = _POW[t]
+                add = POW_OF[t]
                 raw, patterns, fan, points, capped = discard_value(
                     k[0] + add if t < 9 else k[0], k[1] + add if 9 <= t < 18 else k[1],
                     k[2] + add if t >= 18 else k[2], n1, mi, ctx)
@@ -282,83 +365,187 @@ def _options(hand: Hand, ctx: _Ctx, vis, rules_dajiao: str) -> tuple[DiscardOpti
 _OTHERS = ((1, 2), (0, 2), (0, 1))
 
 
-def _options_by_parts(keys: tuple, ctx: _Ctx, highest: bool) -> list:
-    """``(rank, option)`` of each discard that leaves waits (as :func:`_options` ranks them), for 14
-    concealed tiles, no 定缺, nothing visible and a ruleset with no extra but 根.
+def _advice_by_parts(keys: tuple, ctx: FanContext, highest: bool) -> DiscardAdvice:
+    """Discard advice for 14 concealed tiles (suit keys ``keys``), no 定缺, nothing visible and a ruleset
+    with no extra but 根: what :func:`_options` and :func:`~.fan.is_win` answer.
 
     The candidates are :func:`_candidates`': per suit, the ranks whose removal leaves the suit with
     waits (when the other two suits decompose) or complete (when another has waits), and the seven
-    pairs' ones.  A discard's waits are those of each suit in turn, each suit's a memoized answer
-    (:func:`wait_part`), then the seven pairs' wait (:func:`_with_pair_wait`).  (With no melds, a
-    suit with no tiles has no waits: wait_tiles' 缺一门 rule needs no test here but the 花猪 one.)
+    pairs' ones.  A suit's discards that leave waits in that suit alone are one memoized answer
+    (:func:`suit_options`); a discard that leaves the suit complete adds the waits of the other suits
+    (:func:`wait_part`), and one that leaves a single odd count the seven pairs' wait
+    (:func:`_with_pair_wait`), in suit order.  (With no melds, a suit with no tiles has no waits:
+    wait_tiles' 缺一门 rule needs no test here but the 花猪 one.)
     """
-    infos = (_INFO.get(keys[0]) or suit_info(keys[0]), _INFO.get(keys[1]) or suit_info(keys[1]),
-             _INFO.get(keys[2]) or suit_info(keys[2]))
+    k0, k1, k2 = keys
+    infos = (INFO_MEMO.get(k0) or suit_info(k0), INFO_MEMO.get(k1) or suit_info(k1), INFO_MEMO.get(k2) or suit_info(k2))
     odd = len(infos[0][2]) + len(infos[1][2]) + len(infos[2][2])
-    odd_tiles = [9 * x + o for x in range(3) for o in infos[x][2]] if odd == 2 else None
-    three = bool(keys[0]) and bool(keys[1]) and bool(keys[2])  # (the 13 left are 花猪 unless a suit empties)
+    three = bool(k0 and k1 and k2)  # (the 13 left are 花猪 unless a suit empties: no wait in the suit emptied)
+    # the 14 win (is_win): four sets and a pair, or seven pairs (no odd count), in at most two suits
+    complete = not three and (infos[0][0] and infos[1][0] and infos[2][0] or odd == 0 and (
+        k0 in EVEN_KEYS and k1 in EVEN_KEYS and k2 in EVEN_KEYS))
     out = []
     for s in range(3):
         ks = keys[s]
         if not ks:
             continue
         y, z = _OTHERS[s]
-        ky = keys[y]
-        kz = keys[z]
         cy, wy, _oy = infos[y]
         cz, wz, _oz = infos[z]
-        waiting, whole = _DISCARD.get(ks) or suit_discards(ks)
-        in_suit = cy and cz
-        across = wy and cz or wz and cy
-        ranks = (waiting + whole if across else waiting) if in_suit else whole if across else ()
+        waiting, whole = DISCARD_MEMO.get(ks) or suit_discards(ks)
+        own = (suit_options(ctx, s, ks, keys[y], keys[z], highest)
+               if waiting and cy and cz and not three else ())
+        across = whole and (wy and cz or wz and cy)
         # seven pairs: 13 with one odd count wait on it (no odd count in the 14: any discard; two: theirs)
-        pair_ranks = infos[s][2] if odd == 2 else _present_ranks(ks) if odd == 0 else ()
-        if pair_ranks:
-            ranks += pair_ranks
-        elif not ranks:
+        pair_ranks = infos[s][2] if odd == 2 else present_ranks(ks) if odd == 0 else ()
+        if not (across or pair_ranks):
+            if own:
+                out += own
             continue
-        facts = -1  # (_facts(ky, kz), once needed)
-        for r in (set(ranks) if pair_ranks or in_suit and across else ranks):  # (each rank once)
+        mixed = set(pair_ranks)
+        if across:
+            mixed.update(whole)
+        by_rank = {}
+        for ranked in own:
+            r = ranked[0][2] - 9 * s
+            if r in mixed:
+                by_rank[r] = ranked
+            else:
+                out.append(ranked)
+        for r in mixed:
             rest = ks - POW5[r]
             if three and rest:
                 continue
-            part = part_y = part_z = None
-            if in_suit and rest in WAITS:
-                if facts < 0:
-                    facts = _facts(ky, kz)
-                part = wait_part(ctx, s, rest, r, facts, ky, kz)
+            own_r = by_rank.get(r)
+            part_y = part_z = None
             if across and rest in SHAPES:
+                ky = keys[y]
+                kz = keys[z]
+                if own_r is None and r not in pair_ranks and not (wy and cz and wz and cy):
+                    # the waits of one other suit alone: its part's, as they are
+                    ranked = (across_option(ctx, y, ky, _facts(rest, kz), rest, kz, 9 * s + r, highest) if wy and cz
+                              else across_option(ctx, z, kz, _facts(rest, ky), rest, ky, 9 * s + r, highest))
+                    if ranked is not None:
+                        out.append(ranked)
+                    continue
                 if wy and cz:
                     part_y = wait_part(ctx, y, ky, -1, _facts(rest, kz), rest, kz)
                 if wz and cy:
                     part_z = wait_part(ctx, z, kz, -1, _facts(rest, ky), rest, ky)
-            # the one suit with waits, if only one has them
-            one = (part if part_y is None and part_z is None else part_y if part is None and part_z is None
-                   else part_z if part is None and part_y is None else None)
-            if one is not None and r not in pair_ranks:  # the waits of one suit: the part's, as they are
-                d = 9 * s + r
-                waits, remaining, hi, lo = one
-                dajiao = hi if highest else lo
-                out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)))
-                continue
-            if part is None and part_y is None and part_z is None and r not in pair_ranks:
-                continue
-            parts = [part_y, part_z]
-            parts.insert(s, part)  # (suit order)
+            if r in pair_ranks:
+                if own_r is None and part_y is None and part_z is None:  # the seven pairs' wait alone
+                    d = 9 * s + r
+                    ranked = _pair_option(keys, d, d if odd == 0 else _other_odd(infos, d), ctx)
+                    if ranked is not None:
+                        out.append(ranked)
+                    continue
+            else:
+                if part_y is None and part_z is None:
+                    if own_r is not None:
+                        out.append(own_r)
+                    continue
+                if own_r is None and (part_y is None or part_z is None):  # the waits of one other suit, as they are
+                    d = 9 * s + r
+                    waits, remaining, hi, lo = part_z if part_y is None else part_y
+                    dajiao = hi if highest else lo
+                    out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)))
+                    continue
+            parts = [None if part_y is None else part_y[0], None if part_z is None else part_z[0]]
+            parts.insert(s, None if own_r is None else own_r[1].waits)  # (suit order)
             waits = ()
             for found in parts:
                 if found is not None:
-                    waits += found[0]
+                    waits += found
+            d = 9 * s + r
             if r in pair_ranks:  # the 13's one odd count: the discard's (none in the 14) or the other one
-                d = 9 * s + r
-                waits = _with_pair_wait(waits, keys, d, d if odd == 0 else odd_tiles[odd_tiles[0] == d], ctx)
+                waits = _with_pair_wait(waits, keys, d, d if odd == 0 else _other_odd(infos, d), ctx)
             if waits:
-                out.append(_ranked_option(9 * s + r, waits, highest))
-    return out
+                out.append(_ranked_option(d, waits, highest))
+    if not out:
+        return DiscardAdvice._of((), complete)
+    if len(out) == 1:
+        return DiscardAdvice._of((out[0][1],), complete)
+    out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
+    return DiscardAdvice._of(tuple(map(_option, out)), complete)
 
 
-def _present_ranks(key: int) -> tuple[int, ...]:
-    return tuple(r for r in range(9) if key // POW5[r] % 5)
+_option = itemgetter(1)  # (rank, option) -> option
+
+
+def _pair_option(keys: tuple, d: int, t: int, ctx: FanContext) -> tuple | None:
+    """``(rank, option)`` of discarding tile ``d`` from 14 concealed tiles (keys ``keys``) when the 13 left
+    have seven pairs' wait ``t`` (their one odd count) and no other: as :func:`_with_pair_wait` and
+    :func:`_ranked_option` make it from no wait (None: all four copies of ``t`` held)."""
+    held = keys[t // 9] // POW5[t % 9] % 5  # (the 14's copies)
+    if held >= 4:
+        return None
+    k = list(keys)
+    k[d // 9] -= POW5[d % 9]
+    k[t // 9] += POW5[t % 9]
+    raw, patterns, fan, points, capped = discard_value(k[0], k[1], k[2], 14, NO_MELDS, ctx)
+    left = 4 - held
+    wait = _record(Wait, (TILES[t], fan, points, patterns, left, raw, capped))
+    return (-left, -points, d), DiscardOption._of(TILES[d], (wait,), left, _record(Dajiao, (fan, points)))
+
+
+def _other_odd(infos: tuple, d: int) -> int:
+    """Of the two tiles held an odd number of times (``infos``: the suits' :func:`~.shapes.suit_info`),
+    the one that is not ``d``."""
+    odd = [9 * x + o for x in range(3) for o in infos[x][2]]
+    return odd[odd[0] == d]
+
+
+def across_option(ctx: FanContext, x: int, kx: int, facts: int, ky: int, kz: int, d: int, highest: bool) -> tuple | None:
+    """``(rank, option)`` of discarding tile ``d`` (from suit ``y`` or ``z``) when the 13 left have waits in
+    suit ``x`` alone, its key ``kx`` and the two other suits (keys ``ky``, ``kz``, ``facts``:
+    ``_facts(ky, kz)``) complete: the waits of :func:`wait_part` as they are (None: no wait).
+
+    A function of ``(x, kx, facts, d, highest)``: memoized per ruleset (bounded), the options shared.
+    """
+    key = ((((kx * 512 + facts) * 4 + x) * 32 + d) * 2) + highest
+    memo = ctx.across_options
+    found = memo.get(key, _MISSING)
+    if found is _MISSING:
+        part = wait_part(ctx, x, kx, -1, facts, ky, kz)
+        if part is None:
+            found = None
+        else:
+            waits, remaining, hi, lo = part
+            dajiao = hi if highest else lo
+            found = ((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao))
+        if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
+            memo.clear()
+        memo[key] = found
+    return found
+
+
+def suit_options(ctx: FanContext, s: int, ks: int, ky: int, kz: int, highest: bool) -> tuple:
+    """``(rank, option)`` (as :func:`_options` ranks them) of each discard from suit ``s`` (key ``ks`` of
+    the 14) whose 13 have waits in suit ``s``, the two other suits (keys ``ky``, ``kz``) complete: the
+    waits of that suit alone (:func:`wait_part`), for each rank whose removal leaves the suit with waits.
+
+    The answer is a function of ``(s, ks, _facts(ky, kz), highest)``, as a part's: memoized per ruleset
+    (bounded).  The options are immutable: shared by the answers that list them.
+    """
+    facts = _facts(ky, kz)
+    key = ((ks * 512 + facts) * 4 + s) * 2 + highest
+    memo = ctx.suit_options
+    found = memo.get(key)
+    if found is None:
+        out = []
+        base = 9 * s
+        for r in (DISCARD_MEMO.get(ks) or suit_discards(ks))[0]:
+            part = wait_part(ctx, s, ks - POW5[r], r, facts, ky, kz)
+            if part is not None:
+                waits, remaining, hi, lo = part
+                dajiao = hi if highest else lo
+                out.append(((-remaining, -dajiao[1], base + r),
+                            DiscardOption._of(TILES[base + r], waits, remaining, dajiao)))
+        found = tuple(out)
+        if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
+            memo.clear()
+        memo[key] = found
+    return found
 
 
 _FACTS = TRIP | YAO
@@ -374,19 +561,28 @@ def _facts(ky: int, kz: int) -> int:
             | (0 if ky or kz else 128) | (256 if ky in EVEN_KEYS and kz in EVEN_KEYS else 0))
 
 
-def _with_pair_wait(waits: tuple, keys: tuple, d: int, t: int, ctx: _Ctx) -> tuple:
-    """``waits`` of the 13 left by discarding tile ``d``, with seven pairs' wait ``t`` (the 13's one odd
-    count) added unless all four copies are held or it is a wait already, in tile order."""
-    held = keys[t // 9] // POW5[t % 9] % 5  # (the 14's copies)
+def _with_pair_wait(waits: tuple, keys: tuple, d: int, t: int, ctx: FanContext) -> tuple:
+    """``waits`` of the 13 left by discarding tile ``d`` from 14 (keys ``keys``), with seven pairs' wait
+    ``t`` (the 13's one odd count) added as :func:`_pair_wait` adds it (held: the 14's copies)."""
+    k13 = list(keys)
+    k13[d // 9] -= POW5[d % 9]
+    return _pair_wait(waits, k13, t, keys[t // 9] // POW5[t % 9] % 5, ctx)
+
+
+def _pair_wait(waits: tuple, k13, t: int, held: int, ctx: FanContext) -> tuple:
+    """``waits`` of 13 concealed tiles (keys ``k13``) with seven pairs' wait ``t`` (their one odd count)
+    added unless all four copies are held (``held``: the copies counted as seen) or it is a wait
+    already, in tile order: the same tuple when nothing is added."""
     if held >= 4:
         return waits
     for w in waits:
         if w[0].index == t:
             return waits
-    k13 = list(keys)
-    k13[d // 9] -= POW5[d % 9]
-    k13[t // 9] += POW5[t % 9]
-    raw, patterns, fan, points, capped = discard_value(k13[0], k13[1], k13[2], 14, NO_MELDS, ctx)
+    s = t // 9
+    add = POW5[t % 9]
+    raw, patterns, fan, points, capped = discard_value(
+        k13[0] + add if s == 0 else k13[0], k13[1] + add if s == 1 else k13[1], k13[2] + add if s == 2 else k13[2],
+        14, NO_MELDS, ctx)
     wait = _record(Wait, (TILES[t], fan, points, patterns, 4 - held, raw, capped))
     return tuple(sorted(waits + (wait,), key=_tile_index)) if waits else (wait,)
 
@@ -410,7 +606,7 @@ def _ranked_option(d: int, waits: tuple, highest: bool) -> tuple:
 _MISSING = object()
 
 
-def wait_part(ctx: _Ctx, x: int, kx: int, dr: int, facts: int, ky: int, kz: int) -> tuple | None:
+def wait_part(ctx: FanContext, x: int, kx: int, dr: int, facts: int, ky: int, kz: int) -> tuple | None:
     """``(waits, remaining, highest 大叫, lowest 大叫)`` of the waits in suit ``x`` of 13 concealed
     tiles whose two other suits (keys ``ky``, ``kz``) are complete, for a ruleset with no extra but 根
     (None: no wait, every one held four times).
@@ -459,24 +655,24 @@ def _candidates(hand: Hand) -> list[int]:
     a suit key); seven pairs need exactly one odd count among the 13 left.
     """
     k0, k1, k2 = hand.keys
-    c0, w0, o0 = _INFO.get(k0) or suit_info(k0)
-    c1, w1, o1 = _INFO.get(k1) or suit_info(k1)
-    c2, w2, o2 = _INFO.get(k2) or suit_info(k2)
+    c0, w0, o0 = INFO_MEMO.get(k0) or suit_info(k0)
+    c1, w1, o1 = INFO_MEMO.get(k1) or suit_info(k1)
+    c2, w2, o2 = INFO_MEMO.get(k2) or suit_info(k2)
     found: list[int] = []
     if k0:
-        waiting, whole = _DISCARD.get(k0) or suit_discards(k0)
+        waiting, whole = DISCARD_MEMO.get(k0) or suit_discards(k0)
         if c1 and c2:
             found += waiting
         if whole and (w1 and c2 or w2 and c1):
             found += whole
     if k1:
-        waiting, whole = _DISCARD.get(k1) or suit_discards(k1)
+        waiting, whole = DISCARD_MEMO.get(k1) or suit_discards(k1)
         if c0 and c2 and waiting:
             found += [9 + r for r in waiting]
         if whole and (w0 and c2 or w2 and c0):
             found += [9 + r for r in whole]
     if k2:
-        waiting, whole = _DISCARD.get(k2) or suit_discards(k2)
+        waiting, whole = DISCARD_MEMO.get(k2) or suit_discards(k2)
         if c0 and c1 and waiting:
             found += [18 + r for r in waiting]
         if whole and (w0 and c1 or w1 and c0):

@@ -17,7 +17,7 @@ from .fan import is_win
 from .hand import Hand, Problem, hand_problems, parse_hand, require_in_play
 from .ruleset import Ruleset
 from .tiles import SUITS
-from .ting import _visible
+from .ting import visible_counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,7 @@ def validate(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
     """
     hand = parse_hand(hand)
     rules = Ruleset.from_spec(ruleset)  # the rules of §2 do not vary, but a bad ruleset is still an error
-    visible_tiles = _visible(visible)[1]
+    visible_tiles = visible_counts(visible)[1]
     require_in_play(hand, rules.players, visible_tiles)  # three players: a 万 tile or a void is bad input (§14)
     problems = hand_problems(hand, visible_tiles)
     return Validation(

@@ -44,10 +44,18 @@ class IdempotencyMismatch(StoreError):
     code = "idempotency_key_reused"
 
 
+CONFLICT_CODES = ("table_full", "table_finished", "round_in_progress", "void_conflict", "already_voided",
+                  "not_voidable", "table_deleted", "idempotency_key_expired")
+"""Every code a :class:`Conflict` may carry."""
+
+
 class Conflict(StoreError):
-    """409: the table's state forbids the change (a void others depend on, a full log, ...)."""
+    """409: the table's state forbids the change (a void others depend on, a full log, ...); its ``code``
+    is one of :data:`CONFLICT_CODES`."""
 
     def __init__(self, code: str, message: str, **context: Any) -> None:
+        if code not in CONFLICT_CODES:
+            raise ValueError(f"not a conflict code: {code!r}")
         super().__init__(message, **context)
         self.code = code
 

@@ -346,9 +346,11 @@ if a.message then redis.call(a.publish, KEYS[6], a.message) end
 return {'ok', version + 1, remaining, reset}
 """
 
-# FINISH: mark a table finished (read-only from then on), if its log is still at the version checked.
-# KEYS: meta, state, log
-# ARGV[1] the version the table was checked at (no round in progress), ARGV[2] the time (ISO 8601)
+# FINISH: mark a table finished (read-only from then on), if its log is still at the version checked;
+# its streams are told (the message: {"finished_at": at}).
+# KEYS: meta, state, log, the table's channel
+# ARGV[1] the version the table was checked at (no round in progress), ARGV[2] the time (ISO 8601),
+# ARGV[3] the message, ARGV[4] PUBLISH or SPUBLISH
 # returns {"ok", at} | {"finished", at} (it already was: when) | {"conflict"} | {"missing"}
 FINISH = """
 if redis.call('EXISTS', KEYS[2]) == 0 then return {'missing'} end
@@ -356,6 +358,7 @@ local done = redis.call('HGET', KEYS[1], 'finished')
 if done then return {'finished', done} end
 if redis.call('LLEN', KEYS[3]) ~= tonumber(ARGV[1]) then return {'conflict'} end
 redis.call('HSET', KEYS[1], 'finished', ARGV[2])
+redis.call(ARGV[4], KEYS[4], ARGV[3])
 return {'ok', ARGV[2]}
 """
 

@@ -470,8 +470,8 @@ class TableStore:
         items = codec.read_records(raw[:limit], after + 1)
         for it in items:
             it["voided"] = it["seq"] in voided
-        nxt = items[-1]["seq"] if len(raw) > limit else None
-        return {"events": items, "next": nxt}
+        nxt = str(items[-1]["seq"]) if len(raw) > limit else None
+        return {"events": items, "next": nxt, "version": int(codec.read_state(state)["version"]) if state else 0}
 
     # -- the live stream's reads --------------------------------------------------------------
     def streamed(self, record: Mapping[str, Any], st: TableState, voided: bool) -> dict:
@@ -589,8 +589,11 @@ class TableStore:
                     raise Conflict("round_in_progress", f"round {view['number']} is still being played: end it "
                                    "(round_end) or void its events before finishing the table",
                                    current=loaded.version)
-                res = self._run(self._finish, [keys.meta(table_id), keys.state(table_id), keys.log(table_id)],
-                                [loaded.version, _now()], wrote=lambda res: res[0] == b"ok")
+                at = _now()
+                res = self._run(self._finish, [keys.meta(table_id), keys.state(table_id), keys.log(table_id),
+                                               keys.channel(table_id)],
+                                [loaded.version, at, codec.dumps({"finished_at": at}), self.publish_command],
+                                wrote=lambda res: res[0] == b"ok")
                 if res[0] == b"missing":
                     raise TableNotFound(f"no table {table_id!r}")
                 if res[0] == b"conflict":

@@ -25,7 +25,7 @@ import { endActions } from './end.js';
 const store = createStore(initialState(getLang()), transitions);
 const S = () => store.state;
 const dispatch = (name, payload) => store.dispatch(name, payload);
-const fx = { live: null, outbox: null, qrAsked: false, seatAsked: false, returnFocus: null, dialogSeq: 0, toastTimer: null };
+const fx = { live: null, outbox: null, qrAsked: false, seatAsked: false, returnFocus: null, dialogSeq: 0, toastTimer: null, drawn: {} };
 
 // -- storage (the phone keeps its tables, the last view and log of each, its seat, the language) --
 const saved = {
@@ -155,7 +155,9 @@ const A = {
         text: t('dup_q', { what }), confirmLabel: t('dup_again'), cancelLabel: t('dup_no') } });
       return undefined;
     }
-    send({ path: tablePath(s.table.id, '/events'), body, label: describe(body, s.view.players, s.view.round ? s.view.round.number : null) });
+    const n = s.view.round ? s.view.round.number : null;
+    const number = body.type === 'round_start' ? (n || 0) + 1 : n; // (a round start: of the next round)
+    send({ path: tablePath(s.table.id, '/events'), body, label: describe(body, s.view.players, number) });
     return true;
   },
   answer(form) {
@@ -280,6 +282,7 @@ function leaveTable() {
   fx.outbox = null;
   fx.qrAsked = false;
   fx.seatAsked = false;
+  fx.endShown = false;
 }
 
 async function loadRulesets(again) {
@@ -376,7 +379,7 @@ function openTable(id, token, read) {
       onRefused: (item, err) => {
         if (fx.outbox !== outbox) return;
         refused(item, err);
-        if (fx.live) fx.live.refresh();
+        if (fx.live) fx.live.refresh({ fresh: err.code === 'table_finished' }); // (its version says nothing of it)
       },
     });
     fx.outbox = outbox;
@@ -414,12 +417,13 @@ function refused(item, err) {
     toast(t('dup_kong', { what: `#${dup.seq} ${describe(dup, s.view.players)}` }));
     return;
   }
+  if (err.code === 'table_finished') dispatch('table/finished', null); // (another phone finished it: the end screen follows)
   if (err.status === 412) {
     setDrafts([...S().drafts, { key: item.key, path: item.path, body: item.body, label: item.label, at: Date.now() }]);
     toast(dup ? t('dup_q', { what: `#${dup.seq} ${describe(dup, s.view.players)}` }) : t('err.stale_draft'));
     return;
   }
-  toast(`${item.label || ''}: ${errorText(err)}`);
+  toast(item.label ? `${item.label}${t('label_sep')}${errorText(err)}` : errorText(err));
 }
 
 async function showQr() {
@@ -439,7 +443,8 @@ async function finishTable() {
   const s = S();
   try {
     const res = await call('POST', tablePath(s.table.id, '/finish'), { token: s.table.token });
-    dispatch('table/finished', (res.data && res.data.finished_at) || new Date().toISOString());
+    dispatch('table/finished', (res.data && res.data.finished_at) || null);
+    if (fx.live) fx.live.refresh({ fresh: true });
     A.openSummary();
   } catch (e) {
     toast(errorText(e));
@@ -555,6 +560,19 @@ function effects(s, prev) {
     if (!prev.view || prev.view.players !== s.view.players) remember({ id: tableId, players: s.view.players });
   }
   if (s.records !== prev.records && s.records.length) saved.set(`mj.log.${tableId}`, s.records.slice(-LOG_KEPT));
+  // the end screen's picture: drawn for the summary shown, in the phone's language
+  if (s.route === 'end' && s.summary && (fx.drawn.summary !== s.summary || fx.drawn.lang !== s.lang)) {
+    fx.drawn = { summary: s.summary, lang: s.lang };
+    A.drawPicture();
+  }
+  // a finished table (opened so, finished here, or learnt from the server): the end screen, once;
+  // from there 看各局记录 comes back to the table, which then stays
+  const finished = !!(s.finished || (s.view && s.view.finished_at));
+  if (finished && s.route === 'end') fx.endShown = true;
+  else if (finished && s.route === 'table' && !fx.endShown) {
+    fx.endShown = true;
+    setTimeout(() => { if (S().route === 'table' && S().table && S().table.id === tableId) A.openSummary(); });
+  }
   if (s.route !== 'table') return;
   // what the current round's records paid, whenever they change
   if (s.view && (s.records !== prev.records || s.view.round !== (prev.view && prev.view.round))) currentTransfers();
@@ -562,7 +580,7 @@ function effects(s, prev) {
   // the QR code of a new table, at once
   if (s.showShare && s.table.token && s.view && !s.view.round && !s.qr && !fx.qrAsked) setTimeout(showQr);
   // a phone that joins asks once which seat is its own
-  if (s.table.token && s.view && s.mySeat == null && !fx.seatAsked && !s.dialog) {
+  if (s.table.token && s.view && !finished && s.mySeat == null && !fx.seatAsked && !s.dialog) {
     fx.seatAsked = true;
     setTimeout(() => { if (S().mySeat == null && !S().dialog && S().route === 'table') A.openDialog('whoAmI'); });
   }

@@ -29,6 +29,7 @@ export function renderEnd(s, A, top) {
         A.canShareFiles() ? t('share_pic') : t('save_pic')),
       h('button', { type: 'button', testid: 'copy-text', onclick: () => A.copyText() }, t('copy_text')),
       s.table && s.table.token ? h('button', { type: 'button', class: 'primary', testid: 'again', onclick: () => A.again() }, t('again')) : null,
+      h('button', { type: 'button', testid: 'end-rounds', onclick: () => A.tableScreen() }, t('end_rounds')),
       h('button', { type: 'button', testid: 'home', onclick: () => A.home() }, t('home'))),
     h('pre', { class: 'end-text', testid: 'end-text' }, summaryText(sum)))];
 }
@@ -54,6 +55,7 @@ export function paint(drawing, scale = 2) {
 // the end screen's actions (effects: requests, the canvas, sharing, the clipboard)
 export function endActions({ S, dispatch, toast, errorText, saved, createTable, openCreated }) {
   let blob = null;
+  let drawn = 0; // (the drawings asked for)
   const actions = {
     canShareFiles: () => {
       try {
@@ -72,11 +74,22 @@ export function endActions({ S, dispatch, toast, errorText, saved, createTable, 
         const kept = saved.get(`mj.summary.${s.table.id}`, null); // (offline: the one this phone had)
         if (kept) dispatch('summary/loaded', kept);
         else toast(t('summary_failed') + errorText(e));
-        if (!kept) return;
       }
-      const drawing = summaryDrawing(S().summary, { width: 360 });
-      blob = await paint(drawing);
-      if (blob) dispatch('end/picture', { url: URL.createObjectURL(blob), width: drawing.width, height: drawing.height, size: blob.size });
+    },
+    // the picture of the summary shown, in the phone's language: drawn again when either changes
+    // (app.js calls it then); the last one asked for wins, the one it replaces is let go
+    async drawPicture() {
+      const sum = S().summary;
+      if (!sum) return;
+      const seq = ++drawn;
+      const lang = S().lang;
+      const drawing = summaryDrawing(sum, { width: 360 });
+      const b = await paint(drawing);
+      if (seq !== drawn || !b || S().summary !== sum) return;
+      const old = S().picture;
+      blob = b;
+      dispatch('end/picture', { url: URL.createObjectURL(b), width: drawing.width, height: drawing.height, size: b.size, lang });
+      if (old) URL.revokeObjectURL(old.url);
     },
     async sharePicture() {
       if (!blob) return;
@@ -114,8 +127,12 @@ export function endActions({ S, dispatch, toast, errorText, saved, createTable, 
       const body = { players: view.players.slice(), ruleset: view.ruleset };
       if (known.created && known.created.stakes) body.stakes = known.created.stakes;
       const tb = await createTable(body, () => {});
-      if (tb) openCreated(tb, body);
+      if (!tb) return;
+      if (s.mySeat != null) saved.set(`mj.seat.${tb.id}`, s.mySeat); // (the same phone, the same seat: not asked again)
+      openCreated(tb, body);
     },
+    // back to the table (its rounds and history), from the end screen
+    tableScreen: () => { location.hash = location.hash.replace(/^#/, '').replace(/&end=1/, ''); },
     home: () => { location.hash = ''; },
   };
   return actions;

@@ -22,6 +22,13 @@
 //     moved; the stream is tried again every STREAM_AGAIN_MS (at once when the page becomes
 //     visible or the browser says it is online again).
 //
+// A finished table (POST …/finish, from any phone) puts no record on the stream and leaves the
+// view's version — its ETag — as it was, so neither the stream nor a conditional GET would ever
+// tell. While no round is being played (the only time a table can be finished) and the page is
+// visible, the phone therefore GETs the view without If-None-Match every FINISH_CHECK_MS (and as
+// the page becomes visible again) until it says `finished_at`; so does a write refused with 409
+// `table_finished` (refresh({fresh: true})). Between rounds that is 6 reads a minute a phone.
+//
 // Rate limits (per table, by default 600 reads and 120 events a minute): the stream itself is
 // one long request and not a read; streaming, a phone reads at most 60000 / REFRESH_GAP_MS = 60
 // times a minute, and only while records arrive; polling, 60000 / POLL_MS = 40 conditional GETs a
@@ -36,6 +43,7 @@ const REFRESH_GAP_MS = 1000;
 const RETRY_MS = 3000, MAX_RETRY_MS = 10000;   // reconnecting a dropped stream (the server's `retry:` first)
 const STALL_MS = 40000;                         // the server comments every 15 s at most
 const STREAM_AGAIN_MS = 60000;                  // polling: the stream is tried again this often
+const FINISH_CHECK_MS = 10000;                  // between rounds: has another phone finished the table?
 const EVENTS_PAGE = 500, ROUNDS_PAGE = 100; // (the server's largest pages: 500 and 500)
 
 // ended rounds a view implies: its round's number (or the one before while it is played)
@@ -66,11 +74,21 @@ export class TableLive {
     this.onOnline = () => this.wakeUp(true);
     document.addEventListener('visibilitychange', this.onVisible);
     window.addEventListener('online', this.onOnline);
+    this.finishTimer = setInterval(() => this.checkFinished(), FINISH_CHECK_MS);
     this.run();
+  }
+
+  // between rounds, on a visible page: a GET of the view that a 304 cannot answer (see the top)
+  checkFinished() {
+    const v = this.view;
+    if (this.stopped || this.fullVersion == null || !v || v.finished_at || (v.round && v.round.status === 'playing')) return null;
+    if (typeof document !== 'undefined' && document.visibilityState === 'hidden') return null;
+    return this.refresh({ fresh: true });
   }
 
   stop() {
     this.stopped = true;
+    clearInterval(this.finishTimer);
     for (const t of this.timers) clearTimeout(t);
     if (this.abort) this.abort.abort();
     if (this.wake) this.wake();
@@ -101,6 +119,7 @@ export class TableLive {
   // the page is visible again, or the network is back: don't wait for the next try
   wakeUp(now) {
     if (!now || this.stopped) return;
+    this.checkFinished();
     if (this.mode === 'stream' && Date.now() - this.heard > 20000 && this.abort) this.abort.abort(); // maybe dead after a sleep
     else if (this.mode === 'connecting' && this.wake) this.wake();
     else if (this.mode === 'poll') { this.refresh(); if (this.wake) this.wake(); } // and the stream again
@@ -118,7 +137,11 @@ export class TableLive {
     return slot.promise;
   }
 
-  refresh() { return this.once('view', () => this.fetchView()); }
+  // fresh: without If-None-Match (a change the version does not show: the table finished)
+  refresh({ fresh = false } = {}) {
+    if (fresh) this.fresh = true;
+    return this.once('view', () => this.fetchView());
+  }
   catchUp() { return this.once('events', () => this.fetchEvents()); }
 
   // at most one view GET every REFRESH_GAP_MS while records stream in (the first at once)
@@ -146,7 +169,9 @@ export class TableLive {
     const have = whole ? (this.view.rounds || []).filter((r) => !r.local) : []; // (not the ones made up from records)
     const path = (after) => tablePath(this.id, `?rounds_after=${after}&rounds_limit=${ROUNDS_PAGE}`);
     try {
-      const headers = whole ? { 'If-None-Match': `"${this.fullVersion}"` } : {};
+      const fresh = whole && this.fresh;
+      const headers = whole && !fresh ? { 'If-None-Match': `"${this.fullVersion}"` } : {};
+      this.fresh = false;
       const res = await call('GET', path(have.length ? have[have.length - 1].number : 0), { token: this.token, headers, timeout: 10000 });
       this.answered = true;
       this.onStatus(true, null);
@@ -167,6 +192,7 @@ export class TableLive {
       }
       view.rounds = list;
       view.rounds_next = null;
+      if (fresh && view.version === this.fullVersion && !view.finished_at && !this.view.finished_at) return; // (what a 304 would say)
       this.fullVersion = view.version;
       if (this.view && this.view.version > view.version) { // a record seen on the stream is newer
         const last = view.rounds.length ? view.rounds[view.rounds.length - 1].number : 0;

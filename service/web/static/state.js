@@ -94,7 +94,9 @@ export const transitions = {
   'round/details': (s, { n, details }) => set(s, { details: { ...s.details, [n]: details } }),
 
   // -- the end of the evening ------------------------------------------------------------------
-  'table/finished': (s, finishedAt) => set(s, { finished: finishedAt, view: s.view ? { ...s.view, finished_at: finishedAt } : s.view }),
+  // (finishedAt null: finished, when not known yet — a write refused with 409 table_finished)
+  'table/finished': (s, finishedAt) => set(s, { finished: finishedAt || s.finished || true,
+    view: s.view && finishedAt ? { ...s.view, finished_at: finishedAt } : s.view }),
   'summary/loaded': (s, summary) => set(s, { summary, finished: summary && summary.finished_at ? summary.finished_at : s.finished }),
   'end/picture': (s, picture) => set(s, { picture }),
 

@@ -128,7 +128,7 @@ function renderTable(s, A) {
   const finished = !!(s.finished || view.finished_at);
   const shareFirst = s.showShare && !round && !finished;
   const board = renderBoard(s);
-  const actions = s.table.token ? actionBar(s, A, playing, finished) : null;
+  const actions = s.table.token || finished ? actionBar(s, A, playing, finished) : null; // (an onlooker: the summary only)
   return [
     top(s, A, presetName(view.ruleset.preset)),
     h('main', { class: 'page', key: 'table' },

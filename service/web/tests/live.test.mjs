@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TableLive } from '../static/live.js';
+import { fetchReplies } from './setup.mjs';
 
 function live(view, records = []) {
   const got = { views: [], records: [] };
@@ -46,4 +47,28 @@ test('round_end on the stream: the round ended and listed with the rounds', () =
   const v = got.views.at(-1);
   assert.equal(v.round.status, 'ended');
   assert.deepEqual(v.rounds.map((r) => [r.number, r.deltas, r.local]), [[1, [-12, -12, 36, -12], true]]);
+});
+
+// a finished table keeps its version (its ETag): only a GET without If-None-Match tells
+test('between rounds the view is read without If-None-Match until it says finished_at; not while a round is played', async () => {
+  const ended = { ...VIEW, version: 4, round: { ...VIEW.round, status: 'ended' }, rounds: [{ number: 1, status: 'ended', deltas: [0, 0, 0, 0] }] };
+  const views = [];
+  const l = new TableLive({ id: 't', token: 'k', view: ended, onView: (v) => views.push(v), onRecords() {}, onStatus() {} });
+  l.fullVersion = 4;
+  const calls = fetchReplies([{ status: 304 }, { status: 200, body: { ...ended, rounds: [], rounds_next: null, finished_at: null } },
+    { status: 200, body: { ...ended, rounds: [], rounds_next: null, finished_at: '2026-03-01T23:41:07Z' } }]);
+  await l.refresh();
+  assert.equal(calls[0].headers['If-None-Match'], '"4"'); // (the usual read: 304, nothing new)
+  await l.checkFinished();
+  assert.equal(calls[1].headers['If-None-Match'], undefined);
+  assert.equal(views.length, 0); // (not finished: nothing new, nothing drawn again)
+  await l.checkFinished();
+  assert.equal(calls.length, 3);
+  assert.equal(calls[2].headers['If-None-Match'], undefined);
+  assert.equal(views.at(-1).finished_at, '2026-03-01T23:41:07Z');
+  assert.deepEqual(views.at(-1).rounds.map((r) => r.number), [1]);
+  assert.equal(l.checkFinished(), null); // finished: nothing more to ask
+  l.view = { ...ended, round: { ...ended.round, status: 'playing' } };
+  assert.equal(l.checkFinished(), null); // a round being played: it cannot be finished
+  assert.equal(calls.length, 3);
 });

@@ -128,3 +128,14 @@ test('a record of the log read at start-up counts from its own time', () => {
   store.dispatch('records/changed', { records: [old], now: Date.now(), initial: true });
   assert.equal(recentDuplicate(store.state, { type: 'kong', seat: 1, kind: 'concealed', tile: '5s' }, Date.now()), null);
 });
+
+test('a table finished: known from the server, or only from a refusal (its time not known yet)', () => {
+  const st = fresh();
+  st.dispatch('route/table', { id: 't', token: 'k', view: VIEW });
+  st.dispatch('table/finished', null);
+  assert.equal(!!st.state.finished, true);
+  assert.equal(st.state.view.finished_at, undefined);
+  st.dispatch('table/finished', '2026-03-01T23:41:07Z');
+  assert.equal(st.state.finished, '2026-03-01T23:41:07Z');
+  assert.equal(st.state.view.finished_at, '2026-03-01T23:41:07Z');
+});
