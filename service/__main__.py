@@ -280,6 +280,10 @@ def check_tables(ids: Sequence[str], repair: bool) -> int:
                     report = {"id": table_id, "ok": False, "repaired": False, "error": "no such table"}
                 except EventError as exc:
                     report = {"id": table_id, "ok": False, "repaired": False, "error": str(exc)}
+                except (ValueError, KeyError, TypeError, IndexError) as exc:  # not this version's stored format
+                    report = {"id": table_id, "ok": False, "repaired": False,
+                              "error": f"stored in a format this version does not read ({type(exc).__name__}): "
+                                       "delete the table"}
                 bad += not (report["ok"] or report["repaired"])
                 print(json.dumps(report, ensure_ascii=False), flush=True)
     except (ConfigError, StartupError) as exc:

@@ -262,7 +262,7 @@ class GunicornApp(BaseApplication):
             app = WholeBody(app, float(self.settings.request_timeout), int(self.settings.max_body_bytes))
         # Everything loaded so far (the shape tables, the app) lives as long as the
         # worker: move it out of the cyclic GC's reach, or every full collection
-        # walks it (~20 ms, straight into the tail latency).
+        # walks it, straight into the tail latency (docs/performance.md).
         gc.collect()
         gc.freeze()
         return app

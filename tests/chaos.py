@@ -1,8 +1,8 @@
 """Load and crash test of the table log, with a Jepsen-style checker (loopback only).
 
-    python bench/chaos.py [--tables 200] [--clients 16] [--duration 60] [--faults]
-    python bench/chaos.py --topology cluster|sentinel [--instances 2] [--min-replicas 1] --failover
-    python bench/chaos.py --topology cluster --shared [--instances 2]
+    python tests/chaos.py [--tables 200] [--clients 16] [--duration 60] [--faults]
+    python tests/chaos.py --topology cluster|sentinel [--instances 2] [--min-replicas 1] --failover
+    python tests/chaos.py --topology cluster --shared [--instances 2]
 
 Starts a private redis-server (AOF, ``appendfsync always``) and ``python -m
 service serve`` (2 workers), creates ``--tables`` tables and lets ``--clients``

@@ -1,6 +1,6 @@
 """Hostile input: schemathesis over the running service (loopback only, bounded).
 
-    python bench/fuzz.py [--examples 150] [--scenarios 300] [--steps 12]
+    python tests/fuzz.py [--examples 150] [--scenarios 300] [--steps 12]
 
 Starts a private redis-server and ``python -m service serve``, loads the
 OpenAPI document it serves, and runs

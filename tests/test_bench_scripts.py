@@ -1,8 +1,8 @@
-"""The benchmark scripts still run, at tiny sizes, and print what the README reads off them.
+"""The benchmark scripts still run, at tiny sizes, and print what docs/performance.md reads off them.
 
-The figures in the README's "Performance" section come from these commands; a
-script that no longer runs, or prints a line without the fields the README
-quotes, would leave those figures without a way to check them.  The sizes here
+The figures of docs/performance.md come from these commands; a script that no
+longer runs, or prints a line without the fields the page quotes, would leave
+those figures without a way to check them.  The sizes here
 are too small to say anything about speed (no test here times anything): what
 is checked is that each script runs to the end on its own Redis and servers,
 and what its lines must hold whatever the machine (no request failed, the

@@ -1,4 +1,4 @@
-"""Short CI versions of the load and crash runs of bench/chaos.py (the long runs are in the README).
+"""Short CI versions of the load and crash runs of tests/chaos.py (the long runs: docs/performance.md).
 
 Each starts a real redis-server and ``python -m service serve`` (2 workers) on loopback.
 """

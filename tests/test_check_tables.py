@@ -88,3 +88,16 @@ def test_check_tables_survives_tables_vanishing_mid_scan(redis_url, monkeypatch,
     assert len(lines) == 3 and lines[0] == {"id": checked[0], "version": 0, "ok": True, "repaired": False,
                                             "balances": [0, 0, 0, 0]}
     assert all(line["skipped"] for line in lines[1:])
+
+
+def test_a_table_in_a_format_this_version_does_not_read_is_reported_not_a_traceback(redis_url, monkeypatch, capsys):
+    from service.__main__ import check_tables
+
+    store = TableStore(redis.Redis.from_url(redis_url))
+    t = store.create(["东", "南", "西", "北"], None).id
+    store.append(t, {"type": "round_start"})
+    redis.Redis.from_url(redis_url).rpush(keys.log(t), b'{"seq": 2, "type": "round_end"}')  # an earlier form
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    assert check_tables([t], repair=False) == 1
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["id"] == t and not report["ok"] and "format" in report["error"]

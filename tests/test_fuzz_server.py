@@ -1,7 +1,7 @@
 """A short version of bench/fuzz.py: schemathesis over a real running service.
 
 Stateless cases for every operation plus stateful scenarios that follow the
-document's links through real tables (the long run, ≥ 5,000 cases, is in the README).
+document's links through real tables (the long run, ≥ 5,000 cases: docs/performance.md).
 """
 
 from __future__ import annotations

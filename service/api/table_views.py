@@ -298,7 +298,8 @@ def delete_table(table_id):
 @blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}},
                                                "Location": {"schema": {"type": "string"}}})
 @blp.problems(400, NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE,
-              (409, "the table is full (`table_full`, with `version`)"),
+              (409, "the table is full (`table_full`, with `version`; a void or a round's end still fits) or "
+                    "finished (`table_finished`)"),
               (412, "If-Match names another version (`version_mismatch`, with `version`)"),
               413, 415,
               (422, "the event breaks its schema (`bad_event`, with `errors`) or the rules for the round as it "
@@ -417,7 +418,8 @@ def _with_etag(response: Response, version: int, if_none_match: str | None) -> R
 @blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, (404, "no such table or event (`table_not_found`, "
                                                      "`event_not_found`)"),
               (409, "a later event depends on it (`void_conflict`, with `event`), it is already voided "
-                    "(`already_voided`), it is a void itself (`not_voidable`), or the table is full (`table_full`)"),
+                    "(`already_voided`), it is a void itself (`not_voidable`), the table is full (`table_full`) or "
+                    "finished (`table_finished`)"),
               (412, "If-Match names another version (`version_mismatch`, with `version`)"),
               (422, "a malformed If-Match or Idempotency-Key (`invalid_input`), or an Idempotency-Key used with "
                     "another request (`idempotency_key_reused`)"),
@@ -456,7 +458,8 @@ def document(api) -> None:
 
     from .schemas import EVENT_SCHEMAS
 
-    union("Event", EVENT_SCHEMAS, "A round event (docs/events.md): checked by the rules against the round as it stands.")
+    union("Event", EVENT_SCHEMAS, "A round event (docs/api.md, the events): checked by the rules against the round as it "
+                            "stands.")
     union("TableEvent", ts.TABLE_EVENT_SCHEMAS,
           "An event of a table: a round event, round_start, round_end or buy_in (with stakes, between rounds).")
     union("LogRecord", ts.LOG_RECORD_SCHEMAS, "A record of a table's log, as GET /v1/tables/{table_id}/events "
