@@ -1,36 +1,30 @@
 """The committed openapi.yaml passes a real OpenAPI linter and generates TypeScript types cleanly.
 
 The tools come from ``tools/openapi/package.json`` (pinned by its ``package-lock.json``): the
-session fixture runs ``npm ci`` there when they are missing, so a fresh clone needs nothing
-installed by hand but Node.js and npm (as CI's machine has).
+session fixture runs ``npm ci`` there when one is missing or at another version
+(:mod:`tests.node_tools`), so a fresh clone needs nothing installed by hand but Node.js and npm.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests import node_tools
+
 pytestmark = pytest.mark.slow  # (long: generated clients, fuzzing or a state machine)
 
 ROOT = Path(__file__).resolve().parent.parent
-TOOLS = ROOT / "tools" / "openapi"
-BIN = TOOLS / "node_modules" / ".bin"
+TOOLS = node_tools.TOOLS
 DOCUMENT = ROOT / "openapi.yaml"
 
 
 @pytest.fixture(scope="session")
 def npm_tools() -> Path:
-    if not (BIN / "redocly").exists() or not (BIN / "openapi-typescript").exists():
-        npm = shutil.which("npm")
-        assert npm, "npm is needed to install the OpenAPI linter (tools/openapi/package.json)"
-        run = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=TOOLS,
-                             capture_output=True, text=True, timeout=900)
-        assert run.returncode == 0, run.stdout + run.stderr
-    return BIN
+    return node_tools.installed()
 
 
 def test_redocly_lint_finds_nothing(npm_tools):

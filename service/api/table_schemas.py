@@ -345,6 +345,29 @@ LOG_RECORD_SCHEMAS: dict[str, type[ma.Schema]] = {
 }
 
 
+class _Streamed(ma.Schema):
+    """What the live stream adds to a record: the table after it."""
+
+    version = fields.Integer(required=True, metadata={"description": "the table's version after it"})
+    balances = fields.List(fields.Integer(), required=True, metadata={"description": "each seat's balance after it"})
+    coins = _Coins("(with stakes) each seat's bankroll after it")
+
+
+def _streamed(record: type[ma.Schema], **extra: Any) -> type[ma.Schema]:
+    """``record`` as the stream sends it, a schema of its own (``Stream<record>``): a generated client
+    gets one flat type per kind, not an intersection with the log's union."""
+    return type(f"Stream{record.__name__}", (_Streamed, record), extra)
+
+
+_BUY_IN_STREAMED = {  # a buy-in's own coins bought travel as `amount`: `coins` is the bankrolls
+    "coins": _Coins("each seat's bankroll after it", required=True),
+    "amount": fields.Integer(required=True, metadata={"description": "the coins bought"}),
+}
+STREAM_RECORD_SCHEMAS: dict[str, type[ma.Schema]] = {
+    kind: _streamed(schema, **(_BUY_IN_STREAMED if kind == "buy_in" else {}))
+    for kind, schema in LOG_RECORD_SCHEMAS.items()}
+
+
 class TableSummary(ma.Schema):
     id = fields.String(required=True)
     players = fields.List(fields.String(), required=True)

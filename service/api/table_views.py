@@ -462,17 +462,9 @@ def document(api) -> None:
                             "stands.")
     union("TableEvent", ts.TABLE_EVENT_SCHEMAS,
           "An event of a table: a round event, round_start, round_end or buy_in (with stakes, between rounds).")
-    union("LogRecord", ts.LOG_RECORD_SCHEMAS, "A record of a table's log, as GET /v1/tables/{table_id}/events "
-                                              "lists it.")
-    seats = {"type": "array", "items": {"type": "integer"}}
-    spec.components.schema("StreamRecord", component={
-        "description": "The `data` of an `event: record` frame of the table's stream: the record as the log lists "
-                       "it, with the table's version and balances after it (and its coins with stakes; a buy-in's "
-                       "own coins as `amount`).",
-        "allOf": [{"$ref": "#/components/schemas/LogRecord"}, {
-            "type": "object", "required": ["version", "balances"],
-            "properties": {"version": {"type": "integer"}, "balances": seats, "coins": seats,
-                           "amount": {"type": "integer"}}}]})
+    union("StreamRecord", ts.STREAM_RECORD_SCHEMAS,
+          "The `data` of an `event: record` frame of the table's stream: the record as the log lists it, with "
+          "the table's version and balances after it (and its coins with stakes; a buy-in's own coins as `amount`).")
     spec.components.schema("StreamDeleted", component={
         "type": "object", "required": ["id"], "additionalProperties": False, "properties": {"id": {"type": "string"}},
         "description": "The `data` of `event: deleted` (the table was deleted or expired; the stream ends)."})
