@@ -225,8 +225,8 @@ class ServiceWorker(GeventWorker):
             self.log.info("dropped a client that stopped reading (%s)", (addr or ("",))[0])
             raise StopIteration from None
 
-    def handle_term(self, sig: int, frame: Any) -> None:
-        super().handle_term(sig, frame)
+    def handle_exit(self, sig: int, frame: Any) -> None:  # SIGTERM: stop gracefully
+        super().handle_exit(sig, frame)
         gevent.spawn(self._stop_app)
 
     def handle_quit(self, sig: int, frame: Any) -> None:
@@ -283,11 +283,15 @@ def metrics_dir() -> Iterator[str]:
         return
     path = tempfile.mkdtemp(prefix="mahjong-metrics-")
     os.environ[MULTIPROC_ENV] = path
+    creator = os.getpid()
     try:
         yield path
     finally:
-        os.environ.pop(MULTIPROC_ENV, None)
-        shutil.rmtree(path, ignore_errors=True)
+        # A forked worker leaves through here too (its SystemExit climbs the arbiter's
+        # stack it inherited): only the process that made the directory removes it.
+        if os.getpid() == creator:
+            os.environ.pop(MULTIPROC_ENV, None)
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def run(loader: Callable[[], Any], settings: Settings, **overrides: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -386,3 +387,28 @@ def test_a_finished_table_tells_its_streams_and_they_go_on(pair):
     assert block["event"] == "finished" and json.loads(block["data"]) == {"finished_at": json.loads(raw)["finished_at"]}
     assert next_event(stream, within=1.5)["comments"] == ["keep-alive"]  # (1 s heartbeats: it goes on)
     stream.close()
+
+
+def test_a_reload_ends_the_streams_at_once_and_the_new_workers_serve_everything(tmp_path, redis_server):
+    """SIGHUP: the old worker ends its streams at once (not at the graceful timeout, 10 s) and
+    exits; the new one answers every request, ``/metrics`` included (the metrics directory the
+    workers share outlives the old worker)."""
+    served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url, "STREAM_HEARTBEAT": "1"}, workers=1)
+    try:
+        table = Table(served)
+        table.post(served, event_bodies(2))
+        stream = Stream(served.port, table.id, table.read_token, last_event_id=2)
+        assert stream.status == 200
+        assert stream.next()["comments"]  # the opening comment: the stream is live
+        started = time.monotonic()
+        served.proc.send_signal(signal.SIGHUP)
+        while stream.next() is not None:  # heartbeats until the old worker ends the stream
+            assert time.monotonic() - started < 5, "the stream outlived the reload"
+        for path in ("/healthz", "/metrics"):
+            status, _, body = served.request("GET", path)
+            assert status == 200, body
+        assert table.post(served, event_bodies(3)[2:])[0]["version"] == 3
+    finally:
+        assert served.stop() == 0
+    log = "\n".join(served.log_lines())
+    assert "Traceback" not in log and '"level":"ERROR"' not in log
