@@ -316,8 +316,9 @@ def _suit_part(suit: int, ranks: str) -> tuple | None:
 _EMPTY_PART = ((), _NONE9, 0, 0)
 
 
-def _canonical_hand(text: str) -> Hand | None:
-    """The hand of a string in canonical suit order (:func:`_groups`), else None."""
+def _suit_parts(text: str) -> tuple[tuple, tuple, tuple, str, str, str] | None:
+    """The three suits' parts (:func:`_suit_part`) and rank strings of a hand string in canonical
+    suit order (:func:`_groups`), else None."""
     groups = _groups(text)
     if groups is None:
         return None
@@ -327,6 +328,15 @@ def _canonical_hand(text: str) -> Hand | None:
     part_s = (_PARTS[2].get(s) or _suit_part(2, s)) if s else _EMPTY_PART
     if part_m is None or part_p is None or part_s is None:
         return None
+    return part_m, part_p, part_s, m, p, s
+
+
+def _canonical_hand(text: str) -> Hand | None:
+    """The hand of a string in canonical suit order (:func:`_groups`), else None."""
+    parts = _suit_parts(text)
+    if parts is None:
+        return None
+    part_m, part_p, part_s, m, p, s = parts
     tm, cm, km, hm = part_m
     tp, cp, kp, hp = part_p
     ts, cs, ks, hs = part_s
@@ -343,15 +353,10 @@ def suit_keys(text: str) -> tuple[int, int, int, int] | None:
     >>> suit_keys("1123m55p"), suit_keys("11111m"), suit_keys("5s1m")
     ((32, 1250, 0, 6), None, None)
     """
-    groups = _groups(text)
-    if groups is None:
+    parts = _suit_parts(text)
+    if parts is None:
         return None
-    m, p, s = groups
-    part_m = (_PARTS[0].get(m) or _suit_part(0, m)) if m else _EMPTY_PART
-    part_p = (_PARTS[1].get(p) or _suit_part(1, p)) if p else _EMPTY_PART
-    part_s = (_PARTS[2].get(s) or _suit_part(2, s)) if s else _EMPTY_PART
-    if part_m is None or part_p is None or part_s is None:
-        return None
+    part_m, part_p, part_s, m, p, s = parts
     km = part_m[2]
     kp = part_p[2]
     ks = part_s[2]
