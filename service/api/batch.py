@@ -29,6 +29,8 @@ limited (a request each costs more than a batch item).
 
 from __future__ import annotations
 
+import sys
+
 from flask import Response, current_app, g, request, stream_with_context
 from marshmallow import ValidationError
 from webargs import core
@@ -154,7 +156,9 @@ def run_batch():
 
 
 def _stream() -> Response:
-    request.max_content_length = None  # an NDJSON job has no overall limit: its lines have one
+    # An NDJSON job has no overall limit (its lines have one).  Flask reads None as "the app's
+    # MAX_CONTENT_LENGTH", so the request's own limit is set past any body.
+    request.max_content_length = sys.maxsize
     max_line = int(current_app.config.get("MAX_CONTENT_LENGTH") or 64 * 1024)
     stream, rid = request.stream, g.get("request_id")
 
