@@ -28,6 +28,7 @@ True
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import Any, Callable, Iterator, NamedTuple
 
 from marshmallow import ValidationError
@@ -44,7 +45,6 @@ from .rules.stakes import settle_coins
 log = logging.getLogger("service.batch")
 
 BATCH_PATH = "/v1/batch"
-NDJSON = "application/x-ndjson"
 READ_SIZE = 64 * 1024
 """Bytes asked of a stream at a time (each read is one step of a job: its lines are answered before the next)."""
 
@@ -206,3 +206,32 @@ def answer_piece(lines: list, max_line: int, request_id: str | None = None) -> b
 def count_items(lines: list) -> int:
     """How many results the lines of a piece get (blank lines get none)."""
     return sum(1 for line in lines if isinstance(line, TooLong) or line.strip())
+
+
+def piece_bytes(lines: list) -> int:
+    """How many bytes of the stream the lines of a piece were (their newlines included)."""
+    return sum((line.length if isinstance(line, TooLong) else len(line)) + 1 for line in lines)
+
+
+def run_stream(read: Callable[[int], bytes], max_line: int, jobs: int = 1) -> Iterator[tuple[bytes, int, int]]:
+    """Answer a stream of NDJSON items, piece by piece: (result lines, items answered, bytes read) each.
+
+    With ``jobs`` > 1 the pieces are answered by that many processes and given back in order, with at
+    most ``2 * jobs`` pieces read ahead: memory stays bounded whatever the stream's length.
+    """
+    if jobs <= 1:
+        for lines in pieces(read, max_line):
+            yield answer_piece(lines, max_line), count_items(lines), piece_bytes(lines)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs) as pool:
+        pending: deque = deque()
+        for lines in pieces(read, max_line):
+            pending.append((pool.submit(answer_piece, lines, max_line), count_items(lines), piece_bytes(lines)))
+            if len(pending) >= 2 * jobs:
+                done, items, size = pending.popleft()
+                yield done.result(), items, size
+        while pending:
+            done, items, size = pending.popleft()
+            yield done.result(), items, size

@@ -46,7 +46,7 @@ from .smorest import Blueprint, invalid_input, read_json_body
 
 blp = Blueprint("batch", __name__, url_prefix="/v1", description="Many items in one request, JSON or NDJSON.")
 
-NDJSON = batch.NDJSON
+NDJSON = "application/x-ndjson"
 _SCHEMA = s.BatchRequest()
 
 EXAMPLE = {
