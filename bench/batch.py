@@ -196,6 +196,9 @@ def _job(port: int, lines: list[bytes], n: int, probe, marks: dict | None = None
     pending = sorted((marks or {}).items())
     buf = b""
     head_done = False
+    tail = b""  # the last bytes of the previous read: a marker may be cut across two reads
+    result, success, end = b'{"status":', b'{"status":200', b"\r\n0\r\n\r\n"
+    keep = len(success)
     while True:
         chunk = sock.recv(1 << 20)
         if not chunk:
@@ -208,17 +211,19 @@ def _job(port: int, lines: list[bytes], n: int, probe, marks: dict | None = None
             head, _, chunk = buf.partition(b"\r\n\r\n")
             assert b" 200 " in head.split(b"\r\n")[0], head
             head_done = True
-        # (results are counted by their lines; chunk framing lines hold no b'"status"')
-        count = chunk.count(b'{"status":')
+        # (results are counted by their lines' start; chunk framing lines hold no b'{"status"')
+        window = tail + chunk
+        count = window.count(result) - tail.count(result)
         if count and first is None:
             first = time.perf_counter() - t0
         results += count
-        ok += chunk.count(b'{"status":200')
+        ok += window.count(success) - tail.count(success)
+        tail = window[-keep:]
         while pending and results >= pending[0][0]:
             if probe is not None and out is not None:
                 out[pending[0][1]] = probe()
             pending.pop(0)
-        if chunk.endswith(b"\r\n0\r\n\r\n") and results >= n:
+        if window.endswith(end) and results >= n:
             break
     seconds = time.perf_counter() - t0
     sender.join(timeout=60)
