@@ -122,7 +122,7 @@ class DeadlineReader:
     greenlets get their turn.
 
     A read that does not complete in time raises werkzeug's ``RequestTimeout`` (408), a malformed
-    chunked body its ``BadRequest`` (400); the body is then given up (no read after that returns data)
+    chunked body or a broken connection its ``BadRequest`` (400); the body is then given up (no read after that returns data)
     and its connection is closed once the response is sent (:meth:`ServiceWorker.handle_request`).
     """
 
@@ -149,9 +149,9 @@ class DeadlineReader:
         except RequestTimeout:
             self._give_up()
             raise BodyTimeout(f"a part of the request body did not arrive within {self.timeout:g} s") from None
-        except (http_errors.ParseException, http_errors.NoMoreData) as exc:
+        except (http_errors.ParseException, OSError) as exc:  # (NoMoreData is an OSError: the client left)
             self._give_up()
-            raise BadRequest(f"the request body is malformed: {exc}") from None
+            raise BadRequest(f"the request body is malformed or was cut: {exc}") from None
         gevent.sleep(0)  # (a cooperative yield: the job's reads pace it)
         return data
 
