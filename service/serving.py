@@ -122,8 +122,10 @@ class DeadlineReader:
     greenlets get their turn.
 
     A read that does not complete in time raises werkzeug's ``RequestTimeout`` (408), a malformed
-    chunked body or a broken connection its ``BadRequest`` (400); the body is then given up (no read after that returns data)
-    and its connection is closed once the response is sent (:meth:`ServiceWorker.handle_request`).
+    chunked body or a broken connection its ``BadRequest`` (400); the body is then given up (no read
+    after that returns data) and its connection is closed once the response is sent
+    (:meth:`ServiceWorker.handle_request`).  An app that does not read such a body (a 415, a 401) leaves
+    gunicorn to drop it before the connection's next request, within ``KEEPALIVE`` as for any body.
     """
 
     def __init__(self, raw: Any, timeout: float) -> None:
