@@ -1,4 +1,4 @@
-"""Command line: ``python -m service serve``, ``openapi``, ``check-tables``, ``api-key`` and ``docs``.
+"""Command line: ``python -m service serve``, ``openapi``, ``check-tables``, ``api-key``, ``score`` and ``docs``.
 
 ``serve [--host H] [--port P] [--workers N]`` runs the HTTP API
 under gunicorn (``gevent`` workers, see :mod:`service.serving`; the app built by
@@ -11,7 +11,12 @@ any differs (2 when it cannot run); on a Redis Cluster it scans every primary.  
 embedded Redis of the ``serve`` running on ``REDIS_DATA_DIR`` (found through
 the lock file there), else starts one on that directory for the check.
 ``api-key new NAME`` prints a fresh API key and the ``API_KEYS`` entry to
-add.  ``docs [--check]`` writes the generated pages of ``docs/`` and the
+add.  ``score [FILE|-] [--jobs N]`` answers a file (or standard input) of
+NDJSON batch items, one result line per item in order on standard output,
+exactly as ``POST /v1/batch`` answers them (no server, no Redis; problems carry
+no ``request_id``); a progress bar on standard error when it is a terminal;
+``--jobs N`` answers with N processes (order kept, a few 64 KiB pieces in flight
+at most); lines longer than ``MAX_BODY_BYTES`` get a 413 result.  ``docs [--check]`` writes the generated pages of ``docs/`` and the
 companion app's ``patterns.json`` (or checks that they are up to date).
 
 Configuration is by environment variable (read in :mod:`service.config`);
@@ -32,7 +37,8 @@ variable                     default      meaning
 ``STREAM_BUFFER``            64           records a stream subscriber may fall behind (then resync)
 ``STREAM_MAX_PER_TABLE``     32           open streams of one table per worker (more: 429)
 ``LOG_LEVEL``                INFO         DEBUG, INFO, WARNING, ERROR, CRITICAL
-``MAX_BODY_BYTES``           65536        largest request body (larger: 413)
+``MAX_BODY_BYTES``           65536        largest request body (larger: 413), and NDJSON batch line
+``BATCH_MAX_ITEMS``          1000         items of one JSON batch (``POST /v1/batch``; more: 422)
 ``REDIS_URL``                (unset)      Redis of the tables store: ``redis://``, ``rediss://``,
                                           ``unix://``, ``redis+sentinel://h:p[,h:p...]/name[/db]``
                                           or ``redis+cluster://h:p[,h:p...]`` (see
@@ -54,6 +60,7 @@ variable                     default      meaning
 ``TABLE_EVENTS_PER_MINUTE``  120          events one table may take per minute
 ``TABLE_VOIDS_PER_MINUTE``   20           voids one table may take per minute
 ``TABLE_READS_PER_MINUTE``   600          reads of one table per minute
+``CLIENT_BATCH_ITEMS_PER_MINUTE`` 600000  batch items (JSON or NDJSON) one client may send per minute
 ``API_KEYS``                 (unset)      ``name=key,...``: every /v1/ call without a table
                                           token needs ``X-API-Key`` (keys: 32+ characters,
                                           or ``sha256:<hex>``); unset: open, as before
@@ -187,6 +194,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     keys_sub = keys.add_subparsers(dest="action", required=True)
     new = keys_sub.add_parser("new", help="print a fresh API key and the API_KEYS entry to add")
     new.add_argument("name", help="the key's name (letters, digits, '_', '.', '-'): its label in metrics and limits")
+    score = sub.add_parser("score", help="answer a file of NDJSON batch items, one result line each (no server)")
+    score.add_argument("file", nargs="?", default="-", help="the items, one JSON object a line (default -: stdin)")
+    score.add_argument("--jobs", type=int, default=1, help="processes answering the items (default 1)")
     docs = sub.add_parser("docs", help="write the generated pages of docs/ and the web app's patterns.json (from the code)")
     docs.add_argument("--check", action="store_true", help="only check that they are up to date (exit 1 if not)")
     return parser.parse_args(argv)
@@ -295,8 +305,52 @@ def check_tables(ids: Sequence[str], repair: bool) -> int:
     return 1 if bad else 0
 
 
+def score_items(path: str, jobs: int) -> int:
+    """``score``: the result lines of the items in ``path`` (``-``: standard input) on standard output."""
+    import os
+
+    from .batch import run_stream
+
+    if not 1 <= jobs <= 256:
+        print("python -m service score: --jobs must be from 1 to 256", file=sys.stderr)
+        return 2
+    try:
+        max_line = load_settings().max_body_bytes
+        source = sys.stdin.buffer if path == "-" else open(path, "rb")
+    except (ConfigError, OSError) as exc:
+        print(f"python -m service score: {exc}", file=sys.stderr)
+        return 2
+    progress = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        size = os.fstat(source.fileno()).st_size if path != "-" and os.path.isfile(path) else None
+        progress = tqdm(total=size, unit="B", unit_scale=True, desc="score", file=sys.stderr)
+    out, items = sys.stdout.buffer, 0
+    try:
+        with source:
+            for lines, count, size in run_stream(source.read, max_line, jobs):
+                out.write(lines)
+                items += count
+                if progress is not None:
+                    progress.set_postfix(items=items, refresh=False)
+                    progress.update(size)
+            out.flush()
+    except BrokenPipeError:  # the reader left (`| head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if progress is not None:
+            progress.close()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.command == "score":
+        return score_items(args.file, args.jobs)
     if args.command == "openapi":
         return print_openapi(args.json)
     if args.command == "check-tables":

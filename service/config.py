@@ -51,6 +51,8 @@ LIMITS: dict[str, tuple[str, int, str]] = {
     "table_events_per_minute": ("TABLE_EVENTS_PER_MINUTE", 120, "events one table may take per minute"),
     "table_voids_per_minute": ("TABLE_VOIDS_PER_MINUTE", 20, "voids one table may take per minute"),
     "table_reads_per_minute": ("TABLE_READS_PER_MINUTE", 600, "reads of one table (and its events) per minute"),
+    "client_batch_items_per_minute": ("CLIENT_BATCH_ITEMS_PER_MINUTE", 600_000,
+                                      "batch items (POST /v1/batch, JSON or NDJSON) one client may send per minute"),
 }
 CLIENT_LIMITS = tuple(name for name in LIMITS if not name.startswith("table_"))
 NO_LIMITS = {var: "0" for var, _, _ in LIMITS.values()}
@@ -74,6 +76,7 @@ BOUNDS: dict[str, tuple[str, int, int]] = {
     "stream_buffer": ("STREAM_BUFFER", 1, 10_000),
     "stream_max_per_table": ("STREAM_MAX_PER_TABLE", 1, 100_000),
     "max_body_bytes": ("MAX_BODY_BYTES", 1024, 16 * 1024 * 1024),
+    "batch_max_items": ("BATCH_MAX_ITEMS", 1, 1_000_000),
     "table_ttl": ("TABLE_TTL", 0, 10 * 365 * 24 * 3600),
     "max_table_events": ("MAX_TABLE_EVENTS", 0, 10_000_000),
     "tables_per_hour": ("TABLES_PER_HOUR", 0, 1_000_000),
@@ -216,6 +219,7 @@ class Settings:
     stream_max_per_table: int = 32
     log_level: str = "INFO"
     max_body_bytes: int = 64 * 1024
+    batch_max_items: int = 1000
     redis_url: str | None = None
     redis_data_dir: str = "var/redis"
     redis_maxmemory: int = 512 * 1024 * 1024
@@ -228,6 +232,7 @@ class Settings:
     table_events_per_minute: int = 120
     table_voids_per_minute: int = 20
     table_reads_per_minute: int = 600
+    client_batch_items_per_minute: int = 600_000
     api_keys: ApiKeys = field(default_factory=ApiKeys)
     trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
     cors_origins: tuple[str, ...] = ()
@@ -281,6 +286,7 @@ class Settings:
         """The Flask config keys the HTTP layer reads."""
         return {
             "MAX_CONTENT_LENGTH": self.max_body_bytes,
+            "BATCH_MAX_ITEMS": self.batch_max_items,
             "REDIS_URL": self.redis_url,
             "TABLE_TTL": self.table_ttl,
             "MAX_TABLE_EVENTS": self.max_table_events,

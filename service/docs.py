@@ -483,6 +483,19 @@ def _hands(rec: Recorder, client: Any) -> None:
         {"seat": s % 4, "status": "not_ting"} for s in range(5)]}]}
     rec(client, "POST", "/v1/rounds/settle", "A refused round", "names the index of the event in `event`.",
         json_body=bad)
+    rec(client, "POST", "/v1/batch", "Many items in one request",
+        "each answered as its own endpoint answers it, in order; the bad one fails alone (its problem's "
+        "`instance` is its endpoint's path), and the envelope's ruleset applies to the items without one.",
+        json_body={"ruleset": "xuezhan", "items": [
+            {"op": "ting", "hand": {"tiles": "123456789m1234p"}},
+            {"op": "score", "hand": {"tiles": "11122233344499p"}, "win": {"tile": "9p"}},
+            {"op": "validate", "hand": {"tiles": "123m"}},
+            {"op": "ting", "hand": {"tiles": "11x"}}]})
+    lines = [{"op": "ting", "hand": {"tiles": "123456789m1234p"}}, {"op": "ting", "hand": {"tiles": "11x"}}]
+    rec(client, "POST", "/v1/batch", "A streamed job",
+        "(`application/x-ndjson`): one item a line, one result line per item, streamed back as they are "
+        "computed.", headers={"Content-Type": "application/x-ndjson"},
+        data="".join(json.dumps(line) + "\n" for line in lines).encode())
     rec(client, "GET", "/v1/rulesets", "Every preset with every field", "([rules.md §9](rules.md#s9) says what each means).")
 
 

@@ -31,6 +31,13 @@ What gunicorn's own settings already bound, and the one mechanism added
   subscriber) is dropped then.  This is the smallest mechanism that holds the
   slow-client attacks of the hostile review (header, body and read tricklers)
   while other clients are answered; gunicorn has no setting for either deadline.
+* A streamed body (``application/x-ndjson``: a batch job, :mod:`service.api.batch`) is the one
+  exception: it has no overall size or deadline, so :class:`WholeBody` does not read it but hands it
+  to the app behind a :class:`DeadlineReader`: each read the app makes (64 KiB at a time) must be
+  served within ``REQUEST_TIMEOUT`` seconds, else it raises a 408 (a broken chunked body: a 400) that
+  the app answers as the job's last line, and the connection is closed after the response.  Each read
+  also yields to the worker's other greenlets, so a long job neither starves other clients nor the
+  worker's heartbeat.
 * gunicorn's own answers (a malformed request line or header, an unsupported
   transfer coding, a head over the limits) are RFC 9457 problems like every
   other error (:meth:`ServiceWorker.handle_error`).
@@ -46,12 +53,15 @@ import os
 import shutil
 import socket
 import tempfile
+import weakref
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 
 import gevent
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
+from werkzeug.exceptions import BadRequest
+from werkzeug.exceptions import RequestTimeout as BodyTimeout
 
 # (imports gevent; patching happens in the workers only)
 from gunicorn.workers.ggevent import GeventWorker
@@ -101,6 +111,57 @@ class RequestTimeout(Exception):
     """A request's body did not arrive whole within ``REQUEST_TIMEOUT``."""
 
 
+STREAMED_TYPES = frozenset({"application/x-ndjson"})
+"""Media types whose bodies stream to the app (:class:`DeadlineReader`) instead of being read whole."""
+_CUT: "weakref.WeakSet[Any]" = weakref.WeakSet()
+"""Request bodies a :class:`DeadlineReader` gave up on: their connections are not reused."""
+
+
+class DeadlineReader:
+    """``wsgi.input`` of a streamed body: each read within ``timeout`` seconds, then the worker's other
+    greenlets get their turn.
+
+    A read that does not complete in time raises werkzeug's ``RequestTimeout`` (408), a malformed
+    chunked body or a broken connection its ``BadRequest`` (400); the body is then given up (no read
+    after that returns data) and its connection is closed once the response is sent
+    (:meth:`ServiceWorker.handle_request`).  An app that does not read such a body (a 415, a 401) leaves
+    gunicorn to drop it before the connection's next request, within ``KEEPALIVE`` as for any body.
+    """
+
+    def __init__(self, raw: Any, timeout: float) -> None:
+        self.raw, self.timeout = raw, timeout
+        self.cut = False
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._call(self.raw.read, size)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        return self._call(self.raw.readline, size)
+
+    def __iter__(self) -> Iterator[bytes]:
+        while line := self.readline():
+            yield line
+
+    def _call(self, fn: Callable[[Any], bytes], size: Any) -> bytes:
+        if self.cut:
+            return b""
+        try:
+            with gevent.Timeout(self.timeout, RequestTimeout):
+                data = fn(size)
+        except RequestTimeout:
+            self._give_up()
+            raise BodyTimeout(f"a part of the request body did not arrive within {self.timeout:g} s") from None
+        except (http_errors.ParseException, OSError) as exc:  # (NoMoreData is an OSError: the client left)
+            self._give_up()
+            raise BadRequest(f"the request body is malformed or was cut: {exc}") from None
+        gevent.sleep(0)  # (a cooperative yield: the job's reads pace it)
+        return data
+
+    def _give_up(self) -> None:
+        self.cut = True
+        _CUT.add(self.raw)
+
+
 def problem_bytes(status: int, reason: str, detail: str) -> tuple[str, list[tuple[str, str]], bytes]:
     """A problem+json answer of the HTTP server itself: its status line, headers and body."""
     from .api.problems import PROBLEM_BASE, PROBLEM_JSON
@@ -129,6 +190,9 @@ class WholeBody:
         sock = environ.get("gunicorn.socket")
         if sock is not None:
             sock.settimeout(SEND_TIMEOUT)
+        if environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower() in STREAMED_TYPES:
+            environ["wsgi.input"] = DeadlineReader(environ["wsgi.input"], self.timeout)
+            return self.app(environ, start_response)
         declared = environ.get("CONTENT_LENGTH") or ""
         chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
         if (declared not in ("", "0") or chunked) and not (declared.isdigit() and int(declared) > self.max_body):
@@ -189,6 +253,14 @@ class ServiceWorker(GeventWorker):
         head = f"HTTP/1.1 {line}\r\nConnection: close\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
         try:
             client.sendall(head.encode("latin1") + body)
+        except OSError:
+            return
+        ServiceWorker._linger(client)
+
+    @staticmethod
+    def _linger(client: Any) -> None:
+        """Stop writing, and drop what the client still sends for a moment before it is closed."""
+        try:
             client.shutdown(socket.SHUT_WR)
             with gevent.Timeout(LINGER_SECONDS, False):
                 drained = 0
@@ -220,10 +292,14 @@ class ServiceWorker(GeventWorker):
                          f"HTTP/{req.version[0]}.{req.version[1]} is not served here: use HTTP/1.1")
             raise StopIteration  # (gunicorn's way to end the connection)
         try:
-            return super().handle_request(listener_name, req, sock, addr)
+            keep = super().handle_request(listener_name, req, sock, addr)
         except TimeoutError:  # the client accepted nothing for SEND_TIMEOUT seconds
             self.log.info("dropped a client that stopped reading (%s)", (addr or ("",))[0])
             raise StopIteration from None
+        if req.body in _CUT:  # a streamed body given up: where the next request would start is unknown
+            self._linger(sock)
+            raise StopIteration
+        return keep
 
     def handle_exit(self, sig: int, frame: Any) -> None:  # SIGTERM: stop gracefully
         super().handle_exit(sig, frame)

@@ -27,7 +27,7 @@ from flask import Flask
 
 from .. import web
 from ..config import Settings, load_settings
-from . import callers, hands, observe, ops, problems, rate_limits, rounds, stream, table_views
+from . import batch, callers, hands, observe, ops, problems, rate_limits, rounds, stream, table_views
 from .contract import ContractPlugin
 from .jsonio import JsonProvider
 from .schemas import ENUM_DESCRIPTIONS, ENUMS_DOC, DocumentedField
@@ -75,6 +75,7 @@ the project's `docs/` (start at `docs/index.md`).
 TAGS = [
     {"name": "hands", "description": "Validate, ting, discard advice and scoring of one hand."},
     {"name": "rounds", "description": "Settling a round from its events."},
+    {"name": "batch", "description": "Many items in one request, JSON or NDJSON."},
     {"name": "rulesets", "description": "The rule presets and their fields."},
     {"name": "tables", "description": "The live table log: rounds, events, balances, undo."},
     {"name": "ops", "description": "Health, readiness and metrics."},
@@ -129,9 +130,10 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
     for name, values in ENUMS_DOC.items():
         api.spec.components.schema(name, component={
             "type": "string", "enum": list(values), "description": ENUM_DESCRIPTIONS[name]})
-    for blueprint in (hands.blp, rounds.blp, rounds.rulesets_blp, table_views.blp, stream.blp, ops.blp):
+    for blueprint in (hands.blp, rounds.blp, batch.blp, rounds.rulesets_blp, table_views.blp, stream.blp, ops.blp):
         api.register_blueprint(blueprint)
     table_views.document(api)
+    batch.document(api)
     web.register(app)  # the companion app at / and the /docs assets
     _install_store(app)
     # flask-smorest's pagination and error schemas are not used by this API

@@ -32,6 +32,12 @@ request of a client counts, refused ones included.  0 turns a limit off.
 * Every limited response has the ``X-RateLimit-*`` headers of the limit closest
   to refusing (or of the one that refused), and a refused one ``Retry-After``.
 
+* Batch items: ``CLIENT_BATCH_ITEMS_PER_MINUTE`` (per client, 600,000 by default) counts the items of
+  ``POST /v1/batch``, not its requests: a JSON batch all its items at once before any is run (Flask-
+  Limiter's ``cost``; a refused envelope counts 1), an NDJSON job each read's lines before they are run
+  (:func:`charge_batch`, the same limit called on a plain function).  The single hand endpoints stay
+  unlimited: a batch is the way to send many items, so it is what is counted.
+
 If Redis cannot be asked, Flask-Limiter logs a warning and counts its limits
 in each worker's memory until Redis answers again (``in_memory_fallback``):
 they never silently turn off.  (A table's own limits need Redis anyway: without
@@ -53,10 +59,14 @@ EVENTS = ("tables.post_event", "tables.finish_table")
 VOIDS = ("tables.void_event",)
 TABLE_READS = ("tables.get_table", "tables.list_events", "tables.list_rounds", "tables.get_summary", "stream.stream_table")
 READS = (*TABLE_READS, "tables.list_tables")
-LIMITED_BLUEPRINTS = frozenset({"tables", "stream"})
+LIMITED_BLUEPRINTS = frozenset({"tables", "stream", "batch"})
 _NOT_ANSWERED = (401, 403, 404)
 QUOTA = "table_quota"
 """Where a view leaves the store's :class:`~service.store.table_store.Quota` of a write (in ``g``)."""
+BATCH_COST = "batch_items"
+"""Where :func:`charge_batch` leaves the number of items it counts (in ``g``)."""
+CHARGE = "batch_charge"
+"""``app.extensions`` key of the batch items' limit (a plain function under Flask-Limiter's shared limit)."""
 
 
 def limit_name(setting: str) -> str:
@@ -110,12 +120,30 @@ def install(app: Flask, client: Any, url: str) -> None:
             if endpoint in app.view_functions:
                 app.view_functions[endpoint] = decorate(app.view_functions[endpoint])
 
+    items = "client_batch_items_per_minute"
+    app.extensions[CHARGE] = limiter.shared_limit(
+        lambda: f"{current(items)}/minute", scope=limit_name(items), key_func=client_key,
+        cost=lambda: g.get(BATCH_COST, 1), exempt_when=lambda: current(items) == 0)(_count_items)
     limit((CREATE,), "tables_per_hour", client_key, exempt=_is_create_replay)
     limit(EVENTS, "client_events_per_minute", client_key)
     limit(VOIDS, "client_voids_per_minute", client_key)
     limit(READS, "client_reads_per_minute", client_key)
     limit(TABLE_READS, "table_reads_per_minute", _table_key,
           deduct_when=lambda response: response.status_code not in _NOT_ANSWERED)
+
+
+def charge_batch(items: int) -> None:
+    """Count ``items`` batch items against the client's limit (RateLimitExceeded, a 429, when they would
+    exceed it); nothing when no limit is installed or ``items`` is 0."""
+    charge = current_app.extensions.get(CHARGE)
+    if charge is None or items <= 0:
+        return
+    setattr(g, BATCH_COST, items)
+    charge()
+
+
+def _count_items() -> None:
+    """What Flask-Limiter's batch limit decorates: the count is its ``cost``, the call is the check."""
 
 
 def _tightest_in_headers(limiter: Any, response: Any) -> Any:

@@ -48,10 +48,14 @@ def settle_round(args):
     are not integers in range, or not one bankroll per seat, are a 422
     `bad_stakes` naming the member.
     """
+    return jsonify(settle_body(args))
+
+
+def settle_body(args: dict) -> dict:
+    """The body :func:`settle_round` answers for its loaded ``args`` (an event error that names a
+    member becomes a field error of ``events.<i>``)."""
     try:
-        result = settle(
-            args["events"], dealer=args["dealer"], ruleset=args["ruleset"], voids=args.get("voids")
-        )
+        result = settle(args["events"], dealer=args["dealer"], ruleset=args["ruleset"], voids=args.get("voids"))
     except EventError as exc:
         if "field" not in exc.context:  # an event that cannot happen: `event` says which
             raise
@@ -61,7 +65,7 @@ def settle_round(args):
     if stakes is not None:
         coins = settle_coins(result.deltas, stakes) if result.ended else None
         body |= coins.as_dict() if coins else {"coins_delta": None, "fees": None}
-    return jsonify(body)
+    return body
 
 
 @rulesets_blp.route("/rulesets", methods=["GET"])

@@ -236,6 +236,29 @@ class Ref(DocumentedField):
         return {"$ref": f"#/components/schemas/{self.component}"}
 
 
+MAX_CACHED_RULESETS = 256
+_RULESET_FIELDS = tuple(f.name for f in dc_fields(Ruleset))
+_RULESETS: dict[tuple, Ruleset] = {}
+"""Rulesets given as objects that loaded, by :func:`_spec_key`: a batch repeats one ruleset on every item."""
+
+
+def _spec_key(value: dict) -> tuple | None:
+    """A ruleset object's cache key, or None when it has a member that is not a plain scalar.
+
+    The type is in the key: ``True == 1`` in Python, and only one of ``{"cap": 1}`` and ``{"cap": true}``
+    is a ruleset.  Only objects that loaded are cached, so every refusal is still marshmallow's own.
+    """
+    if len(value) > len(_RULESET_FIELDS):
+        return None
+    items = []
+    for name, member in value.items():
+        if type(member) not in (str, int, bool, type(None)) or (type(member) is str and len(member) > 64):
+            return None
+        items.append((name, type(member), member))
+    items.sort(key=lambda item: item[0])
+    return tuple(items)
+
+
 class RulesetField(DocumentedField):
     """A preset name or an object of overrides; loads to a :class:`Ruleset`."""
 
@@ -246,7 +269,13 @@ class RulesetField(DocumentedField):
                 raise ValidationError("Longer than maximum length 64.")
             return _rule(path, Ruleset.from_spec, value)
         if isinstance(value, dict):
-            return _rule(path, Ruleset.from_spec, _instance(RulesetSpec).load(value))
+            key = _spec_key(value)
+            found = _RULESETS.get(key) if key is not None else None
+            if found is None:
+                found = _rule(path, Ruleset.from_spec, _instance(RulesetSpec).load(value))
+                if key is not None and len(_RULESETS) < MAX_CACHED_RULESETS:
+                    _RULESETS[key] = found
+            return found
         raise ValidationError("A preset name or an object of ruleset fields.")
 
     def openapi(self, converter) -> dict:
@@ -646,6 +675,111 @@ class ProblemSchema(ma.Schema):
     checks = fields.Dict(keys=fields.String(), values=fields.String(),
                          metadata={"description": "/readyz: each readiness check's result"})
     limit = Ref("RateLimitName")  # (a 429: the rate limit that refused)
+
+
+# -- batches ----------------------------------------------------------------------
+BATCH_MAX_ITEMS = 1000
+"""The default of ``BATCH_MAX_ITEMS``: items of one JSON batch (the document says this one)."""
+
+
+class ValidateItem(ValidateRequest):
+    """A batch item of ``POST /v1/hands/validate``: its body and ``op``."""
+
+    op = Const("validate")
+
+
+class TingItem(TingRequest):
+    """A batch item of ``POST /v1/hands/ting``: its body and ``op``."""
+
+    op = Const("ting")
+
+
+class DiscardsItem(DiscardsRequest):
+    """A batch item of ``POST /v1/hands/discards``: its body and ``op``."""
+
+    op = Const("discards")
+
+
+class ScoreItem(ScoreRequest):
+    """A batch item of ``POST /v1/hands/score``: its body and ``op``."""
+
+    op = Const("score")
+
+
+class SettleItem(SettleRequest):
+    """A batch item of ``POST /v1/rounds/settle``: its body and ``op``."""
+
+    op = Const("settle")
+
+
+BATCH_ITEM_SCHEMAS: dict[str, type[ma.Schema]] = {
+    "validate": ValidateItem, "ting": TingItem, "discards": DiscardsItem, "score": ScoreItem, "settle": SettleItem,
+}
+"""op → the item's documented schema (documentation only: an item is loaded by its operation's own
+request schema, without ``op``, so that it answers what the single endpoint answers)."""
+
+
+class BatchItemField(DocumentedField):
+    """A batch item: an object whose ``op`` names a known operation; loads to the object as given.
+
+    The rest of the item is its operation's body, for that operation's schema to load item by
+    item (one bad body does not fail the others); a value that is not such an object fails the
+    whole envelope.
+
+    >>> BatchItemField().deserialize({"op": "ting", "hand": {"tiles": "1m"}})["hand"]
+    {'tiles': '1m'}
+    >>> BatchItemField().deserialize({"op": "tingg"})
+    Traceback (most recent call last):
+    ...
+    marshmallow.exceptions.ValidationError: {'op': ['Must be one of: validate, ting, discards, score, settle.']}
+    """
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, dict):
+            raise ValidationError("Invalid input type.")
+        if "op" not in value:
+            raise ValidationError({"op": ["Missing data for required field."]})
+        op = value["op"]
+        if not isinstance(op, str) or op not in BATCH_ITEM_SCHEMAS:
+            raise ValidationError({"op": [f"Must be one of: {', '.join(BATCH_ITEM_SCHEMAS)}."]})
+        return value
+
+    def openapi(self, converter) -> dict:
+        return {"anyOf": [
+            {"$ref": "#/components/schemas/BatchItem"},  # (the union by op, registered by service.api.batch)
+            {"type": "object", "required": ["op"],
+             "properties": {"op": {"type": "string", "enum": list(BATCH_ITEM_SCHEMAS)}},
+             "description": "any other object with a known `op`: accepted, and answered with the problem "
+                            "its operation gives for it (one bad item does not fail the others)"},
+        ]}
+
+
+class BatchRequest(ma.Schema):
+    """A JSON batch: its items, and the ruleset of every item that has no ``ruleset`` member (as if
+    the item gave it; default: xuezhan, as for a single request)."""
+
+    ruleset = RulesetField()
+    items = fields.List(BatchItemField(), required=True, metadata={
+        "maxItems": BATCH_MAX_ITEMS,
+        "description": f"at most `BATCH_MAX_ITEMS` ({BATCH_MAX_ITEMS} by default) items, each the body of "
+                       "its operation with `op`; the whole body at most `MAX_BODY_BYTES`"})
+
+
+class BatchResult(ma.Schema):
+    """One item's answer: the single endpoint's status with its body, or with its problem."""
+
+    status = fields.Integer(required=True, metadata={"description": "what the single endpoint answers: 200, "
+                                                                   "or the problem's status"})
+    body = OneOf(ValidateResponse, TingResponse, DiscardsResponse, ScoreResponse, SettleResponse,
+                 metadata={"description": "with status 200: the single endpoint's response body"})
+    problem = fields.Nested(ProblemSchema, metadata={
+        "description": "otherwise: the single endpoint's problem (its `instance` is the single endpoint's "
+                       "path; for a line that is no item, the batch's)"})
+
+
+class BatchResponse(ma.Schema):
+    results = fields.List(fields.Nested(BatchResult), required=True,
+                          metadata={"description": "one per item, in the items' order"})
 
 
 # -- dump -------------------------------------------------------------------------

@@ -1,0 +1,177 @@
+"""``POST /v1/batch``: many hand operations and settlements in one request, JSON or NDJSON.
+
+Each item is answered by :mod:`service.batch` exactly as its single endpoint would answer its body
+(the same schema, the same core, the same problem: ``instance`` is the single endpoint's path,
+``request_id`` the batch request's).  One bad item never fails the others.
+
+* ``application/json``: ``{"ruleset"?, "items": [...]}`` with at most ``BATCH_MAX_ITEMS`` items
+  (1,000 by default), the whole body within ``MAX_BODY_BYTES``.  The envelope's ``ruleset`` is the
+  ruleset of every item that has no ``ruleset`` member (as if the item had given it).  An envelope
+  that is not an object, has no ``items``, too many, or an item that is not an object with a known
+  ``op`` is a 422 for the whole request (``errors`` name ``items.<i>.op``).  Answer:
+  ``{"results": [...]}``, one per item in order, written once (orjson).
+* ``application/x-ndjson``: one item a line, no item limit and no body limit (a line at most
+  ``MAX_BODY_BYTES``), answered ``application/x-ndjson``, one result line per item in order,
+  streamed as the body is read: the body is read 64 KiB at a time (each read within
+  ``REQUEST_TIMEOUT``, see :mod:`service.serving`) and the lines of each read are answered before the
+  next, so memory stays bounded whatever the job's size.  A line that is not JSON is that line's 400
+  ``malformed_json`` result, one that is no item its 422 ``invalid_input`` result, one too long its 413
+  result (``instance``: ``/v1/batch``); blank lines get none.  The response is 200 once it starts: a job
+  cut short (a read that timed out, a broken chunked body, the client's item limit reached) ends with
+  one more line, ``{"status": 408|400|429, "problem": {...}}``, that answers no item, and the items
+  after it are not answered.
+
+Rate limit: a batch counts its items against ``CLIENT_BATCH_ITEMS_PER_MINUTE`` (per client: the API
+key, else the address), a JSON batch all at once before any item is run (a refused envelope counts
+1), an NDJSON job read by read before that read's lines are run.  The single hand endpoints are not
+limited (a request each costs more than a batch item).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from flask import Response, current_app, g, request, stream_with_context
+from marshmallow import ValidationError
+from webargs import core
+from werkzeug.exceptions import HTTPException
+
+from .. import batch
+from . import rate_limits
+from . import schemas as s
+from .hands import KEYED, NO_KEY
+from .jsonio import dumps
+from .problems import UnsupportedMediaType
+from .smorest import Blueprint, invalid_input, read_json_body
+
+blp = Blueprint("batch", __name__, url_prefix="/v1", description="Many items in one request, JSON or NDJSON.")
+
+NDJSON = "application/x-ndjson"
+_SCHEMA = s.BatchRequest()
+
+EXAMPLE = {
+    "ruleset": {"preset": "xuezhan", "cap": 4},
+    "items": [
+        {"op": "ting", "hand": {"tiles": "1112345678999m"}},
+        {"op": "score", "hand": {"tiles": "11122233344455m"}, "win": {"tile": "5m", "self_drawn": True}},
+        {"op": "discards", "hand": {"tiles": "11122233344456m"}, "ruleset": "xueliu"},
+        {"op": "validate", "hand": {"tiles": "123m"}},
+        {"op": "ting", "hand": {"tiles": "12x"}},
+        {"op": "settle", "dealer": 0, "events": [{"type": "hu", "from": 1, "tile": "5p",
+                                                  "winners": [{"seat": 0, "fan": 2}]}]},
+    ],
+}
+NDJSON_EXAMPLE = (
+    '{"op":"ting","hand":{"tiles":"1112345678999m"}}\n'
+    '{"op":"ting","hand":{"tiles":"12x"}}\n'
+    'not json\n'
+)
+
+BATCH_DOC = {
+    "operationId": "runBatch",
+    "security": KEYED,
+    "requestBody": {
+        "required": True,
+        "description": "`application/json`: an envelope of at most `BATCH_MAX_ITEMS` items (1,000 by default) "
+                       "within `MAX_BODY_BYTES`.\n\nOr `Content-Type: application/x-ndjson`: one item (a "
+                       "`BatchItem`) a line, any number of lines (each at most `MAX_BODY_BYTES`), read and "
+                       "answered as they arrive, e.g.\n\n```\n" + NDJSON_EXAMPLE + "```\n\n(OpenAPI 3.1 has "
+                       "no way to type a sequence of JSON values, so that body is described here only.)",
+        "content": {
+            "application/json": {"schema": s.BatchRequest, "example": EXAMPLE},
+        },
+    },
+    "responses": {
+        "200": {
+            "description": "One result per item, in order: `{\"status\": 200, \"body\"}` (the single endpoint's "
+                           "body) or `{\"status\", \"problem\"}` (its problem). As NDJSON, one result a line, "
+                           "streamed; a job cut short ends with a line that answers no item (`request_timeout`, "
+                           "`bad_request`, `too_many_requests`).",
+            "content": {
+                "application/json": {"schema": s.BatchResponse},
+                NDJSON: {"schema": {"type": "string", "description": "one `BatchResult` a line"}},
+            },
+        },
+    },
+}
+
+
+def document(api) -> None:
+    """Register ``BatchItem``: one of the item schemas, by ``op``."""
+    spec = api.spec
+    mapping = {}
+    for op, schema in s.BATCH_ITEM_SCHEMAS.items():
+        if schema.__name__ not in spec.components.schemas:
+            spec.components.schema(schema.__name__, schema=schema)
+        mapping[op] = f"#/components/schemas/{schema.__name__}"
+    spec.components.schema("BatchItem", component={
+        "oneOf": [{"$ref": ref} for ref in mapping.values()],
+        "discriminator": {"propertyName": "op", "mapping": mapping},
+        "description": "A batch item: the body of the operation `op` names, with `op`.",
+    })
+
+
+@blp.route("/batch", methods=["POST"])
+@blp.problems(
+    (400, "malformed JSON (`malformed_json`; an NDJSON line that is not JSON is that line's result)"),
+    (401, NO_KEY[1]),
+    (413, "a JSON envelope larger than `MAX_BODY_BYTES` (`payload_too_large`)"),
+    (415, "neither `application/json` nor `application/x-ndjson` (`unsupported_media_type`)"),
+    (422, "an envelope that is not an object, has no `items` or more than `BATCH_MAX_ITEMS`, or an item that "
+          "is not an object with a known `op` (`invalid_input`; `errors` name `items.<i>.op`)"),
+    (429, "the client's batch items a minute (`CLIENT_BATCH_ITEMS_PER_MINUTE`) would be exceeded: the "
+          "whole JSON batch is refused (`too_many_requests`, `limit`: `client_batch_items`)"),
+)
+@blp.doc(**BATCH_DOC)
+def run_batch():
+    """Run many items (hand operations, settlements) in one request, each answered as its endpoint would.
+
+    A batch counts its items against the client's `CLIENT_BATCH_ITEMS_PER_MINUTE`. The envelope's
+    `ruleset` is the ruleset of every item without one. Each item's problem is the single
+    endpoint's (`instance`: that endpoint's path).
+    """
+    mimetype = request.mimetype
+    if mimetype == NDJSON:
+        return _stream()
+    if not core.is_json(mimetype):
+        got = mimetype or "no content type"
+        raise UnsupportedMediaType(f"the request body must be application/json or {NDJSON}, got {got}")
+    try:
+        data = read_json_body(request)
+        limit = int(current_app.config.get("BATCH_MAX_ITEMS") or s.BATCH_MAX_ITEMS)
+        items = data.get("items") if isinstance(data, dict) else None
+        if isinstance(items, list) and len(items) > limit:
+            raise invalid_input({"items": [f"Longer than maximum length {limit}."]})
+        try:
+            _SCHEMA.load(data)
+        except ValidationError as exc:
+            raise invalid_input(exc.messages) from None
+    except Exception:
+        rate_limits.charge_batch(1)  # a refused envelope counts as one item
+        raise
+    rate_limits.charge_batch(len(items))
+    ruleset, rid = data.get("ruleset"), g.get("request_id")
+    results = [batch.answer_item(item, ruleset, rid) for item in items]
+    return Response(dumps({"results": results}), mimetype="application/json")
+
+
+def _stream() -> Response:
+    # An NDJSON job has no overall limit (its lines have one).  Flask reads None as "the app's
+    # MAX_CONTENT_LENGTH", so the request's own limit is set past any body.
+    request.max_content_length = sys.maxsize
+    max_line = int(current_app.config.get("MAX_CONTENT_LENGTH") or 64 * 1024)
+    stream, rid = request.stream, g.get("request_id")
+
+    def results():
+        try:
+            for lines in batch.pieces(stream.read, max_line):
+                rate_limits.charge_batch(batch.count_items(lines))
+                yield batch.answer_piece(lines, max_line, rid)
+        except HTTPException as exc:  # the body cut short (408, 400) or the client's limit (429)
+            yield batch.encode(batch.problem_result(exc, batch.BATCH_PATH, rid))
+
+    response = Response(stream_with_context(results()), mimetype=NDJSON)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each piece on at once
+    return response
+
