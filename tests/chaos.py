@@ -142,12 +142,14 @@ class Runner:
             t = rng.choice(tables)
             body = next_event(t.state, rng)
             key = uuid.uuid4().hex
-            attempt = {"body": body, "key": key, "status": None, "seq": None, "at": None}
+            attempt = {"body": body, "key": key, "status": None, "seq": None, "at": None, "first_sent": None}
             t.attempts.append(attempt)
             first = True
             while True:
                 c = rng.choice(clients)  # each attempt to any instance, as behind a load balancer
                 t0, sent = time.perf_counter(), time.monotonic()
+                if attempt["first_sent"] is None:
+                    attempt["first_sent"] = sent
                 try:
                     status, headers, resp = c.request("POST", f"/v1/tables/{t.id}/events", body,
                                                       {"Authorization": "Bearer " + t.token, "Idempotency-Key": key})
@@ -410,7 +412,7 @@ def run(tables: int = 200, clients: int = 16, duration: float = 60.0, with_fault
                        first_write_after_kill_s=round(min(after) - fo["killed_at"], 2) if after else None)
             if "cut_at" in fo:  # acknowledged while only the primary could have them
                 cut_off = [a for t in all_tables if t.id in on_victim for a in t.attempts
-                           if a["sent"] >= fo["cut_at"] and a["sent"] <= fo["killed_at"]]
+                           if fo["cut_at"] <= a["first_sent"] <= fo["killed_at"]]
                 out["sent_while_cut_off"] = len(cut_off)
                 out["acknowledged_while_cut_off"] = sum(
                     1 for a in cut_off if a["status"] == "ok" and a["at"] <= fo["killed_at"])

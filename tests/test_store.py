@@ -209,8 +209,8 @@ def test_events_pagination(store, table):
     for n in range(5):
         store.append(table["id"], {"type": "peng", "seat": 0, "tile": f"{n + 1}m", "from": 1})
     page = store.events(table["id"], after=0, limit=4)
-    assert [e["seq"] for e in page["events"]] == [1, 2, 3, 4] and page["next"] == 4
-    page = store.events(table["id"], after=4, limit=4)
+    assert [e["seq"] for e in page["events"]] == [1, 2, 3, 4] and page["next"] == "4"
+    page = store.events(table["id"], after=int(page["next"]), limit=4)
     assert [e["seq"] for e in page["events"]] == [5, 6] and page["next"] is None
 
 
