@@ -16,7 +16,10 @@ NDJSON batch items, one result line per item in order on standard output,
 exactly as ``POST /v1/batch`` answers them (no server, no Redis; problems carry
 no ``request_id``); a progress bar on standard error when it is a terminal;
 ``--jobs N`` answers with N processes (order kept, a few 64 KiB pieces in flight
-at most); lines longer than ``MAX_BODY_BYTES`` get a 413 result.  ``docs [--check]`` writes the generated pages of ``docs/`` and the
+at most); lines longer than ``MAX_BODY_BYTES`` get a 413 result.
+``webhooks`` runs a webhook dispatcher until stopped (``serve`` runs one
+in each worker too, unless ``WEBHOOK_DISPATCHER`` is off; any number may run
+at once: :mod:`service.store.webhooks`).  ``docs [--check]`` writes the generated pages of ``docs/`` and the
 companion app's ``patterns.json`` (or checks that they are up to date).
 
 Configuration is by environment variable (read in :mod:`service.config`);
@@ -69,6 +72,17 @@ variable                     default      meaning
                                           address then comes from ``PROXY_HEADER``
 ``PROXY_HEADER``             x-forwarded-for  or ``forwarded`` (RFC 7239)
 ``CORS_ORIGINS``             (unset)      browser origins allowed to call the API
+``WEBHOOKS``                 on           the webhooks of API keys (off: no outbox, the endpoints 404)
+``WEBHOOK_DISPATCHER``       on           a dispatcher in each ``serve`` worker (off: run
+                                          ``python -m service webhooks`` instead)
+``WEBHOOK_TIMEOUT``          10           seconds one delivery attempt may take
+``WEBHOOK_RETRY_SECONDS``    86400        seconds of failed attempts before a notification is
+                                          dead-lettered (and its webhook is ``failing``)
+``WEBHOOK_BACKOFF_MS``       5000         the first retry's delay (doubling, at most an hour)
+``WEBHOOK_CONCURRENCY``      32           deliveries in flight per dispatcher
+``WEBHOOK_SWEEP_SECONDS``    60           seconds between sweeps for outboxes without their hint
+``WEBHOOK_ALLOW_PRIVATE``    off          allow webhook URLs on loopback/private/link-local
+                                          addresses (tests, a backend on the same network)
 ``PROMETHEUS_MULTIPROC_DIR`` (unset)      metrics directory shared by the workers; when
                                           unset ``serve`` uses a fresh temporary one
 ============================ ============ ===============================================
@@ -157,7 +171,9 @@ def serve(settings: Settings, **gunicorn_overrides) -> int:
                 from .api.observe import configure_logging
 
                 configure_logging(settings.log_level)
-                return create_app(settings=settings)
+                app = create_app(settings=settings)
+                serving.start_webhooks(app, settings)  # (in each worker, after the fork)
+                return app
 
             try:
                 serving.run(load_app, settings, **gunicorn_overrides)
@@ -197,6 +213,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     score = sub.add_parser("score", help="answer a file of NDJSON batch items, one result line each (no server)")
     score.add_argument("file", nargs="?", default="-", help="the items, one JSON object a line (default -: stdin)")
     score.add_argument("--jobs", type=int, default=1, help="processes answering the items (default 1)")
+    sub.add_parser("webhooks", help="run a webhook dispatcher (deliver the outboxes' notifications) until stopped")
     docs = sub.add_parser("docs", help="write the generated pages of docs/ and the web app's patterns.json (from the code)")
     docs.add_argument("--check", action="store_true", help="only check that they are up to date (exit 1 if not)")
     return parser.parse_args(argv)
@@ -347,10 +364,51 @@ def score_items(path: str, jobs: int) -> int:
     return 0
 
 
+def run_webhooks() -> int:
+    """``webhooks``: a webhook dispatcher in this process (threads) until SIGTERM or SIGINT.
+
+    Any number may run, beside the ones inside ``serve`` (``WEBHOOK_DISPATCHER``):
+    leases share the work (see :mod:`service.store.webhooks`).  It needs the
+    service's ``API_KEYS`` (the webhooks' secrets are sealed under them) and its
+    Redis (``REDIS_URL``, else the embedded Redis of the ``serve`` running on
+    ``REDIS_DATA_DIR``).
+    """
+    import logging
+    import signal
+
+    from .api.observe import configure_logging
+    from .serving import dispatcher_options
+    from .store.redis_client import connect
+    from .store.webhooks import Dispatcher, Registry
+
+    try:
+        settings = load_settings()
+        if not settings.api_keys or not settings.webhooks:
+            raise ConfigError("webhooks belong to API keys: set API_KEYS (the service's) and leave WEBHOOKS on")
+        configure_logging(settings.log_level)
+        with tables_redis(settings) as url:
+            client = connect(url)
+            dispatcher = Dispatcher(client, Registry(client, settings.api_keys.digests(),
+                                                     allow_private=settings.webhook_allow_private),
+                                    dispatcher_options(settings))
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: dispatcher.stop())
+            logging.getLogger("service.webhooks").info("python -m service webhooks: delivering from %s",
+                                                       url.rpartition("@")[2])
+            dispatcher.run_forever()
+            dispatcher.stop(wait=settings.webhook_timeout + 1.0)
+    except (ConfigError, StartupError) as exc:
+        print(f"python -m service webhooks: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.command == "score":
         return score_items(args.file, args.jobs)
+    if args.command == "webhooks":
+        return run_webhooks()
     if args.command == "openapi":
         return print_openapi(args.json)
     if args.command == "check-tables":

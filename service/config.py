@@ -83,7 +83,18 @@ BOUNDS: dict[str, tuple[str, int, int]] = {
     **{name: (var, 0, 10_000_000) for name, (var, _, _) in LIMITS.items() if name != "tables_per_hour"},
     "redis_min_replicas": ("REDIS_MIN_REPLICAS", 0, 16),
     "redis_wait_timeout_ms": ("REDIS_WAIT_TIMEOUT_MS", 1, 10_000),
+    "webhook_timeout": ("WEBHOOK_TIMEOUT", 1, 60),
+    "webhook_retry_seconds": ("WEBHOOK_RETRY_SECONDS", 1, 7 * 24 * 3600),
+    "webhook_backoff_ms": ("WEBHOOK_BACKOFF_MS", 10, 3_600_000),
+    "webhook_concurrency": ("WEBHOOK_CONCURRENCY", 1, 1024),
+    "webhook_sweep_seconds": ("WEBHOOK_SWEEP_SECONDS", 1, 3600),
 }
+FLAGS: dict[str, str] = {
+    "webhooks": "WEBHOOKS",
+    "webhook_dispatcher": "WEBHOOK_DISPATCHER",
+    "webhook_allow_private": "WEBHOOK_ALLOW_PRIVATE",
+}
+"""On/off settings: ``1``, ``true``, ``yes``, ``on`` or ``0``, ``false``, ``no``, ``off`` (any case)."""
 
 
 def hash_api_key(key: str) -> str:
@@ -109,6 +120,10 @@ class ApiKeys:
 
     def __repr__(self) -> str:
         return f"ApiKeys({sorted(self.names.values())})"
+
+    def digests(self) -> dict[str, str]:
+        """Each key's name → the SHA-256 digest (hex) of the key (what seals its webhooks' secrets)."""
+        return {name: digest for digest, name in self.names.items()}
 
     def name_of(self, key: str) -> str | None:
         """The name of the API key ``key``, or None."""
@@ -238,6 +253,16 @@ class Settings:
     cors_origins: tuple[str, ...] = ()
     redis_min_replicas: int = 0
     redis_wait_timeout_ms: int = 1000
+    # webhooks (service/store/webhooks.py): the outbox and the endpoints; the dispatcher inside serve;
+    # targets on private addresses (tests); an attempt's deadline; the retry budget; the first retry's delay
+    webhooks: bool = True
+    webhook_dispatcher: bool = True
+    webhook_allow_private: bool = False
+    webhook_timeout: int = 10
+    webhook_retry_seconds: int = 24 * 3600
+    webhook_backoff_ms: int = 5000
+    webhook_concurrency: int = 32
+    webhook_sweep_seconds: int = 60
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -248,6 +273,7 @@ class Settings:
             return default if value is None or value.strip() == "" else value.strip()
 
         numbers = {name: _int(env, var, getattr(cls, name), lo, hi) for name, (var, lo, hi) in BOUNDS.items()}
+        flags = {name: _flag(env, var, getattr(cls, name)) for name, var in FLAGS.items()}
         return cls(
             host=text("HOST", cls.host) or cls.host,
             log_level=_level(text("LOG_LEVEL", cls.log_level)),
@@ -258,6 +284,7 @@ class Settings:
             trusted_proxies=TrustedProxies.parse(env.get("TRUSTED_PROXIES"), env.get("PROXY_HEADER")),
             cors_origins=_origins(env.get("CORS_ORIGINS")),
             **numbers,
+            **flags,
         )
 
     def with_overrides(self, **overrides: Any) -> "Settings":
@@ -300,6 +327,9 @@ class Settings:
             "STREAM_HEARTBEAT": self.stream_heartbeat,
             "STREAM_BUFFER": self.stream_buffer,
             "STREAM_MAX_PER_TABLE": self.stream_max_per_table,
+            "WEBHOOKS": self.webhooks,
+            "WEBHOOK_ALLOW_PRIVATE": self.webhook_allow_private,
+            "WEBHOOK_TIMEOUT": self.webhook_timeout,
         }
 
 
@@ -314,6 +344,24 @@ def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> i
     if value is None or not lo <= value <= hi:
         raise ConfigError(f"{name} must be an integer from {lo} to {hi}; got {raw!r}")
     return value
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """An on/off setting (see :data:`FLAGS`).
+
+    >>> _flag({"X": "Off"}, "X", True), _flag({}, "X", True), _flag({"X": " yes "}, "X", False)
+    (False, True, True)
+    """
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in _TRUE + _FALSE:
+        raise ConfigError(f"{name} must be on or off (1/0, true/false, yes/no); got {raw!r}")
+    return value in _TRUE
 
 
 _UNITS = {"": 1, "b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3}

@@ -354,6 +354,8 @@ class _Placeholders:
     _RID = re.compile(r'"request_id":"[^"]*"')
     _RETRY = re.compile(r"retry in \d+ s")
     _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+    _WEBHOOK = re.compile(r"wh_[0-9a-f]{16}")
+    _SECRET = re.compile(r"whsec_[A-Za-z0-9+/=]+")
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
@@ -366,6 +368,8 @@ class _Placeholders:
             text = text.replace(value, placeholder)
         text = self._TIME.sub("<time>", text)
         text = self._UUID.sub("<uuid>", text)
+        text = self._WEBHOOK.sub("wh_<webhook id>", text)
+        text = self._SECRET.sub("whsec_<secret>", text)
         text = self._RETRY.sub("retry in <seconds> s", text)
         return self._RID.sub('"request_id":"<request id>"', text)
 
@@ -448,6 +452,7 @@ def api_examples(redis_url: str, doc: dict) -> dict[str, list[str]]:
         _rate_limit(rec, limited.test_client())
         keyed, keys = _keys_app(redis_url, rec, off)
         _api_keys(rec, keyed.test_client(), keys)
+        _webhooks(rec, keyed.test_client(), keys)
         _ops(rec, client)
     finally:
         hub = app.extensions.get("stream_hub")
@@ -674,7 +679,8 @@ def _keys_app(redis_url: str, rec: Recorder, off: dict) -> tuple[Any, dict[str, 
     for name, key in keys.items():
         rec.names.name(key, f"<{name}'s key>")
     app = create_app({"TESTING": True, "REDIS_URL": redis_url, **off,
-                      "API_KEYS": ",".join(f"{name}={key}" for name, key in keys.items())})
+                      "API_KEYS": ",".join(f"{name}={key}" for name, key in keys.items()),
+                      "WEBHOOK_ALLOW_PRIVATE": True})  # (the webhook examples' receiver is on loopback)
     return app, keys
 
 
@@ -697,6 +703,69 @@ def _api_keys(rec: Recorder, client: Any, keys: dict[str, str]) -> None:
         headers=acme)
     rec(client, "GET", f"{base}/events", "…and another key", "gets 404, as for a table that does not exist.",
         headers=other)
+
+
+class _Receiver:
+    """A webhook receiver on a loopback port for the examples: answers every POST 204."""
+
+    def __enter__(self) -> str:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}/mahjong"
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _webhooks(rec: Recorder, client: Any, keys: dict[str, str]) -> None:
+    """An API key's webhook: registered, listed, read, tested and deleted; a table's tokens rotated."""
+    acme = {"X-API-Key": keys["acme"]}
+
+    def steady(text: str) -> str:  # an attempt's duration varies from run to run
+        text = re.sub(r'"duration_ms":\d+', '"duration_ms":<ms>', text)
+        return re.sub(r'(msg_test_wh_[^"_]+)_\d+"', r'\1_<n>"', text)
+
+    with _Receiver() as url:
+        rec.names.name(url, "https://backend.example/mahjong")
+        r = rec(client, "POST", "/v1/webhooks", "A webhook for the key's tables",
+                "(here every round's end and the table's finish): the `secret` that signs the deliveries is "
+                "shown only here. (The examples' receiver ran on the service's own machine, with "
+                "`WEBHOOK_ALLOW_PRIVATE`; its URL is shown as the public one it stands for.)",
+                json_body={"url": url, "events": ["round.ended", "table.finished"]}, headers=acme)
+        hook = r.get_json()
+        rec(client, "POST", "/v1/webhooks", "A URL the service does not send to",
+            "is refused: only `http` and `https` URLs whose host resolves to public addresses (loopback, "
+            "private and link-local ones too unless `WEBHOOK_ALLOW_PRIVATE`).", json_body={"url": "ftp://backend.example/mahjong", "events": ["round.ended"]},
+            headers=acme)
+        rec(client, "GET", "/v1/webhooks", "The key's webhooks", "oldest first.", headers=acme)
+        rec(client, "POST", f"/v1/webhooks/{hook['id']}/test", "A test message, sent now",
+            "(one attempt): the answer is the webhook with that attempt as `last_delivery`.", headers=acme,
+            show=steady)
+        rec(client, "GET", f"/v1/webhooks/{hook['id']}", "One webhook", "with its status and last delivery.",
+            headers=acme, show=steady)
+        r = rec(client, "POST", "/v1/tables", "A table of the key", "(its notifications go to the key's webhooks).",
+                json_body={"players": PLAYERS}, headers=acme)
+        table = r.get_json()
+        rec(client, "POST", f"/v1/tables/{table['id']}/tokens/rotate", "New tokens for a table",
+            "(with its write token, or the API key that created it): the old ones are refused from now on, "
+            "and streams opened with them end with `event: rotated`.",
+            headers={"Authorization": f"Bearer {table['token']}"},
+            show=lambda text: re.sub(r'"(token|read_token)":"[^"]+"', r'"\1":"<new \1>"', text))
+        rec(client, "DELETE", f"/v1/webhooks/{hook['id']}", "Deleting a webhook",
+            "stops its deliveries.", headers=acme)
 
 
 def _ops(rec: Recorder, client: Any) -> None:

@@ -370,6 +370,31 @@ def metrics_dir() -> Iterator[str]:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def dispatcher_options(settings: Settings) -> Any:
+    """The webhook dispatcher's options from the ``WEBHOOK_*`` settings."""
+    from .store.webhooks import DispatcherOptions
+
+    return DispatcherOptions(timeout=float(settings.webhook_timeout), retry_for=float(settings.webhook_retry_seconds),
+                             backoff_ms=settings.webhook_backoff_ms, concurrency=settings.webhook_concurrency,
+                             sweep_every=float(settings.webhook_sweep_seconds),
+                             allow_private=settings.webhook_allow_private)
+
+
+def start_webhooks(app: Any, settings: Settings) -> Any:
+    """The webhook dispatcher of this worker (``serve`` runs one in each worker unless ``WEBHOOK_DISPATCHER``
+    is off): greenlets beside the requests, off their path; stopped with the worker (``worker_stop``).
+    None when the app has no webhooks (no ``API_KEYS``, no Redis, ``WEBHOOKS`` off)."""
+    registry = app.extensions.get("webhooks")
+    if registry is None or not settings.webhook_dispatcher:
+        return None
+    from .store.webhooks import Dispatcher
+
+    dispatcher = Dispatcher(app.extensions["redis"], registry, dispatcher_options(settings)).start()
+    app.extensions["webhook_dispatcher"] = dispatcher
+    app.extensions.setdefault("worker_stop", []).append(dispatcher.stop)
+    return dispatcher
+
+
 def run(loader: Callable[[], Any], settings: Settings, **overrides: Any) -> None:
     """Run gunicorn until it is stopped (SIGINT/SIGTERM); raises SystemExit at the end.
 

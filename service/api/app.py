@@ -27,7 +27,7 @@ from flask import Flask
 
 from .. import web
 from ..config import Settings, load_settings
-from . import batch, callers, hands, observe, ops, problems, rate_limits, rounds, stream, table_views
+from . import batch, callers, hands, observe, ops, problems, rate_limits, rounds, stream, table_views, webhooks
 from .contract import ContractPlugin
 from .jsonio import JsonProvider
 from .schemas import ENUM_DESCRIPTIONS, ENUMS_DOC, DocumentedField
@@ -78,6 +78,7 @@ TAGS = [
     {"name": "batch", "description": "Many items in one request, JSON or NDJSON."},
     {"name": "rulesets", "description": "The rule presets and their fields."},
     {"name": "tables", "description": "The live table log: rounds, events, balances, undo."},
+    {"name": "webhooks", "description": "Signed notifications of an API key's tables, sent to its backend."},
     {"name": "ops", "description": "Health, readiness and metrics."},
 ]
 
@@ -130,7 +131,8 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
     for name, values in ENUMS_DOC.items():
         api.spec.components.schema(name, component={
             "type": "string", "enum": list(values), "description": ENUM_DESCRIPTIONS[name]})
-    for blueprint in (hands.blp, rounds.blp, batch.blp, rounds.rulesets_blp, table_views.blp, stream.blp, ops.blp):
+    for blueprint in (hands.blp, rounds.blp, batch.blp, rounds.rulesets_blp, table_views.blp, stream.blp,
+                      webhooks.blp, ops.blp):
         api.register_blueprint(blueprint)
     table_views.document(api)
     batch.document(api)
@@ -163,7 +165,14 @@ def _install_store(app: Flask) -> None:
         min_replicas=int(app.config.get("REDIS_MIN_REPLICAS", 0)), wait_timeout_ms=wait_ms,
         events_per_minute=int(app.config.get("TABLE_EVENTS_PER_MINUTE", 0) or 0),
         voids_per_minute=int(app.config.get("TABLE_VOIDS_PER_MINUTE", 0) or 0),
+        webhooks=bool(app.config.get("WEBHOOKS", True)),
     )
+    api_keys = app.config.get("API_KEYS")
+    if api_keys and app.config.get("WEBHOOKS", True):  # (webhooks belong to API keys)
+        from ..store.webhooks import Registry
+
+        app.extensions["webhooks"] = Registry(client, api_keys.digests(),
+                                              allow_private=bool(app.config.get("WEBHOOK_ALLOW_PRIVATE")))
 
     min_replicas = int(app.config.get("REDIS_MIN_REPLICAS", 0))
 

@@ -39,7 +39,12 @@ Readings (where the contract is silent):
   it (and ``coins`` when the table has stakes); missed records replayed from
   the log carry the balances after each of them, folded from the log.
 * ``event: deleted`` (``data: {"id": …}``), ``event: resync`` (``data:
-  {"after": last seq sent}``); both end the stream.  A worker that stops ends
+  {"after": last seq sent}``); both end the stream.  ``event: rotated``
+  (``data: {"id": …}``) ends a stream whose token a rotation of the table's
+  tokens made invalid (``POST …/tokens/rotate``: the table's channel says
+  ``rotated`` and each stream re-checks its token; the token is checked again
+  once the stream is subscribed, so a rotation between the first check and the
+  subscription is not missed).  A worker that stops ends
   its streams without an event; clients reconnect with ``Last-Event-ID``.
 * A table that expired (``TABLE_TTL`` after its last write) is deleted as far
   as its followers are concerned: it answers 404 like a deleted one, so its
@@ -66,9 +71,10 @@ from typing import Any, Iterator
 import redis
 from flask import Response, current_app, request
 
-from ..store.errors import TableNotFound
+from ..store import keys
+from ..store.errors import Forbidden, TableNotFound, Unauthorized
 from ..store.streams import CHECK, CLOSE, DELETED, StreamHub, Subscription, TooManySubscribers, make_hub
-from ..store.table_store import TableStore
+from ..store.table_store import Access, TableStore
 from .problems import ApiProblem, InvalidInput
 from .smorest import Blueprint
 from .table_views import NO_TABLE, NO_TOKEN, READ_OR_KEY, access, store, table_id_of, token
@@ -107,8 +113,14 @@ class Finished:
         self.data = data
 
 
-def parse_message(data: bytes) -> "Frame | Finished":
-    """A channel message as what subscribers send: a record's frame, or the table's finish."""
+ROTATED = "rotated"  # the table's tokens were rotated: a stream re-checks its own
+
+
+def parse_message(data: bytes) -> "Frame | Finished | str":
+    """A channel message as what subscribers send: a record's frame, the table's finish, or
+    :data:`ROTATED` (a rotation)."""
+    if data == keys.ROTATED.encode():
+        return ROTATED
     item = json.loads(data)
     if "seq" not in item:
         return Finished(f"event: finished\ndata: {json.dumps(item, separators=(',', ':'))}\n\n".encode())
@@ -182,8 +194,12 @@ def _deleted(table_id: str) -> bytes:
     return f"event: deleted\ndata: {json.dumps({'id': table_id}, separators=(',', ':'))}\n\n".encode()
 
 
+def _rotated(table_id: str) -> bytes:
+    return f"event: rotated\ndata: {json.dumps({'id': table_id}, separators=(',', ':'))}\n\n".encode()
+
+
 def _frames(s: TableStore, h: StreamHub, table_id: str, sub: Subscription, last: int, heartbeat: float,
-            missed: Any = None) -> Iterator[bytes]:
+            missed: Any = None, credential: Access | None = None) -> Iterator[bytes]:
     """The stream: what was missed (``missed``, a :class:`~service.store.table_store.StreamedLog`, sent a
     chunk at a time as the client reads), then live records, comments, and the end.
 
@@ -217,6 +233,18 @@ def _frames(s: TableStore, h: StreamHub, table_id: str, sub: Subscription, last:
                     return
                 if isinstance(item, Finished):
                     out.append(item.data)
+                    continue
+                if item is ROTATED:  # still this table's token?
+                    try:
+                        s.authorize(table_id, credential)
+                    except (Unauthorized, Forbidden, TableNotFound):
+                        out.append(_rotated(table_id))
+                        yield b"".join(out)
+                        return
+                    except redis.RedisError:  # cannot tell: end (the client reconnects, and is checked)
+                        if out:
+                            yield b"".join(out)
+                        return
                     continue
                 if item is CHECK or item.seq > last + 1:
                     recheck = True  # (re)subscribed, or a gap: the log has what was missed
@@ -270,7 +298,8 @@ STREAM_DOC = {
                 "(`: keep-alive`) every 15 s at most. `event: deleted` when the table is deleted (or expired: about "
                 "`STREAM_HEARTBEAT` seconds after its expiry at most), `event: finished` (`data: {\"finished_at\"}`) "
                 "when the table is finished (the stream goes on), `event: resync` "
-                "when this client fell behind (reconnect with `Last-Event-ID`); both end the stream. "
+                "when this client fell behind (reconnect with `Last-Event-ID`); both end the stream, and so does "
+                "`event: rotated` when the table's tokens were rotated and this stream's token is an old one. "
                 "Any instance of the service delivers what any instance recorded."),
             "content": {"text/event-stream": {
                 # the frames' `data`, by their `event:` name (JSON Schema's contentSchema: what the text holds)
@@ -301,7 +330,8 @@ def stream_table(table_id):
     s = store()
     tid = table_id_of(table_id)
     after = _after()
-    s.authorize(tid, access(write=False))  # 401 / 403 / 404 as for reads
+    credential = access(write=False)
+    s.authorize(tid, credential)  # 401 / 403 / 404 as for reads
     h = hub()
     try:
         sub = h.subscribe(tid)
@@ -312,6 +342,7 @@ def stream_table(table_id):
         raise TooManyStreams(f"this table has {h.per_channel} open streams here already; retry later",
                              headers={"Retry-After": "30"}) from None
     try:
+        s.authorize(tid, credential)  # again, subscribed: a rotation from now on is heard
         if after is None:
             last, missed = s.stream_position(tid), None
             if last is None:
@@ -332,7 +363,7 @@ def stream_table(table_id):
         threading.Thread(target=_end_when_closed, args=(sock, sub), daemon=True,
                          name="stream-close-watch").start()
     heartbeat = float(current_app.config.get("STREAM_HEARTBEAT", 15))
-    response = Response(_frames(s, h, tid, sub, last, heartbeat, missed), mimetype="text/event-stream")
+    response = Response(_frames(s, h, tid, sub, last, heartbeat, missed, credential), mimetype="text/event-stream")
     # The generator's own ``finally`` runs only once it has started: a HEAD (whose body is
     # never iterated) or a client gone before the first frame would leave the subscriber
     # in the hub for good.  Closing the response unsubscribes in every case (idempotent).

@@ -26,7 +26,9 @@ from __future__ import annotations
 import re
 import uuid
 
+import marshmallow as ma
 from flask import Response, current_app, g, jsonify, request
+from marshmallow import fields
 from werkzeug.http import parse_etags
 
 from ..store.errors import TableNotFound, Unauthorized
@@ -346,6 +348,30 @@ def finish_table(table_id):
     return jsonify(s.finish(tid, access(write=True)))
 
 
+class TokensRotated(ma.Schema):
+    token = fields.String(required=True, metadata={"description": "the new write token"})
+    read_token = fields.String(required=True, metadata={"description": "the new read token"})
+
+
+@blp.route("/<table_id>/tokens/rotate", methods=["POST"])
+@blp.response(200, TokensRotated)
+@blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE, _STORE_DOWN, _FULL)
+@blp.doc(security=WRITE_OR_KEY, operationId="rotateTokens")
+def rotate_tokens(table_id):
+    """New tokens for the table (shown only here): the old write and read tokens stop working at once.
+
+    The write token (or the API key that created the table); the read token gets 403. Streams opened
+    with an old token get `event: rotated` and end (a stream opened with the API key goes on); a retry
+    of the table's creation no longer replays its first response (409 `idempotency_key_expired`).
+    """
+    s = store()
+    tid = table_id_of(table_id)
+    new_token, read_token = s.rotate(tid, access(write=True))
+    response = jsonify({"token": new_token, "read_token": read_token})
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 @blp.route("/<table_id>/summary", methods=["GET"])
 @blp.response(200, ts.TableSummaryOfEvening)
 @blp.problems(NO_TOKEN, NO_TABLE, _LIMITED, _STORE_DOWN)
@@ -477,11 +503,15 @@ def document(api) -> None:
         "properties": {"finished_at": {"type": "string", "format": "date-time"}},
         "description": "The `data` of `event: finished` (the table was finished: it takes no more events; the "
                        "stream goes on)."})
+    spec.components.schema("StreamRotated", component={
+        "type": "object", "required": ["id"], "additionalProperties": False, "properties": {"id": {"type": "string"}},
+        "description": "The `data` of `event: rotated` (the table's tokens were rotated and this stream's token is "
+                       "an old one; the stream ends)."})
     spec.components.schema("StreamEvents", component={
         "type": "object", "additionalProperties": False,
         "description": "The frames of a table's stream by their `event:` name, each with the schema of its `data`.",
         "properties": {name: {"$ref": f"#/components/schemas/Stream{name.title()}"}
-                       for name in ("record", "finished", "deleted", "resync")}})
+                       for name in ("record", "finished", "deleted", "resync", "rotated")}})
     spec.components.security_scheme("tableToken", {
         "type": "http", "scheme": "bearer",
         "description": "A table's token from its creation: the write token, or the read token (reads only). "

@@ -30,8 +30,24 @@ key                            type    holds
                                        from the Idempotency-Key (24 h at most)
 ``{o:<name>}:tables``          zset    ids of the tables an API key created, scored by creation
                                        time in ms (``GET /v1/tables``; pruned lazily)
+``{t:<id>}:outbox``            stream  the table's webhook notifications (tables with an ``owner`` only),
+                                       written by the same script as the write they announce; an entry:
+                                       ``t`` its type, ``o`` the owner, ``d`` its ``data`` (JSON).  Not a
+                                       key of :func:`every`: it outlives a DELETE (its ``table.deleted``);
+                                       its TTL is :func:`outbox_ttl` of the table's
+``{t:<id>}:lanes``             hash    per webhook id: where its deliveries of this table stand (JSON
+                                       :class:`~service.store.webhooks.Lane`: the last entry delivered or
+                                       dead-lettered, the attempts at the next one, when to retry)
+``{t:<id>}:lease``             string  the dispatcher visiting the table (its token; 5 s)
+``{t:<id>}:lease:<hook>``      string  the dispatcher delivering the table's entries to one webhook
+``{o:<name>}:webhooks``        hash    an API key's webhooks: id → JSON registration (its secret sealed)
+``{o:<name>}:webhook-status``  hash    ``<id>:ok`` / ``<id>:dead`` (ms of the last delivery, of the last
+                                       dead letter), ``<id>:dead-count``, ``<id>:last`` (JSON: the last attempt)
+``{o:<name>}:dead:<hook>``     list    a webhook's dead letters, newest first (at most 1000)
+``{wh}:due``                   zset    table ids with webhook work, scored by when (ms) a dispatcher
+                                       should visit them (the hint; :mod:`service.store.webhooks`)
 ``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
-                                       ``deleted`` (PUBLISH, or SPUBLISH on a cluster: same slot)
+                                       ``deleted``, ``rotated`` (PUBLISH, or SPUBLISH on a cluster: same slot)
 ``rl:...``                     -       the per-client rate limits (Flask-Limiter's, with the ``limits``
                                        library's key names under :data:`RATE_LIMIT_PREFIX`)
 =============================  ======  ==================================================
@@ -135,7 +151,57 @@ def every(table_id: str) -> list[str]:
 def appended(table_id: str) -> list[str]:
     """The keys of the APPEND script, in its order."""
     return [meta(table_id), log(table_id), state(table_id), rounds(table_id), idem(table_id), channel(table_id),
-            snapshots(table_id), limits(table_id)]
+            snapshots(table_id), limits(table_id), outbox(table_id)]
+
+
+def outbox(table_id: str) -> str:
+    """The table's webhook notifications (a stream in the table's slot)."""
+    return tag(table_id) + ":outbox"
+
+
+def lanes(table_id: str) -> str:
+    """Per webhook, where its deliveries of the table stand."""
+    return tag(table_id) + ":lanes"
+
+
+def lease(table_id: str, hook: str | None = None) -> str:
+    """The lease of a dispatcher visiting the table, or (``hook``) delivering it to one webhook.
+
+    >>> lease("0123456789abcdef"), lease("0123456789abcdef", "wh_1")
+    ('{t:0123456789abcdef}:lease', '{t:0123456789abcdef}:lease:wh_1')
+    """
+    return tag(table_id) + ":lease" + ("" if hook is None else ":" + hook)
+
+
+def webhooks(owner: str) -> str:
+    """An API key's webhook registrations (its own slot)."""
+    return "{o:" + owner + "}:webhooks"
+
+
+def webhook_status(owner: str) -> str:
+    """How an API key's webhooks' deliveries went."""
+    return "{o:" + owner + "}:webhook-status"
+
+
+def dead_letters(owner: str, hook: str) -> str:
+    """A webhook's dead letters."""
+    return "{o:" + owner + "}:dead:" + hook
+
+
+WEBHOOKS_DUE = "{wh}:due"
+"""Tables with webhook work, scored by when to visit them (ms)."""
+OUTBOX_PATTERN = "{t:*}:outbox"
+OUTBOX_MIN_TTL = 7 * 24 * 3600
+"""An outbox with a TTL keeps at least this long (longer than the retry budget's default day)."""
+
+
+def outbox_ttl(table_ttl: int) -> int:
+    """The TTL (s) of a table's outbox: the table's, but at least :data:`OUTBOX_MIN_TTL`; 0: none.
+
+    >>> outbox_ttl(0), outbox_ttl(60), outbox_ttl(30 * 24 * 3600)
+    (0, 604800, 2592000)
+    """
+    return max(table_ttl, OUTBOX_MIN_TTL) if table_ttl else 0
 
 
 def owner_tables(owner: str) -> str:
@@ -167,6 +233,7 @@ RATE_LIMIT_PREFIX = "rl"
 PUBLISH = "PUBLISH"  # a plain Redis (the embedded 6.2 included)
 SPUBLISH = "SPUBLISH"  # Redis Cluster (7.0+): the message stays on the channel's slot's shard
 DELETED = "deleted"  # the message a DELETE publishes
+ROTATED = "rotated"  # the message a ROTATE publishes (the table's tokens changed)
 
 TABLE_PATTERN = "{t:*}:meta"
 
@@ -196,11 +263,14 @@ return 1
 
 
 # CREATE: a new table, unless the id is taken (then what a replay needs).
-# KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every())
+# KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every()), KEYS[9] outbox
 # ARGV[1] state JSON, ARGV[2] table TTL in seconds (0: none),
 # ARGV[3] the creation's record ("" when the request has no key), ARGV[4] its TTL,
 # ARGV[5] durable: "1" to touch the table when the id exists (REDIS_MIN_REPLICAS), else "",
-# ARGV[6..] meta field/value pairs
+# ARGV[6] the owner (the API key's name; "": none), ARGV[7] the table.created notification's data (JSON),
+# ARGV[8] the outbox's TTL in seconds (0: none), ARGV[9..] meta field/value pairs
+# (with an owner, the table.created notification is added to the outbox; the outbox is never
+# wiped: an earlier table of this id may still have notifications to deliver)
 # returns {1} when created, {0, record or false, {players, ruleset, dealer, deleted, stakes}} when the id exists
 CREATE = TOUCH_FN + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -208,7 +278,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return {0, redis.call('GET', KEYS[6]), redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted', 'stakes')}
 end
 local fields = {}
-for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('SET', KEYS[3], ARGV[1])
 -- whatever an expired table of this id left never attaches to the new one
@@ -219,12 +289,17 @@ if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
   redis.call('EXPIRE', KEYS[3], ttl)
 end
+if ARGV[6] ~= '' then
+  redis.call('XADD', KEYS[9], '*', 't', 'table.created', 'o', ARGV[6], 'd', ARGV[7])
+  if tonumber(ARGV[8]) > 0 then redis.call('EXPIRE', KEYS[9], tonumber(ARGV[8])) end
+end
 return {1}
 """
 
 # APPEND: one record, atomically: incarnation check, idempotency replay, the table's rate limit,
 # version check, append, state update, rounds update, snapshot, idempotency record, TTL refresh, publish.
-# KEYS: meta, log, state, rounds, idem, channel, snapshots, limits (as appended())
+# KEYS: meta, log, state, rounds, idem, channel, snapshots, limits, outbox (as appended()), and KEYS[10]
+# WEBHOOKS_DUE on a Redis that is not a cluster (there the hint is written by the script itself)
 # ARGV[1]: one JSON object (absent members: off):
 #   version   the log length the record was validated against
 #   record    the record as stored (JSON text, codec.record)
@@ -246,7 +321,10 @@ return {1}
 #             (events or voids), a sliding window counter in the limits hash; a refused write is not
 #             counted
 #   snapshot  the snapshot interval: a version that is a multiple of it keeps its state in snapshots
-# returns {"ok", version, remaining, reset ms} | {"replay", idem value, snapshot version, its state or
+#   outbox    [[type, data JSON], ...]: the webhook notifications of the record, added to the outbox
+#             (in order) when the table has an owner; outbox_ttl: the outbox's TTL in seconds (0: none);
+#             due (ms) and table (its id): the hint, ZADD LT into KEYS[10] (not on a cluster: another slot)
+# returns {"ok", version, remaining, reset ms, 1 when notifications were added (2: and hinted) else 0} | {"replay", idem value, snapshot version, its state or
 #         false, records after it up to the replayed seq} | {"conflict", version, state JSON}
 #         | {"missing"} | {"denied"} | {"finished", at} | {"full", version} | {"limited", retry ms}
 # (a conflict answers the state at the current version, so that the caller can plan again without
@@ -259,7 +337,7 @@ local a = cjson.decode(ARGV[1])
 local function unhex(h) return (h:gsub('..', function(c) return string.char(tonumber(c, 16)) end)) end
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
 if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing'} end
-local meta = redis.call('HMGET', KEYS[1], 'token', 'finished')
+local meta = redis.call('HMGET', KEYS[1], 'token', 'finished', 'owner')
 if a.token and meta[1] ~= a.token then return {'denied'} end
 local field
 if a.idem then
@@ -343,15 +421,29 @@ if a.ttl and a.ttl > 0 then
   end
 end
 if a.message then redis.call(a.publish, KEYS[6], a.message) end
-return {'ok', version + 1, remaining, reset}
+local noted = 0
+if a.outbox and meta[3] then
+  for i = 1, #a.outbox do
+    redis.call('XADD', KEYS[9], '*', 't', a.outbox[i][1], 'o', meta[3], 'd', a.outbox[i][2])
+  end
+  if a.outbox_ttl and a.outbox_ttl > 0 then redis.call('EXPIRE', KEYS[9], a.outbox_ttl) end
+  noted = 1
+  if a.due then
+    redis.call('ZADD', KEYS[10], 'LT', a.due, a.table)
+    noted = 2
+  end
+end
+return {'ok', version + 1, remaining, reset, noted}
 """
 
 # FINISH: mark a table finished (read-only from then on), if its log is still at the version checked;
 # its streams are told (the message: {"finished_at": at}).
-# KEYS: meta, state, log, the table's channel
+# KEYS: meta, state, log, the table's channel, outbox
 # ARGV[1] the version the table was checked at (no round in progress), ARGV[2] the time (ISO 8601),
-# ARGV[3] the message, ARGV[4] PUBLISH or SPUBLISH
-# returns {"ok", at} | {"finished", at} (it already was: when) | {"conflict"} | {"missing"}
+# ARGV[3] the message, ARGV[4] PUBLISH or SPUBLISH, ARGV[5] the table.finished notification's data
+# (JSON; added to the outbox when the table has an owner; "": none), ARGV[6] the outbox's TTL in
+# seconds (0: none)
+# returns {"ok", at, 1 when notified else 0} | {"finished", at} (it already was: when) | {"conflict"} | {"missing"}
 FINISH = """
 if redis.call('EXISTS', KEYS[2]) == 0 then return {'missing'} end
 local done = redis.call('HGET', KEYS[1], 'finished')
@@ -359,7 +451,13 @@ if done then return {'finished', done} end
 if redis.call('LLEN', KEYS[3]) ~= tonumber(ARGV[1]) then return {'conflict'} end
 redis.call('HSET', KEYS[1], 'finished', ARGV[2])
 redis.call(ARGV[4], KEYS[4], ARGV[3])
-return {'ok', ARGV[2]}
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and ARGV[5] ~= '' then
+  redis.call('XADD', KEYS[5], '*', 't', 'table.finished', 'o', owner, 'd', ARGV[5])
+  if tonumber(ARGV[6]) > 0 then redis.call('EXPIRE', KEYS[5], tonumber(ARGV[6])) end
+  return {'ok', ARGV[2], 1}
+end
+return {'ok', ARGV[2], 0}
 """
 
 # DELETE: every key of a table, leaving a tombstone: the meta hash keeps only the
@@ -368,15 +466,100 @@ return {'ok', ARGV[2]}
 # KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every())
 # ARGV[1] tombstone TTL in seconds
 # KEYS[9] the table's channel, ARGV[2] PUBLISH or SPUBLISH (the message is "deleted")
-# returns 1 when the table existed, else 0
+# KEYS[10] the outbox, ARGV[3] the table's id ("": no notification), ARGV[4] the outbox's TTL in seconds
+# (0: none), ARGV[5] the version the table was read at, ARGV[6] its balances then (JSON): a table with
+# an owner gets its table.deleted notification (its version and balances as they were), which the
+# outbox keeps after the table is gone; a table whose log moved since it was read is not deleted (-1)
+# returns 0 when there was no table, 1 when it was deleted, 2 when it was deleted and notified, -1: moved
 DELETE = """
 if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
+local owner = ARGV[3] ~= '' and redis.call('HGET', KEYS[1], 'owner')
+local data
+if owner then
+  if redis.call('LLEN', KEYS[2]) ~= tonumber(ARGV[5]) then return -1 end
+  data = '{"table":' .. cjson.encode(ARGV[3]) .. ',"seq":null,"version":' .. ARGV[5] .. ',"record":null,"balances":'
+    .. ARGV[6] .. '}'
+end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created', 'stakes')
 redis.call('HSET', KEYS[1], 'deleted', '1')
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
 redis.call(ARGV[2], KEYS[9], 'deleted')
+if owner then
+  redis.call('XADD', KEYS[10], '*', 't', 'table.deleted', 'o', owner, 'd', data)
+  if tonumber(ARGV[4]) > 0 then redis.call('EXPIRE', KEYS[10], tonumber(ARGV[4])) end
+  return 2
+end
 return 1
+"""
+
+# ROTATE: new tokens for a table; the old ones stop working at once, the creation's kept first
+# response (its tokens) is dropped, and the channel says "rotated" (streams re-check their credentials).
+# KEYS: meta, state, created, channel
+# ARGV[1] SHA-256 (hex) of the write token the caller gave ("": the caller is the owner's API key),
+# ARGV[2] the owner's name ("": a token), ARGV[3], ARGV[4] the new write and read tokens' SHA-256,
+# ARGV[5] PUBLISH or SPUBLISH
+# returns "ok" | "missing" (no table, or not the owner's) | "denied" (the write token changed meanwhile)
+ROTATE = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return 'missing' end
+local meta = redis.call('HMGET', KEYS[1], 'token', 'owner')
+if ARGV[1] == '' and ARGV[2] == '' then return 'denied' end
+if ARGV[1] ~= '' and meta[1] ~= ARGV[1] then return 'denied' end
+if ARGV[2] ~= '' and meta[2] ~= ARGV[2] then return 'missing' end
+redis.call('HSET', KEYS[1], 'token', ARGV[3], 'read_token', ARGV[4])
+redis.call('DEL', KEYS[3])
+redis.call(ARGV[5], KEYS[4], 'rotated')
+return 'ok'
+"""
+
+# -- the webhook dispatcher's scripts (service/store/webhooks.py) --------------------------------------
+# A lease is a string holding its dispatcher's random token, with a PX expiry: taken with SET NX PX,
+# renewed and released only by its holder (these scripts), so that a dispatcher that lost it (it
+# stalled past the expiry, another took over) changes nothing.
+
+# RENEW: KEYS[1] a lease; ARGV[1] the holder's token, ARGV[2] the new expiry in ms
+# returns 1 when renewed, 0 when the lease is not (or no longer) the holder's
+RENEW = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+return 1
+"""
+
+# RELEASE: KEYS[1] a lease; ARGV[1] the holder's token
+# returns 1 when released, 0 when it was not the holder's
+RELEASE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
+# ADVANCE: where one webhook's deliveries of a table stand, written by the holder of its lane lease.
+# KEYS[1] the lane's lease, KEYS[2] lanes, KEYS[3] outbox
+# ARGV[1] the holder's token, ARGV[2] the webhook id, ARGV[3] the lane (JSON)
+# returns 1 when written, 0 when the lease is not the holder's, 2 when the outbox is gone (nothing to do)
+# (the lanes hash expires with the outbox)
+ADVANCE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local ttl = redis.call('PTTL', KEYS[3])
+if ttl == -2 then return 2 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1
+"""
+
+# TRIM: drop the outbox entries every webhook is done with, and the lanes of webhooks that are gone;
+# an outbox left empty whose table is gone goes, with its lanes.
+# KEYS[1] the visit's lease, KEYS[2] outbox, KEYS[3] lanes, KEYS[4] the table's state
+# ARGV[1] the holder's token, ARGV[2] the first entry id to keep ("": trim nothing), ARGV[3..] the
+# webhook ids whose lanes to drop
+# returns the entries left, or -1 when the lease is not the holder's
+TRIM = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+if ARGV[2] ~= '' then redis.call('XTRIM', KEYS[2], 'MINID', ARGV[2]) end
+if #ARGV > 2 then redis.call('HDEL', KEYS[3], unpack(ARGV, 3)) end
+local left = redis.call('XLEN', KEYS[2])
+if left == 0 and redis.call('EXISTS', KEYS[4]) == 0 then redis.call('DEL', KEYS[2], KEYS[3]) end
+return left
 """
 
 # READ: several reads at once, atomically: what MULTI/EXEC would do, except that a Redis
@@ -408,5 +591,44 @@ redis.call('SET', KEYS[2], ARGV[2])
 redis.call('DEL', KEYS[3])
 local items = cjson.decode(ARGV[3])
 for i = 1, #items do redis.call('RPUSH', KEYS[3], items[i]) end
+return 1
+"""
+
+# REGISTER: a new webhook of an API key, unless the key has its most already.
+# KEYS[1] the key's webhooks; ARGV[1] the webhook's id, ARGV[2] its registration (JSON), ARGV[3] the most
+# returns 1 when registered, 0 when the key has ARGV[3] webhooks already
+REGISTER = """
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
+# UNREGISTER: a webhook, its status and its dead letters (its lanes in the tables' slots are
+# dropped by the dispatcher's next TRIM of each table).
+# KEYS[1] the key's webhooks, KEYS[2] their status, KEYS[3] the webhook's dead letters; ARGV[1] its id
+# returns 1 when it existed, else 0
+UNREGISTER = """
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1] .. ':ok', ARGV[1] .. ':dead', ARGV[1] .. ':dead-count', ARGV[1] .. ':last')
+redis.call('DEL', KEYS[3])
+return 1
+"""
+
+# NOTE: what a delivery attempt of a webhook did, unless the webhook is gone meanwhile.
+# KEYS[1] the key's webhooks, KEYS[2] their status, KEYS[3] the webhook's dead letters
+# ARGV[1] the webhook's id, ARGV[2] the attempt (JSON: its last_delivery), ARGV[3] "ok", "failed" or
+# "dead" (the notification is dead-lettered), ARGV[4] now (ms), ARGV[5] the dead letter (JSON) when
+# "dead", ARGV[6] the dead letters kept
+# returns 1, or 0 when the webhook no longer exists
+NOTE = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1] .. ':last', ARGV[2])
+if ARGV[3] == 'ok' then redis.call('HSET', KEYS[2], ARGV[1] .. ':ok', ARGV[4]) end
+if ARGV[3] == 'dead' then
+  redis.call('LPUSH', KEYS[3], ARGV[5])
+  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[6]) - 1)
+  redis.call('HSET', KEYS[2], ARGV[1] .. ':dead', ARGV[4])
+  redis.call('HINCRBY', KEYS[2], ARGV[1] .. ':dead-count', 1)
+end
 return 1
 """

@@ -21,6 +21,17 @@ A table's own limits (events and voids a minute) are counted by the same
 APPEND call that appends (a refused or failed write is not counted); its
 answer carries what the headers need (:class:`Quota`).
 
+Webhooks (a transactional outbox): at a table an API key created (its meta
+``owner``), the script that writes a record, a creation, a finish or a
+deletion also adds its notification to the table's outbox (a stream in the
+table's slot, :func:`~service.store.keys.outbox`), so an acknowledged write
+always has its notification and a refused one never has.  After the script
+the store adds the table to :data:`~service.store.keys.WEBHOOKS_DUE` (the
+hint the dispatcher polls, :mod:`service.store.webhooks`); a crash between the
+two leaves an outbox without its hint, which the dispatcher's sweep finds.
+(An append on a Redis that is not a cluster writes the hint in its script: the
+due set is on the same server, and the append costs no second round trip.)
+
 Readings (where the contract is silent):
 
 * An event's Idempotency-Key is kept as long as its table (not 24 h): a retry
@@ -39,6 +50,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import random
 import secrets
 import time
@@ -58,6 +70,8 @@ from .errors import (
 )
 from .sealing import created_id, seal, unseal
 from .states import STATES_KEPT, Kept, StateCache
+
+log = logging.getLogger("service.store")
 
 IDEMPOTENCY_TTL = 24 * 3600  # how long a keyed creation's first response (its tokens) is kept
 TOMBSTONE_TTL = 24 * 3600
@@ -281,8 +295,13 @@ class TableStore:
     def __init__(self, client: "redis_client.Client", *, table_ttl: int = 0, max_events: int = 0,
                  idempotency_ttl: int = IDEMPOTENCY_TTL, sharded_pubsub: bool | None = None,
                  min_replicas: int = 0, wait_timeout_ms: int = 1000, states_kept: int = STATES_KEPT,
-                 events_per_minute: int = 0, voids_per_minute: int = 0) -> None:
+                 events_per_minute: int = 0, voids_per_minute: int = 0, webhooks: bool = True) -> None:
         self.r = client
+        # the webhook notifications of the tables an API key created (off: none are written)
+        self.webhooks = webhooks
+        self.outbox_ttl = keys.outbox_ttl(table_ttl)
+        # an append's hint goes in its script where the due set shares the node (not a cluster's slot)
+        self._hint_in_script = redis_client.kind(client) != "cluster"
         self._states = StateCache(states_kept)
         # how every write announces itself on the table's channel (see keys.channel): a
         # cluster uses sharded pub/sub, so one table's messages stay on its slot's node
@@ -304,6 +323,7 @@ class TableStore:
         self._repair = client.register_script(keys.REPAIR)
         self._reads = client.register_script(keys.READ)
         self._finish = client.register_script(keys.FINISH)
+        self._rotate = client.register_script(keys.ROTATE)
 
     def _read(self, *reads: tuple) -> list:
         """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
@@ -339,6 +359,24 @@ class TableStore:
                                 "written; deleting tables frees room") from None
             raise
 
+    # -- webhooks ----------------------------------------------------------------
+    def _hint(self, table_id: str) -> None:
+        """Tell the dispatchers that the table has a new notification (see the module doc): the table is
+        due now, unless it already was.  A failure is logged, not raised: the write is acknowledged, and
+        the dispatcher's sweep finds an outbox left without its hint."""
+        try:
+            self.r.zadd(keys.WEBHOOKS_DUE, {table_id: int(time.time() * 1000)}, lt=True)
+        except redis.exceptions.RedisError as exc:
+            log.warning("webhooks: the hint of table %s was not written (%s); the sweep will find it",
+                        table_id, exc)
+
+    @staticmethod
+    def _notification(table_id: str, seq: int | None, version: int, record: dict | None,
+                      balances: list[int]) -> str:
+        """A notification's ``data``: the table, the record's seq, the version and balances after it."""
+        return _dumps({"table": table_id, "seq": seq, "version": version, "record": record,
+                       "balances": list(balances)})
+
     # -- create ------------------------------------------------------------------
     def create(self, players: list[str], ruleset: Any, dealer: int = 0, *, stakes: Any = None,
                idempotency_key: str | None = None, fp: str = "", owner: str | None = None) -> Created:
@@ -370,9 +408,14 @@ class TableStore:
             if owner is not None:
                 fields["owner"] = owner
             flat = [x for kv in fields.items() for x in kv]
-            res = self._run(self._create, keys.every(table_id),
-                            [codec.state(state.to_dict()), self.table_ttl, record, created_ttl, self._durable, *flat])
+            notify = owner is not None and self.webhooks
+            data = self._notification(table_id, None, 0, None, state.balances) if notify else ""
+            res = self._run(self._create, [*keys.every(table_id), keys.outbox(table_id)],
+                            [codec.state(state.to_dict()), self.table_ttl, record, created_ttl, self._durable,
+                             owner if notify else "", data, self.outbox_ttl, *flat])
             if res[0] == 1:
+                if notify:
+                    self._hint(table_id)
                 if owner is not None:
                     self._index(owner, table_id)
                 return Created(table_id, token, read_token, list(players), state.ruleset.as_dict(), dealer,
@@ -590,14 +633,19 @@ class TableStore:
                                    "(round_end) or void its events before finishing the table",
                                    current=loaded.version)
                 at = _now()
+                data = self._notification(table_id, None, loaded.version, None, loaded.state.balances) \
+                    if self.webhooks else ""
                 res = self._run(self._finish, [keys.meta(table_id), keys.state(table_id), keys.log(table_id),
-                                               keys.channel(table_id)],
-                                [loaded.version, at, codec.dumps({"finished_at": at}), self.publish_command],
+                                               keys.channel(table_id), keys.outbox(table_id)],
+                                [loaded.version, at, codec.dumps({"finished_at": at}), self.publish_command,
+                                 data, self.outbox_ttl],
                                 wrote=lambda res: res[0] == b"ok")
                 if res[0] == b"missing":
                     raise TableNotFound(f"no table {table_id!r}")
                 if res[0] == b"conflict":
                     continue
+                if self.webhooks and int(res[2]):
+                    self._hint(table_id)
                 finished_at = res[1].decode()
             else:
                 finished_at = loaded.finished_at
@@ -668,6 +716,7 @@ class TableStore:
                         return replayed
                 raise
             stored_state = codec.state(new_state.to_dict())
+            notify = self.webhooks and hashes[2] is not None  # (a table an API key created)
             args: dict[str, Any] = {
                 "version": version, "record": codec.record(record).decode(), "state": stored_state.decode(),
                 "message": codec.dumps(self.streamed(record, new_state, voided=False)).decode(),
@@ -675,6 +724,12 @@ class TableStore:
             }
             if rounds is not None:
                 args["rounds"] = rounds
+            if notify:
+                args["outbox"] = self._notifications(table_id, record, written, rounds)
+                if self.outbox_ttl:
+                    args["outbox_ttl"] = self.outbox_ttl
+                if self._hint_in_script:
+                    args["due"], args["table"] = int(time.time() * 1000), table_id
             if digest_of_state:
                 args["state_sha"] = digest_of_state
             if amount:
@@ -686,6 +741,8 @@ class TableStore:
             outcome = res[0]
             if outcome == b"ok":
                 self._states.put(table_id, Kept(version + 1, new_state, hashes, _sha1(stored_state)))
+                if len(res) > 4 and int(res[4]) == 1:  # (2: the script wrote the hint too)
+                    self._hint(table_id)
                 if amount:
                     written = replace(written, quota=Quota(limit, amount, int(res[2]), int(res[3])))
                 return written
@@ -721,6 +778,16 @@ class TableStore:
                 time.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
         raise Busy("too many concurrent writes to this table; retry")
 
+    def _notifications(self, table_id: str, record: dict, written: Written, rounds: dict | None) -> list:
+        """The webhook notifications of a record: ``event.voided`` for a void, else ``event.recorded``
+        and, when it ended a round, ``round.ended`` (each ``[type, data JSON]``)."""
+        data = self._notification(table_id, written.seq, written.seq, {**record, "voided": False}, written.balances)
+        if record.get("type") == "void":
+            return [["event.voided", data]]
+        if rounds is not None and "push" in rounds:
+            return [["event.recorded", data], ["round.ended", data]]
+        return [["event.recorded", data]]
+
     def _run_append(self, table_id: str, args: dict, field: str | None, digest: str | None, hashes) -> list:
         """One APPEND call with ``args`` and the request's key, token and durability."""
         if field:
@@ -730,8 +797,10 @@ class TableStore:
         if self.min_replicas:
             args["durable"] = True
         args["ttl"], args["snapshot"] = self.table_ttl, keys.SNAPSHOT_EVERY
-        return self._run(self._append, keys.appended(table_id), [codec.dumps(args)],
-                         wrote=lambda res: res[0] in (b"ok", b"replay"))
+        names = keys.appended(table_id)
+        if "due" in args:
+            names.append(keys.WEBHOOKS_DUE)
+        return self._run(self._append, names, [codec.dumps(args)], wrote=lambda res: res[0] in (b"ok", b"replay"))
 
     def _replay_of(self, table_id: str, field: str, digest: str, fp: str, hashes) -> Written | None:
         """The first answer of the write an Idempotency-Key made, or None: it made none (that is in the log).
@@ -887,8 +956,46 @@ class TableStore:
     def delete(self, table_id: str) -> bool:
         """Delete a table's keys, keeping a 24 h tombstone of its token hashes."""
         self._states.drop(table_id)  # (another worker's kept state is refused by the script: ``missing``)
-        return bool(self._run(self._delete, [*keys.every(table_id), keys.channel(table_id)],
-                              [TOMBSTONE_TTL, self.publish_command], wrote=bool))
+        for _ in range(MAX_RETRIES):
+            version, balances = -1, "null"
+            if self.webhooks:  # the table.deleted notification tells the version and balances it had
+                owner, state, length = self._read(("HGET", keys.meta(table_id), "owner"),
+                                                  ("GET", keys.state(table_id)), ("LLEN", keys.log(table_id)))
+                if owner is not None and state is not None:
+                    version = length
+                    balances = _dumps(TableState.from_dict(codec.read_state(state)).balances)
+            res = self._run(self._delete, [*keys.every(table_id), keys.channel(table_id), keys.outbox(table_id)],
+                            [TOMBSTONE_TTL, self.publish_command, table_id if version >= 0 else "", self.outbox_ttl,
+                             version, balances], wrote=lambda res: res > 0)
+            if res == -1:  # an append came between the read and the script: read again
+                continue
+            if res == 2:
+                self._hint(table_id)
+            return bool(res)
+        raise Busy("too many concurrent writes to this table; retry")
+
+    def rotate(self, table_id: str, access: Access) -> tuple[str, str]:
+        """New write and read tokens for a table (``(token, read_token)``, shown only here): the old ones
+        stop working at once (every read and write checks the meta hash), the creation's kept first
+        response goes (a retry of the creation is then ``idempotency_key_expired``), and the table's
+        channel says ``rotated`` (open streams re-check their credentials: those of an old token end).
+
+        Needs the write token or the API key that created the table (as a write does).  A rotation
+        racing another one with the same old token: one of them wins, the other is 401 (its token is
+        no longer the table's)."""
+        meta = keys.meta(table_id)
+        _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), replace(access, write=True))
+        token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        res = self._run(self._rotate, [meta, keys.state(table_id), keys.created(table_id), keys.channel(table_id)],
+                        [_hash(access.token) if access.token else "", "" if access.token else access.owner or "",
+                         _hash(token), _hash(read_token), self.publish_command],
+                        wrote=lambda res: res == b"ok")
+        self._states.drop(table_id)
+        if res == b"missing":
+            raise TableNotFound(f"no table {table_id!r}")
+        if res == b"denied":
+            raise Unauthorized("the token is not valid for this table (or there is no such table)")
+        return token, read_token
 
     # -- verification ------------------------------------------------------------------------
     def rebuild(self, table_id: str) -> tuple[TableState, list[dict]]:

@@ -1,0 +1,160 @@
+"""``POST /v1/tables/{id}/tokens/rotate`` (docs/api.md): new tokens, the old ones 401 at once (in every
+worker), their open streams end with ``event: rotated``; who may rotate."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from service.api import create_app
+from service.config import NO_LIMITS
+
+ACME = "acme-" + "a" * 40
+BETA = "beta-" + "b" * 40
+KEYS = f"acme={ACME},beta={BETA}"
+PLAYERS = ["东", "南", "西", "北"]
+KONG = {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"}
+
+
+def make_app(url, **config):
+    return create_app({"TESTING": True, "REDIS_URL": url, "API_KEYS": KEYS, "STREAM_HEARTBEAT": 1,
+                       **{var: 0 for var in NO_LIMITS}, **config})
+
+
+@pytest.fixture
+def app(redis_url):
+    app = make_app(redis_url)
+    yield app
+    hub = app.extensions.get("stream_hub")
+    if hub is not None:
+        hub.close()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+def bearer(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def problem(response, status: int, code: str) -> dict:
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/problem+json" and response.get_json()["code"] == code
+    return response.get_json()
+
+
+def table(client, **headers) -> dict:
+    r = client.post("/v1/tables", json={"players": PLAYERS}, headers={"X-API-Key": ACME, **headers})
+    assert r.status_code == 201
+    return r.get_json()
+
+
+def rotate(client, table_id, headers) -> dict:
+    r = client.post(f"/v1/tables/{table_id}/tokens/rotate", headers=headers)
+    assert r.status_code == 200, r.get_data(as_text=True)
+    assert r.headers["Cache-Control"] == "no-store"
+    return r.get_json()
+
+
+def test_the_old_tokens_stop_at_once_and_the_new_ones_work(client):
+    t = table(client)
+    assert client.post(f"/v1/tables/{t['id']}/events", json={"type": "round_start"},
+                       headers=bearer(t["token"])).status_code == 201  # (a kept state with the old token)
+    new = rotate(client, t["id"], bearer(t["token"]))
+    assert set(new) == {"token", "read_token"} and new["token"] != t["token"] and new["read_token"] != t["read_token"]
+    for old in (t["token"], t["read_token"]):
+        problem(client.get(f"/v1/tables/{t['id']}", headers=bearer(old)), 401, "unauthorized")
+    problem(client.post(f"/v1/tables/{t['id']}/events", json=KONG, headers=bearer(t["token"])), 401, "unauthorized")
+    problem(client.post(f"/v1/tables/{t['id']}/tokens/rotate", headers=bearer(t["token"])), 401, "unauthorized")
+    assert client.post(f"/v1/tables/{t['id']}/events", json=KONG, headers=bearer(new["token"])).status_code == 201
+    assert client.get(f"/v1/tables/{t['id']}", headers=bearer(new["read_token"])).get_json()["version"] == 2
+    problem(client.post(f"/v1/tables/{t['id']}/events", json=KONG, headers=bearer(new["read_token"])), 403,
+            "forbidden")
+
+
+def test_who_may_rotate(client):
+    t = table(client)
+    problem(client.post(f"/v1/tables/{t['id']}/tokens/rotate", headers=bearer(t["read_token"])), 403, "forbidden")
+    problem(client.post(f"/v1/tables/{t['id']}/tokens/rotate", headers={"X-API-Key": BETA}), 404, "table_not_found")
+    problem(client.post(f"/v1/tables/{t['id']}/tokens/rotate"), 401, "api_key_required")
+    problem(client.post("/v1/tables/0123456789abcdef/tokens/rotate", headers={"X-API-Key": ACME}), 404,
+            "table_not_found")
+    by_key = rotate(client, t["id"], {"X-API-Key": ACME})  # the key that created the table
+    problem(client.get(f"/v1/tables/{t['id']}", headers=bearer(t["token"])), 401, "unauthorized")
+    assert client.get(f"/v1/tables/{t['id']}", headers=bearer(by_key["token"])).status_code == 200
+    assert client.delete(f"/v1/tables/{t['id']}", headers={"X-API-Key": ACME}).status_code == 204
+    problem(client.post(f"/v1/tables/{t['id']}/tokens/rotate", headers={"X-API-Key": ACME}), 404, "table_not_found")
+
+
+def test_another_workers_kept_state_does_not_let_an_old_token_write(redis_url):
+    one, two = make_app(redis_url).test_client(), make_app(redis_url).test_client()
+    t = table(one)
+    assert one.post(f"/v1/tables/{t['id']}/events", json={"type": "round_start"},
+                    headers=bearer(t["token"])).status_code == 201  # worker one keeps the state, old token's hash
+    rotate(two, t["id"], bearer(t["token"]))
+    problem(one.post(f"/v1/tables/{t['id']}/events", json=KONG, headers=bearer(t["token"])), 401, "unauthorized")
+
+
+def test_a_creation_retried_after_a_rotation_does_not_hand_out_the_old_tokens(client):
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    t = table(client, **key)
+    rotate(client, t["id"], bearer(t["token"]))
+    problem(client.post("/v1/tables", json={"players": PLAYERS}, headers={"X-API-Key": ACME, **key}), 409,
+            "idempotency_key_expired")
+
+
+def _events(chunks, until: float) -> tuple[list[str], bool]:
+    """The ``event:`` names of the chunks a stream sends until it ends (or ``until``), and whether it ended."""
+    names = []
+    for chunk in chunks:
+        names += [line[len("event: "):] for line in chunk.decode().splitlines() if line.startswith("event: ")]
+        if time.monotonic() > until:
+            return names, False
+    return names, True
+
+
+def test_a_stream_with_an_old_token_ends_with_rotated_and_one_with_the_new_token_goes_on(app, client):
+    t = table(client)
+    old_stream = client.get(f"/v1/tables/{t['id']}/stream", headers=bearer(t["read_token"]), buffered=False)
+    assert old_stream.status_code == 200
+    chunks = iter(old_stream.response)
+    assert next(chunks).startswith(b"retry: 3000")
+    new = rotate(client, t["id"], bearer(t["token"]))
+    assert _events(chunks, time.monotonic() + 10) == (["rotated"], True)  # and then the stream ended
+    old_stream.close()
+    problem(client.get(f"/v1/tables/{t['id']}/stream", headers=bearer(t["read_token"])), 401, "unauthorized")
+
+    fresh = client.get(f"/v1/tables/{t['id']}/stream", headers=bearer(new["read_token"]), buffered=False)
+    chunks = iter(fresh.response)
+    assert next(chunks).startswith(b"retry: 3000")
+    assert client.post(f"/v1/tables/{t['id']}/events", json={"type": "round_start"},
+                       headers=bearer(new["token"])).status_code == 201
+    got = b""
+    deadline = time.monotonic() + 10
+    while b"event: record" not in got and time.monotonic() < deadline:
+        got += next(chunks)
+    assert b"event: record" in got and b"rotated" not in got
+    fresh.close()
+    assert app.extensions["stream_hub"].subscribers == 0
+
+
+def test_a_stream_opened_with_the_creating_key_goes_on_after_a_rotation(app, client):
+    t = table(client)
+    keyed = client.get(f"/v1/tables/{t['id']}/stream", headers={"X-API-Key": ACME}, buffered=False)
+    assert keyed.status_code == 200
+    chunks = iter(keyed.response)
+    assert next(chunks).startswith(b"retry: 3000")
+    new = rotate(client, t["id"], {"X-API-Key": ACME})
+    assert client.post(f"/v1/tables/{t['id']}/events", json={"type": "round_start"},
+                       headers=bearer(new["token"])).status_code == 201
+    got = b""
+    deadline = time.monotonic() + 10
+    while b"event: record" not in got and time.monotonic() < deadline:
+        got += next(chunks)
+    assert b"event: record" in got and b"rotated" not in got  # the key still may read: no end
+    keyed.close()
+    assert app.extensions["stream_hub"].subscribers == 0
