@@ -23,6 +23,13 @@ DOCS = ROOT / "docs"
 
 @pytest.fixture(scope="module")
 def generated(redis_server) -> dict[str, str]:
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    try:  # (an earlier test's webhooks and tables of the same key names would show in the examples)
+        client.flushall()
+    finally:
+        client.close()
     return docs.pages(redis_server.url)
 
 

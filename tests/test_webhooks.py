@@ -15,15 +15,8 @@ from hypothesis import strategies as st
 from service.api import create_app
 from service.config import NO_LIMITS
 from service.store import keys, redis_client
-from service.store.webhooks import (
-    Dispatcher,
-    DispatcherOptions,
-    TargetRefused,
-    address_refused,
-    deliver,
-    parse_target,
-    resolve,
-)
+from service.delivery import TargetRefused, address_refused, deliver, parse_target, resolve
+from service.store.outbox import Dispatcher, DispatcherOptions
 from tests.receivers import Receiver, wait_until
 
 ACME = "acme-" + "a" * 40

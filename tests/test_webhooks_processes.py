@@ -13,7 +13,7 @@ from pathlib import Path
 
 from service.store import keys, redis_client
 from service.store.embedded import EmbeddedRedis, free_port
-from service.store.webhooks import Dispatcher, DispatcherOptions
+from service.store.outbox import Dispatcher, DispatcherOptions
 from tests.receivers import Receiver, wait_until
 from tests.served import Served
 from tests.test_webhooks import (

@@ -77,7 +77,7 @@ from ..store.streams import CHECK, CLOSE, DELETED, StreamHub, Subscription, TooM
 from ..store.table_store import Access, TableStore
 from .problems import ApiProblem, InvalidInput
 from .smorest import Blueprint
-from .table_views import NO_TABLE, NO_TOKEN, READ_OR_KEY, access, store, table_id_of, token
+from .table_views import NO_TABLE, NO_TOKEN, READ_OR_KEY, access, store, table_id_of
 
 log = logging.getLogger("service.stream")
 

@@ -7,7 +7,7 @@ gets the notifications of the tables its key created (its ``tables`` may narrow
 that to some of them), signed as Standard Webhooks (``webhook-id``,
 ``webhook-timestamp``, ``webhook-signature``) with the ``secret`` shown only in
 the creation's answer.  How deliveries are made, retried and dead-lettered:
-:mod:`service.store.webhooks` and docs/api.md.
+:mod:`service.store.outbox` and docs/api.md.
 
 Readings (where the contract is silent):
 
@@ -32,15 +32,8 @@ import marshmallow as ma
 from flask import current_app, jsonify
 from marshmallow import fields, validate
 
-from ..store.webhooks import (
-    EVENTS,
-    MAX_TABLES,
-    MAX_URL_CHARS,
-    NotTheOwnersTable,
-    Registry,
-    TargetRefused,
-    TooManyWebhooks,
-)
+from ..delivery import MAX_URL_CHARS, TargetRefused
+from ..store.webhooks import EVENTS, MAX_TABLES, NotTheOwnersTable, Registry, TooManyWebhooks
 from .callers import api_key
 from .problems import ApiProblem, InvalidInput
 from .smorest import Blueprint

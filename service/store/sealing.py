@@ -1,4 +1,4 @@
-"""A keyed table creation's secrets: its table id and its sealed first response.
+"""Secrets Redis keeps sealed: a keyed table creation's first response, and webhooks' secrets.
 
 A creation's ``Idempotency-Key`` is a secret (a UUID the client generated): the
 table id is derived from it (:func:`created_id`), so a retry finds the table,
@@ -20,6 +20,7 @@ cryptography.exceptions.InvalidTag
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 from typing import Any
@@ -58,3 +59,28 @@ def created_id(idempotency_key: str, owner: str | None = None) -> str:
     """
     scope = b"" if owner is None else owner.encode() + b"\x00"
     return hashlib.sha256(b"table-id:" + scope + idempotency_key.encode()).hexdigest()[:16]
+
+
+# -- webhook secrets ------------------------------------------------------------------------------
+def _webhook_cipher(key_digest: str) -> AESGCM:
+    return AESGCM(HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
+                       info=b"mahjong-service webhook secret v1").derive(bytes.fromhex(key_digest)))
+
+
+def seal_secret(key_digest: str, owner: str, hook_id: str, secret: str) -> str:
+    """``secret`` sealed under the owner's API key digest, bound to the owner and the webhook (base64).
+
+    >>> d = "ab" * 32
+    >>> unseal_secret(d, "acme", "wh_1", seal_secret(d, "acme", "wh_1", "whsec_x"))
+    'whsec_x'
+    """
+    nonce = os.urandom(NONCE_BYTES)
+    sealed = _webhook_cipher(key_digest).encrypt(nonce, secret.encode(), f"{owner}\0{hook_id}".encode())
+    return base64.b64encode(nonce + sealed).decode()
+
+
+def unseal_secret(key_digest: str, owner: str, hook_id: str, sealed: str) -> str:
+    """What :func:`seal_secret` sealed; ``InvalidTag`` under another key digest, owner or webhook."""
+    raw = base64.b64decode(sealed)
+    return _webhook_cipher(key_digest).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], f"{owner}\0{hook_id}".encode()).decode()
+
