@@ -20,6 +20,10 @@ average.  Loopback only; needs nothing beyond the service's own dependencies::
 
     .venv/bin/python bench/load_ting.py                # 32 connections, 10 s per target
     .venv/bin/python bench/load_ting.py --duration 3   # quicker
+
+``--baseline DIR`` adds ``before``: DIR's ``service`` package (another tree, e.g.
+a ``git worktree`` of an earlier commit) served the same way, in the same
+alternation, so that a change's before and after come from one run.
 """
 
 from __future__ import annotations
@@ -108,15 +112,17 @@ def serve_bare(port: int, workers: int) -> None:
 
 
 # -- servers ----------------------------------------------------------------------
-def start(target: str, port: int, workers: int, log_level: str) -> subprocess.Popen:
+def start(target: str, port: int, workers: int, log_level: str, baseline: str | None = None) -> subprocess.Popen:
+    """Start ``flask`` (this tree's service), ``bare``, or ``before`` (``baseline``'s service)."""
     common = ["--port", str(port), "--workers", str(workers)]
-    if target == "flask":
+    root = Path(baseline) if target == "before" else ROOT
+    if target in ("flask", "before"):
         cmd = [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", *common]
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--serve-bare", *common]
-    env = {**os.environ, "LOG_LEVEL": log_level, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "LOG_LEVEL": log_level, "PYTHONPATH": str(root)}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -248,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--log-level", default="INFO", help="service LOG_LEVEL (INFO: one access line per request)")
+    parser.add_argument("--baseline", metavar="DIR", help="also serve DIR's service package (the 'before') in the "
+                                                          "same alternation")
     parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -257,12 +265,13 @@ def main(argv: list[str] | None = None) -> int:
 
     common = {"connections": args.connections, "workers": args.workers,
               "duration_s": args.duration, "cpus": os.cpu_count()}
-    ports = {"flask": free_port(), "bare": free_port()}
+    targets = ("flask", "bare", "before") if args.baseline else ("flask", "bare")
+    ports = {t: free_port() for t in targets}
     procs = {}
     results = {}
     try:
-        for target in ("flask", "bare"):
-            procs[target] = start(target, ports[target], args.workers, args.log_level)
+        for target in targets:
+            procs[target] = start(target, ports[target], args.workers, args.log_level, args.baseline)
         check_same_answers(ports["flask"], ports["bare"])
         # One target at a time (they share the machine), alternating in short
         # rounds so that drifting background load affects both alike.
@@ -270,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu = {t: [0.0, 0] for t in ports}  # worker CPU seconds, requests (warm-ups included)
         load_before = os.getloadavg()[0]
         for _ in range(args.rounds):
-            for target in ("flask", "bare"):
+            for target in targets:
                 totals: dict = {}
                 before = cpu_seconds(procs[target].pid)
                 lat, err = asyncio.run(
@@ -279,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                 cpu[target][0] += cpu_seconds(procs[target].pid) - before
                 cpu[target][1] += totals.get("requests", 0)
                 collected[target] = (collected[target][0] + lat, collected[target][1] + err)
-        for target in ("flask", "bare"):
+        for target in targets:
             stats = summarize(*collected[target], args.duration)
             stats["cpu_us_per_request"] = round(cpu[target][0] / cpu[target][1] * 1e6, 1) if cpu[target][1] else None
             results[target] = stats
@@ -296,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_bare_over_flask": round(bare["cpu_us_per_request"] / flask["cpu_us_per_request"], 3)
         if flask["cpu_us_per_request"] else None,
         "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        **({"before_rps_over_bare": round(results["before"]["rps"] / bare["rps"], 3) if bare["rps"] else None,
+            "before_p99_ms": results["before"]["p99_ms"]} if args.baseline else {}),
     }), flush=True)
     return 0
 

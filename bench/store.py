@@ -2,6 +2,7 @@
 
     python bench/store.py [--tables 32] [--duration 10] [--long 10000]
                           [--phases http,versus,length,void,memory,get] [--limits off|high]
+                          [--baseline DIR [--runs 3]]
 
 1. HTTP: ``python -m service serve`` (2 workers × 8 threads) on a private
    redis-server; ``--tables`` client threads, each with its own table and
@@ -26,6 +27,10 @@
 6. ``get``: ``GET /v1/tables/{id}`` of a table with 200 ended rounds, in-process
    through the Flask app (test client) and through :meth:`TableStore.get`:
    the median server-side cost in µs.
+
+``--baseline DIR`` (``versus``): DIR's ``service`` package (another tree, e.g. a
+``git worktree`` of an earlier commit) is the "before": the phase runs on each
+side in turn, ``--runs`` times, on the same Redis, then prints each side's medians.
 
 ``--limits high`` starts ``serve`` (phases 1 and 5) with every rate limit on at
 1,000,000 a minute (or an hour), so that the limiter's Redis round trips are on
@@ -383,6 +388,16 @@ def memory_phase(redis_url: str) -> dict:
     return out
 
 
+def versus_medians(results: dict[str, list[dict]]) -> dict:
+    """The medians of each side's versus runs (``--baseline``): appends ÷ ting, both rates, append p99."""
+    out: dict = {"op": "append_vs_ting_medians", "runs": {side: len(rs) for side, rs in results.items()}}
+    for side, rs in results.items():
+        out[side] = {key: round(statistics.median(r[key] for r in rs), 3) if rs else None
+                     for key in ("ratio", "appends_per_s", "ting_per_s", "append_p99_ms", "ting_p99_ms",
+                                 "redis_commands_per_append")}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", type=int, default=32)
@@ -395,6 +410,9 @@ def main() -> None:
                     help="versus: a thread and http.client connection per table, or one asyncio loop "
                          "writing raw requests (bench/load_ting.py's load generator)")
     ap.add_argument("--phases", default="http,versus,length,void,memory,get", help="which phases, comma-separated")
+    ap.add_argument("--baseline", metavar="DIR", help="versus: also serve DIR's service package (the 'before'), "
+                                                      "alternating with this tree's, --runs times each")
+    ap.add_argument("--runs", type=int, default=3, help="versus with --baseline: runs per side (default 3)")
     args = ap.parse_args()
     phases = set(args.phases.split(","))
     env = HIGH_LIMITS if args.limits == "high" else None
@@ -410,14 +428,22 @@ def main() -> None:
             finally:
                 stop_service(proc)
         if "versus" in phases:
-            port = free_port()
-            proc = start_service(port, server.url, extra_env=env)
-            try:
-                phase = versus_phase_asyncio if args.client == "asyncio" else versus_phase
-                result = phase(port, args.tables, args.duration, args.rounds, server.url)
-                print(json.dumps({**result, "limits": args.limits}), flush=True)
-            finally:
-                stop_service(proc)
+            sides = [("after", None), ("before", args.baseline)] if args.baseline else [("after", None)]
+            results: dict[str, list[dict]] = {side: [] for side, _ in sides}
+            for _ in range(args.runs if args.baseline else 1):
+                for side, root in sides:
+                    port = free_port()
+                    proc = start_service(port, server.url, extra_env=env, root=root)
+                    try:
+                        phase = versus_phase_asyncio if args.client == "asyncio" else versus_phase
+                        result = phase(port, args.tables, args.duration, args.rounds, server.url)
+                        result = {**result, "limits": args.limits, **({"side": side} if args.baseline else {})}
+                        results[side].append(result)
+                        print(json.dumps(result), flush=True)
+                    finally:
+                        stop_service(proc)
+            if args.baseline:
+                print(json.dumps(versus_medians(results)), flush=True)
         if "length" in phases:
             print(json.dumps(length_phase(server.url, args.long)), flush=True)
         if "void" in phases:

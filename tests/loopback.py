@@ -55,16 +55,21 @@ class Client:
 
 
 def start_service(port: int, redis_url: str, workers: int = 2,
-                  extra_env: dict | None = None, log_path: str | None = None) -> subprocess.Popen:
-    """``python -m service serve`` on ``port`` against ``redis_url``; waits for /readyz."""
+                  extra_env: dict | None = None, log_path: str | None = None,
+                  root: "str | Path | None" = None) -> subprocess.Popen:
+    """``python -m service serve`` on ``port`` against ``redis_url``; waits for /readyz.
+
+    ``root``: the tree whose ``service`` package runs (default: this one; a benchmark's
+    ``--baseline``)."""
     from service.config import NO_LIMITS
 
+    root = Path(root) if root is not None else ROOT
     env = {**os.environ, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING", **NO_LIMITS,
-           **(extra_env or {})}
+           **(extra_env or {}), "PYTHONPATH": str(root)}
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL
     proc = subprocess.Popen(
         [sys.executable, "-m", "service", "serve", "--port", str(port), "--workers", str(workers)],
-        cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True,
+        cwd=root, env=env, stdout=out, stderr=out, start_new_session=True,
     )
     deadline = time.monotonic() + 30
     c = Client(port, timeout=2)
