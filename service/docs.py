@@ -554,7 +554,7 @@ def _table_walk(rec: Recorder, client: Any) -> None:
     rec(client, "GET", f"{base}/summary", "The evening's summary",
         "Per seat: its total, rank and facts (wins, 自摸, 点炮 paid, kongs, 花猪 and 大叫 paid, escapes, the "
         "biggest win); then who pays whom in the fewest payments (`settle_up`). How each fact is counted: "
-        "[rules.md §10](rules.md#s10).", headers=read)
+        "[rules.md §10.1](rules.md#s10.1).", headers=read)
     rec(client, "DELETE", base, "Delete the table", "with its whole log (the write token only).", headers=write)
     rec(client, "GET", base, "A deleted table", "is a 404 for its own tokens.", headers=read)
 

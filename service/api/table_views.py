@@ -381,7 +381,8 @@ def get_summary(table_id):
     that bring every balance to 0).
 
     Either token (or the API key that created the table); available before the table is finished
-    too (a running tally). How each fact is counted and how ties are broken: docs/rules.md#s10.
+    too (a running tally). How each fact is counted, how ties are broken and what the coins of a
+    payment are: docs/rules.md#s10.1.
     """
     s = store()
     tid = table_id_of(table_id)
