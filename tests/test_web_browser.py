@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import struct
 import time
+from pathlib import Path
 
 import pytest
 
@@ -1280,26 +1282,41 @@ def test_the_same_event_from_two_phones(service, api, phones):
     assert len(hus) == 2
 
 
+def documented_taps() -> dict[str, int]:
+    """The taps docs/table-app.md promises for each usual entry (its table under "Which seat is mine")."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "table-app.md").read_text(encoding="utf-8")
+    section = page.split("## Which seat is mine", 1)[1].split("\n## ", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^\| (.+?) \| .*\((\d+)[:)]", section, re.M)}
+
+
 def test_taps_of_a_kong_and_a_win_by_fan(service, api, phones):
     """Item 6: with the phone's seat said once, a concealed kong is 4 taps (kong, kind, tile,
-    confirm) and a self-drawn win by fan 5 (hu, self-drawn, tile, fan, confirm)."""
+    confirm) and a self-drawn win by fan 5 (hu, self-drawn, tile, fan, confirm), as
+    docs/table-app.md says; the tile of a kong is asked (the API takes none without it)."""
+    promised = documented_taps()
     a = phones("a")
     table = create_table(a, service.url, seat=2)
     a.tap("round-start")
     a.tap("confirm")
     a.wait(lambda: a.has("record-kong"), "the round")
+    # without its tile a kong is not recorded: the dialog says what is missing
+    for x in ("record-kong", "kind-concealed", "confirm"):
+        a.tap(x)
+    a.wait(lambda: a.text("dialog-message") == "Still to choose: Which tile", "the tile asked for")
+    a.tap("cancel")
     taps = ["record-kong", "kind-concealed", "tile-7s", "confirm"]
+    assert len(taps) == promised["a concealed kong (暗杠)"] == 4
     for x in taps:
         a.tap(x)
     synced(api, table, a, expect=[-12, -12, 36, -12])
-    assert len(taps) == 4
+    assert [e["type"] for e in api.events(table["t"], table["k"])] == ["round_start", "kong"]
     taps = ["record-hu", "self-drawn", "tile-5p", "fan-3", "confirm"]
+    assert len(taps) == promised["a self-drawn win by fan (自摸)"] == 5
     for x in taps[:-1]:
         a.tap(x)
     assert "= 24 points from each" in a.text("fan-points")
     a.tap(taps[-1])
     synced(api, table, a, expect=[-36, -36, 108, -36])
-    assert len(taps) == 5
     # (西 has won: out of the round in 血战, so not chosen for a peng)
     a.tap("record-peng")
     assert a.el("seat-2").get_attribute("aria-pressed") == "false" and not a.el("seat-2").is_enabled()
