@@ -1282,6 +1282,42 @@ def test_the_same_event_from_two_phones(service, api, phones):
     assert len(hus) == 2
 
 
+def test_the_phones_seat_can_be_changed(service, api, phones):
+    """Item 6: the seat said once is changed with the button in the status line (我：…): the
+    dialogs then choose the new seat, the seat card marks it, and the phone keeps it across a
+    reload without asking again; "just watching" leaves every dialog unchosen."""
+    a = phones("a")
+    create_table(a, service.url, seat=0)
+    a.wait(lambda: a.text("my-seat") == "Me: 东", "the seat in the status line")
+    a.tap("round-start")
+    a.tap("confirm")
+    a.wait(lambda: a.has("record-kong"), "the round")
+    a.tap("my-seat")
+    a.wait(lambda: a.has("dlg-whoAmI"), "the seat question again")
+    assert a.el("me-0").get_attribute("aria-pressed") == "true"  # (the seat said before, chosen)
+    a.tap("me-2")
+    a.tap("confirm")
+    a.wait(lambda: a.text("my-seat") == "Me: 西", "the new seat in the status line")
+    assert "mine" in a.el("seat-card-2").get_attribute("class").split()
+    assert "mine" not in a.el("seat-card-0").get_attribute("class").split()
+    a.tap("record-kong")
+    a.wait(lambda: a.el("seat-2").get_attribute("aria-pressed") == "true", "the new seat chosen in the dialog")
+    assert a.el("seat-0").get_attribute("aria-pressed") == "false"
+    a.tap("cancel")
+    # kept on the phone: a reload neither asks nor forgets
+    a.d.refresh()
+    a.wait(lambda: a.has("record-kong") and a.text("my-seat") == "Me: 西", "the table again, with the seat")
+    assert not a.has("dlg-whoAmI")
+    # just watching: no seat is chosen for the phone any more
+    a.tap("my-seat")
+    a.wait(lambda: a.has("dlg-whoAmI"), "the seat question again")
+    a.tap("cancel")
+    a.wait(lambda: a.text("my-seat") == "My seat?", "no seat in the status line")
+    a.tap("record-kong")
+    a.wait(lambda: a.has("dlg-kong"), "the kong dialog")
+    assert [a.el(f"seat-{i}").get_attribute("aria-pressed") for i in range(4)] == ["false"] * 4
+
+
 def documented_taps() -> dict[str, int]:
     """The taps docs/table-app.md promises for each usual entry (its table under "Which seat is mine")."""
     page = (Path(__file__).resolve().parent.parent / "docs" / "table-app.md").read_text(encoding="utf-8")
