@@ -1318,6 +1318,42 @@ def test_the_phones_seat_can_be_changed(service, api, phones):
     assert [a.el(f"seat-{i}").get_attribute("aria-pressed") for i in range(4)] == ["false"] * 4
 
 
+def test_the_same_kong_sent_late_by_a_second_phone(service, api, phones):
+    """Item 8: a second phone that records the same kong before it hears of the first one (its
+    network gone) is told, once the network is back, that another phone already recorded that kong:
+    not a fifth-copy error, and nothing kept to resubmit; the table has the kong once. (Its stream
+    stays blocked, so that the refusal comes before any record: the phone reads the log to tell.)"""
+    proxy = FlakyProxy(service.port)
+    try:
+        a = phones("a")
+        table = create_table(a, service.url, seat=0)
+        b = phones("b")
+        join(b, a.el("share-link").get_attribute("href").replace(service.url, proxy.url), seat=1)
+        a.tap("round-start")
+        a.tap("confirm")
+        b.wait(lambda: b.has("record-kong"), "the round on phone b")
+        proxy.set_mode("down")
+        b.wait(lambda: b.text("online") == "offline", "phone b to see the network gone")
+        # 南 暗杠 5s: on phone a, then on phone b, which has not heard of it
+        for x in ("record-kong", "seat-1", "kind-concealed", "tile-5s", "confirm"):
+            a.tap(x)
+        synced(api, table, a, expect=[-12, 36, -12, -12])
+        for x in ("record-kong", "kind-concealed", "tile-5s", "confirm"):
+            b.tap(x)
+        b.wait(lambda: b.text("pending-count") == "1", "the kong waiting on phone b")
+        b.d.execute_cdp_cmd("Network.enable", {})
+        b.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/stream*"]})
+        proxy.set_mode("up")
+        b.wait(lambda: b.text("pending-count") == "0" and b.text("error"), "phone b's kong answered")
+        assert b.text("error") == "Another phone has already recorded this kong: #2 南 kongs 5 Bamboo concealed."
+        assert not b.has("draft-0")
+        b.wait_balances([-12, 36, -12, -12])
+        kongs = [e for e in api.events(table["t"], table["k"]) if e["type"] == "kong"]
+        assert [(k["seat"], k["tile"]) for k in kongs] == [(1, "5s")]
+    finally:
+        proxy.close()
+
+
 def documented_taps() -> dict[str, int]:
     """The taps docs/table-app.md promises for each usual entry (its table under "Which seat is mine")."""
     page = (Path(__file__).resolve().parent.parent / "docs" / "table-app.md").read_text(encoding="utf-8")
