@@ -291,6 +291,9 @@ def test_offline_event_is_queued_and_sent_once(service, api, phones):
 
 
 def test_offline_conflict_is_shown_not_hidden(service, api, phones):
+    """An event that waited offline while another phone changed the table is refused (412): the
+    phone says so and keeps it as a draft (item 9), which survives a reload and is resubmitted with
+    one tap against the table as it is now."""
     proxy = FlakyProxy(service.port)
     try:
         a = phones("a")
@@ -320,6 +323,12 @@ def test_offline_conflict_is_shown_not_hidden(service, api, phones):
         kongs = [e for e in api.events(table["t"], table["k"]) if e["type"] == "kong"]
         assert [k["tile"] for k in kongs] == ["4s"]
         a.wait_balances([-12, 36, -12, -12])
+        # kept on the phone: a reload still has it, once
+        a.d.refresh()
+        a.wait(lambda: a.has("balance-0") and "东 kongs 3 Characters concealed" in a.text("draft-0"),
+               "the draft after a reload")
+        a.wait_balances([-12, 36, -12, -12])
+        assert not a.has("draft-1") and a.text("pending-count") == "0"
         # one tap resubmits it, against the table as it is now
         a.tap("draft-resubmit-0")
         synced(api, table, a, expect=[24, 24, -24, -24])
