@@ -30,7 +30,9 @@ def service(redis_server, tmp_path_factory):
         redis_server.start()
     # (one test records a hundred rounds through the API at once: the events limit per table is
     # off; every read limit stays as configured by default)
-    svc = Service(redis_server.url, tmp_path_factory.mktemp("web-service"), env={"TABLE_EVENTS_PER_MINUTE": "0"})
+    # (a stream comments every second, so that a test can see a quiet stream go on: FlakyProxy.keepalives)
+    svc = Service(redis_server.url, tmp_path_factory.mktemp("web-service"),
+                  env={"TABLE_EVENTS_PER_MINUTE": "0", "STREAM_HEARTBEAT": "1"})
     try:
         yield svc
     finally:
@@ -650,9 +652,10 @@ def test_the_live_stream_between_two_phones(service, api, phones):
             pass  # (both records came in one burst: one GET)
         seen = requests_of(b, service, mark)
         assert 1 <= seen.count(("GET", table_path, 200)) <= 2, seen          # the round, once per record at most
-        # nothing happens: b asks nothing (a polling phone would read the table every 1.5 s)
-        mark = len(access_log(service))
-        time.sleep(5)
+        # nothing happens: b asks nothing (a polling phone would read the table every 1.5 s) while its
+        # stream goes on, seen by the keep-alives it passes on to b (one a second)
+        mark, heard = len(access_log(service)), proxy.keepalives
+        b.wait(lambda: proxy.keepalives >= heard + 4, "four keep-alives on phone b's quiet stream")
         assert requests_of(b, service, mark) == [] and live_mode(b) == "stream"
 
         # the network drops b's stream; meanwhile a records a peng, a kong, another kong and undoes it
@@ -705,33 +708,39 @@ def test_polling_only_while_the_stream_is_unavailable(service, api, phones):
     the stream's URL, as a proxy that cuts long requests would) polls: conditional GETs of the
     view (304 while nothing changed), the log when the version moved, and it shows every event.
     Once the stream opens again (tried again when the browser is back online) it stops polling."""
-    a = phones("a")
-    a.d.execute_cdp_cmd("Network.enable", {})
-    a.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/stream*"]})
-    table = create_table(a, service.url)
-    table_path = f"/v1/tables/{table['t']}"
-    a.wait(lambda: live_mode(a) == "poll", "polling")
-    assert a.text("online") == "online" and a.text("live-mode") == "polling"
-    mark = len(access_log(service))
-    auth = {"Authorization": f"Bearer {table['k']}"}
-    assert request(service.port, "POST", f"{table_path}/events", {"type": "round_start"}, auth)[0] == 201
-    assert request(service.port, "POST", f"{table_path}/events",
-                   {"type": "kong", "seat": 1, "kind": "concealed", "tile": "4p"}, auth)[0] == 201
-    a.wait_balances([-12, 36, -12, -12])
-    a.wait(lambda: "南 kongs 4 Dots concealed" in a.text("event-2"), "the kong in the history")
-    a.wait(lambda: ("GET", table_path, 304) in requests_of(a, service, mark), "a poll answered 304")
-    polled = requests_of(a, service, mark)
-    assert ("GET", f"{table_path}/events", 200) in polled, polled        # the log, when the version moved
-    assert not [r for r in polled if r[1].endswith("/stream")], polled   # (blocked in the browser)
-    assert {r[2] for r in polled if r[1] == table_path} <= {200, 304}, polled
+    proxy = FlakyProxy(service.port)  # (always up: it counts the keep-alives the phone gets)
+    try:
+        a = phones("a")
+        a.d.execute_cdp_cmd("Network.enable", {})
+        a.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/stream*"]})
+        table = create_table(a, proxy.url)
+        table_path = f"/v1/tables/{table['t']}"
+        a.wait(lambda: live_mode(a) == "poll", "polling")
+        assert a.text("online") == "online" and a.text("live-mode") == "polling"
+        mark = len(access_log(service))
+        auth = {"Authorization": f"Bearer {table['k']}"}
+        assert request(service.port, "POST", f"{table_path}/events", {"type": "round_start"}, auth)[0] == 201
+        assert request(service.port, "POST", f"{table_path}/events",
+                       {"type": "kong", "seat": 1, "kind": "concealed", "tile": "4p"}, auth)[0] == 201
+        a.wait_balances([-12, 36, -12, -12])
+        a.wait(lambda: "南 kongs 4 Dots concealed" in a.text("event-2"), "the kong in the history")
+        a.wait(lambda: ("GET", table_path, 304) in requests_of(a, service, mark), "a poll answered 304")
+        polled = requests_of(a, service, mark)
+        assert ("GET", f"{table_path}/events", 200) in polled, polled        # the log, when the version moved
+        assert not [r for r in polled if r[1].endswith("/stream")], polled   # (blocked in the browser)
+        assert {r[2] for r in polled if r[1] == table_path} <= {200, 304}, polled
 
-    a.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
-    a.js("window.dispatchEvent(new Event('online'))")
-    a.wait(lambda: live_mode(a) == "stream", "the stream again")
-    assert ("GET", f"{table_path}/stream", 200) in requests_of(a, service, mark)
-    mark = len(access_log(service))
-    time.sleep(4)  # more than two polling periods
-    assert requests_of(a, service, mark) == []
+        a.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+        a.js("window.dispatchEvent(new Event('online'))")
+        a.wait(lambda: live_mode(a) == "stream", "the stream again")
+        assert ("GET", f"{table_path}/stream", 200) in requests_of(a, service, mark)
+        # no more polling: nothing asked while the stream goes on, over more than two polling periods
+        # (one keep-alive a second reaches the phone)
+        mark, heard = len(access_log(service)), proxy.keepalives
+        a.wait(lambda: proxy.keepalives >= heard + 4, "four keep-alives on phone a's stream")
+        assert requests_of(a, service, mark) == [] and live_mode(a) == "stream"
+    finally:
+        proxy.close()
 
 
 def test_an_api_key_entered_once_goes_with_every_call(service, phones):
@@ -1532,7 +1541,8 @@ def test_the_end_of_the_evening(service, api, phones):
         a.type(f"player-{i}", name)
     a.tap("create-table")
     a.wait(lambda: "#t=" in a.d.current_url, "the table")
-    answer_seat(a)
+    answer_seat(a, 1)
+    seat_name = "小李"
     table = fragment(a.d.current_url)
     ruleset = api.table(table["t"], table["k"])["ruleset"]
     assert ruleset["preset"] == "normal" and ruleset["cap"] == 4 and ruleset["zimo"] == "base"
@@ -1573,8 +1583,9 @@ def test_the_end_of_the_evening(service, api, phones):
     a.wait(lambda: fragment(a.d.current_url).get("t") not in (None, table["t"]), "a new table")
     again = fragment(a.d.current_url)
     a.wait(lambda: a.has("round-start"), "the new table's first round to start")
-    time.sleep(0.5)
-    assert not a.has("dlg-whoAmI")  # (asked on the first table: the same phone, the same seat)
+    # (asked on the first table: the same phone, the same seat; a phone with no seat is asked at once)
+    a.wait(lambda: a.text("my-seat") == f"我：{seat_name}", "the seat kept on the new table")  # (in Chinese now)
+    assert not a.has("dlg-whoAmI")
     view = api.table(again["t"], again["k"])
     assert view["players"] == ["老王", "小李", "阿珍", "大刘"] and view["ruleset"] == ruleset and view["finished_at"] is None
     assert view["balances"] == [0, 0, 0, 0]
@@ -1654,14 +1665,19 @@ def test_a_link_to_no_table_says_so(service, phones):
     that is not a table's, as for a wrong one; the phone says the link is not valid, in words, shows
     no record button and stops asking."""
     a = phones("a")
+    a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_FETCH})
     a.d.get(f"{service.url}/#t={'f' * 16}&k={'x' * 43}&r={'y' * 43}")
     a.wait(lambda: a.text("error") == "The link is wrong or no longer valid.", "the link said not valid")
     assert not [x for x in RECORD_BUTTONS if a.has(x)]
-    asked = lambda: len([e for e in a.js("return performance.getEntriesByType('resource')")
-                         if "/v1/tables/" in e["name"]])
+    # nothing to follow: the phone stops for good and says so (no retry, no polling)
+    a.wait(lambda: live_mode(a) == "stopped", "the phone to stop following the table")
+    assert a.text("live-mode") == "not following"
+    asked = lambda: [c for c in a.js("return window.__calls") if c["path"].startswith("/v1/tables/")]
     before = asked()
-    time.sleep(3)
-    assert asked() == before  # (nothing to follow: no retry, no polling)
+    assert before and {c["method"] for c in before} == {"GET"}
+    # what makes a phone that follows a table ask at once (back online, the page shown again) asks nothing
+    a.js("window.dispatchEvent(new Event('online')); document.dispatchEvent(new Event('visibilitychange'))")
+    assert asked() == before
 
 
 def test_the_summary_picture_is_drawn_on_the_phone(service, phones):
