@@ -94,6 +94,7 @@ class FlakyProxy:
         self.target = target_port
         self.mode = "up"
         self.lost = 0  # answers dropped in lost_answers mode
+        self.keepalives = 0  # the table streams' keep-alive comments passed on to the phone (": keep-alive")
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -156,6 +157,9 @@ class FlakyProxy:
                 if self.mode == "down":
                     break
                 dst.sendall(data)
+                if answers and b": keep-alive" in data:
+                    with self.lock:
+                        self.keepalives += data.count(b": keep-alive")
         except OSError:
             pass
         with self.lock:

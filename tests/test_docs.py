@@ -22,7 +22,8 @@ DOCS = ROOT / "docs"
 
 
 @pytest.fixture(scope="module")
-def generated(redis_server) -> dict[str, str]:
+def recorded(redis_server) -> tuple[dict[str, str], dict]:
+    """The generated pages, and the response examples their requests recorded for the OpenAPI document."""
     import redis
 
     client = redis.Redis.from_url(redis_server.url)
@@ -30,7 +31,13 @@ def generated(redis_server) -> dict[str, str]:
         client.flushall()
     finally:
         client.close()
-    return docs.pages(redis_server.url)
+    examples: dict = {}
+    return docs.pages(redis_server.url, examples), examples
+
+
+@pytest.fixture(scope="module")
+def generated(recorded) -> dict[str, str]:
+    return recorded[0]
 
 
 def blocks(page: str) -> dict[str, str]:
@@ -40,7 +47,7 @@ def blocks(page: str) -> dict[str, str]:
 
 RULE_BOOK = (DOCS / "rules.md").read_text(encoding="utf-8")
 SECTIONS = (["1", "2", "3", "4", "5", "5.1", "5.2", "5.3", "6", "7", "7.1", "7.2", "7.3", "8", "9", "10",
-             "11", "12", "13"] + [f"13.{n}" for n in range(1, 9)] + ["13.5.1", "13.5.2", "13.5.3", "14"]
+             "10.1", "11", "12", "13"] + [f"13.{n}" for n in range(1, 9)] + ["13.5.1", "13.5.2", "13.5.3", "14"]
             + [f"14.{n}" for n in range(1, 7)])
 
 
@@ -140,6 +147,34 @@ def test_hand_written_pages_cover_the_newcomer(generated):
                  "glossary.md", "notation.md", "rules.md", "clients.md"):
         assert f"]({page})" in index and (DOCS / page).exists(), page
     assert not (DOCS / "events.md").exists()  # (folded into api.md)
+
+
+def test_openapi_response_examples_are_the_recorded_answers(recorded):
+    """The document's response examples are what this code answered docs/api.md's requests (ids and times
+    fixed), and they validate against their schemas."""
+    import jsonschema
+
+    from service.api.app import openapi_dict
+
+    examples = recorded[1]
+    assert set(examples) >= {"getSummary", "finishTable"} and set(examples["getSummary"]) == {"evening", "stakes"}
+    assert docs.RESPONSE_EXAMPLES.read_text(encoding="utf-8") == docs.response_examples_json(examples), (
+        "service/api/response_examples.json drifted: run `python -m service docs`, then "
+        "`python -m service openapi > openapi.yaml`")
+    doc = openapi_dict()
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if method == "parameters":
+                continue
+            content = op.get("responses", {}).get("200", {}).get("content", {}).get("application/json", {})
+            if "examples" not in content:
+                continue
+            assert content["examples"] == examples[op["operationId"]], (method, path)
+            validator = jsonschema.Draft202012Validator({**content["schema"], "components": doc["components"]})
+            for name, shown in content["examples"].items():
+                assert not list(validator.iter_errors(shown["value"])), (op["operationId"], name)
+    stakes = examples["getSummary"]["stakes"]["value"]
+    assert all(p["coins"] == 200 * p["points"] for p in stakes["settle_up"])
 
 
 def test_docs_cli_check_passes_on_the_committed_pages():

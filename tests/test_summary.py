@@ -1,6 +1,6 @@
 """The end of the evening (service/rules/summary.py): a table's summary and its settle-up.
 
-Worked examples, each computed by hand from the rule book (docs/rules.md#s6 to #s8, #s10,
+Worked examples, each computed by hand from the rule book (docs/rules.md#s10.1, with #s6 to #s8,
 #s12 to #s14), then properties: the settle-up against a brute-force search for the fewest
 payments, and the facts of random evenings (the rich valid rounds of test_settle_properties,
 with random voids taken the store's way, through ``refold_round``) against the fold of the
@@ -267,7 +267,8 @@ def test_stakes_with_a_short_seat_and_a_buy_in():
     (coins [+100, +100, -300], fees [50, 50, 0]); seat 2 buys 500.  Round 2: seat 0 暗杠 (12 from each
     other seat: nominal 1,200 each), seat 1 holds 1,100 and seat 2 500: seat 0 takes the 1,600 pot, pays
     its fee (coins [+1550, -1100, -500]).  Seat 1 is up in points (84) but down in coins (-950 to
-    the others, besides its 50 of fees)."""
+    the others, besides its 50 of fees): no two payments could square both, so the settle-up squares
+    the score and each payment's coins are its points at 100 a point (docs/rules.md#s10.1)."""
     t = Evening("sanren-liangfang", n=3, stakes={"coin_per_point": 100, "fee": 50, "bankrolls": [1000, 1000, 300]})
     t.post(start(), {"type": "escape", "seat": 2}, {"type": "buy_in", "seat": 2, "coins": 500},
            start(), kong(0, "concealed", "5p"), {"type": "round_end"})
@@ -277,15 +278,26 @@ def test_stakes_with_a_short_seat_and_a_buy_in():
     assert seat_facts(s, "total") == [120, 84, -204]
     assert seat_facts(s, "coins") == [1650, -1000, -800]   # coins now - bankroll - buy-ins
     assert seat_facts(s, "fees") == [100, 50, 0] and seat_facts(s, "buy_ins") == [0, 0, 500]
-    # points: seat 2 pays both; coins between players ([1750, -950, -800]): seats 1 and 2 pay seat 0
-    assert s.settle_up == (Payment(1, 0, 0, 950), Payment(2, 0, 120, 800), Payment(2, 1, 84, 0))
+    # seat 2 pays both creditors, the bigger first: n - 1 = 2 payments, none of 0
+    assert s.settle_up == (Payment(2, 0, 120, 12_000), Payment(2, 1, 84, 8_400))
     assert clears(seat_facts(s, "total"), s.settle_up)
-    assert clears([c + f for c, f in zip(seat_facts(s, "coins"), seat_facts(s, "fees"))], s.settle_up, "coins")
+    between = [c + f for c, f in zip(seat_facts(s, "coins"), seat_facts(s, "fees"))]
+    assert between == [1750, -950, -800] and not clears(between, s.settle_up, "coins")  # 扣尽: the bankrolls moved less
     assert s.as_dict()["seats"][2] | {"kongs": None} == {
         "seat": 2, "name": "西", "total": -204, "rank": 3, "wins": 0, "zimo": 0, "dianpao_paid": 0, "kongs": None,
         "huazhu_paid": 0, "dajiao_paid": 0, "escapes": 1, "biggest_win": None, "coins": -800, "fees": 0,
         "buy_ins": 500}
-    assert s.as_dict()["settle_up"][1] == {"from": 2, "to": 0, "points": 120, "coins": 800}
+    assert s.as_dict()["settle_up"] == [{"from": 2, "to": 0, "points": 120, "coins": 12_000},
+                                        {"from": 2, "to": 1, "points": 84, "coins": 8_400}]
+
+
+def test_stakes_in_a_round_being_played_price_the_points_so_far():
+    """A round in play has moved no coins yet; the settle-up prices the points so far all the same."""
+    t = Evening("xuezhan", stakes={"coin_per_point": 10, "fee": 5, "bankrolls": [1000] * 4})
+    t.post(start(), kong(2, "concealed", "7s"))
+    s = t.summary()
+    assert seat_facts(s, "coins") == [0] * 4 and seat_facts(s, "fees") == [0] * 4
+    assert s.settle_up == (Payment(0, 2, 12, 120), Payment(1, 2, 12, 120), Payment(3, 2, 12, 120))
 
 
 def test_stakes_paid_in_full_settle_up_on_the_same_payments():
@@ -296,6 +308,8 @@ def test_stakes_paid_in_full_settle_up_on_the_same_payments():
     assert seat_facts(s, "total") == [24, -18, 24, -30] and seat_facts(s, "fees") == [5] * 4
     assert seat_facts(s, "coins") == [235, -185, 235, -305] and seat_facts(s, "buy_ins") == [0, 0, 0, 70]
     assert s.settle_up == (Payment(1, 2, 18, 180), Payment(3, 0, 24, 240), Payment(3, 2, 6, 60))
+    # no seat ran short: the payments' coins are exactly what passed between the players (coins + fees)
+    assert clears([c + f for c, f in zip(seat_facts(s, "coins"), seat_facts(s, "fees"))], s.settle_up, "coins")
 
 
 def test_states_and_summaries_stored_before_the_facts_read_as_no_facts():
@@ -504,8 +518,18 @@ def test_facts_after_events_and_voids_are_the_fold_of_the_log(case):
         assert seat_facts(got, "fees") == fees
         change = [c - b - i for c, b, i in zip(ev.state.coins, stakes["bankrolls"], ref["buy_ins"])]
         assert seat_facts(got, "coins") == change
+        # the settle-up is the points' (at most n - 1 payments, none of 0), each priced at the table's rate
+        rate = stakes["coin_per_point"]
+        assert got.settle_up == tuple(Payment(p.payer, p.payee, p.points, p.points * rate) for p in settle_up(totals))
+        assert all(p.coins > 0 for p in got.settle_up)
         between = [c + f for c, f in zip(change, fees)]
-        assert sum(between) == 0 and clears(between, got.settle_up, "coins")
-        assert all(p.points >= 0 and p.coins >= 0 and (p.points or p.coins) for p in got.settle_up)
+        assert sum(between) == 0
+        paid_in_full = all([c + f for c, f in zip(x["coins_delta"], x["fees"])] == [d * rate for d in x["deltas"]]
+                           for x in ev.summaries)
+        hypothesis_event(f"stakes, every round paid in full: {paid_in_full}")
+        if paid_in_full and not ev.state.playing:  # then the coins are what passed between the players
+            assert between == [t * rate for t in totals] and clears(between, got.settle_up, "coins")
     else:
         assert got.settle_up == settle_up(totals)
+    assert len(got.settle_up) <= max(sum(1 for t in totals if t) - 1, 0)
+    assert all(p.points > 0 for p in got.settle_up)

@@ -187,17 +187,24 @@ def test_pattern_names_are_the_services():
 
 
 def test_the_docs_command_writes_the_pattern_table(tmp_path, monkeypatch):
-    """``python -m service docs`` writes patterns.json; ``--check`` fails while it drifts."""
+    """``python -m service docs`` writes patterns.json and the OpenAPI response examples its pages
+    recorded; ``--check`` fails while either drifts."""
     from service import docs
 
     target = tmp_path / "patterns.json"
     target.write_text("[]\n", encoding="utf-8")
+    examples = tmp_path / "response_examples.json"
+    examples.write_text("{}\n", encoding="utf-8")
     monkeypatch.setattr(docs, "WEB_PATTERNS", target)
+    monkeypatch.setattr(docs, "RESPONSE_EXAMPLES", examples)
     monkeypatch.setattr(docs, "DOCS", tmp_path / "docs")
-    monkeypatch.setattr(docs, "pages", lambda redis_url: {})  # (the pages have their own tests)
+    recorded = {"getSummary": {"evening": {"summary": "The evening's summary", "value": {"rounds": 3}}}}
+    # (the pages have their own tests: here they only record an example)
+    monkeypatch.setattr(docs, "pages", lambda redis_url, out: out.update(recorded) or {})
     assert docs.main(check=True, redis_url="unused") == 1
     assert docs.main(check=False, redis_url="unused") == 0
     assert target.read_text(encoding="utf-8") == (STATIC / "patterns.json").read_text(encoding="utf-8")
+    assert json.loads(examples.read_text(encoding="utf-8")) == recorded
     assert docs.main(check=True, redis_url="unused") == 0
 
 

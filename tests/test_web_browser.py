@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import struct
 import time
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +30,9 @@ def service(redis_server, tmp_path_factory):
         redis_server.start()
     # (one test records a hundred rounds through the API at once: the events limit per table is
     # off; every read limit stays as configured by default)
-    svc = Service(redis_server.url, tmp_path_factory.mktemp("web-service"), env={"TABLE_EVENTS_PER_MINUTE": "0"})
+    # (a stream comments every second, so that a test can see a quiet stream go on: FlakyProxy.keepalives)
+    svc = Service(redis_server.url, tmp_path_factory.mktemp("web-service"),
+                  env={"TABLE_EVENTS_PER_MINUTE": "0", "STREAM_HEARTBEAT": "1"})
     try:
         yield svc
     finally:
@@ -289,6 +293,9 @@ def test_offline_event_is_queued_and_sent_once(service, api, phones):
 
 
 def test_offline_conflict_is_shown_not_hidden(service, api, phones):
+    """An event that waited offline while another phone changed the table is refused (412): the
+    phone says so and keeps it as a draft (item 9), which survives a reload and is resubmitted with
+    one tap against the table as it is now."""
     proxy = FlakyProxy(service.port)
     try:
         a = phones("a")
@@ -318,6 +325,12 @@ def test_offline_conflict_is_shown_not_hidden(service, api, phones):
         kongs = [e for e in api.events(table["t"], table["k"]) if e["type"] == "kong"]
         assert [k["tile"] for k in kongs] == ["4s"]
         a.wait_balances([-12, 36, -12, -12])
+        # kept on the phone: a reload still has it, once
+        a.d.refresh()
+        a.wait(lambda: a.has("balance-0") and "东 kongs 3 Characters concealed" in a.text("draft-0"),
+               "the draft after a reload")
+        a.wait_balances([-12, 36, -12, -12])
+        assert not a.has("draft-1") and a.text("pending-count") == "0"
         # one tap resubmits it, against the table as it is now
         a.tap("draft-resubmit-0")
         synced(api, table, a, expect=[24, 24, -24, -24])
@@ -639,9 +652,10 @@ def test_the_live_stream_between_two_phones(service, api, phones):
             pass  # (both records came in one burst: one GET)
         seen = requests_of(b, service, mark)
         assert 1 <= seen.count(("GET", table_path, 200)) <= 2, seen          # the round, once per record at most
-        # nothing happens: b asks nothing (a polling phone would read the table every 1.5 s)
-        mark = len(access_log(service))
-        time.sleep(5)
+        # nothing happens: b asks nothing (a polling phone would read the table every 1.5 s) while its
+        # stream goes on, seen by the keep-alives it passes on to b (one a second)
+        mark, heard = len(access_log(service)), proxy.keepalives
+        b.wait(lambda: proxy.keepalives >= heard + 4, "four keep-alives on phone b's quiet stream")
         assert requests_of(b, service, mark) == [] and live_mode(b) == "stream"
 
         # the network drops b's stream; meanwhile a records a peng, a kong, another kong and undoes it
@@ -694,33 +708,39 @@ def test_polling_only_while_the_stream_is_unavailable(service, api, phones):
     the stream's URL, as a proxy that cuts long requests would) polls: conditional GETs of the
     view (304 while nothing changed), the log when the version moved, and it shows every event.
     Once the stream opens again (tried again when the browser is back online) it stops polling."""
-    a = phones("a")
-    a.d.execute_cdp_cmd("Network.enable", {})
-    a.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/stream*"]})
-    table = create_table(a, service.url)
-    table_path = f"/v1/tables/{table['t']}"
-    a.wait(lambda: live_mode(a) == "poll", "polling")
-    assert a.text("online") == "online" and a.text("live-mode") == "polling"
-    mark = len(access_log(service))
-    auth = {"Authorization": f"Bearer {table['k']}"}
-    assert request(service.port, "POST", f"{table_path}/events", {"type": "round_start"}, auth)[0] == 201
-    assert request(service.port, "POST", f"{table_path}/events",
-                   {"type": "kong", "seat": 1, "kind": "concealed", "tile": "4p"}, auth)[0] == 201
-    a.wait_balances([-12, 36, -12, -12])
-    a.wait(lambda: "南 kongs 4 Dots concealed" in a.text("event-2"), "the kong in the history")
-    a.wait(lambda: ("GET", table_path, 304) in requests_of(a, service, mark), "a poll answered 304")
-    polled = requests_of(a, service, mark)
-    assert ("GET", f"{table_path}/events", 200) in polled, polled        # the log, when the version moved
-    assert not [r for r in polled if r[1].endswith("/stream")], polled   # (blocked in the browser)
-    assert {r[2] for r in polled if r[1] == table_path} <= {200, 304}, polled
+    proxy = FlakyProxy(service.port)  # (always up: it counts the keep-alives the phone gets)
+    try:
+        a = phones("a")
+        a.d.execute_cdp_cmd("Network.enable", {})
+        a.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/stream*"]})
+        table = create_table(a, proxy.url)
+        table_path = f"/v1/tables/{table['t']}"
+        a.wait(lambda: live_mode(a) == "poll", "polling")
+        assert a.text("online") == "online" and a.text("live-mode") == "polling"
+        mark = len(access_log(service))
+        auth = {"Authorization": f"Bearer {table['k']}"}
+        assert request(service.port, "POST", f"{table_path}/events", {"type": "round_start"}, auth)[0] == 201
+        assert request(service.port, "POST", f"{table_path}/events",
+                       {"type": "kong", "seat": 1, "kind": "concealed", "tile": "4p"}, auth)[0] == 201
+        a.wait_balances([-12, 36, -12, -12])
+        a.wait(lambda: "南 kongs 4 Dots concealed" in a.text("event-2"), "the kong in the history")
+        a.wait(lambda: ("GET", table_path, 304) in requests_of(a, service, mark), "a poll answered 304")
+        polled = requests_of(a, service, mark)
+        assert ("GET", f"{table_path}/events", 200) in polled, polled        # the log, when the version moved
+        assert not [r for r in polled if r[1].endswith("/stream")], polled   # (blocked in the browser)
+        assert {r[2] for r in polled if r[1] == table_path} <= {200, 304}, polled
 
-    a.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
-    a.js("window.dispatchEvent(new Event('online'))")
-    a.wait(lambda: live_mode(a) == "stream", "the stream again")
-    assert ("GET", f"{table_path}/stream", 200) in requests_of(a, service, mark)
-    mark = len(access_log(service))
-    time.sleep(4)  # more than two polling periods
-    assert requests_of(a, service, mark) == []
+        a.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+        a.js("window.dispatchEvent(new Event('online'))")
+        a.wait(lambda: live_mode(a) == "stream", "the stream again")
+        assert ("GET", f"{table_path}/stream", 200) in requests_of(a, service, mark)
+        # no more polling: nothing asked while the stream goes on, over more than two polling periods
+        # (one keep-alive a second reaches the phone)
+        mark, heard = len(access_log(service)), proxy.keepalives
+        a.wait(lambda: proxy.keepalives >= heard + 4, "four keep-alives on phone a's stream")
+        assert requests_of(a, service, mark) == [] and live_mode(a) == "stream"
+    finally:
+        proxy.close()
 
 
 def test_an_api_key_entered_once_goes_with_every_call(service, phones):
@@ -1280,26 +1300,113 @@ def test_the_same_event_from_two_phones(service, api, phones):
     assert len(hus) == 2
 
 
+def test_the_phones_seat_can_be_changed(service, api, phones):
+    """Item 6: the seat said once is changed with the button in the status line (我：…): the
+    dialogs then choose the new seat, the seat card marks it, and the phone keeps it across a
+    reload without asking again; "just watching" leaves every dialog unchosen."""
+    a = phones("a")
+    create_table(a, service.url, seat=0)
+    a.wait(lambda: a.text("my-seat") == "Me: 东", "the seat in the status line")
+    a.tap("round-start")
+    a.tap("confirm")
+    a.wait(lambda: a.has("record-kong"), "the round")
+    a.tap("my-seat")
+    a.wait(lambda: a.has("dlg-whoAmI"), "the seat question again")
+    assert a.el("me-0").get_attribute("aria-pressed") == "true"  # (the seat said before, chosen)
+    a.tap("me-2")
+    a.tap("confirm")
+    a.wait(lambda: a.text("my-seat") == "Me: 西", "the new seat in the status line")
+    assert "mine" in a.el("seat-card-2").get_attribute("class").split()
+    assert "mine" not in a.el("seat-card-0").get_attribute("class").split()
+    a.tap("record-kong")
+    a.wait(lambda: a.el("seat-2").get_attribute("aria-pressed") == "true", "the new seat chosen in the dialog")
+    assert a.el("seat-0").get_attribute("aria-pressed") == "false"
+    a.tap("cancel")
+    # kept on the phone: a reload neither asks nor forgets
+    a.d.refresh()
+    a.wait(lambda: a.has("record-kong") and a.text("my-seat") == "Me: 西", "the table again, with the seat")
+    assert not a.has("dlg-whoAmI")
+    # just watching: no seat is chosen for the phone any more
+    a.tap("my-seat")
+    a.wait(lambda: a.has("dlg-whoAmI"), "the seat question again")
+    a.tap("cancel")
+    a.wait(lambda: a.text("my-seat") == "My seat?", "no seat in the status line")
+    a.tap("record-kong")
+    a.wait(lambda: a.has("dlg-kong"), "the kong dialog")
+    assert [a.el(f"seat-{i}").get_attribute("aria-pressed") for i in range(4)] == ["false"] * 4
+
+
+def test_the_same_kong_sent_late_by_a_second_phone(service, api, phones):
+    """Item 8: a second phone that records the same kong before it hears of the first one (its
+    network gone) is told, once the network is back, that another phone already recorded that kong:
+    not a fifth-copy error, and nothing kept to resubmit; the table has the kong once. (Its stream
+    stays blocked, so that the refusal comes before any record: the phone reads the log to tell.)"""
+    proxy = FlakyProxy(service.port)
+    try:
+        a = phones("a")
+        table = create_table(a, service.url, seat=0)
+        b = phones("b")
+        join(b, a.el("share-link").get_attribute("href").replace(service.url, proxy.url), seat=1)
+        a.tap("round-start")
+        a.tap("confirm")
+        b.wait(lambda: b.has("record-kong"), "the round on phone b")
+        proxy.set_mode("down")
+        b.wait(lambda: b.text("online") == "offline", "phone b to see the network gone")
+        # 南 暗杠 5s: on phone a, then on phone b, which has not heard of it
+        for x in ("record-kong", "seat-1", "kind-concealed", "tile-5s", "confirm"):
+            a.tap(x)
+        synced(api, table, a, expect=[-12, 36, -12, -12])
+        for x in ("record-kong", "kind-concealed", "tile-5s", "confirm"):
+            b.tap(x)
+        b.wait(lambda: b.text("pending-count") == "1", "the kong waiting on phone b")
+        b.d.execute_cdp_cmd("Network.enable", {})
+        b.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/stream*"]})
+        proxy.set_mode("up")
+        b.wait(lambda: b.text("pending-count") == "0" and b.text("error"), "phone b's kong answered")
+        assert b.text("error") == "Another phone has already recorded this kong: #2 南 kongs 5 Bamboo concealed."
+        assert not b.has("draft-0")
+        b.wait_balances([-12, 36, -12, -12])
+        kongs = [e for e in api.events(table["t"], table["k"]) if e["type"] == "kong"]
+        assert [(k["seat"], k["tile"]) for k in kongs] == [(1, "5s")]
+    finally:
+        proxy.close()
+
+
+def documented_taps() -> dict[str, int]:
+    """The taps docs/table-app.md promises for each usual entry (its table under "Which seat is mine")."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "table-app.md").read_text(encoding="utf-8")
+    section = page.split("## Which seat is mine", 1)[1].split("\n## ", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^\| (.+?) \| .*\((\d+)[:)]", section, re.M)}
+
+
 def test_taps_of_a_kong_and_a_win_by_fan(service, api, phones):
     """Item 6: with the phone's seat said once, a concealed kong is 4 taps (kong, kind, tile,
-    confirm) and a self-drawn win by fan 5 (hu, self-drawn, tile, fan, confirm)."""
+    confirm) and a self-drawn win by fan 5 (hu, self-drawn, tile, fan, confirm), as
+    docs/table-app.md says; the tile of a kong is asked (the API takes none without it)."""
+    promised = documented_taps()
     a = phones("a")
     table = create_table(a, service.url, seat=2)
     a.tap("round-start")
     a.tap("confirm")
     a.wait(lambda: a.has("record-kong"), "the round")
+    # without its tile a kong is not recorded: the dialog says what is missing
+    for x in ("record-kong", "kind-concealed", "confirm"):
+        a.tap(x)
+    a.wait(lambda: a.text("dialog-message") == "Still to choose: Which tile", "the tile asked for")
+    a.tap("cancel")
     taps = ["record-kong", "kind-concealed", "tile-7s", "confirm"]
+    assert len(taps) == promised["a concealed kong (暗杠)"] == 4
     for x in taps:
         a.tap(x)
     synced(api, table, a, expect=[-12, -12, 36, -12])
-    assert len(taps) == 4
+    assert [e["type"] for e in api.events(table["t"], table["k"])] == ["round_start", "kong"]
     taps = ["record-hu", "self-drawn", "tile-5p", "fan-3", "confirm"]
+    assert len(taps) == promised["a self-drawn win by fan (自摸)"] == 5
     for x in taps[:-1]:
         a.tap(x)
     assert "= 24 points from each" in a.text("fan-points")
     a.tap(taps[-1])
     synced(api, table, a, expect=[-36, -36, 108, -36])
-    assert len(taps) == 5
     # (西 has won: out of the round in 血战, so not chosen for a peng)
     a.tap("record-peng")
     assert a.el("seat-2").get_attribute("aria-pressed") == "false" and not a.el("seat-2").is_enabled()
@@ -1434,7 +1541,8 @@ def test_the_end_of_the_evening(service, api, phones):
         a.type(f"player-{i}", name)
     a.tap("create-table")
     a.wait(lambda: "#t=" in a.d.current_url, "the table")
-    answer_seat(a)
+    answer_seat(a, 1)
+    seat_name = "小李"
     table = fragment(a.d.current_url)
     ruleset = api.table(table["t"], table["k"])["ruleset"]
     assert ruleset["preset"] == "normal" and ruleset["cap"] == 4 and ruleset["zimo"] == "base"
@@ -1475,8 +1583,9 @@ def test_the_end_of_the_evening(service, api, phones):
     a.wait(lambda: fragment(a.d.current_url).get("t") not in (None, table["t"]), "a new table")
     again = fragment(a.d.current_url)
     a.wait(lambda: a.has("round-start"), "the new table's first round to start")
-    time.sleep(0.5)
-    assert not a.has("dlg-whoAmI")  # (asked on the first table: the same phone, the same seat)
+    # (asked on the first table: the same phone, the same seat; a phone with no seat is asked at once)
+    a.wait(lambda: a.text("my-seat") == f"我：{seat_name}", "the seat kept on the new table")  # (in Chinese now)
+    assert not a.has("dlg-whoAmI")
     view = api.table(again["t"], again["k"])
     assert view["players"] == ["老王", "小李", "阿珍", "大刘"] and view["ruleset"] == ruleset and view["finished_at"] is None
     assert view["balances"] == [0, 0, 0, 0]
@@ -1556,14 +1665,19 @@ def test_a_link_to_no_table_says_so(service, phones):
     that is not a table's, as for a wrong one; the phone says the link is not valid, in words, shows
     no record button and stops asking."""
     a = phones("a")
+    a.d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_FETCH})
     a.d.get(f"{service.url}/#t={'f' * 16}&k={'x' * 43}&r={'y' * 43}")
     a.wait(lambda: a.text("error") == "The link is wrong or no longer valid.", "the link said not valid")
     assert not [x for x in RECORD_BUTTONS if a.has(x)]
-    asked = lambda: len([e for e in a.js("return performance.getEntriesByType('resource')")
-                         if "/v1/tables/" in e["name"]])
+    # nothing to follow: the phone stops for good and says so (no retry, no polling)
+    a.wait(lambda: live_mode(a) == "stopped", "the phone to stop following the table")
+    assert a.text("live-mode") == "not following"
+    asked = lambda: [c for c in a.js("return window.__calls") if c["path"].startswith("/v1/tables/")]
     before = asked()
-    time.sleep(3)
-    assert asked() == before  # (nothing to follow: no retry, no polling)
+    assert before and {c["method"] for c in before} == {"GET"}
+    # what makes a phone that follows a table ask at once (back online, the page shown again) asks nothing
+    a.js("window.dispatchEvent(new Event('online')); document.dispatchEvent(new Event('visibilitychange'))")
+    assert asked() == before
 
 
 def test_the_summary_picture_is_drawn_on_the_phone(service, phones):

@@ -260,7 +260,8 @@ class Payment(ma.Schema):
     from_ = fields.Integer(required=True, data_key="from")
     to = fields.Integer(required=True)
     points = fields.Integer(required=True)
-    coins = fields.Integer(metadata={"description": "(with stakes) the coins of this payment"})
+    coins = fields.Integer(metadata={"description": "(with stakes) the payment's points at the table's "
+                                                    "`coin_per_point` (docs/rules.md#s10.1)"})
 
 
 class TableSummaryOfEvening(ma.Schema):
@@ -271,7 +272,7 @@ class TableSummaryOfEvening(ma.Schema):
     seats = fields.List(fields.Nested(SeatSummary), required=True)
     settle_up = fields.List(fields.Nested(Payment), required=True, metadata={
         "description": "the fewest payments that bring every balance to 0 (at most one fewer than the "
-                       "seats), biggest debts first"})
+                       "seats), by payer then payee; how ties are broken: docs/rules.md#s10.1"})
 
 
 class EventAppended(ma.Schema):

@@ -23,8 +23,10 @@ key (the same key sent with another API key makes another table).
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
+from pathlib import Path
 
 import marshmallow as ma
 from flask import Response, current_app, g, jsonify, request
@@ -69,6 +71,11 @@ def _links(params: dict, start_round: bool = False, void: bool = False) -> dict:
     if void:
         links["VoidEvent"] = {"operationId": "voidEvent", "parameters": {**params, "path.seq": "$response.body#/seq"}}
     return links
+RESPONSE_EXAMPLES: dict[str, dict[str, dict]] = json.loads(
+    (Path(__file__).parent / "response_examples.json").read_text(encoding="utf-8"))
+"""Response examples by operationId, then name: answers this code gave to the requests of docs/api.md's
+examples, written by ``python -m service docs`` (service/docs.py, ``example=``), which fails its check
+when one no longer matches what the code answers."""
 _STORE_DOWN = (503, "the tables store (Redis) is unavailable (`store_unavailable`, `busy`); retry after "
                     "`Retry-After`")
 NO_TOKEN = (401, "no table token, or not this table's (`unauthorized`); with API keys on, an `X-API-Key` "
@@ -331,7 +338,7 @@ def post_event(table_id, idempotency_key=None, if_match=None):
 
 
 @blp.route("/<table_id>/finish", methods=["POST"])
-@blp.response(200, ts.TableView)
+@blp.response(200, ts.TableView, examples=RESPONSE_EXAMPLES.get("finishTable"))
 @blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE,
               (409, "a round is still being played (`round_in_progress`): end it or void its events first"),
               _LIMITED, _STORE_DOWN)
@@ -373,7 +380,7 @@ def rotate_tokens(table_id):
 
 
 @blp.route("/<table_id>/summary", methods=["GET"])
-@blp.response(200, ts.TableSummaryOfEvening)
+@blp.response(200, ts.TableSummaryOfEvening, examples=RESPONSE_EXAMPLES.get("getSummary"))
 @blp.problems(NO_TOKEN, NO_TABLE, _LIMITED, _STORE_DOWN)
 @blp.doc(security=READ_OR_KEY, operationId="getSummary")
 def get_summary(table_id):
@@ -381,7 +388,8 @@ def get_summary(table_id):
     that bring every balance to 0).
 
     Either token (or the API key that created the table); available before the table is finished
-    too (a running tally). How each fact is counted and how ties are broken: docs/rules.md#s10.
+    too (a running tally). How each fact is counted, how ties are broken and what the coins of a
+    payment are: docs/rules.md#s10.1.
     """
     s = store()
     tid = table_id_of(table_id)

@@ -8,7 +8,7 @@ of each round are collected by the fold as it applies each record
 they are the fold of the log, voids included.  :func:`settle_up` is the
 fewest payments that clear a list of balances.
 
-What each seat's figures mean (docs/rules.md#s6 to #s8, #s10, #s13):
+What each seat's figures mean (§10.1, docs/rules.md#s10.1; the events of #s6 to #s8, #s13):
 
 * ``total``: the seat's balance in points (the table's ``balances``), so the
   totals sum to 0.  Everything counts what the log holds so far: a round still
@@ -67,20 +67,20 @@ The settle-up (``settle_up``):
   sum of its rounds' ``coins_delta``, fees included), ``fees`` what it paid the
   house and ``buy_ins`` the coins it bought (read off the state and the
   summaries: buy-ins come only between rounds, so ``coins now = starting
-  bankroll + buy-ins + the ended rounds' coins_delta``).  The coins do not sum to 0: the
-  fees have left the table.  The coin settle-up clears only what passed
-  between the players, ``coins + fees`` per seat (which does sum to 0: each
-  round's pot goes whole to its winners); the fees were already paid to the
-  house from the bankrolls and are only shown, per seat.  Its payments are
-  the fewest for those coins, found as for points; each payment of
-  ``settle_up`` carries both ``points`` and ``coins``.  When no seat ever ran
-  short of coins (every round paid in full) a seat's coins between players are
-  its points times ``coin_per_point`` and the two settle-ups are the same
-  payments; otherwise a payment that only one of them needs carries 0 of the
-  other (so each currency is settled in its fewest payments, and the list may
-  then be longer than n - 1).
-* A round still being played has settled no coins yet: coins count the ended
-  rounds.
+  bankroll + buy-ins + the ended rounds' coins_delta``).  These are the
+  bankrolls' own record: the coins moved round by round, 扣尽 included.
+* The settle-up at a table with stakes is the same payments, each also
+  carrying its ``coins``: its points at the table's rate, ``points x
+  coin_per_point``.  It squares the score; a list of at most n - 1 payments
+  cannot also clear the bankrolls' coins once a seat ran short (a seat may be
+  up in points and down in coins), so the coins are the points' price.  When
+  no seat ever ran short and no round is being played, each seat's ``coins +
+  fees`` is its total times ``coin_per_point``: the payments' coins are then
+  exactly what passed between the players.
+* A round still being played has settled no coins yet: a seat's ``coins``
+  counts the ended rounds.
+
+The rule book's §10.1 says all this for players, with a worked example.
 
 A small evening (血战, base 6).  Round 1: seat 2 暗杠 (12 from each other
 seat); seat 0 自摸 with 2 fan (12 from each); seat 1 wins 1 fan on seat 3's
@@ -342,19 +342,9 @@ def summarize(state: "TableState", ended_round_summaries: Iterable[Mapping[str, 
         )
         for s in range(n)
     )
-    if coins is None:
-        payments = settle_up(totals)
-    else:
-        payments = _both(_fewest(totals), _fewest([c + f for c, f in zip(coins, fees)]))
+    payments = settle_up(totals)
+    if state.stakes is not None:
+        rate = state.stakes.coin_per_point
+        payments = tuple(Payment(p.payer, p.payee, p.points, p.points * rate) for p in payments)
     return Summary(table_id, tuple(state.players), state.rounds_done, finished_at, seats, payments)
 
-
-def _both(points: list[tuple[int, int, int]], coins: list[tuple[int, int, int]]) -> tuple[Payment, ...]:
-    """The points and the coins payments as one list: a payer and payee that only one of them
-    needs carry 0 of the other."""
-    pairs: dict[tuple[int, int], list[int]] = {}
-    for payer, payee, amount in points:
-        pairs.setdefault((payer, payee), [0, 0])[0] = amount
-    for payer, payee, amount in coins:
-        pairs.setdefault((payer, payee), [0, 0])[1] = amount
-    return tuple(Payment(payer, payee, p, c) for (payer, payee), (p, c) in sorted(pairs.items()))

@@ -376,10 +376,10 @@ function openTable(id, token, read) {
         if (S().toast) dispatch('toast/hide');
         if (fx.live) fx.live.noteWrite(data);
       },
-      onRefused: (item, err) => {
+      onRefused: async (item, err) => {
         if (fx.outbox !== outbox) return;
-        refused(item, err);
-        if (fx.live) fx.live.refresh({ fresh: err.code === 'table_finished' }); // (its version says nothing of it)
+        await refused(item, err);
+        if (fx.live && fx.outbox === outbox) fx.live.refresh({ fresh: err.code === 'table_finished' }); // (its version says nothing of it)
       },
     });
     fx.outbox = outbox;
@@ -409,10 +409,17 @@ function openTable(id, token, read) {
 }
 
 // a write the server refused: a 412 (another phone changed the table first) is kept as a
-// draft to resubmit; the same kong already recorded by another phone is said so
-function refused(item, err) {
+// draft to resubmit; the same kong already recorded by another phone is said so. Another phone's
+// record may not have reached this one yet (its stream late, or cut): the log is read first.
+async function refused(item, err) {
+  const outbox = fx.outbox;
+  const twice = (s) => item.body && recentDuplicate(s, item.body, Date.now(), 60000);
+  if (item.body && (err.status === 412 || err.code === 'too_many_copies') && !twice(S()) && fx.live) {
+    await fx.live.catchUp();
+    if (fx.outbox !== outbox) return; // (the phone left that table meanwhile)
+  }
   const s = S();
-  const dup = item.body && recentDuplicate(s, item.body, Date.now(), 60000);
+  const dup = twice(s);
   if (dup && (item.body.type === 'kong' || (err.code === 'too_many_copies'))) {
     toast(t('dup_kong', { what: `#${dup.seq} ${describe(dup, s.view.players)}` }));
     return;

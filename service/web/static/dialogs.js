@@ -3,6 +3,7 @@
 //   title / body / confirmLabel (form, ctx, A) → what it shows (pure: vnodes, no side effects)
 //   confirm(form, ctx, A)  → true (done: close), a string (a message to show), or nothing (it
 //                             moved on with A.edit); may be async.
+//   cancel(form, ctx, A)   (optional) what the cancel button does before the sheet closes
 // A (the app's actions for a dialog): edit(fn) changes the form; record(body) and
 // voidRecord(rec) go through the outbox (record answers as confirm does); checkHand(path, how)
 // asks the server about the hand at form[path…] once it is whole; setSeat(seat).
@@ -27,7 +28,8 @@ export function renderDialog(dialog, ctx, A) {
     h('div', { class: 'dlg-body' }, def.body(f, ctx, A)),
     h('p', { class: 'dlg-msg', role: 'status', testid: 'dialog-message' }, dialog.msg || ''),
     h('div', { class: 'dlg-actions' },
-      h('button', { type: 'button', testid: 'cancel', onclick: () => A.close() }, def.cancelLabel ? def.cancelLabel(f, ctx) : t('cancel')),
+      h('button', { type: 'button', testid: 'cancel', onclick: () => { if (def.cancel) def.cancel(f, ctx, A); A.close(); } },
+        def.cancelLabel ? def.cancelLabel(f, ctx) : t('cancel')),
       h('button', { type: 'button', class: 'primary', testid: 'confirm', disabled: dialog.busy, onclick: () => A.confirm() },
         def.confirmLabel ? def.confirmLabel(f, ctx) : t('confirm'))));
 }
@@ -436,6 +438,7 @@ const whoAmI = {
   form: (ctx) => ({ seat: ctx.mySeat != null && ctx.mySeat >= 0 ? ctx.mySeat : null }),
   title: () => t('my_seat_q'),
   cancelLabel: () => t('my_seat_none'),
+  cancel: (f, ctx, A) => A.setSeat(-1), // "just watching", also when a seat was said before (Escape keeps it)
   body: (f, ctx, A) => [
     h('p', { class: 'muted' }, t('my_seat_hint')),
     seatButtons({ prefix: 'me', players: ctx.players, label: t('my_seat'), pressed: (i) => i === f.seat,

@@ -59,7 +59,7 @@ export class TableLive {
     this.fullVersion = null;  // version of the last whole view fetched (its ETag)
     this.records = records.slice();
     this.loaded = false;      // the log has been read once
-    this.mode = 'connecting'; // 'stream' | 'poll' | 'connecting'
+    this.mode = 'connecting'; // 'stream' | 'poll' | 'connecting' | 'stopped' (the table is gone or the link wrong)
     this.stopped = false;
     this.blockedUntil = 0;    // a 429's Retry-After
     this.lastRefresh = 0;
@@ -94,6 +94,12 @@ export class TableLive {
     if (this.wake) this.wake();
     document.removeEventListener('visibilitychange', this.onVisible);
     window.removeEventListener('online', this.onOnline);
+  }
+
+  // the table is gone, or the link is wrong: stopped for good, and the page is told
+  giveUp() {
+    this.stop();
+    this.setMode('stopped');
   }
 
   later(fn, ms) {
@@ -158,7 +164,7 @@ export class TableLive {
   failed(e) {
     if (e instanceof ApiError && !e.offline) this.answered = true;
     if (e instanceof ApiError && e.status === 429) this.blockedUntil = Date.now() + 1000 * (e.retryAfter ?? 10);
-    if (e instanceof ApiError && [401, 403, 404].includes(e.status)) this.stop(); // gone, or a wrong link: nothing to follow
+    if (e instanceof ApiError && [401, 403, 404].includes(e.status)) this.giveUp(); // gone, or a wrong link: nothing to follow
     this.onStatus(!(e instanceof ApiError && e.offline), e);
   }
 
@@ -348,7 +354,7 @@ export class TableLive {
             if (ev.event === 'record') {
               try { batch.push(JSON.parse(ev.data)); } catch { /* not a record: ignored */ }
             } else if (ev.event === 'deleted') {
-              this.stop();
+              this.giveUp();
               this.onStatus(true, new ApiError(404, { code: 'table_not_found' }));
             } else if (ev.event === 'resync') {
               resync = true;

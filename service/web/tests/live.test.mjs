@@ -72,3 +72,17 @@ test('between rounds the view is read without If-None-Match until it says finish
   assert.equal(l.checkFinished(), null); // a round being played: it cannot be finished
   assert.equal(calls.length, 3);
 });
+
+test('a table that is gone (401 on the view) stops the phone for good: it says so and asks nothing more', async () => {
+  globalThis.document ||= { addEventListener() {}, removeEventListener() {}, visibilityState: 'visible' }; // (stop() lets go of it)
+  const modes = [];
+  const l = new TableLive({ id: 't', token: 'k', view: VIEW, onView() {}, onRecords() {}, onStatus() {}, onMode: (m) => modes.push(m) });
+  const calls = fetchReplies([{ status: 401, body: { code: 'unauthorized' } }, { status: 200, body: VIEW }]);
+  await l.refresh();
+  assert.equal(calls.length, 1);
+  assert.equal(l.stopped, true);
+  assert.deepEqual(modes, ['stopped']);
+  l.wakeUp(true);               // (back online, or the page shown again: a phone that follows asks at once)
+  assert.equal(l.checkFinished(), null);
+  assert.equal(calls.length, 1);
+});
