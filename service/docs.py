@@ -32,7 +32,6 @@ offline, and imports nothing of the rules core.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -42,6 +41,8 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -80,7 +81,7 @@ def rules_blocks() -> dict[str, str]:
     presets = ["| field | " + " | ".join(f"`{name}`" for name in PRESETS) + " | values |\n",
                "|---|" + "---|" * len(PRESETS) + "---|\n"]
     for name in Ruleset.__dataclass_fields__:
-        values = [json.dumps(getattr(r, name), ensure_ascii=False) for r in PRESETS.values()]
+        values = [orjson.dumps(getattr(r, name)).decode() for r in PRESETS.values()]
         choices = (", ".join(f"`{c}`" for c in PRESETS) if name == "preset"
                    else ", ".join(f"`{c}`" for c in ENUMS[name]) if name in ENUMS else _kind(Ruleset, name))
         presets.append(f"| `{name}` | " + " | ".join(f"`{v}`" for v in values) + f" | {choices} |\n")
@@ -292,7 +293,7 @@ class Recorder:
         headers = dict(headers or {})
         kwargs: dict[str, Any] = {"method": method, "headers": headers}
         if json_body is not None:
-            kwargs["data"] = json.dumps(json_body, ensure_ascii=False).encode()
+            kwargs["data"] = orjson.dumps(json_body)
             content_type = content_type or "application/json"
         elif data is not None:
             kwargs["data"] = data
@@ -303,7 +304,7 @@ class Recorder:
             self.table(response.get_json())
         shown_headers = ([("Content-Type", content_type)] if content_type else []) + list(headers.items())
         if json_body is not None:
-            body = json.dumps(json_body, ensure_ascii=False)
+            body = orjson.dumps(json_body).decode()
         elif isinstance(data, bytes):
             body = f"({len(data):,} bytes)" if len(data) > 200 else data.decode()
         else:
@@ -500,7 +501,7 @@ def _hands(rec: Recorder, client: Any) -> None:
     rec(client, "POST", "/v1/batch", "A streamed job",
         "(`application/x-ndjson`): one item a line, one result line per item, streamed back as they are "
         "computed.", headers={"Content-Type": "application/x-ndjson"},
-        data="".join(json.dumps(line) + "\n" for line in lines).encode())
+        data=b"".join(orjson.dumps(line) + b"\n" for line in lines))
     rec(client, "GET", "/v1/rulesets", "Every preset with every field", "([rules.md §9](rules.md#s9) says what each means).")
 
 
@@ -600,7 +601,7 @@ def _stream(rec: Recorder, app: Any) -> None:
 def _stream_text(names: _Placeholders, headers: dict, live: dict, lines: list[str], text: str, table: dict) -> str:
     head = "\n".join([f"GET /v1/tables/{table['id']}/stream"] + [f"{k}: {v}" for k, v in headers.items()])
     return ("**A phone resumes after the record it holds** (`Last-Event-ID: 1`): record 2 comes from the log, "
-            f"then record 3 live (another phone posted `{json.dumps(live, ensure_ascii=False)}`), then the table "
+            f"then record 3 live (another phone posted `{orjson.dumps(live).decode()}`), then the table "
             "was deleted. A comment line (`: keep-alive`) comes every `STREAM_HEARTBEAT` seconds (15): none "
             "came in this example, which took less.\n\n"
             f"```http\n{names(head)}\n```\n\n```http\n" + "\n".join(lines) + f"\n\n{names(text).rstrip()}\n```\n\n")
@@ -844,15 +845,14 @@ def _credentials(op: dict) -> str:
 def patterns_json() -> str:
     """``service/web/static/patterns.json``: every pattern of the rules core, one JSON object a line.
 
-    >>> import json
-    >>> json.loads(patterns_json())[2]
+    >>> orjson.loads(patterns_json())[2]
     {'id': 'qingyise', 'name': '清一色', 'name_en': 'Full flush', 'base': True, 'fan': {'qq': 3, 'chengdu': 3}}
     """
     from .rules.patterns import PATTERNS
     from .rules.ruleset import ENUMS
 
-    rows = [json.dumps({"id": p.id, "name": p.name, "name_en": p.name_en, "base": p.base,
-                        "fan": {table: p.fan(table) for table in ENUMS["fan_table"]}}, ensure_ascii=False)
+    rows = [orjson.dumps({"id": p.id, "name": p.name, "name_en": p.name_en, "base": p.base,
+                          "fan": {table: p.fan(table) for table in ENUMS["fan_table"]}}).decode()
             for p in PATTERNS.values()]
     return "[\n" + ",\n".join(rows) + "\n]\n"
 

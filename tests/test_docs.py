@@ -67,7 +67,7 @@ EVENT_TYPES = ("round_start", "peng", "kong", "hu", "draw", "escape", "round_end
 def test_api_page_shows_every_event_type_answered(generated):
     page = generated["api.md"]
     for kind in EVENT_TYPES:
-        assert re.search(r'\{"type": "%s"' % kind, page), kind
+        assert re.search(r'\{"type":"%s"' % kind, page), kind
         assert f'<a id="event-{kind}"></a>' in page, kind
     void = re.search(r"POST /v1/tables/<id>/events/(\d+)/void", page)
     assert void and f'"voided":{void.group(1)}' in page and '<a id="event-void"></a>' in page

@@ -24,10 +24,10 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import io
-import json
 from functools import lru_cache
 from pathlib import Path
 
+import orjson
 from flask import Blueprint, Flask, Response, request, send_from_directory
 from werkzeug.exceptions import BadRequest, UnprocessableEntity, UnsupportedMediaType
 
@@ -76,7 +76,7 @@ def _worker_source() -> str:
     for name in shell_files() + [WORKER]:
         digest.update(name.encode() + b"\0" + (STATIC / name).read_bytes())
     shell = {"version": digest.hexdigest()[:16], "files": ["/"] + [f"/web/{n}" for n in shell_files()]}
-    return f"self.SHELL = {json.dumps(shell)};\n" + (STATIC / WORKER).read_text(encoding="utf-8")
+    return f"self.SHELL = {orjson.dumps(shell).decode()};\n" + (STATIC / WORKER).read_text(encoding="utf-8")
 
 
 @blp.route("/", methods=["GET"])
