@@ -136,7 +136,7 @@ def fill_blocks(text: str, blocks: dict[str, str], page: str = "docs/rules.md") 
 
 
 def _kind(cls: type, name: str) -> str:
-    from .rules.ruleset import _UNITS, MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS
+    from .rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, UNIT_FIELDS
 
     default = cls.__dataclass_fields__[name].default
     if isinstance(default, bool):
@@ -147,7 +147,7 @@ def _kind(cls: type, name: str) -> str:
         return f"an integer 1–{MAX_BASE:,} (points per unit)"
     if name == "cap":
         return f"an integer 1–{MAX_CAP} (fan), or `null` (no cap)"
-    if name in _UNITS:
+    if name in UNIT_FIELDS:
         return f"an integer 0–{MAX_UNITS:,} (units)"
     return "an integer" + (" or `null`" if default is None else "")
 
@@ -174,12 +174,18 @@ def api_page(redis_url: str, template: str | None = None) -> str:
 
     text = API_PAGE.read_text(encoding="utf-8") if template is None else template
     doc = openapi_dict()
-    examples = api_examples(redis_url, doc)
-    return fill_blocks(text, {
+    return fill_blocks(text, api_blocks(doc, api_examples(redis_url, doc)), page="docs/api.md")
+
+
+def api_blocks(doc: dict, examples: dict[str, list[str]]) -> dict[str, str]:
+    """Each generated block of ``docs/api.md`` by name (:data:`API_BLOCKS`), from the OpenAPI document
+    ``doc`` and the examples recorded for each operation (by operationId; :data:`ERRORS`: the shared
+    problem answers)."""
+    return {
         "api-operations": _operations_index(doc),
         "api-reference": _reference(doc, examples),
         "api-errors": "".join(examples.get(ERRORS, [])) + _http_codes_section(),
-    }, page="docs/api.md")
+    }
 
 
 def operations(doc: dict) -> list[tuple[str, str, str, dict]]:

@@ -112,11 +112,12 @@ def test_an_operation_without_an_example_gets_its_section_all_the_same():
         "/v1/webhooks": {"post": {"operationId": "newOne", "tags": ["webhooks"], "summary": "A new one.",
                                   "security": [{"apiKey": []}],
                                   "responses": {"201": {"description": "Created"}}}}}}
-    text = docs._reference(doc, {"tingHand": ["**An example.**\n\n```http\nPOST /v1/hands/ting\n```\n\n"]})
+    blocks = docs.api_blocks(doc, {"tingHand": ["**An example.**\n\n```http\nPOST /v1/hands/ting\n```\n\n"]})
+    text = blocks["api-reference"]
     assert text.index("### hands") < text.index("### webhooks")  # an unknown tag comes last
     assert '<a id="newone"></a>' in text and "No recorded example yet" in text.split('<a id="newone"></a>')[1]
     assert "No recorded example yet" not in text.split('<a id="newone"></a>')[0]
-    assert "| [`newOne`](#newone) | `POST /v1/webhooks` | `X-API-Key` | 201 |" in docs._operations_index(doc)
+    assert "| [`newOne`](#newone) | `POST /v1/webhooks` | `X-API-Key` | 201 |" in blocks["api-operations"]
 
 
 def test_hand_written_pages_cover_the_newcomer(generated):

@@ -71,7 +71,9 @@ def shell_files() -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _worker_source() -> str:
+def worker_source() -> str:
+    """The service worker served as ``/sw.js``: ``self.SHELL`` (the app's files and a version, a hash of
+    their contents) then ``worker.js`` (read once: ``worker_source.cache_clear()`` reads them again)."""
     digest = hashlib.sha256()
     for name in shell_files() + [WORKER]:
         digest.update(name.encode() + b"\0" + (STATIC / name).read_bytes())
@@ -95,7 +97,7 @@ def asset(filename: str) -> Response:
 
 @blp.route("/sw.js", methods=["GET"])
 def service_worker() -> Response:
-    response = Response(_worker_source(), mimetype="text/javascript")
+    response = Response(worker_source(), mimetype="text/javascript")
     response.headers["X-Content-Type-Options"] = "nosniff"
     return _no_cache(response)
 
