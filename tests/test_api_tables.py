@@ -823,63 +823,50 @@ def test_two_phones_at_once_both_land(app, client):
     assert got["version"] == 9 and got["balances"] == [48, 48, 0, -96]
 
 
-def test_retry_overlapping_its_conditional_original_replays_instead_of_412(app, client, monkeypatch):
+def test_retry_overlapping_its_conditional_original_replays_instead_of_412(app, client, redis_url, at_table_read):
     """A phone times out and retries (same Idempotency-Key, same If-Match) while its first request is
     still being handled: whatever the interleaving, the retry must answer with the first response.
 
     The interleaving is forced: the original commits right after the retry has looked up its key
-    and before the retry reads the table's version.
+    and before the retry reads the table's version.  The retry goes to another worker (an app of its
+    own), which keeps no state of the table: it reads it.
     """
     t = playing(client)
     headers = {"Idempotency-Key": "slow-network", "If-Match": '"1"'}
-    store = app.extensions["tables"]
-    real_load = store._load
+    other = create_app({"TESTING": True, "REDIS_URL": redis_url, **{var: 0 for var in NO_LIMITS}})
     originals = []
 
-    def load(table_id, *args, **kwargs):
-        if not originals:
-            originals.append(None)
-            th = threading.Thread(target=lambda: originals.append(post(app.test_client(), t, KONG0, **headers)))
-            th.start()
-            th.join()
-        return real_load(table_id, *args, **kwargs)
+    def original_commits() -> None:
+        th = threading.Thread(target=lambda: originals.append(post(app.test_client(), t, KONG0, **headers)))
+        th.start()
+        th.join()
 
-    monkeypatch.setattr(store, "_load", load)
-    store._states.drop(t["id"])  # the retry's worker keeps no state of the table: it reads it
-    retry = post(client, t, KONG0, **headers)
-    monkeypatch.undo()
-    original = originals[1]
+    at_table_read(other.extensions["redis"], original_commits)
+    retry = post(other.test_client(), t, KONG0, **headers)
+    original = originals[0]
     assert original.status_code == 201 and "Idempotent-Replayed" not in original.headers
     assert retry.status_code == 201, retry.get_data(as_text=True)
     assert retry.get_json() == original.get_json() and retry.headers["Idempotent-Replayed"] == "true"
     assert view(client, t)["version"] == 2
 
 
-def test_a_write_racing_a_delete_is_not_acknowledged(app, client, redis_url):
+def test_a_write_racing_a_delete_is_not_acknowledged(app, client, redis_url, at_table_read):
     """The table is deleted after a write has read it and before the write is stored: the write
     must not be answered 201 (it would be acknowledged and lost), and nothing may be left behind.
 
     The interleaving is forced at the store's read, as a slow request would meet it.
     """
     t = create(client)  # version 0: the first event of a fresh table
-    store = app.extensions["tables"]
-    real_load = store._load
     deleted = []
 
-    def load(*args, **kwargs):
-        result = real_load(*args, **kwargs)
-        if not deleted:
-            th = threading.Thread(target=lambda: deleted.append(
-                app.test_client().delete(f"{TABLES}/{t['id']}", headers=bearer(t["token"])).status_code))
-            th.start()
-            th.join()
-        return result
+    def delete() -> None:
+        th = threading.Thread(target=lambda: deleted.append(
+            app.test_client().delete(f"{TABLES}/{t['id']}", headers=bearer(t["token"])).status_code))
+        th.start()
+        th.join()
 
-    store._load = load
-    try:
-        r = post(client, t, {"type": "round_start"})
-    finally:
-        store._load = real_load
+    at_table_read(app.extensions["redis"], delete, after=True)
+    r = post(client, t, {"type": "round_start"})
     assert deleted == [204]
     problem(r, 404, "table_not_found")
     leftovers = redis.Redis.from_url(redis_url).keys("{t:" + t["id"] + "}:*")

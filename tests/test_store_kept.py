@@ -147,12 +147,19 @@ def test_an_idempotent_retry_replays_with_a_stale_kept_state(redis_url):
     assert again.replayed and again.as_dict() == first.as_dict()
 
 
-def test_kept_states_are_bounded(redis_url):
-    store = TableStore(redis.Redis.from_url(redis_url), states_kept=3)
+def test_kept_states_are_bounded(redis_client):
+    """A store keeps the states of the tables it wrote last, ``states_kept`` of them: an append to one of
+    those is one round trip, to an older one two (it reads the state first)."""
+    store = TableStore(redis_client, states_kept=3)
     ids = [store.create(PLAYERS, "xuezhan").id for _ in range(5)]
     for tid in ids:
         store.append(tid, {"type": "round_start"})
-    assert len(store._states) == 3
+    calls = []
+    for tid in reversed(ids):  # the three kept (each put back on top), then the two that were not
+        before = _script_calls(redis_client)
+        store.append(tid, KONG)
+        calls.append(_script_calls(redis_client) - before)
+    assert calls == [1, 1, 1, 2, 2]
 
 
 # -- the stored forms ---------------------------------------------------------------------------
