@@ -24,6 +24,7 @@ from service.store.webhooks import (
     parse_target,
     resolve,
 )
+from tests.problems import problem
 from tests.receivers import Receiver, wait_until
 
 ACME = "acme-" + "a" * 40
@@ -79,14 +80,6 @@ def dispatchers(app, redis_url):
     yield start
     for d in made:
         d.stop(wait=3.0)
-
-
-def problem(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == "application/problem+json"
-    body = response.get_json()
-    assert body["code"] == code and body["status"] == status
-    return body
 
 
 def register(client, url: str, events=ALL, key=ACME, **extra) -> dict:
