@@ -82,6 +82,24 @@ def redis_client(redis_url):
 
 
 @pytest.fixture
+def redis_clients(redis_url):
+    """A factory of redis-py clients of the session Redis (emptied before the test), for a test that
+    needs several, such as two table stores standing for two workers: ``redis_clients()`` is a new
+    client, with connections of its own; every one is closed after the test."""
+    import redis
+
+    made = []
+
+    def new_client():
+        made.append(redis.Redis.from_url(redis_url))
+        return made[-1]
+
+    yield new_client
+    for client in made:
+        client.close()
+
+
+@pytest.fixture
 def at_table_read(monkeypatch):
     """``at_table_read(client, action, after=False)``: run ``action()`` once, at the next read of a table
     by a table store on ``client`` (its READ script, ``service.store.keys.READ``): just before the read

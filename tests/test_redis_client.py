@@ -120,12 +120,12 @@ def test_a_demoted_primary_is_not_ready_and_its_writes_are_503(tmp_path):
 
 
 
-def test_the_limiter_counts_on_the_apps_connections(redis_url):
+def test_the_limiter_counts_on_the_apps_connections(redis_url, redis_client):
     app = create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 5})
     storage = app.extensions["rate_limits"].storage
     assert storage.get_connection().connection_pool is app.extensions["redis"].connection_pool
     assert app.test_client().post("/v1/tables", json=PLAYERS).status_code == 201
-    assert redis.Redis.from_url(redis_url).keys("*rl/*")  # the per-client limits, under their prefix
+    assert redis_client.keys("*rl/*")  # the per-client limits, under their prefix
 
 
 def test_a_limiter_that_cannot_reach_redis_warns_and_the_request_is_503(redis_server, redis_url, caplog):
@@ -143,16 +143,15 @@ def test_a_limiter_that_cannot_reach_redis_warns_and_the_request_is_503(redis_se
         redis_server.start()
 
 
-def test_an_evicting_redis_is_not_ready_and_says_why(redis_url):
+def test_an_evicting_redis_is_not_ready_and_says_why(redis_url, redis_client):
     """A Redis that may evict keys when full would drop acknowledged events silently: not ready."""
     c = create_app({"TESTING": True, "REDIS_URL": redis_url}).test_client()
-    admin = redis.Redis.from_url(redis_url)
-    admin.config_set("maxmemory-policy", "allkeys-lru")
+    redis_client.config_set("maxmemory-policy", "allkeys-lru")
     try:
         r = c.get("/readyz")
         assert r.status_code == 503 and "maxmemory-policy is allkeys-lru" in r.get_json()["checks"]["redis"]
     finally:
-        admin.config_set("maxmemory-policy", "noeviction")
+        redis_client.config_set("maxmemory-policy", "noeviction")
     assert c.get("/readyz").status_code == 200
 
 
