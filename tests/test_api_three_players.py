@@ -80,6 +80,7 @@ def test_a_fourth_seat_a_wan_tile_or_a_void_is_a_clear_422(client, event, code):
 
 
 # -- a real server: a three-player table with stakes, a void, a restart --------------------------------
+@pytest.mark.slow  # (a real server: the fast lane leaves it out)
 def test_three_player_table_with_stakes_a_void_and_a_restart(redis_url, tmp_path):
     srv = Service(free_port(), service_env(REDIS_URL=redis_url), tmp_path / "service.log").start()
     try:

@@ -165,6 +165,7 @@ def test_readiness_counts_the_replicas_that_min_replicas_needs(tmp_path):
         c = create_app({"TESTING": True, "REDIS_URL": a.url, "REDIS_MIN_REPLICAS": 1}).test_client()
         r = c.get("/readyz")
         assert r.status_code == 503 and "0 replica(s) connected" in r.get_json()["checks"]["redis"]
+        redis.Redis.from_url(a.url).config_set("repl-diskless-sync-delay", 0)  # the first sync at once, not after 5 s
         redis.Redis.from_url(b.url).replicaof("127.0.0.1", a.port)
         deadline = time.monotonic() + 15
         while c.get("/readyz").status_code != 200:
