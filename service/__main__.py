@@ -186,9 +186,9 @@ def print_openapi(as_json: bool) -> int:
     from .api.app import openapi_dict, openapi_yaml
 
     if as_json:
-        import json
+        import orjson
 
-        sys.stdout.write(json.dumps(openapi_dict(), ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(orjson.dumps(openapi_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         sys.stdout.write(openapi_yaml())
     return 0
@@ -285,11 +285,10 @@ def check_tables(ids: Sequence[str], repair: bool) -> int:
     table deleted or expired while the check runs is reported as skipped).  An
     id given on the command line that is not a table counts as a failure.
     """
-    import json
-
     import redis
 
     from .rules.errors import EventError
+    from .store import codec
     from .store.redis_client import connect
     from .store.table_store import TableNotFound, TableStore
 
@@ -302,7 +301,7 @@ def check_tables(ids: Sequence[str], repair: bool) -> int:
                     report = store.check(table_id, repair=repair)
                 except TableNotFound:
                     if not ids:
-                        print(json.dumps({"id": table_id, "skipped": "deleted or expired during the check"}))
+                        print(codec.dumps({"id": table_id, "skipped": "deleted or expired during the check"}).decode())
                         continue
                     report = {"id": table_id, "ok": False, "repaired": False, "error": "no such table"}
                 except EventError as exc:
@@ -312,7 +311,7 @@ def check_tables(ids: Sequence[str], repair: bool) -> int:
                               "error": f"stored in a format this version does not read ({type(exc).__name__}): "
                                        "delete the table"}
                 bad += not (report["ok"] or report["repaired"])
-                print(json.dumps(report, ensure_ascii=False), flush=True)
+                print(codec.dumps(report).decode(), flush=True)
     except (ConfigError, StartupError) as exc:
         print(f"python -m service check-tables: {exc}", file=sys.stderr)
         return 2

@@ -32,7 +32,6 @@ offline, and imports nothing of the rules core.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -42,6 +41,8 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -84,7 +85,7 @@ def rules_blocks() -> dict[str, str]:
     presets = ["| field | " + " | ".join(f"`{name}`" for name in PRESETS) + " | values |\n",
                "|---|" + "---|" * len(PRESETS) + "---|\n"]
     for name in Ruleset.__dataclass_fields__:
-        values = [json.dumps(getattr(r, name), ensure_ascii=False) for r in PRESETS.values()]
+        values = [orjson.dumps(getattr(r, name)).decode() for r in PRESETS.values()]
         choices = (", ".join(f"`{c}`" for c in PRESETS) if name == "preset"
                    else ", ".join(f"`{c}`" for c in ENUMS[name]) if name in ENUMS else _kind(Ruleset, name))
         presets.append(f"| `{name}` | " + " | ".join(f"`{v}`" for v in values) + f" | {choices} |\n")
@@ -139,7 +140,7 @@ def fill_blocks(text: str, blocks: dict[str, str], page: str = "docs/rules.md") 
 
 
 def _kind(cls: type, name: str) -> str:
-    from .rules.ruleset import _UNITS, MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS
+    from .rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, UNIT_FIELDS
 
     default = cls.__dataclass_fields__[name].default
     if isinstance(default, bool):
@@ -150,7 +151,7 @@ def _kind(cls: type, name: str) -> str:
         return f"an integer 1–{MAX_BASE:,} (points per unit)"
     if name == "cap":
         return f"an integer 1–{MAX_CAP} (fan), or `null` (no cap)"
-    if name in _UNITS:
+    if name in UNIT_FIELDS:
         return f"an integer 0–{MAX_UNITS:,} (units)"
     return "an integer" + (" or `null`" if default is None else "")
 
@@ -179,11 +180,18 @@ def api_page(redis_url: str, template: str | None = None, recorded: dict | None 
     text = API_PAGE.read_text(encoding="utf-8") if template is None else template
     doc = openapi_dict()
     examples = api_examples(redis_url, doc, recorded)
-    return fill_blocks(text, {
+    return fill_blocks(text, api_blocks(doc, examples), page="docs/api.md")
+
+
+def api_blocks(doc: dict, examples: dict[str, list[str]]) -> dict[str, str]:
+    """Each generated block of ``docs/api.md`` by name (:data:`API_BLOCKS`), from the OpenAPI document
+    ``doc`` and the examples recorded for each operation (by operationId; :data:`ERRORS`: the shared
+    problem answers)."""
+    return {
         "api-operations": _operations_index(doc),
         "api-reference": _reference(doc, examples),
         "api-errors": "".join(examples.get(ERRORS, [])) + _http_codes_section(),
-    }, page="docs/api.md")
+    }
 
 
 def operations(doc: dict) -> list[tuple[str, str, str, dict]]:
@@ -300,7 +308,7 @@ class Recorder:
         headers = dict(headers or {})
         kwargs: dict[str, Any] = {"method": method, "headers": headers}
         if json_body is not None:
-            kwargs["data"] = json.dumps(json_body, ensure_ascii=False).encode()
+            kwargs["data"] = orjson.dumps(json_body)
             content_type = content_type or "application/json"
         elif data is not None:
             kwargs["data"] = data
@@ -311,7 +319,7 @@ class Recorder:
             self.table(response.get_json())
         shown_headers = ([("Content-Type", content_type)] if content_type else []) + list(headers.items())
         if json_body is not None:
-            body = json.dumps(json_body, ensure_ascii=False)
+            body = orjson.dumps(json_body).decode()
         elif isinstance(data, bytes):
             body = f"({len(data):,} bytes)" if len(data) > 200 else data.decode()
         else:
@@ -498,7 +506,7 @@ def example_value(value: Any) -> Any:
 
 def response_examples_json(recorded: dict) -> str:
     """:data:`RESPONSE_EXAMPLES`' text: the recorded response examples by operationId, then name."""
-    return json.dumps({oid: recorded[oid] for oid in sorted(recorded)}, ensure_ascii=False, indent=1) + "\n"
+    return orjson.dumps({oid: recorded[oid] for oid in sorted(recorded)}, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
 def _hands(rec: Recorder, client: Any) -> None:
@@ -540,7 +548,7 @@ def _hands(rec: Recorder, client: Any) -> None:
     rec(client, "POST", "/v1/batch", "A streamed job",
         "(`application/x-ndjson`): one item a line, one result line per item, streamed back as they are "
         "computed.", headers={"Content-Type": "application/x-ndjson"},
-        data="".join(json.dumps(line) + "\n" for line in lines).encode())
+        data=b"".join(orjson.dumps(line) + b"\n" for line in lines))
     rec(client, "GET", "/v1/rulesets", "Every preset with every field", "([rules.md §9](rules.md#s9) says what each means).")
 
 
@@ -640,7 +648,7 @@ def _stream(rec: Recorder, app: Any) -> None:
 def _stream_text(names: _Placeholders, headers: dict, live: dict, lines: list[str], text: str, table: dict) -> str:
     head = "\n".join([f"GET /v1/tables/{table['id']}/stream"] + [f"{k}: {v}" for k, v in headers.items()])
     return ("**A phone resumes after the record it holds** (`Last-Event-ID: 1`): record 2 comes from the log, "
-            f"then record 3 live (another phone posted `{json.dumps(live, ensure_ascii=False)}`), then the table "
+            f"then record 3 live (another phone posted `{orjson.dumps(live).decode()}`), then the table "
             "was deleted. A comment line (`: keep-alive`) comes every `STREAM_HEARTBEAT` seconds (15): none "
             "came in this example, which took less.\n\n"
             f"```http\n{names(head)}\n```\n\n```http\n" + "\n".join(lines) + f"\n\n{names(text).rstrip()}\n```\n\n")
@@ -889,15 +897,14 @@ def _credentials(op: dict) -> str:
 def patterns_json() -> str:
     """``service/web/static/patterns.json``: every pattern of the rules core, one JSON object a line.
 
-    >>> import json
-    >>> json.loads(patterns_json())[2]
+    >>> orjson.loads(patterns_json())[2]
     {'id': 'qingyise', 'name': '清一色', 'name_en': 'Full flush', 'base': True, 'fan': {'qq': 3, 'chengdu': 3}}
     """
     from .rules.patterns import PATTERNS
     from .rules.ruleset import ENUMS
 
-    rows = [json.dumps({"id": p.id, "name": p.name, "name_en": p.name_en, "base": p.base,
-                        "fan": {table: p.fan(table) for table in ENUMS["fan_table"]}}, ensure_ascii=False)
+    rows = [orjson.dumps({"id": p.id, "name": p.name, "name_en": p.name_en, "base": p.base,
+                          "fan": {table: p.fan(table) for table in ENUMS["fan_table"]}}).decode()
             for p in PATTERNS.values()]
     return "[\n" + ",\n".join(rows) + "\n]\n"
 

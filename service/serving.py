@@ -48,7 +48,6 @@ from __future__ import annotations
 import gc
 import glob
 import io
-import json
 import os
 import shutil
 import socket
@@ -164,11 +163,12 @@ class DeadlineReader:
 
 def problem_bytes(status: int, reason: str, detail: str) -> tuple[str, list[tuple[str, str]], bytes]:
     """A problem+json answer of the HTTP server itself: its status line, headers and body."""
+    from .api import jsonio
     from .api.problems import PROBLEM_BASE, PROBLEM_JSON
 
     code = "_".join(reason.lower().split()) or "bad_request"
-    body = json.dumps({"type": PROBLEM_BASE + code, "title": reason, "status": status, "detail": detail,
-                       "code": code}).encode()
+    body = jsonio.dumps({"type": PROBLEM_BASE + code, "title": reason, "status": status, "detail": detail,
+                         "code": code})
     return f"{status} {reason}", [("Content-Type", PROBLEM_JSON), ("Content-Length", str(len(body)))], body
 
 

@@ -81,6 +81,57 @@ def redis_client(redis_url):
     client.close()
 
 
+@pytest.fixture
+def redis_clients(redis_url):
+    """A factory of redis-py clients of the session Redis (emptied before the test), for a test that
+    needs several, such as two table stores standing for two workers: ``redis_clients()`` is a new
+    client, with connections of its own; every one is closed after the test."""
+    import redis
+
+    made = []
+
+    def new_client():
+        made.append(redis.Redis.from_url(redis_url))
+        return made[-1]
+
+    yield new_client
+    for client in made:
+        client.close()
+
+
+@pytest.fixture
+def at_table_read(monkeypatch):
+    """``at_table_read(client, action, after=False)``: run ``action()`` once, at the next read of a table
+    by a table store on ``client`` (its READ script, ``service.store.keys.READ``): just before the read
+    is sent, or (``after``) once it answered.  A test forces an interleaving there, as a slow request
+    would meet it; what ``action`` itself sends goes through unhooked.
+
+    The store runs its scripts as redis-py ``Script`` objects, which send ``EVALSHA`` with the client's
+    ``evalsha``: that is the method wrapped (for the test only).
+    """
+    from service.store import keys
+
+    def install(client, action, *, after: bool = False) -> None:
+        read = client.register_script(keys.READ).sha
+        real = client.evalsha
+        fired = []
+
+        def evalsha(sha, numkeys, *keys_and_args):
+            if sha != read or fired:
+                return real(sha, numkeys, *keys_and_args)
+            fired.append(True)
+            if not after:
+                action()
+            result = real(sha, numkeys, *keys_and_args)
+            if after:
+                action()
+            return result
+
+        monkeypatch.setattr(client, "evalsha", evalsha)
+
+    return install
+
+
 @pytest.fixture(scope="session")
 def redis_cluster(tmp_path_factory):
     """One Redis Cluster (3 primaries, 3 replicas, on free ports) for the whole test session.

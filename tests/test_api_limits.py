@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import redis
 
 from service.api.app import create_app
 
@@ -63,13 +62,12 @@ def test_a_full_table_refuses_events_but_takes_corrections(redis_url):
     assert c.get(f"/v1/tables/{tid}", headers=auth).get_json()["version"] == 6
 
 
-def test_idle_tables_expire(redis_url):
+def test_idle_tables_expire(redis_url, redis_client):
     c = make_client(redis_url, TABLE_TTL=120)
     tid, auth = _table(c)
     c.post(f"/v1/tables/{tid}/events", json={"type": "round_start"}, headers=auth)
-    r = redis.Redis.from_url(redis_url)
-    table_keys = r.keys("{t:" + tid + "}*")
-    assert table_keys and all(0 < r.ttl(k) <= 120 for k in table_keys)
+    table_keys = redis_client.keys("{t:" + tid + "}*")
+    assert table_keys and all(0 < redis_client.ttl(k) <= 120 for k in table_keys)
 
 
 def test_page_size_is_bounded(redis_url):
@@ -255,15 +253,15 @@ def test_an_append_makes_three_redis_calls_with_the_limits_on_and_one_with_them_
 
 
 @pytest.mark.parametrize("client_limit", [0, 100])
-def test_a_redis_that_lost_the_limiters_scripts_still_counts(redis_url, client_limit):
+def test_a_redis_that_lost_the_limiters_scripts_still_counts(redis_url, redis_client, client_limit):
     """After SCRIPT FLUSH (as after a restart) a hit loads the scripts again and counts once (with a client
     limit, the table's window read with the client's hit is read again)."""
     c = limited(redis_url, TABLE_EVENTS_PER_MINUTE=3, CLIENT_EVENTS_PER_MINUTE=client_limit)
     tid, auth = _table(c)
     url = f"/v1/tables/{tid}/events"
     assert c.post(url, json={"type": "round_start"}, headers=auth).headers["X-RateLimit-Remaining"] == "2"
-    redis.Redis.from_url(redis_url).script_flush()
+    redis_client.script_flush()
     assert c.post(url, json=KONGS[0], headers=auth).headers["X-RateLimit-Remaining"] == "1"
-    redis.Redis.from_url(redis_url).script_flush()
+    redis_client.script_flush()
     assert c.post(url, json=KONGS[1], headers=auth).headers["X-RateLimit-Remaining"] == "0"
     refused(c.post(url, json=KONGS[2], headers=auth), "minute")

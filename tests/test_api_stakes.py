@@ -11,7 +11,6 @@ import uuid
 
 import jsonschema
 import pytest
-import redis
 
 from service.api import create_app
 from service.api.app import openapi_dict
@@ -36,8 +35,8 @@ def client(redis_url):
 
 
 @pytest.fixture
-def store(redis_url):
-    return TableStore(redis.Redis.from_url(redis_url))
+def store(redis_client):
+    return TableStore(redis_client)
 
 
 def conforms(doc, name: str, body) -> None:
@@ -206,10 +205,10 @@ def test_malformed_buy_ins_are_refused_naming_the_member(client, doc, event, cod
     ({"coin_per_point": 1, "bankrolls": [1, 1, 1, 1], "house": 1}, "stakes.house"),
     ("200", "stakes"),
 ])
-def test_bad_stakes_are_a_clear_422_and_create_nothing(client, redis_url, stakes, field):
+def test_bad_stakes_are_a_clear_422_and_create_nothing(client, redis_client, stakes, field):
     body = problem(client.post("/v1/tables", json={"players": PLAYERS, "stakes": stakes}), 422, "bad_stakes")
     assert field in body["errors"], body
-    assert redis.Redis.from_url(redis_url).keys("{t:*") == []
+    assert redis_client.keys("{t:*") == []
 
 
 def test_replays_give_the_coins_again(client, doc):

@@ -11,7 +11,6 @@ import threading
 import time
 
 import pytest
-import redis
 
 from service.api import create_app
 from service.config import NO_LIMITS
@@ -159,19 +158,19 @@ def test_create_with_ruleset_object_preset_name_and_dealer(client):
     ({"players": PLAYERS, "ruleset": {"cap": 0}}, "ruleset.cap"),
     ({"players": PLAYERS, "bogus": True}, "bogus"),
 ])
-def test_create_rejects_bad_input(client, redis_url, body, field):
+def test_create_rejects_bad_input(client, redis_client, body, field):
     body = problem(client.post(TABLES, json=body), 422, "invalid_input")
     assert field in body["errors"], body["errors"]
-    assert redis.Redis.from_url(redis_url).keys("{t:*") == []  # no table was created
+    assert redis_client.keys("{t:*") == []  # no table was created
 
 
-def test_create_rejects_an_unknown_preset_malformed_json_and_other_content(client, redis_url):
+def test_create_rejects_an_unknown_preset_malformed_json_and_other_content(client, redis_client):
     body = problem(client.post(TABLES, json={"players": PLAYERS, "ruleset": "mahjong-x"}), 422, "unknown_ruleset")
     assert "ruleset" in body["errors"]
     problem(client.post(TABLES, data=b'{"players": [', content_type="application/json"), 400, "malformed_json")
     problem(client.post(TABLES, data=b'{"players": ["a","b","c","d"]}', content_type="text/plain"),
             415, "unsupported_media_type")
-    assert redis.Redis.from_url(redis_url).keys("{t:*") == []
+    assert redis_client.keys("{t:*") == []
 
 
 # -- get ---------------------------------------------------------------------------------
@@ -603,12 +602,12 @@ def test_bad_idempotency_key_is_422(client, key):
     "b3a1f8e2-4c7d-4e5f-7a6b-1c2d3e4f5a6b",                      # not the RFC 9562 variant
     "b3a1f8e2-4c7d-4e5f-9a6b-1c2d3e4f5a6b0",
 ])
-def test_a_table_creating_key_must_be_a_uuid_v4_or_v7(client, redis_url, key):
+def test_a_table_creating_key_must_be_a_uuid_v4_or_v7(client, redis_client, key):
     """The key alone finds the table again (and replays its tokens): only a random UUID will do."""
     r = client.post(TABLES, json={"players": PLAYERS}, headers={"Idempotency-Key": key})
     body = problem(r, 422, "invalid_input")
     assert body["errors"] == {"Idempotency-Key": ["a UUID of version 4 or 7"]}
-    assert not redis.Redis.from_url(redis_url).keys("{t:*")
+    assert not redis_client.keys("{t:*")
 
 
 def test_a_creation_key_may_be_any_uuid_v4_or_v7_in_either_case(client):
@@ -622,7 +621,7 @@ def test_a_creation_key_may_be_any_uuid_v4_or_v7_in_either_case(client):
     assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"  # one UUID, any case
 
 
-def test_idempotent_create_replays_the_same_table_and_tokens(client, redis_url):
+def test_idempotent_create_replays_the_same_table_and_tokens(client, redis_client):
     body = {"players": PLAYERS, "ruleset": "normal", "dealer": 1}
     first = client.post(TABLES, json=body, headers={"Idempotency-Key": "4f1c7a52-8d3e-4b6a-9c1f-0e2d3c4b5a69"})
     assert first.status_code == 201 and "Idempotent-Replayed" not in first.headers
@@ -631,7 +630,7 @@ def test_idempotent_create_replays_the_same_table_and_tokens(client, redis_url):
     assert again.get_json() == first.get_json() and again.headers["Location"] == first.headers["Location"]
     t = again.get_json()
     assert view(client, t)["dealer"] == 1 and view(client, t, t["read_token"])["version"] == 0  # the tokens work
-    assert len(redis.Redis.from_url(redis_url).keys("{t:*}:meta")) == 1
+    assert len(redis_client.keys("{t:*}:meta")) == 1
     problem(client.post(TABLES, json={**body, "dealer": 2}, headers={"Idempotency-Key": "4f1c7a52-8d3e-4b6a-9c1f-0e2d3c4b5a69"}),
             422, "idempotency_key_reused")
     other = client.post(TABLES, json=body, headers={"Idempotency-Key": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"})
@@ -823,66 +822,53 @@ def test_two_phones_at_once_both_land(app, client):
     assert got["version"] == 9 and got["balances"] == [48, 48, 0, -96]
 
 
-def test_retry_overlapping_its_conditional_original_replays_instead_of_412(app, client, monkeypatch):
+def test_retry_overlapping_its_conditional_original_replays_instead_of_412(app, client, redis_url, at_table_read):
     """A phone times out and retries (same Idempotency-Key, same If-Match) while its first request is
     still being handled: whatever the interleaving, the retry must answer with the first response.
 
     The interleaving is forced: the original commits right after the retry has looked up its key
-    and before the retry reads the table's version.
+    and before the retry reads the table's version.  The retry goes to another worker (an app of its
+    own), which keeps no state of the table: it reads it.
     """
     t = playing(client)
     headers = {"Idempotency-Key": "slow-network", "If-Match": '"1"'}
-    store = app.extensions["tables"]
-    real_load = store._load
+    other = create_app({"TESTING": True, "REDIS_URL": redis_url, **{var: 0 for var in NO_LIMITS}})
     originals = []
 
-    def load(table_id, *args, **kwargs):
-        if not originals:
-            originals.append(None)
-            th = threading.Thread(target=lambda: originals.append(post(app.test_client(), t, KONG0, **headers)))
-            th.start()
-            th.join()
-        return real_load(table_id, *args, **kwargs)
+    def original_commits() -> None:
+        th = threading.Thread(target=lambda: originals.append(post(app.test_client(), t, KONG0, **headers)))
+        th.start()
+        th.join()
 
-    monkeypatch.setattr(store, "_load", load)
-    store._states.drop(t["id"])  # the retry's worker keeps no state of the table: it reads it
-    retry = post(client, t, KONG0, **headers)
-    monkeypatch.undo()
-    original = originals[1]
+    at_table_read(other.extensions["redis"], original_commits)
+    retry = post(other.test_client(), t, KONG0, **headers)
+    original = originals[0]
     assert original.status_code == 201 and "Idempotent-Replayed" not in original.headers
     assert retry.status_code == 201, retry.get_data(as_text=True)
     assert retry.get_json() == original.get_json() and retry.headers["Idempotent-Replayed"] == "true"
     assert view(client, t)["version"] == 2
 
 
-def test_a_write_racing_a_delete_is_not_acknowledged(app, client, redis_url):
+def test_a_write_racing_a_delete_is_not_acknowledged(app, client, redis_client, at_table_read):
     """The table is deleted after a write has read it and before the write is stored: the write
     must not be answered 201 (it would be acknowledged and lost), and nothing may be left behind.
 
     The interleaving is forced at the store's read, as a slow request would meet it.
     """
     t = create(client)  # version 0: the first event of a fresh table
-    store = app.extensions["tables"]
-    real_load = store._load
     deleted = []
 
-    def load(*args, **kwargs):
-        result = real_load(*args, **kwargs)
-        if not deleted:
-            th = threading.Thread(target=lambda: deleted.append(
-                app.test_client().delete(f"{TABLES}/{t['id']}", headers=bearer(t["token"])).status_code))
-            th.start()
-            th.join()
-        return result
+    def delete() -> None:
+        th = threading.Thread(target=lambda: deleted.append(
+            app.test_client().delete(f"{TABLES}/{t['id']}", headers=bearer(t["token"])).status_code))
+        th.start()
+        th.join()
 
-    store._load = load
-    try:
-        r = post(client, t, {"type": "round_start"})
-    finally:
-        store._load = real_load
+    at_table_read(app.extensions["redis"], delete, after=True)
+    r = post(client, t, {"type": "round_start"})
     assert deleted == [204]
     problem(r, 404, "table_not_found")
-    leftovers = redis.Redis.from_url(redis_url).keys("{t:" + t["id"] + "}:*")
+    leftovers = redis_client.keys("{t:" + t["id"] + "}:*")
     assert sorted(leftovers) == [("{t:" + t["id"] + "}:meta").encode()]  # only the tombstone
 
 
@@ -910,18 +896,17 @@ def test_a_chunked_event_body_over_the_limit_is_413(client):
     assert snapshot(client, t) == before
 
 
-def test_store_refusing_writes_is_503_not_500(client, redis_url):
+def test_store_refusing_writes_is_503_not_500(client, redis_client):
     """Redis refusing writes (MISCONF, READONLY, MASTERDOWN...) is the store being unavailable;
     out of memory is 507 (tests/test_store_limits.py)."""
     t = playing(client)
-    r = redis.Redis.from_url(redis_url)
-    r.config_set("min-replicas-to-write", "1")  # no replica: Redis refuses every write (NOREPLICAS)
+    redis_client.config_set("min-replicas-to-write", "1")  # no replica: Redis refuses every write (NOREPLICAS)
     try:
         resp = post(client, t, KONG0)
         assert resp.status_code == 503 and resp.headers["Retry-After"]
         assert resp.get_json()["code"] == "store_unavailable"
     finally:
-        r.config_set("min-replicas-to-write", "0")
+        redis_client.config_set("min-replicas-to-write", "0")
 
 
 def test_a_create_retry_does_not_count_against_the_hourly_limit(redis_url):

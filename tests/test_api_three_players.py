@@ -39,12 +39,10 @@ def new_table(client, **body) -> tuple[str, dict]:
     ({"players": THREE, "ruleset": "sanren-liangfang",
       "stakes": {"coin_per_point": 1, "bankrolls": [1, 1, 1, 1]}}, "bad_stakes", "stakes.bankrolls"),
 ])
-def test_creation_names_as_many_seats_as_the_ruleset(client, redis_url, body, code, field):
-    import redis
-
+def test_creation_names_as_many_seats_as_the_ruleset(client, redis_client, body, code, field):
     got = problem(client.post("/v1/tables", json=body), 422, code)
     assert field in got["errors"]
-    assert redis.Redis.from_url(redis_url).keys("{t:*") == []
+    assert redis_client.keys("{t:*") == []
 
 
 def test_section_14_worked_example_at_a_table_over_http(client):
@@ -82,6 +80,7 @@ def test_a_fourth_seat_a_wan_tile_or_a_void_is_a_clear_422(client, event, code):
 
 
 # -- a real server: a three-player table with stakes, a void, a restart --------------------------------
+@pytest.mark.slow  # (a real server: the fast lane leaves it out)
 def test_three_player_table_with_stakes_a_void_and_a_restart(redis_url, tmp_path):
     srv = Service(free_port(), service_env(REDIS_URL=redis_url), tmp_path / "service.log").start()
     try:

@@ -3,7 +3,11 @@ checked here: the sizes say nothing about speed)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.test_bench_scripts import run_bench
+
+pytestmark = pytest.mark.slow  # (a bench script and its servers: the fast lane leaves it out)
 
 
 def test_webhooks_prints_both_rates_their_ratio_and_the_latency_of_every_delivery():

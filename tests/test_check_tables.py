@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import redis
 
 from service.store import keys
 from service.store.table_store import TableStore
@@ -22,17 +21,16 @@ def run(redis_url, *args):
                           capture_output=True, text=True, timeout=60)
 
 
-def test_check_tables_finds_and_repairs_a_drifted_state(redis_url):
-    client = redis.Redis.from_url(redis_url)
-    store = TableStore(client)
+def test_check_tables_finds_and_repairs_a_drifted_state(redis_url, redis_client):
+    store = TableStore(redis_client)
     good = store.create(["a", "b", "c", "d"], None).id
     bad = store.create(["a", "b", "c", "d"], None).id
     for tid in (good, bad):
         store.append(tid, {"type": "round_start"})
         store.append(tid, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "9s"})
-    state = json.loads(client.get(keys.state(bad)))
+    state = json.loads(redis_client.get(keys.state(bad)))
     state["balances"] = [1, -1, 0, 0]
-    client.set(keys.state(bad), json.dumps(state))
+    redis_client.set(keys.state(bad), json.dumps(state))
 
     result = run(redis_url)
     reports = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
@@ -46,9 +44,8 @@ def test_check_tables_finds_and_repairs_a_drifted_state(redis_url):
     assert store.get(bad)["balances"] == [36, -12, -12, -12]
 
 
-def test_check_tables_skips_tombstones_and_reports_every_live_table(redis_url):
-    client = redis.Redis.from_url(redis_url)
-    store = TableStore(client)
+def test_check_tables_skips_tombstones_and_reports_every_live_table(redis_url, redis_client):
+    store = TableStore(redis_client)
     ids = [store.create(["a", "b", "c", "d"], None).id for _ in range(4)]
     for tid in ids:
         store.append(tid, {"type": "round_start"})
@@ -63,12 +60,11 @@ def test_check_tables_skips_tombstones_and_reports_every_live_table(redis_url):
     assert [json.loads(line)["ok"] for line in result.stdout.splitlines()] == [True, False]
 
 
-def test_check_tables_survives_tables_vanishing_mid_scan(redis_url, monkeypatch, capsys):
+def test_check_tables_survives_tables_vanishing_mid_scan(redis_url, redis_client, monkeypatch, capsys):
     """Tables deleted (or expiring) while the scan runs are reported as skipped; the rest are checked."""
     from service.__main__ import check_tables
 
-    client = redis.Redis.from_url(redis_url)
-    store = TableStore(client)
+    store = TableStore(redis_client)
     ids = [store.create(["a", "b", "c", "d"], None).id for _ in range(3)]
     real_check = TableStore.check
 
@@ -77,7 +73,7 @@ def test_check_tables_survives_tables_vanishing_mid_scan(redis_url, monkeypatch,
         if len(checked) == 1:  # the first check makes the others vanish: one deleted, one expired
             others = [t for t in ids if t != table_id]
             store.delete(others[0])
-            client.delete(*client.keys("{t:" + others[1] + "}*"))
+            redis_client.delete(*redis_client.keys("{t:" + others[1] + "}*"))
         return real_check(self, table_id, repair)
 
     checked: list[str] = []
@@ -90,13 +86,13 @@ def test_check_tables_survives_tables_vanishing_mid_scan(redis_url, monkeypatch,
     assert all(line["skipped"] for line in lines[1:])
 
 
-def test_a_table_in_a_format_this_version_does_not_read_is_reported_not_a_traceback(redis_url, monkeypatch, capsys):
+def test_a_table_in_a_format_this_version_does_not_read_is_reported_not_a_traceback(redis_url, redis_client, monkeypatch, capsys):
     from service.__main__ import check_tables
 
-    store = TableStore(redis.Redis.from_url(redis_url))
+    store = TableStore(redis_client)
     t = store.create(["东", "南", "西", "北"], None).id
     store.append(t, {"type": "round_start"})
-    redis.Redis.from_url(redis_url).rpush(keys.log(t), b'{"seq": 2, "type": "round_end"}')  # an earlier form
+    redis_client.rpush(keys.log(t), b'{"seq": 2, "type": "round_end"}')  # an earlier form
     monkeypatch.setenv("REDIS_URL", redis_url)
     assert check_tables([t], repair=False) == 1
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

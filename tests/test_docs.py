@@ -81,7 +81,7 @@ EVENT_TYPES = ("round_start", "peng", "kong", "hu", "draw", "escape", "round_end
 def test_api_page_shows_every_event_type_answered(generated):
     page = generated["api.md"]
     for kind in EVENT_TYPES:
-        assert re.search(r'\{"type": "%s"' % kind, page), kind
+        assert re.search(r'\{"type":"%s"' % kind, page), kind
         assert f'<a id="event-{kind}"></a>' in page, kind
     void = re.search(r"POST /v1/tables/<id>/events/(\d+)/void", page)
     assert void and f'"voided":{void.group(1)}' in page and '<a id="event-void"></a>' in page
@@ -126,11 +126,12 @@ def test_an_operation_without_an_example_gets_its_section_all_the_same():
         "/v1/webhooks": {"post": {"operationId": "newOne", "tags": ["webhooks"], "summary": "A new one.",
                                   "security": [{"apiKey": []}],
                                   "responses": {"201": {"description": "Created"}}}}}}
-    text = docs._reference(doc, {"tingHand": ["**An example.**\n\n```http\nPOST /v1/hands/ting\n```\n\n"]})
+    blocks = docs.api_blocks(doc, {"tingHand": ["**An example.**\n\n```http\nPOST /v1/hands/ting\n```\n\n"]})
+    text = blocks["api-reference"]
     assert text.index("### hands") < text.index("### webhooks")  # an unknown tag comes last
     assert '<a id="newone"></a>' in text and "No recorded example yet" in text.split('<a id="newone"></a>')[1]
     assert "No recorded example yet" not in text.split('<a id="newone"></a>')[0]
-    assert "| [`newOne`](#newone) | `POST /v1/webhooks` | `X-API-Key` | 201 |" in docs._operations_index(doc)
+    assert "| [`newOne`](#newone) | `POST /v1/webhooks` | `X-API-Key` | 201 |" in blocks["api-operations"]
 
 
 def test_hand_written_pages_cover_the_newcomer(generated):

@@ -151,17 +151,13 @@ def test_binary_from_env(monkeypatch):
     assert find_redis_server() == real
 
 
-def test_shared_fixture_is_flushed(redis_url):
-    client = redis.Redis.from_url(redis_url)
-    assert client.dbsize() == 0
-    client.set("leftover", 1)
-    client.close()
+def test_shared_fixture_is_flushed(redis_client):
+    assert redis_client.dbsize() == 0
+    redis_client.set("leftover", 1)
 
 
-def test_shared_fixture_is_flushed_again(redis_url):
-    client = redis.Redis.from_url(redis_url)
-    assert client.dbsize() == 0
-    client.close()
+def test_shared_fixture_is_flushed_again(redis_client):
+    assert redis_client.dbsize() == 0
 
 
 # -- the data directory is owned by one server at a time ------------------------------------------

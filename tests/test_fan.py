@@ -886,13 +886,12 @@ def test_per_key_memos_are_bounded(monkeypatch):
     from service.rules import fan, shapes
 
     monkeypatch.setattr(shapes, "MEMO_LIMIT", 8)
-    monkeypatch.setattr(fan, "MEMO_LIMIT", 8)
-    monkeypatch.setattr(shapes, "_FEATURES", {})
-    monkeypatch.setattr(fan, "_TILE_FLAGS", {})
+    monkeypatch.setattr(shapes, "FEATURES_MEMO", {})
+    monkeypatch.setattr(shapes, "FLAGS_MEMO", {})
     keys = list(range(1, 40))
-    first = [(shapes.suit_features(k), fan._flags(k)) for k in keys]
-    assert len(shapes._FEATURES) <= 8 and len(fan._TILE_FLAGS) <= 8
-    assert [(shapes.suit_features(k), fan._flags(k)) for k in keys] == first
+    first = [(shapes.suit_features(k), shapes.suit_flags(k)) for k in keys]
+    assert len(shapes.FEATURES_MEMO) <= 8 and len(shapes.FLAGS_MEMO) <= 8
+    assert [(shapes.suit_features(k), shapes.suit_flags(k)) for k in keys] == first
 
 
 def test_suit_and_parse_memos_are_bounded(monkeypatch):
@@ -904,8 +903,8 @@ def test_suit_and_parse_memos_are_bounded(monkeypatch):
     monkeypatch.setattr(shapes, "MEMO_LIMIT", 8)
     monkeypatch.setattr(shapes, "INFO_MEMO", {})
     monkeypatch.setattr(shapes, "DISCARD_MEMO", {})
-    monkeypatch.setattr(hand, "_PARTS_LIMIT", 8)
-    monkeypatch.setattr(hand, "_PARTS", ({}, {}, {}))
+    monkeypatch.setattr(hand, "PARTS_LIMIT", 8)
+    monkeypatch.setattr(hand, "PARTS_MEMO", ({}, {}, {}))
     keys = list(range(1, 60))
     first = [(shapes.suit_info(k), shapes.suit_discards(k)) for k in keys]
     assert len(shapes.INFO_MEMO) <= 8 and len(shapes.DISCARD_MEMO) <= 8
@@ -914,5 +913,5 @@ def test_suit_and_parse_memos_are_bounded(monkeypatch):
              [(1, 2, 3, 4, 5), (2, 3, 4, 5, 6), (3, 4, 5, 6, 7), (4, 5, 6, 7, 8), (5, 6, 7, 8, 9)] * 3]
     hands += [f"{r}{r}{r}m{r}{r}{r}p11234567s" for r in range(1, 10)] * 2
     parsed = [str(parse_hand(h)) for h in hands]
-    assert all(0 < len(memo) <= 8 for memo in hand._PARTS)  # (filled: the strings are canonical)
+    assert all(0 < len(memo) <= 8 for memo in hand.PARTS_MEMO)  # (filled: the strings are canonical)
     assert [str(parse_hand(h)) for h in hands] == parsed

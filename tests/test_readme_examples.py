@@ -254,6 +254,7 @@ def served_with_keys(tmp_path_factory):
         server.stop()
 
 
+@pytest.mark.slow  # (real servers: the fast lane leaves it out)
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_example_gives_the_output_it_shows(served, page):
     examples = examples_of(page.read_text(encoding="utf-8"))
@@ -263,6 +264,7 @@ def test_every_example_gives_the_output_it_shows(served, page):
                           f"tests/test_readme_examples.py --record` writes the real output):\n\n" + "\n\n".join(problems))
 
 
+@pytest.mark.slow  # (real servers: the fast lane leaves it out)
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_example_works_the_same_with_api_keys(served_with_keys, page):
     examples = examples_of(page.read_text(encoding="utf-8"))

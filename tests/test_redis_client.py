@@ -13,8 +13,9 @@ import redis
 from redis.cluster import RedisCluster
 
 from service.api import create_app
-from service.store import redis_client
-from service.store.redis_client import RedisTarget, RedisUrlError, parse
+from service.store.redis_client import (
+    FollowPrimaryConnection, FollowPrimarySSLConnection, LazyCluster, RedisTarget, RedisUrlError, connect, kind, parse,
+)
 from service.store.embedded import EmbeddedRedis, free_port
 from tests.service_process import ROOT, service_env
 
@@ -57,17 +58,17 @@ def test_bad_urls_are_refused_with_the_reason(url, message):
 
 def test_connect_builds_the_client_of_each_topology_without_connecting():
     nobody = free_port()
-    plain = redis_client.connect(f"redis://127.0.0.1:{nobody}/0")
-    assert redis_client.kind(plain) == "redis"
+    plain = connect(f"redis://127.0.0.1:{nobody}/0")
+    assert kind(plain) == "redis"
     assert plain.get_retry().get_retries() == 0  # no command is ever sent twice by redis-py
-    assert plain.connection_pool.connection_class is redis_client.FollowPrimaryConnection
-    tls = redis_client.connect(f"rediss://127.0.0.1:{nobody}/0")
-    assert tls.connection_pool.connection_class is redis_client.FollowPrimarySSLConnection
-    assert issubclass(redis_client.FollowPrimarySSLConnection, redis.SSLConnection)
-    sentinel = redis_client.connect(f"redis+sentinel://127.0.0.1:{nobody}/mymaster/2")
-    assert redis_client.kind(sentinel) == "sentinel" and sentinel.connection_pool.connection_kwargs["db"] == 2
-    cluster = redis_client.connect(f"redis+cluster://127.0.0.1:{nobody}")
-    assert redis_client.kind(cluster) == "cluster" and isinstance(cluster, redis_client.LazyCluster)
+    assert plain.connection_pool.connection_class is FollowPrimaryConnection
+    tls = connect(f"rediss://127.0.0.1:{nobody}/0")
+    assert tls.connection_pool.connection_class is FollowPrimarySSLConnection
+    assert issubclass(FollowPrimarySSLConnection, redis.SSLConnection)
+    sentinel = connect(f"redis+sentinel://127.0.0.1:{nobody}/mymaster/2")
+    assert kind(sentinel) == "sentinel" and sentinel.connection_pool.connection_kwargs["db"] == 2
+    cluster = connect(f"redis+cluster://127.0.0.1:{nobody}")
+    assert kind(cluster) == "cluster" and isinstance(cluster, LazyCluster)
     script = cluster.register_script("return 1")  # registering needs no node
     assert len(script.sha) == 40
     with pytest.raises(redis.exceptions.ConnectionError):  # a RedisError, so the API says 503
@@ -120,12 +121,12 @@ def test_a_demoted_primary_is_not_ready_and_its_writes_are_503(tmp_path):
 
 
 
-def test_the_limiter_counts_on_the_apps_connections(redis_url):
+def test_the_limiter_counts_on_the_apps_connections(redis_url, redis_client):
     app = create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 5})
     storage = app.extensions["rate_limits"].storage
     assert storage.get_connection().connection_pool is app.extensions["redis"].connection_pool
     assert app.test_client().post("/v1/tables", json=PLAYERS).status_code == 201
-    assert redis.Redis.from_url(redis_url).keys("*rl/*")  # the per-client limits, under their prefix
+    assert redis_client.keys("*rl/*")  # the per-client limits, under their prefix
 
 
 def test_a_limiter_that_cannot_reach_redis_warns_and_the_request_is_503(redis_server, redis_url, caplog):
@@ -143,16 +144,15 @@ def test_a_limiter_that_cannot_reach_redis_warns_and_the_request_is_503(redis_se
         redis_server.start()
 
 
-def test_an_evicting_redis_is_not_ready_and_says_why(redis_url):
+def test_an_evicting_redis_is_not_ready_and_says_why(redis_url, redis_client):
     """A Redis that may evict keys when full would drop acknowledged events silently: not ready."""
     c = create_app({"TESTING": True, "REDIS_URL": redis_url}).test_client()
-    admin = redis.Redis.from_url(redis_url)
-    admin.config_set("maxmemory-policy", "allkeys-lru")
+    redis_client.config_set("maxmemory-policy", "allkeys-lru")
     try:
         r = c.get("/readyz")
         assert r.status_code == 503 and "maxmemory-policy is allkeys-lru" in r.get_json()["checks"]["redis"]
     finally:
-        admin.config_set("maxmemory-policy", "noeviction")
+        redis_client.config_set("maxmemory-policy", "noeviction")
     assert c.get("/readyz").status_code == 200
 
 
@@ -165,6 +165,7 @@ def test_readiness_counts_the_replicas_that_min_replicas_needs(tmp_path):
         c = create_app({"TESTING": True, "REDIS_URL": a.url, "REDIS_MIN_REPLICAS": 1}).test_client()
         r = c.get("/readyz")
         assert r.status_code == 503 and "0 replica(s) connected" in r.get_json()["checks"]["redis"]
+        redis.Redis.from_url(a.url).config_set("repl-diskless-sync-delay", 0)  # the first sync at once, not after 5 s
         redis.Redis.from_url(b.url).replicaof("127.0.0.1", a.port)
         deadline = time.monotonic() + 15
         while c.get("/readyz").status_code != 200:
@@ -172,5 +173,56 @@ def test_readiness_counts_the_replicas_that_min_replicas_needs(tmp_path):
             time.sleep(0.1)
         assert c.post("/v1/tables", json=PLAYERS).status_code == 201  # and a write is acknowledged
     finally:
+        b.stop()
+        a.stop()
+
+
+def _wait_calls(client: redis.Redis) -> int:
+    return client.info("commandstats").get("cmdstat_wait", {}).get("calls", 0)
+
+
+def _replicas_online(client: redis.Redis) -> int:
+    info = client.info("replication")
+    return sum(1 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online")
+
+
+def test_a_durable_write_runs_its_script_then_wait_on_the_same_connection(tmp_path):
+    """With REDIS_MIN_REPLICAS a write script and WAIT go in one pipeline on the primary: a write is on the
+    replica once it is acknowledged; a script the primary lost (SCRIPT FLUSH, as after a restart) is
+    loaded again by the pipeline; without a replica the write is refused (NotReplicated) though the
+    primary holds it."""
+    from service.store import keys
+    from service.store.errors import NotReplicated
+    from service.store.table_store import TableStore
+
+    a = EmbeddedRedis(tmp_path / "a", port=free_port()).start()
+    b = EmbeddedRedis(tmp_path / "b", port=free_port()).start()
+    primary, replica = redis.Redis.from_url(a.url), redis.Redis.from_url(b.url)
+    try:
+        primary.config_set("repl-diskless-sync-delay", 0)  # the first sync at once, not after 5 s
+        replica.replicaof("127.0.0.1", a.port)
+        deadline = time.monotonic() + 15
+        while _replicas_online(primary) < 1:
+            assert time.monotonic() < deadline, primary.info("replication")
+            time.sleep(0.05)
+        store = TableStore(connect(a.url), min_replicas=1, wait_timeout_ms=5000)
+        t = store.create(["a", "b", "c", "d"], "xuezhan")
+        assert replica.exists(keys.meta(t.id))  # acknowledged: the replica has it
+        primary.script_flush()
+        waits = _wait_calls(primary)
+        w = store.append(t.id, {"type": "round_start"})
+        assert w.seq == 1 and replica.llen(keys.log(t.id)) == 1
+        assert _wait_calls(primary) == waits + 1  # one WAIT, after the script the pipeline loaded again
+        replica.replicaof("NO", "ONE")
+        while _replicas_online(primary):
+            assert time.monotonic() < deadline, primary.info("replication")
+            time.sleep(0.05)
+        alone = TableStore(connect(a.url), min_replicas=1, wait_timeout_ms=100)
+        with pytest.raises(NotReplicated):
+            alone.append(t.id, {"type": "round_end"})
+        assert primary.llen(keys.log(t.id)) == 2  # written on the primary, not acknowledged
+    finally:
+        primary.close()
+        replica.close()
         b.stop()
         a.stop()

@@ -10,6 +10,7 @@ import pytest
 
 from service.api import create_app
 from service.config import NO_LIMITS
+from tests.problems import problem
 
 ACME = "acme-" + "a" * 40
 BETA = "beta-" + "b" * 40
@@ -39,12 +40,6 @@ def client(app):
 
 def bearer(token: str) -> dict:
     return {"Authorization": f"Bearer {token}"}
-
-
-def problem(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == "application/problem+json" and response.get_json()["code"] == code
-    return response.get_json()
 
 
 def table(client, **headers) -> dict:

@@ -1344,14 +1344,14 @@ def test_meld_object_memo_is_bounded_and_keyed_by_what_decides(monkeypatch):
     from service.rules import events
 
     monkeypatch.setattr(events, "MELD_OBJECTS_LIMIT", 4)
-    monkeypatch.setattr(events, "_MELD_OBJECTS", {})
+    monkeypatch.setattr(events, "MELD_OBJECTS_MEMO", {})
 
     def draw_with(melds):
         return {"type": "draw", "seats": [{"seat": 0, "hand": {"tiles": "1112223334m", "melds": melds}}]}
 
     kongs = [[{"type": "kong", "kind": "concealed", "tile": f"{r}p"}] for r in range(1, 10)]
     first = [events.parse_event(draw_with(m), 0) for m in kongs]
-    assert 0 < len(events._MELD_OBJECTS) <= 4
+    assert 0 < len(events.MELD_OBJECTS_MEMO) <= 4
     assert [events.parse_event(draw_with(m), 0) for m in kongs] == first
     assert first[4].seats[0].hand.melds[0] == events.Meld("kong", "5p", "concealed")
 

@@ -266,11 +266,10 @@ def test_idempotent_create_replays_the_tokens_but_stores_none(store, redis_clien
                      fp=fingerprint("POST", "/v1/tables", {"players": PLAYERS[::-1]}))
 
 
-def test_a_void_racing_a_delete_is_table_not_found(store, table):
+def test_a_void_racing_a_delete_is_table_not_found(store, table, redis_client, at_table_read):
     """The table is deleted between reading its state and planning the void: 404, not a crash."""
     store.append(table["id"], KONG)
-    loaded = store._load(table["id"], None)
-    st, version = loaded.state, loaded.version
-    store.delete(table["id"])
+    at_table_read(redis_client, lambda: store.delete(table["id"]), after=True)
     with pytest.raises(TableNotFound):
-        store._plan_void(table["id"], st, version, 2)
+        store.void(table["id"], 2)
+    assert store.stream_position(table["id"]) is None  # (deleted: the void planned on its state wrote nothing)

@@ -14,7 +14,6 @@ import time
 import uuid
 
 import pytest
-import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -121,11 +120,10 @@ ACTIONS = st.lists(st.tuples(st.sampled_from("skkkhhepv"), st.integers(0, 3), st
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(actions=ACTIONS, preset=st.sampled_from(["xuezhan", "normal"]))
-def test_every_replay_answers_exactly_the_first_response(redis_url, actions, preset):
+def test_every_replay_answers_exactly_the_first_response(redis_client, actions, preset):
     """Random rounds with kongs, wins, pengs, round ends and voids (some refused), each keyed:
     every retry afterwards — the table long moved on, later voids included — returns exactly
     the first answer, and the state stays the fold of the log."""
-    redis_client = redis.Redis.from_url(redis_url)
     store = TableStore(redis_client)
     t = store.create(PLAYERS, preset).id
     answers = {}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import redis
 
 from service.store import codec, keys
 from service.store.table_store import Access, TableStore
@@ -25,8 +24,8 @@ def _script_calls(redis_client) -> int:
     return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("evalsha", "eval"))
 
 
-def test_an_append_on_a_kept_state_is_one_round_trip(redis_url, redis_client):
-    store = TableStore(redis.Redis.from_url(redis_url))
+def test_an_append_on_a_kept_state_is_one_round_trip(redis_client):
+    store = TableStore(redis_client)
     store.append(store.create(PLAYERS, "xuezhan").id, {"type": "round_start"})  # (the scripts loaded)
     t = store.create(PLAYERS, "xuezhan")
     w = Access(t.token, write=True)
@@ -40,8 +39,8 @@ def test_an_append_on_a_kept_state_is_one_round_trip(redis_url, redis_client):
     assert store.check(t.id)["ok"]
 
 
-def test_a_stale_kept_state_is_replanned_on_the_current_one(redis_url):
-    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+def test_a_stale_kept_state_is_replanned_on_the_current_one(redis_clients):
+    a, b = TableStore(redis_clients()), TableStore(redis_clients())
     t = a.create(PLAYERS, "xuezhan")
     a.append(t.id, {"type": "round_start"})            # a keeps version 1 (a round playing)
     b.append(t.id, {"type": "round_end"})              # version 2: no round playing
@@ -54,10 +53,10 @@ def test_a_stale_kept_state_is_replanned_on_the_current_one(redis_url):
     assert a.check(t.id)["ok"] and a.check(t.id)["version"] == 5
 
 
-def test_an_if_match_naming_the_current_version_is_planned_again_not_refused(redis_url):
+def test_an_if_match_naming_the_current_version_is_planned_again_not_refused(redis_clients):
     # a's kept state is at 1; b moves the table to 2.  If-Match "1", "2" names the table's version:
     # the write is planned again on version 2 and lands; If-Match "1" alone is 412 at version 3.
-    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    a, b = TableStore(redis_clients()), TableStore(redis_clients())
     t = a.create(PLAYERS, "xuezhan")
     a.append(t.id, {"type": "round_start"})
     b.append(t.id, KONG)
@@ -70,10 +69,10 @@ def test_an_if_match_naming_the_current_version_is_planned_again_not_refused(red
     assert a.check(t.id)["ok"] and a.check(t.id)["version"] == 4
 
 
-def test_an_if_match_of_the_version_with_another_stored_state_is_planned_again(redis_url, redis_client):
+def test_an_if_match_of_the_version_with_another_stored_state_is_planned_again(redis_client):
     # same version, other bytes (a fail-over that lost a write, or check-tables --repair writing the
     # state anew): the write is not refused as "at version 2, not 2", it is planned on the state stored
-    a = TableStore(redis.Redis.from_url(redis_url))
+    a = TableStore(redis_client)
     t = a.create(PLAYERS, "xuezhan")
     a.append(t.id, {"type": "round_start"})
     a.append(t.id, KONG)  # a keeps version 2
@@ -83,8 +82,8 @@ def test_an_if_match_of_the_version_with_another_stored_state_is_planned_again(r
     assert w.seq == 3 and a.check(t.id)["ok"]
 
 
-def test_an_event_a_stale_state_accepts_is_refused_on_the_current_one(redis_url):
-    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+def test_an_event_a_stale_state_accepts_is_refused_on_the_current_one(redis_clients):
+    a, b = TableStore(redis_clients()), TableStore(redis_clients())
     t = a.create(PLAYERS, "xuezhan")
     a.append(t.id, {"type": "round_start"})  # a keeps version 1
     b.append(t.id, {"type": "round_end"})
@@ -94,10 +93,10 @@ def test_an_event_a_stale_state_accepts_is_refused_on_the_current_one(redis_url)
     assert a.check(t.id)["version"] == 2
 
 
-def test_a_kept_state_of_a_table_deleted_and_made_again_under_its_id_is_not_used(redis_url, redis_client):
+def test_a_kept_state_of_a_table_deleted_and_made_again_under_its_id_is_not_used(redis_client, redis_clients):
     """A keyed creation derives the id from the key: once the first table is gone (its tombstone
     expired), the key makes a new table of the same id, at the same version as the kept state."""
-    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    a, b = TableStore(redis_clients()), TableStore(redis_clients())
     first = a.create(PLAYERS, "xuezhan", idempotency_key="k", fp="f")
     a.append(first.id, {"type": "round_start", "dealer": 0})  # a keeps version 1 of the first table
     redis_client.delete(*keys.every(first.id))                      # gone, tombstone and all
@@ -111,8 +110,8 @@ def test_a_kept_state_of_a_table_deleted_and_made_again_under_its_id_is_not_used
         a.append(second.id, KONG, access=Access(first.token, write=True))
 
 
-def test_tokens_are_checked_with_a_kept_state(redis_url):
-    store = TableStore(redis.Redis.from_url(redis_url))
+def test_tokens_are_checked_with_a_kept_state(redis_client):
+    store = TableStore(redis_client)
     t = store.create(PLAYERS, "xuezhan")
     store.append(t.id, {"type": "round_start"}, access=Access(t.token, write=True))  # kept
     with pytest.raises(Forbidden):
@@ -124,8 +123,8 @@ def test_tokens_are_checked_with_a_kept_state(redis_url):
     assert store.append(t.id, KONG, access=Access(t.token, write=True)).seq == 2
 
 
-def test_a_kept_state_of_a_deleted_table_is_not_found(redis_url, redis_client):
-    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+def test_a_kept_state_of_a_deleted_table_is_not_found(redis_client, redis_clients):
+    a, b = TableStore(redis_clients()), TableStore(redis_clients())
     t = a.create(PLAYERS, "xuezhan")
     a.append(t.id, {"type": "round_start"}, access=Access(t.token, write=True))
     assert b.delete(t.id)
@@ -136,8 +135,8 @@ def test_a_kept_state_of_a_deleted_table_is_not_found(redis_url, redis_client):
     assert redis_client.keys("{t:" + t.id + "}:*") == [keys.meta(t.id).encode()]  # the tombstone only
 
 
-def test_an_idempotent_retry_replays_with_a_stale_kept_state(redis_url):
-    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+def test_an_idempotent_retry_replays_with_a_stale_kept_state(redis_clients):
+    a, b = TableStore(redis_clients()), TableStore(redis_clients())
     t = a.create(PLAYERS, "xuezhan")
     b.append(t.id, {"type": "round_start"})
     first = b.append(t.id, KONG, idempotency_key="once", fp="f")
@@ -147,16 +146,23 @@ def test_an_idempotent_retry_replays_with_a_stale_kept_state(redis_url):
     assert again.replayed and again.as_dict() == first.as_dict()
 
 
-def test_kept_states_are_bounded(redis_url):
-    store = TableStore(redis.Redis.from_url(redis_url), states_kept=3)
+def test_kept_states_are_bounded(redis_client):
+    """A store keeps the states of the tables it wrote last, ``states_kept`` of them: an append to one of
+    those is one round trip, to an older one two (it reads the state first)."""
+    store = TableStore(redis_client, states_kept=3)
     ids = [store.create(PLAYERS, "xuezhan").id for _ in range(5)]
     for tid in ids:
         store.append(tid, {"type": "round_start"})
-    assert len(store._states) == 3
+    calls = []
+    for tid in reversed(ids):  # the three kept (each put back on top), then the two that were not
+        before = _script_calls(redis_client)
+        store.append(tid, KONG)
+        calls.append(_script_calls(redis_client) - before)
+    assert calls == [1, 1, 1, 2, 2]
 
 
 # -- the stored forms ---------------------------------------------------------------------------
-def test_records_and_summaries_are_stored_compactly_and_read_back_whole(redis_url, redis_client):
+def test_records_and_summaries_are_stored_compactly_and_read_back_whole(redis_client):
     store = TableStore(redis_client)
     t = store.create(PLAYERS, "xuezhan")
     store.append(t.id, {"type": "round_start"})
@@ -175,11 +181,11 @@ def test_records_and_summaries_are_stored_compactly_and_read_back_whole(redis_ur
 
 
 # -- the write scripts' kept connections (service.store.redis_client.Scripts) --------------------------
-def test_a_kept_state_of_a_lost_write_is_not_used_at_the_same_version(redis_url, redis_client):
+def test_a_kept_state_of_a_lost_write_is_not_used_at_the_same_version(redis_client, redis_clients):
     """A write that a fail-over lost (acknowledged without REDIS_MIN_REPLICAS) leaves its worker a kept
     state at a version that another write may reach since: the script compares the stored state
     itself, not only the version, so the next event is validated against the table's real state."""
-    a, b = TableStore(redis.Redis.from_url(redis_url)), TableStore(redis.Redis.from_url(redis_url))
+    a, b = TableStore(redis_clients()), TableStore(redis_clients())
     t = a.create(PLAYERS, "xuezhan")
     a.append(t.id, {"type": "round_start"})
     at_1 = redis_client.get(keys.state(t.id))

@@ -128,6 +128,7 @@ def test_a_table_that_expired_ends_its_streams_as_a_deletion_does(redis_client):
     try:
         expiring, kept = new_table(store)[0], new_table(store)[0]
         subs = [hub.subscribe(expiring), hub.subscribe(expiring), hub.subscribe(kept)]
+        assert hub.watching
         expire_table(redis_client, expiring)
         assert take_until(subs[0], 1) == [DELETED] and take_until(subs[1], 1) == [DELETED]
         assert take_until(subs[2], 1, timeout=1.0) == []  # the other table lives on
@@ -144,8 +145,7 @@ def test_a_table_that_expired_ends_its_streams_as_a_deletion_does(redis_client):
         assert asked == []  # ...with nothing followed: nothing read
     finally:
         hub.close()
-    hub._watcher.join(1.0)
-    assert not hub._watcher.is_alive()  # close() stops the watcher
+    wait_for(lambda: hub.watching, lambda watching: not watching, timeout=1.0)  # close() stops the watcher
 
 
 def test_a_failing_check_skips_one_table_and_a_stream_opened_after_the_check_stays_open(redis_client):

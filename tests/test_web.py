@@ -68,13 +68,13 @@ def test_service_worker_lists_every_shell_file_and_changes_with_them(client, mon
         assert client.get(f).status_code == 200, f
     assert "addEventListener('fetch'" in rest
     # the version is a hash of the files' contents
-    views._worker_source.cache_clear()
+    views.worker_source.cache_clear()
     real = views.Path.read_bytes
     monkeypatch.setattr(views.Path, "read_bytes", lambda self: real(self) + (b"x" if self.name == "app.js" else b""))
     try:
-        again = json.loads(views._worker_source().partition("\n")[0].removeprefix("self.SHELL = ").rstrip(";"))
+        again = json.loads(views.worker_source().partition("\n")[0].removeprefix("self.SHELL = ").rstrip(";"))
     finally:
-        views._worker_source.cache_clear()
+        views.worker_source.cache_clear()
     assert again["version"] != shell["version"] and again["files"] == shell["files"]
 
 

@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 from service.api import create_app
 from service.config import NO_LIMITS
-from service.store import keys, redis_client
 from service.delivery import TargetRefused, address_refused, deliver, parse_target, resolve
+from service.store import keys
 from service.store.outbox import Dispatcher, DispatcherOptions
+from service.store.redis_client import connect
+from tests.problems import problem
 from tests.receivers import Receiver, wait_until
 
 ACME = "acme-" + "a" * 40
@@ -65,21 +67,13 @@ def dispatchers(app, redis_url):
     def start(**options) -> Dispatcher:
         opts = DispatcherOptions(**{"timeout": 1.0, "backoff_ms": 50, "poll": 0.02, "sweep_every": 3600.0,
                                     "allow_private": True, **options})
-        d = Dispatcher(redis_client.connect(redis_url), app.extensions["webhooks"], opts).start()
+        d = Dispatcher(connect(redis_url), app.extensions["webhooks"], opts).start()
         made.append(d)
         return d
 
     yield start
     for d in made:
         d.stop(wait=3.0)
-
-
-def problem(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == "application/problem+json"
-    body = response.get_json()
-    assert body["code"] == code and body["status"] == status
-    return body
 
 
 def register(client, url: str, events=ALL, key=ACME, **extra) -> dict:
@@ -237,15 +231,12 @@ def test_a_dispatcher_that_refuses_private_targets_delivers_nothing_there(client
 
 
 # -- the outbox ---------------------------------------------------------------------------------
-def outbox(redis_url: str, table_id: str) -> list[tuple[str, str]]:
-    r = redis.Redis.from_url(redis_url)
-    try:
-        return [(f[b"t"].decode(), json.loads(f[b"d"])["seq"]) for _, f in r.xrange(keys.outbox(table_id))]
-    finally:
-        r.close()
+def outbox(r: redis.Redis, table_id: str) -> list[tuple[str, str]]:
+    """The table's outbox: (type, seq) of each notification."""
+    return [(f[b"t"].decode(), json.loads(f[b"d"])["seq"]) for _, f in r.xrange(keys.outbox(table_id))]
 
 
-def test_every_acknowledged_write_has_its_notification_and_a_refused_one_none(client, redis_url):
+def test_every_acknowledged_write_has_its_notification_and_a_refused_one_none(client, redis_url, redis_client):
     t = new_table(client)
     assert post(client, t, {"type": "round_start"}).status_code == 201
     assert post(client, t, {"type": "hu", "seat": 9}).status_code == 422           # the rules refuse it
@@ -261,14 +252,14 @@ def test_every_acknowledged_write_has_its_notification_and_a_refused_one_none(cl
     assert post(client, t, KONG).status_code == 409                                 # finished
     assert client.post(f"/v1/tables/{t['id']}/finish", headers=acme()).status_code == 200  # (already: nothing new)
     assert client.delete(f"/v1/tables/{t['id']}", headers=acme()).status_code == 204
-    assert outbox(redis_url, t["id"]) == [
+    assert outbox(redis_client, t["id"]) == [
         ("table.created", None), ("event.recorded", 1), ("event.recorded", 2), ("event.voided", 3),
         ("event.recorded", 4), ("round.ended", 4), ("table.finished", None), ("table.deleted", None)]
     # a table without an owner has no outbox
     anonymous = create_app({"TESTING": True, "REDIS_URL": redis_url}).test_client()
     u = anonymous.post("/v1/tables", json={"players": PLAYERS}).get_json()
     assert post(anonymous, u, {"type": "round_start"}).status_code == 201
-    assert outbox(redis_url, u["id"]) == []
+    assert outbox(redis_client, u["id"]) == []
 
 
 def test_deliveries_are_signed_in_seq_order_and_carry_the_record_as_listed(client, receiver, dispatchers):
@@ -327,7 +318,7 @@ def test_a_webhook_gets_its_events_and_tables_only_and_its_keys_tables_only(clie
     assert body["type"] == "round.ended" and body["data"]["table"] == second["id"] and body["data"]["seq"] == 3
 
 
-def test_retries_after_500_and_a_hang_then_success_in_order(client, receiver, dispatchers, redis_url):
+def test_retries_after_500_and_a_hang_then_success_in_order(client, receiver, dispatchers, redis_client):
     made = register(client, receiver.url, ["event.recorded"])
     receiver.plan.extend([500, ("hang", 3.0), 502])  # (the dispatcher's attempt times out after 1 s)
     dispatchers()
@@ -342,7 +333,7 @@ def test_retries_after_500_and_a_hang_then_success_in_order(client, receiver, di
     view = client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()
     assert view["status"] == "ok" and view["dead_letters"] == 0
     # delivered entries are trimmed at the table's next visit
-    wait_until(lambda: outbox(redis_url, t["id"]) == [], timeout=30, what="the outbox trimmed")
+    wait_until(lambda: outbox(redis_client, t["id"]) == [], timeout=30, what="the outbox trimmed")
 
 
 def test_after_the_retry_budget_a_notification_is_dead_lettered_and_the_webhook_failing(app, client, receiver,
@@ -389,13 +380,11 @@ def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, re
         slow.close()
 
 
-def test_an_outbox_a_crash_left_without_its_hint_is_found_by_the_sweep(client, receiver, dispatchers, redis_url):
+def test_an_outbox_a_crash_left_without_its_hint_is_found_by_the_sweep(client, receiver, dispatchers, redis_client):
     made = register(client, receiver.url, ["event.recorded"])
     t = new_table(client)
     assert post(client, t, {"type": "round_start"}).status_code == 201
-    r = redis.Redis.from_url(redis_url)
-    r.delete(keys.WEBHOOKS_DUE)  # as if the writer died after its script, before its hint
-    r.close()
+    redis_client.delete(keys.WEBHOOKS_DUE)  # as if the writer died after its script, before its hint
     d = dispatchers(sweep_every=0.5)
     receiver.wait(lambda rc: rc.messages(), what="the sweep's delivery")
     assert [m["data"]["seq"] for m in receiver.verify(made["secret"])] == [1]
@@ -462,7 +451,7 @@ def test_a_load_run_is_delivered_whole_in_order_once_by_two_dispatchers(client, 
 
 
 # -- settings -----------------------------------------------------------------------------------
-def test_the_webhook_settings_and_the_dispatcher_inside_serve(redis_url):
+def test_the_webhook_settings_and_the_dispatcher_inside_serve(redis_url, redis_client):
     from service.config import ConfigError, Settings
     from service.serving import dispatcher_options, start_webhooks
 
@@ -488,7 +477,7 @@ def test_the_webhook_settings_and_the_dispatcher_inside_serve(redis_url):
     c = quiet.test_client()
     problem(c.get("/v1/webhooks", headers=acme()), 404, "not_found")
     t = new_table(c)
-    assert outbox(redis_url, t["id"]) == []
+    assert outbox(redis_client, t["id"]) == []
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),

@@ -11,6 +11,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from service.store import keys, redis_client
 from service.store.embedded import EmbeddedRedis, free_port
 from service.store.outbox import Dispatcher, DispatcherOptions
@@ -27,6 +29,8 @@ from tests.test_webhooks import (
     post,
     register,
 )
+
+pytestmark = pytest.mark.slow  # (processes SIGKILLed, servers, a cluster: the fast lane leaves it out)
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,14 +18,16 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import time
+from typing import Any
 
 import orjson
 from flask import Flask, Response, g, request
+
+from . import jsonio
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -138,12 +140,31 @@ def metrics_response() -> Response:
 
 
 def _line(out: dict) -> str:
-    """One compact JSON object (orjson; :mod:`json` for what orjson refuses, such as
-    a lone surrogate in a message, which the stream then escapes)."""
+    """One compact JSON object; what JSON cannot hold is written so that the line still is JSON
+    (:func:`_loggable`)."""
     try:
-        return orjson.dumps(out, option=orjson.OPT_NON_STR_KEYS).decode()
+        return jsonio.dumps(out).decode()
     except orjson.JSONEncodeError:
-        return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+        return jsonio.dumps(_loggable(out)).decode()
+
+
+def _loggable(value: Any) -> Any:
+    """``value`` with what orjson refuses made writable: a lone surrogate (in a message: the log line
+    must stay UTF-8) as its ``\\udXXX`` escape text, an integer past 64 bits or an object of another
+    type as its ``str``.
+
+    >>> _loggable({"message": "bad \\udc80 byte", "n": 2 ** 70, "ok": [1, None, 2.5]})
+    {'message': 'bad \\\\udc80 byte', 'n': '1180591620717411303424', 'ok': [1, None, 2.5]}
+    """
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_loggable(k) if isinstance(k, str) else str(k): _loggable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_loggable(v) for v in value]
+    if value is None or isinstance(value, (bool, float)) or (isinstance(value, int) and -2 ** 63 <= value < 2 ** 64):
+        return value
+    return str(value)
 
 
 class JsonFormatter(logging.Formatter):
@@ -169,7 +190,7 @@ class JsonFormatter(logging.Formatter):
         message = record.getMessage()
         if message.startswith("{"):
             try:
-                parsed = json.loads(message)
+                parsed = orjson.loads(message)
             except ValueError:
                 parsed = None
             if isinstance(parsed, dict):

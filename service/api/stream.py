@@ -58,7 +58,6 @@ Readings (where the contract is silent):
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -71,10 +70,11 @@ from typing import Any, Iterator
 import redis
 from flask import Response, current_app, request
 
-from ..store import keys
+from ..store import codec, keys
 from ..store.errors import Forbidden, TableNotFound, Unauthorized
 from ..store.streams import CHECK, CLOSE, DELETED, StreamHub, Subscription, TooManySubscribers, make_hub
 from ..store.table_store import Access, TableStore
+from . import jsonio
 from .problems import ApiProblem, InvalidInput
 from .smorest import Blueprint
 from .table_views import NO_TABLE, NO_TOKEN, READ_OR_KEY, access, store, table_id_of
@@ -100,8 +100,7 @@ class Frame:
 
 
 def record_frame(item: dict) -> Frame:
-    body = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
-    return Frame(item["seq"], f"id: {item['seq']}\nevent: record\ndata: {body}\n\n".encode())
+    return Frame(item["seq"], b"id: %d\nevent: record\ndata: %b\n\n" % (item["seq"], jsonio.dumps(item)))
 
 
 class Finished:
@@ -121,9 +120,9 @@ def parse_message(data: bytes) -> "Frame | Finished | str":
     :data:`ROTATED` (a rotation)."""
     if data == keys.ROTATED.encode():
         return ROTATED
-    item = json.loads(data)
+    item = codec.loads(data)
     if "seq" not in item:
-        return Finished(f"event: finished\ndata: {json.dumps(item, separators=(',', ':'))}\n\n".encode())
+        return Finished(b"event: finished\ndata: %b\n\n" % jsonio.dumps(item))
     return record_frame(item)
 
 
@@ -191,11 +190,11 @@ def _end_when_closed(sock: Any, sub: Subscription) -> None:
 
 
 def _deleted(table_id: str) -> bytes:
-    return f"event: deleted\ndata: {json.dumps({'id': table_id}, separators=(',', ':'))}\n\n".encode()
+    return b"event: deleted\ndata: %b\n\n" % jsonio.dumps({"id": table_id})
 
 
 def _rotated(table_id: str) -> bytes:
-    return f"event: rotated\ndata: {json.dumps({'id': table_id}, separators=(',', ':'))}\n\n".encode()
+    return b"event: rotated\ndata: %b\n\n" % jsonio.dumps({"id": table_id})
 
 
 def _frames(s: TableStore, h: StreamHub, table_id: str, sub: Subscription, last: int, heartbeat: float,
@@ -219,7 +218,7 @@ def _frames(s: TableStore, h: StreamHub, table_id: str, sub: Subscription, last:
             now = time.monotonic()
             items = sub.take(max(0.0, min(next_beat - now, 1.0 if recheck else heartbeat)))
             if sub.behind:
-                yield f"event: resync\ndata: {json.dumps({'after': last})}\n\n".encode()
+                yield b"event: resync\ndata: %b\n\n" % jsonio.dumps({"after": last})
                 return
             out = []
             for item in items:

@@ -23,12 +23,12 @@ key (the same key sent with another API key makes another table).
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from pathlib import Path
 
 import marshmallow as ma
+import orjson
 from flask import Response, current_app, g, jsonify, request
 from marshmallow import fields
 from werkzeug.http import parse_etags
@@ -71,8 +71,8 @@ def _links(params: dict, start_round: bool = False, void: bool = False) -> dict:
     if void:
         links["VoidEvent"] = {"operationId": "voidEvent", "parameters": {**params, "path.seq": "$response.body#/seq"}}
     return links
-RESPONSE_EXAMPLES: dict[str, dict[str, dict]] = json.loads(
-    (Path(__file__).parent / "response_examples.json").read_text(encoding="utf-8"))
+RESPONSE_EXAMPLES: dict[str, dict[str, dict]] = orjson.loads(
+    (Path(__file__).parent / "response_examples.json").read_bytes())
 """Response examples by operationId, then name: answers this code gave to the requests of docs/api.md's
 examples, written by ``python -m service docs`` (service/docs.py, ``example=``), which fails its check
 when one no longer matches what the code answers."""

@@ -384,7 +384,7 @@ def plain_kong_fields(data: dict, players: int) -> "tuple[int, str, Tile, int | 
 _TILE_TEXT = {str(t): t for t in TILES}  # (the canonical spellings)
 
 
-_MELD_OBJECTS: dict[tuple, Meld] = {}
+MELD_OBJECTS_MEMO: dict[tuple, Meld] = {}
 MELD_OBJECTS_LIMIT = 1024
 """Entries of the memo of :func:`_meld_object`; a full memo is emptied (a bound, not a policy)."""
 _ABSENT = object()
@@ -402,7 +402,7 @@ def _meld_object(m: Any) -> "Meld | None":
     kind, tile, kong_kind = m.get("type"), m.get("tile"), m.get("kind", _ABSENT)
     key = (type(kind), kind, type(tile), tile, type(kong_kind), kong_kind, len(m))
     try:
-        meld = _MELD_OBJECTS.get(key)
+        meld = MELD_OBJECTS_MEMO.get(key)
     except TypeError:  # (an unhashable member: not a plain meld)
         return None
     if meld is None and _plain_meld(m):
@@ -410,9 +410,9 @@ def _meld_object(m: Any) -> "Meld | None":
             meld = Meld.from_mapping(m)
         except RuleError:
             return None
-        if len(_MELD_OBJECTS) >= MELD_OBJECTS_LIMIT:
-            _MELD_OBJECTS.clear()
-        _MELD_OBJECTS[key] = meld
+        if len(MELD_OBJECTS_MEMO) >= MELD_OBJECTS_LIMIT:
+            MELD_OBJECTS_MEMO.clear()
+        MELD_OBJECTS_MEMO[key] = meld
     return meld
 
 

@@ -40,7 +40,7 @@ from .patterns import BASE_ORDER, EXTRA_ORDER, PATTERNS, SEVEN_PAIRS_WITH_DRAGON
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import (
     DECOMPOSITIONS, EVEN_KEYS, F_123, F_456, F_LONG, F_TRIP, F_YAO, GEN_SHIFT, HAS19, NOT258, SHAPES, TRIP, YAO,
-    MEMO_LIMIT, _tile_flags, describe_pairs, key_counts, notate, suit_features, waits_without,
+    describe_pairs, notate, suit_features, suit_flags, waits_without,
 )
 from .tiles import SUITS, TILES, Tile
 
@@ -224,20 +224,6 @@ def meld_info(melds: tuple[Meld, ...]) -> MeldInfo:
     return _record(MeldInfo, (len(melds), mask, yao, has19, not258, kongs, tuple(pengs), concealed_only))
 
 
-_TILE_FLAGS: dict[int, int] = {}
-
-
-def _flags(key: int) -> int:
-    """Tile facts of a suit key that need not decompose (seven pairs)."""
-    f = _TILE_FLAGS.get(key)
-    if f is None:
-        f = _tile_flags(key_counts(key))
-        if len(_TILE_FLAGS) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
-            _TILE_FLAGS.clear()
-        _TILE_FLAGS[key] = f
-    return f
-
-
 # -- evaluation --------------------------------------------------------------
 # Which base patterns a hand qualifies for is a function of a few facts; the
 # best of them (§3's tie-break included) is looked up per ruleset by this mask.
@@ -320,7 +306,7 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
             mask |= _YAO
     elif pairs:
         mask = 0
-        f0, f1, f2 = _flags(k0), _flags(k1), _flags(k2)
+        f0, f1, f2 = suit_flags(k0), suit_flags(k1), suit_flags(k2)
     else:
         return None
     anyf = f0 | f1 | f2
@@ -372,7 +358,7 @@ def discard_value(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, ctx
         mask = _STD | (_TRIP if allf & TRIP else 0) | (_YAO if allf & YAO and mi.yao else 0)
     elif pairs:
         mask = 0
-        f0, f1, f2 = _flags(k0), _flags(k1), _flags(k2)
+        f0, f1, f2 = suit_flags(k0), suit_flags(k1), suit_flags(k2)
     else:
         return None
     suits = mi.mask | (1 if k0 else 0) | (2 if k1 else 0) | (4 if k2 else 0)

@@ -257,8 +257,8 @@ def parse_hand(
 # -- the parse hot path: a hand string in canonical suit order ---------------------------
 _RANK_GROUP = re.compile(r"[1-9]+")
 _RANK_TILES = tuple({str(r + 1): TILES[base + r] for r in range(9)} for base in (0, 9, 18))
-_PARTS: tuple[dict, dict, dict] = ({}, {}, {})
-_PARTS_LIMIT = 4096
+PARTS_MEMO: tuple[dict, dict, dict] = ({}, {}, {})
+PARTS_LIMIT = 4096
 """Entries per suit of the memo below; a full memo is emptied (a bound, not a policy)."""
 
 
@@ -298,7 +298,7 @@ def _suit_part(suit: int, ranks: str) -> tuple | None:
     A bounded memo per suit keyed by the group's text: hands share their suits' groups far more than
     they share whole strings.
     """
-    memo = _PARTS[suit]
+    memo = PARTS_MEMO[suit]
     part = memo.get(ranks)
     if part is None:
         if not _RANK_GROUP.fullmatch(ranks):
@@ -307,7 +307,7 @@ def _suit_part(suit: int, ranks: str) -> tuple | None:
         top = max(counts)
         part = (tuple(map(_RANK_TILES[suit].__getitem__, sorted(ranks))), counts,
                 sum(map(mul, counts, POW5)) if top <= 4 else None, top)
-        if len(memo) >= _PARTS_LIMIT:
+        if len(memo) >= PARTS_LIMIT:
             memo.clear()
         memo[ranks] = part
     return part
@@ -323,9 +323,9 @@ def _suit_parts(text: str) -> tuple[tuple, tuple, tuple, str, str, str] | None:
     if groups is None:
         return None
     m, p, s = groups
-    part_m = (_PARTS[0].get(m) or _suit_part(0, m)) if m else _EMPTY_PART
-    part_p = (_PARTS[1].get(p) or _suit_part(1, p)) if p else _EMPTY_PART
-    part_s = (_PARTS[2].get(s) or _suit_part(2, s)) if s else _EMPTY_PART
+    part_m = (PARTS_MEMO[0].get(m) or _suit_part(0, m)) if m else _EMPTY_PART
+    part_p = (PARTS_MEMO[1].get(p) or _suit_part(1, p)) if p else _EMPTY_PART
+    part_s = (PARTS_MEMO[2].get(s) or _suit_part(2, s)) if s else _EMPTY_PART
     if part_m is None or part_p is None or part_s is None:
         return None
     return part_m, part_p, part_s, m, p, s

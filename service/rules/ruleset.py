@@ -42,7 +42,8 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "winner_leaves": ("deferred", "forfeit"),
     "next_dealer": ("winner", "discarder"),
 }
-_UNITS = ("direct_kong", "added_kong", "concealed_kong", "huazhu", "escape")
+UNIT_FIELDS = ("direct_kong", "added_kong", "concealed_kong", "huazhu", "escape")
+"""The fields counted in units of ``base`` points: integers 0 to :data:`MAX_UNITS`."""
 _FLAGS = ("huazhu_pays_winners", "haidi", "jingoudiao", "menqing", "zhongzhang",
           "jiaxinwu", "kaertiao", "yitiaolong", "dianpao_pinghu", "xueliu_dajiao_winners")
 PLAYERS = (4, 3)
@@ -98,7 +99,7 @@ class Ruleset:
         _int_in(self, "base", 1, MAX_BASE)
         if self.cap is not None:
             _int_in(self, "cap", 1, MAX_CAP)
-        for name in _UNITS:
+        for name in UNIT_FIELDS:
             _int_in(self, name, 0, MAX_UNITS)
         for name in _FLAGS:
             if not isinstance(getattr(self, name), bool):

@@ -197,7 +197,8 @@ F_456 = 8    # a sequence 4-5-6
 F_789 = 16   # a sequence 7-8-9
 F_LONG = F_123 | F_456 | F_789
 _RUN_FEATURE = {0: F_123, 3: F_456, 6: F_789}
-_FEATURES: dict[int, dict[int, tuple]] = {}
+FEATURES_MEMO: dict[int, dict[int, tuple]] = {}
+FLAGS_MEMO: dict[int, int] = {}
 
 
 def suit_features(key: int) -> dict[int, tuple]:
@@ -206,13 +207,30 @@ def suit_features(key: int) -> dict[int, tuple]:
     ``sets``: ``("t", rank)`` triplets and ``("q", rank)`` sequences (0-based
     ranks); ``pair``: its rank, or None.  Empty for a key that does not decompose.
     """
-    found = _FEATURES.get(key)
+    found = FEATURES_MEMO.get(key)
     if found is None:
         found = _decompose(key_counts(key))
-        if len(_FEATURES) >= MEMO_LIMIT:  # (bounded as the memos below: a full memo is emptied)
-            _FEATURES.clear()
-        _FEATURES[key] = found
+        if len(FEATURES_MEMO) >= MEMO_LIMIT:  # (bounded as the memos below: a full memo is emptied)
+            FEATURES_MEMO.clear()
+        FEATURES_MEMO[key] = found
     return found
+
+
+def suit_flags(key: int) -> int:
+    """The tile facts of a suit key, whether it decomposes or not (seven pairs need them too): ``HAS19``,
+    ``NOT258`` and the number of four-of-a-kind ranks ``<< GEN_SHIFT``, as ``SHAPES`` holds them beside
+    the shape bits.
+
+    >>> suit_flags(suit_key([2, 0, 0, 0, 4, 0, 0, 0, 0])) == HAS19 | NOT258 | 1 << GEN_SHIFT
+    True
+    """
+    f = FLAGS_MEMO.get(key)
+    if f is None:
+        f = _tile_flags(key_counts(key))
+        if len(FLAGS_MEMO) >= MEMO_LIMIT:
+            FLAGS_MEMO.clear()
+        FLAGS_MEMO[key] = f
+    return f
 
 
 def _decompose(counts: list[int]) -> dict[int, tuple]:

@@ -201,7 +201,7 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
         hand = parse_hand(hand)
         parts = _concealed(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
-    ctx = rules.__dict__.get("_ctx") or context(rules)
+    ctx = context(rules)
     if parts is not None and parts[3] == 13 and ctx.plain and not visible and (rules.players != 3 or not parts[0]):
         return _ting_by_parts(parts[0], parts[1], parts[2], ctx, rules)
     if not isinstance(hand, Hand):  # (a hand string in canonical suit order, not for the road above)
@@ -297,7 +297,7 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
         hand = parse_hand(hand)
         parts = _concealed(hand)
     rules = XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
-    ctx = rules.__dict__.get("_ctx") or context(rules)
+    ctx = context(rules)
     if parts is not None and parts[3] == 14 and ctx.plain and not visible and (rules.players != 3 or not parts[0]):
         return _advice_by_parts(parts[:3], ctx, rules.dajiao == "max")
     if not isinstance(hand, Hand):  # (a hand string in canonical suit order, not for the road above)

@@ -51,7 +51,8 @@ def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj)
 
 
-def _loads(raw: bytes | str) -> Any:
+def loads(raw: bytes | str) -> Any:
+    """What :func:`dumps` wrote (and any JSON the scripts or the meta hash hold), read back."""
     return orjson.loads(raw)
 
 
@@ -127,7 +128,7 @@ def record(rec: dict) -> bytes:
 
 def read_record(raw: bytes | str, seq: int, with_at: bool = True) -> dict:
     """The record stored at seq ``seq``; ``with_at=False`` leaves out ``at`` (a fold needs only the event)."""
-    return _unpack(_loads(raw), seq, with_at)
+    return _unpack(loads(raw), seq, with_at)
 
 
 def read_records(raws: Iterable[bytes], first_seq: int, with_at: bool = True) -> list[dict]:
@@ -153,7 +154,7 @@ def summary(s: dict) -> bytes:
 
 def read_summary(raw: bytes | str, number: int) -> dict:
     """The summary of round ``number``."""
-    entry = _loads(raw)
+    entry = loads(raw)
     out = {"number": number, **dict(zip(SUMMARY, entry))}
     if len(entry) > len(SUMMARY):
         rest = entry[len(SUMMARY)]
@@ -176,7 +177,7 @@ def state(d: dict) -> bytes:
 
 
 def read_state(raw: bytes | str) -> dict:
-    d = _loads(raw)
+    d = loads(raw)
     rnd = d.get("round")
     if isinstance(rnd, dict) and "ruleset" not in rnd:
         d["round"] = {"ruleset": d["ruleset"], **rnd}

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import atexit
 import fcntl
-import json
 import os
 import shutil
 import signal
@@ -41,6 +40,8 @@ import time
 import weakref
 from collections import deque
 from pathlib import Path
+
+from . import codec
 
 __all__ = ["EmbeddedRedis", "EmbeddedRedisError", "find_redis_server", "free_port", "port_is_free",
            "running_url"]
@@ -131,7 +132,7 @@ def port_is_free(host: str, port: int) -> bool:
 def _owner(data_dir: Path) -> dict:
     """What the lock file of *data_dir* says (pid, url, redis_pid); {} if unreadable."""
     try:
-        return json.loads((data_dir / LOCK_NAME).read_text() or "{}")
+        return codec.loads((data_dir / LOCK_NAME).read_bytes() or b"{}")
     except (OSError, ValueError):
         return {}
 
@@ -445,7 +446,7 @@ class EmbeddedRedis:
         """Write the owner (this process), the server's pid and URL into the lock file."""
         if self._lock_fd is None or self._proc is None:
             return
-        text = json.dumps({"pid": os.getpid(), "redis_pid": self._proc.pid, "url": self.url}).encode()
+        text = codec.dumps({"pid": os.getpid(), "redis_pid": self._proc.pid, "url": self.url})
         os.ftruncate(self._lock_fd, 0)
         os.pwrite(self._lock_fd, text, 0)
 

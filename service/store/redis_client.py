@@ -1,9 +1,10 @@
 """The one Redis client factory: ``REDIS_URL`` to a redis-py client, for every user of Redis.
 
-The app's table store, the rate limiter, ``/readyz`` and ``check-tables`` all
-connect through :func:`connect` (the limiter shares the app's client: see
-:mod:`service.store.limiter`), so one URL names one Redis, whatever its
-topology:
+The app's table store, ``/readyz`` and ``check-tables`` connect through
+:func:`connect`, and the per-client rate limits count on the same Redis (over
+the app client's own connection pool on one server or Sentinel, a cluster
+storage of their own on a cluster: :mod:`service.store.limit_storage`), so one
+URL names one Redis, whatever its topology:
 
 ===================================================================  =============================================
 ``REDIS_URL``                                                         Redis
@@ -22,8 +23,8 @@ topology:
 ===================================================================  =============================================
 
 These are the forms the ``limits`` library (Flask-Limiter's storage) reads
-too, but the rate limiter does not open a client of its own: it counts on the
-app's (:mod:`service.store.limiter`).
+too (:func:`service.store.limit_storage.storage_for` hands it the app's
+connection pool, or the cluster's URL).
 
 Every client is built the same way: a 2 s socket timeout (longer when
 ``WAIT`` may block for longer), a 1 s connect timeout, a health check of
@@ -47,7 +48,7 @@ connection itself is re-established on the next command:
 holds it (a cluster node's own client, which sends a command straight to its
 node: the cluster client would look up the slot of every command again),
 :func:`acknowledged` runs a write script and
-``WAIT`` in one round trip on the connection that wrote
+``WAIT`` in one pipeline on the connection that wrote
 (``REDIS_MIN_REPLICAS``), :func:`check_ready` is what ``/readyz`` asks,
 :func:`primaries` gives one client per primary (a cluster is scanned node by
 node) and :func:`publish_command` is how a write announces itself to the live
@@ -376,29 +377,27 @@ def on_primary(client: Client, key: str, call: Callable[[redis.Redis], Any]) -> 
             raise
 
 
-def acknowledged(client: Client, script, keys: Sequence, args: Sequence, replicas: int, timeout_ms: int,
-                 wrote: Callable[[Any], bool]) -> Any:
-    """Run ``script`` and then ``WAIT replicas timeout_ms`` on the same connection, in one round trip.
+def acknowledged(client: Client, script: Script, keys: Sequence, args: Sequence, replicas: int,
+                 timeout_ms: int, wrote: Callable[[Any], bool]) -> Any:
+    """Run ``script`` and then ``WAIT replicas timeout_ms`` on the same connection, in one pipeline.
 
-    ``WAIT`` confirms that the replicas have everything this connection wrote
+    ``WAIT`` confirms that the replicas have everything *its* connection wrote
     (the script's writes, and everything written before them: replication is in
-    order).  When ``wrote(result)`` says the result acknowledges a write and
-    fewer than ``replicas`` confirmed in time: :class:`NotReplicated`.
+    order), hence one pipeline on the primary that holds the keys: the script,
+    then ``WAIT`` right after it.  The script runs as redis-py runs a ``Script``
+    in a pipeline: the pipeline makes sure the server has it (``SCRIPT EXISTS``,
+    ``SCRIPT LOAD`` if not) on that connection before it sends the two.  When
+    ``wrote(result)`` says the result acknowledges a write and fewer than
+    ``replicas`` confirmed in time: :class:`NotReplicated`.
     """
     def run(node: redis.Redis) -> Any:
-        for _ in range(2):
-            with node.pipeline(transaction=False) as pipe:
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
-                pipe.execute_command("WAIT", replicas, timeout_ms)
-                try:
-                    result, confirmed = pipe.execute()
-                except redis.exceptions.NoScriptError:  # not run: load it on this node and run again
-                    node.script_load(script.script)
-                    continue
-            if wrote(result) and confirmed < replicas:
-                raise NotReplicated(confirmed, replicas)
-            return result
-        raise redis.exceptions.NoScriptError("the script could not be loaded")
+        with node.pipeline(transaction=False) as pipe:
+            script(keys=keys, args=args, client=pipe)
+            pipe.wait(replicas, timeout_ms)
+            result, confirmed = pipe.execute()
+        if wrote(result) and confirmed < replicas:
+            raise NotReplicated(confirmed, replicas)
+        return result
 
     return on_primary(client, keys[0], run)
 

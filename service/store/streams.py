@@ -158,6 +158,13 @@ class StreamHub:
         with self._lock:
             return sum(len(s) for s in self._subs.values())
 
+    @property
+    def watching(self) -> bool:
+        """Whether the watcher (the thread that looks for followed tables gone) runs: from the first
+        subscription of a hub made with ``gone`` until a while after :meth:`close`."""
+        watcher = self._watcher
+        return watcher is not None and watcher.is_alive()
+
     # listener side
     def _start(self) -> None:
         if self._thread is None or not self._thread.is_alive():

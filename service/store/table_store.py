@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import random
 import secrets
@@ -58,6 +57,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Iterator, Mapping, NamedTuple
 
+import orjson
 import redis
 from cryptography.exceptions import InvalidTag
 
@@ -228,13 +228,14 @@ def _out_of_memory(exc: redis.exceptions.ResponseError) -> bool:
 
 def _stakes(stored: bytes | None) -> dict | None:
     """A table's stakes as its meta hash keeps them (JSON), or None: it plays without."""
-    return None if stored is None else json.loads(stored)
+    return None if stored is None else codec.loads(stored)
 
 
 def fingerprint(method: str, path: str, body: Any) -> str:
-    """What an Idempotency-Key is bound to: the method, the path and the canonical body."""
-    canon = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(f"{method} {path}\n{canon}".encode()).hexdigest()
+    """What an Idempotency-Key is bound to: the method, the path and the canonical body (compact UTF-8
+    JSON, keys sorted)."""
+    canon = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(f"{method} {path}\n".encode() + canon).hexdigest()
 
 
 REPLAY_SNAPSHOT_EVERY = 64
@@ -442,7 +443,7 @@ class TableStore:
             token, read_token = unseal(idempotency_key, table_id, record[8:])
         except InvalidTag:  # another key with the same 64-bit table id: never in practice
             raise IdempotencyMismatch("this Idempotency-Key was used with a different request") from None
-        state = TableState.new(json.loads(players), json.loads(ruleset), int(dealer), _stakes(stakes))
+        state = TableState.new(codec.loads(players), codec.loads(ruleset), int(dealer), _stakes(stakes))
         return Created(table_id, token, read_token, state.players, state.ruleset.as_dict(), state.first_dealer,
                        state.version, state.balances, replayed=True, coins=state.coins)
 
@@ -604,7 +605,7 @@ class TableStore:
                                                                             "stakes"))
         if players is None:
             raise TableNotFound(f"no table {table_id!r}")
-        return fold(json.loads(players), json.loads(ruleset), int(dealer), (), _stakes(stakes))[0]
+        return fold(codec.loads(players), codec.loads(ruleset), int(dealer), (), _stakes(stakes))[0]
 
     # -- write ---------------------------------------------------------------------------
     def append(self, table_id: str, body: Mapping[str, Any], *, if_match: "int | tuple[int, ...] | None" = None,
@@ -1002,7 +1003,7 @@ class TableStore:
         if not meta or b"dealer" not in meta:
             raise TableNotFound(f"no table {table_id!r}")
         records = codec.read_records(raw, 1, with_at=False)
-        return fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]) | {},
+        return fold(codec.loads(meta[b"players"]), codec.loads(meta[b"ruleset"]) | {},
                     int(meta[b"dealer"]), records, _stakes(meta.get(b"stakes")))
 
     def check(self, table_id: str, repair: bool = False) -> dict:
@@ -1018,12 +1019,12 @@ class TableStore:
         meta = dict(zip(flat[::2], flat[1::2]))
         if b"dealer" not in meta:  # unknown, expired, or a deleted table's tombstone
             raise TableNotFound(f"no table {table_id!r}")
-        folded, summaries = fold(json.loads(meta[b"players"]), json.loads(meta[b"ruleset"]),
+        folded, summaries = fold(codec.loads(meta[b"players"]), codec.loads(meta[b"ruleset"]),
                                  int(meta[b"dealer"]), codec.read_records(log, 1, with_at=False),
                                  _stakes(meta.get(b"stakes")))
         stored = None if state is None else codec.read_state(state)
-        ok = stored == json.loads(_dumps(folded.to_dict())) and codec.read_summaries(rounds, 1) == json.loads(
-            _dumps(summaries))
+        ok = (stored == codec.loads(codec.dumps(folded.to_dict()))
+              and codec.read_summaries(rounds, 1) == codec.loads(codec.dumps(summaries)))
         ok = ok and sum(folded.balances) == 0
         repaired = False
         if not ok and repair:
@@ -1103,7 +1104,7 @@ class TableStore:
                 out.append(None)
                 continue
             st = TableState.from_dict(codec.read_state(state))
-            out.append({"id": tid, "players": json.loads(meta[0]), "created": meta[1].decode(),
+            out.append({"id": tid, "players": codec.loads(meta[0]), "created": meta[1].decode(),
                         "version": version, "balances": st.balances})
         return out
 

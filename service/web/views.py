@@ -24,10 +24,10 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import io
-import json
 from functools import lru_cache
 from pathlib import Path
 
+import orjson
 from flask import Blueprint, Flask, Response, request, send_from_directory
 from werkzeug.exceptions import BadRequest, UnprocessableEntity, UnsupportedMediaType
 
@@ -71,12 +71,14 @@ def shell_files() -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _worker_source() -> str:
+def worker_source() -> str:
+    """The service worker served as ``/sw.js``: ``self.SHELL`` (the app's files and a version, a hash of
+    their contents) then ``worker.js`` (read once: ``worker_source.cache_clear()`` reads them again)."""
     digest = hashlib.sha256()
     for name in shell_files() + [WORKER]:
         digest.update(name.encode() + b"\0" + (STATIC / name).read_bytes())
     shell = {"version": digest.hexdigest()[:16], "files": ["/"] + [f"/web/{n}" for n in shell_files()]}
-    return f"self.SHELL = {json.dumps(shell)};\n" + (STATIC / WORKER).read_text(encoding="utf-8")
+    return f"self.SHELL = {orjson.dumps(shell).decode()};\n" + (STATIC / WORKER).read_text(encoding="utf-8")
 
 
 @blp.route("/", methods=["GET"])
@@ -95,7 +97,7 @@ def asset(filename: str) -> Response:
 
 @blp.route("/sw.js", methods=["GET"])
 def service_worker() -> Response:
-    response = Response(_worker_source(), mimetype="text/javascript")
+    response = Response(worker_source(), mimetype="text/javascript")
     response.headers["X-Content-Type-Options"] = "nosniff"
     return _no_cache(response)
 
