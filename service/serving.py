@@ -31,9 +31,14 @@ What gunicorn's own settings already bound, and the one mechanism added
   the connection then ends (:func:`give_up`).  Only a body that a slow sender
   could still complete waits for the deadline.  It also gives the connection's
   socket a send timeout (:data:`SEND_TIMEOUT`): a client that stops reading (a
-  stalled stream subscriber) is dropped then.  This is the smallest mechanism that holds the
-  slow-client attacks of the hostile review (header, body and read tricklers)
-  while other clients are answered; gunicorn has no setting for either deadline.
+  stalled stream subscriber) is dropped then.  This is the smallest mechanism
+  that holds the slow-client attacks of the hostile review (header, body and
+  read tricklers) while other clients are answered; gunicorn has no setting for
+  either deadline.
+  ``bench/hostile.py`` runs those attacks: without the body's deadline 200 body
+  tricklers were all still held after 75 s, without the send timeout 200
+  never-reading streams after 60 s; with both, every one is cut off (at
+  ``REQUEST_TIMEOUT``, and about 30 s after its socket filled up).
 * A streamed body (``application/x-ndjson``: a batch job, :mod:`service.api.batch`) is the one
   exception: it has no overall size or deadline, so :class:`WholeBody` does not read it but hands it
   to the app behind a :class:`DeadlineReader`: each read the app makes (64 KiB at a time) must be
@@ -43,7 +48,8 @@ What gunicorn's own settings already bound, and the one mechanism added
   worker's heartbeat.
 * gunicorn's own answers (a malformed request line or header, an unsupported
   transfer coding, a head over the limits) are RFC 9457 problems like every
-  other error (:meth:`ServiceWorker.handle_error`).
+  other error (:meth:`ServiceWorker.handle_error`).  Each override of
+  :class:`ServiceWorker` says which tested behaviour or measured attack needs it.
 """
 
 from __future__ import annotations
@@ -300,11 +306,19 @@ _HTTP_ERRORS: tuple[tuple[type, int, str], ...] = (
 class ServiceWorker(GeventWorker):
     """gunicorn's ``gevent`` worker, answering its own errors as problem+json.
 
-    Besides: a client that stops reading a response (:data:`SEND_TIMEOUT`) ends
-    its connection quietly, and when the worker is told to stop, the app's
-    ``worker_stop`` hooks run (the live streams end, so that it can exit).
+    Each override is here for a behaviour the tests check or an attack ``bench/hostile.py`` measures,
+    which none of gunicorn's settings gives (each says which).  What the slow-client attacks need is
+    not here but in :class:`WholeBody` (the body's deadline, the send timeout): with ``handle``
+    removed, 50, 200 and 1,000 header tricklers are still closed at ``KEEPALIVE`` by gunicorn's own
+    deadline around reading a head.  ``handle_quit`` is not overridden: on SIGINT/SIGQUIT (a quick
+    stop) gunicorn's worker exits a moment later, its streams with it (``serve`` with four open
+    streams stopped in 0.42 s with or without an override running the ``worker_stop`` hooks).
     """
 
+    # A behaviour (tests/test_serving.py, the gunicorn-level errors): every refusal of gunicorn's parser
+    # (a malformed request line or header, an unsupported transfer coding, a head over the limits) is an
+    # RFC 9457 problem like every other error of the service.  gunicorn writes its own text/html page,
+    # and no setting changes it.
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         if not isinstance(exc, (http_errors.ParseException, OSError)) or isinstance(exc, http_errors.ConfigurationProblem):
             super().handle_error(req, client, addr, exc)  # the app's own failure: gunicorn's 500
@@ -338,6 +352,10 @@ class ServiceWorker(GeventWorker):
         except OSError:
             pass
 
+    # A behaviour (tests/test_serving.py, the gunicorn-level errors): a TLS handshake on the plain port is a
+    # 400 at once.  gunicorn reads its bytes as the start of a request line that never ends, and closes the
+    # connection at KEEPALIVE without an answer; no setting tells it.  (The slow-client attacks do not need
+    # this override: bench/hostile.py measures the same cut-offs without it.)
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         first = b""
         with gevent.Timeout(self.cfg.keepalive or 1, False):  # (the head's own deadline, as gunicorn's)
@@ -355,6 +373,17 @@ class ServiceWorker(GeventWorker):
             return
         super().handle(listener, client, addr)
 
+    # Four things around gunicorn's own handling of a request, none of which a gunicorn setting gives:
+    # * a behaviour (the gunicorn-level errors): an HTTP version other than 1.0 and 1.1 is a 505 problem
+    #   (gunicorn answers HTTP/1.2 as "HTTP/1.2 200");
+    # * a behaviour (the framing tests): a wrong or oversized chunk-size line is a 400 / 413 at once
+    #   (StrictChunkedReader in place of gunicorn's reader);
+    # * an attack (bench/hostile.py, never-reading streams): a client dropped after SEND_TIMEOUT ends its
+    #   connection with an INFO line; gunicorn logs a socket timeout as an ERROR with its traceback (200
+    #   never-reading streams: 400 ERROR lines without this);
+    # * a behaviour (tests/test_serving.py, the 413 of a chunked body over the limit, which failed without
+    #   it): the connection of a body given up ends with Connection: close and a lingering close; closing
+    #   at once on the client's unread bytes resets the connection, and the client loses the answer.
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
         if req.version not in ((1, 0), (1, 1)):
             self._answer(sock, 505, "HTTP Version Not Supported",
@@ -380,12 +409,12 @@ class ServiceWorker(GeventWorker):
             raise StopIteration
         return keep
 
-    def handle_exit(self, sig: int, frame: Any) -> None:  # SIGTERM: stop gracefully
+    # A behaviour (tests/test_stream.py, a reload ends the streams at once): on SIGTERM (a stop, a reload's
+    # old worker) the app's worker_stop hooks end the live streams, so that the worker exits at once.
+    # gunicorn's graceful stop waits for every open connection up to graceful_timeout, and a stream never
+    # ends by itself; a shorter graceful_timeout would cut ordinary requests short as well.
+    def handle_exit(self, sig: int, frame: Any) -> None:
         super().handle_exit(sig, frame)
-        gevent.spawn(self._stop_app)
-
-    def handle_quit(self, sig: int, frame: Any) -> None:
-        super().handle_quit(sig, frame)
         gevent.spawn(self._stop_app)
 
     def _stop_app(self) -> None:
