@@ -1,6 +1,6 @@
 """Load test of the live table stream: thousands of subscribers while tables are written.
 
-One run, loopback only, bounded (about a minute with the defaults):
+One run, loopback only, bounded (about two minutes with the defaults):
 
 1. a private ``redis-server`` (AOF, ``appendfsync always``) and ``python -m
    service serve`` on it (``--workers``), ``--tables`` tables created;
@@ -22,21 +22,41 @@ One run, loopback only, bounded (about a minute with the defaults):
 
 The subscribers, the writer and the ting load run in three processes (so that
 one client loop does not delay another) and share ``time.monotonic()``.
+
+Then (``--phases opens``) what opening a long table's stream costs, on a table
+of ``--records`` records (20,000, appended in-process through the store):
+
+5. ``stream_open``: a stream opened at ``?after=0``, at the middle record and
+   at the last but one (``after=19999``: one record to send), ``--opens`` times
+   each, read up to its first record: the time from the request to it, and the
+   CPU the workers spent meanwhile (``/proc/<pid>/task/*/schedstat``, in ns);
+   the target is 5 ms of CPU plus the records sent;
+6. ``never_reading_streams``: ``--never-reading`` clients (64) open its stream
+   at ``?after=0`` with a 4 KiB receive buffer and never read, held ``--hold``
+   seconds: each worker's resident memory before and at its peak (target: 50
+   MB more at most), and meanwhile the latency of ordinary requests (``POST
+   /v1/hands/ting``, one after another, each on a new connection; target: p99
+   50 ms at most).
+
 Prints one JSON object per phase and a summary line with the targets::
 
-    .venv/bin/python bench/stream.py                     # 500 tables x 4, 200 events/s, 20 s
+    .venv/bin/python bench/stream.py                     # 500 tables x 4, 200 events/s, 20 s; then the opens
     .venv/bin/python bench/stream.py --tables 50 --duration 5   # quicker
+    .venv/bin/python bench/stream.py --phases opens      # the opens of a 20,000-record table alone
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import multiprocessing as mp
 import os
+import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -44,7 +64,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.loopback import (  # noqa: E402
-    Client, cpu_seconds, free_port, raise_fd_limit, rss_kib, start_service, stop_service,
+    Client, cpu_seconds, cycle, free_port, percentile, raise_fd_limit, rss_kib, start_service, stop_service,
+    worker_pids,
 )
 from bench.load_ting import drive, summarize  # noqa: E402  (drive: in ting_process)
 
@@ -193,91 +214,66 @@ def run_in_process(target, *args):
     return proc, parent
 
 
-# -- main -----------------------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tables", type=int, default=500)
-    parser.add_argument("--per-table", type=int, default=4)
-    parser.add_argument("--rate", type=float, default=200.0, help="events per second, all tables (200)")
-    parser.add_argument("--duration", type=float, default=20.0, help="seconds of writing (20)")
-    parser.add_argument("--ting", type=float, default=10.0, help="seconds of each ting measurement (10)")
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args(argv)
-    raise_fd_limit()
-    import redis
+# -- phase "delivery": subscribers of many tables while they are written ----------------------------
+def delivery_phase(args, port: int, proc, r, out) -> None:
+    client = Client(port)
+    tables, quiet = [], []  # followed tables; tables written to without subscribers
+    for group in (tables, quiet):
+        for _ in range(args.tables):
+            status, _, body = client.request("POST", "/v1/tables", {"players": ["东", "南", "西", "北"]})
+            assert status == 201, body
+            group.append((body["id"], body["token"], body["read_token"]))
+    client.close()
+    out({"phase": "setup", "tables": args.tables, "per_table": args.per_table, "workers": args.workers,
+         "cpus": os.cpu_count(), "rate": args.rate, "duration_s": args.duration})
 
-    from service.store.embedded import EmbeddedRedis
+    def ting_during(seconds: float) -> dict:
+        before = cpu_seconds(proc.pid)
+        ting, ting_conn = run_in_process(ting_process, port, args.connections, seconds)
+        result = ting_conn.recv()
+        ting.join(timeout=30)
+        # the workers' CPU time per ting request (whatever else they did meanwhile included):
+        # unlike requests/s it does not depend on the CPU share other processes left them
+        result["worker_cpu_ms_per_s"] = round((cpu_seconds(proc.pid) - before) / (seconds + 0.5) * 1000, 1)
+        result["worker_cpu_us_per_ting"] = round((cpu_seconds(proc.pid) - before) / max(1, result["requests"])
+                                                 * 1e6 * seconds / (seconds + 0.5), 1)
+        return result
 
-    out = lambda obj: print(json.dumps(obj), flush=True)  # noqa: E731
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
-        port = free_port()
-        proc = start_service(port, server.url, workers=args.workers,
-                             log_path=os.path.join(tmp, "serve.log"), extra_env={"LOG_LEVEL": "WARNING"})
-        r = redis.Redis.from_url(server.url)
-        try:
-            client = Client(port)
-            tables, quiet = [], []  # followed tables; tables written to without subscribers
-            for group in (tables, quiet):
-                for _ in range(args.tables):
-                    status, _, body = client.request("POST", "/v1/tables", {"players": ["东", "南", "西", "北"]})
-                    assert status == 201, body
-                    group.append((body["id"], body["token"], body["read_token"]))
-            client.close()
-            out({"phase": "setup", "tables": args.tables, "per_table": args.per_table, "workers": args.workers,
-                 "cpus": os.cpu_count(), "rate": args.rate, "duration_s": args.duration})
+    baseline = ting_during(args.ting)
+    out({"phase": "ting_alone", "connections": args.connections, **baseline})
 
-            def ting_during(seconds: float) -> dict:
-                before = cpu_seconds(proc.pid)
-                ting, ting_conn = run_in_process(ting_process, port, args.connections, seconds)
-                result = ting_conn.recv()
-                ting.join(timeout=30)
-                # the workers' CPU time per ting request (whatever else they did meanwhile included):
-                # unlike requests/s it does not depend on the CPU share other processes left them
-                result["worker_cpu_ms_per_s"] = round((cpu_seconds(proc.pid) - before) / (seconds + 0.5) * 1000, 1)
-                result["worker_cpu_us_per_ting"] = round((cpu_seconds(proc.pid) - before) / max(1, result["requests"])
-                                                         * 1e6 * seconds / (seconds + 0.5), 1)
-                return result
+    writer, writer_conn = run_in_process(writer_process, port, quiet, args.rate, args.ting + 1)
+    writes_only = ting_during(args.ting)
+    quiet_acked, _ = writer_conn.recv()
+    writer.join(timeout=30)
+    out({"phase": "ting_while_writing_without_subscribers", "connections": args.connections,
+         "events_per_s": round(len(quiet_acked) / (args.ting + 1), 1), **writes_only})
 
-            baseline = ting_during(args.ting)
-            out({"phase": "ting_alone", "connections": args.connections, **baseline})
+    rss0, redis0 = rss_kib(proc.pid), r.info("memory")["used_memory"]
+    subs, subs_conn = run_in_process(subscribers_process, port, tables, args.per_table)
+    kind, opened = subs_conn.recv()
+    time.sleep(2.0)
+    rss1, redis1 = rss_kib(proc.pid), r.info("memory")["used_memory"]
+    pubsub_clients = [c for c in r.client_list() if int(c.get("sub", 0)) + int(c.get("ssub", 0)) > 0]
+    per_channel = [n for _, n in r.pubsub_numsub(*[f"{{t:{t[0]}}}:events" for t in tables[:20]])]
+    out({"phase": "idle_subscribers", "subscribers": opened,
+         "service_rss_kib_before": rss0, "service_rss_kib_after": rss1,
+         "service_kib_per_subscriber": round((rss1 - rss0) / opened, 2),
+         "redis_pubsub_connections": len(pubsub_clients),
+         "redis_subscriptions_per_channel_sample": sorted(set(per_channel)),
+         # (used_memory also moves with client buffers and allocator noise)
+         "redis_used_memory_delta_bytes": redis1 - redis0})
+    idle_subs = ting_during(args.ting)
+    out({"phase": "ting_with_idle_subscribers", "connections": args.connections, **idle_subs})
 
-            writer, writer_conn = run_in_process(writer_process, port, quiet, args.rate, args.ting + 1)
-            writes_only = ting_during(args.ting)
-            quiet_acked, _ = writer_conn.recv()
-            writer.join(timeout=30)
-            out({"phase": "ting_while_writing_without_subscribers", "connections": args.connections,
-                 "events_per_s": round(len(quiet_acked) / (args.ting + 1), 1), **writes_only})
-
-            rss0, redis0 = rss_kib(proc.pid), r.info("memory")["used_memory"]
-            subs, subs_conn = run_in_process(subscribers_process, port, tables, args.per_table)
-            kind, opened = subs_conn.recv()
-            time.sleep(2.0)
-            rss1, redis1 = rss_kib(proc.pid), r.info("memory")["used_memory"]
-            pubsub_clients = [c for c in r.client_list() if int(c.get("sub", 0)) + int(c.get("ssub", 0)) > 0]
-            per_channel = [n for _, n in r.pubsub_numsub(*[f"{{t:{t[0]}}}:events" for t in tables[:20]])]
-            out({"phase": "idle_subscribers", "subscribers": opened,
-                 "service_rss_kib_before": rss0, "service_rss_kib_after": rss1,
-                 "service_kib_per_subscriber": round((rss1 - rss0) / opened, 2),
-                 "redis_pubsub_connections": len(pubsub_clients),
-                 "redis_subscriptions_per_channel_sample": sorted(set(per_channel)),
-                 # (used_memory also moves with client buffers and allocator noise)
-                 "redis_used_memory_delta_bytes": redis1 - redis0})
-            idle_subs = ting_during(args.ting)
-            out({"phase": "ting_with_idle_subscribers", "connections": args.connections, **idle_subs})
-
-            writer, writer_conn = run_in_process(writer_process, port, tables, args.rate, args.duration)
-            with_subs = ting_during(min(args.ting, args.duration))
-            acked, write_errors = writer_conn.recv()
-            time.sleep(1.0)  # the last frames
-            subs_conn.send("stop")
-            _, received = subs_conn.recv()
-            for p in (writer, subs):
-                p.join(timeout=30)
-        finally:
-            stop_service(proc)
-            r.close()
-
+    writer, writer_conn = run_in_process(writer_process, port, tables, args.rate, args.duration)
+    with_subs = ting_during(min(args.ting, args.duration))
+    acked, write_errors = writer_conn.recv()
+    time.sleep(1.0)  # the last frames
+    subs_conn.send("stop")
+    _, received = subs_conn.recv()
+    for p in (writer, subs):
+        p.join(timeout=30)
     t201 = {(t, seq): at for t, seq, at in acked}
     latencies = []
     streams: dict = {}
@@ -321,6 +317,206 @@ def main(argv: list[str] | None = None) -> int:
          "worker_cpu_us_per_ting_idle_subscribers": idle_subs["worker_cpu_us_per_ting"],
          "service_kib_per_idle_subscriber": round((rss1 - rss0) / opened, 2), "target_kib": 50,
          "missing": missing, "duplicates": duplicates, "out_of_order": out_of_order})
+
+
+# -- phase "opens": what opening a long table's stream costs ---------------------------------------
+def worker_cpu_ns(master_pid: int) -> int:
+    """CPU time so far (ns) of a gunicorn master's workers, every thread: ``/proc/<pid>/task/*/schedstat``
+    (nanoseconds, where ``/proc/<pid>/stat`` counts 10 ms ticks)."""
+    total = 0
+    for pid in worker_pids(master_pid):
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                    total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def worker_rss(master_pid: int) -> dict[int, int]:
+    """Resident memory (KiB) of each worker of a gunicorn master."""
+    out = {}
+    for pid in worker_pids(master_pid):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                out[pid] = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            pass
+    return out
+
+
+def idle_cpu_ns_per_s(master_pid: int, seconds: float = 1.0) -> float:
+    """The workers' CPU per second with nothing asked of them (each stream hub polls its pub/sub
+    connection: a few ms a second)."""
+    before = worker_cpu_ns(master_pid)
+    time.sleep(seconds)
+    return (worker_cpu_ns(master_pid) - before) / seconds
+
+
+def settle(master_pid: int, idle_ns_per_s: float, seconds: float = 0.5, timeout: float = 15.0) -> None:
+    """Wait until the workers spend no more than their idle CPU (and 3 ms) in ``seconds``: what an
+    earlier open left to do is done."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = worker_cpu_ns(master_pid)
+        time.sleep(seconds)
+        if worker_cpu_ns(master_pid) - before < idle_ns_per_s * seconds + 3_000_000:
+            return
+
+
+def stream_request(table_id: str, token: str, after: int) -> bytes:
+    return (f"GET /v1/tables/{table_id}/stream?after={after} HTTP/1.1\r\nHost: bench\r\n"
+            f"Accept: text/event-stream\r\nAuthorization: Bearer {token}\r\n\r\n").encode()
+
+
+def first_record(port: int, table_id: str, token: str, after: int, master_pid: int) -> tuple[float, int, int]:
+    """Open a stream at ``after`` and read until its first record: (seconds from the request, the workers'
+    CPU ns meanwhile, bytes read by then); the connection is closed then."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        cpu = worker_cpu_ns(master_pid)
+        started = time.monotonic()
+        sock.sendall(stream_request(table_id, token, after))
+        data = b""
+        while b"\nevent: record\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise RuntimeError(f"the stream ended before a record: {data[:300]!r}")
+            data += chunk
+        return time.monotonic() - started, worker_cpu_ns(master_pid) - cpu, len(data)
+
+
+def probe_requests(port: int, stop: threading.Event, latencies: list, errors: list) -> None:
+    """Ordinary requests one after another, each on a new connection, until ``stop``."""
+    body = json.dumps({"hand": {"tiles": "1112345678999m"}})
+    while not stop.is_set():
+        started = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            conn.request("POST", "/v1/hands/ting", body=body, headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            response.read()
+            if response.status != 200:
+                errors.append(response.status)
+        except (OSError, http.client.HTTPException) as exc:
+            errors.append(type(exc).__name__)
+        finally:
+            conn.close()
+        latencies.append(time.monotonic() - started)
+        time.sleep(0.01)
+
+
+def opens_phase(args, port: int, proc, r, out) -> None:
+    """A table of ``--records`` records: the CPU and time to the first record of opening its stream from
+    the start, the middle and the last record; then ``--never-reading`` streams of it from the start that
+    never read, held ``--hold`` seconds: each worker's resident memory before and at its peak, and an
+    ordinary request's latency meanwhile."""
+    from service.store.table_store import TableStore
+
+    store = TableStore(r)
+    table = store.create(["东", "南", "西", "北"], "xuezhan")
+    events = cycle()
+    for _ in range(args.records):
+        store.append(table.id, next(events))
+    out({"phase": "opens_setup", "records": args.records, "workers": args.workers, "cpus": os.cpu_count()})
+    first_record(port, table.id, table.read_token, args.records - 1, proc.pid)  # (the code paths, warm)
+    time.sleep(1.0)
+    idle = idle_cpu_ns_per_s(proc.pid)
+    for after in (0, args.records // 2, args.records - 1):
+        seconds, cpu_ns, sizes = [], [], []
+        for _ in range(args.opens):
+            settle(proc.pid, idle)
+            took, cpu, size = first_record(port, table.id, table.read_token, after, proc.pid)
+            seconds.append(took)
+            cpu_ns.append(cpu)
+            sizes.append(size)
+        out({"phase": "stream_open", "records": args.records, "after": after, "opens": args.opens,
+             "first_record_ms_p50": round(percentile(seconds, 50) * 1000, 2),
+             "first_record_ms_max": round(max(seconds) * 1000, 2),
+             # the workers' CPU from the request to the first record read (all workers: the idle one adds
+             # its heartbeat), and what had been read by then (at after=0, more than the first record)
+             "worker_cpu_ms_p50": round(percentile(cpu_ns, 50) / 1e6, 2),
+             "worker_cpu_ms_max": round(max(cpu_ns) / 1e6, 2),
+             "bytes_read_p50": int(percentile(sizes, 50)), "idle_worker_cpu_ms_per_s": round(idle / 1e6, 2),
+             "target_cpu_ms": 5})
+
+    settle(proc.pid, idle)
+    before = worker_rss(proc.pid)
+    latencies: list[float] = []
+    errors: list = []
+    stop = threading.Event()
+    probe = threading.Thread(target=probe_requests, args=(port, stop, latencies, errors), daemon=True)
+    probe.start()
+    stalled = []
+    for _ in range(args.never_reading):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (before connecting: the window)
+        sock.settimeout(10)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(stream_request(table.id, table.read_token, 0))
+        stalled.append(sock)  # and never read
+    peak = dict(before)
+    held_until = time.monotonic() + args.hold
+    while time.monotonic() < held_until:
+        for pid, kib in worker_rss(proc.pid).items():
+            peak[pid] = max(peak.get(pid, 0), kib)
+        time.sleep(0.25)
+    stop.set()
+    probe.join(timeout=30)
+    for sock in stalled:
+        sock.close()
+    out({"phase": "never_reading_streams", "records": args.records, "streams": args.never_reading,
+         "held_s": args.hold,
+         "workers": [{"pid": pid, "rss_kib_before": before.get(pid), "rss_kib_peak": peak[pid],
+                      "growth_kib": peak[pid] - before.get(pid, peak[pid])} for pid in sorted(peak)],
+         "target_growth_kib": 50 * 1024,
+         "probe": {"requests": len(latencies), "errors": len(errors),
+                   "p50_ms": round(percentile(latencies, 50) * 1000, 1),
+                   "p99_ms": round(percentile(latencies, 99) * 1000, 1),
+                   "max_ms": round(max(latencies) * 1000, 1) if latencies else None},
+         "target_p99_ms": 50})
+
+
+# -- main -----------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tables", type=int, default=500)
+    parser.add_argument("--per-table", type=int, default=4)
+    parser.add_argument("--rate", type=float, default=200.0, help="events per second, all tables (200)")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds of writing (20)")
+    parser.add_argument("--ting", type=float, default=10.0, help="seconds of each ting measurement (10)")
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--phases", default="delivery,opens",
+                        help="delivery (the subscribers of many tables), opens (a long table's stream opens)")
+    parser.add_argument("--records", type=int, default=20_000, help="records of the opens phase's table (20,000)")
+    parser.add_argument("--opens", type=int, default=5, help="opens measured at each position (5)")
+    parser.add_argument("--never-reading", type=int, default=64, help="never-reading streams held (64)")
+    parser.add_argument("--hold", type=float, default=10.0,
+                        help="seconds the never-reading streams are held while the probe runs (10)")
+    args = parser.parse_args(argv)
+    raise_fd_limit()
+    import redis
+
+    from service.store.embedded import EmbeddedRedis
+
+    out = lambda obj: print(json.dumps(obj), flush=True)  # noqa: E731
+    phases = {name.strip() for name in args.phases.split(",") if name.strip()}
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp) as server:
+        port = free_port()
+        proc = start_service(port, server.url, workers=args.workers, log_path=os.path.join(tmp, "serve.log"),
+                             extra_env={"LOG_LEVEL": "WARNING",
+                                        # (the opens phase holds --never-reading streams of one table)
+                                        "STREAM_MAX_PER_TABLE": str(max(32, args.never_reading))})
+        r = redis.Redis.from_url(server.url)
+        try:
+            if "delivery" in phases:
+                delivery_phase(args, port, proc, r, out)
+            if "opens" in phases:
+                opens_phase(args, port, proc, r, out)
+        finally:
+            stop_service(proc)
+            r.close()
     return 0
 
 

@@ -25,12 +25,20 @@ What gunicorn's own settings already bound, and the one mechanism added
   sends a response with no deadline either.  So :class:`WholeBody` (a WSGI
   middleware) reads the body whole, within ``REQUEST_TIMEOUT`` seconds and up to
   ``MAX_BODY_BYTES``, before the app runs: a body that trickles gets 408
-  problem+json, a malformed chunked body 400 at once, and the app never waits
-  on a socket.  It also gives the connection's socket a send timeout
-  (:data:`SEND_TIMEOUT`): a client that stops reading (a stalled stream
-  subscriber) is dropped then.  This is the smallest mechanism that holds the
-  slow-client attacks of the hostile review (header, body and read tricklers)
-  while other clients are answered; gunicorn has no setting for either deadline.
+  problem+json, a malformed chunked body 400 and one over the limit 413, both
+  at once (:class:`StrictChunkedReader`: a wrong or oversized chunk-size line
+  is told as soon as the line is whole), and the app never waits on a socket;
+  the connection then ends (:func:`give_up`).  Only a body that a slow sender
+  could still complete waits for the deadline.  It also gives the connection's
+  socket a send timeout (:data:`SEND_TIMEOUT`): a client that stops reading (a
+  stalled stream subscriber) is dropped then.  This is the smallest mechanism
+  that holds the slow-client attacks of the hostile review (header, body and
+  read tricklers) while other clients are answered; gunicorn has no setting for
+  either deadline.
+  ``bench/hostile.py`` runs those attacks: without the body's deadline 200 body
+  tricklers were all still held after 75 s, without the send timeout 200
+  never-reading streams after 60 s; with both, every one is cut off (at
+  ``REQUEST_TIMEOUT``, and about 30 s after its socket filled up).
 * A streamed body (``application/x-ndjson``: a batch job, :mod:`service.api.batch`) is the one
   exception: it has no overall size or deadline, so :class:`WholeBody` does not read it but hands it
   to the app behind a :class:`DeadlineReader`: each read the app makes (64 KiB at a time) must be
@@ -40,7 +48,8 @@ What gunicorn's own settings already bound, and the one mechanism added
   worker's heartbeat.
 * gunicorn's own answers (a malformed request line or header, an unsupported
   transfer coding, a head over the limits) are RFC 9457 problems like every
-  other error (:meth:`ServiceWorker.handle_error`).
+  other error (:meth:`ServiceWorker.handle_error`).  Each override of
+  :class:`ServiceWorker` says which tested behaviour or measured attack needs it.
 """
 
 from __future__ import annotations
@@ -59,6 +68,7 @@ from typing import Any, Callable, Iterable, Iterator
 import gevent
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
+from gunicorn.http.body import Body, ChunkedReader
 from werkzeug.exceptions import BadRequest
 from werkzeug.exceptions import RequestTimeout as BodyTimeout
 
@@ -110,10 +120,73 @@ class RequestTimeout(Exception):
     """A request's body did not arrive whole within ``REQUEST_TIMEOUT``."""
 
 
+class BodyTooLarge(http_errors.ParseException):
+    """The chunk-size lines of a body announced more bytes than the body limit (``MAX_BODY_BYTES``)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size, self.limit = size, limit
+
+    def __str__(self) -> str:
+        return f"the body's chunks announce {self.size} bytes; a request body may have {self.limit} at most"
+
+
+class StrictChunkedReader(ChunkedReader):
+    """gunicorn's chunked body reader, which also tells a wrong chunk-size line as soon as the line is whole.
+
+    gunicorn's own reader looks for a line's CRLF until the line is over ``limit_request_field_size``
+    bytes, and takes any size: a chunk-size line ended by a bare LF (``5e`` LF) or a size of 2^80 left
+    it waiting for bytes that a valid body would have to send next, so such a request was answered 408
+    at the ``REQUEST_TIMEOUT`` deadline.  This reader reads a size line up to its first LF (the line is
+    whole then, or over the limit) and refuses one whose LF is not part of a CRLF (gunicorn's
+    :class:`~gunicorn.http.errors.InvalidChunkSize`: 400), and, given ``max_body``, sizes that add up
+    to more (:class:`BodyTooLarge`: 413, as a ``Content-Length`` over the limit is: the framing is valid,
+    the body is only larger than the service takes, and a client meeting it must send less, not other
+    bytes).  The rest (the size's digits, extensions, trailers, each chunk's CRLF) is gunicorn's own
+    :meth:`~gunicorn.http.body.ChunkedReader.parse_chunk_size`, called on the whole line.  gunicorn has
+    no setting for either check; :meth:`ServiceWorker.handle_request` puts this reader in place of
+    gunicorn's before anything of the body is read.
+    """
+
+    def __init__(self, req: Any, unreader: Any, max_body: int | None) -> None:
+        super().__init__(req, unreader)
+        self.max_body, self.announced = max_body, 0
+
+    def parse_chunk_size(self, unreader: Any, data: bytes | None = None) -> tuple[int, Any]:
+        buf = bytearray(data or b"")
+        while (end := buf.find(b"\n")) < 0 and len(buf) <= self.limit_chunk_size_line:
+            self.read_into(unreader, buf)  # (NoMoreData when the client closed before the line's end)
+        if end >= 0 and buf[end - 1:end] != b"\r":  # a bare LF
+            raise http_errors.InvalidChunkSize(bytes(buf[:min(end + 1, 40)]))
+        size, rest = super().parse_chunk_size(unreader, bytes(buf))
+        self.announced += size
+        if self.max_body is not None and self.announced > self.max_body:
+            raise BodyTooLarge(self.announced, self.max_body)
+        return size, rest
+
+
 STREAMED_TYPES = frozenset({"application/x-ndjson"})
 """Media types whose bodies stream to the app (:class:`DeadlineReader`) instead of being read whole."""
+
+
+def is_streamed(content_type: str | None) -> bool:
+    """Whether a body of this ``Content-Type`` streams to the app (no overall size or deadline)."""
+    return (content_type or "").split(";", 1)[0].strip().lower() in STREAMED_TYPES
 _CUT: "weakref.WeakSet[Any]" = weakref.WeakSet()
-"""Request bodies a :class:`DeadlineReader` gave up on: their connections are not reused."""
+"""Request bodies given up (:func:`give_up`): their connections are not reused."""
+_REQUESTS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+"""gunicorn's request of each body being served (:meth:`ServiceWorker.handle_request`), for :func:`give_up`."""
+
+
+def give_up(body: Any) -> None:
+    """Nothing more is read of this request body (``wsgi.input``): where the connection's next request
+    would start is unknown, so the answer says ``Connection: close`` (gunicorn's public
+    ``Message.force_close``), and once it is sent the worker drops what the client still sends for a
+    moment and closes the connection (:meth:`ServiceWorker.handle_request`): closing on unread bytes
+    would reset the connection, and the client could lose the answer with it."""
+    _CUT.add(body)
+    req = _REQUESTS.get(body)
+    if req is not None:
+        req.force_close()
 
 
 class DeadlineReader:
@@ -158,7 +231,7 @@ class DeadlineReader:
 
     def _give_up(self) -> None:
         self.cut = True
-        _CUT.add(self.raw)
+        give_up(self.raw)
 
 
 def problem_bytes(status: int, reason: str, detail: str) -> tuple[str, list[tuple[str, str]], bytes]:
@@ -178,8 +251,10 @@ class WholeBody:
     The body of a request under ``max_body`` bytes is read within ``timeout``
     seconds and handed to the app as ``wsgi.input`` (the app never waits on the
     socket); one that does not arrive whole in time is answered 408, one whose
-    chunked framing is broken 400 (at once).  A body declared larger than
+    chunked framing is broken 400 and one announcing a chunk over ``max_body`` 413
+    (both at once, :class:`StrictChunkedReader`).  A body declared larger than
     ``max_body`` is not read: the app answers 413 from its ``Content-Length``.
+    After a refusal the connection ends (:func:`give_up`).
     The connection's socket (``gunicorn.socket``) gets a send timeout.
     """
 
@@ -190,7 +265,7 @@ class WholeBody:
         sock = environ.get("gunicorn.socket")
         if sock is not None:
             sock.settimeout(SEND_TIMEOUT)
-        if environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower() in STREAMED_TYPES:
+        if is_streamed(environ.get("CONTENT_TYPE")):
             environ["wsgi.input"] = DeadlineReader(environ["wsgi.input"], self.timeout)
             return self.app(environ, start_response)
         declared = environ.get("CONTENT_LENGTH") or ""
@@ -200,22 +275,22 @@ class WholeBody:
                 with gevent.Timeout(self.timeout, RequestTimeout):
                     data = environ["wsgi.input"].read(self.max_body + 1)
             except RequestTimeout:
-                return self._refuse(start_response, sock, 408, "Request Timeout",
+                return self._refuse(environ, start_response, 408, "Request Timeout",
                                     f"the request did not arrive whole within {self.timeout:g} s")
+            except BodyTooLarge as exc:
+                return self._refuse(environ, start_response, 413, "Payload Too Large", str(exc))
             except (http_errors.ParseException, http_errors.NoMoreData) as exc:
-                return self._refuse(start_response, sock, 400, "Bad Request", f"the request body is malformed: {exc}")
+                return self._refuse(environ, start_response, 400, "Bad Request",
+                                    f"the request body is malformed: {exc}")
             environ["wsgi.input"] = io.BytesIO(data)
         return self.app(environ, start_response)
 
     @staticmethod
-    def _refuse(start_response: Callable, sock: Any, status: int, reason: str, detail: str) -> list[bytes]:
+    def _refuse(environ: dict, start_response: Callable, status: int, reason: str, detail: str) -> list[bytes]:
+        """Answer a body that was not read whole; nothing more is read of it (the connection ends)."""
+        give_up(environ["wsgi.input"])
         line, headers, body = problem_bytes(status, reason, detail)
         start_response(line, headers)
-        if sock is not None and status == 400:  # nothing more is read from it: the connection ends
-            try:
-                sock.shutdown(socket.SHUT_RD)
-            except OSError:
-                pass
         return [body]
 
 
@@ -231,11 +306,19 @@ _HTTP_ERRORS: tuple[tuple[type, int, str], ...] = (
 class ServiceWorker(GeventWorker):
     """gunicorn's ``gevent`` worker, answering its own errors as problem+json.
 
-    Besides: a client that stops reading a response (:data:`SEND_TIMEOUT`) ends
-    its connection quietly, and when the worker is told to stop, the app's
-    ``worker_stop`` hooks run (the live streams end, so that it can exit).
+    Each override is here for a behaviour the tests check or an attack ``bench/hostile.py`` measures,
+    which none of gunicorn's settings gives (each says which).  What the slow-client attacks need is
+    not here but in :class:`WholeBody` (the body's deadline, the send timeout): with ``handle``
+    removed, 50, 200 and 1,000 header tricklers are still closed at ``KEEPALIVE`` by gunicorn's own
+    deadline around reading a head.  ``handle_quit`` is not overridden: on SIGINT/SIGQUIT (a quick
+    stop) gunicorn's worker exits a moment later, its streams with it (``serve`` with four open
+    streams stopped in 0.42 s with or without an override running the ``worker_stop`` hooks).
     """
 
+    # A behaviour (tests/test_serving.py, the gunicorn-level errors): every refusal of gunicorn's parser
+    # (a malformed request line or header, an unsupported transfer coding, a head over the limits) is an
+    # RFC 9457 problem like every other error of the service.  gunicorn writes its own text/html page,
+    # and no setting changes it.
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         if not isinstance(exc, (http_errors.ParseException, OSError)) or isinstance(exc, http_errors.ConfigurationProblem):
             super().handle_error(req, client, addr, exc)  # the app's own failure: gunicorn's 500
@@ -269,6 +352,10 @@ class ServiceWorker(GeventWorker):
         except OSError:
             pass
 
+    # A behaviour (tests/test_serving.py, the gunicorn-level errors): a TLS handshake on the plain port is a
+    # 400 at once.  gunicorn reads its bytes as the start of a request line that never ends, and closes the
+    # connection at KEEPALIVE without an answer; no setting tells it.  (The slow-client attacks do not need
+    # this override: bench/hostile.py measures the same cut-offs without it.)
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         first = b""
         with gevent.Timeout(self.cfg.keepalive or 1, False):  # (the head's own deadline, as gunicorn's)
@@ -286,27 +373,48 @@ class ServiceWorker(GeventWorker):
             return
         super().handle(listener, client, addr)
 
+    # Four things around gunicorn's own handling of a request, none of which a gunicorn setting gives:
+    # * a behaviour (the gunicorn-level errors): an HTTP version other than 1.0 and 1.1 is a 505 problem
+    #   (gunicorn answers HTTP/1.2 as "HTTP/1.2 200");
+    # * a behaviour (the framing tests): a wrong or oversized chunk-size line is a 400 / 413 at once
+    #   (StrictChunkedReader in place of gunicorn's reader);
+    # * an attack (bench/hostile.py, never-reading streams): a client dropped after SEND_TIMEOUT ends its
+    #   connection with an INFO line; gunicorn logs a socket timeout as an ERROR with its traceback (200
+    #   never-reading streams: 400 ERROR lines without this);
+    # * a behaviour (tests/test_serving.py, the 413 of a chunked body over the limit, which failed without
+    #   it): the connection of a body given up ends with Connection: close and a lingering close; closing
+    #   at once on the client's unread bytes resets the connection, and the client loses the answer.
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
         if req.version not in ((1, 0), (1, 1)):
             self._answer(sock, 505, "HTTP Version Not Supported",
                          f"HTTP/{req.version[0]}.{req.version[1]} is not served here: use HTTP/1.1")
             raise StopIteration  # (gunicorn's way to end the connection)
+        if type(getattr(req.body, "reader", None)) is ChunkedReader:  # (nothing of the body is read yet)
+            streamed = is_streamed(next((v for h, v in req.headers if h == "CONTENT-TYPE"), None))
+            settings = getattr(self.app, "settings", None)
+            max_body = None if streamed or settings is None else int(settings.max_body_bytes)
+            req.body = Body(StrictChunkedReader(req, req.unreader, max_body))
+        _REQUESTS[req.body] = req
         try:
             keep = super().handle_request(listener_name, req, sock, addr)
         except TimeoutError:  # the client accepted nothing for SEND_TIMEOUT seconds
             self.log.info("dropped a client that stopped reading (%s)", (addr or ("",))[0])
             raise StopIteration from None
-        if req.body in _CUT:  # a streamed body given up: where the next request would start is unknown
+        except StopIteration:
+            if req.body in _CUT:
+                self._linger(sock)
+            raise
+        if req.body in _CUT:  # a body given up (give_up): where the next request would start is unknown
             self._linger(sock)
             raise StopIteration
         return keep
 
-    def handle_exit(self, sig: int, frame: Any) -> None:  # SIGTERM: stop gracefully
+    # A behaviour (tests/test_stream.py, a reload ends the streams at once): on SIGTERM (a stop, a reload's
+    # old worker) the app's worker_stop hooks end the live streams, so that the worker exits at once.
+    # gunicorn's graceful stop waits for every open connection up to graceful_timeout, and a stream never
+    # ends by itself; a shorter graceful_timeout would cut ordinary requests short as well.
+    def handle_exit(self, sig: int, frame: Any) -> None:
         super().handle_exit(sig, frame)
-        gevent.spawn(self._stop_app)
-
-    def handle_quit(self, sig: int, frame: Any) -> None:
-        super().handle_quit(sig, frame)
         gevent.spawn(self._stop_app)
 
     def _stop_app(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from service.api.app import create_app
+from tests.problems import problem
 
 PLAYERS = {"players": ["a", "b", "c", "d"]}
 
@@ -128,6 +129,39 @@ def test_a_tables_limit_counts_only_what_the_table_answered(redis_url):
     assert c.get(f"/v1/tables/{tid}", headers=auth).status_code == 200
     assert c.get(f"/v1/tables/{tid}/events", headers=auth).status_code == 200
     refused(c.get(f"/v1/tables/{tid}", headers=auth), "minute")  # reads: the table and its events together
+
+
+def test_each_stream_open_is_one_of_the_tables_reads(redis_url):
+    """Opening a table's stream counts against TABLE_READS_PER_MINUTE like a read of the table: an open
+    beyond the limit is a 429 problem naming the limit (so that opens, each a read of the log and a
+    subscription, cannot be repeated without bound), and so is a read after the opens used the limit up.
+    Opens refused without the table's token do not count (docs/api.md, rate limits)."""
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, **OFF, "TABLE_READS_PER_MINUTE": 3})
+    try:
+        c = app.test_client()
+        (tid, auth), (other, other_auth) = _table(c), _table(c)
+        url = f"/v1/tables/{tid}/stream"
+        assert c.get(url, headers={"Authorization": "Bearer not-this-tables-token"}).status_code == 401
+        opened = [c.get(url + query, headers=auth, buffered=False) for query in ("", "", "?after=0")]
+        assert [r.status_code for r in opened] == [200, 200, 200]
+        for r in opened:
+            r.close()
+        for path in (url, url + "?after=0", f"/v1/tables/{tid}"):
+            refused_read = c.get(path, headers=auth, buffered=False)
+            if refused_read.status_code == 200:  # (an open stream never ends: do not read it)
+                refused_read.close()
+                pytest.fail(f"{path} was answered 200 beyond the table's reads")
+            body = problem(refused_read, 429, "too_many_requests")
+            assert body["limit"] == "table_reads" and 0 < int(refused_read.headers["Retry-After"]) <= 120
+        assert app.extensions["stream_hub"].subscribers == 0  # a refused open subscribed nothing
+        # another table's stream is not limited by this one's
+        response = c.get(f"/v1/tables/{other}/stream", headers=other_auth, buffered=False)
+        assert response.status_code == 200
+        response.close()
+    finally:
+        hub = app.extensions.get("stream_hub")
+        if hub is not None:
+            hub.close()
 
 
 def test_voids_per_table_and_per_client(redis_url):

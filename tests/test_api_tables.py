@@ -442,10 +442,28 @@ def endpoints(t):
     ]
 
 
+def more_endpoints(t):
+    """The table's other operations: its stream, rounds and summary (reads), finishing it and rotating its
+    tokens (writes)."""
+    tid = t["id"]
+    return [
+        ("GET", f"{TABLES}/{tid}/stream", None, False),
+        ("GET", f"{TABLES}/{tid}/rounds", None, False),
+        ("GET", f"{TABLES}/{tid}/summary", None, False),
+        ("POST", f"{TABLES}/{tid}/finish", None, True),
+        ("POST", f"{TABLES}/{tid}/tokens/rotate", None, True),
+    ]
+
+
 def call(client, method, url, body, headers):
     if body is None:
-        return client.open(url, method=method, headers=headers)
-    return client.open(url, method=method, json=body, headers=headers)
+        response = client.open(url, method=method, headers=headers)
+    else:
+        response = client.open(url, method=method, json=body, headers=headers)
+    if response.mimetype == "text/event-stream":  # a stream that opened never ends: it is not read here
+        response.close()
+        pytest.fail(f"{method} {url} opened a stream")
+    return response
 
 
 def test_tokens(client):
@@ -480,10 +498,10 @@ def test_tokens(client):
                                  "not-a-table"])
 def test_an_unknown_or_malformed_table_is_answered_as_a_wrong_token_is(client, tid):
     """A token that is not an existing table's says no more about an unknown id than about a known one:
-    401, as for a wrong token of a real table."""
+    401, as for a wrong token of a real table, on every operation of a table (docs/api.md, credentials)."""
     t = create(client)
     fake = {"id": tid, "token": t["token"], "read_token": t["read_token"]}
-    for method, url, body, _ in endpoints(fake):
+    for method, url, body, _ in endpoints(fake) + more_endpoints(fake):
         for tok in (t["token"], t["read_token"], "x" * 43):
             problem(call(client, method, url, body, bearer(tok)), 401, "unauthorized")
         wrong = call(client, method, f"/v1/tables/{t['id']}" + url.split(tid, 1)[1], body, bearer("x" * 43))

@@ -77,3 +77,23 @@ def test_load_ting_runs_the_service_and_the_bare_app_without_an_error():
     for target in ("flask", "bare"):
         assert out[target]["errors"] == 0 and out[target]["requests"] > 0
     assert out["flask/bare"]["rps"] == pytest.approx(out["flask"]["rps"] / out["bare"]["rps"], abs=0.002)
+
+
+def test_stream_opens_phase_prints_each_open_and_the_never_reading_streams():
+    done = subprocess.run([sys.executable, "bench/stream.py", "--phases", "opens", "--records", "300", "--opens", "2",
+                           "--never-reading", "4", "--hold", "1"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [line["phase"] for line in lines] == ["opens_setup", "stream_open", "stream_open", "stream_open",
+                                                "never_reading_streams"]
+    opens = lines[1:4]
+    assert [line["after"] for line in opens] == [0, 150, 299]  # the start, the middle, the last but one
+    for line in opens:
+        assert line["opens"] == 2 and line["records"] == 300
+        assert line["first_record_ms_p50"] > 0 and line["worker_cpu_ms_p50"] > 0
+    assert opens[2]["bytes_read_p50"] < opens[0]["bytes_read_p50"]  # from the last but one: one record to send
+    held = lines[4]
+    assert held["streams"] == 4 and len(held["workers"]) == 2
+    for worker in held["workers"]:
+        assert worker["growth_kib"] == worker["rss_kib_peak"] - worker["rss_kib_before"] >= 0
+    assert held["probe"]["requests"] > 0 and held["probe"]["errors"] == 0

@@ -140,7 +140,8 @@ async def _slow_clients_scenario(port: int, count: int) -> dict:
         writer.close()
         pending = sum(not ended.done() for *_, ended in slow)
         probes.append((responses(answer)[0][0], pending, time.monotonic() - started))
-    ends = await asyncio.wait_for(asyncio.gather(*(ended for *_, ended in slow)), 4 * SHORT_DEADLINE + 10)
+    ends = await asyncio.wait_for(asyncio.gather(*(ended for *_, ended in slow), return_exceptions=True),
+                                  4 * SHORT_DEADLINE + 10)
     trickler.cancel()
     for _, _, writer, _ in slow:
         writer.close()
@@ -162,6 +163,8 @@ def test_slow_clients_do_not_stop_others_and_are_cut_off(quick_served):
             problem = json.loads(body)
             assert status == 408 and headers["content-type"] == "application/problem+json"
             assert problem["code"] == "request_timeout" and problem["status"] == 408
+        elif kind == "head":  # (closed while its bytes still came in: the kernel may answer them with a reset)
+            assert end == b"" or isinstance(end, ConnectionResetError), (kind, end)
         else:
             assert end == b"", (kind, end)
         kinds[kind] += 1
@@ -187,41 +190,67 @@ def test_connection_close_is_honoured_at_once(default_served):
 CHUNKED = b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
-@pytest.mark.parametrize("body", [
-    b"zz\r\n" + TING + b"\r\n0\r\n\r\n",                                      # not a hex size
-    b"%x\r\n" % len(TING) + TING + b"XX0\r\n\r\n",                            # no CRLF after the data
-    b"%x;\x01\r\n" % len(TING) + TING + b"\r\n0\r\n\r\n",                     # a control byte in an extension
-    b"%x\r\n" % len(TING) + TING[:10],                                        # the client gives up mid-chunk
-], ids=["bad-size", "missing-terminator", "broken-extension", "truncated"])
-def test_malformed_chunked_bodies_are_400_problems_at_once(default_served, body):
-    started = time.monotonic()
-    with socket.create_connection(("127.0.0.1", default_served.port), timeout=10) as sock:
+@pytest.mark.parametrize("body, half_close", [
+    (b"zz\r\n" + TING + b"\r\n0\r\n\r\n", False),                               # not a hex size
+    (b"%x\r\n" % len(TING) + TING + b"XX0\r\n\r\n", False),                     # no CRLF after the data
+    (b"%x;\x01\r\n" % len(TING) + TING + b"\r\n0\r\n\r\n", False),              # a control byte in an extension
+    (b"%x\n" % len(TING) + TING + b"\n0\n\n", False),                             # LF-only lines
+    (b"%x\r\n" % len(TING) + TING + b"\r\n0\r\n\n", False),                      # a bare LF ends the trailers
+    (b"%x\r\n" % len(TING) + TING[:10], True),                                  # the client leaves mid-chunk
+    (b"%x\r\n" % len(TING) + TING + b"\r\n", True),                             # ... or before the last chunk
+], ids=["bad-size", "missing-terminator", "broken-extension", "lf-only", "lf-after-trailers", "truncated",
+        "no-last-chunk"])
+def test_malformed_chunked_bodies_are_400_problems_at_once(default_served, body, half_close):
+    """A chunk-size line is wrong as soon as it is whole (a bare LF ends it, or it is no size), and a body
+    whose client half-closed the connection before its end can never be whole: 400 problem+json, not the
+    408 of the REQUEST_TIMEOUT deadline (10 s here: the socket's own timeout is shorter)."""
+    with socket.create_connection(("127.0.0.1", default_served.port), timeout=5) as sock:
         sock.sendall(CHUNKED + body)
-        if body.endswith(TING[:10]):  # a truncated body: the client half-closes
+        if half_close:
             sock.shutdown(socket.SHUT_WR)
         answer = b""
         while chunk := sock.recv(65536):
             answer += chunk
     (status, headers, payload), = responses(answer)
     assert status == 400 and headers["content-type"] == "application/problem+json"
+    assert headers["connection"] == "close"  # where a next request would start is unknown
     problem = json.loads(payload)
     assert problem["status"] == 400 and "malformed" in problem["detail"].lower()
-    assert time.monotonic() - started < 1
     log = "\n".join(default_served.log_lines())
     assert "Traceback" not in log and "[ERROR]" not in log and '"level":"ERROR"' not in log
 
 
+@pytest.mark.parametrize("size", [1 << 80, 65537], ids=["2^80", "limit+1"])
+def test_a_chunk_over_the_body_limit_is_413_as_soon_as_its_size_line_is_whole(default_served, size):
+    """A chunk-size line announcing more than MAX_BODY_BYTES (65,536) is valid framing of a body the
+    service does not take: 413 as a Content-Length over the limit, without waiting for its bytes."""
+    with socket.create_connection(("127.0.0.1", default_served.port), timeout=5) as sock:
+        sock.sendall(CHUNKED + b"%x\r\n" % size + b"abc")  # the client stays, as if sending the rest
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    (status, headers, payload), = responses(answer)
+    problem = json.loads(payload)
+    assert status == 413 and headers["content-type"] == "application/problem+json"
+    assert problem["code"] == "payload_too_large" and str(size) in problem["detail"]
+    assert headers["connection"] == "close"
+    # chunks that add up to more than the limit, each under it: 413 when the size line that passes it is whole
+    body = b"%x\r\n" % 60000 + b" " * 60000 + b"\r\n%x\r\n" % 6000
+    (status, _, payload), = responses(raw(default_served.port, CHUNKED + body, timeout=5))
+    assert status == 413 and json.loads(payload)["code"] == "payload_too_large"
+
+
 @pytest.mark.parametrize("body", [
-    b"100000000000000000000\r\nabc",                                          # a chunk of 2^80 bytes
-    b"%x\n" % len(TING) + TING + b"\n0\n\n",                                    # LF-only framing
-    b"%x\r\n" % len(TING) + TING + b"\r\n",                                      # no last chunk
-], ids=["huge-chunk", "lf-only", "no-last-chunk"])
+    b"5",                                                                      # a size line not whole yet
+    b"%x\r\n" % len(TING) + TING[:10],                                        # a chunk's bytes still to come
+    b"%x\r\n" % len(TING) + TING + b"\r\n",                                   # no last chunk yet
+], ids=["partial-size-line", "partial-chunk", "no-last-chunk"])
 def test_framing_that_cannot_be_told_from_a_slow_sender_is_408_at_the_deadline(quick_served, body):
-    """What could still be the start of a valid body (the rest on its way) waits for REQUEST_TIMEOUT."""
-    started = time.monotonic()
+    """What could still be the start of a valid body (the rest on its way, the connection open) is
+    answered 408 at REQUEST_TIMEOUT, and the connection ends."""
     (status, headers, payload), = responses(raw(quick_served.port, CHUNKED + body))
     assert status == 408 and json.loads(payload)["code"] == "request_timeout"
-    assert SHORT_DEADLINE <= time.monotonic() - started < SHORT_DEADLINE + 3
+    assert headers["connection"] == "close"
 
 
 def test_chunked_and_pipelined_requests_and_100_continue_work(default_served):
