@@ -372,6 +372,28 @@ def test_after_the_retry_budget_a_notification_is_dead_lettered_and_the_webhook_
                what="ok again")
 
 
+def test_once_the_webhook_is_ok_again_a_lane_that_dead_lettered_gives_its_next_notification_a_whole_budget(
+        client, receiver, dispatchers):
+    made = register(client, receiver.url, ["event.recorded"])
+    receiver.default = 500
+    first = dispatchers(retry_for=0.5, backoff_ms=50)
+    a, b = new_table(client), new_table(client)
+    assert post(client, a, {"type": "round_start"}).status_code == 201
+    wait_until(lambda: client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["dead_letters"] == 1,
+               what="table a's seq 1 dead-lettered")
+    receiver.default = 200
+    assert post(client, b, {"type": "round_start"}).status_code == 201  # delivered: the webhook is ok again
+    wait_until(lambda: client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "ok",
+               what="ok again")
+    first.stop(wait=3.0)
+    dispatchers(retry_for=0.5, backoff_ms=50)  # (a fresh copy of the webhook's status: ok)
+    receiver.plan.append(500)  # one failure, then the retry (50 ms later, well within the 0.5 s budget) succeeds
+    assert post(client, a, KONG).status_code == 201
+    receiver.wait(lambda r: any(m["data"]["table"] == a["id"] for m in r.messages()), what="table a's seq 2")
+    assert [(m["data"]["table"], m["data"]["seq"]) for m in receiver.messages()] == [(b["id"], 1), (a["id"], 2)]
+    assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["dead_letters"] == 1
+
+
 def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, receiver, dispatchers):
     slow = Receiver()
     try:

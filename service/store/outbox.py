@@ -555,7 +555,7 @@ class Dispatcher:
                                   "attempts": lane.attempts + 1, "first_failure": codec.iso(since),
                                   "dead_at": codec.iso(now), "error": result.error, "status": result.status,
                                   "body": orjson.loads(body)}
-                        lane = Lane(entry_id, since=since)
+                        lane = Lane(entry_id)  # (the next entry's budget starts at its own first failure)
                         failing = True
                         if self._store_lane(table_id, hook, token, lane) != 1:
                             return lane, "lost"
