@@ -394,6 +394,44 @@ def test_once_the_webhook_is_ok_again_a_lane_that_dead_lettered_gives_its_next_n
     assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["dead_letters"] == 1
 
 
+def test_a_visit_with_an_older_copy_of_the_webhooks_keeps_the_lane_of_a_webhook_registered_since(
+        app, client, receiver, dispatchers, redis_url, monkeypatch):
+    from service.store import outbox as outbox_module
+
+    monkeypatch.setattr(outbox_module, "HOOKS_FOR", 60.0)  # (the copy below stays in use)
+    register(client, receiver.url, ["event.recorded"])
+    t = new_table(client)
+    stale = Dispatcher(redis_client.connect(redis_url), app.extensions["webhooks"],
+                       DispatcherOptions(timeout=1.0, allow_private=True))  # (not started: visited by hand)
+    stale._hooks_of("acme")  # its copy of acme's webhooks: the first one only
+    other = Receiver()
+    try:
+        newer = register(client, other.url, ["event.recorded"])
+        fresh = dispatchers()
+        assert post(client, t, {"type": "round_start"}).status_code == 201
+        other.wait(lambda r: r.messages(), what="seq 1 to the newer webhook")
+        r = redis.Redis.from_url(redis_url)
+        wait_until(lambda: r.hget(keys.lanes(t["id"]), newer["id"]), what="its lane written")
+        lane = r.hget(keys.lanes(t["id"]), newer["id"])
+        fresh.stop(wait=3.0)
+        assert stale.visit(t["id"]) == 1
+        assert r.hget(keys.lanes(t["id"]), newer["id"]) == lane  # not taken for a deleted webhook's
+        r.close()
+        dispatchers()
+        assert post(client, t, KONG).status_code == 201
+        other.wait(lambda rc: len(rc.messages()) >= 2, what="seq 2 to the newer webhook")
+        assert [m["data"]["seq"] for m in other.messages()] == [1, 2]  # seq 1 once
+        # a webhook that is gone does lose its lanes
+        assert client.delete(f"/v1/webhooks/{newer['id']}", headers=acme()).status_code == 204
+        stale._hooks.clear()  # (its copy is a fresh one now: it knew the newer webhook)
+        r = redis.Redis.from_url(redis_url)
+        wait_until(lambda: stale.visit(t["id"]) and r.hget(keys.lanes(t["id"]), newer["id"]) is None,
+                   what="the deleted webhook's lane dropped")
+        r.close()
+    finally:
+        other.close()
+
+
 def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, receiver, dispatchers):
     slow = Receiver()
     try:

@@ -405,6 +405,11 @@ class Dispatcher:
                 next_at = now + DEFER_MS if next_at is None else min(next_at, now + DEFER_MS)
         known = {h.id for h in hooks}
         gone = [hook_id for hook_id in lanes if hook_id not in known]
+        if gone:  # (the copy may predate a webhook registered since, whose lane is then here: only a read made
+            # after the lanes were says a webhook is gone)
+            fresh = self.registry.hooks_of(owner)
+            self._hooks[owner] = (time.monotonic(), fresh)
+            gone = [hook_id for hook_id in gone if hook_id not in {h.id for h in fresh[0]}]
         try:
             left = self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
                                                        args=[token, f"{keep[0]}-{keep[1]}", *gone], client=r))
