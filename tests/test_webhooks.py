@@ -201,12 +201,16 @@ def test_any_url_is_parsed_or_refused(url):
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254",
                                      "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fc00::1", "::ffff:127.0.0.1",
-                                     "2002:7f00:1::", "64:ff9b::a00:1", "224.0.0.1", "240.0.0.1"])
+                                     "2002:7f00:1::", "64:ff9b::a00:1", "224.0.0.1", "240.0.0.1",
+                                     # IPv4-compatible and IPv4-translated forms of 127.0.0.1 and 10.0.0.1, a
+                                     # local-use NAT64 prefix, site-local: none of them global unicast
+                                     "::7f00:1", "::a00:1", "::ffff:0:7f00:1", "64:ff9b:1::a00:1", "fec0::1"])
 def test_no_address_but_a_public_one_is_a_target(address):
     assert address_refused(address)
 
 
-@pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "8.8.8.8"])
+@pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "8.8.8.8",
+                                     "64:ff9b::808:808", "::ffff:8.8.8.8"])
 def test_public_addresses_are_targets(address):
     assert address_refused(address) is None
 
