@@ -153,12 +153,16 @@ class _PinnedConnection(http.client.HTTPConnection):
                  tls: ssl.SSLContext | None) -> None:
         super().__init__(host, port, timeout=timeout)
         self.pinned_addresses, self.pinned_tls = addresses, tls
+        self.pinned_deadline = time.monotonic() + timeout  # (the attempt's: :meth:`Sender._post` sets it)
 
     def connect(self) -> None:
         error: OSError | None = None
-        for address in self.pinned_addresses:
+        for address in self.pinned_addresses:  # (all of them within the attempt's deadline, not each)
+            left = self.pinned_deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no connection within the attempt's deadline")
             try:
-                sock = socket.create_connection((address, self.port), self.timeout)
+                sock = socket.create_connection((address, self.port), min(self.timeout, left))
                 break
             except OSError as exc:
                 error = exc
@@ -166,8 +170,11 @@ class _PinnedConnection(http.client.HTTPConnection):
             raise error or OSError("no address to connect to")
         # (as http.client's own connect: without it a kept-alive connection waits on delayed ACKs)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.pinned_tls is not None:
-            sock = self.pinned_tls.wrap_socket(sock, server_hostname=self.host)
+        if self.pinned_tls is not None:  # (the handshake on self.sock: the watchdog can cut it)
+            sock = self.pinned_tls.wrap_socket(sock, server_hostname=self.host, do_handshake_on_connect=False)
+            self.sock = sock
+            sock.settimeout(max(0.001, self.pinned_deadline - time.monotonic()))
+            sock.do_handshake()
         self.sock = sock
 
 
@@ -273,6 +280,7 @@ class Sender:
                 sock.shutdown(socket.SHUT_RDWR)
 
         ticket = _WATCHDOG.watch(started + timeout, cut)
+        conn.pinned_deadline = started + timeout
 
         def took() -> int:
             return int((time.monotonic() - started) * 1000)

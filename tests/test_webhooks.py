@@ -4,7 +4,9 @@ retries, dead letters, the sweep, several dispatchers, the SSRF guard; real Redi
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections import Counter, defaultdict
 
 import pytest
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from service.api import create_app
 from service.config import NO_LIMITS
 from service.store import keys, redis_client
+from service import delivery
 from service.delivery import TargetRefused, address_refused, deliver, parse_target, resolve
 from service.store.outbox import Dispatcher, DispatcherOptions
 from tests.receivers import Receiver, wait_until
@@ -228,6 +231,71 @@ def test_loopback_targets_are_refused_at_registration_and_at_delivery(redis_url,
     assert not attempt.ok and attempt.status is None and "target refused" in attempt.error
     assert receiver.received == []
     assert deliver(receiver.url, b"{}", {}, timeout=1.0, allow_private=True).ok
+
+
+class _Stalling:
+    """A TCP listener on 127.0.0.1 that stalls its clients: ``trickle`` sends what looks like a TLS handshake
+    record one byte at a time (the handshake never ends, each read gets a byte); else its backlog is full,
+    so a new connection is never established (its SYNs are dropped)."""
+
+    def __init__(self, trickle: bool) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(0)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.held: list[socket.socket] = []
+        if trickle:
+            threading.Thread(target=self._serve, daemon=True).start()
+        else:
+            filler = socket.create_connection(("127.0.0.1", self.port))  # (accepted by no one: the queue is full)
+            self.held.append(filler)
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            try:
+                conn.recv(65536)  # (the client's hello)
+                conn.sendall(b"\x16\x03\x03\x40\x00")  # a handshake record of 16 KiB, to come byte by byte
+                while not self.stop.wait(0.1):
+                    conn.sendall(b"\x02")
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.stop.set()
+        for s in (*self.held, self.sock):
+            s.close()
+
+
+def test_an_attempt_ends_by_its_deadline_in_a_trickled_tls_handshake():
+    server = _Stalling(trickle=True)
+    try:
+        started = time.monotonic()
+        attempt = deliver(f"https://127.0.0.1:{server.port}/x", b"{}", {}, timeout=0.5, allow_private=True)
+        took = time.monotonic() - started
+    finally:
+        server.close()
+    assert not attempt.ok and attempt.error.startswith("timeout"), attempt
+    assert took < 1.5, took  # (the deadline, and the watchdog's 50 ms)
+
+
+def test_an_attempt_ends_by_its_deadline_however_many_addresses_stall(monkeypatch):
+    server = _Stalling(trickle=False)
+    url = f"http://stalling.example:{server.port}/x"
+    monkeypatch.setattr(delivery, "resolve", lambda u, allow_private=False: (parse_target(u), ["127.0.0.1"] * 4))
+    try:
+        started = time.monotonic()
+        attempt = deliver(url, b"{}", {}, timeout=0.5, allow_private=True)
+        took = time.monotonic() - started
+    finally:
+        server.close()
+    assert not attempt.ok and attempt.error.startswith("timeout"), attempt
+    assert took < 1.5, took  # (one timeout in all, not one per address)
 
 
 def test_a_dispatcher_that_refuses_private_targets_delivers_nothing_there(client, receiver, dispatchers):
