@@ -504,6 +504,23 @@ def test_a_visit_with_an_older_copy_of_the_webhooks_keeps_the_lane_of_a_webhook_
         other.close()
 
 
+def test_the_status_follows_the_order_of_the_outcomes_not_the_clocks_of_the_dispatchers_that_noted_them(
+        app, client, receiver, monkeypatch):
+    from service.store import webhooks as webhooks_module
+
+    made = register(client, receiver.url, ["event.recorded"])
+    registry = app.extensions["webhooks"]
+    hook = registry.webhook("acme", made["id"])
+    attempt = {"at": "2026-01-01T00:00:00.000Z", "id": "msg_x", "type": "event.recorded", "table": None, "seq": 1,
+               "attempt": 1, "ok": False, "status": 500, "error": "HTTP 500", "duration_ms": 1}
+    assert registry.note(hook, attempt, "dead", {"id": "msg_x"})
+    assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "failing"
+    real = webhooks_module.now_ms
+    monkeypatch.setattr(webhooks_module, "now_ms", lambda: real() - 5_000)  # a dispatcher whose clock is 5 s behind
+    assert registry.note(hook, {**attempt, "ok": True, "status": 200, "error": None}, "ok")  # (noted after the dead letter)
+    assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "ok"
+
+
 def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, receiver, dispatchers):
     slow = Receiver()
     try:
