@@ -538,6 +538,25 @@ def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, re
         slow.close()
 
 
+def test_a_webhook_gets_a_notification_stamped_by_a_clock_a_little_behind_the_one_of_its_registration(
+        app, client, receiver, dispatchers, redis_url):
+    made = register(client, receiver.url, ["event.recorded"])
+    created_ms = app.extensions["webhooks"].webhook("acme", made["id"]).created_ms
+    # a write acknowledged after the registration, at a table on another cluster node whose clock is 200 ms
+    # behind the owner's node's: its outbox entry's id is older than the webhook
+    table_id = "00000000000000ab"
+    data = {"table": table_id, "seq": 1, "version": 1, "record": {"seq": 1, "type": "round_start"},
+            "balances": [0, 0, 0, 0]}
+    r = redis.Redis.from_url(redis_url)
+    r.xadd(keys.outbox(table_id), {"t": "event.recorded", "o": "acme", "d": json.dumps(data)},
+           id=f"{created_ms - 200}-0")
+    r.zadd(keys.WEBHOOKS_DUE, {table_id: 0})
+    r.close()
+    dispatchers()
+    receiver.wait(lambda rc: rc.messages(), what="the notification")
+    assert [m["data"] for m in receiver.verify(made["secret"])] == [data]
+
+
 def test_an_outbox_a_crash_left_without_its_hint_is_found_by_the_sweep(client, receiver, dispatchers, redis_url):
     made = register(client, receiver.url, ["event.recorded"])
     t = new_table(client)

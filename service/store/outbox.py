@@ -66,7 +66,8 @@ What it guarantees, and its bounds
   trim keeps everything after the lowest cursor of the table's webhooks, and
   everything of the last 10 s (:data:`MARGIN_MS`, measured by the owner's
   Redis clock when its webhooks were read: a webhook registered meanwhile gets
-  the notifications written after its creation).  An outbox expires with its
+  the notifications written after its creation, and those of the second before
+  it, :data:`CLOCK_SLACK_MS`: a cluster node's clock may be a little behind).  An outbox expires with its
   table (its TTL is the table's, at least 7 days: :func:`~service.store.keys.outbox_ttl`),
   so notifications that no dispatcher delivered within that time go with it;
   an outbox left empty by a deleted or expired table is removed.  A table an API
@@ -112,6 +113,11 @@ BATCH = 20
 MAX_PER_JOB = 200
 """Deliveries one lane job makes before it lets the table be visited again (fairness)."""
 BACKOFF_CAP_MS = 3_600_000
+CLOCK_SLACK_MS = 1_000
+"""A new webhook's lanes start this long before its registration (by the owner's Redis clock): an outbox entry's
+id is the clock of its table's node, which on a cluster may be a little behind the owner's node's (a write
+acknowledged after the registration is delivered; one made up to this long before it may be too).  Less than
+:data:`MARGIN_MS`, so a visit that does not know the webhook yet keeps those entries."""
 
 
 def _id(raw: bytes | str) -> tuple[int, int]:
@@ -161,7 +167,7 @@ class Lane:
     @classmethod
     def load(cls, raw: bytes | None, created_ms: int) -> "Lane":
         if raw is None:
-            return cls(f"{created_ms}-0")
+            return cls(f"{created_ms - CLOCK_SLACK_MS}-0")
         d = orjson.loads(raw)
         return cls(d["c"], int(d["n"]), int(d["at"]), int(d["since"]))
 
