@@ -347,32 +347,35 @@ def test_deliveries_are_signed_in_seq_order_and_carry_the_record_as_listed(clien
     made = register(client, receiver.url)
     dispatchers()
     t = new_table(client)
-    assert post(client, t, {"type": "round_start"}).status_code == 201
-    assert post(client, t, KONG).status_code == 201
-    assert client.post(f"/v1/tables/{t['id']}/events/2/void",
-                       headers={"Authorization": f"Bearer {t['token']}"}).status_code == 201
-    assert post(client, t, {"type": "round_end"}).status_code == 201
+    win = {"type": "hu", "from": None, "tile": "5p", "after_kong": False,
+           "winners": [{"seat": 1, "hand": {"tiles": ["1m", "2m", "3m", "4m", "5m", "6m", "7m", "8m", "9m", "1p", "2p",
+                                                      "3p", "5p", "5p"], "melds": []}}]}
+    written = [post(client, t, {"type": "round_start"}), post(client, t, KONG),
+               client.post(f"/v1/tables/{t['id']}/events/2/void", headers={"Authorization": f"Bearer {t['token']}"}),
+               post(client, t, win), post(client, t, {"type": "round_end"})]
+    assert [w.status_code for w in written] == [201] * 5, [w.get_json() for w in written]
+    written = [w.get_json() for w in written]
     listed = client.get(f"/v1/tables/{t['id']}/events", headers=acme()).get_json()["events"]
+    assert listed[1]["voided"] is True and listed[3]["winners"][0]["hand"]["tiles"] == win["winners"][0]["hand"]["tiles"]
     view = client.post(f"/v1/tables/{t['id']}/finish", headers=acme()).get_json()
     assert client.delete(f"/v1/tables/{t['id']}", headers=acme()).status_code == 204
-    receiver.wait(lambda r: len(r.received) >= 7, what="7 deliveries")
+    receiver.wait(lambda r: len(r.received) == 9, what="9 deliveries")
     bodies = receiver.verify(made["secret"])  # every signature checks out
     assert [b["type"] for b in bodies] == ["table.created", "event.recorded", "event.recorded", "event.voided",
-                                           "event.recorded", "round.ended", "table.finished", "table.deleted"][:len(bodies)]
-    receiver.wait(lambda r: len(r.received) == 8, what="the deletion")
-    bodies = receiver.verify(made["secret"])
+                                           "event.recorded", "event.recorded", "round.ended", "table.finished",
+                                           "table.deleted"]
     assert bodies[0]["data"] == {"table": t["id"], "seq": None, "version": 0, "record": None,
                                  "balances": [0, 0, 0, 0]}
-    for body, seq in zip(bodies[1:6], (1, 2, 3, 4, 4)):
-        record = dict(listed[seq - 1], voided=False)  # (as listed when it was recorded)
-        assert body["data"] == {"table": t["id"], "seq": seq, "version": seq, "record": record,
-                                "balances": body["data"]["balances"]}
+    for body, seq in zip(bodies[1:7], (1, 2, 3, 4, 5, 5)):
+        record = dict(listed[seq - 1], voided=False)  # (as listed when it was recorded: every member)
+        assert body["data"] == {"table": t["id"], "seq": seq, "version": written[seq - 1]["version"],
+                                "record": record, "balances": written[seq - 1]["balances"]}
     assert bodies[2]["data"]["balances"][0] > 0 and bodies[3]["data"]["balances"] == [0, 0, 0, 0]
-    assert bodies[6]["data"] == {"table": t["id"], "seq": None, "version": 4, "record": None,
+    assert bodies[7]["data"] == {"table": t["id"], "seq": None, "version": 5, "record": None,
                                  "balances": view["balances"]}
-    assert bodies[7]["data"] == bodies[6]["data"]
+    assert bodies[8]["data"] == bodies[7]["data"]
     ids = [r["headers"]["webhook-id"] for r in receiver.received]
-    assert len(set(ids)) == 8 and all(i.startswith(f"msg_{t['id']}_") for i in ids)
+    assert len(set(ids)) == 9 and all(i.startswith(f"msg_{t['id']}_") for i in ids)
     assert all(b["timestamp"].endswith("Z") for b in bodies)
     got = wait_until(lambda: (v := client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json())
                      ["last_delivery"]["type"] == "table.deleted" and v, what="the last delivery noted")
@@ -531,9 +534,11 @@ def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, re
         t = new_table(client)
         for event in ({"type": "round_start"}, KONG, kong("2m"), kong("3m")):
             assert post(client, t, event).status_code == 201
+        slow.wait(lambda r: r.arrived, timeout=8.0, what="the slow webhook's first attempt")
         # all four reach the healthy receiver while the slow one still holds its first (10 s timeout)
         receiver.wait(lambda r: len(r.messages()) == 4, timeout=8.0, what="4 deliveries beside a hanging webhook")
-        assert slow.received == []
+        assert len(slow.arrived) == 1 and slow.received == []  # (in flight all along: nothing answered yet)
+        assert [m["data"]["seq"] for m in receiver.messages()] == [1, 2, 3, 4]
     finally:
         slow.close()
 
