@@ -524,6 +524,32 @@ def test_the_status_follows_the_order_of_the_outcomes_not_the_clocks_of_the_disp
     assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "ok"
 
 
+def test_a_redis_error_in_a_visit_gives_back_the_lane_jobs_it_had_reserved(app, client, receiver, redis_url):
+    register(client, receiver.url, ["event.recorded"])
+    register(client, receiver.url, ["event.recorded"])
+    t = new_table(client)
+    assert post(client, t, {"type": "round_start"}).status_code == 201
+    d = Dispatcher(redis_client.connect(redis_url), app.extensions["webhooks"],
+                   DispatcherOptions(timeout=1.0, allow_private=True, concurrency=2))  # (not started: visited by hand)
+    taken = []
+    real = d._lease
+
+    def lease(key: str, ms: int):
+        if ":lease:" in key:
+            if taken:  # the second lane's lease: Redis goes away
+                raise redis.exceptions.ConnectionError("connection lost")
+            taken.append(key)
+        return real(key, ms)
+
+    d._lease = lease
+    with pytest.raises(redis.exceptions.ConnectionError):
+        d.visit(t["id"])
+    assert d.busy == 0 and d._per_hook == {}  # (else the dispatcher's room shrinks for good: 2 such errors, none)
+    r = redis.Redis.from_url(redis_url)
+    assert r.get(taken[0]) is None  # the first lane's lease is given back
+    r.close()
+
+
 def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, receiver, dispatchers):
     slow = Receiver()
     try:

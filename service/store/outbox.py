@@ -396,27 +396,27 @@ class Dispatcher:
         keep = _id(f"{read_at - MARGIN_MS}-0")
         next_at: int | None = None
         starts: list = []
-        for hook in hooks:
-            if not hook.sees(table_id):
-                continue
-            lane = Lane.load(lanes.get(hook.id), hook.created_ms)
-            keep = min(keep, _id(_after(lane.cursor)))
-            if tail is None or _id(tail) <= _id(lane.cursor):
-                continue  # nothing for it
-            if lane.at > now:
-                next_at = lane.at if next_at is None else min(next_at, lane.at)
-            elif (lane_token := self._reserve(table_id, hook)) is not None:
-                starts.append((hook, hook.id in failing, lane_token))
-            else:
-                next_at = now + DEFER_MS if next_at is None else min(next_at, now + DEFER_MS)
-        known = {h.id for h in hooks}
-        gone = [hook_id for hook_id in lanes if hook_id not in known]
-        if gone:  # (the copy may predate a webhook registered since, whose lane is then here: only a read made
-            # after the lanes were says a webhook is gone)
-            fresh = self.registry.hooks_of(owner)
-            self._hooks[owner] = (time.monotonic(), fresh)
-            gone = [hook_id for hook_id in gone if hook_id not in {h.id for h in fresh[0]}]
-        try:
+        try:  # (a failure after a lane job was reserved gives it back: else its room in the dispatcher is lost)
+            for hook in hooks:
+                if not hook.sees(table_id):
+                    continue
+                lane = Lane.load(lanes.get(hook.id), hook.created_ms)
+                keep = min(keep, _id(_after(lane.cursor)))
+                if tail is None or _id(tail) <= _id(lane.cursor):
+                    continue  # nothing for it
+                if lane.at > now:
+                    next_at = lane.at if next_at is None else min(next_at, lane.at)
+                elif (lane_token := self._reserve(table_id, hook)) is not None:
+                    starts.append((hook, hook.id in failing, lane_token))
+                else:
+                    next_at = now + DEFER_MS if next_at is None else min(next_at, now + DEFER_MS)
+            known = {h.id for h in hooks}
+            gone = [hook_id for hook_id in lanes if hook_id not in known]
+            if gone:  # (the copy may predate a webhook registered since, whose lane is then here: only a read
+                # made after the lanes were says a webhook is gone)
+                fresh = self.registry.hooks_of(owner)
+                self._hooks[owner] = (time.monotonic(), fresh)
+                gone = [hook_id for hook_id in gone if hook_id not in {h.id for h in fresh[0]}]
             left = self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
                                                        args=[token, f"{keep[0]}-{keep[1]}", *gone], client=r))
         except BaseException:
