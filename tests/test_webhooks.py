@@ -550,6 +550,31 @@ def test_a_redis_error_in_a_visit_gives_back_the_lane_jobs_it_had_reserved(app, 
     r.close()
 
 
+def test_a_lane_job_that_starts_late_renews_its_lease_by_when_it_was_taken(client, receiver, dispatchers, redis_url):
+    made = register(client, receiver.url, ["event.recorded"])
+    d = dispatchers(timeout=0.6, lane_lease_ms=3000)  # (renewed before an attempt once 0.4 s old)
+    real = d._deliver_lane
+
+    def late(*args):
+        time.sleep(2.6)  # the job's thread starts late (a busy worker): its lease (3 s) is 2.6 s old
+        return real(*args)
+
+    d._deliver_lane = late
+    receiver.plan.append(("hang", 0.5))  # (unrenewed, the lease expires during this attempt)
+    t = new_table(client)
+    assert post(client, t, {"type": "round_start"}).status_code == 201
+    r = redis.Redis.from_url(redis_url)
+    (last, _), = r.xrevrange(keys.outbox(t["id"]), count=1)  # seq 1's entry
+
+    def cursor():
+        lane = r.hget(keys.lanes(t["id"]), made["id"])
+        return lane is not None and json.loads(lane)["c"] == last.decode()
+
+    wait_until(cursor, timeout=30, what="seq 1's delivery recorded")
+    r.close()
+    assert [m["data"]["seq"] for m in receiver.messages()] == [1]  # once: its lease held
+
+
 def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, receiver, dispatchers):
     slow = Receiver()
     try:

@@ -358,14 +358,14 @@ class Dispatcher:
             else:
                 self._due_at(table_id, next_at, earlier_only=False)
         except BaseException:
-            for hook, _, lane_token in starts:
+            for hook, _, lane_token, _ in starts:
                 self._release_lease(keys.lease(table_id, hook.id), lane_token)
                 self._done(hook)
             raise
         finally:
             self._release_lease(lease, token)
-        for hook, failing, lane_token in starts:  # (after the score is set: a job's own rescheduling wins)
-            threading.Thread(target=self._lane_job, args=(table_id, hook, lane_token, failing), daemon=True,
+        for hook, failing, lane_token, taken in starts:  # (after the score is set: a job's own rescheduling wins)
+            threading.Thread(target=self._lane_job, args=(table_id, hook, lane_token, failing, taken), daemon=True,
                              name=f"webhooks-lane-{table_id}-{hook.id}").start()
         if self._tail(table_id) != tail:  # written while this visit ran: its hint may have been overwritten
             self._due_at(table_id, now_ms())
@@ -406,8 +406,10 @@ class Dispatcher:
                     continue  # nothing for it
                 if lane.at > now:
                     next_at = lane.at if next_at is None else min(next_at, lane.at)
-                elif (lane_token := self._reserve(table_id, hook)) is not None:
-                    starts.append((hook, hook.id in failing, lane_token))
+                    continue
+                taken = time.monotonic()  # (the lease's expiry counts from before it is taken)
+                if (lane_token := self._reserve(table_id, hook)) is not None:
+                    starts.append((hook, hook.id in failing, lane_token, taken))
                 else:
                     next_at = now + DEFER_MS if next_at is None else min(next_at, now + DEFER_MS)
             known = {h.id for h in hooks}
@@ -420,7 +422,7 @@ class Dispatcher:
             left = self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
                                                        args=[token, f"{keep[0]}-{keep[1]}", *gone], client=r))
         except BaseException:
-            for hook, _, lane_token in starts:
+            for hook, _, lane_token, _ in starts:
                 self._release_lease(keys.lease(table_id, hook.id), lane_token)
                 self._done(hook)
             raise
@@ -460,12 +462,12 @@ class Dispatcher:
             else:
                 self._per_hook.pop(hook.id, None)
 
-    def _lane_job(self, table_id: str, hook: Webhook, token: str, failing: bool) -> None:
+    def _lane_job(self, table_id: str, hook: Webhook, token: str, failing: bool, taken: float) -> None:
         lease = keys.lease(table_id, hook.id)
         lane = None
         outcome = "end"
         try:
-            lane, outcome = self._deliver_lane(table_id, hook, token, failing)
+            lane, outcome = self._deliver_lane(table_id, hook, token, failing, taken)
         except redis.exceptions.RedisError as exc:
             log.warning("webhooks: lane %s of table %s stopped (%s)", hook.id, table_id, exc)
             outcome = "retry"
@@ -493,7 +495,8 @@ class Dispatcher:
         return int(self._on(lanes_key, lambda r: self._advance(keys=[lease, lanes_key, out],
                                                                 args=[token, hook.id, lane.stored()], client=r)))
 
-    def _deliver_lane(self, table_id: str, hook: Webhook, token: str, failing: bool) -> tuple[Lane, str]:
+    def _deliver_lane(self, table_id: str, hook: Webhook, token: str, failing: bool,
+                      taken: float) -> tuple[Lane, str]:
         """Deliver the lane's entries in order; (the lane as left, ``end`` | ``backoff`` | ``more`` | ``lost``).
 
         Each delivery moves the cursor (ADVANCE) before the next one is sent.  The lease is renewed
@@ -505,7 +508,7 @@ class Dispatcher:
         lane = Lane.load(self._on(lanes_key, lambda r: r.hget(lanes_key, hook.id)), hook.created_ms)
         if lane.at > now_ms():
             return lane, "backoff"
-        renewed = time.monotonic()  # (the lease was taken just before this job)
+        renewed = taken  # (when the lease was taken (monotonic): the job may start a while later)
         renew_after = max(0.0, (opts.lease_ms() - opts.timeout * 1000 - 2000) / 1000)
         unnoted: dict | None = None  # the last success, not recorded yet
         noted = 0.0
