@@ -6,8 +6,9 @@ Only ``http`` and ``https`` URLs without credentials.  The host is resolved and
 every address checked at registration and again at each delivery, which then
 connects to an address it checked (never to what a second lookup would say:
 DNS rebinding); an address that is not globally routable (loopback, private,
-link-local, shared, reserved, multicast, and IPv6 forms that embed one) is
-refused unless ``WEBHOOK_ALLOW_PRIVATE`` is set.  Redirects are not followed.
+link-local, shared, reserved, multicast, IPv6 forms that embed one, and IPv6
+outside the global unicast ``2000::/3``) is refused unless
+``WEBHOOK_ALLOW_PRIVATE`` is set.  Redirects are not followed.
 
 An attempt has one deadline for all of it (connect, send, a trickling answer):
 a watchdog thread (a greenlet under gevent) shuts the socket of an attempt
@@ -44,6 +45,9 @@ class TargetRefused(ValueError):
 
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+"""The only IPv6 space allocated for global unicast: anything else (IPv4-compatible ``::a.b.c.d``, IPv4-translated
+``::ffff:0:a.b.c.d``, site-local ``fec0::/10``, local-use NAT64 ``64:ff9b:1::/48``, ...) is not a target."""
 
 
 def address_refused(address: str) -> str | None:
@@ -53,6 +57,8 @@ def address_refused(address: str) -> str | None:
     [None, 'a loopback address', 'a private address', 'a private address']
     >>> address_refused("169.254.169.254"), address_refused("100.64.0.1"), address_refused("64:ff9b::7f00:1")
     ('a link-local address', 'not a globally routable address', 'a loopback address')
+    >>> address_refused("::7f00:1"), address_refused("fec0::1")
+    ('not a globally routable address', 'not a globally routable address')
     """
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address):  # forms that carry an IPv4 address
@@ -61,6 +67,9 @@ def address_refused(address: str) -> str | None:
             embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         if embedded is not None:
             return address_refused(str(embedded))
+        if ip not in _GLOBAL_UNICAST and not (ip.is_loopback or ip.is_link_local or ip.is_multicast
+                                              or ip.is_unspecified):
+            return "not a globally routable address"
     for test, why in (("is_loopback", "a loopback address"), ("is_link_local", "a link-local address"),
                       ("is_multicast", "a multicast address"), ("is_unspecified", "an unspecified address"),
                       ("is_private", "a private address")):
@@ -144,12 +153,16 @@ class _PinnedConnection(http.client.HTTPConnection):
                  tls: ssl.SSLContext | None) -> None:
         super().__init__(host, port, timeout=timeout)
         self.pinned_addresses, self.pinned_tls = addresses, tls
+        self.pinned_deadline = time.monotonic() + timeout  # (the attempt's: :meth:`Sender._post` sets it)
 
     def connect(self) -> None:
         error: OSError | None = None
-        for address in self.pinned_addresses:
+        for address in self.pinned_addresses:  # (all of them within the attempt's deadline, not each)
+            left = self.pinned_deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no connection within the attempt's deadline")
             try:
-                sock = socket.create_connection((address, self.port), self.timeout)
+                sock = socket.create_connection((address, self.port), min(self.timeout, left))
                 break
             except OSError as exc:
                 error = exc
@@ -157,8 +170,11 @@ class _PinnedConnection(http.client.HTTPConnection):
             raise error or OSError("no address to connect to")
         # (as http.client's own connect: without it a kept-alive connection waits on delayed ACKs)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.pinned_tls is not None:
-            sock = self.pinned_tls.wrap_socket(sock, server_hostname=self.host)
+        if self.pinned_tls is not None:  # (the handshake on self.sock: the watchdog can cut it)
+            sock = self.pinned_tls.wrap_socket(sock, server_hostname=self.host, do_handshake_on_connect=False)
+            self.sock = sock
+            sock.settimeout(max(0.001, self.pinned_deadline - time.monotonic()))
+            sock.do_handshake()
         self.sock = sock
 
 
@@ -264,6 +280,7 @@ class Sender:
                 sock.shutdown(socket.SHUT_RDWR)
 
         ticket = _WATCHDOG.watch(started + timeout, cut)
+        conn.pinned_deadline = started + timeout
 
         def took() -> int:
             return int((time.monotonic() - started) * 1000)

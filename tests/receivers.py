@@ -15,12 +15,14 @@ from standardwebhooks import Webhook
 class Receiver:
     """``plan`` holds what the next requests get, one item each: an HTTP status, or ``("hang", seconds)``
     (the answer comes that much later, or when the receiver closes); once it is empty, ``default``
-    (200).  ``received``: each request as ``{"headers", "body", "answered"}``, in arrival order."""
+    (200).  ``received``: each request as ``{"headers", "body", "answered"}``, in the order of the answers;
+    ``arrived``: the ``webhook-id`` of each request as it came in (before it is answered)."""
 
     def __init__(self, default: int = 200) -> None:
         self.default = default
         self.plan: deque = deque()
         self.received: list[dict] = []
+        self.arrived: list[str | None] = []
         self._changed = threading.Condition()
         self._closing = threading.Event()
         receiver = self
@@ -30,6 +32,8 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with receiver._changed:
                     step = receiver.plan.popleft() if receiver.plan else receiver.default
+                    receiver.arrived.append(self.headers.get("webhook-id"))
+                    receiver._changed.notify_all()
                 if isinstance(step, tuple) and step[0] == "hang":
                     receiver._closing.wait(step[1])
                     step = 200

@@ -4,7 +4,9 @@ retries, dead letters, the sweep, several dispatchers, the SSRF guard; real Redi
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections import Counter, defaultdict
 
 import pytest
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 
 from service.api import create_app
 from service.config import NO_LIMITS
+from service import delivery
 from service.delivery import TargetRefused, address_refused, deliver, parse_target, resolve
 from service.store import keys
 from service.store.outbox import Dispatcher, DispatcherOptions
@@ -195,12 +198,16 @@ def test_any_url_is_parsed_or_refused(url):
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254",
                                      "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fc00::1", "::ffff:127.0.0.1",
-                                     "2002:7f00:1::", "64:ff9b::a00:1", "224.0.0.1", "240.0.0.1"])
+                                     "2002:7f00:1::", "64:ff9b::a00:1", "224.0.0.1", "240.0.0.1",
+                                     # IPv4-compatible and IPv4-translated forms of 127.0.0.1 and 10.0.0.1, a
+                                     # local-use NAT64 prefix, site-local: none of them global unicast
+                                     "::7f00:1", "::a00:1", "::ffff:0:7f00:1", "64:ff9b:1::a00:1", "fec0::1"])
 def test_no_address_but_a_public_one_is_a_target(address):
     assert address_refused(address)
 
 
-@pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "8.8.8.8"])
+@pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "8.8.8.8",
+                                     "64:ff9b::808:808", "::ffff:8.8.8.8"])
 def test_public_addresses_are_targets(address):
     assert address_refused(address) is None
 
@@ -218,6 +225,71 @@ def test_loopback_targets_are_refused_at_registration_and_at_delivery(redis_url,
     assert not attempt.ok and attempt.status is None and "target refused" in attempt.error
     assert receiver.received == []
     assert deliver(receiver.url, b"{}", {}, timeout=1.0, allow_private=True).ok
+
+
+class _Stalling:
+    """A TCP listener on 127.0.0.1 that stalls its clients: ``trickle`` sends what looks like a TLS handshake
+    record one byte at a time (the handshake never ends, each read gets a byte); else its backlog is full,
+    so a new connection is never established (its SYNs are dropped)."""
+
+    def __init__(self, trickle: bool) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(0)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.held: list[socket.socket] = []
+        if trickle:
+            threading.Thread(target=self._serve, daemon=True).start()
+        else:
+            filler = socket.create_connection(("127.0.0.1", self.port))  # (accepted by no one: the queue is full)
+            self.held.append(filler)
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            try:
+                conn.recv(65536)  # (the client's hello)
+                conn.sendall(b"\x16\x03\x03\x40\x00")  # a handshake record of 16 KiB, to come byte by byte
+                while not self.stop.wait(0.1):
+                    conn.sendall(b"\x02")
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.stop.set()
+        for s in (*self.held, self.sock):
+            s.close()
+
+
+def test_an_attempt_ends_by_its_deadline_in_a_trickled_tls_handshake():
+    server = _Stalling(trickle=True)
+    try:
+        started = time.monotonic()
+        attempt = deliver(f"https://127.0.0.1:{server.port}/x", b"{}", {}, timeout=0.5, allow_private=True)
+        took = time.monotonic() - started
+    finally:
+        server.close()
+    assert not attempt.ok and attempt.error.startswith("timeout"), attempt
+    assert took < 1.5, took  # (the deadline, and the watchdog's 50 ms)
+
+
+def test_an_attempt_ends_by_its_deadline_however_many_addresses_stall(monkeypatch):
+    server = _Stalling(trickle=False)
+    url = f"http://stalling.example:{server.port}/x"
+    monkeypatch.setattr(delivery, "resolve", lambda u, allow_private=False: (parse_target(u), ["127.0.0.1"] * 4))
+    try:
+        started = time.monotonic()
+        attempt = deliver(url, b"{}", {}, timeout=0.5, allow_private=True)
+        took = time.monotonic() - started
+    finally:
+        server.close()
+    assert not attempt.ok and attempt.error.startswith("timeout"), attempt
+    assert took < 1.5, took  # (one timeout in all, not one per address)
 
 
 def test_a_dispatcher_that_refuses_private_targets_delivers_nothing_there(client, receiver, dispatchers):
@@ -266,32 +338,35 @@ def test_deliveries_are_signed_in_seq_order_and_carry_the_record_as_listed(clien
     made = register(client, receiver.url)
     dispatchers()
     t = new_table(client)
-    assert post(client, t, {"type": "round_start"}).status_code == 201
-    assert post(client, t, KONG).status_code == 201
-    assert client.post(f"/v1/tables/{t['id']}/events/2/void",
-                       headers={"Authorization": f"Bearer {t['token']}"}).status_code == 201
-    assert post(client, t, {"type": "round_end"}).status_code == 201
+    win = {"type": "hu", "from": None, "tile": "5p", "after_kong": False,
+           "winners": [{"seat": 1, "hand": {"tiles": ["1m", "2m", "3m", "4m", "5m", "6m", "7m", "8m", "9m", "1p", "2p",
+                                                      "3p", "5p", "5p"], "melds": []}}]}
+    written = [post(client, t, {"type": "round_start"}), post(client, t, KONG),
+               client.post(f"/v1/tables/{t['id']}/events/2/void", headers={"Authorization": f"Bearer {t['token']}"}),
+               post(client, t, win), post(client, t, {"type": "round_end"})]
+    assert [w.status_code for w in written] == [201] * 5, [w.get_json() for w in written]
+    written = [w.get_json() for w in written]
     listed = client.get(f"/v1/tables/{t['id']}/events", headers=acme()).get_json()["events"]
+    assert listed[1]["voided"] is True and listed[3]["winners"][0]["hand"]["tiles"] == win["winners"][0]["hand"]["tiles"]
     view = client.post(f"/v1/tables/{t['id']}/finish", headers=acme()).get_json()
     assert client.delete(f"/v1/tables/{t['id']}", headers=acme()).status_code == 204
-    receiver.wait(lambda r: len(r.received) >= 7, what="7 deliveries")
+    receiver.wait(lambda r: len(r.received) == 9, what="9 deliveries")
     bodies = receiver.verify(made["secret"])  # every signature checks out
     assert [b["type"] for b in bodies] == ["table.created", "event.recorded", "event.recorded", "event.voided",
-                                           "event.recorded", "round.ended", "table.finished", "table.deleted"][:len(bodies)]
-    receiver.wait(lambda r: len(r.received) == 8, what="the deletion")
-    bodies = receiver.verify(made["secret"])
+                                           "event.recorded", "event.recorded", "round.ended", "table.finished",
+                                           "table.deleted"]
     assert bodies[0]["data"] == {"table": t["id"], "seq": None, "version": 0, "record": None,
                                  "balances": [0, 0, 0, 0]}
-    for body, seq in zip(bodies[1:6], (1, 2, 3, 4, 4)):
-        record = dict(listed[seq - 1], voided=False)  # (as listed when it was recorded)
-        assert body["data"] == {"table": t["id"], "seq": seq, "version": seq, "record": record,
-                                "balances": body["data"]["balances"]}
+    for body, seq in zip(bodies[1:7], (1, 2, 3, 4, 5, 5)):
+        record = dict(listed[seq - 1], voided=False)  # (as listed when it was recorded: every member)
+        assert body["data"] == {"table": t["id"], "seq": seq, "version": written[seq - 1]["version"],
+                                "record": record, "balances": written[seq - 1]["balances"]}
     assert bodies[2]["data"]["balances"][0] > 0 and bodies[3]["data"]["balances"] == [0, 0, 0, 0]
-    assert bodies[6]["data"] == {"table": t["id"], "seq": None, "version": 4, "record": None,
+    assert bodies[7]["data"] == {"table": t["id"], "seq": None, "version": 5, "record": None,
                                  "balances": view["balances"]}
-    assert bodies[7]["data"] == bodies[6]["data"]
+    assert bodies[8]["data"] == bodies[7]["data"]
     ids = [r["headers"]["webhook-id"] for r in receiver.received]
-    assert len(set(ids)) == 8 and all(i.startswith(f"msg_{t['id']}_") for i in ids)
+    assert len(set(ids)) == 9 and all(i.startswith(f"msg_{t['id']}_") for i in ids)
     assert all(b["timestamp"].endswith("Z") for b in bodies)
     got = wait_until(lambda: (v := client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json())
                      ["last_delivery"]["type"] == "table.deleted" and v, what="the last delivery noted")
@@ -363,6 +438,134 @@ def test_after_the_retry_budget_a_notification_is_dead_lettered_and_the_webhook_
                what="ok again")
 
 
+def test_once_the_webhook_is_ok_again_a_lane_that_dead_lettered_gives_its_next_notification_a_whole_budget(
+        client, receiver, dispatchers):
+    made = register(client, receiver.url, ["event.recorded"])
+    receiver.default = 500
+    first = dispatchers(retry_for=0.5, backoff_ms=50)
+    a, b = new_table(client), new_table(client)
+    assert post(client, a, {"type": "round_start"}).status_code == 201
+    wait_until(lambda: client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["dead_letters"] == 1,
+               what="table a's seq 1 dead-lettered")
+    receiver.default = 200
+    assert post(client, b, {"type": "round_start"}).status_code == 201  # delivered: the webhook is ok again
+    wait_until(lambda: client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "ok",
+               what="ok again")
+    first.stop(wait=3.0)
+    dispatchers(retry_for=0.5, backoff_ms=50)  # (a fresh copy of the webhook's status: ok)
+    receiver.plan.append(500)  # one failure, then the retry (50 ms later, well within the 0.5 s budget) succeeds
+    assert post(client, a, KONG).status_code == 201
+    receiver.wait(lambda r: any(m["data"]["table"] == a["id"] for m in r.messages()), what="table a's seq 2")
+    assert [(m["data"]["table"], m["data"]["seq"]) for m in receiver.messages()] == [(b["id"], 1), (a["id"], 2)]
+    assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["dead_letters"] == 1
+
+
+def test_a_visit_with_an_older_copy_of_the_webhooks_keeps_the_lane_of_a_webhook_registered_since(
+        app, client, receiver, dispatchers, redis_url, monkeypatch):
+    from service.store import outbox as outbox_module
+
+    monkeypatch.setattr(outbox_module, "HOOKS_FOR", 60.0)  # (the copy below stays in use)
+    register(client, receiver.url, ["event.recorded"])
+    t = new_table(client)
+    stale = Dispatcher(connect(redis_url), app.extensions["webhooks"],
+                       DispatcherOptions(timeout=1.0, allow_private=True))  # (not started: visited by hand)
+    stale._hooks_of("acme")  # its copy of acme's webhooks: the first one only
+    other = Receiver()
+    try:
+        newer = register(client, other.url, ["event.recorded"])
+        fresh = dispatchers()
+        assert post(client, t, {"type": "round_start"}).status_code == 201
+        other.wait(lambda r: r.messages(), what="seq 1 to the newer webhook")
+        r = redis.Redis.from_url(redis_url)
+        wait_until(lambda: r.hget(keys.lanes(t["id"]), newer["id"]), what="its lane written")
+        lane = r.hget(keys.lanes(t["id"]), newer["id"])
+        fresh.stop(wait=3.0)
+        assert stale.visit(t["id"]) == 1
+        assert r.hget(keys.lanes(t["id"]), newer["id"]) == lane  # not taken for a deleted webhook's
+        r.close()
+        dispatchers()
+        assert post(client, t, KONG).status_code == 201
+        other.wait(lambda rc: len(rc.messages()) >= 2, what="seq 2 to the newer webhook")
+        assert [m["data"]["seq"] for m in other.messages()] == [1, 2]  # seq 1 once
+        # a webhook that is gone does lose its lanes
+        assert client.delete(f"/v1/webhooks/{newer['id']}", headers=acme()).status_code == 204
+        stale._hooks.clear()  # (its copy is a fresh one now: it knew the newer webhook)
+        r = redis.Redis.from_url(redis_url)
+        wait_until(lambda: stale.visit(t["id"]) and r.hget(keys.lanes(t["id"]), newer["id"]) is None,
+                   what="the deleted webhook's lane dropped")
+        r.close()
+    finally:
+        other.close()
+
+
+def test_the_status_follows_the_order_of_the_outcomes_not_the_clocks_of_the_dispatchers_that_noted_them(
+        app, client, receiver, monkeypatch):
+    from service.store import webhooks as webhooks_module
+
+    made = register(client, receiver.url, ["event.recorded"])
+    registry = app.extensions["webhooks"]
+    hook = registry.webhook("acme", made["id"])
+    attempt = {"at": "2026-01-01T00:00:00.000Z", "id": "msg_x", "type": "event.recorded", "table": None, "seq": 1,
+               "attempt": 1, "ok": False, "status": 500, "error": "HTTP 500", "duration_ms": 1}
+    assert registry.note(hook, attempt, "dead", {"id": "msg_x"})
+    assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "failing"
+    real = webhooks_module.now_ms
+    monkeypatch.setattr(webhooks_module, "now_ms", lambda: real() - 5_000)  # a dispatcher whose clock is 5 s behind
+    assert registry.note(hook, {**attempt, "ok": True, "status": 200, "error": None}, "ok")  # (noted after the dead letter)
+    assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "ok"
+
+
+def test_a_redis_error_in_a_visit_gives_back_the_lane_jobs_it_had_reserved(app, client, receiver, redis_url):
+    register(client, receiver.url, ["event.recorded"])
+    register(client, receiver.url, ["event.recorded"])
+    t = new_table(client)
+    assert post(client, t, {"type": "round_start"}).status_code == 201
+    d = Dispatcher(connect(redis_url), app.extensions["webhooks"],
+                   DispatcherOptions(timeout=1.0, allow_private=True, concurrency=2))  # (not started: visited by hand)
+    taken = []
+    real = d._lease
+
+    def lease(key: str, ms: int):
+        if ":lease:" in key:
+            if taken:  # the second lane's lease: Redis goes away
+                raise redis.exceptions.ConnectionError("connection lost")
+            taken.append(key)
+        return real(key, ms)
+
+    d._lease = lease
+    with pytest.raises(redis.exceptions.ConnectionError):
+        d.visit(t["id"])
+    assert d.busy == 0 and d._per_hook == {}  # (else the dispatcher's room shrinks for good: 2 such errors, none)
+    r = redis.Redis.from_url(redis_url)
+    assert r.get(taken[0]) is None  # the first lane's lease is given back
+    r.close()
+
+
+def test_a_lane_job_that_starts_late_renews_its_lease_by_when_it_was_taken(client, receiver, dispatchers, redis_url):
+    made = register(client, receiver.url, ["event.recorded"])
+    d = dispatchers(timeout=0.6, lane_lease_ms=3000)  # (renewed before an attempt once 0.4 s old)
+    real = d._deliver_lane
+
+    def late(*args):
+        time.sleep(2.6)  # the job's thread starts late (a busy worker): its lease (3 s) is 2.6 s old
+        return real(*args)
+
+    d._deliver_lane = late
+    receiver.plan.append(("hang", 0.5))  # (unrenewed, the lease expires during this attempt)
+    t = new_table(client)
+    assert post(client, t, {"type": "round_start"}).status_code == 201
+    r = redis.Redis.from_url(redis_url)
+    (last, _), = r.xrevrange(keys.outbox(t["id"]), count=1)  # seq 1's entry
+
+    def cursor():
+        lane = r.hget(keys.lanes(t["id"]), made["id"])
+        return lane is not None and json.loads(lane)["c"] == last.decode()
+
+    wait_until(cursor, timeout=30, what="seq 1's delivery recorded")
+    r.close()
+    assert [m["data"]["seq"] for m in receiver.messages()] == [1]  # once: its lease held
+
+
 def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, receiver, dispatchers):
     slow = Receiver()
     try:
@@ -373,11 +576,30 @@ def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, re
         t = new_table(client)
         for event in ({"type": "round_start"}, KONG, kong("2m"), kong("3m")):
             assert post(client, t, event).status_code == 201
+        slow.wait(lambda r: r.arrived, timeout=8.0, what="the slow webhook's first attempt")
         # all four reach the healthy receiver while the slow one still holds its first (10 s timeout)
         receiver.wait(lambda r: len(r.messages()) == 4, timeout=8.0, what="4 deliveries beside a hanging webhook")
-        assert slow.received == []
+        assert len(slow.arrived) == 1 and slow.received == []  # (in flight all along: nothing answered yet)
+        assert [m["data"]["seq"] for m in receiver.messages()] == [1, 2, 3, 4]
     finally:
         slow.close()
+
+
+def test_a_webhook_gets_a_notification_stamped_by_a_clock_a_little_behind_the_one_of_its_registration(
+        app, client, receiver, dispatchers, redis_client):
+    made = register(client, receiver.url, ["event.recorded"])
+    created_ms = app.extensions["webhooks"].webhook("acme", made["id"]).created_ms
+    # a write acknowledged after the registration, at a table on another cluster node whose clock is 200 ms
+    # behind the owner's node's: its outbox entry's id is older than the webhook
+    table_id = "00000000000000ab"
+    data = {"table": table_id, "seq": 1, "version": 1, "record": {"seq": 1, "type": "round_start"},
+            "balances": [0, 0, 0, 0]}
+    redis_client.xadd(keys.outbox(table_id), {"t": "event.recorded", "o": "acme", "d": json.dumps(data)},
+                      id=f"{created_ms - 200}-0")
+    redis_client.zadd(keys.WEBHOOKS_DUE, {table_id: 0})
+    dispatchers()
+    receiver.wait(lambda rc: rc.messages(), what="the notification")
+    assert [m["data"] for m in receiver.verify(made["secret"])] == [data]
 
 
 def test_an_outbox_a_crash_left_without_its_hint_is_found_by_the_sweep(client, receiver, dispatchers, redis_client):

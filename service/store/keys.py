@@ -617,17 +617,25 @@ return 1
 # NOTE: what a delivery attempt of a webhook did, unless the webhook is gone meanwhile.
 # KEYS[1] the key's webhooks, KEYS[2] their status, KEYS[3] the webhook's dead letters
 # ARGV[1] the webhook's id, ARGV[2] the attempt (JSON: its last_delivery), ARGV[3] "ok", "failed" or
-# "dead" (the notification is dead-lettered), ARGV[4] now (ms), ARGV[5] the dead letter (JSON) when
-# "dead", ARGV[6] the dead letters kept
+# "dead" (the notification is dead-lettered), ARGV[4] the dead letter (JSON) when "dead",
+# ARGV[5] the dead letters kept
+# (the times of the last "ok" and "dead", whose order makes the status, are this Redis's clock, and each
+# is later than the other one's: the dispatchers that note them may run on hosts whose clocks differ,
+# two outcomes may come in one ms, and a fail-over may put the clock back)
 # returns 1, or 0 when the webhook no longer exists
 NOTE = """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local was = redis.call('HMGET', KEYS[2], ARGV[1] .. ':ok', ARGV[1] .. ':dead')
 redis.call('HSET', KEYS[2], ARGV[1] .. ':last', ARGV[2])
-if ARGV[3] == 'ok' then redis.call('HSET', KEYS[2], ARGV[1] .. ':ok', ARGV[4]) end
+if ARGV[3] == 'ok' then
+  redis.call('HSET', KEYS[2], ARGV[1] .. ':ok', math.max(now, (tonumber(was[2]) or 0) + 1))
+end
 if ARGV[3] == 'dead' then
-  redis.call('LPUSH', KEYS[3], ARGV[5])
-  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[6]) - 1)
-  redis.call('HSET', KEYS[2], ARGV[1] .. ':dead', ARGV[4])
+  redis.call('LPUSH', KEYS[3], ARGV[4])
+  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[5]) - 1)
+  redis.call('HSET', KEYS[2], ARGV[1] .. ':dead', math.max(now, (tonumber(was[1]) or 0) + 1))
   redis.call('HINCRBY', KEYS[2], ARGV[1] .. ':dead-count', 1)
 end
 return 1

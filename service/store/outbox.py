@@ -66,7 +66,8 @@ What it guarantees, and its bounds
   trim keeps everything after the lowest cursor of the table's webhooks, and
   everything of the last 10 s (:data:`MARGIN_MS`, measured by the owner's
   Redis clock when its webhooks were read: a webhook registered meanwhile gets
-  the notifications written after its creation).  An outbox expires with its
+  the notifications written after its creation, and those of the second before
+  it, :data:`CLOCK_SLACK_MS`: a cluster node's clock may be a little behind).  An outbox expires with its
   table (its TTL is the table's, at least 7 days: :func:`~service.store.keys.outbox_ttl`),
   so notifications that no dispatcher delivered within that time go with it;
   an outbox left empty by a deleted or expired table is removed.  A table an API
@@ -112,6 +113,11 @@ BATCH = 20
 MAX_PER_JOB = 200
 """Deliveries one lane job makes before it lets the table be visited again (fairness)."""
 BACKOFF_CAP_MS = 3_600_000
+CLOCK_SLACK_MS = 1_000
+"""A new webhook's lanes start this long before its registration (by the owner's Redis clock): an outbox entry's
+id is the clock of its table's node, which on a cluster may be a little behind the owner's node's (a write
+acknowledged after the registration is delivered; one made up to this long before it may be too).  Less than
+:data:`MARGIN_MS`, so a visit that does not know the webhook yet keeps those entries."""
 
 
 def _id(raw: bytes | str) -> tuple[int, int]:
@@ -161,7 +167,7 @@ class Lane:
     @classmethod
     def load(cls, raw: bytes | None, created_ms: int) -> "Lane":
         if raw is None:
-            return cls(f"{created_ms}-0")
+            return cls(f"{created_ms - CLOCK_SLACK_MS}-0")
         d = orjson.loads(raw)
         return cls(d["c"], int(d["n"]), int(d["at"]), int(d["since"]))
 
@@ -352,14 +358,14 @@ class Dispatcher:
             else:
                 self._due_at(table_id, next_at, earlier_only=False)
         except BaseException:
-            for hook, _, lane_token in starts:
+            for hook, _, lane_token, _ in starts:
                 self._release_lease(keys.lease(table_id, hook.id), lane_token)
                 self._done(hook)
             raise
         finally:
             self._release_lease(lease, token)
-        for hook, failing, lane_token in starts:  # (after the score is set: a job's own rescheduling wins)
-            threading.Thread(target=self._lane_job, args=(table_id, hook, lane_token, failing), daemon=True,
+        for hook, failing, lane_token, taken in starts:  # (after the score is set: a job's own rescheduling wins)
+            threading.Thread(target=self._lane_job, args=(table_id, hook, lane_token, failing, taken), daemon=True,
                              name=f"webhooks-lane-{table_id}-{hook.id}").start()
         if self._tail(table_id) != tail:  # written while this visit ran: its hint may have been overwritten
             self._due_at(table_id, now_ms())
@@ -390,26 +396,33 @@ class Dispatcher:
         keep = _id(f"{read_at - MARGIN_MS}-0")
         next_at: int | None = None
         starts: list = []
-        for hook in hooks:
-            if not hook.sees(table_id):
-                continue
-            lane = Lane.load(lanes.get(hook.id), hook.created_ms)
-            keep = min(keep, _id(_after(lane.cursor)))
-            if tail is None or _id(tail) <= _id(lane.cursor):
-                continue  # nothing for it
-            if lane.at > now:
-                next_at = lane.at if next_at is None else min(next_at, lane.at)
-            elif (lane_token := self._reserve(table_id, hook)) is not None:
-                starts.append((hook, hook.id in failing, lane_token))
-            else:
-                next_at = now + DEFER_MS if next_at is None else min(next_at, now + DEFER_MS)
-        known = {h.id for h in hooks}
-        gone = [hook_id for hook_id in lanes if hook_id not in known]
-        try:
+        try:  # (a failure after a lane job was reserved gives it back: else its room in the dispatcher is lost)
+            for hook in hooks:
+                if not hook.sees(table_id):
+                    continue
+                lane = Lane.load(lanes.get(hook.id), hook.created_ms)
+                keep = min(keep, _id(_after(lane.cursor)))
+                if tail is None or _id(tail) <= _id(lane.cursor):
+                    continue  # nothing for it
+                if lane.at > now:
+                    next_at = lane.at if next_at is None else min(next_at, lane.at)
+                    continue
+                taken = time.monotonic()  # (the lease's expiry counts from before it is taken)
+                if (lane_token := self._reserve(table_id, hook)) is not None:
+                    starts.append((hook, hook.id in failing, lane_token, taken))
+                else:
+                    next_at = now + DEFER_MS if next_at is None else min(next_at, now + DEFER_MS)
+            known = {h.id for h in hooks}
+            gone = [hook_id for hook_id in lanes if hook_id not in known]
+            if gone:  # (the copy may predate a webhook registered since, whose lane is then here: only a read
+                # made after the lanes were says a webhook is gone)
+                fresh = self.registry.hooks_of(owner)
+                self._hooks[owner] = (time.monotonic(), fresh)
+                gone = [hook_id for hook_id in gone if hook_id not in {h.id for h in fresh[0]}]
             left = self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
                                                        args=[token, f"{keep[0]}-{keep[1]}", *gone], client=r))
         except BaseException:
-            for hook, _, lane_token in starts:
+            for hook, _, lane_token, _ in starts:
                 self._release_lease(keys.lease(table_id, hook.id), lane_token)
                 self._done(hook)
             raise
@@ -449,12 +462,12 @@ class Dispatcher:
             else:
                 self._per_hook.pop(hook.id, None)
 
-    def _lane_job(self, table_id: str, hook: Webhook, token: str, failing: bool) -> None:
+    def _lane_job(self, table_id: str, hook: Webhook, token: str, failing: bool, taken: float) -> None:
         lease = keys.lease(table_id, hook.id)
         lane = None
         outcome = "end"
         try:
-            lane, outcome = self._deliver_lane(table_id, hook, token, failing)
+            lane, outcome = self._deliver_lane(table_id, hook, token, failing, taken)
         except redis.exceptions.RedisError as exc:
             log.warning("webhooks: lane %s of table %s stopped (%s)", hook.id, table_id, exc)
             outcome = "retry"
@@ -482,7 +495,8 @@ class Dispatcher:
         return int(self._on(lanes_key, lambda r: self._advance(keys=[lease, lanes_key, out],
                                                                 args=[token, hook.id, lane.stored()], client=r)))
 
-    def _deliver_lane(self, table_id: str, hook: Webhook, token: str, failing: bool) -> tuple[Lane, str]:
+    def _deliver_lane(self, table_id: str, hook: Webhook, token: str, failing: bool,
+                      taken: float) -> tuple[Lane, str]:
         """Deliver the lane's entries in order; (the lane as left, ``end`` | ``backoff`` | ``more`` | ``lost``).
 
         Each delivery moves the cursor (ADVANCE) before the next one is sent.  The lease is renewed
@@ -494,7 +508,7 @@ class Dispatcher:
         lane = Lane.load(self._on(lanes_key, lambda r: r.hget(lanes_key, hook.id)), hook.created_ms)
         if lane.at > now_ms():
             return lane, "backoff"
-        renewed = time.monotonic()  # (the lease was taken just before this job)
+        renewed = taken  # (when the lease was taken (monotonic): the job may start a while later)
         renew_after = max(0.0, (opts.lease_ms() - opts.timeout * 1000 - 2000) / 1000)
         unnoted: dict | None = None  # the last success, not recorded yet
         noted = 0.0
@@ -555,7 +569,7 @@ class Dispatcher:
                                   "attempts": lane.attempts + 1, "first_failure": codec.iso(since),
                                   "dead_at": codec.iso(now), "error": result.error, "status": result.status,
                                   "body": orjson.loads(body)}
-                        lane = Lane(entry_id, since=since)
+                        lane = Lane(entry_id)  # (the next entry's budget starts at its own first failure)
                         failing = True
                         if self._store_lane(table_id, hook, token, lane) != 1:
                             return lane, "lost"

@@ -240,7 +240,7 @@ class Registry:
         """Record an attempt (``outcome``: ok, failed, dead); False when the webhook is gone."""
         key, status, dead = (keys.webhooks(hook.owner), keys.webhook_status(hook.owner),
                              keys.dead_letters(hook.owner, hook.id))
-        args = [hook.id, orjson.dumps(attempt), outcome, now_ms(),
+        args = [hook.id, orjson.dumps(attempt), outcome,
                 orjson.dumps(dead_letter) if dead_letter is not None else b"", DEAD_KEPT]
         return bool(self._on(key, lambda r: self._note(keys=[key, status, dead], args=args, client=r)))
 
