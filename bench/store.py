@@ -15,16 +15,20 @@
 3. In-process: the median cost of a refused void (a later event depends on
    it) on a 4,000-event log, against an append on a log as long, interleaved;
    a refused void reads the target's round, not the log.
-4. ``MEMORY USAGE`` of every key of a table with 500 events appended without
+4. ``replay``: a retry of an old event (its ``Idempotency-Key``) on a table of 6,000 keyed
+   events: the median cost of replaying events at the start, the middle and the end of the log,
+   each the last ones before a snapshot (the most a replay folds), alike: a replay reads the
+   snapshot before its event and the records since, never the log from the start.
+5. ``MEMORY USAGE`` of every key of a table with 500 events appended without
    an ``Idempotency-Key`` and of one with a key on each (and 2,000 of each:
    Redis packs a hash of up to 512 fields, a larger one costs more per field).
 
-5. ``versus``: on one ``serve`` (as in 1), the same client (``--tables``
+6. ``versus``: on one ``serve`` (as in 1), the same client (``--tables``
    keep-alive threads) alternates blocks of table appends (one table per
    thread) and blocks of ``POST /v1/hands/ting`` (``--rounds`` of each,
    ``--duration`` seconds in all); prints both throughputs, their ratio and the
    p50/p99 of each.
-6. ``get``: ``GET /v1/tables/{id}`` of a table with 200 ended rounds, in-process
+7. ``get``: ``GET /v1/tables/{id}`` of a table with 200 ended rounds, in-process
    through the Flask app (test client) and through :meth:`TableStore.get`:
    the median server-side cost in µs.
 
@@ -327,6 +331,41 @@ def length_phase(redis_url: str, long: int, samples: int = 400) -> dict:
             "short_us": round(m_short, 1), "long_us": round(m_long, 1), "ratio": round(m_long / m_short, 3)}
 
 
+def replay_phase(redis_url: str, length: int = 6000, samples: int = 200) -> dict:
+    """A retry of an old event (its ``Idempotency-Key`` replayed) on a table of ``length`` keyed events:
+    the median cost of replaying the key of the first events, of the middle ones and of the last ones,
+    interleaved; a replay reads a snapshot and the records after it, so the three must be alike."""
+    import redis
+
+    from service.store import keys
+    from service.store.table_store import TableStore, fingerprint
+
+    store = TableStore(redis.Redis.from_url(redis_url))
+    tid = store.create(PLAYERS, "xuezhan").id
+    events, sent = cycle(), []
+    path = f"/v1/tables/{tid}/events"
+    for i in range(length):
+        ev = next(events)
+        store.append(tid, ev, idempotency_key=f"k{i}", fp=fingerprint("POST", path, ev))
+        sent.append(ev)
+    every = keys.SNAPSHOT_EVERY  # (a replay folds the records since the snapshot before it: the same worst case
+    #  everywhere, the last 10 of a snapshot's interval, at the start, the middle and the end of the log)
+    where = {name: range(start + every - 11, start + every - 1)
+             for name, start in (("first", 0), ("middle", length // 2 // every * every),
+                                 ("last", (length - every) // every * every))}
+    costs: dict[str, list[float]] = {name: [] for name in where}
+    for _ in range(samples // 10):
+        for name, seqs in where.items():
+            for i in seqs:
+                t0 = time.perf_counter()
+                written = store.append(tid, sent[i], idempotency_key=f"k{i}", fp=fingerprint("POST", path, sent[i]))
+                costs[name].append((time.perf_counter() - t0) * 1e6)
+                assert written.replayed and written.seq == i + 1, written
+    med = {name: statistics.median(v) for name, v in costs.items()}
+    return {"op": "idempotent_replay", "length": length, **{f"{k}_us": round(v, 1) for k, v in med.items()},
+            "last_over_first": round(med["last"] / med["first"], 3)}
+
+
 def void_phase(redis_url: str, length: int = 4000, samples: int = 200) -> dict:
     import redis
 
@@ -404,12 +443,14 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--long", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=3, help="versus: alternating blocks of each")
+    ap.add_argument("--replay-length", type=int, default=6000, help="replay: keyed events of the table (6,000)")
     ap.add_argument("--limits", choices=("off", "high"), default="off",
                     help="serve without rate limits, or with all of them at 1,000,000 (counted, never refusing)")
     ap.add_argument("--client", choices=("threads", "asyncio"), default="threads",
                     help="versus: a thread and http.client connection per table, or one asyncio loop "
                          "writing raw requests (bench/load_ting.py's load generator)")
-    ap.add_argument("--phases", default="http,versus,length,void,memory,get", help="which phases, comma-separated")
+    ap.add_argument("--phases", default="http,versus,length,replay,void,memory,get",
+                    help="which phases, comma-separated")
     ap.add_argument("--baseline", metavar="DIR", help="versus: also serve DIR's service package (the 'before'), "
                                                       "alternating with this tree's, --runs times each")
     ap.add_argument("--runs", type=int, default=3, help="versus with --baseline: runs per side (default 3)")
@@ -446,6 +487,8 @@ def main() -> None:
                 print(json.dumps(versus_medians(results)), flush=True)
         if "length" in phases:
             print(json.dumps(length_phase(server.url, args.long)), flush=True)
+        if "replay" in phases:
+            print(json.dumps(replay_phase(server.url, args.replay_length)), flush=True)
         if "void" in phases:
             print(json.dumps(void_phase(server.url)), flush=True)
         if "memory" in phases:

@@ -49,7 +49,7 @@ def test_rounds_settles_the_rounds_it_was_given():
 
 
 def test_store_in_process_phases_print_memory_that_adds_up_and_a_get_of_200_rounds():
-    out = run_bench("store.py", "--phases", "memory,get,length,void", "--long", "300")
+    out = run_bench("store.py", "--phases", "memory,get,length,replay,void", "--long", "300", "--replay-length", "400")
     memory = out["memory"]
     for n in (500, 2000):
         unkeyed, keyed = memory[f"{n}_unkeyed"], memory[f"{n}_keyed"]
@@ -59,6 +59,17 @@ def test_store_in_process_phases_print_memory_that_adds_up_and_a_get_of_200_roun
     assert out["get_table"]["ended_rounds"] == 200 and out["get_table"]["response_bytes"] > 0
     assert out["append_vs_length"]["long_len"] == 300 and out["append_vs_length"]["short_us"] > 0
     assert out["refused_void_vs_append"]["log_len"] == 3999 and out["refused_void_vs_append"]["refused_void_us"] > 0
+    replay = out["idempotent_replay"]
+    assert replay["length"] == 400 and min(replay[f"{k}_us"] for k in ("first", "middle", "last")) > 0
+
+
+def test_store_versus_with_a_baseline_prints_each_sides_runs_and_their_medians():
+    out = run_bench("store.py", "--phases", "versus", "--duration", "1", "--rounds", "1", "--tables", "2",
+                    "--baseline", str(ROOT), "--runs", "1")
+    medians = out["append_vs_ting_medians"]
+    assert medians["runs"] == {"after": 1, "before": 1}
+    for side in ("after", "before"):
+        assert medians[side]["appends_per_s"] > 0 and medians[side]["ting_per_s"] > 0
 
 
 def test_store_versus_runs_both_loads_without_an_error_and_appends_in_one_round_trip():
