@@ -31,6 +31,9 @@ ruleset's choices) is one named schema, referenced wherever it is used.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import fields as dc_fields
 from typing import Any, Callable, Mapping
 
@@ -239,7 +242,26 @@ class Ref(DocumentedField):
 MAX_CACHED_RULESETS = 256
 _RULESET_FIELDS = tuple(f.name for f in dc_fields(Ruleset))
 _RULESETS: dict[tuple, Ruleset] = {}
-"""Rulesets given as objects that loaded, by :func:`_spec_key`: a batch repeats one ruleset on every item."""
+"""Rulesets given as objects that loaded, by :func:`_spec_key`: a job's items often repeat one ruleset."""
+DEFAULT_RULESET: ContextVar[Ruleset] = ContextVar("default_ruleset", default=PRESETS["xuezhan"])
+"""The ruleset of a body without ``ruleset`` (the fields' ``load_default``): xuezhan, or within
+:func:`default_ruleset` a batch envelope's."""
+
+
+@contextmanager
+def default_ruleset(ruleset: Ruleset) -> Iterator[None]:
+    """Loads within it give a body without ``ruleset`` this one instead of xuezhan: a batch envelope's
+    ruleset, loaded once for all its items.
+
+    >>> with default_ruleset(PRESETS["xueliu"]):
+    ...     TingRequest().load({"hand": {"tiles": "1112345678999m"}})["ruleset"].mode
+    'xueliu'
+    """
+    token = DEFAULT_RULESET.set(ruleset)
+    try:
+        yield
+    finally:
+        DEFAULT_RULESET.reset(token)
 
 
 def _spec_key(value: dict) -> tuple | None:
@@ -389,12 +411,11 @@ def load_hand(data: Mapping[str, Any], path: str) -> Hand:
 # -- hand requests ----------------------------------------------------------------
 class _HandRequest(ma.Schema):
     hand = fields.Nested(HandSchema, required=True)
-    ruleset = RulesetField(metadata={"default": "xuezhan"})
+    ruleset = RulesetField(load_default=DEFAULT_RULESET.get, metadata={"default": "xuezhan"})
 
     @post_load
     def _to_core(self, data: dict, **kwargs: Any) -> dict:
         data["hand"] = load_hand(data["hand"], "hand")
-        data.setdefault("ruleset", PRESETS["xuezhan"])
         if "visible" in self.fields:
             visible = data.get("visible")
             data["visible"] = _rule("visible", parse_tiles, visible) if visible else None
@@ -514,7 +535,7 @@ assert set(HU_FLAGS) <= set(HuEvent().fields)
 
 
 class SettleRequest(ma.Schema):
-    ruleset = RulesetField(metadata={"default": "xuezhan"})
+    ruleset = RulesetField(load_default=DEFAULT_RULESET.get, metadata={"default": "xuezhan"})
     dealer = Int(0, 3, required=True)
     voids = fields.List(
         Str(MAX_SUIT_CHARS, allow_none=True), validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
@@ -529,7 +550,6 @@ class SettleRequest(ma.Schema):
 
     @post_load
     def _to_core(self, data: dict, **kwargs: Any) -> dict:
-        data.setdefault("ruleset", PRESETS["xuezhan"])
         if "stakes" in data:
             data["stakes"] = load_stakes(data["stakes"], Ruleset.from_spec(data["ruleset"]).players)
         voids = data.get("voids")
