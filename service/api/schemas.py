@@ -16,7 +16,9 @@ that answer; ``dump_*`` builds the same body directly, at a small fraction of
 it.  Through ``schema.dump`` a ting request would cost a good deal more, and a
 batch item (``/v1/batch``, which must stay within 1.25 times the core's cost)
 many times more (docs/performance.md#history has the figures).  The single endpoints
-and the batch use the same ``dump_*`` functions.
+and the batch use the same ``dump_*`` functions.  A wait's body is a function of
+an immutable value the core's memos share: it is built once and shared by the
+answers that list it (:func:`dump_wait`; bodies are read-only).
 
 *Events* are the rules core's to decide (:func:`service.rules.events.parse_event`
 and the table fold: a seat's range depends on the table's ruleset): the event
@@ -807,11 +809,30 @@ def dump_patterns(patterns: tuple[PatternFan, ...]) -> list[dict]:
     return [p.as_dict() for p in patterns]
 
 
+MAX_CACHED_WAITS = 1 << 14
+_WAITS: dict[Wait, dict] = {}
+"""The body of each wait answered lately.  A :class:`~service.rules.ting.Wait` is an immutable value
+(the core's memoized answers share them), so its body is built once and listed by every answer that
+has it: bodies are read-only (they are serialized as they are).  A full cache is emptied."""
+
+
 def dump_wait(w: Wait) -> dict:
-    return {
-        "tile": str(w.tile), "fan": w.fan, "points": w.points,
-        "patterns": [p.as_dict() for p in w.patterns], "remaining": w.remaining,
-    }
+    """A wait's body (shared: see :data:`_WAITS`).
+
+    >>> from service.rules.api import ting
+    >>> w = ting("1112345678999m").waits[0]
+    >>> dump_wait(w)["patterns"][0]["id"], dump_wait(w) is dump_wait(w)
+    ('qingyise', True)
+    """
+    body = _WAITS.get(w)
+    if body is None:
+        if len(_WAITS) >= MAX_CACHED_WAITS:
+            _WAITS.clear()
+        body = _WAITS[w] = {
+            "tile": str(w.tile), "fan": w.fan, "points": w.points,
+            "patterns": [p.as_dict() for p in w.patterns], "remaining": w.remaining,
+        }
+    return body
 
 
 def dump_validation(v: Validation) -> dict:
