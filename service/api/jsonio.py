@@ -25,13 +25,13 @@ from flask.json.provider import JSONProvider
 
 def loads(raw: bytes | str) -> Any:
     """A request body as strict JSON, or :class:`MalformedJSON` saying why not."""
-    from .problems import MalformedJSON  # (problems writes its bodies with dumps)
-
-    if not raw.strip():
-        raise MalformedJSON("the request body is empty; a JSON object is expected")
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        from .problems import MalformedJSON  # (problems writes its bodies with dumps)
+
+        if not raw.strip():
+            raise MalformedJSON("the request body is empty; a JSON object is expected") from None
         raise MalformedJSON(f"invalid JSON: {exc}") from None
 
 
