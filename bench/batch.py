@@ -10,10 +10,14 @@ rounds interleaved so that background load hits both alike.  Times are medians o
 * ``http``, per operation (ting, score, discards): the in-process cost of the public API from a hand
   string (``service.ting("...")``; ``service.score(hand, tile)``; ``service.discards``) per hand, and
   the wall-clock cost per hand of ``POST /v1/batch`` with ``--batch`` items to a real ``serve`` (one
-  worker, one keep-alive connection, requests one after the other), and that worker's CPU per hand
+  worker, one keep-alive connection, requests one after the other; from sending the request to the
+  answer's last byte: the client's own decoding of the answer is not counted), and that worker's CPU per hand
   (``/proc``); ``ratio`` = HTTP / in-process (the target: 1.25 at most).  ``item_us`` is the cost of a
-  batch item in-process without HTTP (:func:`service.batch.answer_item`), ``load_us`` its schema load
-  alone: where the difference goes.  The server runs with ``MAX_BODY_BYTES`` of 1 MiB, as 1,000 score
+  batch item in-process without HTTP (:func:`service.batch.answer_items`, the answer's encoding
+  included), ``load_us`` its schema load alone, and ``stages_us`` each stage apart (``parse``: the JSON
+  body's, per item; ``load``; ``core_dump``: the operation from loaded arguments to the body; ``encode``:
+  the answer's, per item): where the difference goes.  ``--ruleset`` (a JSON ruleset, e.g. ``'{"cap": 4}'``) is sent as
+  the envelope's ruleset, and given (loaded) to the in-process calls.  The server runs with ``MAX_BODY_BYTES`` of 1 MiB, as 1,000 score
   or discards items are more than the default 64 KiB.
 * ``ndjson``: one request of ``--ndjson-n`` ting lines (a corpus of ``--distinct`` hands, repeated)
   streamed to a one-worker ``serve`` by a client thread while another reads the results; hands per
@@ -81,30 +85,36 @@ def http_phase(args, log_dir: Path) -> None:
 
     import service
     from service import batch
-    from service.api.jsonio import dumps
+    from service.api.jsonio import dumps, loads
+    from service.api.schemas import default_ruleset
+    from service.rules.ruleset import PRESETS, Ruleset
+
+    spec = json.loads(args.ruleset) if args.ruleset else None
+    ruleset = None if spec is None else Ruleset.from_spec(spec)
 
     server = Served(log_dir / "http.log", {"MAX_BODY_BYTES": str(1 << 20), "LOG_LEVEL": "WARNING"}, workers=1)
     try:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
         for op in ("ting", "score", "discards"):
             items, calls = corpus(op, args.batch)
-            fn = getattr(service, op)
-            body = dumps({"items": items})
+            op_fn = getattr(service, op)
+            fn = (lambda *a: op_fn(*a, ruleset=ruleset)) if ruleset is not None else op_fn
+            body = dumps({"items": items} if spec is None else {"ruleset": spec, "items": items})
 
-            def post() -> list:
+            def post() -> bytes:
                 conn.request("POST", "/v1/batch", body=body, headers={"Content-Type": "application/json"})
                 response = conn.getresponse()
                 data = response.read()
                 assert response.status == 200, data[:500]
-                return json.loads(data)["results"]
+                return data
 
-            got = post()  # warm-up (the core's memos, on both sides) and a check of the answers
-            assert got == [batch.answer_item(item) for item in items], f"{op}: HTTP and in-process differ"
+            got = json.loads(post())["results"]  # warm-up (the core's memos, on both sides) and a check of the answers
+            assert got == batch.answer_items(items, ruleset), f"{op}: HTTP and in-process differ"
             assert {r["status"] for r in got} == {200}, op
             per_hand_us(fn, calls)
             schema = batch.OPS[op].schema
             bodies = [{k: v for k, v in item.items() if k != "op"} for item in items]
-            inproc, inproc_cpu, http_wall, http_cpu, item, load = [], [], [], [], [], []
+            inproc, inproc_cpu, http_wall, http_cpu, item, load, parse, run, encode = ([] for _ in range(9))
             for _ in range(args.rounds):
                 inproc.append(per_hand_us(fn, calls, inproc_cpu))
                 cpu0, t0 = cpu_seconds(server.proc.pid), time.perf_counter()
@@ -112,16 +122,28 @@ def http_phase(args, log_dir: Path) -> None:
                 http_wall.append((time.perf_counter() - t0) / len(items) * 1e6)
                 http_cpu.append((cpu_seconds(server.proc.pid) - cpu0) / len(items) * 1e6)
                 t0 = time.perf_counter()
-                dumps({"results": [batch.answer_item(x) for x in items]})
+                dumps({"results": batch.answer_items(items, ruleset)})
                 item.append((time.perf_counter() - t0) / len(items) * 1e6)
-                load.append(per_hand_us(schema.load, [(b,) for b in bodies]))
+                with default_ruleset(ruleset or PRESETS["xuezhan"]):
+                    load.append(per_hand_us(schema.load, [(b,) for b in bodies]))
+                    loaded = [schema.load(b) for b in bodies]
+                run.append(per_hand_us(batch.OPS[op].body, [(a,) for a in loaded]))
+                t0 = time.perf_counter()
+                results = {"results": batch.answer_items(items, ruleset)}
+                t1 = time.perf_counter()
+                dumps(results)
+                encode.append((time.perf_counter() - t1) / len(items) * 1e6)
+                loads(body)
+                parse.append((time.perf_counter() - t1) / len(items) * 1e6 - encode[-1])
             m = {k: statistics.median(v) for k, v in
                  (("inproc", inproc), ("inproc_cpu", inproc_cpu), ("http", http_wall), ("cpu", http_cpu),
-                  ("item", item), ("load", load))}
-            emit({"op": op, "phase": "http", "items": len(items), "rounds": args.rounds,
+                  ("item", item), ("load", load), ("parse", parse), ("run", run), ("encode", encode))}
+            emit({"op": op, "phase": "http", "items": len(items), "rounds": args.rounds, "ruleset": spec,
                   "inproc_us": round(m["inproc"], 2), "http_us": round(m["http"], 2),
                   "inproc_cpu_us": round(m["inproc_cpu"], 2), "http_cpu_us": round(m["cpu"], 2),
                   "item_us": round(m["item"], 2), "load_us": round(m["load"], 2),
+                  "stages_us": {"parse": round(m["parse"], 2), "load": round(m["load"], 2),
+                                "core_dump": round(m["run"], 2), "encode": round(m["encode"], 2)},
                   "ratio": round(m["http"] / m["inproc"], 3), "cpu_ratio": round(m["cpu"] / m["inproc_cpu"], 3),
                   "target": 1.25})
         conn.close()
@@ -267,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phases", default="http,ndjson,cli")
     parser.add_argument("--batch", type=int, default=1000, help="items per JSON batch (default 1000)")
     parser.add_argument("--rounds", type=int, default=7, help="rounds of the http phase (default 7)")
+    parser.add_argument("--ruleset", help="the envelope's ruleset of the http phase, as JSON (default: none)")
     parser.add_argument("--ndjson-n", type=int, default=1_000_000, help="lines of the NDJSON job (default 1,000,000)")
     parser.add_argument("--distinct", type=int, default=20_000, help="distinct hands of the NDJSON and CLI lines")
     parser.add_argument("--inproc-n", type=int, default=200_000, help="hands of the in-process rate (default 200,000)")

@@ -40,6 +40,7 @@ from .api.jsonio import dumps, loads
 from .api.problems import ApiProblem, describe
 from .api.rounds import settle_body
 from .api.smorest import invalid_input
+from .rules.ruleset import Ruleset
 
 log = logging.getLogger("service.batch")
 
@@ -96,13 +97,18 @@ def answer(op: str, body: dict, request_id: str | None = None) -> dict:
         return problem_result(exc, spec.path, request_id)
 
 
-def answer_item(item: dict, ruleset: Any = None, request_id: str | None = None) -> dict:
-    """The result of an item (an object with a known ``op``); ``ruleset`` (as given in JSON) for an item
-    without one."""
-    body = {k: v for k, v in item.items() if k != "op"}
-    if ruleset is not None and "ruleset" not in body:
-        body["ruleset"] = ruleset
-    return answer(item["op"], body, request_id)
+def answer_item(item: dict, request_id: str | None = None) -> dict:
+    """The result of an item (an object with a known ``op``)."""
+    return answer(item["op"], {k: v for k, v in item.items() if k != "op"}, request_id)
+
+
+def answer_items(items: list[dict], ruleset: Ruleset | None = None, request_id: str | None = None) -> list[dict]:
+    """The results of items (objects with a known ``op``), in order; ``ruleset`` (loaded once: a batch
+    envelope's) is that of every item without one, as if the item had given it."""
+    if ruleset is None:
+        return [answer_item(item, request_id) for item in items]
+    with s.default_ruleset(ruleset):
+        return [answer_item(item, request_id) for item in items]
 
 
 def answer_line(line: bytes, request_id: str | None = None) -> dict | None:
@@ -117,7 +123,7 @@ def answer_line(line: bytes, request_id: str | None = None) -> dict | None:
             raise invalid_input(exc.messages) from None
     except ApiProblem as exc:
         return problem_result(exc, BATCH_PATH, request_id)
-    return answer_item(item, None, request_id)
+    return answer_item(item, request_id)
 
 
 def encode(result: dict) -> bytes:

@@ -6,7 +6,8 @@ Each item is answered by :mod:`service.batch` exactly as its single endpoint wou
 
 * ``application/json``: ``{"ruleset"?, "items": [...]}`` with at most ``BATCH_MAX_ITEMS`` items
   (1,000 by default), the whole body within ``MAX_BODY_BYTES``.  The envelope's ``ruleset`` is the
-  ruleset of every item that has no ``ruleset`` member (as if the item had given it).  An envelope
+  ruleset of every item that has no ``ruleset`` member (as if the item had given it): loaded once with
+  the envelope, it is each such item's default (:func:`service.api.schemas.default_ruleset`).  An envelope
   that is not an object, has no ``items``, too many, or an item that is not an object with a known
   ``op`` is a 422 for the whole request (``errors`` name ``items.<i>.op``).  Answer:
   ``{"results": [...]}``, one per item in order, written once (orjson).
@@ -143,15 +144,14 @@ def run_batch():
         if isinstance(items, list) and len(items) > limit:
             raise invalid_input({"items": [f"Longer than maximum length {limit}."]})
         try:
-            _SCHEMA.load(data)
+            envelope = _SCHEMA.load(data)
         except ValidationError as exc:
             raise invalid_input(exc.messages) from None
     except Exception:
         rate_limits.charge_batch(1)  # a refused envelope counts as one item
         raise
     rate_limits.charge_batch(len(items))
-    ruleset, rid = data.get("ruleset"), g.get("request_id")
-    results = [batch.answer_item(item, ruleset, rid) for item in items]
+    results = batch.answer_items(items, envelope.get("ruleset"), g.get("request_id"))
     return Response(dumps({"results": results}), mimetype="application/json")
 
 

@@ -16,7 +16,9 @@ that answer; ``dump_*`` builds the same body directly, at a small fraction of
 it.  Through ``schema.dump`` a ting request would cost a good deal more, and a
 batch item (``/v1/batch``, which must stay within 1.25 times the core's cost)
 many times more (docs/performance.md#history has the figures).  The single endpoints
-and the batch use the same ``dump_*`` functions.
+and the batch use the same ``dump_*`` functions.  A wait's body is a function of
+an immutable value the core's memos share: it is built once and shared by the
+answers that list it (:func:`dump_wait`; bodies are read-only).
 
 *Events* are the rules core's to decide (:func:`service.rules.events.parse_event`
 and the table fold: a seat's range depends on the table's ruleset): the event
@@ -31,6 +33,9 @@ ruleset's choices) is one named schema, referenced wherever it is used.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import fields as dc_fields
 from typing import Any, Callable, Mapping
 
@@ -239,7 +244,26 @@ class Ref(DocumentedField):
 MAX_CACHED_RULESETS = 256
 _RULESET_FIELDS = tuple(f.name for f in dc_fields(Ruleset))
 _RULESETS: dict[tuple, Ruleset] = {}
-"""Rulesets given as objects that loaded, by :func:`_spec_key`: a batch repeats one ruleset on every item."""
+"""Rulesets given as objects that loaded, by :func:`_spec_key`: a job's items often repeat one ruleset."""
+DEFAULT_RULESET: ContextVar[Ruleset] = ContextVar("default_ruleset", default=PRESETS["xuezhan"])
+"""The ruleset of a body without ``ruleset`` (the fields' ``load_default``): xuezhan, or within
+:func:`default_ruleset` a batch envelope's."""
+
+
+@contextmanager
+def default_ruleset(ruleset: Ruleset) -> Iterator[None]:
+    """Loads within it give a body without ``ruleset`` this one instead of xuezhan: a batch envelope's
+    ruleset, loaded once for all its items.
+
+    >>> with default_ruleset(PRESETS["xueliu"]):
+    ...     TingRequest().load({"hand": {"tiles": "1112345678999m"}})["ruleset"].mode
+    'xueliu'
+    """
+    token = DEFAULT_RULESET.set(ruleset)
+    try:
+        yield
+    finally:
+        DEFAULT_RULESET.reset(token)
 
 
 def _spec_key(value: dict) -> tuple | None:
@@ -389,12 +413,11 @@ def load_hand(data: Mapping[str, Any], path: str) -> Hand:
 # -- hand requests ----------------------------------------------------------------
 class _HandRequest(ma.Schema):
     hand = fields.Nested(HandSchema, required=True)
-    ruleset = RulesetField(metadata={"default": "xuezhan"})
+    ruleset = RulesetField(load_default=DEFAULT_RULESET.get, metadata={"default": "xuezhan"})
 
     @post_load
     def _to_core(self, data: dict, **kwargs: Any) -> dict:
         data["hand"] = load_hand(data["hand"], "hand")
-        data.setdefault("ruleset", PRESETS["xuezhan"])
         if "visible" in self.fields:
             visible = data.get("visible")
             data["visible"] = _rule("visible", parse_tiles, visible) if visible else None
@@ -514,7 +537,7 @@ assert set(HU_FLAGS) <= set(HuEvent().fields)
 
 
 class SettleRequest(ma.Schema):
-    ruleset = RulesetField(metadata={"default": "xuezhan"})
+    ruleset = RulesetField(load_default=DEFAULT_RULESET.get, metadata={"default": "xuezhan"})
     dealer = Int(0, 3, required=True)
     voids = fields.List(
         Str(MAX_SUIT_CHARS, allow_none=True), validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
@@ -529,7 +552,6 @@ class SettleRequest(ma.Schema):
 
     @post_load
     def _to_core(self, data: dict, **kwargs: Any) -> dict:
-        data.setdefault("ruleset", PRESETS["xuezhan"])
         if "stakes" in data:
             data["stakes"] = load_stakes(data["stakes"], Ruleset.from_spec(data["ruleset"]).players)
         voids = data.get("voids")
@@ -787,11 +809,30 @@ def dump_patterns(patterns: tuple[PatternFan, ...]) -> list[dict]:
     return [p.as_dict() for p in patterns]
 
 
+MAX_CACHED_WAITS = 1 << 14
+_WAITS: dict[Wait, dict] = {}
+"""The body of each wait answered lately.  A :class:`~service.rules.ting.Wait` is an immutable value
+(the core's memoized answers share them), so its body is built once and listed by every answer that
+has it: bodies are read-only (they are serialized as they are).  A full cache is emptied."""
+
+
 def dump_wait(w: Wait) -> dict:
-    return {
-        "tile": str(w.tile), "fan": w.fan, "points": w.points,
-        "patterns": [p.as_dict() for p in w.patterns], "remaining": w.remaining,
-    }
+    """A wait's body (shared: see :data:`_WAITS`).
+
+    >>> from service.rules.api import ting
+    >>> w = ting("1112345678999m").waits[0]
+    >>> dump_wait(w)["patterns"][0]["id"], dump_wait(w) is dump_wait(w)
+    ('qingyise', True)
+    """
+    body = _WAITS.get(w)
+    if body is None:
+        if len(_WAITS) >= MAX_CACHED_WAITS:
+            _WAITS.clear()
+        body = _WAITS[w] = {
+            "tile": str(w.tile), "fan": w.fan, "points": w.points,
+            "patterns": [p.as_dict() for p in w.patterns], "remaining": w.remaining,
+        }
+    return body
 
 
 def dump_validation(v: Validation) -> dict:
