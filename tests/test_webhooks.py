@@ -64,13 +64,14 @@ def receiver():
 
 @pytest.fixture
 def dispatchers(app, redis_url):
-    """Start dispatchers on the app's registry (``start(**options)``); all stopped at the end."""
+    """Start dispatchers on the app's registry (``start(client=None, **options)``: ``client``, the
+    dispatcher's redis-py client, else one of its own); all stopped at the end."""
     made: list[Dispatcher] = []
 
-    def start(**options) -> Dispatcher:
+    def start(client=None, **options) -> Dispatcher:
         opts = DispatcherOptions(**{"timeout": 1.0, "backoff_ms": 50, "poll": 0.02, "sweep_every": 3600.0,
                                     "allow_private": True, **options})
-        d = Dispatcher(connect(redis_url), app.extensions["webhooks"], opts).start()
+        d = Dispatcher(client or connect(redis_url), app.extensions["webhooks"], opts).start()
         made.append(d)
         return d
 
@@ -469,7 +470,8 @@ def test_a_visit_with_an_older_copy_of_the_webhooks_keeps_the_lane_of_a_webhook_
     t = new_table(client)
     stale = Dispatcher(connect(redis_url), app.extensions["webhooks"],
                        DispatcherOptions(timeout=1.0, allow_private=True))  # (not started: visited by hand)
-    stale._hooks_of("acme")  # its copy of acme's webhooks: the first one only
+    assert stale.visit(t["id"]) == 1  # its copy of acme's webhooks: the first one only
+    wait_until(lambda: stale.busy == 0, what="the first webhook's lane job (table.created: not its type) ended")
     other = Receiver()
     try:
         newer = register(client, other.url, ["event.recorded"])
@@ -489,7 +491,8 @@ def test_a_visit_with_an_older_copy_of_the_webhooks_keeps_the_lane_of_a_webhook_
         assert [m["data"]["seq"] for m in other.messages()] == [1, 2]  # seq 1 once
         # a webhook that is gone does lose its lanes
         assert client.delete(f"/v1/webhooks/{newer['id']}", headers=acme()).status_code == 204
-        stale._hooks.clear()  # (its copy is a fresh one now: it knew the newer webhook)
+        # (its copy is a fresh one now, read when the newer webhook's lane was seen: used for HOOKS_FOR)
+        monkeypatch.setattr(outbox_module, "HOOKS_FOR", 0.0)
         r = redis.Redis.from_url(redis_url)
         wait_until(lambda: stale.visit(t["id"]) and r.hget(keys.lanes(t["id"]), newer["id"]) is None,
                    what="the deleted webhook's lane dropped")
@@ -515,42 +518,72 @@ def test_the_status_follows_the_order_of_the_outcomes_not_the_clocks_of_the_disp
     assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "ok"
 
 
+class LosesRedisAtTheSecondLaneLease(redis.Redis):
+    """A redis-py client whose ``SET`` of a second lane lease (``{t:<id>}:lease:<hook>``) fails as a lost
+    connection would, once; ``leases``: the lane leases it set before that."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.leases: list[str] = []
+        self.failed = False
+
+    def set(self, name, value, *args, **kwargs):
+        key = name.decode() if isinstance(name, bytes) else name
+        if ":lease:" in key and not self.failed:
+            if self.leases:
+                self.failed = True
+                raise redis.exceptions.ConnectionError("connection lost")
+            self.leases.append(key)
+        return super().set(name, value, *args, **kwargs)
+
+
 def test_a_redis_error_in_a_visit_gives_back_the_lane_jobs_it_had_reserved(app, client, receiver, redis_url):
     register(client, receiver.url, ["event.recorded"])
     register(client, receiver.url, ["event.recorded"])
     t = new_table(client)
     assert post(client, t, {"type": "round_start"}).status_code == 201
-    d = Dispatcher(connect(redis_url), app.extensions["webhooks"],
-                   DispatcherOptions(timeout=1.0, allow_private=True, concurrency=2))  # (not started: visited by hand)
-    taken = []
-    real = d._lease
+    flaky = LosesRedisAtTheSecondLaneLease.from_url(redis_url)
+    d = Dispatcher(flaky, app.extensions["webhooks"],  # (not started: visited by hand)
+                   DispatcherOptions(timeout=1.0, allow_private=True, concurrency=2, per_webhook=1))
+    try:
+        with pytest.raises(redis.exceptions.ConnectionError):
+            d.visit(t["id"])
+        assert d.busy == 0  # (else the dispatcher's room shrinks for good: 2 such errors, and it delivers nothing)
+        (taken,) = flaky.leases
+        assert flaky.get(taken) is None  # the first lane's lease is given back
+        # the room of each webhook (one lane job at most) is whole again: the next visit starts both lanes
+        assert d.visit(t["id"]) == 1
+        receiver.wait(lambda rc: len(rc.messages()) == 2, what="seq 1 to both webhooks")
+        assert [m["data"]["seq"] for m in receiver.messages()] == [1, 1]
+        wait_until(lambda: d.busy == 0, what="both lane jobs ended")
+    finally:
+        d.stop(wait=3.0)
+        flaky.close()
 
-    def lease(key: str, ms: int):
-        if ":lease:" in key:
-            if taken:  # the second lane's lease: Redis goes away
-                raise redis.exceptions.ConnectionError("connection lost")
-            taken.append(key)
-        return real(key, ms)
 
-    d._lease = lease
-    with pytest.raises(redis.exceptions.ConnectionError):
-        d.visit(t["id"])
-    assert d.busy == 0 and d._per_hook == {}  # (else the dispatcher's room shrinks for good: 2 such errors, none)
-    r = redis.Redis.from_url(redis_url)
-    assert r.get(taken[0]) is None  # the first lane's lease is given back
-    r.close()
+class SlowFirstLaneRead(redis.Redis):
+    """A redis-py client whose first ``HGET`` of a table's lanes (a lane job's first command, once its
+    lease was taken) answers ``delay`` seconds late: a job that starts late (a busy worker, a slow Redis)."""
+
+    delay = 2.6
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.slowed = threading.Event()
+
+    def hget(self, name, key):
+        hash_key = name.decode() if isinstance(name, bytes) else name
+        if hash_key.endswith(":lanes") and not self.slowed.is_set():
+            self.slowed.set()
+            time.sleep(self.delay)  # (the delay injected, not a check)
+        return super().hget(name, key)
 
 
 def test_a_lane_job_that_starts_late_renews_its_lease_by_when_it_was_taken(client, receiver, dispatchers, redis_url):
     made = register(client, receiver.url, ["event.recorded"])
-    d = dispatchers(timeout=0.6, lane_lease_ms=3000)  # (renewed before an attempt once 0.4 s old)
-    real = d._deliver_lane
-
-    def late(*args):
-        time.sleep(2.6)  # the job's thread starts late (a busy worker): its lease (3 s) is 2.6 s old
-        return real(*args)
-
-    d._deliver_lane = late
+    slow = SlowFirstLaneRead.from_url(redis_url)
+    # (renewed before an attempt once 0.4 s old; the job's lease (3 s) is 2.6 s old at its first attempt)
+    dispatchers(client=slow, timeout=0.6, lane_lease_ms=3000)
     receiver.plan.append(("hang", 0.5))  # (unrenewed, the lease expires during this attempt)
     t = new_table(client)
     assert post(client, t, {"type": "round_start"}).status_code == 201
@@ -563,7 +596,10 @@ def test_a_lane_job_that_starts_late_renews_its_lease_by_when_it_was_taken(clien
 
     wait_until(cursor, timeout=30, what="seq 1's delivery recorded")
     r.close()
-    assert [m["data"]["seq"] for m in receiver.messages()] == [1]  # once: its lease held
+    assert slow.slowed.is_set()
+    # sent once: its lease held (a second holder's copy would have arrived before the cursor it recorded)
+    assert len(receiver.arrived) == 1, receiver.arrived
+    assert [m["data"]["seq"] for m in receiver.messages()] == [1]
 
 
 def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, receiver, dispatchers):
