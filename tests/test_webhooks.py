@@ -165,6 +165,17 @@ def test_a_table_filter_names_the_keys_own_tables_only(client, receiver):
     assert register(client, receiver.url, tables=[mine["id"]])["tables"] == [mine["id"]]
 
 
+def test_tables_null_registers_a_webhook_for_every_table_of_the_key(client, receiver, dispatchers):
+    made = register(client, receiver.url, ["table.created"], tables=None)  # (as a view shows it: null)
+    assert made["tables"] is None
+    assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["tables"] is None
+    dispatchers()
+    tables = {new_table(client)["id"], new_table(client)["id"]}
+    new_table(client, key=BETA)  # (not the key's)
+    receiver.wait(lambda r: len(r.messages()) >= 2, what="both tables' creation")
+    assert sorted(b["data"]["table"] for b in receiver.verify(made["secret"])) == sorted(tables)
+
+
 def test_an_api_key_has_at_most_twenty_webhooks(client, receiver):
     for _ in range(20):
         register(client, receiver.url)
