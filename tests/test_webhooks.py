@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import pytest
 import redis
@@ -293,7 +296,7 @@ def test_an_attempt_ends_by_its_deadline_in_a_trickled_tls_handshake():
 def test_an_attempt_ends_by_its_deadline_however_many_addresses_stall(monkeypatch):
     server = _Stalling(trickle=False)
     url = f"http://stalling.example:{server.port}/x"
-    monkeypatch.setattr(delivery, "resolve", lambda u, allow_private=False: (parse_target(u), ["127.0.0.1"] * 4))
+    monkeypatch.setattr(delivery, "resolve", lambda u, allow_private=False, **_: (parse_target(u), ["127.0.0.1"] * 4))
     try:
         started = time.monotonic()
         attempt = deliver(url, b"{}", {}, timeout=0.5, allow_private=True)
@@ -302,6 +305,74 @@ def test_an_attempt_ends_by_its_deadline_however_many_addresses_stall(monkeypatc
         server.close()
     assert not attempt.ok and attempt.error.startswith("timeout"), attempt
     assert took < 1.5, took  # (one timeout in all, not one per address)
+
+
+class HangingLookup:
+    """A resolver (``lookup=`` of :func:`~service.delivery.deliver`) whose lookups hang until ``release``
+    (10 s at most), then fail as an unknown host; ``asked``: the hosts it was asked for."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.asked: list[str] = []
+
+    def __call__(self, host, port, *args, **kwargs):
+        self.asked.append(host)
+        self.release.wait(10.0)
+        raise socket.gaierror(socket.EAI_NONAME, "released")
+
+
+def test_an_attempt_ends_by_its_deadline_when_the_hosts_lookup_hangs(receiver):
+    lookup = HangingLookup()
+    try:
+        started = time.monotonic()
+        attempt = deliver("http://hangs.example/x", b"{}", {}, timeout=0.5, allow_private=True, lookup=lookup)
+        took = time.monotonic() - started
+    finally:
+        lookup.release.set()
+    assert lookup.asked == ["hangs.example"]
+    assert not attempt.ok and attempt.status is None, attempt
+    assert attempt.error == "timeout: the host 'hangs.example' did not resolve within 0.5 s", attempt
+    assert took < 1.5, took
+    # a lookup that answers in time is what the attempt connects to
+    def answers(host, port, *args, **kwargs):
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", port))]
+
+    url = receiver.url.replace("127.0.0.1", "answers.example")
+    assert deliver(url, b"{}", {}, timeout=1.0, allow_private=True, lookup=answers).ok
+    assert len(receiver.received) == 1
+
+
+GEVENT_LOOKUPS = """
+from gevent import monkey
+monkey.patch_all()
+import json, socket, sys, threading, time
+from service.delivery import deliver
+
+release = threading.Event()
+
+def hangs(host, port, *args, **kwargs):  # (a cooperative wait: gevent's own resolver yields as well)
+    release.wait(10.0)
+    raise socket.gaierror(socket.EAI_NONAME, "released")
+
+started = time.monotonic()
+hung = deliver("http://hangs.example/x", b"{}", {}, timeout=0.5, allow_private=True, lookup=hangs)
+took = time.monotonic() - started
+release.set()
+local = deliver(sys.argv[1], b"{}", {}, timeout=2.0, allow_private=True)  # (gevent's getaddrinfo, in a greenlet)
+print(json.dumps({"hung": hung.error, "took": took, "local": local.ok, "local_error": local.error}))
+"""
+
+
+def test_under_gevent_an_attempt_ends_by_its_deadline_when_the_hosts_lookup_hangs(receiver):
+    done = subprocess.run([sys.executable, "-c", GEVENT_LOOKUPS, receiver.url.replace("127.0.0.1", "localhost")],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["hung"] == "timeout: the host 'hangs.example' did not resolve within 0.5 s", out
+    assert out["took"] < 1.5, out
+    assert out["local"], out
+    assert len(receiver.received) == 1
 
 
 def test_a_dispatcher_that_refuses_private_targets_delivers_nothing_there(client, receiver, dispatchers):
