@@ -75,7 +75,8 @@ variable                     default      meaning
 ``WEBHOOKS``                 on           the webhooks of API keys (off: no outbox, the endpoints 404)
 ``WEBHOOK_DISPATCHER``       on           a dispatcher in each ``serve`` worker (off: run
                                           ``python -m service webhooks`` instead)
-``WEBHOOK_TIMEOUT``          10           seconds one delivery attempt may take
+``WEBHOOK_TIMEOUT``          10           seconds one delivery attempt may take (the host's lookup,
+                                          connect, send and answer in all)
 ``WEBHOOK_RETRY_SECONDS``    86400        seconds of failed attempts before a notification is
                                           dead-lettered (and its webhook is ``failing``)
 ``WEBHOOK_BACKOFF_MS``       5000         the first retry's delay (doubling, at most an hour)

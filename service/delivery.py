@@ -10,9 +10,13 @@ link-local, shared, reserved, multicast, IPv6 forms that embed one, and IPv6
 outside the global unicast ``2000::/3``) is refused unless
 ``WEBHOOK_ALLOW_PRIVATE`` is set.  Redirects are not followed.
 
-An attempt has one deadline for all of it (connect, send, a trickling answer):
-a watchdog thread (a greenlet under gevent) shuts the socket of an attempt
-past its deadline down, so whatever it waits for fails.  Signatures are the
+An attempt has one deadline for all of it (the host's lookup, connect, send, a
+trickling answer).  The lookup runs in a thread of its own (a greenlet under
+gevent, whose patched ``socket.getaddrinfo`` is the hub's resolver) that the
+attempt waits for until its deadline, then leaves to end by itself (the
+system resolver's own timeouts bound it).  A watchdog thread (a greenlet under
+gevent) shuts the socket of an attempt past its deadline down, so whatever it
+waits for fails.  Signatures are the
 Standard Webhooks ones (``webhook-id``, ``webhook-timestamp``,
 ``webhook-signature``: HMAC-SHA256), made by the ``standardwebhooks`` package.
 """
@@ -29,7 +33,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from standardwebhooks.webhooks import Webhook as Signer
 
@@ -42,6 +46,20 @@ USER_AGENT = "mahjong-service-webhooks/1"
 # -- targets ---------------------------------------------------------------------------------
 class TargetRefused(ValueError):
     """A webhook URL the service will not send to (the message says why)."""
+
+
+class LookupTimeout(TimeoutError):
+    """The host of a webhook URL (``host``) did not resolve within the time it had."""
+
+    def __init__(self, host: str, timeout: float) -> None:
+        super().__init__(f"the host {host!r} did not resolve within {timeout:.3g} s")
+        self.host = host
+
+
+Lookup = Callable[..., Any]
+"""How a host is resolved: a function called as ``socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)``
+is, answering as it does (its default: ``socket.getaddrinfo``, as it is when the lookup is made, so gevent's
+patched one under gevent)."""
 
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -113,13 +131,45 @@ def parse_target(url: str) -> urllib.parse.SplitResult:
     return parts
 
 
-def resolve(url: str, allow_private: bool = False) -> tuple[urllib.parse.SplitResult, list[str]]:
+def _lookup_within(lookup: Lookup, host: str, port: int, timeout: float) -> Any:
+    """``lookup(host, port, type=SOCK_STREAM)`` in a thread of its own (a greenlet under gevent), waited
+    for ``timeout`` seconds at most (then :class:`LookupTimeout`; the thread ends when the lookup does)."""
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["infos"] = lookup(host, port, type=socket.SOCK_STREAM)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="webhooks-lookup", daemon=True).start()
+    if not done.wait(max(0.0, timeout)):
+        raise LookupTimeout(host, timeout)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["infos"]
+
+
+def resolve(url: str, allow_private: bool = False, *, timeout: float | None = None,
+            lookup: Lookup | None = None) -> tuple[urllib.parse.SplitResult, list[str]]:
     """The URL's parts and the addresses its host resolves to now, every one of them checked
-    (:class:`TargetRefused` when one is refused, or the host does not resolve)."""
+    (:class:`TargetRefused` when one is refused, or the host does not resolve).
+
+    ``timeout``: seconds the lookup may take (:class:`LookupTimeout` after that; None: as long as the
+    system resolver takes).  ``lookup``: how the host is resolved (:data:`Lookup`; ``socket.getaddrinfo``
+    when None), e.g. a resolver of the caller's own, or a fake one in a test.
+    """
     parts = parse_target(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
+    lookup = lookup or socket.getaddrinfo
     try:
-        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+        if timeout is None:
+            infos = lookup(parts.hostname, port, type=socket.SOCK_STREAM)
+        else:
+            infos = _lookup_within(lookup, parts.hostname or "", port, timeout)
     except (socket.gaierror, UnicodeError) as exc:
         raise TargetRefused(f"the host {parts.hostname!r} does not resolve ({exc})") from None
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
@@ -231,11 +281,12 @@ class Sender:
     The host is resolved and every address checked whenever a connection is made
     (so at least once per lane job, and after any failure); the connection goes
     to an address that was checked.  Each attempt must end within its
-    ``timeout`` (connect, send and answer in all), or it fails.
+    ``timeout`` (the lookup, connect, send and answer in all), or it fails.
+    ``lookup``: how the host is resolved (:data:`Lookup`; ``socket.getaddrinfo`` when None).
     """
 
-    def __init__(self, url: str, allow_private: bool) -> None:
-        self.url, self.allow_private = url, allow_private
+    def __init__(self, url: str, allow_private: bool, *, lookup: Lookup | None = None) -> None:
+        self.url, self.allow_private, self.lookup = url, allow_private, lookup
         self.conn: _PinnedConnection | None = None
         self.path = "/"
 
@@ -244,8 +295,9 @@ class Sender:
             self.conn.close()
             self.conn = None
 
-    def _connection(self, timeout: float) -> _PinnedConnection:
-        parts, addresses = resolve(self.url, self.allow_private)
+    def _connection(self, timeout: float, started: float) -> _PinnedConnection:
+        parts, addresses = resolve(self.url, self.allow_private, timeout=started + timeout - time.monotonic(),
+                                   lookup=self.lookup)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         return _PinnedConnection(parts.hostname or "", port, addresses, timeout,
@@ -257,9 +309,12 @@ class Sender:
             if not reused:
                 self.close()
                 try:
-                    self.conn = self._connection(timeout)
+                    self.conn = self._connection(timeout, started)
                 except TargetRefused as exc:
                     return Attempt(False, None, f"target refused: {exc}", int((time.monotonic() - started) * 1000))
+                except LookupTimeout as exc:
+                    return Attempt(False, None, f"timeout: the host {exc.host!r} did not resolve within {timeout:g} s",
+                                   int((time.monotonic() - started) * 1000))
             attempt = self._post(body, headers, timeout, started, reused)
             if attempt is not None:
                 return attempt
@@ -312,9 +367,11 @@ class Sender:
         return Attempt(False, status, f"HTTP {status}", took())
 
 
-def deliver(url: str, body: bytes, headers: Mapping[str, str], timeout: float, allow_private: bool) -> Attempt:
-    """POST ``body`` to ``url`` once, within ``timeout`` seconds in all (the host resolved and checked now)."""
-    sender = Sender(url, allow_private)
+def deliver(url: str, body: bytes, headers: Mapping[str, str], timeout: float, allow_private: bool, *,
+            lookup: Lookup | None = None) -> Attempt:
+    """POST ``body`` to ``url`` once, within ``timeout`` seconds in all (the host resolved and checked now,
+    by ``lookup``: see :class:`Sender`)."""
+    sender = Sender(url, allow_private, lookup=lookup)
     try:
         return sender.post(body, headers, timeout)
     finally:

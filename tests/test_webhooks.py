@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import pytest
 import redis
@@ -64,13 +67,14 @@ def receiver():
 
 @pytest.fixture
 def dispatchers(app, redis_url):
-    """Start dispatchers on the app's registry (``start(**options)``); all stopped at the end."""
+    """Start dispatchers on the app's registry (``start(client=None, **options)``: ``client``, the
+    dispatcher's redis-py client, else one of its own); all stopped at the end."""
     made: list[Dispatcher] = []
 
-    def start(**options) -> Dispatcher:
+    def start(client=None, **options) -> Dispatcher:
         opts = DispatcherOptions(**{"timeout": 1.0, "backoff_ms": 50, "poll": 0.02, "sweep_every": 3600.0,
                                     "allow_private": True, **options})
-        d = Dispatcher(connect(redis_url), app.extensions["webhooks"], opts).start()
+        d = Dispatcher(client or connect(redis_url), app.extensions["webhooks"], opts).start()
         made.append(d)
         return d
 
@@ -162,6 +166,17 @@ def test_a_table_filter_names_the_keys_own_tables_only(client, receiver):
                     headers=acme())
     assert problem(r, 422, "invalid_input")["errors"] == {"tables.1": ["not a table of this API key"]}
     assert register(client, receiver.url, tables=[mine["id"]])["tables"] == [mine["id"]]
+
+
+def test_tables_null_registers_a_webhook_for_every_table_of_the_key(client, receiver, dispatchers):
+    made = register(client, receiver.url, ["table.created"], tables=None)  # (as a view shows it: null)
+    assert made["tables"] is None
+    assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["tables"] is None
+    dispatchers()
+    tables = {new_table(client)["id"], new_table(client)["id"]}
+    new_table(client, key=BETA)  # (not the key's)
+    receiver.wait(lambda r: len(r.messages()) >= 2, what="both tables' creation")
+    assert sorted(b["data"]["table"] for b in receiver.verify(made["secret"])) == sorted(tables)
 
 
 def test_an_api_key_has_at_most_twenty_webhooks(client, receiver):
@@ -281,7 +296,7 @@ def test_an_attempt_ends_by_its_deadline_in_a_trickled_tls_handshake():
 def test_an_attempt_ends_by_its_deadline_however_many_addresses_stall(monkeypatch):
     server = _Stalling(trickle=False)
     url = f"http://stalling.example:{server.port}/x"
-    monkeypatch.setattr(delivery, "resolve", lambda u, allow_private=False: (parse_target(u), ["127.0.0.1"] * 4))
+    monkeypatch.setattr(delivery, "resolve", lambda u, allow_private=False, **_: (parse_target(u), ["127.0.0.1"] * 4))
     try:
         started = time.monotonic()
         attempt = deliver(url, b"{}", {}, timeout=0.5, allow_private=True)
@@ -290,6 +305,74 @@ def test_an_attempt_ends_by_its_deadline_however_many_addresses_stall(monkeypatc
         server.close()
     assert not attempt.ok and attempt.error.startswith("timeout"), attempt
     assert took < 1.5, took  # (one timeout in all, not one per address)
+
+
+class HangingLookup:
+    """A resolver (``lookup=`` of :func:`~service.delivery.deliver`) whose lookups hang until ``release``
+    (10 s at most), then fail as an unknown host; ``asked``: the hosts it was asked for."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.asked: list[str] = []
+
+    def __call__(self, host, port, *args, **kwargs):
+        self.asked.append(host)
+        self.release.wait(10.0)
+        raise socket.gaierror(socket.EAI_NONAME, "released")
+
+
+def test_an_attempt_ends_by_its_deadline_when_the_hosts_lookup_hangs(receiver):
+    lookup = HangingLookup()
+    try:
+        started = time.monotonic()
+        attempt = deliver("http://hangs.example/x", b"{}", {}, timeout=0.5, allow_private=True, lookup=lookup)
+        took = time.monotonic() - started
+    finally:
+        lookup.release.set()
+    assert lookup.asked == ["hangs.example"]
+    assert not attempt.ok and attempt.status is None, attempt
+    assert attempt.error == "timeout: the host 'hangs.example' did not resolve within 0.5 s", attempt
+    assert took < 1.5, took
+    # a lookup that answers in time is what the attempt connects to
+    def answers(host, port, *args, **kwargs):
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", port))]
+
+    url = receiver.url.replace("127.0.0.1", "answers.example")
+    assert deliver(url, b"{}", {}, timeout=1.0, allow_private=True, lookup=answers).ok
+    assert len(receiver.received) == 1
+
+
+GEVENT_LOOKUPS = """
+from gevent import monkey
+monkey.patch_all()
+import json, socket, sys, threading, time
+from service.delivery import deliver
+
+release = threading.Event()
+
+def hangs(host, port, *args, **kwargs):  # (a cooperative wait: gevent's own resolver yields as well)
+    release.wait(10.0)
+    raise socket.gaierror(socket.EAI_NONAME, "released")
+
+started = time.monotonic()
+hung = deliver("http://hangs.example/x", b"{}", {}, timeout=0.5, allow_private=True, lookup=hangs)
+took = time.monotonic() - started
+release.set()
+local = deliver(sys.argv[1], b"{}", {}, timeout=2.0, allow_private=True)  # (gevent's getaddrinfo, in a greenlet)
+print(json.dumps({"hung": hung.error, "took": took, "local": local.ok, "local_error": local.error}))
+"""
+
+
+def test_under_gevent_an_attempt_ends_by_its_deadline_when_the_hosts_lookup_hangs(receiver):
+    done = subprocess.run([sys.executable, "-c", GEVENT_LOOKUPS, receiver.url.replace("127.0.0.1", "localhost")],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["hung"] == "timeout: the host 'hangs.example' did not resolve within 0.5 s", out
+    assert out["took"] < 1.5, out
+    assert out["local"], out
+    assert len(receiver.received) == 1
 
 
 def test_a_dispatcher_that_refuses_private_targets_delivers_nothing_there(client, receiver, dispatchers):
@@ -469,7 +552,8 @@ def test_a_visit_with_an_older_copy_of_the_webhooks_keeps_the_lane_of_a_webhook_
     t = new_table(client)
     stale = Dispatcher(connect(redis_url), app.extensions["webhooks"],
                        DispatcherOptions(timeout=1.0, allow_private=True))  # (not started: visited by hand)
-    stale._hooks_of("acme")  # its copy of acme's webhooks: the first one only
+    assert stale.visit(t["id"]) == 1  # its copy of acme's webhooks: the first one only
+    wait_until(lambda: stale.busy == 0, what="the first webhook's lane job (table.created: not its type) ended")
     other = Receiver()
     try:
         newer = register(client, other.url, ["event.recorded"])
@@ -489,7 +573,8 @@ def test_a_visit_with_an_older_copy_of_the_webhooks_keeps_the_lane_of_a_webhook_
         assert [m["data"]["seq"] for m in other.messages()] == [1, 2]  # seq 1 once
         # a webhook that is gone does lose its lanes
         assert client.delete(f"/v1/webhooks/{newer['id']}", headers=acme()).status_code == 204
-        stale._hooks.clear()  # (its copy is a fresh one now: it knew the newer webhook)
+        # (its copy is a fresh one now, read when the newer webhook's lane was seen: used for HOOKS_FOR)
+        monkeypatch.setattr(outbox_module, "HOOKS_FOR", 0.0)
         r = redis.Redis.from_url(redis_url)
         wait_until(lambda: stale.visit(t["id"]) and r.hget(keys.lanes(t["id"]), newer["id"]) is None,
                    what="the deleted webhook's lane dropped")
@@ -515,42 +600,72 @@ def test_the_status_follows_the_order_of_the_outcomes_not_the_clocks_of_the_disp
     assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "ok"
 
 
+class LosesRedisAtTheSecondLaneLease(redis.Redis):
+    """A redis-py client whose ``SET`` of a second lane lease (``{t:<id>}:lease:<hook>``) fails as a lost
+    connection would, once; ``leases``: the lane leases it set before that."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.leases: list[str] = []
+        self.failed = False
+
+    def set(self, name, value, *args, **kwargs):
+        key = name.decode() if isinstance(name, bytes) else name
+        if ":lease:" in key and not self.failed:
+            if self.leases:
+                self.failed = True
+                raise redis.exceptions.ConnectionError("connection lost")
+            self.leases.append(key)
+        return super().set(name, value, *args, **kwargs)
+
+
 def test_a_redis_error_in_a_visit_gives_back_the_lane_jobs_it_had_reserved(app, client, receiver, redis_url):
     register(client, receiver.url, ["event.recorded"])
     register(client, receiver.url, ["event.recorded"])
     t = new_table(client)
     assert post(client, t, {"type": "round_start"}).status_code == 201
-    d = Dispatcher(connect(redis_url), app.extensions["webhooks"],
-                   DispatcherOptions(timeout=1.0, allow_private=True, concurrency=2))  # (not started: visited by hand)
-    taken = []
-    real = d._lease
+    flaky = LosesRedisAtTheSecondLaneLease.from_url(redis_url)
+    d = Dispatcher(flaky, app.extensions["webhooks"],  # (not started: visited by hand)
+                   DispatcherOptions(timeout=1.0, allow_private=True, concurrency=2, per_webhook=1))
+    try:
+        with pytest.raises(redis.exceptions.ConnectionError):
+            d.visit(t["id"])
+        assert d.busy == 0  # (else the dispatcher's room shrinks for good: 2 such errors, and it delivers nothing)
+        (taken,) = flaky.leases
+        assert flaky.get(taken) is None  # the first lane's lease is given back
+        # the room of each webhook (one lane job at most) is whole again: the next visit starts both lanes
+        assert d.visit(t["id"]) == 1
+        receiver.wait(lambda rc: len(rc.messages()) == 2, what="seq 1 to both webhooks")
+        assert [m["data"]["seq"] for m in receiver.messages()] == [1, 1]
+        wait_until(lambda: d.busy == 0, what="both lane jobs ended")
+    finally:
+        d.stop(wait=3.0)
+        flaky.close()
 
-    def lease(key: str, ms: int):
-        if ":lease:" in key:
-            if taken:  # the second lane's lease: Redis goes away
-                raise redis.exceptions.ConnectionError("connection lost")
-            taken.append(key)
-        return real(key, ms)
 
-    d._lease = lease
-    with pytest.raises(redis.exceptions.ConnectionError):
-        d.visit(t["id"])
-    assert d.busy == 0 and d._per_hook == {}  # (else the dispatcher's room shrinks for good: 2 such errors, none)
-    r = redis.Redis.from_url(redis_url)
-    assert r.get(taken[0]) is None  # the first lane's lease is given back
-    r.close()
+class SlowFirstLaneRead(redis.Redis):
+    """A redis-py client whose first ``HGET`` of a table's lanes (a lane job's first command, once its
+    lease was taken) answers ``delay`` seconds late: a job that starts late (a busy worker, a slow Redis)."""
+
+    delay = 2.6
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.slowed = threading.Event()
+
+    def hget(self, name, key):
+        hash_key = name.decode() if isinstance(name, bytes) else name
+        if hash_key.endswith(":lanes") and not self.slowed.is_set():
+            self.slowed.set()
+            time.sleep(self.delay)  # (the delay injected, not a check)
+        return super().hget(name, key)
 
 
 def test_a_lane_job_that_starts_late_renews_its_lease_by_when_it_was_taken(client, receiver, dispatchers, redis_url):
     made = register(client, receiver.url, ["event.recorded"])
-    d = dispatchers(timeout=0.6, lane_lease_ms=3000)  # (renewed before an attempt once 0.4 s old)
-    real = d._deliver_lane
-
-    def late(*args):
-        time.sleep(2.6)  # the job's thread starts late (a busy worker): its lease (3 s) is 2.6 s old
-        return real(*args)
-
-    d._deliver_lane = late
+    slow = SlowFirstLaneRead.from_url(redis_url)
+    # (renewed before an attempt once 0.4 s old; the job's lease (3 s) is 2.6 s old at its first attempt)
+    dispatchers(client=slow, timeout=0.6, lane_lease_ms=3000)
     receiver.plan.append(("hang", 0.5))  # (unrenewed, the lease expires during this attempt)
     t = new_table(client)
     assert post(client, t, {"type": "round_start"}).status_code == 201
@@ -563,7 +678,10 @@ def test_a_lane_job_that_starts_late_renews_its_lease_by_when_it_was_taken(clien
 
     wait_until(cursor, timeout=30, what="seq 1's delivery recorded")
     r.close()
-    assert [m["data"]["seq"] for m in receiver.messages()] == [1]  # once: its lease held
+    assert slow.slowed.is_set()
+    # sent once: its lease held (a second holder's copy would have arrived before the cursor it recorded)
+    assert len(receiver.arrived) == 1, receiver.arrived
+    assert [m["data"]["seq"] for m in receiver.messages()] == [1]
 
 
 def test_one_receivers_hang_does_not_hold_another_webhooks_deliveries(client, receiver, dispatchers):

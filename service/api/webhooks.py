@@ -11,9 +11,10 @@ the creation's answer.  How deliveries are made, retried and dead-lettered:
 
 Readings (where the contract is silent):
 
-* ``tables`` is null for every table of the key; a list names at most 100 of
-  the key's tables (one that is not, or no longer, the key's: 422 with
-  ``errors`` naming it).  A repeated event type or table is kept once.
+* ``tables`` is null for every table of the key (in a registration: null or
+  absent); a list names at most 100 of the key's tables (one that is not, or
+  no longer, the key's: 422 with ``errors`` naming it).  A repeated event type
+  or table is kept once.
 * ``status`` is ``failing`` once a notification was dead-lettered and until a
   delivery succeeds again; ``last_delivery`` is the last attempt (a test's
   included), ``dead_letters`` how many were dead-lettered.
@@ -58,9 +59,9 @@ class CreateWebhookRequest(ma.Schema):
                          validate=validate.Length(min=1, max=len(EVENTS)), metadata={
                              "description": "the notification types to send"})
     tables = fields.List(fields.String(validate=[validate.Length(equal=16), validate.Regexp(r"^[0-9a-f]{16}$")]),
-                         validate=validate.Length(min=1, max=MAX_TABLES), metadata={
-                             "description": "only these tables (each one the API key created); absent: every "
-                                            "table of the key"})
+                         allow_none=True, validate=validate.Length(min=1, max=MAX_TABLES), metadata={
+                             "description": "only these tables (each one the API key created); absent or null: "
+                                            "every table of the key"})
 
 
 class LastDelivery(ma.Schema):
