@@ -23,6 +23,7 @@ from service import delivery
 from service.delivery import TargetRefused, address_refused, deliver, parse_target, resolve
 from service.store import keys
 from service.store.outbox import Dispatcher, DispatcherOptions
+from service.store.webhooks import Registry
 from service.store.redis_client import connect
 from tests.problems import problem
 from tests.receivers import Receiver, wait_until
@@ -340,6 +341,17 @@ def test_an_attempt_ends_by_its_deadline_when_the_hosts_lookup_hangs(receiver):
     url = receiver.url.replace("127.0.0.1", "answers.example")
     assert deliver(url, b"{}", {}, timeout=1.0, allow_private=True, lookup=answers).ok
     assert len(receiver.received) == 1
+
+
+def test_a_registration_whose_hosts_lookup_hangs_is_refused_by_its_deadline(redis_client):
+    lookup = HangingLookup()
+    registry = Registry(redis_client, {"acme": "ab" * 32}, lookup=lookup, lookup_timeout=0.3)
+    try:
+        with pytest.raises(TargetRefused, match="did not resolve within 0.3 s"):
+            registry.create("acme", "https://hangs.example/in", ["event.recorded"], None)
+    finally:
+        lookup.release.set()
+    assert lookup.asked == ["hangs.example"] and registry.all("acme") == []
 
 
 GEVENT_LOOKUPS = """

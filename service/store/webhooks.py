@@ -29,7 +29,7 @@ import orjson
 import redis
 from cryptography.exceptions import InvalidTag
 
-from ..delivery import Attempt, Sender, deliver, resolve, sign
+from ..delivery import Attempt, Lookup, LookupTimeout, Sender, TargetRefused, deliver, resolve, sign
 from . import codec, keys, redis_client
 from .sealing import seal_secret, unseal_secret
 
@@ -41,6 +41,8 @@ MAX_TABLES = 100
 DEAD_KEPT = 1000
 """Dead letters kept per webhook (the newest)."""
 SECRET_PREFIX = "whsec_"
+REGISTRATION_LOOKUP_S = 5.0
+"""Seconds a registration waits for its URL's host to resolve (then 422, as for a host that does not)."""
 
 
 def now_ms() -> int:
@@ -102,10 +104,13 @@ class Registry:
     """
 
     def __init__(self, client: "redis_client.Client", digests: Mapping[str, str], *,
-                 allow_private: bool = False) -> None:
+                 allow_private: bool = False, lookup_timeout: float = REGISTRATION_LOOKUP_S,
+                 lookup: Lookup | None = None) -> None:
         self.r = client
+        self.lookup = lookup  # how a registration resolves its URL's host (None: socket.getaddrinfo)
         self.digests = dict(digests)
         self.allow_private = allow_private
+        self.lookup_timeout = lookup_timeout
         self._register = client.register_script(keys.REGISTER)
         self._unregister = client.register_script(keys.UNREGISTER)
         self._note = client.register_script(keys.NOTE)
@@ -118,7 +123,10 @@ class Registry:
     def create(self, owner: str, url: str, events: Iterable[str], tables: list[str] | None) -> tuple[dict, str]:
         """A new webhook of ``owner``: its view and its secret (shown only now).  :class:`TargetRefused`
         for a URL it cannot send to, :class:`NotTheOwnersTable`, :class:`TooManyWebhooks`."""
-        resolve(url, self.allow_private)
+        try:
+            resolve(url, self.allow_private, timeout=self.lookup_timeout, lookup=self.lookup)
+        except LookupTimeout as exc:  # (a request is not held by a resolver that does not answer)
+            raise TargetRefused(str(exc)) from None
         if tables is not None:
             self._check_tables(owner, tables)
         hook_id = "wh_" + secrets.token_hex(8)
