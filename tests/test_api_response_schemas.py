@@ -19,9 +19,11 @@ from marshmallow import ValidationError
 
 from service.api import hands, rounds
 from service.api import schemas as s
+from service.api.app import create_app
 from service.api.jsonio import dumps, loads
 from service.api.problems import FieldRuleError
 from service.rules.errors import RuleError
+from service.rules.ruleset import PRESETS
 from tests.test_api_properties import hands as any_hands
 from tests.test_api_properties import rulesets, tiles, ting_hands, winning_hands
 from tests.test_settle_properties import rounds as valid_rounds
@@ -164,3 +166,12 @@ def test_settle():
     check()
     covered(seen, "transfers", "no transfers", "ended", "playing", "no stakes", "coins", "no coins yet")
 
+
+def test_rulesets_dumped_by_their_schema():
+    """``GET /v1/rulesets`` is written by flask-smorest with :class:`RulesetsResponse`: every preset
+    with every field, as the core stores a ruleset."""
+    response = create_app({"TESTING": True}).test_client().get("/v1/rulesets")
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body == {"default": "xuezhan", "presets": {name: r.as_dict() for name, r in PRESETS.items()}}
+    assert s.RulesetsResponse().validate(body) == {}

@@ -11,7 +11,8 @@ tiles).  A :class:`~service.rules.errors.RuleError` met there is re-raised as
 OpenAPI document is generated from them, and each dumps the core's value itself
 (``TingResponse().dump(ting(...))`` is the body of that ting answer, to the byte; a ``post_dump``
 leaves out what the body leaves out, such as a pattern's ``count`` but for 根), so a schema is its
-shape's reference serializer.  The answers of the hand operations, of ``/v1/rounds/settle`` and
+shape's reference serializer.  ``GET /v1/rulesets``, which is rarely called, is dumped by its schema
+(flask-smorest's ``@blp.response``).  The answers of the hand operations, of ``/v1/rounds/settle`` and
 of batch items (which must equal them) are written instead by the ``dump_*`` functions below: the
 request path's fast serializers, which build the same bodies straight from the core's values.
 tests/test_api_response_schemas.py proves them equal, byte for byte, to the schemas' dumps for
@@ -711,6 +712,8 @@ RulesetOut = ma.Schema.from_dict(
 
 
 class RulesetsResponse(ma.Schema):
+    """Dumps ``{"default": <preset name>, "presets": {<name>: Ruleset}}``."""
+
     default = EnumField(PRESET_NAME, required=True)
     presets = fields.Dict(keys=fields.String(), values=fields.Nested(RulesetOut), required=True)
 
@@ -885,10 +888,6 @@ def dump_wait(w: Wait) -> dict:
     return body
 
 
-def dump_rulesets() -> dict:
-    return {"default": "xuezhan", "presets": {name: r.as_dict() for name, r in PRESETS.items()}}
-
-
 def dump_validation(v: Validation) -> dict:
     return {
         "valid": v.valid, "size": v.size, "tiles": v.tiles, "suits": list(v.suits),
@@ -929,7 +928,3 @@ def dump_settle(r: SettledRound) -> dict:
     if r.stakes is not None:
         body |= r.coins.as_dict() if r.coins is not None else {"coins_delta": None, "fees": None}
     return body
-
-
-def dump_rulesets() -> dict:
-    return {"default": "xuezhan", "presets": {name: r.as_dict() for name, r in PRESETS.items()}}
