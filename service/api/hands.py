@@ -1,10 +1,13 @@
-"""`/v1/hands/*`: stateless hand operations (thin views: load → core → dump)."""
+"""`/v1/hands/*`: stateless hand operations (thin views: load → core (`*_result`) → dump (`*_body`))."""
 
 from __future__ import annotations
 
 from flask import jsonify
 
 from .. import discards, score, ting, validate
+from ..rules.fan import Score
+from ..rules.ting import DiscardAdvice, Ting
+from ..rules.validate import Validation
 from . import schemas as s
 from .smorest import JSON_BODY, Blueprint
 
@@ -32,7 +35,12 @@ def validate_hand(args):
 
 
 def validate_body(args: dict) -> dict:
-    return s.dump_validation(validate(args["hand"], ruleset=args["ruleset"], visible=args["visible"]))
+    return s.dump_validation(validate_result(args))
+
+
+def validate_result(args: dict) -> Validation:
+    """The core's answer to the loaded ``args`` (:class:`~service.api.schemas.ValidateResponse` dumps it)."""
+    return validate(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
 
 
 @blp.route("/ting", methods=["POST"])
@@ -46,7 +54,12 @@ def ting_hand(args):
 
 
 def ting_body(args: dict) -> dict:
-    return s.dump_ting(ting(args["hand"], ruleset=args["ruleset"], visible=args["visible"]))
+    return s.dump_ting(ting_result(args))
+
+
+def ting_result(args: dict) -> Ting:
+    """The core's answer to the loaded ``args`` (:class:`~service.api.schemas.TingResponse` dumps it)."""
+    return ting(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
 
 
 @blp.route("/discards", methods=["POST"])
@@ -60,7 +73,12 @@ def discard_advice(args):
 
 
 def discards_body(args: dict) -> dict:
-    return s.dump_discards(discards(args["hand"], ruleset=args["ruleset"], visible=args["visible"]))
+    return s.dump_discards(discards_result(args))
+
+
+def discards_result(args: dict) -> DiscardAdvice:
+    """The core's answer to the loaded ``args`` (:class:`~service.api.schemas.DiscardsResponse` dumps it)."""
+    return discards(args["hand"], ruleset=args["ruleset"], visible=args["visible"])
 
 
 @blp.route("/score", methods=["POST"])
@@ -84,4 +102,9 @@ def score_hand(args):
 
 
 def score_body(args: dict) -> dict:
-    return s.dump_score(score(args["hand"], args["win"], ruleset=args["ruleset"]))
+    return s.dump_score(score_result(args))
+
+
+def score_result(args: dict) -> Score:
+    """The core's answer to the loaded ``args`` (:class:`~service.api.schemas.ScoreResponse` dumps it)."""
+    return score(args["hand"], args["win"], ruleset=args["ruleset"])

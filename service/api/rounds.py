@@ -11,6 +11,7 @@ from __future__ import annotations
 from flask import jsonify
 
 from ..rules.errors import EventError
+from ..rules.ruleset import PRESETS
 from ..rules.settle import settle
 from ..rules.stakes import settle_coins
 from . import schemas as s
@@ -52,20 +53,22 @@ def settle_round(args):
 
 
 def settle_body(args: dict) -> dict:
-    """The body :func:`settle_round` answers for its loaded ``args`` (an event error that names a
-    member becomes a field error of ``events.<i>``)."""
+    """The body :func:`settle_round` answers for its loaded ``args``."""
+    return s.dump_settle(settle_result(args))
+
+
+def settle_result(args: dict) -> s.SettledRound:
+    """The round of the loaded ``args`` settled, with its coins when it has stakes (an event error that
+    names a member becomes a field error of ``events.<i>``)."""
     try:
         result = settle(args["events"], dealer=args["dealer"], ruleset=args["ruleset"], voids=args.get("voids"))
     except EventError as exc:
         if "field" not in exc.context:  # an event that cannot happen: `event` says which
             raise
         raise FieldRuleError(exc, f"events.{exc.event}") from None
-    body = result.as_dict()
     stakes = args.get("stakes")
-    if stakes is not None:
-        coins = settle_coins(result.deltas, stakes) if result.ended else None
-        body |= coins.as_dict() if coins else {"coins_delta": None, "fees": None}
-    return body
+    coins = settle_coins(result.deltas, stakes) if stakes is not None and result.ended else None
+    return s.SettledRound(result, stakes, coins)
 
 
 @rulesets_blp.route("/rulesets", methods=["GET"])
@@ -74,4 +77,4 @@ def settle_body(args: dict) -> dict:
 @rulesets_blp.doc(operationId="getRulesets", security=KEYED)
 def rulesets():
     """Every preset with every field."""
-    return jsonify(s.dump_rulesets())
+    return {"default": "xuezhan", "presets": PRESETS}  # (smorest dumps it with RulesetsResponse)

@@ -7,25 +7,30 @@ into the core's value types (:class:`~service.rules.hand.Hand`,
 tiles).  A :class:`~service.rules.errors.RuleError` met there is re-raised as
 :class:`~service.api.problems.FieldRuleError` naming the field.
 
-*Dump* is kept apart, on purpose: the ``dump_*`` functions build the response
-bodies straight from the core's results, and the ``*Response`` schemas
-*document* those bodies in the OpenAPI document (the tests validate every
-answer against it).  A marshmallow dump walks every field of every wait and
-pattern of an answer, and costs many times what the core takes to compute
-that answer; ``dump_*`` builds the same body directly, at a small fraction of
-it.  Through ``schema.dump`` a ting request would cost a good deal more, and a
-batch item (``/v1/batch``, which must stay within 1.25 times the core's cost)
-many times more (docs/performance.md#history has the figures).  The single endpoints
-and the batch use the same ``dump_*`` functions.  A wait's body is a function of
-an immutable value the core's memos share: it is built once and shared by the
-answers that list it (:func:`dump_wait`; bodies are read-only).
+*Response* schemas (``*Response`` and the schemas they nest) are each answer's one source: the
+OpenAPI document is generated from them, and each dumps the core's value itself
+(``TingResponse().dump(ting(...))`` is the body of that ting answer, to the byte; a ``post_dump``
+leaves out what the body leaves out, such as a pattern's ``count`` but for 根), so a schema is its
+shape's reference serializer.  ``GET /v1/rulesets``, which is rarely called, is dumped by its schema
+(flask-smorest's ``@blp.response``).  The answers of the hand operations, of ``/v1/rounds/settle`` and
+of batch items (which must equal them) are written instead by the ``dump_*`` functions below: the
+request path's fast serializers, which build the same bodies straight from the core's values.
+tests/test_api_response_schemas.py proves them equal, byte for byte, to the schemas' dumps for
+generated hands and rounds, so that a change to a schema or to a ``dump_*`` alone fails it.
+
+Why two serializers: a marshmallow dump walks every field of every wait and pattern of an answer
+and costs many times what the core takes to compute that answer, where a ``dump_*`` function costs
+about what the core does.  Through ``schema.dump`` a ting request would cost a good deal more, and a
+batch item (held to a small multiple of the core's cost) many times more (docs/performance.md#history
+has the figures).  A wait's body is a function of an immutable value the core's memos share: it is
+built once and shared by the answers that list it (:func:`dump_wait`; bodies are read-only).
 
 *Events* are the rules core's to decide (:func:`service.rules.events.parse_event`
 and the table fold: a seat's range depends on the table's ruleset): the event
-schemas here (``PengEvent`` ... ``EscapeEvent``) only *document* them, as the
-responses are documented, and the tests check that the document and the core
-agree.  Every enumeration (preset names, kong kinds, reasons, pattern ids, the
-ruleset's choices) is one named schema, referenced wherever it is used.
+schemas here (``PengEvent`` ... ``EscapeEvent``) only *document* them, and the
+tests check that the document and the core agree.  Every enumeration (preset
+names, kong kinds, reasons, pattern ids, the ruleset's choices) is one named
+schema, referenced wherever it is used.
 
 >>> TingRequest().load({"hand": {"tiles": "1112345678999m"}})["hand"].size
 13
@@ -37,10 +42,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import fields as dc_fields
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import marshmallow as ma
-from marshmallow import ValidationError, fields, post_load, validate
+from marshmallow import ValidationError, fields, post_dump, post_load, validate
 
 from ..rules.codes import REASONS
 from ..rules.errors import RuleError
@@ -52,7 +57,8 @@ from ..rules.fan import Score, Win
 from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld, parse_hand
 from ..rules.patterns import PATTERNS, PatternFan
 from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, PRESETS, Ruleset, ENUMS
-from ..rules.stakes import MAX_COINS, Stakes, StakesError
+from ..rules.settle import Settlement
+from ..rules.stakes import MAX_COINS, CoinSettlement, Stakes, StakesError
 from ..rules.tiles import SUITS, Tile, parse_suit, parse_tiles
 from ..rules.ting import DiscardAdvice, Ting, Wait
 from ..rules.validate import Validation
@@ -562,21 +568,33 @@ class SettleRequest(ma.Schema):
         return data
 
 
-# -- responses (documentation) ----------------------------------------------------
+# -- responses: each shape's one source, and its reference dump -------------------------
 class PatternSchema(ma.Schema):
+    """Dumps a :class:`~service.rules.patterns.PatternFan`."""
+
     id = EnumField(PATTERN_ID, required=True)
-    name = fields.String(required=True, metadata={"description": "Chinese name"})
-    name_en = fields.String(required=True)
+    name = fields.String(required=True, attribute="pattern.name", metadata={"description": "Chinese name"})
+    name_en = fields.String(required=True, attribute="pattern.name_en")
     fan = fields.Integer(required=True, metadata={"description": "total fan of this pattern"})
     count = fields.Integer(metadata={"description": "how many (根 only)"})
 
+    @post_dump(pass_original=True)
+    def _count_of_gen_only(self, data: dict, original: PatternFan, **kwargs: Any) -> dict:
+        if original.id != "gen":
+            del data["count"]
+        return data
+
 
 class DajiaoSchema(ma.Schema):
+    """Dumps a :class:`~service.rules.ting.Dajiao`."""
+
     fan = fields.Integer(required=True)
     points = fields.Integer(required=True)
 
 
 class WaitSchema(ma.Schema):
+    """Dumps a :class:`~service.rules.ting.Wait`."""
+
     tile = fields.String(required=True)
     fan = fields.Integer(required=True)
     points = fields.Integer(required=True)
@@ -585,11 +603,15 @@ class WaitSchema(ma.Schema):
 
 
 class HandProblemSchema(ma.Schema):
+    """Dumps a :class:`~service.rules.hand.Problem`."""
+
     code = fields.String(required=True)
     message = fields.String(required=True)
 
 
 class ValidateResponse(ma.Schema):
+    """Dumps a :class:`~service.rules.validate.Validation`."""
+
     valid = fields.Boolean(required=True)
     size = fields.Integer(required=True)
     tiles = fields.String(required=True, metadata={"description": "canonical concealed tiles"})
@@ -600,6 +622,8 @@ class ValidateResponse(ma.Schema):
 
 
 class TingResponse(ma.Schema):
+    """Dumps a :class:`~service.rules.ting.Ting`."""
+
     ting = fields.Boolean(required=True)
     huazhu = fields.Boolean(required=True)
     waits = fields.List(fields.Nested(WaitSchema), required=True)
@@ -607,6 +631,8 @@ class TingResponse(ma.Schema):
 
 
 class DiscardOptionSchema(ma.Schema):
+    """Dumps a :class:`~service.rules.ting.DiscardOption`."""
+
     discard = fields.String(required=True)
     waits = fields.List(fields.Nested(WaitSchema), required=True)
     remaining = fields.Integer(required=True)
@@ -614,11 +640,15 @@ class DiscardOptionSchema(ma.Schema):
 
 
 class DiscardsResponse(ma.Schema):
+    """Dumps a :class:`~service.rules.ting.DiscardAdvice`."""
+
     options = fields.List(fields.Nested(DiscardOptionSchema), required=True)
     complete = fields.Boolean(required=True, metadata={"description": "the 14 tiles already win"})
 
 
 class ScoreResponse(ma.Schema):
+    """Dumps a :class:`~service.rules.fan.Score`."""
+
     fan = fields.Integer(required=True, metadata={"description": "after the cap"})
     raw_fan = fields.Integer(required=True)
     multiplier = fields.Integer(required=True)
@@ -629,24 +659,45 @@ class ScoreResponse(ma.Schema):
 
 
 class TransferSchema(ma.Schema):
-    from_ = fields.Integer(required=True, data_key="from")
-    to = fields.Integer(required=True)
+    """Dumps a :class:`~service.rules.settle.Transfer`."""
+
+    from_ = fields.Integer(required=True, data_key="from", attribute="payer")
+    to = fields.Integer(required=True, attribute="payee")
     points = fields.Integer(required=True)
     reason = EnumField(REASON, required=True)
     event = fields.Integer(required=True, metadata={"description": "0-based index of the causing event"})
 
 
+class SettledRound(NamedTuple):
+    """What ``POST /v1/rounds/settle`` answers: the round's settlement and, with ``stakes``, its coins
+    (None until the round ends)."""
+
+    settlement: Settlement
+    stakes: Stakes | None = None
+    coins: CoinSettlement | None = None
+
+
 class SettleResponse(ma.Schema):
-    deltas = fields.List(fields.Integer(), required=True, validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
+    """Dumps a :class:`SettledRound`: ``coins_delta`` and ``fees`` only with stakes (null until the
+    round ends)."""
+
+    deltas = fields.List(fields.Integer(), required=True, attribute="settlement.deltas",
+                         validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
                          metadata={"description": "one per seat (three with players = 3)"})
-    transfers = fields.List(fields.Nested(TransferSchema), required=True)
-    winners = fields.List(fields.Integer(), required=True)
-    ended = fields.Boolean(required=True)
-    next_dealer = fields.Integer(required=True, allow_none=True)
-    coins_delta = fields.List(fields.Integer(), allow_none=True, metadata={
+    transfers = fields.List(fields.Nested(TransferSchema), required=True, attribute="settlement.transfers")
+    winners = fields.List(fields.Integer(), required=True, attribute="settlement.winners")
+    ended = fields.Boolean(required=True, attribute="settlement.ended")
+    next_dealer = fields.Integer(required=True, allow_none=True, attribute="settlement.next_dealer")
+    coins_delta = fields.List(fields.Integer(), allow_none=True, attribute="coins.coins_delta", metadata={
         "description": "(with `stakes`) each seat's change of coins, its fee included; null until the round ends"})
-    fees = fields.List(fields.Integer(), allow_none=True, metadata={
+    fees = fields.List(fields.Integer(), allow_none=True, attribute="coins.fees", metadata={
         "description": "(with `stakes`) what each seat paid the house; null until the round ends"})
+
+    @post_dump(pass_original=True)
+    def _coins_with_stakes_only(self, data: dict, original: SettledRound, **kwargs: Any) -> dict:
+        if original.stakes is not None and original.coins is None:
+            data["coins_delta"] = data["fees"] = None
+        return data
 
 
 def _required(f: fields.Field) -> fields.Field:
@@ -661,6 +712,8 @@ RulesetOut = ma.Schema.from_dict(
 
 
 class RulesetsResponse(ma.Schema):
+    """Dumps ``{"default": <preset name>, "presets": {<name>: Ruleset}}``."""
+
     default = EnumField(PRESET_NAME, required=True)
     presets = fields.Dict(keys=fields.String(), values=fields.Nested(RulesetOut), required=True)
 
@@ -804,7 +857,7 @@ class BatchResponse(ma.Schema):
                           metadata={"description": "one per item, in the items' order"})
 
 
-# -- dump -------------------------------------------------------------------------
+# -- dump: the request path's fast serializers (equal to the schemas' dumps: see the module) ---
 def dump_patterns(patterns: tuple[PatternFan, ...]) -> list[dict]:
     return [p.as_dict() for p in patterns]
 
@@ -870,5 +923,8 @@ def dump_score(s: Score) -> dict:
     }
 
 
-def dump_rulesets() -> dict:
-    return {"default": "xuezhan", "presets": {name: r.as_dict() for name, r in PRESETS.items()}}
+def dump_settle(r: SettledRound) -> dict:
+    body = r.settlement.as_dict()
+    if r.stakes is not None:
+        body |= r.coins.as_dict() if r.coins is not None else {"coins_delta": None, "fees": None}
+    return body

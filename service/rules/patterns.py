@@ -83,6 +83,15 @@ class PatternFan(NamedTuple):
     fan: int
     count: int = 1
 
+    @property
+    def pattern(self) -> Pattern:
+        """The pattern's definition: its names, base or extra.
+
+        >>> PatternFan("qingyise", 2).pattern.name_en
+        'Full flush'
+        """
+        return PATTERNS[self.id]
+
     def as_dict(self) -> dict:
         p = PATTERNS[self.id]
         out = {"id": p.id, "name": p.name, "name_en": p.name_en, "fan": self.fan}

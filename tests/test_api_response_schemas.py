@@ -1,0 +1,177 @@
+"""The response schemas are each answer's one source; the ``dump_*`` functions are a checked fast path.
+
+For generated hands and rounds, for every operation, the body the endpoint's code writes
+(``hands.*_body``, ``rounds.settle_body``: the ``dump_*`` functions of service/api/schemas.py, which
+batch items use too) equals, byte for byte once encoded as the service encodes it (orjson), the
+response schema's dump of the core's value (``hands.*_result``, ``rounds.settle_result``), and the
+schema's ``validate()`` of that body finds nothing.  So a change to a schema or to a ``dump_*`` alone
+fails here.  Each test also checks that its inputs reached the shapes that differ (a 根 with its
+``count``, no 大叫, stakes before and after the round's end, ...), not only rule errors.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from marshmallow import ValidationError
+
+from service.api import hands, rounds
+from service.api import schemas as s
+from service.api.app import create_app
+from service.api.jsonio import dumps, loads
+from service.api.problems import FieldRuleError
+from service.rules.errors import RuleError
+from service.rules.ruleset import PRESETS
+from tests.test_api_properties import hands as any_hands
+from tests.test_api_properties import rulesets, tiles, ting_hands, winning_hands
+from tests.test_settle_properties import rounds as valid_rounds
+from tests.test_settle_properties import voids_arg
+
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+
+OPS = {
+    "validate": (s.ValidateRequest(), hands.validate_result, hands.validate_body, s.ValidateResponse()),
+    "ting": (s.TingRequest(), hands.ting_result, hands.ting_body, s.TingResponse()),
+    "discards": (s.DiscardsRequest(), hands.discards_result, hands.discards_body, s.DiscardsResponse()),
+    "score": (s.ScoreRequest(), hands.score_result, hands.score_body, s.ScoreResponse()),
+    "settle": (s.SettleRequest(), rounds.settle_result, rounds.settle_body, s.SettleResponse()),
+}
+
+
+def same_body(op: str, request: dict) -> dict | None:
+    """The body of ``request`` to ``op``, checked equal to its schema's dump; None for a refused one."""
+    load, result, body_of, response = OPS[op]
+    try:
+        args = load.load(request)
+        value = result(args)
+    except (ValidationError, RuleError, FieldRuleError):
+        return None
+    body = body_of(args)
+    encoded = dumps(body)
+    assert encoded == dumps(response.dump(value)), op
+    assert response.validate(loads(encoded)) == {}, op
+    return body
+
+
+def patterns_of(body: dict) -> list[dict]:
+    return [p for w in body.get("waits", ()) for p in w["patterns"]] + body.get("patterns", [])
+
+
+def covered(seen: Counter, *shapes: str) -> None:
+    missing = [x for x in shapes if not seen[x]]
+    assert not missing, (missing, seen)
+
+
+visible = st.lists(tiles, max_size=4).map("".join)
+with_visible = st.fixed_dictionaries({}, optional={"visible": visible, "ruleset": rulesets})
+
+
+def test_validate():
+    seen: Counter = Counter()
+
+    @SETTINGS
+    @given(hand=st.integers(12, 15).flatmap(any_hands), extra=with_visible)
+    def check(hand, extra):
+        body = same_body("validate", {"hand": hand, **extra})
+        if body is not None:
+            seen["problems" if body["problems"] else "no problems"] += 1
+            seen["complete" if body["complete"] else "incomplete"] += 1
+
+    check()
+    covered(seen, "problems", "no problems", "complete", "incomplete")
+
+
+def test_ting():
+    seen: Counter = Counter()
+
+    @SETTINGS
+    @given(hand=st.one_of(any_hands(13), ting_hands(), ting_hands()), extra=with_visible)
+    def check(hand, extra):
+        body = same_body("ting", {"hand": hand, **extra})
+        if body is not None:
+            seen["waits" if body["waits"] else "no waits"] += 1
+            seen["no dajiao" if body["dajiao"] is None else "dajiao"] += 1
+            seen.update("count" if "count" in p else "no count" for p in patterns_of(body))
+
+    check()
+    covered(seen, "waits", "no waits", "dajiao", "no dajiao", "count", "no count")
+
+
+def test_discards():
+    seen: Counter = Counter()
+
+    @SETTINGS
+    @given(hand=st.one_of(any_hands(14), winning_hands()), extra=with_visible)
+    def check(hand, extra):
+        body = same_body("discards", {"hand": hand, **extra})
+        if body is not None:
+            seen["options" if body["options"] else "no options"] += 1
+            seen["complete" if body["complete"] else "incomplete"] += 1
+            seen.update("count" if "count" in p else "no count"
+                        for o in body["options"] for p in patterns_of(o))
+
+    check()
+    covered(seen, "options", "no options", "complete", "incomplete", "count", "no count")
+
+
+flags = st.fixed_dictionaries({}, optional={
+    k: st.booleans() for k in ("self_drawn", "after_kong", "robbing_kong", "last_tile", "heavenly", "earthly")})
+
+
+def test_score():
+    seen: Counter = Counter()
+
+    @SETTINGS
+    @given(hand=st.one_of(any_hands(14), winning_hands(), winning_hands()), flags=flags,
+           ruleset=st.one_of(st.none(), rulesets), data=st.data())
+    def check(hand, flags, ruleset, data):
+        tile = data.draw(st.sampled_from([hand["tiles"][i:i + 2] for i in range(0, len(hand["tiles"]), 2)]
+                                         or ["1m"]))
+        request = {"hand": hand, "win": {"tile": tile, **flags}}
+        if ruleset is not None:
+            request["ruleset"] = ruleset
+        body = same_body("score", request)
+        if body is not None:
+            seen["capped" if body["capped"] else "not capped"] += 1
+            seen.update("count" if "count" in p else "no count" for p in body["patterns"])
+
+    check()
+    covered(seen, "capped", "not capped", "count", "no count")
+
+
+def test_settle():
+    seen: Counter = Counter()
+
+    @SETTINGS
+    @given(case=valid_rounds(), staked=st.booleans(), data=st.data())
+    def check(case, staked, data):
+        spec, m = case
+        request = {"ruleset": spec, "dealer": m.dealer, "voids": voids_arg(m), "events": m.events}
+        if staked:
+            request["stakes"] = data.draw(st.fixed_dictionaries(
+                {"coin_per_point": st.integers(1, 5),
+                 "bankrolls": st.lists(st.integers(0, 500), min_size=m.n, max_size=m.n)},
+                optional={"fee": st.integers(0, 3)}))
+        body = same_body("settle", request)
+        assert body is not None  # (valid rounds: every one settles)
+        seen["transfers" if body["transfers"] else "no transfers"] += 1
+        seen["ended" if body["ended"] else "playing"] += 1
+        if "coins_delta" not in body:
+            seen["no stakes"] += 1
+        else:
+            seen["coins" if body["coins_delta"] is not None else "no coins yet"] += 1
+
+    check()
+    covered(seen, "transfers", "no transfers", "ended", "playing", "no stakes", "coins", "no coins yet")
+
+
+def test_rulesets_dumped_by_their_schema():
+    """``GET /v1/rulesets`` is written by flask-smorest with :class:`RulesetsResponse`: every preset
+    with every field, as the core stores a ruleset."""
+    response = create_app({"TESTING": True}).test_client().get("/v1/rulesets")
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body == {"default": "xuezhan", "presets": {name: r.as_dict() for name, r in PRESETS.items()}}
+    assert s.RulesetsResponse().validate(body) == {}
