@@ -533,6 +533,11 @@ def test_if_match(client):
     assert problem(post(client, t, KONG0, **{"If-Match": '"' + "9" * 20 + '"'}), 412,
                    "version_mismatch")["version"] == 1
     assert snapshot(client, t) == before
+    # the precondition comes before the event's content is looked at (RFC 9110 §13.2.2): a stale
+    # If-Match refuses even a malformed event, and the same event with the current version is a 422
+    assert problem(post(client, t, {"type": "kong", "seat": 9}, **{"If-Match": '"0"'}), 412,
+                   "version_mismatch")["version"] == 1
+    problem(post(client, t, {"type": "kong", "seat": 9}, **{"If-Match": '"1"'}), 422, "bad_event")
     # a weak tag never matches If-Match (strong comparison): 412 with the current version
     r = post(client, t, KONG0, **{"If-Match": 'W/"1"'})
     assert problem(r, 412, "version_mismatch")["version"] == 1
