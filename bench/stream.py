@@ -124,6 +124,8 @@ async def _subscriber(index: int, port: int, table_id: str, token: str, received
                 if frame.startswith(b"id: "):
                     seq = int(frame[4:frame.index(b"\n")])
                     received.append((index, table_id, seq, now))
+                elif frame.startswith(b"event: "):  # (resync, deleted: the stream ends; -1 marks it)
+                    received.append((index, table_id, -1, now))
     except (asyncio.IncompleteReadError, ConnectionError):
         return
     finally:
@@ -277,6 +279,8 @@ def delivery_phase(args, port: int, proc, r, out) -> None:
     t201 = {(t, seq): at for t, seq, at in acked}
     latencies = []
     streams: dict = {}
+    ended = {index for index, _, seq, _ in received if seq == -1}  # streams the service ended (resync)
+    received = [r for r in received if r[2] != -1]
     for index, table_id, seq, at in received:
         streams.setdefault((index, table_id), []).append(seq)
         if (table_id, seq) in t201:
@@ -296,6 +300,7 @@ def delivery_phase(args, port: int, proc, r, out) -> None:
     out({"phase": "delivery", "events_acked": len(acked), "write_errors": write_errors,
          "events_per_s": round(len(acked) / args.duration, 1), "frames_received": len(received),
          "frames_expected": len(acked) * args.per_table, "missing": missing, "duplicates": duplicates,
+         "streams_ended_by_the_service": len(ended),
          "out_of_order": out_of_order,
          "latency_ms_p50": pct(latencies, 0.50), "latency_ms_p90": pct(latencies, 0.90),
          "latency_ms_p99": pct(latencies, 0.99), "latency_ms_max": pct(latencies, 1.0),

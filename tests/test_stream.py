@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ import pytest
 import redis
 
 from service.store.embedded import EmbeddedRedis, free_port
+from tests.loopback import raise_fd_limit
 from tests.served import ROOT, Served, Stream, expire_table
 
 pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
@@ -327,6 +329,31 @@ def test_a_closed_stream_frees_its_slot_at_once(narrow):
             assert time.monotonic() < deadline, "the dropped streams kept their slots"
             time.sleep(0.05)
         probe.close()
+
+
+def test_a_stream_on_a_worker_holding_over_a_thousand_connections_stays_open(tmp_path, redis_server):
+    """A worker with more than 1,024 open connections (so that a new socket's descriptor is past what
+    ``select`` takes) keeps a new stream open and delivers its records."""
+    raise_fd_limit()
+    served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url, "KEEPALIVE": "120"}, workers=1)
+    idle: list[socket.socket] = []
+    try:
+        table = Table(served)
+        for _ in range(1100):  # idle keep-alive connections: the worker holds each one's socket
+            idle.append(socket.create_connection(("127.0.0.1", served.port), timeout=10))
+        probe = socket.create_connection(("127.0.0.1", served.port), timeout=10)  # (each connect is accepted:
+        probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")  # the worker has read up to here)
+        assert b" 200 " in probe.recv(4096).split(b"\r\n", 1)[0]
+        idle.append(probe)
+        stream = Stream(served.port, table.id, table.read_token)
+        assert stream.status == 200
+        table.post(served, event_bodies(2))
+        check_frames(stream.records(2), table, table.listed(served))
+        stream.close()
+    finally:
+        for sock in idle:
+            sock.close()
+        served.stop()
 
 
 @pytest.mark.slow

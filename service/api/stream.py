@@ -179,10 +179,14 @@ def _end_when_closed(sock: Any, sub: Subscription) -> None:
 
     A stream's client sends nothing after its request, so the first readable moment of the socket is
     its end (``recv`` then reads nothing); anything else (bytes of another request) leaves the stream
-    as it is.  (A thread: a greenlet in the gevent worker, where ``select`` waits cooperatively.)
+    as it is.  (A thread: a greenlet in the gevent worker, where ``poll`` waits cooperatively.  Not
+    ``select``: it refuses a descriptor past 1023, and a worker holding a thousand connections has
+    such sockets.)
     """
     try:
-        select.select([sock], [], [])
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        poller.poll()
         if sock.recv(1, MSG_PEEK) == b"":
             sub.push(CLOSE)
     except (OSError, ValueError):  # the socket is gone already
