@@ -16,6 +16,7 @@ import pytest
 from service.store import keys, redis_client
 from service.store.embedded import EmbeddedRedis, free_port
 from service.store.outbox import Dispatcher, DispatcherOptions
+from tests.loopback import stop_service
 from tests.receivers import Receiver, wait_until
 from tests.served import Served
 from tests.test_webhooks import (
@@ -47,16 +48,6 @@ def dispatcher_process(redis_url: str, log_path: Path) -> subprocess.Popen:
                             stdout=open(log_path, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
 def test_delivery_resumes_after_the_dispatcher_process_is_sigkilled(redis_url, tmp_path):
     client = make_app(redis_url).test_client()
     receiver = Receiver()
@@ -82,7 +73,7 @@ def test_delivery_resumes_after_the_dispatcher_process_is_sigkilled(redis_url, t
     finally:
         for proc in (first, second):
             if proc is not None:
-                stop(proc)
+                stop_service(proc)
         receiver.close()
 
 
