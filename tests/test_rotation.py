@@ -112,6 +112,14 @@ def _events(chunks, until: float) -> tuple[list[str], bool]:
     return names, True
 
 
+def until_record(chunks, within: float = 10.0) -> bytes:
+    """What a stream sends until its first record (or ``within`` seconds)."""
+    got, deadline = b"", time.monotonic() + within
+    while b"event: record" not in got and time.monotonic() < deadline:
+        got += next(chunks)
+    return got
+
+
 def test_a_stream_with_an_old_token_ends_with_rotated_and_one_with_the_new_token_goes_on(app, client):
     t = table(client)
     old_stream = client.get(f"/v1/tables/{t['id']}/stream", headers=bearer(t["read_token"]), buffered=False)
@@ -128,10 +136,7 @@ def test_a_stream_with_an_old_token_ends_with_rotated_and_one_with_the_new_token
     assert next(chunks).startswith(b"retry: 3000")
     assert client.post(f"/v1/tables/{t['id']}/events", json={"type": "round_start"},
                        headers=bearer(new["token"])).status_code == 201
-    got = b""
-    deadline = time.monotonic() + 10
-    while b"event: record" not in got and time.monotonic() < deadline:
-        got += next(chunks)
+    got = until_record(chunks)
     assert b"event: record" in got and b"rotated" not in got
     fresh.close()
     assert app.extensions["stream_hub"].subscribers == 0
@@ -146,10 +151,7 @@ def test_a_stream_opened_with_the_creating_key_goes_on_after_a_rotation(app, cli
     new = rotate(client, t["id"], {"X-API-Key": ACME})
     assert client.post(f"/v1/tables/{t['id']}/events", json={"type": "round_start"},
                        headers=bearer(new["token"])).status_code == 201
-    got = b""
-    deadline = time.monotonic() + 10
-    while b"event: record" not in got and time.monotonic() < deadline:
-        got += next(chunks)
+    got = until_record(chunks)
     assert b"event: record" in got and b"rotated" not in got  # the key still may read: no end
     keyed.close()
     assert app.extensions["stream_hub"].subscribers == 0

@@ -97,6 +97,13 @@ class InvalidInput(ApiProblem):
     status, code, title = 422, "invalid_input", "Invalid input"
 
 
+class WithoutApiKeys(ApiProblem):
+    """An operation that belongs to API keys (listing tables, webhooks) on a service run without them:
+    404 as for a path the service does not have."""
+
+    status, code, title = 404, "not_found", "Not found"
+
+
 class NotReady(ApiProblem):
     status, code, title = 503, "not_ready", "Service not ready"
 

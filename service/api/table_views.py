@@ -37,7 +37,7 @@ from ..store.errors import TableNotFound, Unauthorized
 from ..store.table_store import Access, Created, TableStore, Written, fingerprint
 from . import table_schemas as ts
 from .callers import api_key
-from .problems import ApiProblem, InvalidInput
+from .problems import ApiProblem, InvalidInput, WithoutApiKeys
 from .rate_limits import QUOTA
 from .smorest import Blueprint, read_json_body
 
@@ -203,12 +203,8 @@ def list_tables(args):
     """
     owner = api_key()
     if owner is None:
-        raise TableListUnavailable("listing tables needs API keys (the service runs without API_KEYS)")
+        raise WithoutApiKeys("listing tables needs API keys (the service runs without API_KEYS)")
     return jsonify(store().tables_of(owner, args.get("cursor", args.get("after")), args["limit"]))
-
-
-class TableListUnavailable(ApiProblem):
-    status, code, title = 404, "not_found", "Not found"
 
 
 @blp.route("", methods=["POST"])

@@ -36,7 +36,7 @@ from marshmallow import fields, validate
 from ..delivery import MAX_URL_CHARS, TargetRefused
 from ..store.webhooks import EVENTS, MAX_TABLES, NotTheOwnersTable, Registry, TooManyWebhooks
 from .callers import api_key
-from .problems import ApiProblem, InvalidInput
+from .problems import ApiProblem, InvalidInput, WithoutApiKeys
 from .smorest import Blueprint
 from .table_views import StoreNotConfigured
 
@@ -101,10 +101,6 @@ class WebhooksPage(ma.Schema):
 
 
 # -- problems ------------------------------------------------------------------------------------
-class WebhooksUnavailable(ApiProblem):
-    status, code, title = 404, "not_found", "Not found"
-
-
 class WebhookNotFound(ApiProblem):
     status, code, title = 404, "webhook_not_found", "Webhook not found"
 
@@ -120,7 +116,7 @@ class TooManyWebhooksProblem(ApiProblem):
 def _registry() -> tuple[Registry, str]:
     owner = api_key()
     if owner is None or not current_app.config.get("WEBHOOKS", True):
-        raise WebhooksUnavailable("webhooks belong to API keys: this service runs without API_KEYS (or WEBHOOKS "
+        raise WithoutApiKeys("webhooks belong to API keys: this service runs without API_KEYS (or WEBHOOKS "
                                   "is off)")
     found = current_app.extensions.get("webhooks")
     if found is None:
