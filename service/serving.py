@@ -35,10 +35,11 @@ What gunicorn's own settings already bound, and the one mechanism added
   that holds the slow-client attacks of the hostile review (header, body and
   read tricklers) while other clients are answered; gunicorn has no setting for
   either deadline.
-  ``bench/hostile.py`` runs those attacks: without the body's deadline 200 body
-  tricklers were all still held after 75 s, without the send timeout 200
-  never-reading streams after 60 s; with both, every one is cut off (at
-  ``REQUEST_TIMEOUT``, and about 30 s after its socket filled up).
+  ``bench/hostile.py`` runs those attacks: without the body's deadline the body
+  tricklers are never cut off, without the send timeout the never-reading
+  streams are not; with both, every one is (at ``REQUEST_TIMEOUT``, and
+  :data:`SEND_TIMEOUT` after its socket filled up).  The figures are in
+  docs/performance.md.
 * A streamed body (``application/x-ndjson``: a batch job, :mod:`service.api.batch`) is the one
   exception: it has no overall size or deadline, so :class:`WholeBody` does not read it but hands it
   to the app behind a :class:`DeadlineReader`: each read the app makes (64 KiB at a time) must be
@@ -311,8 +312,8 @@ class ServiceWorker(GeventWorker):
     not here but in :class:`WholeBody` (the body's deadline, the send timeout): with ``handle``
     removed, 50, 200 and 1,000 header tricklers are still closed at ``KEEPALIVE`` by gunicorn's own
     deadline around reading a head.  ``handle_quit`` is not overridden: on SIGINT/SIGQUIT (a quick
-    stop) gunicorn's worker exits a moment later, its streams with it (``serve`` with four open
-    streams stopped in 0.42 s with or without an override running the ``worker_stop`` hooks).
+    stop) gunicorn's worker exits a moment later, its streams with it, as fast as with an override
+    running the ``worker_stop`` hooks.
     """
 
     # A behaviour (tests/test_serving.py, the gunicorn-level errors): every refusal of gunicorn's parser

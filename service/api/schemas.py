@@ -883,7 +883,7 @@ def dump_wait(w: Wait) -> dict:
             _WAITS.clear()
         body = _WAITS[w] = {
             "tile": str(w.tile), "fan": w.fan, "points": w.points,
-            "patterns": [p.as_dict() for p in w.patterns], "remaining": w.remaining,
+            "patterns": dump_patterns(w.patterns), "remaining": w.remaining,
         }
     return body
 
