@@ -80,6 +80,8 @@ class Code(_Documented):
     KEPT_HAND_MISMATCH = "kept_hand_mismatch", "a 血流 winner's later hand that is not its kept hand"
     WINNER_NOT_TING = "winner_not_ting", "a 血流 seat that has won is listed at a draw as not ting"
     ROUND_ENDED = "round_ended", "an event after the round has ended"
+    PATTERNS_CONTRADICT_WIN = ("patterns_contradict_win", "a winner's given patterns that contradict the hu's flags "
+                               "(抢杠胡 without robbing_kong, robbing_kong without 抢杠胡, ...)")
     # tables (§10)
     NO_ROUND = "no_round", "a round event with no round started"
     ROUND_IN_PROGRESS = "round_in_progress", "a round_start or a buy_in while a round is being played"

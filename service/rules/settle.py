@@ -96,6 +96,7 @@ from .fan import (
     Win,
 )
 from .hand import Hand, Meld, hand_problems, parse_hand
+from .patterns import PATTERNS
 from .ruleset import Ruleset
 from .tiles import TILES, Tile, parse_suit
 from .shapes import wait_tiles
@@ -616,6 +617,9 @@ class Round:
         )
         if feeder_pays:
             ctx = ctx._replace(zimo_fan=False)
+        for k, w in enumerate(ev.winners):
+            if w.patterns:
+                _check_given_patterns(w, k, ev, ctx, i)
         # value every winner first: nothing moves unless all are valid
         points, scored = [], []
         for w in ev.winners:
@@ -929,6 +933,48 @@ class Round:
                 self._pay(seat, t.payer, t.points, Reason.FORFEIT, i)
         self.left.append(seat)
         self.last = LastEvent("escape", i, seat)
+
+
+# How a win happened, as a pattern id and the hu event's flags (§15.1): (pattern, the flags' reading,
+# whether that reading alone asks for the pattern: "if and only if", or only "only with")
+_HOW_WON: tuple[tuple[str, str, bool], ...] = (
+    ("qiangganghu", "robbing_kong", True),
+    ("gangshanghua", "after_kong and self-drawn", True),
+    ("gangshangpao", "after_kong and on a discard", True),
+    ("haidi", "last_tile", False),
+    ("zimo", "self-drawn", False),
+    ("tianhu", "heavenly", True),
+    ("dihu", "earthly", True),
+)
+
+
+def _how_won(ev: Hu) -> dict[str, bool]:
+    """Whether each reading of :data:`_HOW_WON` holds for ``ev``."""
+    drawn = ev.from_ is None
+    return {"robbing_kong": ev.robbing_kong, "after_kong and self-drawn": ev.after_kong and drawn,
+            "after_kong and on a discard": ev.after_kong and not drawn, "last_tile": ev.last_tile,
+            "self-drawn": drawn, "heavenly": ev.heavenly, "earthly": ev.earthly}
+
+
+def _check_given_patterns(w, k: int, ev: Hu, ctx: FanContext, i: int) -> None:
+    """A winner given by ``fan`` with ``patterns`` (the ``k``-th of event ``i``): the ids that say how the
+    win happened must agree with the event's flags (§15.1), else ``patterns_contradict_win`` naming both.
+
+    "If" holds only where the pattern is worth fan under the ruleset (a pattern worth 0, such as 杠上炮
+    under the chengdu table, is never listed); "only if" always.
+    """
+    holds = _how_won(ev)
+    for pid, flag, iff in _HOW_WON:
+        listed = pid in w.patterns
+        if listed and not holds[flag]:
+            raise EventError(Code.PATTERNS_CONTRADICT_WIN, i,
+                             f"seat {w.seat}'s patterns list {pid} ({PATTERNS[pid].name}), but the hu is not "
+                             f"{flag}", field=f"winners.{k}.patterns.{w.patterns.index(pid)}")
+        worth = ctx.base_fans.get(pid) if PATTERNS[pid].base else ctx.extra_fans.get(pid)
+        if iff and holds[flag] and not listed and worth:
+            raise EventError(Code.PATTERNS_CONTRADICT_WIN, i,
+                             f"the hu is {flag}, but seat {w.seat}'s patterns do not list {pid} "
+                             f"({PATTERNS[pid].name})", field=f"winners.{k}.patterns")
 
 
 _HANDLERS = {Kong: Round._kong, Hu: Round._hu, Peng: Round._peng, Draw: Round._draw_merged,
