@@ -105,7 +105,8 @@ def test_a_summary_with_stakes_has_coins_per_seat_and_per_payment(client):
     _post(client, tid, write, {"type": "round_start"}, KONG, {"type": "round_end"})
     summary = client.get(f"/v1/tables/{tid}/summary", headers=write).get_json()
     assert [s["coins"] for s in summary["seats"]] == [-1200, -1200, -1200, 3600]
-    assert all(p["coins"] == 100 * p["points"] for p in summary["settle_up"])
+    # in coins: each debtor pays what its bankroll lost (docs/rules.md#s10.1)
+    assert summary["settle_up"] == [{"from": s, "to": 3, "coins": 1200} for s in range(3)]
 
 
 def test_the_key_that_created_a_table_reads_and_writes_it_alone_and_no_other_key_sees_it(keyed):

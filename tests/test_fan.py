@@ -496,7 +496,7 @@ PRESET_TABLE = {
     ),
 }
 _NEW_FIELDS = dict(jiaxinwu=False, kaertiao=False, yitiaolong=False, players=4, dianpao_pinghu=True,
-                   xueliu_dajiao_winners=False)   # §9
+                   xueliu_dajiao_winners=False, zhahu_fan=None)   # §9, §15.3
 for _fields in PRESET_TABLE.values():
     _fields.update(_NEW_FIELDS)
 PRESET_TABLE["xueliu"] = dict(PRESET_TABLE["xuezhan"], mode="xueliu")
@@ -549,7 +549,7 @@ def test_every_field_can_be_overridden():
         huazhu_pays_winners=False, dajiao="min", escape=0, winner_leaves="forfeit",
         next_dealer="discarder", haidi=True, jingoudiao=True, menqing=True, zhongzhang=True,
         jiaxinwu=True, kaertiao=True, yitiaolong=True, players=4, dianpao_pinghu=False,
-        xueliu_dajiao_winners=True,
+        xueliu_dajiao_winners=True, zhahu_fan=5,
     )
     r = Ruleset.from_spec(overrides)
     d = r.as_dict()
@@ -585,7 +585,8 @@ def test_unknown_preset(spec):
         ("huazhu_pays_winners", "yes"), ("haidi", 1), ("jingoudiao", None), ("menqing", "true"), ("zhongzhang", 0),
         ("jiaxinwu", 1), ("kaertiao", "no"), ("yitiaolong", None), ("dianpao_pinghu", 0),
         ("xueliu_dajiao_winners", "true"), ("players", 2), ("players", 5), ("players", "3"), ("players", True),
-        ("players", 3.0), ("players", None),
+        ("players", 3.0), ("players", None), ("zhahu_fan", 0), ("zhahu_fan", 65), ("zhahu_fan", "3"),
+        ("zhahu_fan", True),
     ],
 )
 def test_bad_ruleset_values(field, value):

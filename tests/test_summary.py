@@ -154,7 +154,7 @@ def test_a_xuezhan_evening():
     assert d["seats"][1] == {
         "seat": 1, "name": "南", "total": -264, "rank": 4, "wins": 2, "zimo": 0, "dianpao_paid": 1,
         "kongs": {"direct": 0, "added": 0, "concealed": 0}, "huazhu_paid": 288, "dajiao_paid": 0, "escapes": 0,
-        "biggest_win": {"round": 1, "fan": 3, "patterns": [], "points": 24},
+        "biggest_win": {"round": 1, "fan": 3, "patterns": [], "points": 24}, "penalties_paid": 0, "adjusted": 0,
     }
     assert d["settle_up"] == [{"from": 1, "to": 0, "points": 84}, {"from": 1, "to": 3, "points": 180},
                               {"from": 2, "to": 0, "points": 48}]
@@ -267,8 +267,8 @@ def test_stakes_with_a_short_seat_and_a_buy_in():
     (coins [+100, +100, -300], fees [50, 50, 0]); seat 2 buys 500.  Round 2: seat 0 暗杠 (12 from each
     other seat: nominal 1,200 each), seat 1 holds 1,100 and seat 2 500: seat 0 takes the 1,600 pot, pays
     its fee (coins [+1550, -1100, -500]).  Seat 1 is up in points (84) but down in coins (-950 to
-    the others, besides its 50 of fees): no two payments could square both, so the settle-up squares
-    the score and each payment's coins are its points at 100 a point (docs/rules.md#s10.1)."""
+    the others, besides its 50 of fees): the settle-up squares the coin results, so seat 1 pays and
+    seat 2, short in round 1, pays what it lost and no more (docs/rules.md#s10.1)."""
     t = Evening("sanren-liangfang", n=3, stakes={"coin_per_point": 100, "fee": 50, "bankrolls": [1000, 1000, 300]})
     t.post(start(), {"type": "escape", "seat": 2}, {"type": "buy_in", "seat": 2, "coins": 500},
            start(), kong(0, "concealed", "5p"), {"type": "round_end"})
@@ -276,28 +276,27 @@ def test_stakes_with_a_short_seat_and_a_buy_in():
                                                                                           [1550, -1100, -500]]
     s = t.summary()
     assert seat_facts(s, "total") == [120, 84, -204]
-    assert seat_facts(s, "coins") == [1650, -1000, -800]   # coins now - bankroll - buy-ins
+    # coins now - bankroll - buy-ins + fees: what passed between the players
+    assert seat_facts(s, "coins") == [1750, -950, -800]
     assert seat_facts(s, "fees") == [100, 50, 0] and seat_facts(s, "buy_ins") == [0, 0, 500]
-    # seat 2 pays both creditors, the bigger first: n - 1 = 2 payments, none of 0
-    assert s.settle_up == (Payment(2, 0, 120, 12_000), Payment(2, 1, 84, 8_400))
-    assert clears(seat_facts(s, "total"), s.settle_up)
-    between = [c + f for c, f in zip(seat_facts(s, "coins"), seat_facts(s, "fees"))]
-    assert between == [1750, -950, -800] and not clears(between, s.settle_up, "coins")  # 扣尽: the bankrolls moved less
+    # both debtors pay the one creditor: n - 1 = 2 payments, none of 0, in coins
+    assert s.settle_up == (Payment(1, 0, None, 950), Payment(2, 0, None, 800))
+    assert clears(seat_facts(s, "coins"), s.settle_up, "coins")
     assert s.as_dict()["seats"][2] | {"kongs": None} == {
         "seat": 2, "name": "西", "total": -204, "rank": 3, "wins": 0, "zimo": 0, "dianpao_paid": 0, "kongs": None,
-        "huazhu_paid": 0, "dajiao_paid": 0, "escapes": 1, "biggest_win": None, "coins": -800, "fees": 0,
-        "buy_ins": 500}
-    assert s.as_dict()["settle_up"] == [{"from": 2, "to": 0, "points": 120, "coins": 12_000},
-                                        {"from": 2, "to": 1, "points": 84, "coins": 8_400}]
+        "huazhu_paid": 0, "dajiao_paid": 0, "escapes": 1, "biggest_win": None, "penalties_paid": 0, "adjusted": 0,
+        "coins": -800, "fees": 0, "buy_ins": 500}
+    assert s.as_dict()["settle_up"] == [{"from": 1, "to": 0, "coins": 950}, {"from": 2, "to": 0, "coins": 800}]
 
 
-def test_stakes_in_a_round_being_played_price_the_points_so_far():
-    """A round in play has moved no coins yet; the settle-up prices the points so far all the same."""
+def test_stakes_in_a_round_being_played_settle_no_coins_yet():
+    """A round in play has moved no coins yet: the settle-up, in coins, has nothing to square."""
     t = Evening("xuezhan", stakes={"coin_per_point": 10, "fee": 5, "bankrolls": [1000] * 4})
     t.post(start(), kong(2, "concealed", "7s"))
     s = t.summary()
+    assert seat_facts(s, "total") == [-12, -12, 36, -12]
     assert seat_facts(s, "coins") == [0] * 4 and seat_facts(s, "fees") == [0] * 4
-    assert s.settle_up == (Payment(0, 2, 12, 120), Payment(1, 2, 12, 120), Payment(3, 2, 12, 120))
+    assert s.settle_up == ()
 
 
 def test_stakes_paid_in_full_settle_up_on_the_same_payments():
@@ -306,10 +305,10 @@ def test_stakes_paid_in_full_settle_up_on_the_same_payments():
            {"type": "round_end"}, {"type": "buy_in", "seat": 3, "coins": 70})
     s = t.summary()
     assert seat_facts(s, "total") == [24, -18, 24, -30] and seat_facts(s, "fees") == [5] * 4
-    assert seat_facts(s, "coins") == [235, -185, 235, -305] and seat_facts(s, "buy_ins") == [0, 0, 0, 70]
-    assert s.settle_up == (Payment(1, 2, 18, 180), Payment(3, 0, 24, 240), Payment(3, 2, 6, 60))
-    # no seat ran short: the payments' coins are exactly what passed between the players (coins + fees)
-    assert clears([c + f for c, f in zip(seat_facts(s, "coins"), seat_facts(s, "fees"))], s.settle_up, "coins")
+    assert seat_facts(s, "coins") == [240, -180, 240, -300] and seat_facts(s, "buy_ins") == [0, 0, 0, 70]
+    # no seat ran short: the coins are the points at 10 a point, and so are the payments
+    assert s.settle_up == (Payment(1, 2, None, 180), Payment(3, 0, None, 240), Payment(3, 2, None, 60))
+    assert clears(seat_facts(s, "coins"), s.settle_up, "coins")
 
 
 def test_states_and_summaries_stored_before_the_facts_read_as_no_facts():
@@ -498,7 +497,8 @@ def test_facts_after_events_and_voids_are_the_fold_of_the_log(case):
     assert TableState.from_dict(ev.state.to_dict()).facts == ev.state.facts
     # the totals are the balances, and the settle-up clears them
     totals = [s.total for s in got.seats]
-    assert totals == ev.state.balances and sum(totals) == 0 and clears(totals, got.settle_up)
+    assert totals == ev.state.balances and sum(totals) == 0
+    assert stakes is not None or clears(totals, got.settle_up)  # (with stakes, in coins: below)
     assert all(s.rank == 1 + sum(t > s.total for t in totals) for s in got.seats)
     # the facts are those of an independent reading of the log
     ref = reference_summary(ev, spec)
@@ -517,19 +517,19 @@ def test_facts_after_events_and_voids_are_the_fold_of_the_log(case):
         fees = [sum(x["fees"][s] for x in ev.summaries) for s in range(m.n)]
         assert seat_facts(got, "fees") == fees
         change = [c - b - i for c, b, i in zip(ev.state.coins, stakes["bankrolls"], ref["buy_ins"])]
-        assert seat_facts(got, "coins") == change
-        # the settle-up is the points' (at most n - 1 payments, none of 0), each priced at the table's rate
-        rate = stakes["coin_per_point"]
-        assert got.settle_up == tuple(Payment(p.payer, p.payee, p.points, p.points * rate) for p in settle_up(totals))
-        assert all(p.coins > 0 for p in got.settle_up)
         between = [c + f for c, f in zip(change, fees)]
-        assert sum(between) == 0
+        assert seat_facts(got, "coins") == between and sum(between) == 0
+        # the settle-up squares the coin results (at most n - 1 payments, none of 0), none paying more than it lost
+        rate = stakes["coin_per_point"]
+        assert clears(between, got.settle_up, "coins") and all(p.coins > 0 and p.points is None for p in got.settle_up)
+        assert len(got.settle_up) <= max(sum(1 for c in between if c) - 1, 0)
+        assert got.settle_up == tuple(Payment(p.payer, p.payee, None, p.points) for p in settle_up(between))
         paid_in_full = all([c + f for c, f in zip(x["coins_delta"], x["fees"])] == [d * rate for d in x["deltas"]]
                            for x in ev.summaries)
         hypothesis_event(f"stakes, every round paid in full: {paid_in_full}")
-        if paid_in_full and not ev.state.playing:  # then the coins are what passed between the players
-            assert between == [t * rate for t in totals] and clears(between, got.settle_up, "coins")
+        if paid_in_full and not ev.state.playing:  # then the coins are the points at the table's rate
+            assert between == [t * rate for t in totals]
     else:
         assert got.settle_up == settle_up(totals)
-    assert len(got.settle_up) <= max(sum(1 for t in totals if t) - 1, 0)
-    assert all(p.points > 0 for p in got.settle_up)
+        assert len(got.settle_up) <= max(sum(1 for t in totals if t) - 1, 0)
+        assert all(p.points > 0 for p in got.settle_up)

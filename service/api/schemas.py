@@ -380,6 +380,9 @@ def _ruleset_spec_fields() -> dict[str, fields.Field]:
             out[name] = StrictBoolean()
         elif name == "cap":
             out[name] = Int(1, MAX_CAP, allow_none=True)
+        elif name == "zhahu_fan":
+            out[name] = Int(1, MAX_CAP, allow_none=True, metadata={
+                "description": "the fan of the win a 诈胡 pays for (docs/rules.md#s15.3); null: the cap, or 3"})
         elif name == "players":
             out[name] = fields.Integer(strict=True, validate=[validate.Range(min(PLAYERS), max(PLAYERS)),
                                                               validate.OneOf(list(PLAYERS))],

@@ -251,7 +251,11 @@ class SeatSummary(ma.Schema):
     dajiao_paid = fields.Integer(required=True, metadata={"description": "points paid at 查大叫"})
     escapes = fields.Integer(required=True)
     biggest_win = fields.Nested(BiggestWin, required=True, allow_none=True)
-    coins = fields.Integer(metadata={"description": "(with stakes) the seat's change of coins over the evening"})
+    penalties_paid = fields.Integer(required=True, metadata={"description": "points paid for 诈胡 (docs/rules.md#s15.3)"})
+    adjusted = fields.Integer(required=True, metadata={"description": "net points of adjustments (received less "
+                                                                      "paid; in `total`, docs/rules.md#s15.5)"})
+    coins = fields.Integer(metadata={"description": "(with stakes) the seat's coin result: coins now - bankroll - "
+                                                    "buy-ins + fees paid, what passed between it and the others"})
     fees = fields.Integer(metadata={"description": "(with stakes) what the seat paid the house"})
     buy_ins = fields.Integer(metadata={"description": "(with stakes) the coins the seat bought in"})
 
@@ -259,9 +263,9 @@ class SeatSummary(ma.Schema):
 class Payment(ma.Schema):
     from_ = fields.Integer(required=True, data_key="from")
     to = fields.Integer(required=True)
-    points = fields.Integer(required=True)
-    coins = fields.Integer(metadata={"description": "(with stakes) the payment's points at the table's "
-                                                    "`coin_per_point` (docs/rules.md#s10.1)"})
+    points = fields.Integer(metadata={"description": "(without stakes) the points paid"})
+    coins = fields.Integer(metadata={"description": "(with stakes, in place of `points`) the coins paid: the "
+                                                    "payments square each seat's coin result (docs/rules.md#s10.1)"})
 
 
 class TableSummaryOfEvening(ma.Schema):
@@ -272,7 +276,8 @@ class TableSummaryOfEvening(ma.Schema):
     seats = fields.List(fields.Nested(SeatSummary), required=True)
     settle_up = fields.List(fields.Nested(Payment), required=True, metadata={
         "description": "the fewest payments that bring every balance to 0 (at most one fewer than the "
-                       "seats), by payer then payee; how ties are broken: docs/rules.md#s10.1"})
+                       "seats), by payer then payee; with stakes, in coins, squaring each seat's `coins`; how "
+                       "ties are broken: docs/rules.md#s10.1"})
 
 
 class EventAppended(ma.Schema):

@@ -80,12 +80,17 @@ class Code(_Documented):
     KEPT_HAND_MISMATCH = "kept_hand_mismatch", "a 血流 winner's later hand that is not its kept hand"
     WINNER_NOT_TING = "winner_not_ting", "a 血流 seat that has won is listed at a draw as not ting"
     ROUND_ENDED = "round_ended", "an event after the round has ended"
+    XIANGGONG = "xianggong", "a win of a seat found 相公 (a wrong number of tiles) earlier in the round"
     PATTERNS_CONTRADICT_WIN = ("patterns_contradict_win", "a winner's given patterns that contradict the hu's flags "
                                "(抢杠胡 without robbing_kong, robbing_kong without 抢杠胡, ...)")
     # tables (§10)
     NO_ROUND = "no_round", "a round event with no round started"
-    ROUND_IN_PROGRESS = "round_in_progress", "a round_start or a buy_in while a round is being played"
-    VOID_CONFLICT = "void_conflict", "a void after which a later record no longer holds"
+    ROUND_IN_PROGRESS = ("round_in_progress", "a round_start, a buy_in or an adjust while a round is being played "
+                         "(an adjust: 409)")
+    VOID_CONFLICT = ("void_conflict", "a void after which a later record no longer holds, or of a record a "
+                     "correction replaced (409)")
+    CORRECTION_CONFLICT = ("correction_conflict", "a correction after which a later round no longer holds (its "
+                           "dealer would change): 409 naming the round and its record")
     BAD_PLAYERS = "bad_players", "a table whose number of players is not the ruleset's"
     # stakes (§12)
     BAD_STAKES = "bad_stakes", "stakes that are not integers in range, or bankrolls not one per seat"
@@ -108,6 +113,8 @@ class Reason(_Documented):
     DAJIAO = "dajiao", "a seat not ting pays a ting seat's 大叫 at a draw (查大叫)"
     ESCAPE = "escape", "a seat leaves the round (逃跑)"
     FORFEIT = "forfeit", "a winner who leaves gives back what it received (winner_leaves = forfeit)"
+    PENALTY = "penalty", "a seat that declared a win it did not have pays each other seat (诈胡)"
+    ADJUST = "adjust", "a transfer outside the rules, between rounds (茶水, a side bet, a mistake found later)"
 
 
 REASONS: tuple[str, ...] = tuple(r.value for r in Reason)

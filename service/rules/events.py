@@ -24,6 +24,8 @@ from .patterns import PATTERNS
 from .tiles import TILES, Tile
 
 STATUSES = ("ting", "not_ting", "huazhu")
+PENALTY_KINDS = ("zhahu", "xianggong")
+"""诈胡 (a false win: the seat pays, §15.3) and 相公 (a wrong number of tiles: it may not win, §15.4)."""
 HU_FLAGS = ("after_kong", "robbing_kong", "last_tile", "heavenly", "earthly")
 MAX_FAN = 64
 
@@ -94,8 +96,17 @@ class Escape:
     type = "escape"
 
 
-Event = Union[Peng, Kong, Hu, Draw, Escape]
-EVENT_TYPES = ("peng", "kong", "hu", "draw", "escape")
+@dataclass(frozen=True, slots=True)
+class Penalty:
+    """A seat penalized during the round (§15.3, §15.4): ``kind`` is one of :data:`PENALTY_KINDS`."""
+
+    seat: int
+    kind: str
+    type = "penalty"
+
+
+Event = Union[Peng, Kong, Hu, Draw, Escape, Penalty]
+EVENT_TYPES = ("peng", "kong", "hu", "draw", "escape", "penalty")
 
 # The JSON form's fields (required, optional) per object, and its bounds: what an
 # event *is* is decided here only (the HTTP layer documents it, it does not re-check).
@@ -105,6 +116,7 @@ FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "hu": (("type", "tile", "winners"), ("from",) + HU_FLAGS),
     "draw": (("type", "seats"), ()),
     "escape": (("type", "seat"), ("last_four", "seats")),
+    "penalty": (("type", "seat", "kind"), ()),
     "winner": (("seat",), ("hand", "fan", "patterns")),
     "report": (("seat",), ("hand", "status", "dajiao_fan")),
     "hand": (("tiles",), ("melds", "void")),
@@ -144,7 +156,7 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, playe
         if kong is not None:
             return kong
     elif type(data) is not dict and not isinstance(data, Mapping):
-        if isinstance(data, (Peng, Kong, Hu, Draw, Escape)):
+        if isinstance(data, (Peng, Kong, Hu, Draw, Escape, Penalty)):
             return data
         raise EventError(Code.BAD_EVENT, index, f"an event is an object, got {type(data).__name__}", field="_schema")
     p = _Parser(data, index, voids, players)
@@ -176,6 +188,11 @@ def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, playe
         return Hu(frm, tile, entries, *[p.flag(f) for f in HU_FLAGS])
     if kind == "draw":
         return Draw(p.reports(data["seats"]))
+    if kind == "penalty":
+        k = data.get("kind")
+        if k not in PENALTY_KINDS:
+            raise p.fail(f"a penalty's kind must be {' or '.join(PENALTY_KINDS)}; got {_short(k)}", "kind")
+        return Penalty(p.seat("seat"), k)
     return Escape(p.seat("seat"), p.flag("last_four"),
                   p.reports(data["seats"]) if "seats" in data else ())
 

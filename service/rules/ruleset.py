@@ -87,6 +87,7 @@ class Ruleset:
     players: int = 4
     dianpao_pinghu: bool = True
     xueliu_dajiao_winners: bool = False
+    zhahu_fan: int | None = None
 
     def __post_init__(self) -> None:
         for name, allowed in ENUMS.items():
@@ -99,6 +100,8 @@ class Ruleset:
         _int_in(self, "base", 1, MAX_BASE)
         if self.cap is not None:
             _int_in(self, "cap", 1, MAX_CAP)
+        if self.zhahu_fan is not None:
+            _int_in(self, "zhahu_fan", 1, MAX_CAP)
         for name in UNIT_FIELDS:
             _int_in(self, name, 0, MAX_UNITS)
         for name in _FLAGS:
@@ -144,6 +147,13 @@ class Ruleset:
         overrides = dict(spec)
         name = overrides.pop("preset", "xuezhan")
         return cls.from_preset(name).replace(**overrides)
+
+    @property
+    def zhahu(self) -> int:
+        """The fan of the win a 诈胡 pays for (§15.3): ``zhahu_fan``, or when null the ``cap``, or 3."""
+        if self.zhahu_fan is not None:
+            return self.zhahu_fan
+        return 3 if self.cap is None else self.cap
 
     def replace(self, **overrides: Any) -> "Ruleset":
         known = {f.name for f in fields(self)} - {"preset"}

@@ -90,7 +90,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from .codes import Code, Reason
 from .errors import EventError, RuleError
-from .events import Draw, Escape, Event, Hu, Kong, Peng, SeatReport, parse_event, plain_kong_fields
+from .events import Draw, Escape, Event, Hu, Kong, Peng, Penalty, SeatReport, parse_event, plain_kong_fields
 from .fan import (
     DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, FanContext, context, evaluate, meld_info, only_wait, points_of, suit_problem,
     Win,
@@ -276,6 +276,7 @@ class Round:
         self._unadded: list[tuple[int, ...]] = []         # counts of hands given not yet added to it
         self.copies = [0] * 27                            # the 4-copy count of each tile (see _recount)
         self.kept: list[Hand | None] = [None] * n         # 血流: a winner's kept 13 tiles, once known (§13.2)
+        self.xianggong: list[int] = []                    # seats found 相公 this round (§15.4), in that order
         self.last: LastEvent | None = None                # the previous event
         self.transfers: list[Transfer] = []
         self.scored: tuple[Scored, ...] = ()             # the last hu's winners as scored (not state: see Scored)
@@ -327,6 +328,7 @@ class Round:
             "pengs_logged": self.pengs_logged, "any_meld": self.any_meld,
             "hand_melds": self.hand_melds, "concealed": self.concealed,
             "kept": [None if h is None else h.as_dict() for h in self.kept],
+            "xianggong": self.xianggong,
             "last": None if self.last is None else self.last.to_dict(),
             "transfers": [[t.payer, t.payee, t.points, t.reason, t.event] for t in self.transfers],
         }
@@ -347,6 +349,7 @@ class Round:
         kept = d.get("kept")  # (absent from states stored before 血流)
         if kept is not None:
             r.kept = [None if h is None else parse_hand(h["tiles"], h["melds"], h.get("void")) for h in kept]
+        r.xianggong = list(d.get("xianggong", ()))  # (absent from states stored before §15.4)
         r.last = None if d["last"] is None else LastEvent.from_dict(d["last"])
         r.transfers = [Transfer(*t) for t in d["transfers"]]
         return r
@@ -598,6 +601,10 @@ class Round:
         if not everyone:
             for s in seats:
                 self._require_active(s, i, "winning")
+        for s in seats:
+            if s in self.xianggong:
+                raise EventError(Code.XIANGGONG, i, f"seat {s} was found 相公 (a wrong number of tiles) this round: "
+                                 "it may not win until the round ends")
         if self.xueliu and (ev.heavenly or ev.earthly) and self.first_win is not None:
             raise EventError(Code.CONTRADICTORY_FLAGS, i, "天胡 and 地胡 are only for the round's first win (§13.3)")
         if ev.from_ is not None:
@@ -789,6 +796,20 @@ class Round:
         self.kongs[self.last.index] = kong._replace(void=True)
         self.pengs[kong.seat].append(kong.tile)
 
+    # -- penalties ---------------------------------------------------------------------
+    def _penalty(self, ev: Penalty, i: int) -> None:
+        """诈胡 (§15.3): the seat pays each other seat still in the round a win of the ruleset's
+        ``zhahu`` fan, capped, and plays on.  相公 (§15.4): no payment; the seat may not win for the rest
+        of the round and is not ting at its end."""
+        self._require_active(ev.seat, i, "penalized")
+        if ev.kind == "zhahu":
+            points = points_of(self.rules.zhahu, context(self.rules)).points
+            for s in self.active:
+                self._pay(ev.seat, s, points, Reason.PENALTY, i)
+        elif ev.seat not in self.xianggong:
+            self.xianggong.append(ev.seat)
+        self.last = _record(LastEvent, ("penalty", i, ev.seat, None, None, None))
+
     # -- draw and escape ------------------------------------------------------------
     def _statuses(self, reports: Iterable[SeatReport], i: int, seats: list[int]) -> dict[int, Standing]:
         """seat → its :class:`Standing` for the listed seats; hands are evaluated.
@@ -842,6 +863,9 @@ class Round:
                 if seat in seats and seat not in out:  # a winner not listed: ting, its 大叫 from its kept hand
                     kept = self.kept[seat]
                     out[seat] = Standing("ting", 0 if kept is None else dajiao_points(kept, ctx, self.rules.dajiao) or 0)
+        for seat in self.xianggong:  # §15.4: not ting whatever is said of its hand (a 花猪 stays one)
+            if seat in out and out[seat].status == "ting":
+                out[seat] = Standing("not_ting")
         return out
 
     def _collects_dajiao(self, seat: int) -> bool:
@@ -978,7 +1002,7 @@ def _check_given_patterns(w, k: int, ev: Hu, ctx: FanContext, i: int) -> None:
 
 
 _HANDLERS = {Kong: Round._kong, Hu: Round._hu, Peng: Round._peng, Draw: Round._draw_merged,
-             Escape: Round._escape_merged}
+             Escape: Round._escape_merged, Penalty: Round._penalty}
 """The handler of each event class (the classes are disjoint)."""
 
 

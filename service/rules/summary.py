@@ -38,6 +38,9 @@ What each seat's figures mean (§10.1, docs/rules.md#s10.1; the events of #s6 to
   charge is not 大叫, even when it was reckoned by 查大叫 (``last_four``).
 * ``escapes``: the times the seat left a round (any ``escape`` naming it, a
   血战 winner leaving included).
+* ``penalties_paid``: the points the seat paid for 诈胡 (§15.3; a 相公 pays
+  nothing).  ``adjusted``: the net points adjustments brought it (§15.5,
+  received less paid), which its ``total`` includes.
 * ``biggest_win``: the seat's win with the most points, where the points of a
   win are what its own payments brought the seat: its 点炮 or 自摸 payments
   from every payer (自摸加底 included), not the kong income passed on by
@@ -63,20 +66,19 @@ The settle-up (``settle_up``):
   creditor only receives; the answer depends only on the balances (equal
   balances: equal payments).  Payments are listed by payer, then payee.
 * Coins (a table with stakes, docs/rules.md#s12): a seat's ``coins`` is its
-  change over the evening, ``coins now - starting bankroll - buy-ins`` (the
-  sum of its rounds' ``coins_delta``, fees included), ``fees`` what it paid the
-  house and ``buy_ins`` the coins it bought (read off the state and the
-  summaries: buy-ins come only between rounds, so ``coins now = starting
-  bankroll + buy-ins + the ended rounds' coins_delta``).  These are the
-  bankrolls' own record: the coins moved round by round, 扣尽 included.
-* The settle-up at a table with stakes is the same payments, each also
-  carrying its ``coins``: its points at the table's rate, ``points x
-  coin_per_point``.  It squares the score; a list of at most n - 1 payments
-  cannot also clear the bankrolls' coins once a seat ran short (a seat may be
-  up in points and down in coins), so the coins are the points' price.  When
-  no seat ever ran short and no round is being played, each seat's ``coins +
-  fees`` is its total times ``coin_per_point``: the payments' coins are then
-  exactly what passed between the players.
+  coin result over the evening, what passed between it and the other players:
+  ``coins now - starting bankroll - buy-ins + fees paid`` (the sum of its
+  rounds' ``coins_delta`` and ``fees``), so the seats' results sum to 0;
+  ``fees`` is what it paid the house and ``buy_ins`` the coins it bought (read
+  off the state and the summaries: buy-ins come only between rounds, so
+  ``coins now = starting bankroll + buy-ins + the ended rounds' coins_delta``).
+  These are the bankrolls' own record: the coins moved round by round, 扣尽
+  included.
+* The settle-up at a table with stakes is in coins: the fewest payments
+  ``{from, to, coins}`` that square every seat's coin result (the same method
+  as for points), so a seat that ran short (扣尽) pays what it lost, never
+  more, and a seat up in points but down in coins pays.  Adjustments (§15.5)
+  move points only: they are in the totals, not in the coins.
 * A round still being played has settled no coins yet: a seat's ``coins``
   counts the ended rounds.
 
@@ -108,7 +110,7 @@ BiggestWin(round=1, fan=2, patterns=(), points=36)
 >>> s.as_dict()["seats"][2]
 {'seat': 2, 'name': 'C', 'total': 132, 'rank': 1, 'wins': 1, 'zimo': 0, 'dianpao_paid': 0,
  'kongs': {'direct': 0, 'added': 0, 'concealed': 1}, 'huazhu_paid': 0, 'dajiao_paid': 0, 'escapes': 0,
- 'biggest_win': {'round': 1, 'fan': 2, 'patterns': ['duiduihu'], 'points': 12}}
+ 'biggest_win': {'round': 1, 'fan': 2, 'patterns': ['duiduihu'], 'points': 12}, 'penalties_paid': 0, 'adjusted': 0}
 >>> s.as_dict()["settle_up"]
 [{'from': 1, 'to': 0, 'points': 120}, {'from': 1, 'to': 2, 'points': 132},
  {'from': 1, 'to': 3, 'points': 54}]
@@ -129,15 +131,17 @@ KONG_KINDS = ("direct", "added", "concealed")
 
 @dataclass(frozen=True, slots=True)
 class Payment:
-    """``payer`` hands ``payee`` ``points`` (and, at a table with stakes, ``coins``)."""
+    """``payer`` hands ``payee`` ``points`` (a table with stakes: ``coins``, and ``points`` is None)."""
 
     payer: int
     payee: int
-    points: int
+    points: int | None
     coins: int | None = None
 
     def as_dict(self) -> dict:
-        out = {"from": self.payer, "to": self.payee, "points": self.points}
+        out = {"from": self.payer, "to": self.payee}
+        if self.points is not None:
+            out["points"] = self.points
         return out if self.coins is None else out | {"coins": self.coins}
 
 
@@ -185,6 +189,8 @@ class SeatSummary:
     dajiao_paid: int
     escapes: int
     biggest_win: BiggestWin | None
+    penalties_paid: int = 0
+    adjusted: int = 0
     coins: int | None = None
     fees: int | None = None
     buy_ins: int | None = None
@@ -196,6 +202,7 @@ class SeatSummary:
             "kongs": self.kongs.as_dict(), "huazhu_paid": self.huazhu_paid, "dajiao_paid": self.dajiao_paid,
             "escapes": self.escapes,
             "biggest_win": None if self.biggest_win is None else self.biggest_win.as_dict(),
+            "penalties_paid": self.penalties_paid, "adjusted": self.adjusted,
         }
         if self.coins is None:
             return out
@@ -330,6 +337,7 @@ def summarize(state: "TableState", ended_round_summaries: Iterable[Mapping[str, 
             fees = [a + b for a, b in zip(fees, s["fees"])]
         # coins now = starting bankroll + buy-ins + each ended round's coins_delta (buy-ins come between rounds)
         buy_ins = [now - start - change for now, start, change in zip(state.coins, state.stakes.bankrolls, coins)]
+        coins = [change + fee for change, fee in zip(coins, fees)]  # the coin result: what passed between players
     seats = tuple(
         SeatSummary(
             seat=s, name=state.players[s], total=totals[s], rank=1 + sum(t > totals[s] for t in totals),
@@ -337,14 +345,15 @@ def summarize(state: "TableState", ended_round_summaries: Iterable[Mapping[str, 
             kongs=Kongs(*(counts["kongs_" + kind][s] for kind in KONG_KINDS)),
             huazhu_paid=counts["huazhu_paid"][s], dajiao_paid=counts["dajiao_paid"][s],
             escapes=counts["escapes"][s], biggest_win=None if best[s] is None else best[s][0],
+            penalties_paid=counts["penalties_paid"][s], adjusted=state.adjusted[s],
             coins=None if coins is None else coins[s], fees=None if fees is None else fees[s],
             buy_ins=None if buy_ins is None else buy_ins[s],
         )
         for s in range(n)
     )
-    payments = settle_up(totals)
-    if state.stakes is not None:
-        rate = state.stakes.coin_per_point
-        payments = tuple(Payment(p.payer, p.payee, p.points, p.points * rate) for p in payments)
+    if coins is None:
+        payments = settle_up(totals)
+    else:  # with stakes, the coin results are squared (each seat's result, 扣尽 included)
+        payments = tuple(Payment(payer, payee, None, amount) for payer, payee, amount in _fewest(coins))
     return Summary(table_id, tuple(state.players), state.rounds_done, finished_at, seats, payments)
 

@@ -93,14 +93,50 @@ from .settle import Round, Scored, Transfer
 from .stakes import MAX_COINS, Stakes, settle_coins
 from .tiles import parse_suit
 
-ROUND_EVENTS = ("peng", "kong", "hu", "draw", "escape")
-TABLE_EVENTS = ROUND_EVENTS + ("round_start", "round_end", "buy_in")
+ROUND_EVENTS = ("peng", "kong", "hu", "draw", "escape", "penalty")
+TABLE_EVENTS = ROUND_EVENTS + ("round_start", "round_end", "buy_in", "adjust")
 BUY_IN_FIELDS = ("type", "seat", "coins")
+ADJUST_FIELDS = ("type", "transfers", "note")
+CORRECTION_FIELDS = ("type", "events", "dealer", "voids", "note")
 COIN_FIELDS = ("bankrolls", "coins_delta", "fees")  # what stakes add to a round's summary
+MAX_NOTE_CHARS = 500
+"""The longest ``note`` of an adjust or a correction."""
+MAX_ADJUST_TRANSFERS = 16
+MAX_ADJUST_POINTS = 10**12
+"""An adjust moves at most this many points in one of its transfers (far below 2^53: exact in every client)."""
+MAX_CORRECTION_EVENTS = 1000
+"""The most events a correction may give its round (below :data:`KEY_SPAN`)."""
+KEY_SPAN = 1024
+
+
+def correction_key(seq: int, index: int) -> int:
+    """The key the round gives the ``index``-th event of the correction recorded as ``seq``: unique in the
+    round (a negative number: every other event's key is its own seq), and :func:`seq_of` reads back.
+
+    >>> correction_key(17, 0), seq_of(correction_key(17, 0)), index_of(correction_key(17, 3)), seq_of(17)
+    (-17409, 17, 3, 17)
+    """
+    return -(seq * KEY_SPAN + index + 1)
+
+
+def seq_of(key: int) -> int:
+    """The seq of the record whose event has this key: the event's own, or its correction's."""
+    return key if key > 0 else (-key - 1) // KEY_SPAN
+
+
+def index_of(key: int) -> int | None:
+    """The index of a correction's event within it (None: an event of its own record)."""
+    return None if key > 0 else (-key - 1) % KEY_SPAN
+
+
+def labelled(transfers: Iterable[Transfer]) -> list[dict]:
+    """Transfers as a table shows them: each names the seq of the record that caused it."""
+    return [{"from": t.payer, "to": t.payee, "points": t.points, "reason": t.reason, "event": seq_of(t.event)}
+            for t in transfers]
 
 
 FACT_COUNTS = ("wins", "zimo", "dianpao_paid", "kongs_direct", "kongs_added", "kongs_concealed",
-               "huazhu_paid", "dajiao_paid", "escapes")
+               "huazhu_paid", "dajiao_paid", "escapes", "penalties_paid")
 """The per-seat counts of :class:`RoundFacts`, by their names in a round summary's ``facts``."""
 
 
@@ -150,6 +186,7 @@ class RoundFacts(NamedTuple):
     huazhu_paid: tuple[int, ...]
     dajiao_paid: tuple[int, ...]
     escapes: tuple[int, ...]
+    penalties_paid: tuple[int, ...]
     biggest_win: tuple[WinFact | None, ...]
 
     @classmethod
@@ -172,6 +209,9 @@ class RoundFacts(NamedTuple):
             _hu_facts(values, record, seq, transfers, scored)
         elif kind == "escape":
             values[_ESCAPES] = _plus(values[_ESCAPES], record["seat"], 1)
+        elif kind == "penalty":  # 诈胡 (a 相公 pays nothing)
+            for t in transfers:
+                values[_PENALTIES] = _plus(values[_PENALTIES], t.payer, t.points)
         else:  # a draw: 查花猪 and 查大叫 (an escape's charge is neither)
             for t in transfers:
                 i = _PAID_AT_DRAW.get(t.reason)
@@ -202,6 +242,7 @@ _record = tuple.__new__
 _FACT = {name: i for i, name in enumerate(RoundFacts._fields)}
 _KONGS = {kind: _FACT["kongs_" + kind] for kind in ("direct", "added", "concealed")}
 _ESCAPES = _FACT["escapes"]
+_PENALTIES = _FACT["penalties_paid"]
 _PAID_AT_DRAW = {Reason.HUAZHU.value: _FACT["huazhu_paid"], Reason.DAJIAO.value: _FACT["dajiao_paid"]}
 _WIN_REASONS = (Reason.DIANPAO.value, Reason.ZIMO.value)
 
@@ -244,6 +285,64 @@ class VoidConflict(TableError):
     pass
 
 
+class BetweenRounds(TableError):
+    """A record that may only come between rounds (an ``adjust``) posted while a round is played
+    (``round_in_progress``): the table's state forbids it, so a store answers it as a conflict."""
+
+
+class CorrectionError(TableError):
+    """A correction's event that cannot happen: ``event`` is its index in the correction's list (the
+    ``context`` and ``code`` are the rules' own)."""
+
+
+class CorrectionConflict(TableError):
+    """A correction after which a later round no longer holds (``correction_conflict``): ``round`` is
+    that round's number, ``event`` the seq of its record that would break (its ``round_start``)."""
+
+    def __init__(self, round_number: int, seq: int, message: str) -> None:
+        super().__init__(Code.CORRECTION_CONFLICT, seq, message, round=round_number)
+        self.round = round_number
+
+
+class MissingHistory(LookupError):
+    """A fold met a correction of a past round it knows too little of (a fold that started after that
+    round's start, from a snapshot): fold again from further back."""
+
+
+class RoundInfo(NamedTuple):
+    """What a correction of an earlier round needs to know of a round besides its summary: whether its
+    dealer was named (by its ``round_start`` or a correction), not taken from the round before, and its
+    voids as they stand."""
+
+    named: bool
+    voids: tuple
+
+
+@dataclass
+class History:
+    """What a fold (or a store, from what it read) knows of a table's rounds, by number: ``summaries`` of
+    ended rounds as they stand, and each round's :class:`RoundInfo`.  A correction of round n needs
+    round n's and round n + 1's infos and the summaries of the ended rounds from n on."""
+
+    summaries: dict[int, dict] = field(default_factory=dict)
+    info: dict[int, RoundInfo] = field(default_factory=dict)
+
+    def started(self, number: int, record: Mapping[str, Any], voids: Iterable) -> None:
+        self.info[number] = RoundInfo(record.get("dealer") is not None, tuple(voids))
+
+    def corrected(self, number: int, record: Mapping[str, Any], voids: Iterable) -> None:
+        was = self.info.get(number)
+        named = record.get("dealer") is not None or (was is not None and was.named)
+        self.info[number] = RoundInfo(named, tuple(voids))
+
+    def need(self, first: int, last: int, info_last: int) -> None:
+        """Raise :class:`MissingHistory` unless the summaries of rounds ``first``..``last`` and the infos
+        of rounds ``first``..``info_last`` are known."""
+        if any(n not in self.summaries for n in range(first, last + 1)) or \
+                any(n not in self.info for n in range(first, info_last + 1)):
+            raise MissingHistory(f"round {first}")
+
+
 class TableSetupError(RuleError):
     """A table that cannot be set up: its players do not match its ruleset's seats (``bad_players``),
     or its first dealer is no seat (``seat_out_of_range``)."""
@@ -277,10 +376,13 @@ class TableState:
     stakes: Stakes | None = None      # §12: None for a table that plays for points only
     coins: list[int] | None = None    # with stakes: each seat's bankroll now
     facts: RoundFacts | None = None   # what each seat did in the latest round (None: nothing yet)
+    adjusted: list[int] | None = None  # each seat's net points of every adjust so far (§15.5; None: none)
 
     def __post_init__(self) -> None:
         if self.facts is None:
             self.facts = RoundFacts.empty(len(self.players))
+        if self.adjusted is None:
+            self.adjusted = [0] * len(self.players)
 
     @classmethod
     def new(cls, players: list[str], ruleset: "Ruleset | str | Mapping | None", dealer: int = 0,
@@ -340,17 +442,29 @@ class TableState:
             "events": r.n,
         } | ({k: m[k] for k in COIN_FIELDS} if self.stakes is not None else {})
 
-    def round_summary(self) -> dict:
-        """The summary of the latest round once it has ended (kept in the rounds list)."""
+    def round_summary(self, last_seq: int | None = None) -> dict:
+        """The summary of the latest round once it has ended (kept in the rounds list); ``last_seq``: the
+        seq that ended it (default: the version, the record just applied).
+
+        Besides the round as the table view lists it, a summary keeps ``facts`` (the evening summary's),
+        and, only when there are any, ``corrected_by`` (the seqs of the corrections of the round that are
+        not voided, §15.2) and ``adjusted`` (each seat's net points of the adjusts recorded before the
+        round started, §15.5): what a refold from the round after it starts from.
+        """
         view = self.round_view()
         assert view is not None
+        m = self.round_meta
         keys = ("number", "dealer", "deltas", "won", "left", "ended_by", "next_dealer")
-        return {k: view[k] for k in keys} | {
-            "first_seq": self.round_meta["start"],
-            "last_seq": self.version,
+        out = {k: view[k] for k in keys} | {
+            "first_seq": m["start"],
+            "last_seq": self.version if last_seq is None else last_seq,
         } | ({k: view[k] for k in COIN_FIELDS} if self.stakes is not None else {}) | {
             "facts": self.facts.to_dict(),
         }
+        for name in ("corrected_by", "adjusted"):
+            if m.get(name):
+                out[name] = list(m[name])
+        return out
 
     # -- persistence ---------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -361,7 +475,7 @@ class TableState:
             "voided": self.voided, "base": self.base,
             "stakes": None if self.stakes is None else self.stakes.as_dict(), "coins": self.coins,
             "round_facts": self.facts.to_dict(),
-        }
+        } | ({"adjusted": self.adjusted} if any(self.adjusted) else {})
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TableState":
@@ -376,6 +490,7 @@ class TableState:
             # (states stored before the facts were kept have none: a round in play then counts
             # only its later records, until a refold)
             facts=RoundFacts.from_dict(d.get("round_facts"), len(d["players"])),
+            adjusted=list(d["adjusted"]) if "adjusted" in d else None,
         )
 
     def copy(self) -> "TableState":
@@ -401,8 +516,13 @@ class TableState:
         elif kind == "buy_in":
             out = ()
             self._buy_in(record, seq)
+        elif kind == "adjust":
+            out = self._adjust(record, seq)
         elif kind in ROUND_EVENTS:
             out = self._round_event(record, seq)
+        elif kind == "correction":
+            raise TableError(Code.BAD_EVENT, seq, "a correction is not an event of the round: it rewrites a round "
+                             "(docs/api.md, mending the record)", field="type")
         else:
             raise TableError(Code.BAD_EVENT, seq, f"unknown event type {kind!r} (one of {', '.join(TABLE_EVENTS)})",
                              field="type")
@@ -411,16 +531,34 @@ class TableState:
 
     def _round_start(self, record: Mapping[str, Any], seq: int) -> None:
         _no_unknown(record, ("type", "dealer", "voids"), seq)
+        dealer, voids = self._dealer_and_voids(record, seq, self.dealer, None)
+        if self.playing:  # (a malformed round_start is told so first)
+            raise TableError(Code.ROUND_IN_PROGRESS, seq,
+                             f"round {self.round_meta['number']} is still being played; post round_end first")
+        number = self.rounds_done + 1
+        self.base = self.balances
+        self.round = Round(self.ruleset, dealer, voids)
+        self.facts = RoundFacts.empty(self.ruleset.players)
+        self.round_meta = {"number": number, "start": seq, "ended_by": None}
+        if self.stakes is not None:
+            self.round_meta |= {"bankrolls": list(self.coins), "coins_delta": None, "fees": None}
+        if any(self.adjusted):
+            self.round_meta["adjusted"] = list(self.adjusted)
+
+    def _dealer_and_voids(self, record: Mapping[str, Any], seq: int, dealer: int,
+                          voids: "list | None") -> tuple[int, list]:
+        """A round_start's (or a correction's) ``dealer`` and ``voids``, checked; those not given (or null)
+        are ``dealer`` and ``voids`` (None: no 定缺)."""
         n = self.ruleset.players
-        dealer = record.get("dealer")
-        if dealer is None:
-            dealer = self.dealer
+        if record.get("dealer") is not None:
+            dealer = record["dealer"]
         if isinstance(dealer, bool) or not isinstance(dealer, int):
             raise TableError(Code.BAD_EVENT, seq, f"dealer {dealer!r} is not a seat 0-{n - 1}", field="dealer")
         if not 0 <= dealer < n:
             raise TableError(Code.SEAT_OUT_OF_RANGE, seq, f"dealer {dealer!r} is not a seat 0-{n - 1}",
                              field="dealer")
-        voids = record.get("voids")
+        if record.get("voids") is not None:
+            voids = record["voids"]
         if voids is None:
             voids = [None] * n
         if not isinstance(voids, list) or len(voids) != n:
@@ -437,16 +575,7 @@ class TableState:
         if n == 3 and any(v is not None for v in voids):
             raise TableError(Code.VOID_NOT_ALLOWED, seq, "a three-player room (三人两房) has no 定缺: voids must be null",
                              field="voids")
-        if self.playing:  # (a malformed round_start is told so first)
-            raise TableError(Code.ROUND_IN_PROGRESS, seq,
-                             f"round {self.round_meta['number']} is still being played; post round_end first")
-        number = self.rounds_done + 1
-        self.base = self.balances
-        self.round = Round(self.ruleset, dealer, voids)
-        self.facts = RoundFacts.empty(n)
-        self.round_meta = {"number": number, "start": seq, "ended_by": None}
-        if self.stakes is not None:
-            self.round_meta |= {"bankrolls": list(self.coins), "coins_delta": None, "fees": None}
+        return dealer, voids
 
     def _round_end(self, record: Mapping[str, Any], seq: int) -> None:
         _no_unknown(record, ("type",), seq)
@@ -487,6 +616,47 @@ class TableState:
                              field="coins")
         self.coins[seat] += coins
 
+    def _adjust(self, record: Mapping[str, Any], seq: int) -> tuple[Transfer, ...]:
+        """§15.5: points moved outside the rules, between rounds only (``BetweenRounds`` during one):
+        counted in the balances (through ``base``, the balances less the latest round's deltas) and in
+        ``adjusted``, never in a round's deltas; coins are untouched (§12 settles them from deltas)."""
+        _no_unknown(record, ADJUST_FIELDS, seq)
+        n = self.ruleset.players
+        items = record.get("transfers")
+        if not isinstance(items, list) or not 1 <= len(items) <= MAX_ADJUST_TRANSFERS:
+            raise TableError(Code.BAD_EVENT, seq, f"an adjust lists 1-{MAX_ADJUST_TRANSFERS} transfers "
+                             "{from, to, points}", field="transfers")
+        out = []
+        for i, item in enumerate(items):
+            path = f"transfers.{i}"
+            if not isinstance(item, Mapping) or set(item) != {"from", "to", "points"}:
+                raise TableError(Code.BAD_EVENT, seq, "a transfer of an adjust is {from, to, points}", field=path)
+            for name in ("from", "to"):
+                seat = item[name]
+                if isinstance(seat, bool) or not isinstance(seat, int):
+                    raise TableError(Code.BAD_EVENT, seq, f"{name!r} must be a seat 0-{n - 1}; got {seat!r}",
+                                     field=f"{path}.{name}")
+                if not 0 <= seat < n:
+                    raise TableError(Code.SEAT_OUT_OF_RANGE, seq, f"seat {seat} is not a seat 0-{n - 1}",
+                                     field=f"{path}.{name}")
+            points = item["points"]
+            if isinstance(points, bool) or not isinstance(points, int) or not 1 <= points <= MAX_ADJUST_POINTS:
+                raise TableError(Code.BAD_EVENT, seq, f"points: an integer 1-{MAX_ADJUST_POINTS}; got {points!r}",
+                                 field=f"{path}.points")
+            if item["from"] == item["to"]:
+                raise TableError(Code.SELF_DISCARD, seq, f"seat {item['from']} cannot pay itself", field=path)
+            out.append(Transfer(item["from"], item["to"], points, Reason.ADJUST.value, seq))
+        _check_note(record, seq)
+        if self.playing:
+            raise BetweenRounds(Code.ROUND_IN_PROGRESS, seq, f"round {self.round_meta['number']} is being played: "
+                                "adjust between rounds")
+        for t in out:
+            self.base[t.payer] -= t.points
+            self.base[t.payee] += t.points
+            self.adjusted[t.payer] -= t.points
+            self.adjusted[t.payee] += t.points
+        return tuple(out)
+
     def _round_event(self, record: Mapping[str, Any], seq: int) -> tuple[Transfer, ...]:
         if not self.playing:
             parse_event(record, seq, players=self.ruleset.players)  # a malformed event is told so first
@@ -502,6 +672,189 @@ class TableState:
         return out
 
 
+    # -- corrections (§15.2) ------------------------------------------------------------
+    def correct(self, number: int, record: Mapping[str, Any], seq: int,
+                history: "History | None" = None) -> "Corrected":
+        """Apply the correction ``record`` (``{"type": "correction", "events", "dealer"?, "voids"?,
+        "note"?}``) of round ``number`` as ``seq``, in place: the round's events are now the record's.
+
+        The latest round needs nothing else; an earlier one needs ``history`` (the summaries of the ended
+        rounds from it on, its :class:`RoundInfo` and the next round's), else :class:`MissingHistory`.
+        Raises :class:`CorrectionError` (``event`` = the index in ``events``) for an event that cannot
+        happen, :class:`CorrectionConflict` when the next round's dealer, not named, would change, and
+        :class:`TableError` for a malformed record.  docs/rules.md#s15.2 has the readings.
+        """
+        _no_unknown(record, CORRECTION_FIELDS, seq)
+        events = record.get("events")
+        if not isinstance(events, list) or len(events) > MAX_CORRECTION_EVENTS:
+            raise TableError(Code.BAD_EVENT, seq, f"a correction lists the round's events: at most "
+                             f"{MAX_CORRECTION_EVENTS}", field="events")
+        _check_note(record, seq)
+        latest = 0 if self.round_meta is None else self.round_meta["number"]
+        if not 1 <= number <= latest:
+            raise TableError(Code.NO_ROUND, seq, f"there is no round {number} to correct")
+        current = number == latest
+        if current:
+            dealer, voids = self.round.dealer, list(self.round.voids)
+        else:
+            history = history or History()
+            history.need(number, self.rounds_done, number + 1)
+            dealer, voids = history.summaries[number]["dealer"], list(history.info[number].voids)
+        dealer, voids = self._dealer_and_voids(record, seq, dealer, voids)
+        was_ended = not current or not self.playing
+        if current and was_ended:  # (its summary gives the seq that ended it)
+            history = history or History()
+            history.need(number, number, number - 1)
+        r, facts, made = _replay_events(self.ruleset, dealer, voids, events, seq)
+        ended_by = None
+        if r.ended:
+            ended_by = events[-1]["type"]
+        elif was_ended:  # an ended round stays ended: closed as by round_end
+            r.ended, ended_by = True, "round_end"
+        if history is not None:
+            history.corrected(number, record, r.voids)
+        if current:
+            return self._correct_latest(number, r, facts, made, ended_by, was_ended, seq, history)
+        return self._correct_past(number, r, facts, made, ended_by, seq, history)
+
+    def _correct_latest(self, number: int, r: Round, facts: RoundFacts, made: list, ended_by: str | None,
+                        was_ended: bool, seq: int, history: "History | None") -> "Corrected":
+        before = self.balances
+        m = self.round_meta
+        old_coins_delta = m.get("coins_delta")
+        self.round, self.facts, self.version = r, facts, seq
+        m["corrected_by"] = [*m.get("corrected_by", ()), seq]
+        summaries: list[dict] = []
+        if was_ended:
+            m["ended_by"] = ended_by
+            self.dealer = r.dealer_after()
+            if self.stakes is not None:  # its coins again, from its bankrolls and its new deltas
+                coins = settle_coins(r.deltas, replace(self.stakes, bankrolls=tuple(m["bankrolls"])))
+                self.coins = [now - old + new for now, old, new in zip(self.coins, old_coins_delta, coins.coins_delta)]
+                m |= {"coins_delta": list(coins.coins_delta), "fees": list(coins.fees)}
+                self._check_coins(number, seq)
+            summaries = [self.round_summary(history.summaries[number]["last_seq"])]
+        elif r.ended:  # the open round, ended by its new events
+            self._close(ended_by)
+            summaries = [self.round_summary()]
+        if history is not None:
+            history.summaries.update((s["number"], s) for s in summaries)
+        return Corrected(number, seq, made, summaries, [a - b for a, b in zip(self.balances, before)])
+
+    def _correct_past(self, number: int, r: Round, facts: RoundFacts, made: list, ended_by: str,
+                      seq: int, history: History) -> "Corrected":
+        before = self.balances
+        old = [history.summaries[k] for k in range(number, self.rounds_done + 1)]
+        new = {k: v for k, v in old[0].items() if k not in ("corrected_by",)} | {
+            "dealer": r.dealer, "deltas": list(r.deltas), "won": list(r.won), "left": list(r.left),
+            "ended_by": ended_by, "next_dealer": r.dealer_after(), "facts": facts.to_dict(),
+            "corrected_by": [*old[0].get("corrected_by", ()), seq],
+        }
+        following = number + 1
+        if new["next_dealer"] != old[0]["next_dealer"] and not history.info[following].named:
+            start = old[1]["first_seq"] if len(old) > 1 else self.round_meta["start"]
+            raise CorrectionConflict(following, start,
+                                     f"round {following} took its dealer from round {number} (seat "
+                                     f"{old[0]['next_dealer']}); after the correction it would be seat "
+                                     f"{new['next_dealer']}: correct round {following} too, giving its dealer")
+        change = [a - b for a, b in zip(new["deltas"], old[0]["deltas"])]
+        self.base = [b + c for b, c in zip(self.base, change)]
+        self.version = seq
+        summaries = [new] + [dict(s) for s in old[1:]]
+        if self.stakes is not None:
+            self._recoin(summaries, old, number, seq)
+        summaries[0] = {k: summaries[0][k] for k in _summary_order(summaries[0])}
+        history.summaries.update((s["number"], s) for s in summaries)
+        return Corrected(number, seq, made, summaries, [a - b for a, b in zip(self.balances, before)])
+
+    def _recoin(self, summaries: list[dict], old: list[dict], number: int, seq: int) -> None:
+        """§12 again from round ``number`` on, the rounds' deltas as they now stand: each round's bankrolls
+        are the coins after the round before it plus the buy-ins between them (read off the old chain)."""
+        coins = list(old[0]["bankrolls"])
+        for k, (s, was) in enumerate(zip(summaries, old)):
+            if k:
+                before = old[k - 1]
+                bought = [b - (a + d) for b, a, d in zip(was["bankrolls"], before["bankrolls"], before["coins_delta"])]
+                coins = [c + x for c, x in zip(coins, bought)]
+                self._check_total(coins, number + k, s["first_seq"])
+            settled = settle_coins(s["deltas"], replace(self.stakes, bankrolls=tuple(coins)))
+            s |= {"bankrolls": list(coins), "coins_delta": list(settled.coins_delta), "fees": list(settled.fees)}
+            coins = list(settled.coins)
+        last, m = old[-1], self.round_meta
+        if self.playing:  # the round being played started from the coins after the last ended round
+            bought = [b - (a + d) for b, a, d in zip(m["bankrolls"], last["bankrolls"], last["coins_delta"])]
+            coins = [c + x for c, x in zip(coins, bought)]
+            self._check_total(coins, m["number"], m["start"])
+            m["bankrolls"] = list(coins)
+            self.coins = list(coins)
+        else:  # the latest round is the last ended one: its meta as its summary; buy-ins since
+            bought = [now - (a + d) for now, a, d in zip(self.coins, last["bankrolls"], last["coins_delta"])]
+            m |= {name: list(summaries[-1][name]) for name in COIN_FIELDS}
+            self.coins = [c + x for c, x in zip(coins, bought)]
+            self._check_coins(m["number"], seq)
+
+    def _check_total(self, coins: list[int], number: int, seq: int) -> None:
+        if sum(coins) > MAX_COINS:
+            raise CorrectionConflict(number, seq, f"round {number} would start with {sum(coins)} coins at the "
+                                     f"table, more than {MAX_COINS}")
+
+    def _check_coins(self, number: int, seq: int) -> None:
+        if sum(self.coins) > MAX_COINS:
+            raise CorrectionConflict(number, seq, f"the table would hold {sum(self.coins)} coins, more than "
+                                     f"{MAX_COINS}")
+
+
+class Corrected(NamedTuple):
+    """What a correction did: the round, the correction's seq, per event of it the transfers it made (keys:
+    :func:`correction_key`), the summaries it rewrote (of the ended rounds from the round on, as they now
+    stand; none when the round is still being played) and each seat's change of balance."""
+
+    number: int
+    seq: int
+    made: list
+    summaries: list[dict]
+    changes: list[int]
+
+
+_SUMMARY_KEYS = ("number", "dealer", "deltas", "won", "left", "ended_by", "next_dealer", "first_seq", "last_seq",
+                 *COIN_FIELDS, "facts", "corrected_by", "adjusted")
+
+
+def _summary_order(summary: Mapping[str, Any]) -> list[str]:
+    """A summary's keys in the order :meth:`TableState.round_summary` writes them (a fold's summaries and a
+    correction's compare equal, order included, once stored)."""
+    return [k for k in _SUMMARY_KEYS if k in summary] + [k for k in summary if k not in _SUMMARY_KEYS]
+
+
+def _replay_events(ruleset: Ruleset, dealer: int, voids: list, events: list, seq: int) -> tuple[Round, RoundFacts, list]:
+    """A round from ``dealer`` and ``voids`` through the events of the correction ``seq``: the round, its
+    facts and, per event, the transfers it made.  An event that cannot happen (or is no round event) is a
+    :class:`CorrectionError` naming its index."""
+    r = Round(ruleset, dealer, voids)
+    facts = RoundFacts.empty(ruleset.players)
+    made = []
+    for i, ev in enumerate(events):
+        kind = ev.get("type") if isinstance(ev, Mapping) else None
+        if kind not in ROUND_EVENTS:
+            raise CorrectionError(Code.BAD_EVENT, i, f"a correction lists round events ({', '.join(ROUND_EVENTS)}); "
+                                  f"got {'a ' + type(ev).__name__ if kind is None else repr(kind)}",
+                                  field="type" if isinstance(ev, Mapping) else "_schema")
+        try:
+            out = r.step(ev, correction_key(seq, i))
+        except EventError as exc:
+            raise CorrectionError(exc.code, i, exc.reason, **exc.context) from None
+        facts = facts.after(ev, seq, out, r.scored if kind == "hu" else ())
+        made.append(out)
+    return r, facts, made
+
+
+def _check_note(record: Mapping[str, Any], seq: int) -> None:
+    note = record.get("note")
+    if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE_CHARS):
+        raise TableError(Code.BAD_EVENT, seq, f"a note is a text of at most {MAX_NOTE_CHARS} characters",
+                         field="note")
+
+
 def _no_unknown(record: Mapping[str, Any], known: tuple[str, ...], seq: int) -> None:
     for name in record:
         if name not in known:
@@ -512,8 +865,8 @@ def fold(players: list[str], ruleset, dealer: int, records: Iterable[Mapping[str
          stakes: "Stakes | Mapping | None" = None) -> tuple[TableState, list[dict]]:
     """Rebuild a table's state from its whole log; also the summaries of its ended rounds.
 
-    Void records remove their targets; every other record is re-validated.
-    Raises :class:`VoidConflict` when a record no longer validates.
+    Void records remove their targets; every other record is re-validated (a correction is applied
+    where it stands in the log, §15.2).  Raises :class:`VoidConflict` when a record no longer validates.
     """
     records = list(records)
     voided = {r["target"] for r in records if r.get("type") == "void"}
@@ -528,12 +881,15 @@ def refold_round(st: TableState, prior: Mapping[str, Any] | None, later: list[Ma
     the summary of the round before that round (None for round 1); ``later``
     the summaries of the ended rounds from that round on; ``records`` the log
     from just after ``prior`` (its ``last_seq`` + 1; seq 1 for round 1) on, so
-    the buy-ins before the round too, through ``st.version`` and then any new
+    the buy-ins and adjusts before the round too, through ``st.version`` and then any new
     records (a new void last, say); ``voided`` every seq the new fold leaves
     out.  The rounds before it are not touched by what follows them, so the
     state between rounds is rebuilt from the summaries: the balances before
-    the round are ``st``'s minus the deltas of the rounds from it on, and the
-    coins after ``prior`` are its ``bankrolls`` plus its ``coins_delta``.
+    the round are ``st``'s minus the deltas of the rounds from it on and the
+    adjusts since ``prior`` started (``st.adjusted`` less ``prior``'s), and the
+    coins after ``prior`` are its ``bankrolls`` plus its ``coins_delta``.  The
+    caller starts early enough that no correction among ``records`` rewrites a
+    round before that one (:class:`MissingHistory` otherwise).
 
     Returns what :func:`fold` would return for the whole log, except that the
     summaries are only those from that round on.  Raises :class:`VoidConflict`
@@ -552,15 +908,18 @@ def refold_round(st: TableState, prior: Mapping[str, Any] | None, later: list[Ma
     >>> new.to_dict() == whole.to_dict() and every == summaries
     True
     """
-    balances = list(st.balances)
+    n = len(st.players)
+    before_adjusted = [0] * n if prior is None else list(prior.get("adjusted") or [0] * n)
+    balances = [b - (a - p) for b, a, p in zip(st.balances, st.adjusted, before_adjusted)]
     for summary in list(later) + ([{"deltas": st.round.deltas}] if st.playing else []):
         balances = [b - d for b, d in zip(balances, summary["deltas"])]
-    start = TableState(list(st.players), st.ruleset, st.first_dealer, base=balances, stakes=st.stakes)
+    start = TableState(list(st.players), st.ruleset, st.first_dealer, base=balances, stakes=st.stakes,
+                       adjusted=before_adjusted)
     if prior is not None:
         start.dealer = prior["next_dealer"]
         start.round_meta = {"number": prior["number"], "start": prior["first_seq"], "ended_by": prior["ended_by"]}
         start.version = prior["last_seq"]
-        start.facts = RoundFacts.from_dict(prior.get("facts"), len(st.players))
+        start.facts = RoundFacts.from_dict(prior.get("facts"), n)
         if st.stakes is not None:
             start.round_meta |= {k: prior[k] for k in COIN_FIELDS}
             start.coins = [b + d for b, d in zip(prior["bankrolls"], prior["coins_delta"])]
@@ -576,7 +935,8 @@ def refold_round(st: TableState, prior: Mapping[str, Any] | None, later: list[Ma
 
 def fold_from(st: TableState, records: Iterable[Mapping[str, Any]], voided: Iterable[int]) -> TableState:
     """:func:`fold` continued from ``st`` (stepped in place): ``records`` are those after its
-    version, ``voided`` the seqs the fold leaves out (the void records' targets).
+    version, ``voided`` the seqs the fold leaves out (the void records' targets).  A correction among
+    them of a round that ended before ``st`` is :class:`MissingHistory`: fold from further back.
 
     >>> log = [{"seq": 1, "type": "round_start"},
     ...        {"seq": 2, "type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"}]
@@ -588,21 +948,85 @@ def fold_from(st: TableState, records: Iterable[Mapping[str, Any]], voided: Iter
 
 
 def _fold_on(st: TableState, records: Iterable[Mapping[str, Any]], voided: set[int]) -> tuple[TableState, list[dict]]:
-    """Step ``st`` (in place) through ``records``, skipping void records and the ``voided`` seqs."""
+    """Step ``st`` (in place) through ``records``, skipping void records and the ``voided`` seqs; also the
+    summaries of the rounds that end on the way (rewritten by the corrections met)."""
     summaries: list[dict] = []
+    first = st.rounds_done + 1  # the number of the first summary this fold makes
+    history = History()  # (of the rounds this fold starts: a correction of an earlier one is MissingHistory)
     for rec in records:
         seq = rec["seq"]
-        if rec.get("type") == "void" or seq in voided:
+        kind = rec.get("type")
+        if kind == "void" or seq in voided:
             st.version = seq
-            if rec.get("type") == "void":
+            if kind == "void":
                 st.voided.append(rec["target"])
             continue
         body = {k: v for k, v in rec.items() if k not in ("seq", "at", "round")}
+        if kind == "correction":
+            try:
+                done = st.correct(rec["round"], body, seq, history)
+            except EventError as exc:
+                raise VoidConflict(Code.VOID_CONFLICT, seq, f"record {seq} no longer holds: {exc.reason}") from None
+            for summary in done.summaries:
+                if summary["number"] >= first:
+                    summaries[summary["number"] - first:summary["number"] - first + 1] = [summary]
+            continue
         before = st.rounds_done
         try:
             st.step(body, seq)
         except EventError as exc:
             raise VoidConflict(Code.VOID_CONFLICT, exc.event, f"record {seq} no longer holds: {exc.reason}") from None
+        if kind == "round_start":
+            history.started(st.round_meta["number"], body, st.round.voids)
         if st.rounds_done > before:
-            summaries.append(st.round_summary())
+            summary = st.round_summary()
+            summaries.append(summary)
+            history.summaries[summary["number"]] = summary
     return st, summaries
+
+
+def explain_round(ruleset: "Ruleset | str | Mapping", dealer: int, records: Iterable[Mapping[str, Any]],
+                  voided: Iterable[int], ended: bool) -> dict:
+    """One round as it stands, each of its events with the transfers it made (the rounds view).
+
+    ``records``: the round's records in log order, as the log lists them: its ``round_start``, the log
+    from there to the record that ended it, and its corrections; ``voided``: the seqs voided; ``dealer``:
+    the round's dealer as it stands (its summary's); ``ended``: whether it has ended.  The events are
+    those of its latest live correction followed by its own events recorded after it (all of its own
+    without one), each ``{"seq", ...the event, "transfers"}`` (a correction's also ``"index"``: its place
+    in the correction's list); ``transfers`` all of them, in order.
+
+    >>> log = [{"seq": 1, "type": "round_start", "round": 1},
+    ...        {"seq": 2, "type": "kong", "seat": 0, "kind": "concealed", "tile": "1m", "round": 1},
+    ...        {"seq": 3, "type": "round_end", "round": 1},
+    ...        {"seq": 4, "type": "correction", "round": 1,
+    ...         "events": [{"type": "penalty", "seat": 2, "kind": "zhahu"}]}]
+    >>> r = explain_round("xuezhan", 0, log, (), ended=True)
+    >>> r["deltas"], [(e["seq"], e["index"], e["type"]) for e in r["events"]], r["transfers"][0]
+    ([24, 24, -72, 24], [(4, 0, 'penalty')], {'from': 2, 'to': 0, 'points': 24, 'reason': 'penalty', 'event': 4})
+    """
+    rules = Ruleset.from_spec(ruleset)
+    voided = set(voided)
+    live = [rec for rec in records if rec["seq"] not in voided and rec.get("type") != "void"]
+    voids = None
+    latest = None
+    for rec in live:
+        if rec.get("type") in ("round_start", "correction") and rec.get("voids") is not None:
+            voids = rec["voids"]
+        if rec.get("type") == "correction":
+            latest = rec["seq"]
+    r = Round(rules, dealer, voids)
+    events: list[dict] = []
+    if latest is not None:
+        correction = next(rec for rec in live if rec["seq"] == latest)
+        for i, ev in enumerate(correction["events"]):
+            out = r.step(ev, correction_key(latest, i))
+            events.append({"seq": latest, "index": i, **ev, "transfers": labelled(out)})
+    for rec in live:
+        if rec["seq"] > (latest or 0) and rec.get("type") in ROUND_EVENTS:
+            ev = {k: v for k, v in rec.items() if k not in ("seq", "at", "round")}
+            out = r.step(ev, rec["seq"])
+            events.append({"seq": rec["seq"], **ev, "transfers": labelled(out)})
+    return {"dealer": r.dealer, "voids": list(r.voids), "deltas": list(r.deltas), "won": list(r.won),
+            "left": list(r.left), "next_dealer": r.dealer_after() if ended or r.ended else None,
+            "events": events, "transfers": labelled(r.transfers)}

@@ -31,7 +31,8 @@ FIELDS = {
     "patterns": "p", "hand": "h", "robbed": "r",
 }
 _LONG = {short: name for name, short in FIELDS.items()}
-TYPES = ("round_start", "round_end", "kong", "peng", "hu", "draw", "escape", "buy_in", "void")
+TYPES = ("round_start", "round_end", "kong", "peng", "hu", "draw", "escape", "buy_in", "void", "penalty", "adjust",
+         "correction")
 _TYPE = {name: i for i, name in enumerate(TYPES)}
 KINDS = ("concealed", "direct", "added")
 _KIND = {name: i for i, name in enumerate(KINDS)}
@@ -39,7 +40,7 @@ _KIND = {name: i for i, name in enumerate(KINDS)}
 FACTS = {
     "facts": "F", "wins": "w", "zimo": "z", "dianpao_paid": "d", "kongs_direct": "kd", "kongs_added": "ka",
     "kongs_concealed": "kc", "huazhu_paid": "h", "dajiao_paid": "j", "escapes": "e", "biggest_win": "b",
-    "seq": "s", "fan": "n", "patterns": "p", "points": "v",
+    "seq": "s", "fan": "n", "patterns": "p", "points": "v", "penalties_paid": "pp",
 }
 _LONG_FACTS = {short: name for name, short in FACTS.items()}
 SUMMARY = ("dealer", "deltas", "won", "left", "ended_by", "next_dealer", "first_seq", "last_seq")
