@@ -377,6 +377,7 @@ class TableState:
     coins: list[int] | None = None    # with stakes: each seat's bankroll now
     facts: RoundFacts | None = None   # what each seat did in the latest round (None: nothing yet)
     adjusted: list[int] | None = None  # each seat's net points of every adjust so far (§15.5; None: none)
+    corrections: list[list[int]] = field(default_factory=list)  # [seq, round] of each live correction (§15.2)
 
     def __post_init__(self) -> None:
         if self.facts is None:
@@ -447,9 +448,8 @@ class TableState:
         seq that ended it (default: the version, the record just applied).
 
         Besides the round as the table view lists it, a summary keeps ``facts`` (the evening summary's),
-        and, only when there are any, ``corrected_by`` (the seqs of the corrections of the round that are
-        not voided, §15.2) and ``adjusted`` (each seat's net points of the adjusts recorded before the
-        round started, §15.5): what a refold from the round after it starts from.
+        and, only when there are any, ``adjusted`` (each seat's net points of the adjusts recorded before
+        the round started, §15.5): what a refold from the round after it starts from.
         """
         view = self.round_view()
         assert view is not None
@@ -461,9 +461,8 @@ class TableState:
         } | ({k: view[k] for k in COIN_FIELDS} if self.stakes is not None else {}) | {
             "facts": self.facts.to_dict(),
         }
-        for name in ("corrected_by", "adjusted"):
-            if m.get(name):
-                out[name] = list(m[name])
+        if m.get("adjusted"):
+            out["adjusted"] = list(m["adjusted"])
         return out
 
     # -- persistence ---------------------------------------------------------------
@@ -475,7 +474,8 @@ class TableState:
             "voided": self.voided, "base": self.base,
             "stakes": None if self.stakes is None else self.stakes.as_dict(), "coins": self.coins,
             "round_facts": self.facts.to_dict(),
-        } | ({"adjusted": self.adjusted} if any(self.adjusted) else {})
+        } | ({"adjusted": self.adjusted} if any(self.adjusted) else {}) | (
+            {"corrections": self.corrections} if self.corrections else {})
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TableState":
@@ -491,6 +491,7 @@ class TableState:
             # only its later records, until a refold)
             facts=RoundFacts.from_dict(d.get("round_facts"), len(d["players"])),
             adjusted=list(d["adjusted"]) if "adjusted" in d else None,
+            corrections=[list(c) for c in d.get("corrections", ())],
         )
 
     def copy(self) -> "TableState":
@@ -699,7 +700,7 @@ class TableState:
         else:
             history = history or History()
             history.need(number, self.rounds_done, number + 1)
-            dealer, voids = history.summaries[number]["dealer"], list(history.info[number].voids)
+            dealer, voids = history.summaries[number]["dealer"], list(history.info[number].voids) or None
         dealer, voids = self._dealer_and_voids(record, seq, dealer, voids)
         was_ended = not current or not self.playing
         if current and was_ended:  # (its summary gives the seq that ended it)
@@ -713,6 +714,7 @@ class TableState:
             r.ended, ended_by = True, "round_end"
         if history is not None:
             history.corrected(number, record, r.voids)
+        self.corrections.append([seq, number])
         if current:
             return self._correct_latest(number, r, facts, made, ended_by, was_ended, seq, history)
         return self._correct_past(number, r, facts, made, ended_by, seq, history)
@@ -723,7 +725,6 @@ class TableState:
         m = self.round_meta
         old_coins_delta = m.get("coins_delta")
         self.round, self.facts, self.version = r, facts, seq
-        m["corrected_by"] = [*m.get("corrected_by", ()), seq]
         summaries: list[dict] = []
         if was_ended:
             m["ended_by"] = ended_by
@@ -745,10 +746,9 @@ class TableState:
                       seq: int, history: History) -> "Corrected":
         before = self.balances
         old = [history.summaries[k] for k in range(number, self.rounds_done + 1)]
-        new = {k: v for k, v in old[0].items() if k not in ("corrected_by",)} | {
+        new = dict(old[0]) | {
             "dealer": r.dealer, "deltas": list(r.deltas), "won": list(r.won), "left": list(r.left),
             "ended_by": ended_by, "next_dealer": r.dealer_after(), "facts": facts.to_dict(),
-            "corrected_by": [*old[0].get("corrected_by", ()), seq],
         }
         following = number + 1
         if new["next_dealer"] != old[0]["next_dealer"] and not history.info[following].named:
@@ -804,6 +804,41 @@ class TableState:
                                      f"{MAX_COINS}")
 
 
+def round_info(start: Mapping[str, Any], corrections: Iterable[Mapping[str, Any]]) -> RoundInfo:
+    """A round's :class:`RoundInfo` from its ``round_start`` record and its live corrections' records (in
+    log order): named if any of them gave a dealer; the voids of the last of them that gave voids."""
+    named, voids = start.get("dealer") is not None, start.get("voids")
+    for rec in corrections:
+        named = named or rec.get("dealer") is not None
+        if rec.get("voids") is not None:
+            voids = rec["voids"]
+    return RoundInfo(named, tuple(voids) if voids is not None else ())
+
+
+def corrected_by(st: TableState, number: int) -> list[int]:
+    """The seqs of the live corrections of round ``number``, in log order (the latest is the one that holds)."""
+    return [seq for seq, n in st.corrections if n == number]
+
+
+def refold_start(number: int, corrections: Iterable[Iterable[int]], last_seq_of) -> int:
+    """The round a refold must start from to refold round ``number`` and those after it: earlier when a
+    correction the refold would read (recorded after the round before it ended: ``last_seq_of(k)`` is the
+    seq that ended round k) rewrites an earlier round, since a fold applies a correction to the round as
+    the fold has it (§15.2).
+
+    >>> refold_start(3, [[12, 1]], lambda k: {1: 4, 2: 9}[k]), refold_start(3, [[8, 1]], lambda k: {1: 4, 2: 9}[k])
+    (1, 3)
+    """
+    corrections = [tuple(c) for c in corrections]
+    while number > 1:
+        floor = last_seq_of(number - 1)
+        earlier = [k for seq, k in corrections if seq > floor and k < number]
+        if not earlier:
+            return number
+        number = min(earlier)
+    return number
+
+
 class Corrected(NamedTuple):
     """What a correction did: the round, the correction's seq, per event of it the transfers it made (keys:
     :func:`correction_key`), the summaries it rewrote (of the ended rounds from the round on, as they now
@@ -817,7 +852,7 @@ class Corrected(NamedTuple):
 
 
 _SUMMARY_KEYS = ("number", "dealer", "deltas", "won", "left", "ended_by", "next_dealer", "first_seq", "last_seq",
-                 *COIN_FIELDS, "facts", "corrected_by", "adjusted")
+                 *COIN_FIELDS, "facts", "adjusted")
 
 
 def _summary_order(summary: Mapping[str, Any]) -> list[str]:
@@ -927,6 +962,8 @@ def refold_round(st: TableState, prior: Mapping[str, Any] | None, later: list[Ma
         start.dealer = st.first_dealer
         if st.stakes is not None:
             start.coins = list(st.stakes.bankrolls)
+    first = 1 if prior is None else prior["last_seq"] + 1
+    start.corrections = [list(c) for c in st.corrections if c[0] < first]  # (the fold meets the others again)
     new, summaries = _fold_on(start, records, set(voided))
     # the voids before the round, in log order, then those the fold met
     new.voided = list(st.voided) + [v for v in new.voided if v not in st.voided]
