@@ -153,6 +153,7 @@ _DETAILS = {
 STORE_STATUS: tuple[tuple[type, int, str], ...] = (
     (store_errors.TableNotFound, 404, "Table not found"),
     (store_errors.EventNotFound, 404, "Event not found"),
+    (store_errors.RoundNotFound, 404, "Round not found"),
     (store_errors.Unauthorized, 401, "Unauthorized"),
     (store_errors.Forbidden, 403, "Forbidden"),
     (store_errors.PreconditionFailed, 412, "Precondition failed"),
@@ -233,6 +234,8 @@ def describe_store_error(exc: "store_errors.StoreError") -> Problem:
         headers["ETag"] = f'"{exc.context["current"]}"'
     if "event" in exc.context:
         extra["event"] = exc.context["event"]
+    if "round" in exc.context:  # (correction_conflict: the later round that would break)
+        extra["round"] = exc.context["round"]
     return Problem(status, exc.code, title, exc.message, extra=extra, headers=headers)
 
 

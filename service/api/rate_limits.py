@@ -5,13 +5,13 @@ setting (environment)          counted per               requests
 =============================  ========================  ======================================
 ``TABLES_PER_HOUR``            client                    ``POST /v1/tables`` (a replay is free)
 ``CLIENT_EVENTS_PER_MINUTE``   client                    ``POST /v1/tables/{id}/events``, ``.../finish``
-``CLIENT_VOIDS_PER_MINUTE``    client                    ``POST .../events/{seq}/void``
+``CLIENT_VOIDS_PER_MINUTE``    client                    ``POST .../events/{seq}/void``, ``PUT .../rounds/{n}/events``
 ``CLIENT_READS_PER_MINUTE``    client                    ``GET /v1/tables``, ``GET /v1/tables/{id}``,
-                                                         its events, its summary, its stream (each open)
+                                                         its events, rounds, summary, stream (each open)
 ``TABLE_EVENTS_PER_MINUTE``    table                     ``POST /v1/tables/{id}/events``
-``TABLE_VOIDS_PER_MINUTE``     table                     ``POST .../events/{seq}/void``
-``TABLE_READS_PER_MINUTE``     table                     ``GET /v1/tables/{id}``, its events, its summary,
-                                                         its stream (each open)
+``TABLE_VOIDS_PER_MINUTE``     table                     ``POST .../events/{seq}/void``, ``PUT .../rounds/{n}/events``
+``TABLE_READS_PER_MINUTE``     table                     ``GET /v1/tables/{id}``, its events, rounds,
+                                                         summary, its stream (each open)
 =============================  ========================  ======================================
 
 The *client* is the API key when the request gave one (``API_KEY_LIMITS`` may
@@ -56,8 +56,9 @@ from .callers import api_key, client_key
 
 CREATE = "tables.create_table"
 EVENTS = ("tables.post_event", "tables.finish_table")
-VOIDS = ("tables.void_event",)
-TABLE_READS = ("tables.get_table", "tables.list_events", "tables.list_rounds", "tables.get_summary", "stream.stream_table")
+VOIDS = ("tables.void_event", "tables.correct_round")
+TABLE_READS = ("tables.get_table", "tables.list_events", "tables.list_rounds", "tables.get_round", "tables.get_summary",
+               "stream.stream_table")
 READS = (*TABLE_READS, "tables.list_tables")
 LIMITED_BLUEPRINTS = frozenset({"tables", "stream", "batch"})
 _NOT_ANSWERED = (401, 403, 404)

@@ -51,7 +51,7 @@ from ..rules.codes import REASONS
 from ..rules.errors import RuleError
 from ..rules.events import (
     HU_FLAGS, MAX_FAN, MAX_HAND_CHARS, MAX_HAND_TILES, MAX_MELDS, MAX_PATTERNS, MAX_SUIT_CHARS, MAX_TILE_CHARS,
-    STATUSES,
+    PENALTY_KINDS, STATUSES,
 )
 from ..rules.fan import Score, Win
 from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld, parse_hand
@@ -138,6 +138,9 @@ SUIT = named_enum("Suit", SUITS, "m 万 characters, p 筒 dots, s 条 bamboo")
 REASON = named_enum("TransferReason", REASONS, "why points moved (stable ids)")
 PATTERN_ID = named_enum("PatternId", tuple(PATTERNS), "a fan pattern id (docs/rules.md)")
 ROUND_STATUS = named_enum("RoundStatus", ("playing", "ended"), "whether the round is still being played")
+PENALTY_KIND = named_enum("PenaltyKind", PENALTY_KINDS, "zhahu 诈胡 (a false win: the seat pays each other seat "
+                          "still in the round, docs/rules.md#s15.3) or xianggong 相公 (a wrong number of tiles: "
+                          "it may not win for the rest of the round, #s15.4)")
 SEAT_STATUS = named_enum("SeatStatus", tuple(x for x in STATUSES if x != "ting"),
                          "a seat at a draw that is not ting, or a 花猪 (three suits, or its void suit kept)")
 RULESET_ENUMS = {
@@ -539,8 +542,15 @@ class EscapeEvent(ma.Schema):
     seats = fields.List(OneOf(SeatHand, SeatTing, SeatNotTing), validate=validate.Length(max=4), metadata=_SEAT_LIST)
 
 
+class PenaltyEvent(ma.Schema):
+    type = Const("penalty")
+    seat = Seat(required=True)
+    kind = EnumField(PENALTY_KIND, required=True)
+
+
 EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
     "peng": PengEvent, "kong": KongEvent, "hu": HuEvent, "draw": DrawEvent, "escape": EscapeEvent,
+    "penalty": PenaltyEvent,
 }
 assert set(HU_FLAGS) <= set(HuEvent().fields)
 

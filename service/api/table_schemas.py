@@ -12,11 +12,14 @@ from marshmallow import fields, post_load, validate
 from ..rules.ruleset import PLAYERS, PRESETS
 from ..rules.codes import Code
 from ..rules.stakes import MAX_COINS, StakesError
-from ..rules.table import TableSetupError, TableState
+from ..rules.table import (
+    MAX_ADJUST_POINTS, MAX_ADJUST_TRANSFERS, MAX_CORRECTION_EVENTS, MAX_NOTE_CHARS, TableSetupError, TableState,
+)
 from ..store.table_store import ROUNDS_PAGE
 from .schemas import (
     EVENT_SCHEMAS, ROUND_STATUS, Const, DrawEvent, EnumField, EscapeEvent, HuEvent, Int, KongEvent, OneOf,
-    PengEvent, RulesetField, RulesetOut, Seat, StakesField, Str, SUIT, TransferSchema, MAX_SUIT_CHARS,
+    PenaltyEvent, PengEvent, Ref, RulesetField, RulesetOut, Seat, StakesField, Str, SUIT, TransferSchema,
+    MAX_SUIT_CHARS,
 )
 from .problems import FieldRuleError
 
@@ -74,9 +77,40 @@ class BuyInEvent(ma.Schema):
         "description": "added to the seat's bankroll; only between rounds, at a table with stakes (docs/rules.md#s12)"})
 
 
+class AdjustTransfer(ma.Schema):
+    from_ = Seat(required=True, data_key="from", metadata={"description": "the seat that pays"})
+    to = Seat(required=True, metadata={"description": "the seat paid (not the payer)"})
+    points = Int(1, MAX_ADJUST_POINTS, required=True)
+
+
+class AdjustEvent(ma.Schema):
+    type = Const("adjust")
+    transfers = fields.List(fields.Nested(AdjustTransfer), required=True,
+                            validate=validate.Length(min=1, max=MAX_ADJUST_TRANSFERS), metadata={
+                                "description": "points moved outside the rules (reason `adjust`), between rounds "
+                                               "only (409 `round_in_progress` during one); in the balances, never in "
+                                               "a round's deltas; no coins move (docs/rules.md#s15.5)"})
+    note = Str(MAX_NOTE_CHARS, allow_none=True, metadata={"description": "why (茶水, a side bet, a mistake found "
+                                                                         "after the evening, ...)"})
+
+
 TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
     **EVENT_SCHEMAS, "round_start": RoundStartEvent, "round_end": RoundEndEvent, "buy_in": BuyInEvent,
+    "adjust": AdjustEvent,
 }
+
+
+class CorrectionRequest(ma.Schema):
+    """The body of a correction (docs/rules.md#s15.2), loaded as given: the rules core checks the events."""
+
+    events = fields.List(Ref("Event"), required=True, validate=validate.Length(max=MAX_CORRECTION_EVENTS), metadata={
+        "description": "the round's events, all of them, in order: they replace the round's (a refused one: 422 "
+                       "with `event`, its index here)"})
+    dealer = Seat(allow_none=True, metadata={"description": "the round's dealer; omitted: kept"})
+    voids = fields.List(Str(MAX_SUIT_CHARS, allow_none=True), allow_none=True,
+                        validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
+                        metadata={"description": "each seat's 定缺 suit (or null); omitted: kept"})
+    note = Str(MAX_NOTE_CHARS, allow_none=True, metadata={"description": "why (kept in the log)"})
 
 
 _TABLES_CURSOR = [validate.Length(max=32), validate.Regexp(r"^\d{1,15}-[0-9a-f]{16}$")]
@@ -108,7 +142,7 @@ class EventsQuery(ma.Schema):
 
 class RoundsQuery(ma.Schema):
     cursor = fields.String(validate=_SEQ_CURSOR, metadata={
-        "description": "the `next` of the previous page (opaque); absent: from the first ended round"})
+        "description": "the `next` of the previous page (opaque); absent: from the first round"})
     limit = fields.Integer(validate=validate.Range(1, MAX_PAGE), load_default=ROUNDS_PAGE)
 
 
@@ -339,6 +373,23 @@ class BuyInRecord(BuyInEvent, _RoundRecord):
     pass
 
 
+class PenaltyRecord(PenaltyEvent, _RoundRecord):
+    pass
+
+
+class AdjustRecord(AdjustEvent, _RoundRecord):
+    pass
+
+
+class CorrectionRecord(_Record):
+    type = Const("correction")
+    round = fields.Integer(required=True, metadata={"description": "the round it rewrites"})
+    events = fields.List(Ref("Event"), required=True, metadata={"description": "the round's events from then on"})
+    dealer = Seat(metadata={"description": "the round's dealer, when given"})
+    voids = fields.List(EnumField(SUIT, allow_none=True), metadata={"description": "the round's voids, when given"})
+    note = fields.String(allow_none=True)
+
+
 class VoidRecord(_Record):
     type = Const("void")
     target = fields.Integer(required=True, metadata={"description": "the seq of the record it undoes"})
@@ -348,6 +399,7 @@ class VoidRecord(_Record):
 LOG_RECORD_SCHEMAS: dict[str, type[ma.Schema]] = {
     "peng": PengRecord, "kong": KongRecord, "hu": HuRecord, "draw": DrawRecord, "escape": EscapeRecord,
     "round_start": RoundStartRecord, "round_end": RoundEndRecord, "buy_in": BuyInRecord, "void": VoidRecord,
+    "penalty": PenaltyRecord, "adjust": AdjustRecord, "correction": CorrectionRecord,
 }
 
 
@@ -396,7 +448,62 @@ class EventsPage(ma.Schema):
                          metadata={"description": "pass as `cursor` for the next page; null at the end"})
 
 
+class _Explained(ma.Schema):
+    """What the rounds view adds to an event of a round: where it is in the log, and what it paid."""
+
+    seq = fields.Integer(required=True, metadata={"description": "the seq of its record (a correction's event: the "
+                                                                 "correction's)"})
+    index = fields.Integer(metadata={"description": "(an event of a correction) its place in the correction's list"})
+    transfers = fields.List(fields.Nested(TransferSchema), required=True, metadata={
+        "description": "what it paid; each names `event`: the seq above"})
+
+
+EXPLAINED_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
+    kind: type(f"Explained{schema.__name__}", (schema, _Explained), {}) for kind, schema in EVENT_SCHEMAS.items()}
+
+
+class RoundExplained(ma.Schema):
+    """A round as it stands (corrected), every event with the transfers it made (docs/api.md: the rounds)."""
+
+    number = fields.Integer(required=True)
+    dealer = fields.Integer(required=True)
+    status = EnumField(ROUND_STATUS, required=True)
+    voids = fields.List(EnumField(SUIT, allow_none=True), required=True)
+    deltas = fields.List(fields.Integer(), required=True, metadata={"description": "each seat's points in it"})
+    won = fields.List(fields.Integer(), required=True, metadata={"description": "winners in order"})
+    left = fields.List(fields.Integer(), required=True, metadata={"description": "seats that escaped"})
+    ended_by = fields.String(required=True, allow_none=True, metadata={
+        "description": "the event that ended it, or `round_end` (a correction that left it without an ending "
+                       "closes it so); null while played"})
+    next_dealer = fields.Integer(required=True, allow_none=True)
+    first_seq = fields.Integer(required=True, metadata={"description": "the seq of its round_start"})
+    last_seq = fields.Integer(required=True, allow_none=True, metadata={
+        "description": "the seq of the record that ended it; null while played"})
+    events = fields.List(OneOf(discriminator=EXPLAINED_EVENT_SCHEMAS), required=True, metadata={
+        "description": "its events as they stand: those of its latest correction (if any), then its own recorded "
+                       "after that; voided ones left out"})
+    transfers = fields.List(fields.Nested(TransferSchema), required=True, metadata={"description": "all of them, "
+                                                                                                   "in order"})
+    corrected_by = fields.List(fields.Integer(), required=True, metadata={
+        "description": "the seqs of its corrections not voided, oldest first (the last one holds)"})
+    bankrolls = _Coins("(with stakes) each seat's coins when the round started")
+    coins_delta = _Coins("(with stakes) each seat's change of coins, its fee included; null while played",
+                         allow_none=True)
+    fees = _Coins("(with stakes) what each seat paid the house; null while played", allow_none=True)
+
+
 class RoundsPage(ma.Schema):
-    rounds = fields.List(fields.Nested(RoundSummary), required=True, metadata={"description": "oldest first"})
+    rounds = fields.List(fields.Nested(RoundExplained), required=True, metadata={
+        "description": "oldest first; the round being played last"})
     next = fields.String(required=True, allow_none=True,
                          metadata={"description": "pass as `cursor` for the next page; null at the end"})
+
+
+class Corrected(ma.Schema):
+    seq = fields.Integer(required=True, metadata={"description": "the correction's seq"})
+    version = fields.Integer(required=True)
+    balances = fields.List(fields.Integer(), required=True)
+    changes = fields.List(fields.Integer(), required=True, metadata={"description": "each seat's new balance less "
+                                                                                    "its old"})
+    round = fields.Nested(RoundExplained, required=True, metadata={"description": "the round as corrected"})
+    coins = _Coins("(with stakes) each seat's bankroll after it")

@@ -33,11 +33,12 @@ from flask import Response, current_app, g, jsonify, request
 from marshmallow import fields
 from werkzeug.http import parse_etags
 
+from ..rules.table import CorrectionError, TableError
 from ..store.errors import TableNotFound, Unauthorized
 from ..store.table_store import Access, Created, TableStore, Written, fingerprint
 from . import table_schemas as ts
 from .callers import api_key
-from .problems import ApiProblem, InvalidInput, WithoutApiKeys
+from .problems import ApiProblem, FieldRuleError, InvalidInput, WithoutApiKeys
 from .rate_limits import QUOTA
 from .smorest import Blueprint, read_json_body
 
@@ -303,8 +304,8 @@ def delete_table(table_id):
 @blp.response(201, ts.EventAppended, headers={"ETag": {"schema": {"type": "string"}},
                                                "Location": {"schema": {"type": "string"}}})
 @blp.problems(400, NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE,
-              (409, "the table is full (`table_full`, with `version`; a void or a round's end still fits) or "
-                    "finished (`table_finished`)"),
+              (409, "the table is full (`table_full`, with `version`; a void, a correction or a round's end still "
+                    "fits), finished (`table_finished`), or an `adjust` during a round (`round_in_progress`)"),
               (412, "If-Match names another version (`version_mismatch`, with `version`)"),
               413, 415,
               (422, "the event breaks its schema (`bad_event`, with `errors`) or the rules for the round as it "
@@ -316,13 +317,15 @@ def delete_table(table_id):
 @blp.doc(security=WRITE_OR_KEY, operationId="postEvent",
          responses={201: {"links": _links(_SAME_TABLE, start_round=True, void=True)}})
 def post_event(table_id, idempotency_key=None, if_match=None):
-    """Append an event: a round event, `round_start`, `round_end` or `buy_in`.
+    """Append an event: a round event (`penalty` included), `round_start`, `round_end`, `buy_in` or `adjust`.
 
     The write token only; the read token gets 403. The event is checked by the
     rules against the round as it stands; one they reject is a 422 with a
     stable `code` and `event` (the seq it would have had), and nothing is
     recorded. A `buy_in` adds coins to a seat between rounds at a table with
     stakes (`round_in_progress` during a round, `no_stakes` without stakes).
+    An `adjust` moves points between rounds only (during one: 409
+    `round_in_progress`). A full table always takes a `round_end`.
     """
     s = store()
     tid = table_id_of(table_id)
@@ -418,20 +421,83 @@ def list_events(args, table_id, if_none_match=None):
 
 @blp.route("/<table_id>/rounds", methods=["GET"])
 @blp.arguments(ts.RoundsQuery(), location="query")
-@blp.response(200, ts.RoundsPage)
+@blp.response(200, ts.RoundsPage, examples=RESPONSE_EXAMPLES.get("listRounds"))
 @blp.problems(NO_TOKEN, NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
 @blp.doc(security=READ_OR_KEY, operationId="listRounds")
 def list_rounds(args, table_id):
-    """The table's ended rounds, oldest first, a page at a time: at most `limit` after `cursor`.
+    """Every round explained, oldest first, a page at a time: at most `limit` after `cursor`.
 
-    Either token (or the API key that created the table). Each round as the table view lists it.
+    Either token (or the API key that created the table). Each round as it stands (corrected):
+    its figures, its events each with the transfers it made (`seq`: its record's; an event of a
+    correction also `index`), all its transfers, and `corrected_by`. The round being played comes
+    last (`status: playing`).
     """
     s = store()
     tid = table_id_of(table_id)
-    after = int(args.get("cursor", 0))
-    view = s.get(tid, access(write=False), rounds_after=after, rounds_limit=args["limit"])
-    nxt = view["rounds_next"]
-    return jsonify({"rounds": view["rounds"], "next": None if nxt is None else str(nxt)})
+    return jsonify(s.rounds(tid, int(args.get("cursor", 0)), args["limit"], access=access(write=False)))
+
+
+@blp.route("/<table_id>/rounds/<int:number>", methods=["GET"])
+@blp.response(200, ts.RoundExplained, examples=RESPONSE_EXAMPLES.get("getRound"))
+@blp.problems(NO_TOKEN, (404, "no such table or round (`table_not_found`, `round_not_found`)"), _LIMITED,
+              _STORE_DOWN)
+@blp.doc(security=READ_OR_KEY, operationId="getRound")
+def get_round(table_id, number):
+    """One round explained, as `listRounds` lists it.
+
+    Either token (or the API key that created the table).
+    """
+    s = store()
+    tid = table_id_of(table_id)
+    return jsonify(s.round(tid, number, access=access(write=False)))
+
+
+@blp.route("/<table_id>/rounds/<int:number>/events", methods=["PUT"])
+@blp.arguments(ts.CorrectionRequest(), example={
+    "events": [{"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"},
+               {"type": "hu", "from": None, "tile": "5p", "winners": [{"seat": 0, "fan": 2}]}],
+    "note": "the 暗杠 came before the 自摸"})
+@blp.response(201, ts.Corrected, headers={"ETag": {"schema": {"type": "string"}},
+                                           "Location": {"schema": {"type": "string"}}},
+              examples=RESPONSE_EXAMPLES.get("correctRound"))
+@blp.problems(400, NO_TOKEN, _READ_TOKEN_ON_WRITE, (404, "no such table or round (`table_not_found`, "
+                                                        "`round_not_found`)"),
+              (409, "a later round would break (`correction_conflict`, with `round` and `event`: the seq of "
+                    "its record), the table is full (`table_full`) or finished (`table_finished`)"),
+              (412, "If-Match names another version (`version_mismatch`, with `version`)"),
+              413, 415,
+              (422, "an event that cannot happen in the round as corrected (a stable `code`, with `event`: its "
+                    "index in `events`; a malformed one also `errors`), a malformed body, If-Match or "
+                    "Idempotency-Key (`invalid_input`), or an Idempotency-Key used with another body "
+                    "(`idempotency_key_reused`)"),
+              _LIMITED, _STORE_DOWN, _FULL)
+@blp.arguments(ts.WriteHeaders(), location="headers", as_kwargs=True)
+@blp.doc(security=WRITE_OR_KEY, operationId="correctRound")
+def correct_round(args, table_id, number, idempotency_key=None, if_match=None):
+    """Rewrite a round, the one being played or an ended one: its new `events` replace its own.
+
+    The write token (or the API key that created the table). One `correction` record is appended;
+    the round's dealer and voids are kept unless given. An ended round stays ended (closed as by
+    `round_end` when its new events do not end it); the round being played goes on. Later rounds
+    keep their events and deltas; a later round whose dealer came from this one and would change
+    is a 409 `correction_conflict`. Voiding the correction gives back what it replaced. How it
+    reads: docs/rules.md#s15.2.
+    """
+    s = store()
+    tid = table_id_of(table_id)
+    try:
+        written = s.correct(tid, number, args, if_match=versions(if_match), idempotency_key=idempotency_key,
+                            fp=fingerprint("PUT", request.path, request.get_json(silent=True)) if idempotency_key
+                            else "", access=access(write=True))
+    except CorrectionError as exc:
+        if "field" not in exc.context:  # an event that cannot happen: `event` says which
+            raise
+        raise FieldRuleError(exc, f"events.{exc.event}") from None
+    except TableError as exc:  # (the body's own members: a void suit that does not parse)
+        raise InvalidInput(exc.reason, errors={str(exc.context.get("field", "_schema")): [exc.reason]}) from None
+    response = _written(tid, written)
+    response.headers["Location"] = f"/v1/tables/{tid}/rounds/{number}"
+    return response
 
 
 def _with_etag(response: Response, version: int, if_none_match: str | None) -> Response:

@@ -28,6 +28,10 @@ class EventNotFound(StoreError):
     code = "event_not_found"
 
 
+class RoundNotFound(StoreError):
+    code = "round_not_found"
+
+
 class Unauthorized(StoreError):
     code = "unauthorized"
 
@@ -45,7 +49,7 @@ class IdempotencyMismatch(StoreError):
 
 
 CONFLICT_CODES = ("table_full", "table_finished", "round_in_progress", "void_conflict", "already_voided",
-                  "not_voidable", "table_deleted", "idempotency_key_expired")
+                  "not_voidable", "table_deleted", "idempotency_key_expired", "correction_conflict")
 """Every code a :class:`Conflict` may carry."""
 
 

@@ -305,11 +305,12 @@ return {1}
 #   record    the record as stored (JSON text, codec.record)
 #   state     the new state as stored (JSON text, codec.state)
 #   rounds    {"push": summary JSON text} or {"keep": n, "items": [summary JSON text, ...]} (keep the
-#             first n summaries, then the items), absent: the rounds list is unchanged
+#             first n summaries, then the items), and/or {"set": [[index, summary JSON text], ...]} (each
+#             replaces the summary at that 0-based index; before any push), absent: the rounds list is unchanged
 #   idem      the Idempotency-Key's idem_field, hex; fp: fp_digest of the request, hex
 #   ttl       the table's TTL in seconds
 #   max       the largest log length this record may make (MAX_TABLE_EVENTS, less the room kept for
-#             corrections for an ordinary event)
+#             mending for an ordinary event; absent for a round_end, which always fits)
 #   message   what to publish on the channel once appended; publish: PUBLISH or SPUBLISH
 #   durable   true: touch the table before answering a replay (REDIS_MIN_REPLICAS)
 #   token     SHA-256 (hex) of the write token the record was validated for: "denied" when the meta
@@ -394,9 +395,12 @@ end
 redis.call('RPUSH', KEYS[2], a.record)
 redis.call('SET', KEYS[3], a.state)
 if a.rounds then
+  if a.rounds.set then
+    for i = 1, #a.rounds.set do redis.call('LSET', KEYS[4], a.rounds.set[i][1], a.rounds.set[i][2]) end
+  end
   if a.rounds.push then
     redis.call('RPUSH', KEYS[4], a.rounds.push)
-  else
+  elseif a.rounds.keep then
     if a.rounds.keep == 0 then redis.call('DEL', KEYS[4]) else redis.call('LTRIM', KEYS[4], 0, a.rounds.keep - 1) end
     for i = 1, #a.rounds.items do redis.call('RPUSH', KEYS[4], a.rounds.items[i]) end
   end

@@ -62,11 +62,14 @@ import redis
 from cryptography.exceptions import InvalidTag
 
 from ..rules.summary import summarize
-from ..rules.table import TableState, VoidConflict, fold, fold_from, refold_round
+from ..rules.table import (
+    ROUND_EVENTS, BetweenRounds, CorrectionConflict, History, MissingHistory, TableState, VoidConflict, corrected_by,
+    explain_round, fold, fold_from, labelled, refold_round, refold_start, round_info,
+)
 from . import codec, keys, redis_client
 from .errors import (
     Busy, Conflict, EventNotFound, Forbidden, IdempotencyMismatch, NotReplicated, PreconditionFailed,
-    RateLimited, StoreFull, TableNotFound, Unauthorized,
+    RateLimited, RoundNotFound, StoreFull, TableNotFound, Unauthorized,
 )
 from .sealing import created_id, seal, unseal
 from .states import STATES_KEPT, Kept, StateCache
@@ -80,7 +83,8 @@ ROUNDS_PAGE = 100  # ended rounds a table view lists by default
 CHUNKS = (64, 256, 1024, 4096)  # log records read at a time when a void refolds (then the last again)
 MINUTE_MS = 60_000
 CORRECTIONS = 16
-"""Records a full table keeps for corrections: voids and round ends may fill the last of its room."""
+"""Records a full table keeps for mending: voids and corrections may fill the last of its room (a round_end,
+which closes the open round, always fits)."""
 
 
 class _Moved(Exception):
@@ -167,7 +171,8 @@ class Quota:
 class Written:
     """What a write to a table's log did: the record's seq (= the new version), the
     transfers it caused, the balances and the round after it; a void also names the
-    seq it voided and the change of the balances; at a table with stakes, ``coins`` after it."""
+    seq it voided and the change of the balances; a correction has each seat's ``changes`` and, as
+    ``round``, the round it corrected as the rounds view shows it; at a table with stakes, ``coins`` after it."""
 
     seq: int
     transfers: list[dict]
@@ -178,13 +183,17 @@ class Written:
     replayed: bool = False  # a retry under its Idempotency-Key: the first answer again
     coins: list[int] | None = None
     quota: Quota | None = None  # the table's own limit, when it counted this write
+    changes: list[int] | None = None  # a correction: each seat's new balance less its old (``round``: the round)
 
     @property
     def version(self) -> int:
         return self.seq
 
     def as_dict(self) -> dict:
-        if self.voided is None:
+        if self.changes is not None:
+            out = {"seq": self.seq, "version": self.seq, "balances": self.balances, "changes": self.changes,
+                   "round": self.round}
+        elif self.voided is None:
             out = {"seq": self.seq, "version": self.seq, "transfers": self.transfers,
                    "balances": self.balances, "round": self.round}
         else:
@@ -277,6 +286,8 @@ class StreamedLog:
             for rec in store.records(table_id, first, min(first + self.chunk - 1, self.version)):
                 if rec.get("type") == "void":
                     st = store.state_at(table_id, rec["seq"], before=rec["target"])
+                elif rec.get("type") == "correction":  # (it may rewrite a round this fold has not seen)
+                    st = store.state_at(table_id, rec["seq"])
                 else:
                     st.step({k: v for k, v in rec.items() if k not in ("seq", "at", "round")}, rec["seq"])
                 out.append(store.streamed(rec, st, rec["seq"] in self.voided))
@@ -489,8 +500,8 @@ class TableStore:
         at most ``rounds_limit``; ``rounds_next`` is the ``rounds_after`` of the next page (or None)."""
         loaded = self._load(table_id, access, rounds=(rounds_after, rounds_limit))
         st, done = loaded.state, loaded.rounds
-        # (a round's ``facts`` are the evening summary's: not part of the table view's rounds)
-        page = [{k: v for k, v in summary.items() if k != "facts"}
+        # (a round's ``facts`` are the evening summary's, its ``adjusted`` a refold's: not the table view's)
+        page = [{k: v for k, v in summary.items() if k not in ("facts", "adjusted")}
                 for summary in codec.read_summaries(done[:rounds_limit], rounds_after + 1)]
         more = len(done) > rounds_limit
         return self._view(table_id, st, loaded.finished_at) | {
@@ -516,6 +527,69 @@ class TableStore:
             it["voided"] = it["seq"] in voided
         nxt = str(items[-1]["seq"]) if len(raw) > limit else None
         return {"events": items, "next": nxt, "version": int(codec.read_state(state)["version"]) if state else 0}
+
+    # -- rounds explained ------------------------------------------------------------------------
+    def rounds(self, table_id: str, after: int = 0, limit: int = ROUNDS_PAGE, access: "Access | None" = None) -> dict:
+        """The table's rounds after round ``after``, at most ``limit``, oldest first, each explained (its
+        live events with the transfers each made, as corrected): ``{"rounds": [...], "next"}``.  The round
+        being played is the last of them.  Two reads, whatever the table's length: the state and the
+        summaries of the page, then the log of those rounds (one range) and their corrections."""
+        res = self._read(("HMGET", keys.meta(table_id), *AUTH_FIELDS), ("GET", keys.state(table_id)),
+                         ("LLEN", keys.log(table_id)), ("LRANGE", keys.rounds(table_id), after, after + limit))
+        st, version = self._readable(table_id, res, access)
+        summaries = codec.read_summaries(res[3], after + 1)
+        numbers = [s["number"] for s in summaries]
+        if st.playing and st.round_meta["number"] == after + len(summaries) + 1:
+            numbers.append(st.round_meta["number"])
+        page, more = numbers[:limit], len(numbers) > limit
+        return {"rounds": self._explained(table_id, st, version, page, {s["number"]: s for s in summaries}),
+                "next": str(page[-1]) if more else None}
+
+    def round(self, table_id: str, number: int, access: "Access | None" = None) -> dict:
+        """Round ``number`` explained, as :meth:`rounds` lists it (:class:`RoundNotFound` for no such round)."""
+        res = self._read(("HMGET", keys.meta(table_id), *AUTH_FIELDS), ("GET", keys.state(table_id)),
+                         ("LLEN", keys.log(table_id)), ("LINDEX", keys.rounds(table_id), number - 1))
+        st, version = self._readable(table_id, res, access)
+        latest = 0 if st.round_meta is None else st.round_meta["number"]
+        if not 1 <= number <= latest:
+            raise RoundNotFound(f"table {table_id!r} has no round {number}")
+        summaries = {} if res[3] is None or number > st.rounds_done else {number: codec.read_summary(res[3], number)}
+        return self._explained(table_id, st, version, [number], summaries)[0]
+
+    @staticmethod
+    def _readable(table_id: str, res: list, access: "Access | None") -> tuple[TableState, int]:
+        """The state a read found (``res``: the meta fields, the state and the log's length first)."""
+        fields, state, version = res[0], res[1], res[2]
+        if access is not None:
+            _check_access(table_id, fields, access)
+        if fields[0] is None or state is None:
+            raise TableNotFound(f"no table {table_id!r}")
+        return TableState.from_dict(codec.read_state(state)), version
+
+    def _explained(self, table_id: str, st: TableState, version: int, numbers: list[int],
+                   summaries: dict[int, dict]) -> list[dict]:
+        """The rounds ``numbers`` (consecutive) explained, from their records read in one go."""
+        if not numbers:
+            return []
+        spans = {n: (summaries[n]["first_seq"], summaries[n]["last_seq"]) if n in summaries
+                 else (st.round_meta["start"], st.version) for n in numbers}
+        first, last = spans[numbers[0]][0], spans[numbers[-1]][1]
+        extra = sorted({c for n in numbers for c in corrected_by(st, n) if c > last})
+        log = keys.log(table_id)
+        res = self._read(("LLEN", log), ("LRANGE", log, first - 1, last - 1), *(("LINDEX", log, c - 1) for c in extra))
+        if res[0] < version:
+            raise TableNotFound(f"no table {table_id!r}")
+        records = {seq: rec for seq, rec in enumerate(codec.read_records(res[1], first, with_at=False), first)}
+        records |= {c: codec.read_record(raw, c, with_at=False) for c, raw in zip(extra, res[2:])}
+        out = []
+        for n in numbers:
+            lo, hi = spans[n]
+            mine = [records[seq] for seq in range(lo, hi + 1)] + [records[c] for c in corrected_by(st, n) if c > hi]
+            summary = summaries.get(n)
+            dealer = summary["dealer"] if summary is not None else st.round.dealer
+            explained = explain_round(st.ruleset, dealer, mine, st.voided, summary is not None)
+            out.append(self._round_of(st, n, summary, explained["events"], explained["voids"]))
+        return out
 
     # -- the live stream's reads --------------------------------------------------------------
     def streamed(self, record: Mapping[str, Any], st: TableState, voided: bool) -> dict:
@@ -596,7 +670,12 @@ class TableStore:
                 at = (low - 1) - (low - 1) % every
                 continue
             st = TableState.from_dict(codec.read_state(stored)) if stored is not None else self._empty(table_id)
-            return fold_from(st, records, targets)
+            try:
+                return fold_from(st, records, targets)
+            except MissingHistory:  # a correction of a round that ended before the snapshot: from the start
+                if not at:
+                    raise
+                at, found, before = 0, None, None
 
     def _empty(self, table_id: str) -> TableState:
         """The table's state before its first record."""
@@ -621,6 +700,16 @@ class TableStore:
         # its common answer, is decided on a read)
         return self._write(table_id, if_match, idempotency_key, fp, access, "table_voids",
                            lambda st, version: self._plan_void(table_id, st, version, target), use_kept=False)
+
+    def correct(self, table_id: str, number: int, body: Mapping[str, Any], *,
+                if_match: "int | tuple[int, ...] | None" = None, idempotency_key: str | None = None, fp: str = "",
+                access: "Access | None" = None) -> Written:
+        """Append a correction of round ``number`` (docs/rules.md#s15.2): ``body`` is ``{"events", "dealer"?,
+        "voids"?, "note"?}``.  Round ``number`` unknown: :class:`RoundNotFound`; an event of it that cannot
+        happen: the core's :class:`~service.rules.table.CorrectionError` (``event``: its index); a later
+        round that would break: ``correction_conflict`` (``round``, ``event``: its record's seq)."""
+        return self._write(table_id, if_match, idempotency_key, fp, access, "table_voids",
+                           lambda st, version: self._plan_correction(table_id, st, version, number, body))
 
     def finish(self, table_id: str, access: "Access | None" = None) -> dict:
         """Finish the table (idempotent): it takes no more events or voids and stays readable.
@@ -732,9 +821,12 @@ class TableStore:
                 args["state_sha"] = digest_of_state
             if amount:
                 args["limit"] = {"name": limit, "amount": amount, "period": MINUTE_MS}
-            if self.max_events:  # (a full table can still be corrected: a void, a round's end)
-                closing = record["type"] in ("void", "round_end")
-                args["max"] = self.max_events - (0 if closing else min(CORRECTIONS, self.max_events // 2))
+            if self.max_events and record["type"] != "round_end":
+                # a full table can still be mended (voids and corrections fill the room kept for them), and
+                # a round_end (which the rules took: it closes the open round) always fits, so that a full
+                # table can always end its round and be finished
+                mending = record["type"] in ("void", "correction")
+                args["max"] = self.max_events - (0 if mending else min(CORRECTIONS, self.max_events // 2))
             res = self._run_append(table_id, args, field, digest, hashes)
             outcome = res[0]
             if outcome == b"ok":
@@ -761,7 +853,7 @@ class TableStore:
                                "events", current=version)
             if outcome == b"full":
                 raise Conflict("table_full", f"the table has reached its limit of {self.max_events} events "
-                               "(a void or a round's end can still be recorded)", current=version)
+                               "(a void, a correction or a round's end can still be recorded)", current=version)
             current = int(res[1])
             # the table is not as planned: an If-Match that does not name its version is 412; one that
             # does (a list naming it, or the same version with another stored state) plans again on it
@@ -782,6 +874,8 @@ class TableStore:
         data = self._notification(table_id, written.seq, written.seq, {**record, "voided": False}, written.balances)
         if record.get("type") == "void":
             return [["event.voided", data]]
+        if record.get("type") == "correction":
+            return [["round.corrected", data]] + ([["round.ended", data]] if rounds and "push" in rounds else [])
         if rounds is not None and "push" in rounds:
             return [["event.recorded", data], ["round.ended", data]]
         return [["event.recorded", data]]
@@ -843,15 +937,44 @@ class TableStore:
             return Written(seq, [], after.balances, after.round_view(), voided=record["target"],
                            deltas=[a - b for a, b in zip(after.balances, before.balances)], replayed=True,
                            coins=after.coins)
+        if record["type"] == "correction":
+            return replace(self._replay_correction(table_id, record), replayed=True)
         transfers = before.step({k: v for k, v in record.items() if k not in ("seq", "at", "round")}, seq)
         return Written(seq, [t.as_dict() for t in transfers], before.balances, before.round_view(), replayed=True,
                        coins=before.coins)
+
+    def _replay_correction(self, table_id: str, record: dict) -> Written:
+        """A correction's first answer again: the log folded from its start up to the correction (a rare
+        path: a retry of a correction; the fold has every summary the correction needs)."""
+        seq = record["seq"]
+        log = self.records(table_id, 1, seq)
+        empty = self._empty(table_id)
+        voided = {r["target"] for r in log if r.get("type") == "void"}
+        st, summaries = fold(empty.players, empty.ruleset, empty.first_dealer, log[:-1], empty.stakes)
+        history = History({s["number"]: s for s in summaries})
+        number = record["round"]
+        for k in (number, number + 1):
+            starts = [r for r in log[:-1] if r["type"] == "round_start" and r.get("round") == k and r["seq"] not in voided]
+            if starts:
+                history.info[k] = round_info(starts[-1], [log[c - 1] for c in corrected_by(st, k)])
+        body = {k: v for k, v in record.items() if k not in ("seq", "round", "at")}
+        done = st.correct(number, body, seq, history)
+        info = history.info.get(number)
+        voids = None if info is None else list(info.voids) or [None] * len(st.players)
+        view = self._round_of(st, number, done.summaries[0] if done.summaries else None, [
+            {"seq": seq, "index": i, **ev, "transfers": labelled(out)}
+            for i, (ev, out) in enumerate(zip(body["events"], done.made))], voids)
+        return Written(seq, view["transfers"], st.balances, view, changes=done.changes,
+                       coins=None if st.coins is None else list(st.coins))
 
     def _plan_event(self, st: TableState, version: int, body: Mapping[str, Any]):
         seq = version + 1
         done_before = st.rounds_done
         new = st  # a fresh copy from Redis: step it in place (on error it is dropped)
-        transfers = new.step(body, seq)  # raises EventError: nothing is written
+        try:
+            transfers = new.step(body, seq)  # raises EventError: nothing is written
+        except BetweenRounds as exc:  # (an adjust during a round: the table's state forbids it)
+            raise Conflict("round_in_progress", exc.reason, event=seq) from None
         record = {"seq": seq, **body, "round": new.round_meta["number"] if new.round_meta else None,
                   "at": _now()}
         rounds = None
@@ -865,9 +988,10 @@ class TableStore:
         """Refold the target's round (and the rounds after it) without the target.
 
         Only what the decision needs is read: a refusal for a seq out of range or
-        already voided reads nothing, one for a void record reads that record, and
-        a void that a later record depends on reads the log from the start of the
-        target's round up to that record.
+        already voided reads nothing, one for a void record (or a record a correction
+        replaced) reads that record, and a void that a later record depends on reads
+        the log from the start of the target's round up to that record.  A refold
+        starts early enough to reach every correction it reads (``refold_start``).
         """
         if not 1 <= target <= version:
             raise EventNotFound(f"table {table_id!r} has no event {target}")
@@ -877,36 +1001,56 @@ class TableStore:
         current = latest is not None and target >= latest["start"]
         number = latest["number"] if current else None
         reads = [("LLEN", keys.log(table_id)), ("LINDEX", keys.log(table_id), target - 1)]
-        if current:
+        if current and not st.corrections:
             reads.append(("LRANGE", keys.rounds(table_id), max(number - 2, 0), -1))
         res = self._read(*reads)
         self._still_at(table_id, version, res[0])
         record = codec.read_record(res[1], target)
-        if record.get("type") == "void":
+        kind = record.get("type")
+        if kind == "void":
             raise Conflict("not_voidable", f"event {target} is itself a void")
-        if current:
+        replaced_by = [c for c, k in st.corrections if k == record.get("round") and c > target]
+        if replaced_by and kind in (*ROUND_EVENTS, "round_end", "correction"):
+            raise Conflict("void_conflict", f"event {target} was replaced by the correction {replaced_by[0]} of round "
+                           f"{record['round']} (its events are those of {replaced_by[-1]}): voiding it would change "
+                           "nothing; void that correction, or correct the round again", event=replaced_by[0])
+        if kind == "correction":  # refold the round it corrects, from its start
+            current, number = False, record["round"]
+        if len(res) > 2:
             summaries = codec.read_summaries(res[2], max(number - 2, 0) + 1)
             first = latest["start"]
+        elif current:
+            summaries = self._rounds_from(table_id, version, min([number - 1, *(k - 1 for _, k in st.corrections)]))
+            first = latest["start"]
+        elif kind == "correction":
+            summaries = self._rounds_from(table_id, version, min([number, *(k for _, k in st.corrections)]) - 1)
+            first = None
         else:  # an ended round: the record names its round's number, its summary where it starts
             number = record["round"] or 1  # (a buy-in before the first round names none)
-            summaries = self._rounds_from(table_id, version, number - 1)
-            own = summaries[1 if number >= 2 else 0] if len(summaries) > (number >= 2) else None
+            summaries = self._rounds_from(table_id, version, min([number, *(k for _, k in st.corrections)]) - 1)
+            base = max(min([number, *(k for _, k in st.corrections)]) - 1, 1)
+            own = summaries[number - base] if number - base < len(summaries) else None
             if record["round"] is not None and own is not None and own["last_seq"] < target:
-                # a buy-in after its round ended (and before the next): refold from the next round
-                summaries, number = summaries[1 if number >= 2 else 0:], number + 1
-                own = {"first_seq": own["last_seq"] + 1}
+                number += 1  # a buy-in or an adjust after its round ended (and before the next): from the next round
+                first = own["last_seq"] + 1
             elif own is None or not own["first_seq"] <= target <= own["last_seq"]:  # refold all
                 number, summaries = 1, self._rounds_from(table_id, version, 0)
-                own = {"first_seq": 1}
-            first = own["first_seq"]
+                first = 1
+            else:
+                first = own["first_seq"]
+        base = 1 if not summaries else summaries[0]["number"]
         if current and number >= 2 and target == first:
             # voiding the latest round_start makes the round before it the latest again: refold
             # that round from its own start (its summary alone cannot give back its fold).  (An
             # earlier round's round_start always has its round's own records depending on it.)
             number -= 1
-            summaries = self._rounds_from(table_id, version, number - 1)
-            first = summaries[1 if number >= 2 else 0]["first_seq"]
-        prior = summaries.pop(0) if number >= 2 else None
+            if number - 1 < base:
+                summaries = self._rounds_from(table_id, version, number - 1)
+                base = 1 if not summaries else summaries[0]["number"]
+        if st.corrections:  # a correction the refold reads of a round before it: refold from that round
+            number = refold_start(number, st.corrections, lambda k: summaries[k - base]["last_seq"])
+        prior = summaries[number - 1 - base] if number >= 2 else None
+        later = summaries[number - base:] if number >= base else summaries
         # refold_round reads from just after the round before (so the buy-ins between rounds too)
         first = 1 if prior is None else prior["last_seq"] + 1
         seq = version + 1
@@ -925,7 +1069,7 @@ class TableStore:
             yield void
 
         try:
-            new, tail = refold_round(st, prior, summaries, log_from_round(), set(st.voided) | {target})
+            new, tail = refold_round(st, prior, later, log_from_round(), set(st.voided) | {target})
         except VoidConflict as exc:
             raise Conflict("void_conflict",
                            f"event {target} cannot be voided: a later event depends on it ({exc.reason})",
@@ -934,6 +1078,77 @@ class TableStore:
         written = Written(seq, [], new.balances, new.round_view(), voided=target, deltas=delta,
                           coins=None if new.coins is None else list(new.coins))
         return void, new, written, {"keep": number - 1, "items": [codec.summary(s).decode() for s in tail]}
+
+    def _plan_correction(self, table_id: str, st: TableState, version: int, number: int, body: Mapping[str, Any]):
+        """The correction applied to the state Redis holds, from what the rounds it reaches need: nothing more
+        for the round being played; the summaries from the round on for an ended one; and for an earlier
+        round also the round_start and live corrections of it and of the round after it (for their
+        dealer and voids).  The later rounds' events are not read: their deltas stand (docs/rules.md#s15.2)."""
+        latest = 0 if st.round_meta is None else st.round_meta["number"]
+        if not 1 <= number <= latest:
+            raise RoundNotFound(f"table {table_id!r} has no round {number}" + (
+                f" (its rounds are 1-{latest})" if latest else " (no round has started)"))
+        seq = version + 1
+        history = None
+        if number < latest or not st.playing:
+            summaries = self._rounds_from(table_id, version, number)
+            history = History({s["number"]: s for s in summaries})
+            if number < latest:
+                starts = {number: summaries[0]["first_seq"],
+                          number + 1: summaries[1]["first_seq"] if len(summaries) > 1 else st.round_meta["start"]}
+                wanted = {k: [start] + corrected_by(st, k) for k, start in starts.items()}
+                log = keys.log(table_id)
+                res = self._read(("LLEN", log), *(("LINDEX", log, at - 1) for k in starts for at in wanted[k]))
+                self._still_at(table_id, version, res[0])
+                raw = iter(res[1:])
+                for k in starts:
+                    records = [codec.read_record(next(raw), at, with_at=False) for at in wanted[k]]
+                    history.info[k] = round_info(records[0], records[1:])
+        record = {"seq": seq, "type": "correction", **{k: v for k, v in body.items() if k != "type"},
+                  "round": number, "at": _now()}
+        corrected = {k: v for k, v in record.items() if k not in ("seq", "round", "at")}
+        before = {s["number"]: s for s in history.summaries.values()} if history is not None else {}
+        try:
+            done = st.correct(number, corrected, seq, history)  # (a fresh copy from Redis: in place)
+        except CorrectionConflict as exc:
+            raise Conflict("correction_conflict", exc.reason, event=exc.event, round=exc.round) from None
+        rounds: dict[str, Any] = {}
+        sets = [[s["number"] - 1, codec.summary(s).decode()] for s in done.summaries
+                if s["number"] in before and codec.summary(s) != codec.summary(before[s["number"]])]
+        if sets:
+            rounds["set"] = sets
+        pushed = [s for s in done.summaries if s["number"] not in before]
+        if pushed:  # (the round being played, ended by its correction)
+            rounds["push"] = codec.summary(pushed[0]).decode()
+        info = history.info.get(number) if history is not None else None
+        voids = None if info is None else list(info.voids) or [None] * len(st.players)
+        view = self._round_of(st, number, done.summaries[0] if done.summaries else None, [
+            {"seq": seq, "index": i, **ev, "transfers": labelled(out)}
+            for i, (ev, out) in enumerate(zip(body["events"], done.made))], voids)
+        written = Written(seq, view["transfers"], st.balances, view, changes=done.changes,
+                          coins=None if st.coins is None else list(st.coins))
+        return record, st, written, rounds or None
+
+    @staticmethod
+    def _round_of(st: TableState, number: int, summary: dict | None, events: list[dict],
+                  voids: "list | None" = None) -> dict:
+        """A round as the rounds view shows it: its summary's figures (the round view's, for the round being
+        played), its live ``events`` with their transfers, all its transfers and its live corrections."""
+        if summary is None:  # the round being played
+            view = st.round_view()
+            out = {k: view[k] for k in ("number", "dealer", "status", "voids", "deltas", "won", "left", "ended_by",
+                                        "next_dealer")}
+            out |= {"first_seq": st.round_meta["start"], "last_seq": None}
+            coins = {k: view[k] for k in ("bankrolls", "coins_delta", "fees") if k in view}
+        else:
+            out = {"number": summary["number"], "dealer": summary["dealer"], "status": "ended",
+                   "voids": voids if voids is not None else (
+                       list(st.round.voids) if number == st.round_meta["number"] else None)}
+            out |= {k: summary[k] for k in ("deltas", "won", "left", "ended_by", "next_dealer", "first_seq",
+                                            "last_seq")}
+            coins = {k: summary[k] for k in ("bankrolls", "coins_delta", "fees") if k in summary}
+        transfers = [t for e in events for t in e["transfers"]]
+        return out | {"events": events, "transfers": transfers, "corrected_by": corrected_by(st, number)} | coins
 
     def _rounds_from(self, table_id: str, version: int, number: int) -> list[dict]:
         """The summaries of the ended rounds from round ``number`` on (round 1: all), read with the
