@@ -42,6 +42,8 @@ variable                     default      meaning
 ``LOG_LEVEL``                INFO         DEBUG, INFO, WARNING, ERROR, CRITICAL
 ``MAX_BODY_BYTES``           65536        largest request body (larger: 413), and NDJSON batch line
 ``BATCH_MAX_ITEMS``          1000         items of one JSON batch (``POST /v1/batch``; more: 422)
+``MAX_BATCH_BYTES``          1048576      largest JSON batch body (``POST /v1/batch``; larger: 413, which
+                                          names NDJSON; an NDJSON job has no overall limit)
 ``REDIS_URL``                (unset)      Redis of the tables store: ``redis://``, ``rediss://``,
                                           ``unix://``, ``redis+sentinel://h:p[,h:p...]/name[/db]``
                                           or ``redis+cluster://h:p[,h:p...]`` (see

@@ -11,9 +11,10 @@ request, no server, no Redis here.  An *item* is an operation's request body wit
   command line).
 
 An NDJSON line (:func:`answer_line`) that is not JSON is a 400 ``malformed_json`` result, one that
-is JSON but no item (not an object, no ``op``, an unknown one) a 422 ``invalid_input`` result, one
-longer than the line limit a 413 ``payload_too_large`` result: their ``instance`` is
-:data:`BATCH_PATH`, as no operation is known.  Blank lines are skipped (no result).
+is JSON but no item (not an object, no ``op``, an unknown one) a 422 ``invalid_input`` result naming
+``op`` (a JSON batch's item too: :func:`answer_value`), one longer than the line limit a 413
+``payload_too_large`` result: their ``instance`` is :data:`BATCH_PATH`, as no operation is known.
+Blank lines are skipped (no result).
 
 >>> answer("ting", {"hand": {"tiles": "1112345678999m"}})["body"]["ting"]
 True
@@ -66,7 +67,6 @@ OPS: dict[str, Op] = {
 }
 assert tuple(OPS) == tuple(s.BATCH_ITEM_SCHEMAS)
 
-_ITEM = s.BatchItemField()
 
 
 class LineTooLong(ApiProblem):
@@ -102,13 +102,24 @@ def answer_item(item: dict, request_id: str | None = None) -> dict:
     return answer(item["op"], {k: v for k, v in item.items() if k != "op"}, request_id)
 
 
-def answer_items(items: list[dict], ruleset: Ruleset | None = None, request_id: str | None = None) -> list[dict]:
-    """The results of items (objects with a known ``op``), in order; ``ruleset`` (loaded once: a batch
-    envelope's) is that of every item without one, as if the item had given it."""
+def answer_value(item: Any, request_id: str | None = None) -> dict:
+    """The result of any JSON value given as an item: one that is not an object with a known ``op`` is a 422
+    ``invalid_input`` result naming ``op`` (``instance``: :data:`BATCH_PATH`), in a JSON batch as on an
+    NDJSON line."""
+    try:
+        s.check_batch_item(item)
+    except ValidationError as exc:
+        return problem_result(invalid_input(exc.messages), BATCH_PATH, request_id)
+    return answer_item(item, request_id)
+
+
+def answer_items(items: list, ruleset: Ruleset | None = None, request_id: str | None = None) -> list[dict]:
+    """The results of items (any JSON values: see :func:`answer_value`), in order; ``ruleset`` (loaded once:
+    a batch envelope's) is that of every item without one, as if the item had given it."""
     if ruleset is None:
-        return [answer_item(item, request_id) for item in items]
+        return [answer_value(item, request_id) for item in items]
     with s.default_ruleset(ruleset):
-        return [answer_item(item, request_id) for item in items]
+        return [answer_value(item, request_id) for item in items]
 
 
 def answer_line(line: bytes, request_id: str | None = None) -> dict | None:
@@ -117,13 +128,9 @@ def answer_line(line: bytes, request_id: str | None = None) -> dict | None:
         return None
     try:
         item = loads(line)
-        try:
-            _ITEM.deserialize(item)
-        except ValidationError as exc:
-            raise invalid_input(exc.messages) from None
     except ApiProblem as exc:
         return problem_result(exc, BATCH_PATH, request_id)
-    return answer_item(item, request_id)
+    return answer_value(item, request_id)
 
 
 def encode(result: dict) -> bytes:

@@ -77,6 +77,7 @@ BOUNDS: dict[str, tuple[str, int, int]] = {
     "stream_max_per_table": ("STREAM_MAX_PER_TABLE", 1, 100_000),
     "max_body_bytes": ("MAX_BODY_BYTES", 1024, 16 * 1024 * 1024),
     "batch_max_items": ("BATCH_MAX_ITEMS", 1, 1_000_000),
+    "max_batch_bytes": ("MAX_BATCH_BYTES", 1024, 256 * 1024 * 1024),
     "table_ttl": ("TABLE_TTL", 0, 10 * 365 * 24 * 3600),
     "max_table_events": ("MAX_TABLE_EVENTS", 0, 10_000_000),
     "tables_per_hour": ("TABLES_PER_HOUR", 0, 1_000_000),
@@ -235,6 +236,7 @@ class Settings:
     log_level: str = "INFO"
     max_body_bytes: int = 64 * 1024
     batch_max_items: int = 1000
+    max_batch_bytes: int = 1024 * 1024
     redis_url: str | None = None
     redis_data_dir: str = "var/redis"
     redis_maxmemory: int = 512 * 1024 * 1024
@@ -314,6 +316,7 @@ class Settings:
         return {
             "MAX_CONTENT_LENGTH": self.max_body_bytes,
             "BATCH_MAX_ITEMS": self.batch_max_items,
+            "MAX_BATCH_BYTES": self.max_batch_bytes,
             "REDIS_URL": self.redis_url,
             "TABLE_TTL": self.table_ttl,
             "MAX_TABLE_EVENTS": self.max_table_events,

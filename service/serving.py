@@ -24,7 +24,7 @@ What gunicorn's own settings already bound, and the one mechanism added
 * gunicorn reads a body only as the app asks for it, with no deadline, and
   sends a response with no deadline either.  So :class:`WholeBody` (a WSGI
   middleware) reads the body whole, within ``REQUEST_TIMEOUT`` seconds and up to
-  ``MAX_BODY_BYTES``, before the app runs: a body that trickles gets 408
+  ``MAX_BODY_BYTES`` (a JSON batch: ``MAX_BATCH_BYTES``), before the app runs: a body that trickles gets 408
   problem+json, a malformed chunked body 400 and one over the limit 413, both
   at once (:class:`StrictChunkedReader`: a wrong or oversized chunk-size line
   is told as soon as the line is whole), and the app never waits on a socket;
@@ -246,6 +246,19 @@ def problem_bytes(status: int, reason: str, detail: str) -> tuple[str, list[tupl
     return f"{status} {reason}", [("Content-Type", PROBLEM_JSON), ("Content-Length", str(len(body)))], body
 
 
+BATCH_PATH = "/v1/batch"
+
+
+def body_limit(path: str, max_body: int, max_batch: int) -> int:
+    """The largest body a request to ``path`` may have: ``MAX_BATCH_BYTES`` for a JSON batch (its own limit),
+    ``MAX_BODY_BYTES`` for everything else.
+
+    >>> body_limit("/v1/batch", 65536, 1 << 20), body_limit("/v1/hands/ting", 65536, 1 << 20)
+    (1048576, 65536)
+    """
+    return max_batch if path == BATCH_PATH else max_body
+
+
 class WholeBody:
     """WSGI middleware: the request body read whole (within a deadline, up to a size) before the app runs.
 
@@ -259,8 +272,9 @@ class WholeBody:
     The connection's socket (``gunicorn.socket``) gets a send timeout.
     """
 
-    def __init__(self, app: Callable, timeout: float, max_body: int) -> None:
+    def __init__(self, app: Callable, timeout: float, max_body: int, max_batch: int | None = None) -> None:
         self.app, self.timeout, self.max_body = app, timeout, max_body
+        self.max_batch = max_body if max_batch is None else max_batch
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         sock = environ.get("gunicorn.socket")
@@ -271,14 +285,19 @@ class WholeBody:
             return self.app(environ, start_response)
         declared = environ.get("CONTENT_LENGTH") or ""
         chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
-        if (declared not in ("", "0") or chunked) and not (declared.isdigit() and int(declared) > self.max_body):
+        limit = body_limit(environ.get("PATH_INFO", ""), self.max_body, self.max_batch)
+        if (declared not in ("", "0") or chunked) and not (declared.isdigit() and int(declared) > limit):
             try:
                 with gevent.Timeout(self.timeout, RequestTimeout):
-                    data = environ["wsgi.input"].read(self.max_body + 1)
+                    data = environ["wsgi.input"].read(limit + 1)
             except RequestTimeout:
                 return self._refuse(environ, start_response, 408, "Request Timeout",
                                     f"the request did not arrive whole within {self.timeout:g} s")
             except BodyTooLarge as exc:
+                if limit == self.max_batch and environ.get("PATH_INFO") == BATCH_PATH:
+                    return self._refuse(environ, start_response, 413, "Payload Too Large",
+                                        f"{exc} (MAX_BATCH_BYTES): send a larger job as application/x-ndjson, one "
+                                        "item a line, which has no overall limit")
                 return self._refuse(environ, start_response, 413, "Payload Too Large", str(exc))
             except (http_errors.ParseException, http_errors.NoMoreData) as exc:
                 return self._refuse(environ, start_response, 400, "Bad Request",
@@ -393,7 +412,8 @@ class ServiceWorker(GeventWorker):
         if type(getattr(req.body, "reader", None)) is ChunkedReader:  # (nothing of the body is read yet)
             streamed = is_streamed(next((v for h, v in req.headers if h == "CONTENT-TYPE"), None))
             settings = getattr(self.app, "settings", None)
-            max_body = None if streamed or settings is None else int(settings.max_body_bytes)
+            max_body = None if streamed or settings is None else body_limit(
+                req.path, int(settings.max_body_bytes), int(settings.max_batch_bytes))
             req.body = Body(StrictChunkedReader(req, req.unreader, max_body))
         _REQUESTS[req.body] = req
         try:
@@ -444,7 +464,8 @@ class GunicornApp(BaseApplication):
     def load(self) -> Any:
         app = self._loader()
         if self.settings is not None:
-            app = WholeBody(app, float(self.settings.request_timeout), int(self.settings.max_body_bytes))
+            app = WholeBody(app, float(self.settings.request_timeout), int(self.settings.max_body_bytes),
+                            int(self.settings.max_batch_bytes))
         # Everything loaded so far (the shape tables, the app) lives as long as the
         # worker: move it out of the cyclic GC's reach, or every full collection
         # walks it, straight into the tail latency (docs/performance.md).

@@ -69,9 +69,6 @@ def test_an_empty_batch_answers_no_result(client):
     ([TING], {"_schema": ["Invalid input type."]}),
     ({}, {"items": ["Missing data for required field."]}),
     ({"items": {}}, {"items": ["Not a valid list."]}),
-    ({"items": [TING, 3]}, {"items.1": ["Invalid input type."]}),
-    ({"items": [{"hand": {"tiles": "1m"}}]}, {"items.0.op": ["Missing data for required field."]}),
-    ({"items": [TING, {"op": "tingg"}]}, {"items.1.op": ["Must be one of: validate, ting, discards, score, settle."]}),
     ({"items": [], "extra": 1}, {"extra": ["Unknown field."]}),
 ])
 def test_a_malformed_envelope_is_a_422_for_the_whole_request(client, body, errors):
@@ -94,9 +91,10 @@ def test_what_the_envelope_refuses_before_reading_it(client):
     r = client.post("/v1/batch", data=b"{}", content_type="text/plain")
     assert (r.status_code, r.get_json()["code"]) == (415, "unsupported_media_type")
     assert "application/x-ndjson" in r.get_json()["detail"]
-    small = create_app({"TESTING": True, "MAX_CONTENT_LENGTH": 2048}).test_client()
+    small = create_app({"TESTING": True, "MAX_BATCH_BYTES": 2048}).test_client()
     r = small.post("/v1/batch", json={"items": [TING] * 100})
     assert (r.status_code, r.get_json()["code"]) == (413, "payload_too_large")
+    assert "application/x-ndjson" in r.get_json()["detail"]
 
 
 def test_the_envelope_ruleset_is_that_of_every_item_without_one(client):
@@ -137,7 +135,7 @@ def test_ndjson_answers_a_line_per_item_in_order(client):
     assert [x["status"] for x in results] == [200, 422, 200, 400, 422, 422, 422]
     single = client.post("/v1/hands/ting", data=b"not json", content_type="application/json").get_json()
     assert results[3]["problem"] | {"instance": "/v1/hands/ting", "request_id": single["request_id"]} == single
-    assert results[4]["problem"]["errors"] == {"_schema": ["Invalid input type."]}
+    assert results[4]["problem"]["errors"] == {"op": ["An item is an object whose `op` names an operation."]}
     assert results[5]["problem"]["errors"] == {"op": ["Must be one of: validate, ting, discards, score, settle."]}
     assert results[6]["problem"]["errors"] == {"op": ["Missing data for required field."]}
     assert {x["problem"]["instance"] for x in results[3:]} == {"/v1/batch"}
@@ -227,7 +225,7 @@ def test_every_answer_of_the_batch_is_documented(redis_url):
     doc = openapi_dict()
     operation = doc["paths"]["/v1/batch"]["post"]
     assert operation["operationId"] == "runBatch"
-    c = limited(redis_url, CLIENT_BATCH_ITEMS_PER_MINUTE=20, MAX_CONTENT_LENGTH=4096, API_KEYS="acme=" + "k" * 40)
+    c = limited(redis_url, CLIENT_BATCH_ITEMS_PER_MINUTE=20, MAX_BATCH_BYTES=4096, API_KEYS="acme=" + "k" * 40)
     key = {"X-API-Key": "k" * 40}
     seen = set()
     for response in (
@@ -237,7 +235,7 @@ def test_every_answer_of_the_batch_is_documented(redis_url):
         c.post("/v1/batch", data=b"{", content_type="application/json", headers=key),
         c.post("/v1/batch", data=b"{}", content_type="text/plain", headers=key),
         c.post("/v1/batch", json={"items": [TING] * 200}, headers=key),
-        c.post("/v1/batch", json={"items": [{"op": 1}]}, headers=key),
+        c.post("/v1/batch", json={"items": {"op": 1}}, headers=key),
         c.post("/v1/batch", json={"items": [TING] * 30}, headers=key),
     ):
         status = str(response.status_code)

@@ -5,12 +5,14 @@ Each item is answered by :mod:`service.batch` exactly as its single endpoint wou
 ``request_id`` the batch request's).  One bad item never fails the others.
 
 * ``application/json``: ``{"ruleset"?, "items": [...]}`` with at most ``BATCH_MAX_ITEMS`` items
-  (1,000 by default), the whole body within ``MAX_BODY_BYTES``.  The envelope's ``ruleset`` is the
-  ruleset of every item that has no ``ruleset`` member (as if the item had given it): loaded once with
-  the envelope, it is each such item's default (:func:`service.api.schemas.default_ruleset`).  An envelope
-  that is not an object, has no ``items``, too many, or an item that is not an object with a known
-  ``op`` is a 422 for the whole request (``errors`` name ``items.<i>.op``).  Answer:
-  ``{"results": [...]}``, one per item in order, written once (orjson).
+  (1,000 by default), the whole body within ``MAX_BATCH_BYTES`` (1 MiB by default, apart from
+  ``MAX_BODY_BYTES``: a thousand ordinary items fit; larger is a 413 whose detail points at NDJSON).
+  The envelope's ``ruleset`` is the ruleset of every item that has no ``ruleset`` member (as if the
+  item had given it): loaded once with the envelope, it is each such item's default
+  (:func:`service.api.schemas.default_ruleset`).  An envelope that is not an object, has no ``items``
+  or too many is a 422 for the whole request; an item that is not an object with a known ``op`` is its
+  own 422 result (``errors`` name ``op``), as its NDJSON line would be.  Answer: ``{"results": [...]}``,
+  one per item in order, written once (orjson).
 * ``application/x-ndjson``: one item a line, no item limit and no body limit (a line at most
   ``MAX_BODY_BYTES``), answered ``application/x-ndjson``, one result line per item in order,
   streamed as the body is read: the body is read 64 KiB at a time (each read within
@@ -35,20 +37,28 @@ import sys
 from flask import Response, current_app, g, request, stream_with_context
 from marshmallow import ValidationError
 from webargs import core
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from .. import batch
 from . import rate_limits
 from . import schemas as s
 from .hands import KEYED, NO_KEY
 from .jsonio import dumps
-from .problems import UnsupportedMediaType
+from .problems import ApiProblem, UnsupportedMediaType
 from .smorest import Blueprint, invalid_input, read_json_body
 
 blp = Blueprint("batch", __name__, url_prefix="/v1", description="Many items in one request, JSON or NDJSON.")
 
 NDJSON = "application/x-ndjson"
+MAX_BATCH_BYTES = 1024 * 1024
+"""The default of ``MAX_BATCH_BYTES``: a JSON batch's largest body."""
 _SCHEMA = s.BatchRequest()
+
+
+class BatchTooLarge(ApiProblem):
+    """A JSON batch over ``MAX_BATCH_BYTES``: its detail points at NDJSON."""
+
+    status, code, title = 413, "payload_too_large", "Payload too large"
 
 EXAMPLE = {
     "ruleset": {"preset": "xuezhan", "cap": 4},
@@ -74,7 +84,7 @@ BATCH_DOC = {
     "requestBody": {
         "required": True,
         "description": "`application/json`: an envelope of at most `BATCH_MAX_ITEMS` items (1,000 by default) "
-                       "within `MAX_BODY_BYTES`.\n\nOr `Content-Type: application/x-ndjson`: one item (a "
+                       "within `MAX_BATCH_BYTES` (1 MiB by default).\n\nOr `Content-Type: application/x-ndjson`: one item (a "
                        "`BatchItem`) a line, any number of lines (each at most `MAX_BODY_BYTES`), read and "
                        "answered as they arrive, e.g.\n\n```\n" + NDJSON_EXAMPLE + "```\n\n(OpenAPI 3.1 has "
                        "no way to type a sequence of JSON values, so that body is described here only.)",
@@ -116,10 +126,11 @@ def document(api) -> None:
 @blp.problems(
     (400, "malformed JSON (`malformed_json`; an NDJSON line that is not JSON is that line's result)"),
     (401, NO_KEY[1]),
-    (413, "a JSON envelope larger than `MAX_BODY_BYTES` (`payload_too_large`)"),
+    (413, "a JSON envelope larger than `MAX_BATCH_BYTES` (`payload_too_large`; its detail points at NDJSON, "
+          "which has no overall limit)"),
     (415, "neither `application/json` nor `application/x-ndjson` (`unsupported_media_type`)"),
-    (422, "an envelope that is not an object, has no `items` or more than `BATCH_MAX_ITEMS`, or an item that "
-          "is not an object with a known `op` (`invalid_input`; `errors` name `items.<i>.op`)"),
+    (422, "an envelope that is not an object, has no `items` or more than `BATCH_MAX_ITEMS` (`invalid_input`); "
+          "an item that is not an object with a known `op` is its own 422 result, not the request's"),
     (429, "the client's batch items a minute (`CLIENT_BATCH_ITEMS_PER_MINUTE`) would be exceeded: the "
           "whole JSON batch is refused (`too_many_requests`, `limit`: `client_batch_items`)"),
 )
@@ -138,7 +149,13 @@ def run_batch():
         got = mimetype or "no content type"
         raise UnsupportedMediaType(f"the request body must be application/json or {NDJSON}, got {got}")
     try:
-        data = read_json_body(request)
+        limit_bytes = int(current_app.config.get("MAX_BATCH_BYTES") or MAX_BATCH_BYTES)
+        request.max_content_length = limit_bytes  # (a JSON batch's own limit, apart from MAX_BODY_BYTES)
+        try:
+            data = read_json_body(request)
+        except RequestEntityTooLarge:
+            raise BatchTooLarge(f"a JSON batch may have {limit_bytes} bytes at most (MAX_BATCH_BYTES): send a "
+                                f"larger job as {NDJSON}, one item a line, which has no overall limit") from None
         limit = int(current_app.config.get("BATCH_MAX_ITEMS") or s.BATCH_MAX_ITEMS)
         items = data.get("items") if isinstance(data, dict) else None
         if isinstance(items, list) and len(items) > limit:

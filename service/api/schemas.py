@@ -807,38 +807,48 @@ BATCH_ITEM_SCHEMAS: dict[str, type[ma.Schema]] = {
 request schema, without ``op``, so that it answers what the single endpoint answers)."""
 
 
-class BatchItemField(DocumentedField):
-    """A batch item: an object whose ``op`` names a known operation; loads to the object as given.
+def check_batch_item(value: Any) -> dict:
+    """A batch item: an object whose ``op`` names a known operation (its ``ValidationError`` names ``op``).
 
-    The rest of the item is its operation's body, for that operation's schema to load item by
-    item (one bad body does not fail the others); a value that is not such an object fails the
-    whole envelope.
+    The rest of the item is its operation's body, for that operation's schema to load item by item:
+    one bad item (this check's refusal included) is its own result and does not fail the others.
 
-    >>> BatchItemField().deserialize({"op": "ting", "hand": {"tiles": "1m"}})["hand"]
+    >>> check_batch_item({"op": "ting", "hand": {"tiles": "1m"}})["hand"]
     {'tiles': '1m'}
-    >>> BatchItemField().deserialize({"op": "tingg"})
+    >>> check_batch_item({"op": "tingg"})
     Traceback (most recent call last):
     ...
     marshmallow.exceptions.ValidationError: {'op': ['Must be one of: validate, ting, discards, score, settle.']}
+    >>> check_batch_item([1])
+    Traceback (most recent call last):
+    ...
+    marshmallow.exceptions.ValidationError: {'op': ['An item is an object whose `op` names an operation.']}
     """
+    if not isinstance(value, dict):
+        raise ValidationError({"op": ["An item is an object whose `op` names an operation."]})
+    if "op" not in value:
+        raise ValidationError({"op": ["Missing data for required field."]})
+    op = value["op"]
+    if not isinstance(op, str) or op not in BATCH_ITEM_SCHEMAS:
+        raise ValidationError({"op": [f"Must be one of: {', '.join(BATCH_ITEM_SCHEMAS)}."]})
+    return value
+
+
+class BatchItemField(DocumentedField):
+    """A batch item, loaded as given: each item is checked on its own (:func:`check_batch_item`), so that
+    one that is not an object with a known ``op`` is that item's 422 result, as its NDJSON line's is."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_none=True, **kwargs)
 
     def _deserialize(self, value, attr, data, **kwargs):
-        if not isinstance(value, dict):
-            raise ValidationError("Invalid input type.")
-        if "op" not in value:
-            raise ValidationError({"op": ["Missing data for required field."]})
-        op = value["op"]
-        if not isinstance(op, str) or op not in BATCH_ITEM_SCHEMAS:
-            raise ValidationError({"op": [f"Must be one of: {', '.join(BATCH_ITEM_SCHEMAS)}."]})
         return value
 
     def openapi(self, converter) -> dict:
         return {"anyOf": [
             {"$ref": "#/components/schemas/BatchItem"},  # (the union by op, registered by service.api.batch)
-            {"type": "object", "required": ["op"],
-             "properties": {"op": {"type": "string", "enum": list(BATCH_ITEM_SCHEMAS)}},
-             "description": "any other object with a known `op`: accepted, and answered with the problem "
-                            "its operation gives for it (one bad item does not fail the others)"},
+            {"description": "anything else (an object with another body, no `op` or an unknown one, or not an "
+                            "object): answered with its own 422 problem (one bad item does not fail the others)"},
         ]}
 
 
@@ -850,7 +860,7 @@ class BatchRequest(ma.Schema):
     items = fields.List(BatchItemField(), required=True, metadata={
         "maxItems": BATCH_MAX_ITEMS,
         "description": f"at most `BATCH_MAX_ITEMS` ({BATCH_MAX_ITEMS} by default) items, each the body of "
-                       "its operation with `op`; the whole body at most `MAX_BODY_BYTES`"})
+                       "its operation with `op`; the whole body at most `MAX_BATCH_BYTES` (1 MiB by default)"})
 
 
 class BatchResult(ma.Schema):
