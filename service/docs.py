@@ -327,7 +327,7 @@ class Recorder:
         text = _exchange(title, f"{method} {path}", shown_headers, body, response, self.names, note, anchor_id, show)
         self.shown.setdefault(section or self.operation(method, path), []).append(text)
         if example is not None:
-            if response.status_code != 200 or not response.is_json:
+            if response.status_code not in (200, 201) or not response.is_json:
                 raise RuntimeError(f"the example {example!r} ({method} {path}) answered {response.status_code}")
             self.examples.setdefault(self.operation(method, path), {})[example] = {
                 "summary": title, "value": example_value(response.get_json())}
@@ -469,6 +469,7 @@ def api_examples(redis_url: str, doc: dict, recorded: dict | None = None) -> dic
         _table_walk(rec, client)
         _stream(rec, app)
         _stakes(rec, client)
+        _mending(rec, client)
         _errors(rec, client)
         limited = create_app({"TESTING": True, "REDIS_URL": redis_url, **off, "TABLE_EVENTS_PER_MINUTE": 2})
         _rate_limit(rec, limited.test_client())
@@ -591,7 +592,7 @@ def _table_walk(rec: Recorder, client: Any) -> None:
     r = rec(client, "GET", base, "The table",
             "Either token. `ETag` is the version; `rounds` is a page of the ended rounds (`rounds_after`, "
             "`rounds_limit`, then `rounds_next`); `finished_at` once finished.", headers=read)
-    rec(client, "GET", f"{base}/rounds?limit=2", "The ended rounds, a page at a time",
+    rec(client, "GET", f"{base}/rounds?limit=2", "The rounds, a page at a time",
         "oldest first: pass `next` as `cursor` for the next page (`null` on the last).", headers=read)
     rec(client, "GET", base, "The same read with `If-None-Match`", "answers 304 while the version has not moved.",
         headers={**read, "If-None-Match": r.headers["ETag"]})
@@ -675,9 +676,9 @@ def _stakes(rec: Recorder, client: Any) -> None:
         "stakes: 422 `no_stakes`).", json_body={"type": "buy_in", "seat": 1, "coins": 5000}, headers=write,
         anchor_id="event-buy_in")
     rec(client, "GET", f"{base}/summary", "A summary with stakes",
-        "Each seat's `coins` (its change over the evening, fees included), `fees` and `buy_ins`; each "
-        "payment's `coins` are its points at 200 a point. Seat 1 ran short, so its bankroll moved less than "
-        "its points: the settle-up squares the score ([rules.md §10.1](rules.md#s10.1)).",
+        "Each seat's `coins` (its coin result: coins now − bankroll − buy-ins + fees paid, what passed between "
+        "it and the others), `fees` and `buy_ins`; the settle-up is in coins and squares those results. Seat 1 "
+        "ran short (扣尽), so it pays the 1,000 it lost, not its points' price ([rules.md §10.1](rules.md#s10.1)).",
         headers={"Authorization": f"Bearer {table['read_token']}"}, example="stakes")
     rec(client, "POST", "/v1/tables", "Three players (三人两房)",
         "A ruleset with `players: 3` seats three names (another number: 422 `bad_players`); seats are 0-2 "
@@ -688,6 +689,61 @@ def _stakes(rec: Recorder, client: Any) -> None:
     rec(client, "POST", "/v1/rounds/settle", "Coins without a table",
         "`stakes` with the seats' coins before the round as `bankrolls`: `coins_delta` and `fees` too "
         "(`null` while the round has not ended).", json_body=settle)
+
+
+def _mending(rec: Recorder, client: Any) -> None:
+    """Mending the record (docs/rules.md#s15): penalties, an adjust, a correction, the rounds explained."""
+    table = client.post("/v1/tables", json={"players": PLAYERS}).get_json()
+    rec.table(table)
+    write = {"Authorization": f"Bearer {table['token']}"}
+    read = {"Authorization": f"Bearer {table['read_token']}"}
+    base = f"/v1/tables/{table['id']}"
+    for event in ({"type": "round_start"}, {"type": "hu", "from": None, "tile": "5p", "winners": [{"seat": 0, "fan": 2}]}):
+        assert client.post(f"{base}/events", json=event, headers=write).status_code == 201
+    rec(client, "POST", f"{base}/events", "`penalty`, 诈胡",
+        "A seat that declared a win it did not have pays each other seat still in the round a win of `zhahu_fan` "
+        "fan (null: the cap, or 3; reason `penalty`), and plays on; kind `xianggong` (相公) pays nothing but bars "
+        "the seat from winning for the rest of the round ([rules.md §15.3, §15.4](rules.md#s15.3)).",
+        json_body={"type": "penalty", "seat": 3, "kind": "zhahu"}, headers=write, anchor_id="event-penalty")
+    rec(client, "POST", f"{base}/events", "An `adjust` during a round", "is a 409 (`round_in_progress`).",
+        json_body={"type": "adjust", "transfers": [{"from": 1, "to": 0, "points": 10}]}, headers=write)
+    assert client.post(f"{base}/events", json={"type": "round_end"}, headers=write).status_code == 201
+    rec(client, "POST", f"{base}/events", "`adjust`",
+        "Between rounds: points moved outside the rules (茶水, a side bet, a mistake found later; reason "
+        "`adjust`), in the balances but never in a round's deltas ([rules.md §15.5](rules.md#s15.5)).",
+        json_body={"type": "adjust", "transfers": [{"from": 1, "to": 0, "points": 10}], "note": "茶水"},
+        headers=write, anchor_id="event-adjust")
+    assert client.post(f"{base}/events", json={"type": "round_start"}, headers=write).status_code == 201
+    assert client.post(f"{base}/events", json={"type": "kong", "seat": 1, "kind": "concealed", "tile": "1m"},
+                       headers=write).status_code == 201
+    fixed = {"events": [{"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"},
+                        {"type": "hu", "from": None, "tile": "5p", "winners": [{"seat": 0, "fan": 2}]},
+                        {"type": "penalty", "seat": 3, "kind": "zhahu"}],
+             "note": "西's 暗杠 came before the 自摸"}
+    rec(client, "PUT", f"{base}/rounds/1/events", "A correction of an ended round",
+        "Round 1's events are now these: the kong that was forgotten comes first. Round 2 keeps its events "
+        "and deltas (its dealer, taken from round 1, is still seat 0), the balances move by `changes`, and "
+        "`round` is round 1 as corrected: its events carry the correction's `seq` and their `index` "
+        "([rules.md §15.2](rules.md#s15.2)).", json_body=fixed, headers=write, example="corrected")
+    rec(client, "PUT", f"{base}/rounds/1/events", "A correction that would change a later round's dealer",
+        "is a 409 (`correction_conflict`) naming the round (`round`) and its record (`event`): round 2 started "
+        "without naming its dealer, so it took round 1's next dealer.",
+        json_body={"events": [{"type": "hu", "from": None, "tile": "5p", "winners": [{"seat": 1, "fan": 2}]}]},
+        headers=write)
+    rec(client, "PUT", f"{base}/rounds/1/events", "An event of a correction that cannot happen",
+        "is a 422 whose `event` is its index in the new list.", json_body={"events": [
+            {"type": "escape", "seat": 3}, {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}]},
+        headers=write)
+    rec(client, "POST", f"{base}/events/2/void", "A void of a record a correction replaced",
+        "is a 409 (`void_conflict`) whose `event` names the correction: void that, or correct the round again.",
+        headers=write)
+    rec(client, "GET", f"{base}/rounds/1", "One round explained",
+        "as it stands: every event with the transfers it made, all its transfers, `corrected_by`.",
+        headers=read, example="round")
+    rec(client, "GET", f"{base}/rounds?limit=5", "Every round explained",
+        "a page at a time, the round being played last.", headers=read, example="rounds")
+    rec(client, "PUT", f"{base}/rounds/9/events", "A correction of a round that is not there",
+        "is a 404 (`round_not_found`).", json_body={"events": []}, headers=write)
 
 
 def _errors(rec: Recorder, client: Any) -> None:

@@ -16,7 +16,7 @@ RULES = Path(__file__).resolve().parent.parent / "service" / "rules"
 
 # docs/api.md: the transfer reasons, in its order
 API_REASONS = ("dianpao", "zimo", "kong_direct", "kong_added", "kong_concealed", "kong_void",
-               "transfer", "refund", "huazhu", "dajiao", "escape", "forfeit")
+               "transfer", "refund", "huazhu", "dajiao", "escape", "forfeit", "penalty", "adjust")
 
 
 def test_reasons_are_api_md_s():
