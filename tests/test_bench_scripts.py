@@ -48,6 +48,14 @@ def test_rounds_settles_the_rounds_it_was_given():
     assert out["settle"]["rounds"] == 40 and out["settle"]["ours_us"] > 0
 
 
+def test_mending_corrects_a_round_and_reads_rounds_of_a_table_it_built():
+    for stakes in ((), ("--stakes",)):
+        line = run_bench("mending.py", "--rounds", "6", "--samples", "3", *stakes)["mending"]
+        assert line["rounds"] == 6 and line["stakes"] == bool(stakes)
+        assert line["correct_round_1_us"] > 0 and line["append_us"] > 0 and line["get_round_us"] > 0
+        assert line["correct_over_append"] > 0 and line["get_round_ms"] > 0
+
+
 def test_store_in_process_phases_print_memory_that_adds_up_and_a_get_of_200_rounds():
     out = run_bench("store.py", "--phases", "memory,get,length,replay,void", "--long", "300", "--replay-length", "400")
     memory = out["memory"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import event as hypothesis_event
-from hypothesis import given, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from service.rules.errors import EventError
 from service.rules.summary import summarize
@@ -19,10 +19,11 @@ from service.rules.table import (
     BetweenRounds, CorrectionConflict, CorrectionError, History, TableError, TableState, VoidConflict,
     corrected_by, explain_round, fold, refold_round, refold_start, round_info,
 )
-from tests.test_settle_properties import PROPS, rounds, voids_arg
+from tests.test_settle_properties import rounds, voids_arg
 
 NAMES = ["东", "南", "西", "北"]
-PENALTY_FIELDS = ("penalties_paid",)
+PROPS = settings(deadline=None, suppress_health_check=list(HealthCheck))
+"""(The profile says how many examples: fewer in the fast lane.)"""
 
 
 class Table:

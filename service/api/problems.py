@@ -27,6 +27,8 @@ A problem has
 * ``event`` for an event that cannot happen (its 0-based index in a settled
   round, or the seq it would have had in a table; for a refused void, the seq of
   the record that depends on the voided one);
+* ``round`` with a 409 ``correction_conflict`` (the later round that would break; ``event``: its
+  record's seq);
 * ``version`` (the table's current version) with a 412 or a 409 ``table_full``.
 
 A 500 never says more than "internal error": the exception is logged with the

@@ -759,6 +759,8 @@ class ProblemSchema(ma.Schema):
     event = fields.Integer(metadata={"description": "an event that cannot happen: its 0-based index in a "
                                                      "settled round, or the seq it would have had in a table; "
                                                      "a refused void: the seq of the record that depends on it"})
+    round = fields.Integer(metadata={"description": "a `correction_conflict`: the later round that would break "
+                                                    "(`event`: the seq of its record)"})
     version = fields.Integer(metadata={"description": "the table's current version (412, 409 table_full)"})
     checks = fields.Dict(keys=fields.String(), values=fields.String(),
                          metadata={"description": "/readyz: each readiness check's result"})

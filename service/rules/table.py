@@ -2,9 +2,12 @@
 
 The log is a list of records, each ``{"seq": n, "type": ..., ...}`` with
 ``seq`` = its 1-based position.  Record types: the round events of docs/api.md
-(``peng``, ``kong``, ``hu``, ``draw``, ``escape``), ``round_start``
+(``peng``, ``kong``, ``hu``, ``draw``, ``escape``, ``penalty``), ``round_start``
 (``dealer``, ``voids``), ``round_end``, ``buy_in`` (``seat``, ``coins``: at
-a table with stakes, between rounds) and ``void`` (``target``: the seq of an
+a table with stakes, between rounds), ``adjust`` (``transfers``, ``note``:
+between rounds, docs/rules.md#s15.5), ``correction`` (``round``, ``events``,
+``dealer``, ``voids``, ``note``: a round rewritten, §15.2; the fold applies it
+with :meth:`TableState.correct`) and ``void`` (``target``: the seq of an
 earlier record, which then counts as never having happened).
 
 :class:`TableState` is the state after the first ``version`` records.  It is
@@ -30,6 +33,24 @@ Readings where docs/rules.md is silent (documented choices):
   三人两房): other numbers of names are ``bad_players`` (a first dealer outside
   the seats ``seat_out_of_range``); every seat-indexed list (balances, deltas, ``voids``) has one
   entry per seat, and with three players ``voids`` may only be null.
+
+Corrections (docs/rules.md#s15.2 has the readings; code-level ones here):
+
+* A round keeps an event's transfers and kongs by a *key*: a record's own seq,
+  or for the i-th event of the correction recorded as seq c the negative
+  :func:`correction_key` ``(c, i)``, unique in the round; tables show
+  :func:`seq_of` it, so a correction's transfers name c.
+* The state lists the live corrections (``corrections``: ``[seq, round]``);
+  a correction of an earlier round needs more than the state: the summaries
+  of the ended rounds from it on, and whether it and the round after it named
+  their dealers and with which voids (:class:`History`: a fold keeps it as it
+  goes, a store reads it).  A fold that starts after that round (from a
+  snapshot) raises :class:`MissingHistory` and is started again from further
+  back; a refold for a void starts early enough (:func:`refold_start`).
+* An ``adjust`` moves ``base`` (so the balances are ``base`` plus the latest
+  round's deltas as ever) and ``adjusted``; each round's summary keeps the
+  adjusted points before it started, so a refold rebuilds the balances before
+  a round from the summaries.
 
 Facts (for the evening's summary, :mod:`service.rules.summary`): the fold keeps
 what each seat did in the latest round (:class:`RoundFacts`: wins, 自摸, 点炮,
