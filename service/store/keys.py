@@ -585,6 +585,44 @@ end
 return out
 """
 
+# ROUND: what explaining one round reads, at one moment and in one round trip (GET .../rounds/{n}): the
+# table's access fields and state, the log's length, the round's summary, and the round's records: the
+# log from its round_start to the record that ended it (the latest round being played: to the end) and
+# its live corrections recorded after that (the state lists them, "corrections": [[seq, round], ...]).
+# KEYS: meta, state, log, rounds
+# ARGV[1] the round's number, ARGV[2..] the meta fields to return
+# returns {fields, state or false, log length, summary or false, first seq, records, {seq, record, ...}},
+# or its first three (four) members only when there is no state (no such round)
+ROUND = """
+local fields = redis.call('HMGET', KEYS[1], unpack(ARGV, 2))
+local state = redis.call('GET', KEYS[2])
+local version = redis.call('LLEN', KEYS[3])
+if not state then return {fields, false, version} end
+local n = tonumber(ARGV[1])
+local summary = false
+if n >= 1 then summary = redis.call('LINDEX', KEYS[4], n - 1) end
+local st = cjson.decode(state)
+local first, last
+if summary then
+  local s = cjson.decode(summary)
+  first, last = s[7], s[8]
+elseif type(st.round_meta) == 'table' and st.round_meta.number == n then
+  first, last = st.round_meta.start, version
+else
+  return {fields, state, version, false}
+end
+local extra = {}
+if type(st.corrections) == 'table' then
+  for _, c in ipairs(st.corrections) do
+    if c[2] == n and c[1] > last then
+      extra[#extra + 1] = c[1]
+      extra[#extra + 1] = redis.call('LINDEX', KEYS[3], c[1] - 1)
+    end
+  end
+end
+return {fields, state, version, summary, first, redis.call('LRANGE', KEYS[3], first - 1, last - 1), extra}
+"""
+
 # REPAIR: replace a table's state and rounds with a fresh fold, if the log has not moved.
 # KEYS[1] log, KEYS[2] state, KEYS[3] rounds
 # ARGV[1] the log length folded, ARGV[2] state JSON, ARGV[3] JSON array of round summaries

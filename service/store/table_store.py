@@ -336,6 +336,7 @@ class TableStore:
         self._reads = client.register_script(keys.READ)
         self._finish = client.register_script(keys.FINISH)
         self._rotate = client.register_script(keys.ROTATE)
+        self._round = client.register_script(keys.ROUND)
 
     def _read(self, *reads: tuple) -> list:
         """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
@@ -546,15 +547,20 @@ class TableStore:
                 "next": str(page[-1]) if more else None}
 
     def round(self, table_id: str, number: int, access: "Access | None" = None) -> dict:
-        """Round ``number`` explained, as :meth:`rounds` lists it (:class:`RoundNotFound` for no such round)."""
-        res = self._read(("HMGET", keys.meta(table_id), *AUTH_FIELDS), ("GET", keys.state(table_id)),
-                         ("LLEN", keys.log(table_id)), ("LINDEX", keys.rounds(table_id), number - 1))
+        """Round ``number`` explained, as :meth:`rounds` lists it (:class:`RoundNotFound` for no such round):
+        one round trip (the ROUND script reads the state, the round's summary and its records at once)."""
+        keys_ = [keys.meta(table_id), keys.state(table_id), keys.log(table_id), keys.rounds(table_id)]
+        res = self._on(keys_[0], lambda r: self._round(keys=keys_, args=[number, *AUTH_FIELDS], client=r))
         st, version = self._readable(table_id, res, access)
-        latest = 0 if st.round_meta is None else st.round_meta["number"]
-        if not 1 <= number <= latest:
+        if len(res) < 5:
             raise RoundNotFound(f"table {table_id!r} has no round {number}")
-        summaries = {} if res[3] is None or number > st.rounds_done else {number: codec.read_summary(res[3], number)}
-        return self._explained(table_id, st, version, [number], summaries)[0]
+        summary = None if not res[3] else codec.read_summary(res[3], number)
+        first = int(res[4])
+        records = dict(enumerate(codec.read_records(res[5], first, with_at=False), first))
+        extra = res[6]
+        records |= {int(extra[i]): codec.read_record(extra[i + 1], int(extra[i]), with_at=False)
+                    for i in range(0, len(extra), 2)}
+        return self._explain(st, number, summary, records)
 
     @staticmethod
     def _readable(table_id: str, res: list, access: "Access | None") -> tuple[TableState, int]:
@@ -581,15 +587,16 @@ class TableStore:
             raise TableNotFound(f"no table {table_id!r}")
         records = {seq: rec for seq, rec in enumerate(codec.read_records(res[1], first, with_at=False), first)}
         records |= {c: codec.read_record(raw, c, with_at=False) for c, raw in zip(extra, res[2:])}
-        out = []
-        for n in numbers:
-            lo, hi = spans[n]
-            mine = [records[seq] for seq in range(lo, hi + 1)] + [records[c] for c in corrected_by(st, n) if c > hi]
-            summary = summaries.get(n)
-            dealer = summary["dealer"] if summary is not None else st.round.dealer
-            explained = explain_round(st.ruleset, dealer, mine, st.voided, summary is not None)
-            out.append(self._round_of(st, n, summary, explained["events"], explained["voids"]))
-        return out
+        return [self._explain(st, n, summaries.get(n), records) for n in numbers]
+
+    def _explain(self, st: TableState, number: int, summary: dict | None, records: dict[int, dict]) -> dict:
+        """Round ``number`` explained from ``records`` (by seq: its span of the log and its corrections)."""
+        lo, hi = (summary["first_seq"], summary["last_seq"]) if summary is not None else (st.round_meta["start"],
+                                                                                           st.version)
+        mine = [records[seq] for seq in range(lo, hi + 1)] + [records[c] for c in corrected_by(st, number) if c > hi]
+        dealer = summary["dealer"] if summary is not None else st.round.dealer
+        explained = explain_round(st.ruleset, dealer, mine, st.voided, summary is not None)
+        return self._round_of(st, number, summary, explained["events"], explained["voids"])
 
     # -- the live stream's reads --------------------------------------------------------------
     def streamed(self, record: Mapping[str, Any], st: TableState, voided: bool) -> dict:
