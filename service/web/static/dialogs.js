@@ -49,7 +49,7 @@ function fanPicker(value, onPick, { label, disabled = () => false } = {}) {
       type: 'button', class: 'choice', testid: `fan-${n}`, 'aria-pressed': String(value === n), disabled: disabled(n),
       onclick: () => onPick(n),
     }, t('fan_n', { fan: n }))),
-    h('input', { type: 'number', min: 1, max: 99, step: 1, inputmode: 'numeric', testid: 'fan-input', class: 'fan-more',
+    h('input', { type: 'number', min: 1, max: 64, step: 1, inputmode: 'numeric', testid: 'fan-input', class: 'fan-more',
       'aria-label': t('fan_more'), value: value == null ? '' : String(value),
       oninput: (e) => onPick(e.target.value.trim() === '' ? null : Number(e.target.value)) })));
 }

@@ -100,6 +100,13 @@ export function wrapText(text, fits) {
     }
   }
   newLine();
+  // (no word of one or two characters alone on the last line: the word before it joins it, if it fits)
+  const n = lines.length;
+  if (n > 1 && [...lines[n - 1]].length <= 2 && lines[n - 2].includes(' ')) {
+    const at = lines[n - 2].lastIndexOf(' ');
+    const joined = `${lines[n - 2].slice(at + 1)} ${lines[n - 1]}`;
+    if (at > 0 && fits(joined)) lines.splice(n - 2, 2, lines[n - 2].slice(0, at), joined);
+  }
   return lines;
 }
 

@@ -112,4 +112,5 @@ test('wrapping: at a separator where it can, between characters where it must', 
   assert.deepEqual(wrapText('Biggest win: round 4', fits(12)), ['Biggest win:', 'round 4']);
   assert.deepEqual(wrapText('一二三四五六七八九十', fits(4)), ['一二三四', '五六七八', '九十']);
   assert.deepEqual(wrapText('short', fits(10)), ['short']);
+  assert.deepEqual(wrapText('第 14 局 6番 192 分', fits(14)), ['第 14 局 6番', '192 分']); // (not "分" alone)
 });
