@@ -1955,8 +1955,11 @@ def test_the_same_win_on_two_phones_at_once(service, api, phones):
     import threading
 
     a, b = phones("a"), phones("b")
-    settled_phone = lambda p: not p.has("dlg-hu") and not p.has("dlg-ask")  # noqa: E731
-    for preset, twice in (("xuezhan", False), ("xueliu", True)):
+
+    def settled_phone(p: Phone) -> bool:  # (its sheet closed: recorded)
+        return not p.has("dlg-hu") and not p.has("dlg-ask")
+
+    def at_once(preset: str, twice: bool) -> None:
         table = api_table(service, ruleset=preset)
         link = f"{service.url}/#t={table['t']}&k={table['k']}&r={table['r']}"
         join(a, link, seat=0)
@@ -1975,7 +1978,10 @@ def test_the_same_win_on_two_phones_at_once(service, api, phones):
             th.start()
         for th in both:
             th.join()
-        hus = lambda: [e for e in api.events(table["t"], table["k"]) if e["type"] == "hu"]  # noqa: E731
+
+        def hus() -> list[dict]:
+            return [e for e in api.events(table["t"], table["k"]) if e["type"] == "hu"]
+
         a.wait(lambda: len(hus()) == 1 and (settled_phone(a) or settled_phone(b)), "one of the two recorded")
         first, second = (a, b) if settled_phone(a) else (b, a)
         if twice:
@@ -1994,6 +2000,9 @@ def test_the_same_win_on_two_phones_at_once(service, api, phones):
         assert len(hus()) == (2 if twice else 1)
         b.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
         synced(api, table, a, b, expect=expect)
+
+    at_once("xuezhan", twice=False)
+    at_once("xueliu", twice=True)
 
 
 def test_the_draw_sheet_asks_only_seats_still_in(service, api, phones):
@@ -2044,5 +2053,5 @@ def test_recording_someone_elses_win_replaces_the_phones_own_seat(service, api, 
     a.tap("fan-2")  # (one winner: the fan on the same sheet)
     a.tap("confirm")
     synced(api, table, a, expect=[0, -12, 0, 12])
-    hu = [e for e in api.events(table["t"], table["k"]) if e["type"] == "hu"][0]
+    hu = next(e for e in api.events(table["t"], table["k"]) if e["type"] == "hu")
     assert [w["seat"] for w in hu["winners"]] == [3]
