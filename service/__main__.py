@@ -19,7 +19,7 @@ no ``request_id``); a progress bar on standard error when it is a terminal;
 at most); lines longer than ``MAX_BODY_BYTES`` get a 413 result.
 ``webhooks`` runs a webhook dispatcher until stopped (``serve`` runs one
 in each worker too, unless ``WEBHOOK_DISPATCHER`` is off; any number may run
-at once: :mod:`service.store.outbox`).  ``docs [--check]`` writes the generated pages of ``docs/`` and the
+at once: :mod:`service.webhooks`).  ``docs [--check]`` writes the generated pages of ``docs/`` and the
 companion app's ``patterns.json`` (or checks that they are up to date).
 
 Configuration is by environment variable (read in :mod:`service.config`);
@@ -368,7 +368,7 @@ def run_webhooks() -> int:
     """``webhooks``: a webhook dispatcher in this process (threads) until SIGTERM or SIGINT.
 
     Any number may run, beside the ones inside ``serve`` (``WEBHOOK_DISPATCHER``):
-    leases share the work (see :mod:`service.store.outbox`).  It needs the
+    leases share the work (see :mod:`service.webhooks`).  It needs the
     service's ``API_KEYS`` (the webhooks' secrets are sealed under them) and its
     Redis (``REDIS_URL``, else the embedded Redis of the ``serve`` running on
     ``REDIS_DATA_DIR``).
@@ -379,8 +379,8 @@ def run_webhooks() -> int:
     from .api.observe import configure_logging
     from .serving import dispatcher_options
     from .store.redis_client import connect
-    from .store.outbox import Dispatcher
-    from .store.webhooks import Registry
+    from .webhooks.dispatcher import Dispatcher
+    from .webhooks.registry import Registry
 
     try:
         settings = load_settings()

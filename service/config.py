@@ -253,7 +253,7 @@ class Settings:
     cors_origins: tuple[str, ...] = ()
     redis_min_replicas: int = 0
     redis_wait_timeout_ms: int = 1000
-    # webhooks (service/store/webhooks.py, outbox.py): the outbox and the endpoints; the dispatcher inside serve;
+    # webhooks (service/webhooks/): the outbox and the endpoints; the dispatcher inside serve;
     # targets on private addresses (tests); an attempt's deadline; the retry budget; the first retry's delay
     webhooks: bool = True
     webhook_dispatcher: bool = True

@@ -169,7 +169,7 @@ def _install_store(app: Flask) -> None:
     )
     api_keys = app.config.get("API_KEYS")
     if api_keys and app.config.get("WEBHOOKS", True):  # (webhooks belong to API keys)
-        from ..store.webhooks import Registry
+        from ..webhooks.registry import Registry
 
         app.extensions["webhooks"] = Registry(client, api_keys.digests(),
                                               allow_private=bool(app.config.get("WEBHOOK_ALLOW_PRIVATE")))

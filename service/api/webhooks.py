@@ -1,4 +1,4 @@
-"""`/v1/webhooks`: an API key's webhooks (thin views over :mod:`service.store.webhooks`).
+"""`/v1/webhooks`: an API key's webhooks (thin views over :mod:`service.webhooks.registry`).
 
 Every operation needs ``X-API-Key`` and sees the key's own webhooks only
 (another key's id is a 404, as an unknown one); without ``API_KEYS`` (or with
@@ -7,7 +7,7 @@ gets the notifications of the tables its key created (its ``tables`` may narrow
 that to some of them), signed as Standard Webhooks (``webhook-id``,
 ``webhook-timestamp``, ``webhook-signature``) with the ``secret`` shown only in
 the creation's answer.  How deliveries are made, retried and dead-lettered:
-:mod:`service.store.outbox` and docs/api.md.
+:mod:`service.webhooks` and docs/api.md.
 
 Readings (where the contract is silent):
 
@@ -33,8 +33,8 @@ import marshmallow as ma
 from flask import current_app, jsonify
 from marshmallow import fields, validate
 
-from ..delivery import MAX_URL_CHARS, TargetRefused
-from ..store.webhooks import EVENTS, MAX_TABLES, NotTheOwnersTable, Registry, TooManyWebhooks
+from ..webhooks.delivery import MAX_URL_CHARS, TargetRefused
+from ..webhooks.registry import EVENTS, MAX_TABLES, NotTheOwnersTable, Registry, TooManyWebhooks
 from .callers import api_key
 from .problems import ApiProblem, InvalidInput, WithoutApiKeys
 from .smorest import Blueprint

@@ -36,7 +36,7 @@ key                            type    holds
                                        key of :func:`every`: it outlives a DELETE (its ``table.deleted``);
                                        its TTL is :func:`outbox_ttl` of the table's
 ``{t:<id>}:lanes``             hash    per webhook id: where its deliveries of this table stand (JSON
-                                       :class:`~service.store.outbox.Lane`: the last entry delivered or
+                                       :class:`~service.webhooks.outbox.Lane`: the last entry delivered or
                                        dead-lettered, the attempts at the next one, when to retry)
 ``{t:<id>}:lease``             string  the dispatcher visiting the table (its token; 5 s)
 ``{t:<id>}:lease:<hook>``      string  the dispatcher delivering the table's entries to one webhook
@@ -45,7 +45,7 @@ key                            type    holds
                                        dead letter), ``<id>:dead-count``, ``<id>:last`` (JSON: the last attempt)
 ``{o:<name>}:dead:<hook>``     list    a webhook's dead letters, newest first (at most 1000)
 ``{wh}:due``                   zset    table ids with webhook work, scored by when (ms) a dispatcher
-                                       should visit them (the hint; :mod:`service.store.outbox`)
+                                       should visit them (the hint; :mod:`service.webhooks`)
 ``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
                                        ``deleted``, ``rotated`` (PUBLISH, or SPUBLISH on a cluster: same slot)
 ``rl:...``                     -       the per-client rate limits (Flask-Limiter's, with the ``limits``
@@ -512,7 +512,7 @@ redis.call(ARGV[5], KEYS[4], 'rotated')
 return 'ok'
 """
 
-# -- the webhook dispatcher's scripts (service/store/outbox.py) --------------------------------------
+# -- the webhook dispatcher's scripts (service/webhooks/dispatcher.py) --------------------------------------
 # A lease is a string holding its dispatcher's random token, with a PX expiry: taken with SET NX PX,
 # renewed and released only by its holder (these scripts), so that a dispatcher that lost it (it
 # stalled past the expiry, another took over) changes nothing.

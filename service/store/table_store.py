@@ -27,7 +27,7 @@ deletion also adds its notification to the table's outbox (a stream in the
 table's slot, :func:`~service.store.keys.outbox`), so an acknowledged write
 always has its notification and a refused one never has.  After the script
 the store adds the table to :data:`~service.store.keys.WEBHOOKS_DUE` (the
-hint the dispatcher polls, :mod:`service.store.outbox`); a crash between the
+hint the dispatcher polls, :mod:`service.webhooks`); a crash between the
 two leaves an outbox without its hint, which the dispatcher's sweep finds.
 (An append on a Redis that is not a cluster writes the hint in its script: the
 due set is on the same server, and the append costs no second round trip.)

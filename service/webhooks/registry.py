@@ -1,7 +1,7 @@
 """Webhooks' registrations: an API key's webhooks, their secrets and their delivery status.
 
 What a registration is, how its notifications travel and what the delivery
-guarantees: :mod:`service.store.outbox`.
+guarantees: :mod:`service.webhooks`.
 
 Secrets
 -------
@@ -29,9 +29,9 @@ import orjson
 import redis
 from cryptography.exceptions import InvalidTag
 
-from ..delivery import Attempt, Lookup, LookupTimeout, Sender, TargetRefused, deliver, resolve, sign
-from . import codec, keys, redis_client
-from .sealing import seal_secret, unseal_secret
+from .delivery import Attempt, Lookup, LookupTimeout, Sender, TargetRefused, deliver, resolve, sign
+from ..store import codec, keys, redis_client
+from ..store.sealing import seal_secret, unseal_secret
 
 EVENTS = ("event.recorded", "event.voided", "round.ended", "table.created", "table.finished", "table.deleted")
 MAX_WEBHOOKS = 20

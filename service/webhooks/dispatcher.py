@@ -90,9 +90,9 @@ from typing import Any, Callable
 import orjson
 import redis
 
-from ..delivery import Sender
-from . import codec, keys, redis_client
-from .webhooks import Registry, Webhook, now_ms
+from ..store import codec, keys, redis_client
+from .delivery import Sender
+from .registry import Registry, Webhook, now_ms
 
 log = logging.getLogger("service.webhooks")
 
