@@ -326,7 +326,7 @@ def score_items(path: str, jobs: int) -> int:
     """``score``: the result lines of the items in ``path`` (``-``: standard input) on standard output."""
     import os
 
-    from .batch import run_stream
+    from .api.batch_items import run_stream
 
     if not 1 <= jobs <= 256:
         print("python -m service score: --jobs must be from 1 to 256", file=sys.stderr)

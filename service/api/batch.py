@@ -1,6 +1,6 @@
 """``POST /v1/batch``: many hand operations and settlements in one request, JSON or NDJSON.
 
-Each item is answered by :mod:`service.batch` exactly as its single endpoint would answer its body
+Each item is answered by :mod:`service.api.batch_items` exactly as its single endpoint would answer its body
 (the same schema, the same core, the same problem: ``instance`` is the single endpoint's path,
 ``request_id`` the batch request's).  One bad item never fails the others.
 
@@ -37,7 +37,7 @@ from marshmallow import ValidationError
 from webargs import core
 from werkzeug.exceptions import HTTPException
 
-from .. import batch
+from . import batch_items
 from . import rate_limits
 from . import schemas as s
 from .hands import KEYED, NO_KEY
@@ -151,7 +151,7 @@ def run_batch():
         rate_limits.charge_batch(1)  # a refused envelope counts as one item
         raise
     rate_limits.charge_batch(len(items))
-    results = batch.answer_items(items, envelope.get("ruleset"), g.get("request_id"))
+    results = batch_items.answer_items(items, envelope.get("ruleset"), g.get("request_id"))
     return Response(dumps({"results": results}), mimetype="application/json")
 
 
@@ -164,11 +164,11 @@ def _stream() -> Response:
 
     def results():
         try:
-            for lines in batch.pieces(stream.read, max_line):
-                rate_limits.charge_batch(batch.count_items(lines))
-                yield batch.answer_piece(lines, max_line, rid)
+            for lines in batch_items.pieces(stream.read, max_line):
+                rate_limits.charge_batch(batch_items.count_items(lines))
+                yield batch_items.answer_piece(lines, max_line, rid)
         except HTTPException as exc:  # the body cut short (408, 400) or the client's limit (429)
-            yield batch.encode(batch.problem_result(exc, batch.BATCH_PATH, rid))
+            yield batch_items.encode(batch_items.problem_result(exc, batch_items.BATCH_PATH, rid))
 
     response = Response(stream_with_context(results()), mimetype=NDJSON)
     response.headers["Cache-Control"] = "no-store"
