@@ -1,4 +1,4 @@
-"""Command line: ``python -m service serve``, ``openapi``, ``check-tables``, ``api-key``, ``score`` and ``docs``.
+"""Command line: ``python -m service serve``, ``openapi``, ``check-tables``, ``api-key``, ``score`` and ``webhooks``.
 
 ``serve [--host H] [--port P] [--workers N]`` runs the HTTP API
 under gunicorn (``gevent`` workers, see :mod:`service.serving`; the app built by
@@ -19,8 +19,8 @@ no ``request_id``); a progress bar on standard error when it is a terminal;
 at most); lines longer than ``MAX_BODY_BYTES`` get a 413 result.
 ``webhooks`` runs a webhook dispatcher until stopped (``serve`` runs one
 in each worker too, unless ``WEBHOOK_DISPATCHER`` is off; any number may run
-at once: :mod:`service.webhooks`).  ``docs [--check]`` writes the generated pages of ``docs/`` and the
-companion app's ``patterns.json`` (or checks that they are up to date).
+at once: :mod:`service.webhooks`).  (The generated pages of ``docs/`` are written by a development tool,
+``python -m tools.docs``, not by the service.)
 
 Configuration is by environment variable (read in :mod:`service.config`);
 command-line options win over the environment:
@@ -215,8 +215,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     score.add_argument("file", nargs="?", default="-", help="the items, one JSON object a line (default -: stdin)")
     score.add_argument("--jobs", type=int, default=1, help="processes answering the items (default 1)")
     sub.add_parser("webhooks", help="run a webhook dispatcher (deliver the outboxes' notifications) until stopped")
-    docs = sub.add_parser("docs", help="write the generated pages of docs/ and the web app's patterns.json (from the code)")
-    docs.add_argument("--check", action="store_true", help="only check that they are up to date (exit 1 if not)")
     return parser.parse_args(argv)
 
 
@@ -416,10 +414,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check_tables(args.ids, args.repair)
     if args.command == "api-key":
         return new_api_key(args.name)
-    if args.command == "docs":
-        from .docs import main as docs_main
-
-        return docs_main(check=args.check)
     try:
         settings = load_settings().with_overrides(
             host=args.host, port=args.port, workers=args.workers

@@ -74,7 +74,7 @@ def _links(params: dict, start_round: bool = False, void: bool = False) -> dict:
 RESPONSE_EXAMPLES: dict[str, dict[str, dict]] = orjson.loads(
     (Path(__file__).parent / "response_examples.json").read_bytes())
 """Response examples by operationId, then name: answers this code gave to the requests of docs/api.md's
-examples, written by ``python -m service docs`` (service/docs.py, ``example=``), which fails its check
+examples, written by ``python -m tools.docs`` (tools/docs.py, ``example=``), which fails its check
 when one no longer matches what the code answers."""
 _STORE_DOWN = (503, "the tables store (Redis) is unavailable (`store_unavailable`, `busy`); retry after "
                     "`Retry-After`")
