@@ -124,6 +124,7 @@ def document(api) -> None:
           "whole JSON batch is refused (`too_many_requests`, `limit`: `client_batch_items`)"),
 )
 @blp.doc(**BATCH_DOC)
+@rate_limits.limited("client_batch_items_per_minute")
 def run_batch():
     """Run many items (hand operations, settlements) in one request, each answered as its endpoint would.
 

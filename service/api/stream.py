@@ -74,7 +74,7 @@ from ..store import codec, keys
 from ..store.errors import Forbidden, TableNotFound, Unauthorized
 from ..store.streams import CHECK, CLOSE, DELETED, StreamHub, Subscription, TooManySubscribers, make_hub
 from ..store.table_store import Access, TableStore
-from . import jsonio
+from . import jsonio, rate_limits
 from .problems import ApiProblem, InvalidInput
 from .smorest import Blueprint
 from .table_views import NO_TABLE, NO_TOKEN, READ_OR_KEY, access, store, table_id_of
@@ -326,6 +326,7 @@ STREAM_DOC = {
               (503, "the tables store (Redis) or its live stream is unavailable (`store_unavailable`, "
                     "`stream_unavailable`); retry after `Retry-After`"))
 @blp.doc(**STREAM_DOC)
+@rate_limits.limited("client_reads_per_minute", "table_reads_per_minute")
 def stream_table(table_id):
     """Follow a table live (Server-Sent Events): every record as it is appended."""
     if {"token", "access_token"} & set(request.args):

@@ -35,6 +35,7 @@ from marshmallow import fields, validate
 
 from ..webhooks.delivery import MAX_URL_CHARS, TargetRefused
 from ..webhooks.registry import EVENTS, MAX_TABLES, NotTheOwnersTable, Registry, TooManyWebhooks
+from . import rate_limits
 from .callers import api_key
 from .problems import ApiProblem, InvalidInput, WithoutApiKeys
 from .smorest import Blueprint
@@ -142,6 +143,7 @@ def _hook_id(hook_id: str) -> str:
                     "credentials in it, a host that does not resolve or resolves to a loopback, private or "
                     "link-local address)"), _STORE_DOWN)
 @blp.doc(operationId="createWebhook", security=KEY_ONLY)
+@rate_limits.unlimited("an API key's own webhooks (X-API-Key only), at most 20 a key; each request one or two Redis calls")
 def create_webhook(args):
     """Register a webhook: the key's backend gets a signed `POST` for each notification of the key's tables.
 
@@ -171,6 +173,7 @@ def create_webhook(args):
 @blp.response(200, WebhooksPage)
 @blp.problems(_NO_KEY, (404, "the service runs without API keys (`not_found`)"), _STORE_DOWN)
 @blp.doc(operationId="listWebhooks", security=KEY_ONLY)
+@rate_limits.unlimited("an API key's own webhooks (X-API-Key only), at most 20 a key; each request one or two Redis calls")
 def list_webhooks():
     """The API key's webhooks, oldest first, each with its status and last delivery."""
     registry, owner = _registry()
@@ -181,6 +184,7 @@ def list_webhooks():
 @blp.response(200, WebhookView)
 @blp.problems(_NO_KEY, _NO_HOOK, _STORE_DOWN)
 @blp.doc(operationId="getWebhook", security=KEY_ONLY)
+@rate_limits.unlimited("an API key's own webhooks (X-API-Key only), at most 20 a key; each request one or two Redis calls")
 def get_webhook(hook_id):
     """One of the API key's webhooks, with its status (`ok`, `failing`) and its last delivery."""
     registry, owner = _registry()
@@ -194,6 +198,7 @@ def get_webhook(hook_id):
 @blp.response(204)
 @blp.problems(_NO_KEY, _NO_HOOK, _STORE_DOWN)
 @blp.doc(operationId="deleteWebhook", security=KEY_ONLY)
+@rate_limits.unlimited("an API key's own webhooks (X-API-Key only), at most 20 a key; each request one or two Redis calls")
 def delete_webhook(hook_id):
     """Delete one of the API key's webhooks: nothing more is sent to it (a delivery in flight may still land)."""
     registry, owner = _registry()
@@ -208,6 +213,7 @@ def delete_webhook(hook_id):
 @blp.response(200, WebhookView)
 @blp.problems(_NO_KEY, _NO_HOOK, _STORE_DOWN)
 @blp.doc(operationId="testWebhook", security=KEY_ONLY)
+@rate_limits.unlimited("an API key's own webhooks (X-API-Key only): one attempt, within WEBHOOK_TIMEOUT, to the key's own registered URL")
 def test_webhook(hook_id):
     """Send a signed `webhook.test` message to the webhook now (one attempt) and answer the webhook with
     that attempt as its `last_delivery`."""
