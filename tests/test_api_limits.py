@@ -218,11 +218,12 @@ def test_flask_limiter_config_command_works(redis_url):
 
 
 def test_limits_are_configured_from_the_environment():
+    from service.api.settings import current
     from service.config import LIMITS, ConfigError, Settings
 
     s = Settings.from_env({"TABLE_EVENTS_PER_MINUTE": "30", "CLIENT_READS_PER_MINUTE": "0"})
     assert (s.table_events_per_minute, s.client_reads_per_minute, s.tables_per_hour) == (30, 0, 60)
-    assert s.flask_config()["TABLE_EVENTS_PER_MINUTE"] == 30
+    assert current(create_app({"TESTING": True}, settings=s)).table_events_per_minute == 30
     assert set(LIMITS) == {"tables_per_hour", "client_events_per_minute", "client_voids_per_minute",
                            "client_reads_per_minute", "table_events_per_minute", "table_voids_per_minute",
                            "table_reads_per_minute", "client_batch_items_per_minute"}
@@ -304,7 +305,7 @@ def test_a_redis_that_lost_the_limiters_scripts_still_counts(redis_url, redis_cl
 # -- every endpoint declares its limits ------------------------------------------------------------
 def test_every_endpoint_is_limited_or_says_why_not():
     """Walk the URL map: each endpoint declares its rate limits at its view (``rate_limits.limited``), or that
-    it has none and why (``rate_limits.unlimited``; Flask's and flask-smorest's own: ``NOT_OURS``)."""
+    it has none and why (``rate_limits.unlimited``; Flask's, flask-smorest's and the companion app's: ``OTHER_VIEWS``)."""
     from service.api import rate_limits
     from service.config import LIMITS
 
@@ -313,8 +314,8 @@ def test_every_endpoint_is_limited_or_says_why_not():
     for rule in app.url_map.iter_rules():
         view = app.view_functions[rule.endpoint]
         declared = rate_limits.declared(view)
-        if rule.endpoint in rate_limits.NOT_OURS:
-            assert declared is None and rate_limits.NOT_OURS[rule.endpoint].strip(), rule.endpoint
+        if rule.endpoint in rate_limits.OTHER_VIEWS:
+            assert declared is None and rate_limits.OTHER_VIEWS[rule.endpoint].strip(), rule.endpoint
             continue
         if declared is None:
             undeclared.append(f"{rule.endpoint} ({rule.rule})")
@@ -325,7 +326,7 @@ def test_every_endpoint_is_limited_or_says_why_not():
     assert not undeclared, ("these endpoints declare no rate limit: put @rate_limits.limited(...) or "
                             "@rate_limits.unlimited(\"why\") under their route: " + ", ".join(undeclared))
     assert seen == set(LIMITS)  # every limit limits some endpoint
-    assert set(rate_limits.NOT_OURS) <= set(app.view_functions)  # (none stale)
+    assert set(rate_limits.OTHER_VIEWS) <= set(app.view_functions)  # (none stale)
 
 
 def test_a_view_declares_a_known_limit_or_a_reason():

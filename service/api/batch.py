@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import sys
 
-from flask import Response, current_app, g, request, stream_with_context
+from flask import Response, g, request, stream_with_context
 from marshmallow import ValidationError
 from webargs import core
 from werkzeug.exceptions import HTTPException
 
 from . import batch_items
-from . import rate_limits
+from . import rate_limits, settings
 from . import schemas as s
 from .hands import KEYED, NO_KEY
 from .jsonio import dumps
@@ -140,7 +140,7 @@ def run_batch():
         raise UnsupportedMediaType(f"the request body must be application/json or {NDJSON}, got {got}")
     try:
         data = read_json_body(request)
-        limit = int(current_app.config.get("BATCH_MAX_ITEMS") or s.BATCH_MAX_ITEMS)
+        limit = settings.current().batch_max_items
         items = data.get("items") if isinstance(data, dict) else None
         if isinstance(items, list) and len(items) > limit:
             raise invalid_input({"items": [f"Longer than maximum length {limit}."]})
@@ -160,7 +160,7 @@ def _stream() -> Response:
     # An NDJSON job has no overall limit (its lines have one).  Flask reads None as "the app's
     # MAX_CONTENT_LENGTH", so the request's own limit is set past any body.
     request.max_content_length = sys.maxsize
-    max_line = int(current_app.config.get("MAX_CONTENT_LENGTH") or 64 * 1024)
+    max_line = settings.current().max_body_bytes
     stream, rid = request.stream, g.get("request_id")
 
     def results():

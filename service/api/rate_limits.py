@@ -20,8 +20,8 @@ request of a client counts, refused ones included.  0 turns a limit off.
 
 Each view declares its limits where it is defined (``@rate_limits.limited("client_events_per_minute",
 "table_events_per_minute")`` under its ``@blp.route``), or declares that it has none and why
-(``@rate_limits.unlimited("...")``); :data:`NOT_OURS` does so for Flask's and flask-smorest's own
-endpoints.  ``tests/test_api_limits.py`` walks the URL map: a new endpoint without a declaration fails it.
+(``@rate_limits.unlimited("...")``); :data:`OTHER_VIEWS` does so for the endpoints of Flask,
+flask-smorest and the companion app.  ``tests/test_api_limits.py`` walks the URL map: a new endpoint without a declaration fails it.
 
 * The client limits and the table's reads are Flask-Limiter's (its public
   decorators, put on each view that declares them by :func:`install`, a sliding
@@ -58,8 +58,9 @@ from typing import Any, Callable, TypeVar
 
 from flask import Flask, current_app, g, request
 
-from ..config import CLIENT_LIMITS, LIMITS, ApiKeys
+from ..config import CLIENT_LIMITS, LIMITS
 from ..store import keys, limit_storage
+from . import settings
 from .callers import api_key, client_key
 
 View = TypeVar("View", bound=Callable[..., Any])
@@ -74,12 +75,18 @@ answered (not 401/403/404: nobody without its tokens can use them up); the other
 _NOT_ANSWERED = (401, 403, 404)
 DECLARATION = "rate_limits"
 """The attribute of a view function that holds its :class:`Declared` (set by :func:`limited`, :func:`unlimited`)."""
-NOT_OURS: dict[str, str] = {
+OTHER_VIEWS: dict[str, str] = {
     "static": "Flask's static files route (the service has no static folder: every request is a 404)",
-    "api-docs.openapi_json": "flask-smorest's OpenAPI document: static, and cached by clients",
+    "api-docs.openapi_json": "flask-smorest's OpenAPI document: static",
     "api-docs.openapi_swagger_ui": "flask-smorest's Swagger UI page: static",
+    "web.index": "the companion app's page: a static file",
+    "web.asset": "the companion app's static files",
+    "web.service_worker": "the companion app's service worker: a static file",
+    "web.swagger_ui": "Swagger UI's static files",
+    "web.qr_code": "the companion app's QR code of a share link: at most MAX_QR_TEXT characters",
 }
-"""The endpoints the service does not write itself (Flask's, flask-smorest's), each unlimited and why."""
+"""The endpoints whose views are not this layer's, each unlimited and why: Flask's, flask-smorest's and the
+companion app's (:mod:`service.web` imports no other floor, so it cannot declare them itself)."""
 QUOTA = "table_quota"
 """Where a view leaves the store's :class:`~service.store.table_store.Quota` of a write (in ``g``)."""
 BATCH_COST = "batch_items"
@@ -139,8 +146,9 @@ def limit_name(setting: str) -> str:
 def install(app: Flask, client: Any, url: str) -> None:
     """Install the configured limits on ``app``: each view's declared ones (none configured: nothing is
     installed)."""
-    api_keys: ApiKeys = app.config.get("API_KEYS") or ApiKeys()
-    setting = {name: int(app.config.get(var, 0) or 0) for name, (var, _, _) in LIMITS.items()}
+    s = settings.current(app)
+    api_keys = s.api_keys
+    setting = {name: getattr(s, name) for name in LIMITS}
     if not any(setting.values()) and not any(api_keys.limits.values()):
         return
     limiter = None

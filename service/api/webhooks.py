@@ -35,7 +35,7 @@ from marshmallow import fields, validate
 
 from ..webhooks.delivery import MAX_URL_CHARS, TargetRefused
 from ..webhooks.registry import EVENTS, MAX_TABLES, NotTheOwnersTable, Registry, TooManyWebhooks
-from . import rate_limits
+from . import rate_limits, settings
 from .callers import api_key
 from .problems import ApiProblem, InvalidInput, WithoutApiKeys
 from .smorest import Blueprint
@@ -116,7 +116,7 @@ class TooManyWebhooksProblem(ApiProblem):
 
 def _registry() -> tuple[Registry, str]:
     owner = api_key()
-    if owner is None or not current_app.config.get("WEBHOOKS", True):
+    if owner is None or not settings.current().webhooks:
         raise WithoutApiKeys("webhooks belong to API keys: this service runs without API_KEYS (or WEBHOOKS "
                                   "is off)")
     found = current_app.extensions.get("webhooks")
@@ -218,7 +218,7 @@ def test_webhook(hook_id):
     """Send a signed `webhook.test` message to the webhook now (one attempt) and answer the webhook with
     that attempt as its `last_delivery`."""
     registry, owner = _registry()
-    view = registry.test(owner, _hook_id(hook_id), float(current_app.config.get("WEBHOOK_TIMEOUT", 10)))
+    view = registry.test(owner, _hook_id(hook_id), float(settings.current().webhook_timeout))
     if view is None:
         raise WebhookNotFound(f"no webhook {hook_id!r}")
     return jsonify(view)

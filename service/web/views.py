@@ -31,8 +31,6 @@ import orjson
 from flask import Blueprint, Flask, Response, request, send_from_directory
 from werkzeug.exceptions import BadRequest, UnprocessableEntity, UnsupportedMediaType
 
-from ..api import rate_limits
-
 STATIC = Path(__file__).resolve().parent / "static"
 WORKER = "worker.js"  # served as /sw.js (scope /), not under /web/
 SWAGGER_UI_URL = "/docs/ui/"
@@ -84,14 +82,12 @@ def worker_source() -> str:
 
 
 @blp.route("/", methods=["GET"])
-@rate_limits.unlimited("the app's page: a static file")
 def index() -> Response:
     response = send_from_directory(STATIC, "index.html", mimetype="text/html")
     return _page_headers(response)
 
 
 @blp.route("/web/<path:filename>", methods=["GET"])
-@rate_limits.unlimited("the app's static files")
 def asset(filename: str) -> Response:
     mimetype = TYPES.get(Path(filename).suffix)
     response = send_from_directory(STATIC, filename, mimetype=mimetype)
@@ -100,7 +96,6 @@ def asset(filename: str) -> Response:
 
 
 @blp.route("/sw.js", methods=["GET"])
-@rate_limits.unlimited("the app's service worker: a static file")
 def service_worker() -> Response:
     response = Response(worker_source(), mimetype="text/javascript")
     response.headers["X-Content-Type-Options"] = "nosniff"
@@ -108,7 +103,6 @@ def service_worker() -> Response:
 
 
 @blp.route("/web/qr", methods=["POST"])
-@rate_limits.unlimited("a QR code of at most MAX_QR_TEXT characters (the app's share links)")
 def qr_code() -> Response:
     """The QR code of ``{"text": ...}`` as SVG (never cached: it may hold a token)."""
     import segno
@@ -136,7 +130,6 @@ def _swagger_dist() -> Path:
 
 
 @blp.route(SWAGGER_UI_URL + "<path:filename>", methods=["GET"])
-@rate_limits.unlimited("Swagger UI's static files")
 def swagger_ui(filename: str) -> Response:
     """Swagger UI's own files, from the ``flask-swagger-ui`` package (no CDN)."""
     response = send_from_directory(_swagger_dist(), filename, max_age=86400)

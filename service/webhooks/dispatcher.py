@@ -18,6 +18,7 @@ from typing import Any, Callable
 import orjson
 import redis
 
+from ..config import Settings
 from ..store import codec, keys, redis_client
 from .delivery import Sender
 from .outbox import MARGIN_MS, Lane, id_parts, message_body, next_id
@@ -44,15 +45,16 @@ BACKOFF_CAP_MS = 3_600_000
 
 @dataclass
 class DispatcherOptions:
-    """How a dispatcher delivers (the ``WEBHOOK_*`` settings)."""
+    """How a dispatcher delivers (the ``WEBHOOK_*`` settings: :func:`service.serving.dispatcher_options`; their
+    defaults are the settings')."""
 
-    timeout: float = 10.0            # seconds an attempt may take
-    retry_for: float = 24 * 3600.0   # seconds of failures before a notification is dead-lettered
-    backoff_ms: int = 5_000          # the first retry's delay (doubling, at most an hour)
-    concurrency: int = 32            # lane jobs at once
-    per_webhook: int = 16            # lane jobs of one webhook at once
-    poll: float = 0.05               # seconds between polls of the due tables
-    sweep_every: float = 60.0        # seconds between sweeps of the outboxes
+    timeout: float = float(Settings.webhook_timeout)            # seconds an attempt may take
+    retry_for: float = float(Settings.webhook_retry_seconds)    # seconds of failures before a dead letter
+    backoff_ms: int = Settings.webhook_backoff_ms               # the first retry's delay (doubling, at most an hour)
+    concurrency: int = Settings.webhook_concurrency             # lane jobs at once
+    per_webhook: int = 16                                       # lane jobs of one webhook at once
+    poll: float = 0.05                                          # seconds between polls of the due tables
+    sweep_every: float = float(Settings.webhook_sweep_seconds)  # seconds between sweeps of the outboxes
     allow_private: bool = False
     lane_lease_ms: int = field(default=0)
 
