@@ -20,6 +20,7 @@ import redis
 
 from ..config import Settings
 from ..store import codec, keys, redis_client
+from ..store.lru import Lru
 from .delivery import Sender
 from .outbox import MARGIN_MS, Lane, id_parts, message_body, next_id
 from .registry import Registry, Webhook, now_ms
@@ -41,6 +42,10 @@ BATCH = 20
 MAX_PER_JOB = 200
 """Deliveries one lane job makes before it lets the table be visited again (fairness)."""
 BACKOFF_CAP_MS = 3_600_000
+VISITS_KEPT = 10_000
+"""Tables whose last visit a dispatcher remembers (for :data:`VISIT_EVERY`; a table forgotten is visited at once)."""
+OWNERS_KEPT = 1000
+"""API keys whose webhooks a dispatcher keeps a copy of (for :data:`HOOKS_FOR`)."""
 
 
 @dataclass
@@ -82,8 +87,8 @@ class Dispatcher:
         self._advance = client.register_script(keys.ADVANCE)
         self._trim = client.register_script(keys.TRIM)
         self.delivered = 0  # 2xx deliveries made (for the tests and the benchmark)
-        self._visited: dict[str, float] = {}  # table id -> when (monotonic) this dispatcher last visited it
-        self._hooks: dict[str, tuple[float, Any]] = {}  # owner -> (when read, its webhooks)
+        self._visited: Lru[str, float] = Lru(VISITS_KEPT)  # table id -> when (monotonic) this dispatcher visited it
+        self._hooks: Lru[str, tuple[float, Any]] = Lru(OWNERS_KEPT)  # owner -> (when read, its webhooks)
 
     def _on(self, key: str, call: Callable[[redis.Redis], Any]) -> Any:
         return redis_client.on_primary(self.r, key, call)
@@ -173,14 +178,13 @@ class Dispatcher:
         random.shuffle(due)
         visited = 0
         now = time.monotonic()
-        if len(self._visited) > 10_000:
-            self._visited = {t: at for t, at in self._visited.items() if now - at < VISIT_EVERY}
         for table_id in due:
             if self._stop.is_set():
                 break
-            if now - self._visited.get(table_id, -VISIT_EVERY) < VISIT_EVERY:
+            last = self._visited.get(table_id)
+            if last is not None and now - last < VISIT_EVERY:
                 continue
-            self._visited[table_id] = now
+            self._visited.put(table_id, now)
             visited += self.visit(table_id)
         return visited
 
@@ -208,9 +212,7 @@ class Dispatcher:
         found = self._hooks.get(owner)
         if found is None or time.monotonic() - found[0] > HOOKS_FOR:
             found = (time.monotonic(), self.registry.hooks_of(owner))
-            if len(self._hooks) > 1000:
-                self._hooks.clear()
-            self._hooks[owner] = found
+            self._hooks.put(owner, found)
         return found[1]
 
     def visit(self, table_id: str) -> int:
@@ -289,7 +291,7 @@ class Dispatcher:
             if gone:  # (the copy may predate a webhook registered since, whose lane is then here: only a read
                 # made after the lanes were says a webhook is gone)
                 fresh = self.registry.hooks_of(owner)
-                self._hooks[owner] = (time.monotonic(), fresh)
+                self._hooks.put(owner, (time.monotonic(), fresh))
                 gone = [hook_id for hook_id in gone if hook_id not in {h.id for h in fresh[0]}]
             left = self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
                                                        args=[token, f"{keep[0]}-{keep[1]}", *gone], client=r))

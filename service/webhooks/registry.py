@@ -19,6 +19,7 @@ name leaves its webhooks' secrets unreadable: their deliveries fail
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import secrets
 import time
@@ -41,6 +42,8 @@ MAX_TABLES = 100
 DEAD_KEPT = 1000
 """Dead letters kept per webhook (the newest)."""
 SECRET_PREFIX = "whsec_"
+SECRETS_KEPT = 4096
+"""Webhook secrets a process keeps unsealed."""
 REGISTRATION_LOOKUP_S = 5.0
 """Seconds a registration waits for its URL's host to resolve (then 422, as for a host that does not)."""
 
@@ -96,6 +99,15 @@ class NotTheOwnersTable(ValueError):
         self.indexes = indexes
 
 
+@functools.lru_cache(maxsize=SECRETS_KEPT)
+def _unsealed(digest: str, owner: str, hook_id: str, sealed: str) -> str | None:
+    """A webhook's secret (None: it cannot be read with ``digest``), unsealed once per process."""
+    try:
+        return unseal_secret(digest, owner, hook_id, sealed)
+    except (InvalidTag, ValueError):
+        return None
+
+
 class Registry:
     """The webhooks of API keys, kept in each key's slot.
 
@@ -114,7 +126,6 @@ class Registry:
         self._register = client.register_script(keys.REGISTER)
         self._unregister = client.register_script(keys.UNREGISTER)
         self._note = client.register_script(keys.NOTE)
-        self._secrets: dict[tuple[str, str], str] = {}
 
     def _on(self, key: str, call: Callable[[redis.Redis], Any]) -> Any:
         return redis_client.on_primary(self.r, key, call)
@@ -232,17 +243,8 @@ class Registry:
 
     def secret(self, hook: Webhook) -> str | None:
         """The webhook's secret, or None: it cannot be read (its API key is not configured, or changed)."""
-        found = self._secrets.get((hook.owner, hook.id))
-        if found is None:
-            digest = self.digests.get(hook.owner)
-            if digest is None:
-                return None
-            try:
-                found = unseal_secret(digest, hook.owner, hook.id, hook.sealed)
-            except (InvalidTag, ValueError):
-                return None
-            self._secrets[(hook.owner, hook.id)] = found
-        return found
+        digest = self.digests.get(hook.owner)
+        return None if digest is None else _unsealed(digest, hook.owner, hook.id, hook.sealed)
 
     def note(self, hook: Webhook, attempt: dict, outcome: str, dead_letter: dict | None = None) -> bool:
         """Record an attempt (``outcome``: ok, failed, dead); False when the webhook is gone."""
