@@ -194,7 +194,7 @@ class Dispatcher:
 
     def _release_lease(self, key: str, token: str) -> None:
         try:
-            self._on(key, lambda r: self._release(keys=[key], args=[token], client=r))
+            self._on(key, lambda r: self._release(keys=[key], args=keys.args(token=token), client=r))
         except redis.exceptions.RedisError:  # it expires by itself
             pass
 
@@ -261,7 +261,7 @@ class Dispatcher:
         tail = last[0][0].decode() if last else None
         if not head:
             self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
-                                                args=[token, ""], client=r))
+                                                args=keys.args(token=token), client=r))
             return tail, None, []
         owner = head[0][1][b"o"].decode()
         hooks, read_at, failing = self._hooks_of(owner)
@@ -294,7 +294,8 @@ class Dispatcher:
                 self._hooks.put(owner, (time.monotonic(), fresh))
                 gone = [hook_id for hook_id in gone if hook_id not in {h.id for h in fresh[0]}]
             left = self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
-                                                       args=[token, f"{keep[0]}-{keep[1]}", *gone], client=r))
+                                                       args=keys.args(token=token, keep=f"{keep[0]}-{keep[1]}",
+                                                                      gone=gone or None), client=r))
         except BaseException:
             for hook, _, lane_token, _ in starts:
                 self._release_lease(keys.lease(table_id, hook.id), lane_token)
@@ -367,7 +368,9 @@ class Dispatcher:
     def _store_lane(self, table_id: str, hook: Webhook, token: str, lane: Lane) -> int:
         lease, lanes_key, out = keys.lease(table_id, hook.id), keys.lanes(table_id), keys.outbox(table_id)
         return int(self._on(lanes_key, lambda r: self._advance(keys=[lease, lanes_key, out],
-                                                                args=[token, hook.id, lane.stored()], client=r)))
+                                                                args=keys.args(token=token, hook=hook.id,
+                                                                               lane=lane.stored().decode()),
+                                                                client=r)))
 
     def _deliver_lane(self, table_id: str, hook: Webhook, token: str, failing: bool,
                       taken: float) -> tuple[Lane, str]:
@@ -413,8 +416,8 @@ class Dispatcher:
                     if sent >= MAX_PER_JOB:
                         return lane, "more"
                     if time.monotonic() - renewed >= renew_after:
-                        if not self._on(lease, lambda r: self._renew(keys=[lease], args=[token, opts.lease_ms()],
-                                                                     client=r)):
+                        argv = keys.args(token=token, ms=opts.lease_ms())
+                        if not self._on(lease, lambda r: self._renew(keys=[lease], args=argv, client=r)):
                             return lane, "lost"
                         renewed = time.monotonic()
                     data = orjson.loads(fields[b"d"])

@@ -148,8 +148,8 @@ class Registry:
         hook = Webhook(hook_id, owner, url, tuple(dict.fromkeys(events)),
                        None if tables is None else tuple(dict.fromkeys(tables)), codec.iso(created_ms), created_ms,
                        seal_secret(self.digests[owner], owner, hook_id, secret))
-        done = self._on(key, lambda r: self._register(keys=[key], args=[hook_id, hook.stored(), MAX_WEBHOOKS],
-                                                         client=r))
+        argv = keys.args(id=hook_id, registration=hook.stored().decode(), most=MAX_WEBHOOKS)
+        done = self._on(key, lambda r: self._register(keys=[key], args=argv, client=r))
         if not done:
             raise TooManyWebhooks(f"an API key has at most {MAX_WEBHOOKS} webhooks")
         return self._view(hook, {}), secret
@@ -201,7 +201,8 @@ class Registry:
 
     def delete(self, owner: str, hook_id: str) -> bool:
         key, status, dead = keys.webhooks(owner), keys.webhook_status(owner), keys.dead_letters(owner, hook_id)
-        return bool(self._on(key, lambda r: self._unregister(keys=[key, status, dead], args=[hook_id], client=r)))
+        argv = keys.args(id=hook_id)
+        return bool(self._on(key, lambda r: self._unregister(keys=[key, status, dead], args=argv, client=r)))
 
     def dead_letters(self, owner: str, hook_id: str, limit: int = 100) -> list[dict]:
         """The webhook's newest dead letters."""
@@ -250,8 +251,8 @@ class Registry:
         """Record an attempt (``outcome``: ok, failed, dead); False when the webhook is gone."""
         key, status, dead = (keys.webhooks(hook.owner), keys.webhook_status(hook.owner),
                              keys.dead_letters(hook.owner, hook.id))
-        args = [hook.id, orjson.dumps(attempt), outcome,
-                orjson.dumps(dead_letter) if dead_letter is not None else b"", DEAD_KEPT]
+        args = keys.args(id=hook.id, attempt=orjson.dumps(attempt).decode(), outcome=outcome, kept=DEAD_KEPT,
+                         dead_letter=orjson.dumps(dead_letter).decode() if dead_letter is not None else None)
         return bool(self._on(key, lambda r: self._note(keys=[key, status, dead], args=args, client=r)))
 
     def test(self, owner: str, hook_id: str, timeout: float) -> dict | None:
