@@ -335,12 +335,8 @@ class TableStore:
                 names.append(key)
             listed.append([command, names.index(key) + 1, *rest])
         argv = keys.args(reads=listed)
-        return self._on(names[0], lambda r: self._reads(keys=names, args=argv, client=r))
+        return self._reads(keys=names, args=argv, client=self.r)
 
-    def _on(self, key: str, call):
-        """``call(client)`` with the client of the primary that holds ``key`` (on a cluster: that node's,
-        which skips the cluster client's routing of every command; a ``MOVED`` is followed)."""
-        return redis_client.on_primary(self.r, key, call)
 
     def _run(self, script, keys: list, args: list, wrote=lambda result: True):
         """Run a write script (and ``WAIT`` with ``min_replicas``: ``wrote(result)`` says whether the
@@ -350,7 +346,7 @@ class TableStore:
             if self.min_replicas:
                 return redis_client.acknowledged(self.r, script, keys, args, self.min_replicas,
                                                  self.wait_timeout_ms, wrote)
-            return self._on(keys[0], lambda r: script(keys=keys, args=args, client=r))
+            return script(keys=keys, args=args, client=self.r)
         except redis_client.NotReplicated as exc:
             raise NotReplicated(f"the write reached Redis but was not confirmed by {exc.wanted} replica(s) "
                                 f"within {self.wait_timeout_ms} ms ({exc.replicas} did); it is not acknowledged: "
@@ -452,7 +448,7 @@ class TableStore:
     def is_creation_replay(self, idempotency_key: str, fp: str, owner: str | None = None) -> bool:
         """Whether this key already created a table from this very request (its retry is a replay)."""
         key = keys.created(created_id(idempotency_key, owner))
-        record = self._on(key, lambda r: r.get(key))
+        record = self.r.get(key)
         return bool(record) and hmac.compare_digest(record[:8], keys.fp_digest(fp))
 
     # -- auth ------------------------------------------------------------------------
@@ -461,10 +457,10 @@ class TableStore:
         :func:`_check_access`)."""
         if isinstance(token, Access):
             meta = keys.meta(table_id)
-            _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), token)
+            _check_access(table_id, self.r.hmget(meta, *AUTH_FIELDS), token)
             return
         meta = keys.meta(table_id)
-        _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), Access(token, write))
+        _check_access(table_id, self.r.hmget(meta, *AUTH_FIELDS), Access(token, write))
 
     # -- read --------------------------------------------------------------------------
     def _load(self, table_id: str, access: "Access | None", rounds: tuple[int, int] | None = None) -> Loaded:
@@ -563,7 +559,7 @@ class TableStore:
     def records(self, table_id: str, first: int, last: int) -> list[dict]:
         """The records ``first`` to ``last`` (seqs, inclusive) of a log that has them."""
         log = keys.log(table_id)
-        raw = self._on(log, lambda r: r.lrange(log, first - 1, last - 1))
+        raw = self.r.lrange(log, first - 1, last - 1)
         if len(raw) != last - first + 1:  # a log only grows: it was deleted meanwhile
             raise TableNotFound(f"no table {table_id!r}")
         return codec.read_records(raw, first)
@@ -588,7 +584,7 @@ class TableStore:
                 stored = None
                 if at:
                     key = keys.snapshots(table_id)
-                    stored = self._on(key, lambda r: r.hget(key, str(at)))
+                    stored = self.r.hget(key, str(at))
                 if stored is None:
                     at = 0
                 records = self.records(table_id, at + 1, version) if version > at else []
@@ -603,8 +599,7 @@ class TableStore:
     def _empty(self, table_id: str) -> TableState:
         """The table's state before its first record."""
         meta = keys.meta(table_id)
-        players, ruleset, dealer, stakes = self._on(meta, lambda r: r.hmget(meta, "players", "ruleset", "dealer",
-                                                                            "stakes"))
+        players, ruleset, dealer, stakes = self.r.hmget(meta, "players", "ruleset", "dealer", "stakes")
         if players is None:
             raise TableNotFound(f"no table {table_id!r}")
         return fold(codec.loads(players), codec.loads(ruleset), int(dealer), (), _stakes(stakes))[0]
@@ -922,7 +917,7 @@ class TableStore:
             start, n = first - 1, 0
             while start < version:  # the log up to the version is immutable: read it bit by bit
                 end = min(start + CHUNKS[min(n, len(CHUNKS) - 1)], version)
-                raw = self._on(log, lambda r: r.lrange(log, start, end - 1))
+                raw = self.r.lrange(log, start, end - 1)
                 if len(raw) != end - start:  # deleted meanwhile
                     raise TableNotFound(f"no table {table_id!r}")
                 yield from codec.read_records(raw, start + 1, with_at=False)
@@ -988,7 +983,7 @@ class TableStore:
         racing another one with the same old token: one of them wins, the other is 401 (its token is
         no longer the table's)."""
         meta = keys.meta(table_id)
-        _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), replace(access, write=True))
+        _check_access(table_id, self.r.hmget(meta, *AUTH_FIELDS), replace(access, write=True))
         token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         res = self._run(self._rotate, [meta, keys.state(table_id), keys.created(table_id), keys.channel(table_id)],
                         keys.args(token=_hash(access.token) if access.token else None,

@@ -13,7 +13,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 import redis
@@ -90,8 +90,6 @@ class Dispatcher:
         self._visited: Lru[str, float] = Lru(VISITS_KEPT)  # table id -> when (monotonic) this dispatcher visited it
         self._hooks: Lru[str, tuple[float, Any]] = Lru(OWNERS_KEPT)  # owner -> (when read, its webhooks)
 
-    def _on(self, key: str, call: Callable[[redis.Redis], Any]) -> Any:
-        return redis_client.on_primary(self.r, key, call)
 
     # -- running ------------------------------------------------------------------------------
     def start(self) -> "Dispatcher":
@@ -190,17 +188,17 @@ class Dispatcher:
 
     def _lease(self, key: str, ms: int) -> str | None:
         token = secrets.token_hex(8)
-        return token if self._on(key, lambda r: r.set(key, token, nx=True, px=ms)) else None
+        return token if self.r.set(key, token, nx=True, px=ms) else None
 
     def _release_lease(self, key: str, token: str) -> None:
         try:
-            self._on(key, lambda r: self._release(keys=[key], args=keys.args(token=token), client=r))
+            self._release(keys=[key], args=keys.args(token=token), client=self.r)
         except redis.exceptions.RedisError:  # it expires by itself
             pass
 
     def _tail(self, table_id: str) -> str | None:
         out = keys.outbox(table_id)
-        last = self._on(out, lambda r: r.xrevrange(out, "+", "-", count=1))
+        last = self.r.xrevrange(out, "+", "-", count=1)
         return last[0][0].decode() if last else None
 
     def _due_at(self, table_id: str, at: int, *, earlier_only: bool = True) -> None:
@@ -257,11 +255,10 @@ class Dispatcher:
                 p.hgetall(lanes_key)
                 return p.execute()
 
-        head, last, stored = self._on(out, read)
+        head, last, stored = redis_client.on_node(self.r, out, read)
         tail = last[0][0].decode() if last else None
         if not head:
-            self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
-                                                args=keys.args(token=token), client=r))
+            self._trim(keys=[keys.lease(table_id), out, lanes_key, state], args=keys.args(token=token), client=self.r)
             return tail, None, []
         owner = head[0][1][b"o"].decode()
         hooks, read_at, failing = self._hooks_of(owner)
@@ -293,9 +290,9 @@ class Dispatcher:
                 fresh = self.registry.hooks_of(owner)
                 self._hooks.put(owner, (time.monotonic(), fresh))
                 gone = [hook_id for hook_id in gone if hook_id not in {h.id for h in fresh[0]}]
-            left = self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
-                                                       args=keys.args(token=token, keep=f"{keep[0]}-{keep[1]}",
-                                                                      gone=gone or None), client=r))
+            left = self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
+                              args=keys.args(token=token, keep=f"{keep[0]}-{keep[1]}", gone=gone or None),
+                              client=self.r)
         except BaseException:
             for hook, _, lane_token, _ in starts:
                 self._release_lease(keys.lease(table_id, hook.id), lane_token)
@@ -367,10 +364,8 @@ class Dispatcher:
 
     def _store_lane(self, table_id: str, hook: Webhook, token: str, lane: Lane) -> int:
         lease, lanes_key, out = keys.lease(table_id, hook.id), keys.lanes(table_id), keys.outbox(table_id)
-        return int(self._on(lanes_key, lambda r: self._advance(keys=[lease, lanes_key, out],
-                                                                args=keys.args(token=token, hook=hook.id,
-                                                                               lane=lane.stored().decode()),
-                                                                client=r)))
+        return int(self._advance(keys=[lease, lanes_key, out],
+                                 args=keys.args(token=token, hook=hook.id, lane=lane.stored().decode()), client=self.r))
 
     def _deliver_lane(self, table_id: str, hook: Webhook, token: str, failing: bool,
                       taken: float) -> tuple[Lane, str]:
@@ -382,7 +377,7 @@ class Dispatcher:
         """
         opts = self.options
         lease, lanes_key, out = keys.lease(table_id, hook.id), keys.lanes(table_id), keys.outbox(table_id)
-        lane = Lane.load(self._on(lanes_key, lambda r: r.hget(lanes_key, hook.id)), hook.created_ms)
+        lane = Lane.load(self.r.hget(lanes_key, hook.id), hook.created_ms)
         if lane.at > now_ms():
             return lane, "backoff"
         renewed = taken  # (when the lease was taken (monotonic): the job may start a while later)
@@ -395,11 +390,10 @@ class Dispatcher:
         try:
             while not self._stop.is_set():
                 after = "(" + lane.cursor
-                entries = self._on(out, lambda r, after=after: r.xrange(out, after, "+", count=BATCH))
+                entries = self.r.xrange(out, after, "+", count=BATCH)
                 if not entries and sent < MAX_PER_JOB and self._spare(hook):  # its next entry may be near
                     cursor = lane.cursor
-                    read = self._on(out, lambda r, cursor=cursor: r.xread({out: cursor}, count=BATCH,
-                                                                          block=LINGER_MS))
+                    read = self.r.xread({out: cursor}, count=BATCH, block=LINGER_MS)
                     entries = read[0][1] if read else []
                 if not entries:
                     break
@@ -417,7 +411,7 @@ class Dispatcher:
                         return lane, "more"
                     if time.monotonic() - renewed >= renew_after:
                         argv = keys.args(token=token, ms=opts.lease_ms())
-                        if not self._on(lease, lambda r: self._renew(keys=[lease], args=argv, client=r)):
+                        if not self._renew(keys=[lease], args=argv, client=self.r):
                             return lane, "lost"
                         renewed = time.monotonic()
                     data = orjson.loads(fields[b"d"])
