@@ -5,9 +5,12 @@ Every variable is optional; the table of them (``HOST``, ``PORT``,
 ``MAX_BODY_BYTES``, ``REDIS_URL``, the API keys, proxies, CORS, the rate
 limits, ...) is in :mod:`service.__main__` (``PROMETHEUS_MULTIPROC_DIR`` is
 read where it is used, by :func:`service.serving.metrics_dir`).  ``python -m
-service serve`` options override the matching variable;
-:func:`service.api.app.create_app` takes a dict of Flask config overrides on
-top of these.
+service serve`` options override the matching variable
+(:meth:`Settings.with_overrides`); :func:`service.api.app.create_app` takes
+overrides by variable name on top of these (:meth:`Settings.with_config`) and
+keeps the result, typed, for the HTTP layer (:func:`service.api.settings.current`):
+a setting is read as a :class:`Settings` field everywhere, its default stated
+once, here.
 
 ``API_KEYS`` is parsed into :class:`ApiKeys`, which keeps only the keys'
 SHA-256 digests:
