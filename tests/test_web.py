@@ -203,24 +203,24 @@ def test_tablepath_calls_name_documented_operations(client):
 
 
 def test_pattern_names_are_the_services():
-    """The app's copy of the pattern table is the rules core's (``python -m service docs`` writes it)."""
-    from service import docs
+    """The app's copy of the pattern table is the rules core's (``python -m tools.docs`` writes it)."""
+    from tools import docs
     from service.rules.patterns import PATTERNS
     from service.rules.ruleset import ENUMS
 
     shown = json.loads((STATIC / "patterns.json").read_text(encoding="utf-8"))
-    assert [p["id"] for p in shown] == list(PATTERNS), "run `python -m service docs` and commit patterns.json"
+    assert [p["id"] for p in shown] == list(PATTERNS), "run `python -m tools.docs` and commit patterns.json"
     for p in shown:
         q = PATTERNS[p["id"]]
         assert (p["name"], p["name_en"], p["base"], p["fan"]) == (
             q.name, q.name_en, q.base, {t: q.fan(t) for t in ENUMS["fan_table"]}), p["id"]
-    assert docs.stale_files(docs.web_files()) == [], "run `python -m service docs` and commit patterns.json"
+    assert docs.stale_files(docs.web_files()) == [], "run `python -m tools.docs` and commit patterns.json"
 
 
 def test_the_docs_command_writes_the_pattern_table(tmp_path, monkeypatch):
-    """``python -m service docs`` writes patterns.json and the OpenAPI response examples its pages
+    """``python -m tools.docs`` writes patterns.json and the OpenAPI response examples its pages
     recorded; ``--check`` fails while either drifts."""
-    from service import docs
+    from tools import docs
 
     target = tmp_path / "patterns.json"
     target.write_text("[]\n", encoding="utf-8")
