@@ -238,10 +238,10 @@ def test_voiding_a_correction_gives_back_what_it_replaced(client, doc, store):
     t.check(store)
 
 
-def test_corrections_reach_the_stream_s_log_and_the_webhooks(client, doc, store, redis_client):
+def test_corrections_reach_the_stream_s_log_and_the_webhooks(redis_url, store, redis_client):
     from service.store import keys
 
-    keyed = create_app({"TESTING": True, "REDIS_URL": client.application.config["REDIS_URL"],
+    keyed = create_app({"TESTING": True, "REDIS_URL": redis_url,
                         **{v: 0 for v in NO_LIMITS}, "API_KEYS": "acme=" + "k" * 40}).test_client()
     r = keyed.post("/v1/tables", json={"players": PLAYERS}, headers={"X-API-Key": "k" * 40})
     tid, auth = r.get_json()["id"], {"Authorization": f"Bearer {r.get_json()['token']}"}
