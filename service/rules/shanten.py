@@ -1,0 +1,408 @@
+"""Shanten (向听) and useful tiles (有效进张) (docs/rules.md#s16), by per-suit tables.
+
+A hand's shanten is counted from the wins it could become.  A win ``W`` (the hand's melds, its
+concealed tiles in at most two suits, never the void suit, at most four copies of a tile with the
+melds counted) is reached from the hand ``H`` by drawing the tiles of ``W`` that ``H`` lacks and
+discarding the others: the last draw completes it, every earlier draw is one exchange.  So
+
+    shanten(H) = min over such W of |W \\ H| − 1
+
+for 13 tiles and for 14 alike: −1 when the 14 win; 0 for a 13 that is ting with a wait that has a
+copy left (docs/rules.md#s4: ``W`` holds at most four, so its last tile has one left).  ``|W \\ H|``
+is ``|W|`` minus the tiles the two share, their *overlap*, and the overlap adds up over the suits.
+
+**Per suit**, :mod:`~.shanten_table` gives a *row*: for ``j`` sets and ``p`` pairs of that suit, the
+most of its tiles they can hold (one look-up in a table of every suit key).  **A hand** tries each
+pair of suits it may keep (缺一门: the void suit never, and both suits of its melds), splitting
+``4 − melds`` sets and the pair between their two rows (:func:`combine`, memoized by the two rows),
+and without melds seven pairs as well; the best overlap gives the shanten.
+
+**Useful tiles** of a 13-tile hand are the draws that lower its shanten by one: a draw raises the
+best overlap exactly when it raises a cell of its suit's row that some best split of some best pair
+of suits uses (the table's neighbouring row tells which cells a draw raises:
+:func:`~.shanten_table.suit_raises`), or raises seven pairs' count where seven pairs are best.
+
+>>> shanten("1112345678999m")                  # ting
+0
+>>> shanten("11122233344456m")                 # 14 tiles that win
+-1
+>>> shanten("147m258p369s1234m")               # 11 and 44 of seven pairs, and five singles
+4
+>>> u = useful_tiles("1234m5678p5599s1s")      # 一向听 (1-shanten)
+>>> u.shanten, [str(t.tile) for t in u.tiles], u.remaining
+(1, ['1m', '4m', '5p', '8p', '1s', '5s', '9s'], 20)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from operator import itemgetter
+
+from .hand import POW5, Hand, parse_hand, require_in_play, require_valid, suit_groups
+from .ruleset import XUEZHAN, Ruleset
+from .shanten_table import FULL, ROWS, cell, pair_counts, row_of, seven_pairs, suit_raises
+from .tiles import SUITS, TILES, Tile
+from .ting import visible_counts
+
+MEMO_LIMIT = 1 << 15
+"""Entries of each memo below (keyed by rows, or by one suit's group of a hand string: never by a
+whole hand); a full memo is emptied."""
+
+
+# -- results ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class UsefulTile:
+    """A tile whose draw lowers the shanten, with its copies left: not in the hand, its melds or
+    ``visible`` (for a 14-tile hand's option, nor the discarded copy)."""
+
+    tile: Tile
+    remaining: int
+
+
+@dataclass(frozen=True, slots=True)
+class Shanten:
+    """A 13-tile hand: its shanten (None: its melds alone break 缺一门 or hold the void suit), its
+    useful tiles in canonical order and their copies left in all."""
+
+    shanten: int | None
+    tiles: tuple[UsefulTile, ...]
+    remaining: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShantenOption:
+    """One discard of a 14-tile hand: the shanten and the useful tiles of the 13 tiles left."""
+
+    discard: Tile
+    shanten: int
+    tiles: tuple[UsefulTile, ...]
+    remaining: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShantenOptions:
+    """A 14-tile hand: its shanten (−1: it wins; None as for :class:`Shanten`) and an option for each
+    distinct discard, best first: lowest shanten, then most useful tiles left, then the discard's
+    tile order (none when the shanten is None)."""
+
+    shanten: int | None
+    options: tuple[ShantenOption, ...]
+
+
+# -- a pair of suits -------------------------------------------------------------------------
+COMBINED: dict[tuple, tuple[int, int, int]] = {}
+
+
+def combine(row_a: int, row_b: int, sets: int) -> tuple[int, int, int]:
+    """The best split of ``sets`` sets and the pair between two suits' rows (encoded): the most tiles
+    they keep, and for each suit the bit set of its cells that some best split uses (memoized).
+
+    >>> from service.rules.shanten_table import suit_key
+    >>> combine(ROWS[suit_key([1] * 9)], ROWS[suit_key([0, 0, 0, 0, 2, 0, 0, 0, 1])], 4)[0]   # 123456789 + 559
+    12
+    """
+    memo_key = (row_a, row_b, sets)
+    found = COMBINED.get(memo_key)
+    if found is None:
+        best = -1
+        cells_a = cells_b = 0
+        for j in range(sets + 1):
+            for p in (0, 1):
+                ca = j + 5 * p
+                cb = sets - j + 5 * (1 - p)
+                v = cell(row_a, ca) + cell(row_b, cb)
+                if v > best:
+                    best, cells_a, cells_b = v, 1 << ca, 1 << cb
+                elif v == best:
+                    cells_a |= 1 << ca
+                    cells_b |= 1 << cb
+        found = (best, cells_a, cells_b)
+        if len(COMBINED) >= MEMO_LIMIT:
+            COMBINED.clear()
+        COMBINED[memo_key] = found
+    return found
+
+
+# -- the hot path: a hand string of concealed tiles ---------------------------------------------
+_RANKS = re.compile(r"[1-9]{1,14}")
+GROUPS: dict[str, int] = {"": 0}
+"""One suit's group of a hand string (its ranks) → its row and seven pairs' view, packed ``row |
+pairs << 32`` (:func:`~.shanten_table.pair_counts`); a group of other characters, or of more than
+four copies of a rank, is not kept (the full parse tells what is wrong with it)."""
+PAIRED: dict[int, int] = {}
+"""Two suits' packed groups → the most tiles a win of those two suits keeps (no melds: seven pairs too)."""
+_ROW = (1 << 30) - 1
+
+
+def _group(ranks: str) -> int | None:
+    if not _RANKS.fullmatch(ranks):
+        return None
+    key = 0
+    for ch in ranks:
+        key += POW5[ord(ch) - 49]
+    counts = [ranks.count(d) for d in "123456789"]
+    if max(counts) > 4:
+        return None
+    packed = ROWS[key] | pair_counts(key) << 32
+    if len(GROUPS) >= MEMO_LIMIT:
+        GROUPS.clear()
+        GROUPS[""] = 0
+    GROUPS[ranks] = packed
+    return packed
+
+
+def _paired(a: int, b: int) -> int:
+    memo_key = a << 42 | b
+    best = combine(a & _ROW, b & _ROW, 4)[0]
+    seven = seven_pairs((a >> 32) + (b >> 32))
+    found = best if best > seven else seven
+    if len(PAIRED) >= MEMO_LIMIT:
+        PAIRED.clear()
+    PAIRED[memo_key] = found
+    return found
+
+
+def _from_string(text: str) -> int | None:
+    """:func:`shanten` of a hand string of 13 or 14 concealed tiles in canonical suit order, with no
+    count over four; else None (the general road answers, or tells what is wrong)."""
+    groups = suit_groups(text)
+    if groups is None:
+        return None
+    m, p, s = groups
+    get = GROUPS.get
+    a = get(m)
+    if a is None:
+        a = _group(m)
+        if a is None:
+            return None
+    b = get(p)
+    if b is None:
+        b = _group(p)
+        if b is None:
+            return None
+    c = get(s)
+    if c is None:
+        c = _group(s)
+        if c is None:
+            return None
+    n = len(m) + len(p) + len(s)
+    if n != 13 and n != 14:
+        return None
+    paired = PAIRED.get
+    if m and p and s:  # three suits: one must go
+        x = paired(a << 42 | b) or _paired(a, b)
+        y = paired(a << 42 | c) or _paired(a, c)
+        z = paired(b << 42 | c) or _paired(b, c)
+        best = x if x > y else y
+        if z > best:
+            best = z
+    elif s:  # (a suit with no tile keeps nothing: the pair of the others, or of the one, is best)
+        best = paired(b << 42 | c) or _paired(b, c) if not m else paired(a << 42 | c) or _paired(a, c)
+    else:
+        best = paired(a << 42 | b) or _paired(a, b)
+    return 13 - best
+
+
+# -- any hand ------------------------------------------------------------------------------------
+_PAIRS = ((0, 1), (0, 2), (1, 2))
+_PAIRS_OF_THREE = ((1, 2),)  # three players: 筒 and 条
+
+
+def _suits(hand: Hand, players: int) -> tuple[tuple, tuple]:
+    """The pairs of suits a win of the hand may hold (none when its melds alone rule every pair out)
+    and each suit's limits (the copies its sets and pair may hold beside the melds)."""
+    void = -1 if hand.void is None else SUITS.index(hand.void)
+    if not hand.melds:
+        pairs = _PAIRS_OF_THREE if players == 3 else _PAIRS if void < 0 else (_PAIRS[2 - void],)
+        return pairs, (FULL, FULL, FULL)
+    caps = [list(FULL), list(FULL), list(FULL)]
+    mask = 0
+    for m in hand.melds:
+        i = m.tile.index
+        caps[i // 9][i % 9] -= m.copies
+        mask |= 1 << (i // 9)
+    limits = tuple(tuple(max(c, 0) for c in caps[s]) if mask >> s & 1 else FULL for s in range(3))
+    pairs = tuple((a, b) for a, b in (_PAIRS_OF_THREE if players == 3 else _PAIRS)
+                  if void != a and void != b and not mask & ~(1 << a | 1 << b))
+    return pairs, limits
+
+
+def _best(keys, limits, pairs, melds: int) -> int:
+    """The most tiles of the hand (suit keys ``keys``) a win can keep."""
+    sets = 4 - melds
+    best = -1
+    for a, b in pairs:
+        v = combine(row_of(keys[a], limits[a]), row_of(keys[b], limits[b]), sets)[0]
+        if v > best:
+            best = v
+        if not melds:
+            v = seven_pairs(pair_counts(keys[a]) + pair_counts(keys[b]))
+            if v > best:
+                best = v
+    return best
+
+
+def _useful(keys, limits, pairs, melds: int, held, seen) -> tuple[int, tuple[UsefulTile, ...], int]:
+    """Shanten, useful tiles and their total of 13 tiles (suit keys ``keys``; at least one pair of suits):
+    ``held`` their copies, melds counted; ``seen`` the copies counted as not left (held, visible,
+    for an option the discard too)."""
+    sets = 4 - melds
+    rows = (row_of(keys[0], limits[0]), row_of(keys[1], limits[1]), row_of(keys[2], limits[2]))
+    best = -1
+    found = []
+    for a, b in pairs:
+        v, cells_a, cells_b = combine(rows[a], rows[b], sets)
+        seven = seven_pairs(pair_counts(keys[a]) + pair_counts(keys[b])) if not melds else -1
+        top = v if v > seven else seven
+        if top > best:
+            best = top
+            found = []
+        if top == best:
+            found.append((a, b, cells_a if v == top else 0, cells_b if v == top else 0, seven == top))
+    cells = [0, 0, 0]
+    for a, b, cells_a, cells_b, _seven in found:
+        cells[a] |= cells_a
+        cells[b] |= cells_b
+    useful = 0  # a bit set of tile indices
+    for s in range(3):
+        if cells[s]:
+            raises = suit_raises(keys[s], limits[s])
+            c = cells[s]
+            for r in range(9):
+                if raises[r] & c:
+                    useful |= 1 << (9 * s + r)
+    for a, b, _ca, _cb, seven in found:
+        if seven:  # a draw raises seven pairs' count: a single made a pair while pairs are short, ...
+            useful |= _seven_pairs_raises(keys, a, b)
+    tiles = []
+    total = 0
+    for t in range(27):
+        if useful >> t & 1 and held[t] < 4:
+            left = 4 - seen[t]
+            if left > 0:
+                tiles.append(UsefulTile(TILES[t], left))
+                total += left
+    return 13 - 3 * melds - best, tuple(tiles), total
+
+
+def _seven_pairs_raises(keys, a: int, b: int) -> int:
+    """The tiles of suits ``a`` and ``b`` whose draw raises seven pairs' count of those two suits (bit set)."""
+    packed = pair_counts(keys[a]) + pair_counts(keys[b])
+    now = seven_pairs(packed)
+    to_pair = seven_pairs(packed + 32 - 1) > now     # a rank held once or three times
+    to_single = seven_pairs(packed + 1) > now        # a rank held no times or twice
+    out = 0
+    for s in (a, b):
+        key = keys[s]
+        for r in range(9):
+            c = key // POW5[r] % 5
+            if c < 4 and (to_pair if c & 1 else to_single):
+                out |= 1 << (9 * s + r)
+    return out
+
+
+def _rules(ruleset) -> Ruleset:
+    return XUEZHAN if ruleset is None else Ruleset.from_spec(ruleset)
+
+
+def _checked(hand, rules: Ruleset, sizes: tuple[int, ...], vis_tiles=()) -> Hand:
+    """The hand parsed, its size one of ``sizes``, no fifth copy (``visible`` counted), no 万 with three players."""
+    if not isinstance(hand, Hand):
+        hand = parse_hand(hand)
+    if hand.size not in sizes or hand.max_held > 4 or vis_tiles:
+        require_valid(hand, sizes, vis_tiles)
+    if rules.players == 3:
+        require_in_play(hand, 3, vis_tiles)
+    return hand
+
+
+def shanten(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None) -> int | None:
+    """The shanten of a hand of 13 or 14 tiles (melds counted as 3): 0 ting, −1 a win of 14; None when
+    its melds alone break 缺一门 or hold the void suit.
+
+    >>> shanten(parse_hand("123p456p78p5s", melds=[{"type": "peng", "tile": "1m"}]))   # the 5s must go
+    1
+    >>> shanten(parse_hand("123p456p78p5s", melds=[{"type": "peng", "tile": "1m"}], void="m")) is None
+    True
+    """
+    if ruleset is None and type(hand) is str:
+        found = _from_string(hand)
+        if found is not None:
+            return found
+    rules = _rules(ruleset)
+    h = _checked(hand, rules, (13, 14))
+    pairs, limits = _suits(h, rules.players)
+    if not pairs:
+        return None
+    return 13 - 3 * len(h.melds) - _best(h.keys, limits, pairs, len(h.melds))
+
+
+def useful_tiles(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> Shanten:
+    """The shanten of a 13-tile hand and its useful tiles, each with its copies left (``visible``: tiles
+    seen elsewhere, a hand string or tiles).
+
+    >>> u = useful_tiles("1112345678999m", visible="5m5m5m")   # ting: its waits (5m: none left)
+    >>> [(str(t.tile), t.remaining) for t in u.tiles], u.remaining
+    ([('1m', 1), ('2m', 3), ('3m', 3), ('4m', 3), ('6m', 3), ('7m', 3), ('8m', 3), ('9m', 1)], 20)
+    """
+    rules = _rules(ruleset)
+    vis, vis_tiles = visible_counts(visible) if visible else (None, ())
+    h = _checked(hand, rules, (13,), vis_tiles)
+    pairs, limits = _suits(h, rules.players)
+    if not pairs:
+        return Shanten(None, (), 0)
+    held = h.held
+    seen = held if vis is None else tuple(x + y for x, y in zip(held, vis))
+    return Shanten(*_useful(h.keys, limits, pairs, len(h.melds), held, seen))
+
+
+_RANK = itemgetter(0)
+
+
+def shanten_options(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None
+                    ) -> ShantenOptions:
+    """The shanten of a 14-tile hand and, for each distinct discard, the shanten and useful tiles of the
+    13 left (the discarded copy counted as seen), best first.
+
+    >>> o = shanten_options("1123m456p789s5599s")
+    >>> o.shanten, [(str(x.discard), x.shanten, x.remaining) for x in o.options][:3]
+    (0, [('1m', 0, 4), ('3m', 0, 4), ('5s', 0, 2)])
+    """
+    rules = _rules(ruleset)
+    vis, vis_tiles = visible_counts(visible) if visible else (None, ())
+    h = _checked(hand, rules, (14,), vis_tiles)
+    pairs, limits = _suits(h, rules.players)
+    if not pairs:
+        return ShantenOptions(None, ())
+    melds = len(h.melds)
+    keys = h.keys
+    held14 = h.held
+    seen = held14 if vis is None else tuple(x + y for x, y in zip(held14, vis))
+    held = list(held14)
+    counts = h.counts
+    ranked = []
+    for d in range(27):
+        if not counts[d]:
+            continue
+        s = d // 9
+        k = list(keys)
+        k[s] -= POW5[d % 9]
+        held[d] -= 1
+        n, tiles, total = _useful(k, limits, pairs, melds, held, seen)
+        held[d] += 1
+        ranked.append(((n, -total, d), ShantenOption(TILES[d], n, tiles, total)))
+    ranked.sort(key=_RANK)
+    return ShantenOptions(13 - 3 * melds - _best(keys, limits, pairs, melds), tuple(o for _, o in ranked))
+
+
+def shanten_analysis(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None
+                     ) -> "Shanten | ShantenOptions":
+    """What ``POST /v1/hands/shanten`` answers: :func:`useful_tiles` of 13 tiles, :func:`shanten_options`
+    of 14 (another size, a fifth copy, bad notation: the errors :func:`~service.rules.ting.ting` gives)."""
+    rules = _rules(ruleset)
+    vis_tiles = visible_counts(visible)[1] if visible else ()
+    h = _checked(hand, rules, (13, 14), vis_tiles)
+    if h.size == 13:
+        return useful_tiles(h, ruleset=rules, visible=visible)
+    return shanten_options(h, ruleset=rules, visible=visible)
