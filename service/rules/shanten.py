@@ -41,7 +41,7 @@ from operator import itemgetter
 
 from .hand import POW5, Hand, parse_hand, require_in_play, require_valid, suit_groups
 from .ruleset import XUEZHAN, Ruleset
-from .shanten_table import FULL, ROWS, cell, pair_counts, row_of, seven_pairs, suit_raises
+from .shanten_table import FULL, ROWS, SEVEN_PAIRS, lanes, pair_counts, row_of, seven_pairs, suit_raises
 from .tiles import SUITS, TILES, Tile
 from .ting import visible_counts
 
@@ -70,6 +70,10 @@ class Shanten:
     remaining: int
 
 
+USEFUL = tuple(tuple(UsefulTile(t, left) for left in range(5)) for t in TILES)
+"""Every useful tile there can be, by tile index and copies left: values, shared by the answers."""
+
+
 @dataclass(frozen=True, slots=True)
 class ShantenOption:
     """One discard of a 14-tile hand: the shanten and the useful tiles of the 13 tiles left."""
@@ -78,6 +82,22 @@ class ShantenOption:
     shanten: int
     tiles: tuple[UsefulTile, ...]
     remaining: int
+
+    @classmethod
+    def _of(cls, discard: Tile, shanten: int, tiles: tuple, remaining: int) -> "ShantenOption":
+        """Build one without the frozen ``__init__``'s look-ups (the options' hot path)."""
+        obj = _new(cls)
+        _SET_DISCARD(obj, discard)
+        _SET_SHANTEN(obj, shanten)
+        _SET_TILES(obj, tiles)
+        _SET_REMAINING(obj, remaining)
+        return obj
+
+
+_new = object.__new__
+# each slot's own setter (what object.__setattr__ finds by the field's name, without the look-up)
+_SET_DISCARD, _SET_SHANTEN, _SET_TILES, _SET_REMAINING = (
+    ShantenOption.__dict__[name].__set__ for name in ("discard", "shanten", "tiles", "remaining"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +116,8 @@ COMBINED: dict[tuple, tuple[int, int, int]] = {}
 
 def combine(row_a: int, row_b: int, sets: int) -> tuple[int, int, int]:
     """The best split of ``sets`` sets and the pair between two suits' rows (encoded): the most tiles
-    they keep, and for each suit the bit set of its cells that some best split uses (memoized).
+    they keep, and for each suit the cells that some best split uses, as a lane mask (a 1 in the
+    lane of each, as :func:`~.shanten_table.lanes` places them); memoized.
 
     >>> from service.rules.shanten_table import suit_key
     >>> combine(ROWS[suit_key([1] * 9)], ROWS[suit_key([0, 0, 0, 0, 2, 0, 0, 0, 1])], 4)[0]   # 123456789 + 559
@@ -105,13 +126,15 @@ def combine(row_a: int, row_b: int, sets: int) -> tuple[int, int, int]:
     memo_key = (row_a, row_b, sets)
     found = COMBINED.get(memo_key)
     if found is None:
+        la = lanes(row_a)
+        lb = lanes(row_b)
         best = -1
         cells_a = cells_b = 0
         for j in range(sets + 1):
             for p in (0, 1):
-                ca = j + 5 * p
-                cb = sets - j + 5 * (1 - p)
-                v = cell(row_a, ca) + cell(row_b, cb)
+                ca = 4 * (j + 5 * p)
+                cb = 4 * (sets - j + 5 * (1 - p))
+                v = (la >> ca & 15) + (lb >> cb & 15)
                 if v > best:
                     best, cells_a, cells_b = v, 1 << ca, 1 << cb
                 elif v == best:
@@ -155,7 +178,7 @@ def _group(ranks: str) -> int | None:
 def _paired(a: int, b: int) -> int:
     memo_key = a << 42 | b
     best = combine(a & _ROW, b & _ROW, 4)[0]
-    seven = seven_pairs((a >> 32) + (b >> 32))
+    seven = SEVEN_PAIRS[(a >> 32) + (b >> 32)]
     found = best if best > seven else seven
     if len(PAIRED) >= MEMO_LIMIT:
         PAIRED.clear()
@@ -237,69 +260,121 @@ def _best(keys, limits, pairs, melds: int) -> int:
         if v > best:
             best = v
         if not melds:
-            v = seven_pairs(pair_counts(keys[a]) + pair_counts(keys[b]))
+            v = SEVEN_PAIRS[pair_counts(keys[a]) + pair_counts(keys[b])]
             if v > best:
                 best = v
     return best
 
 
-def _useful(keys, limits, pairs, melds: int, held, seen) -> tuple[int, tuple[UsefulTile, ...], int]:
-    """Shanten, useful tiles and their total of 13 tiles (suit keys ``keys``; at least one pair of suits):
-    ``held`` their copies, melds counted; ``seen`` the copies counted as not left (held, visible,
-    for an option the discard too)."""
+def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, seen_keys
+            ) -> tuple[int, tuple[UsefulTile, ...], int]:
+    """Shanten, useful tiles and their total of 13 tiles: ``keys``, ``rows``, ``pcs`` their suits' keys,
+    rows and seven pairs' views (at least one pair of suits to keep); ``held`` their copies, melds
+    counted; ``seen`` the copies counted as not left (held, visible, for an option the discard too);
+    ``seen_keys``: per suit, the key of its copies seen when they are all concealed tiles (no meld in
+    the suit, nothing visible), else -1: the suit's tiles are then listed by a memo (:func:`_listed`)."""
     sets = 4 - melds
-    rows = (row_of(keys[0], limits[0]), row_of(keys[1], limits[1]), row_of(keys[2], limits[2]))
     best = -1
-    found = []
+    cells = [0, 0, 0]
+    seven_best = None
     for a, b in pairs:
-        v, cells_a, cells_b = combine(rows[a], rows[b], sets)
-        seven = seven_pairs(pair_counts(keys[a]) + pair_counts(keys[b])) if not melds else -1
+        v, cells_a, cells_b = COMBINED.get((rows[a], rows[b], sets)) or combine(rows[a], rows[b], sets)
+        seven = SEVEN_PAIRS[pcs[a] + pcs[b]] if not melds else -1
         top = v if v > seven else seven
+        if top < best:
+            continue
         if top > best:
             best = top
-            found = []
-        if top == best:
-            found.append((a, b, cells_a if v == top else 0, cells_b if v == top else 0, seven == top))
-    cells = [0, 0, 0]
-    for a, b, cells_a, cells_b, _seven in found:
-        cells[a] |= cells_a
-        cells[b] |= cells_b
-    useful = 0  # a bit set of tile indices
+            cells = [0, 0, 0]
+            seven_best = None
+        if v == top:
+            cells[a] |= cells_a
+            cells[b] |= cells_b
+        if seven == top:
+            seven_best = (seven_best or []) + [(a, b)]
+    ranks = [_raised(keys[s], limits[s], cells[s]) if cells[s] else 0 for s in range(3)]
+    if seven_best:
+        for a, b in seven_best:
+            _seven_pairs_raises(ranks, keys, pcs, a, b)
+    tiles = ()
+    total = 0
     for s in range(3):
-        if cells[s]:
-            raises = suit_raises(keys[s], limits[s])
-            c = cells[s]
-            for r in range(9):
-                if raises[r] & c:
-                    useful |= 1 << (9 * s + r)
-    for a, b, _ca, _cb, seven in found:
-        if seven:  # a draw raises seven pairs' count: a single made a pair while pairs are short, ...
-            useful |= _seven_pairs_raises(keys, a, b)
+        mask = ranks[s]
+        if not mask:
+            continue
+        key = seen_keys[s]
+        if key >= 0:
+            listed = LISTED.get((key << 9 | mask) * 3 + s) or _listed(s, key, mask)
+            tiles += listed[0]
+            total += listed[1]
+            continue
+        base = 9 * s
+        for r in _RANKS_OF[mask]:
+            t = base + r
+            if held[t] < 4:
+                left = 4 - seen[t]
+                if left > 0:
+                    tiles += (USEFUL[t][left],)
+                    total += left
+    return 13 - 3 * melds - best, tiles, total
+
+
+LISTED: dict[int, tuple[tuple[UsefulTile, ...], int]] = {}
+"""``(seen key, ranks, suit)`` → the useful tiles of those ranks of a suit whose copies seen are its
+concealed tiles (the key), and their total."""
+
+
+def _listed(s: int, key: int, mask: int) -> tuple[tuple[UsefulTile, ...], int]:
     tiles = []
     total = 0
-    for t in range(27):
-        if useful >> t & 1 and held[t] < 4:
-            left = 4 - seen[t]
-            if left > 0:
-                tiles.append(UsefulTile(TILES[t], left))
-                total += left
-    return 13 - 3 * melds - best, tuple(tiles), total
+    for r in _RANKS_OF[mask]:
+        left = 4 - key // POW5[r] % 5
+        if left > 0:
+            tiles.append(USEFUL[9 * s + r][left])
+            total += left
+    found = (tuple(tiles), total)
+    if len(LISTED) >= MEMO_LIMIT:
+        LISTED.clear()
+    LISTED[(key << 9 | mask) * 3 + s] = found
+    return found
 
 
-def _seven_pairs_raises(keys, a: int, b: int) -> int:
-    """The tiles of suits ``a`` and ``b`` whose draw raises seven pairs' count of those two suits (bit set)."""
-    packed = pair_counts(keys[a]) + pair_counts(keys[b])
-    now = seven_pairs(packed)
-    to_pair = seven_pairs(packed + 32 - 1) > now     # a rank held once or three times
-    to_single = seven_pairs(packed + 1) > now        # a rank held no times or twice
-    out = 0
+_RANKS_OF = tuple(tuple(r for r in range(9) if mask >> r & 1) for mask in range(512))
+RAISED: dict = {}
+"""``(suit key, limits, cells)`` → the ranks (a 9-bit set) whose draw raises one of those cells of its row."""
+
+
+def _raised(key: int, limits, cells: int) -> int:
+    memo_key = (key << 40 | cells) if limits is FULL else (key, limits, cells)
+    found = RAISED.get(memo_key)
+    if found is None:
+        raises = suit_raises(key, limits)
+        found = 0
+        for r in range(9):
+            if raises[r] & cells:
+                found |= 1 << r
+        if len(RAISED) >= MEMO_LIMIT:
+            RAISED.clear()
+        RAISED[memo_key] = found
+    return found
+
+
+def _seven_pairs_raises(ranks: list[int], keys, pcs, a: int, b: int) -> None:
+    """Add to ``ranks`` (per suit, a 9-bit set) the ranks of suits ``a`` and ``b`` whose draw raises seven
+    pairs' count of those two suits: a rank held once or three times when pairs are short, one held
+    no times or twice when singles are."""
+    packed = pcs[a] + pcs[b]
+    now = SEVEN_PAIRS[packed]
+    to_pair = SEVEN_PAIRS[packed + 32 - 1] > now
+    to_single = SEVEN_PAIRS[packed + 1] > now
+    if not (to_pair or to_single):
+        return
     for s in (a, b):
         key = keys[s]
         for r in range(9):
             c = key // POW5[r] % 5
             if c < 4 and (to_pair if c & 1 else to_single):
-                out |= 1 << (9 * s + r)
-    return out
+                ranks[s] |= 1 << r
 
 
 def _rules(ruleset) -> Ruleset:
@@ -354,7 +429,18 @@ def useful_tiles(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, 
         return Shanten(None, (), 0)
     held = h.held
     seen = held if vis is None else tuple(x + y for x, y in zip(held, vis))
-    return Shanten(*_useful(h.keys, limits, pairs, len(h.melds), held, seen))
+    keys = h.keys
+    rows = (row_of(keys[0], limits[0]), row_of(keys[1], limits[1]), row_of(keys[2], limits[2]))
+    pcs = (pair_counts(keys[0]), pair_counts(keys[1]), pair_counts(keys[2]))
+    seen_keys = _seen_keys(keys, limits, vis)
+    return Shanten(*_useful(keys, rows, pcs, limits, pairs, len(h.melds), held, seen, seen_keys))
+
+
+def _seen_keys(keys, limits, vis) -> tuple[int, int, int]:
+    """Per suit, its key when its copies seen are its concealed tiles alone (no meld, nothing visible), else -1."""
+    if vis is not None:
+        return (-1, -1, -1)
+    return tuple(k if lim is FULL else -1 for k, lim in zip(keys, limits))
 
 
 _RANK = itemgetter(0)
@@ -380,7 +466,10 @@ def shanten_options(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = Non
     held14 = h.held
     seen = held14 if vis is None else tuple(x + y for x, y in zip(held14, vis))
     held = list(held14)
+    rows = (row_of(keys[0], limits[0]), row_of(keys[1], limits[1]), row_of(keys[2], limits[2]))
+    pcs = (pair_counts(keys[0]), pair_counts(keys[1]), pair_counts(keys[2]))
     counts = h.counts
+    seen_keys = _seen_keys(keys, limits, vis)
     ranked = []
     for d in range(27):
         if not counts[d]:
@@ -388,12 +477,19 @@ def shanten_options(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = Non
         s = d // 9
         k = list(keys)
         k[s] -= POW5[d % 9]
+        r = list(rows)
+        r[s] = row_of(k[s], limits[s])
+        pc = list(pcs)
+        pc[s] = pair_counts(k[s])
         held[d] -= 1
-        n, tiles, total = _useful(k, limits, pairs, melds, held, seen)
+        n, tiles, total = _useful(k, r, pc, limits, pairs, melds, held, seen, seen_keys)
         held[d] += 1
-        ranked.append(((n, -total, d), ShantenOption(TILES[d], n, tiles, total)))
+        ranked.append(((n, -total, d), ShantenOption._of(TILES[d], n, tiles, total)))
     ranked.sort(key=_RANK)
-    return ShantenOptions(13 - 3 * melds - _best(keys, limits, pairs, melds), tuple(o for _, o in ranked))
+    return ShantenOptions(13 - 3 * melds - _best(keys, limits, pairs, melds), tuple(map(_OPTION, ranked)))
+
+
+_OPTION = itemgetter(1)
 
 
 def shanten_analysis(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None

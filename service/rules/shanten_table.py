@@ -70,8 +70,11 @@ def suit_row(counts, limits=FULL) -> tuple[int, ...]:
     The state after a rank: the sequences begun at the two ranks before it (they still need tiles of
     the ranks to come), the sets and the pairs so far; its value, the most tiles held so far.
 
-    >>> suit_row([4, 0, 0, 0, 0, 0, 0, 0, 0])          # 1111: 111 and a 1 of 123; 11 and 11 of 111
-    (0, 3, 4, 4, 4, 2, 4, 4, 4, 4)
+    1111: a set holds three (111), two sets four (111 and a 1 of 123); one set and the pair hold three
+    (11 and a 1 of 123: 111 and 11 would be five 1s):
+
+    >>> suit_row([4, 0, 0, 0, 0, 0, 0, 0, 0])
+    (0, 3, 4, 4, 4, 2, 3, 4, 4, 4)
     >>> suit_row([4, 0, 0, 0, 0, 0, 0, 0, 0], limits=(1,) + (4,) * 8)[5]   # beside a 碰 of 1: one 1
     1
     """
@@ -240,30 +243,50 @@ def row_of(key: int, limits=FULL) -> int:
     return found
 
 
+def _spread() -> list[int]:
+    out = []
+    for deltas in range(1024):
+        out.append(sum((deltas >> (2 * j) & 3) << (4 * j) for j in range(5)))
+    return out
+
+
+_SPREAD = _spread()  # the five 2-bit deltas of an encoded row, each in a 4-bit lane
+
+
+def lanes(code: int) -> int:
+    """An encoded row with its ten cells in 4-bit lanes, cell ``i`` at bit ``4 * i``: cells compare and
+    subtract lane by lane (no cell exceeds 14, no lane carries).
+
+    >>> lanes(encode((0, 3, 5, 5, 5, 2, 5, 5, 5, 5))) == sum(v << (4 * i) for i, v in enumerate((0, 3, 5, 5, 5, 2, 5, 5, 5, 5)))
+    True
+    """
+    low = code & 0xFFFFF
+    return low | (low + _SPREAD[code >> 20]) << 20
+
+
 RAISES: dict = {}
 
 
 def suit_raises(key: int, limits=FULL) -> tuple[int, ...]:
-    """For each rank, the bit set of the cells of the suit's row that one more tile of that rank
-    raises (none for a rank at its limit).
+    """For each rank, the cells of the suit's row that one more tile of that rank raises, as a lane
+    mask (1 in the lane of each cell raised, as :func:`lanes` places them; 0 for a rank at its limit).
+
+    A draw raises a cell by one at most, and lowers none: the lanes of the difference of the two
+    rows are that mask.
 
     >>> raises = suit_raises(suit_key([0, 1, 1, 0, 0, 0, 0, 0, 0]))   # 23: 1 and 4 make a set of it
-    >>> [r + 1 for r in range(9) if raises[r] & 1 << 1]               # the cell of one set, no pair
+    >>> [r + 1 for r in range(9) if raises[r] >> (4 * 1) & 1]         # the cell of one set, no pair
     [1, 4]
     """
     memo_key = key if limits is FULL else (key, limits)
     found = RAISES.get(memo_key)
     if found is None:
-        before = decode(row_of(key, limits))
+        before = lanes(row_of(key, limits))
         out = []
         k = key
         for r in range(9):
             k, c = divmod(k, 5)
-            if c >= limits[r]:
-                out.append(0)
-                continue
-            after = decode(row_of(key + POW5[r], limits))
-            out.append(sum(1 << i for i in range(10) if after[i] > before[i]))
+            out.append(0 if c >= limits[r] else lanes(row_of(key + POW5[r], limits)) - before)
         found = tuple(out)
         if len(RAISES) >= MEMO_LIMIT:
             RAISES.clear()
@@ -306,6 +329,10 @@ def seven_pairs(packed: int) -> int:
     ones = packed & 31
     half = 7 - whole
     return 2 * whole + (ones if ones < half else half)
+
+
+SEVEN_PAIRS = tuple(seven_pairs(packed) for packed in range(1 << 10))
+""":func:`seven_pairs` of every packed view (of one suit or two suits' added)."""
 
 
 if __name__ == "__main__":  # write the table again
