@@ -28,9 +28,9 @@ of suits uses (the table's neighbouring row tells which cells a draw raises:
 -1
 >>> shanten("147m258p369s1234m")               # 11 and 44 of seven pairs, and five singles
 4
->>> u = useful_tiles("1234m5678p5599s1s")      # 一向听 (1-shanten)
+>>> u = useful_tiles("12345m678m4599p1p")      # 一向听 (1-shanten)
 >>> u.shanten, [str(t.tile) for t in u.tiles], u.remaining
-(1, ['1m', '4m', '5p', '8p', '1s', '5s', '9s'], 20)
+(1, ['3m', '6m', '9m', '3p', '6p'], 18)
 """
 
 from __future__ import annotations
@@ -396,9 +396,9 @@ def shanten(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None) -> in
     """The shanten of a hand of 13 or 14 tiles (melds counted as 3): 0 ting, −1 a win of 14; None when
     its melds alone break 缺一门 or hold the void suit.
 
-    >>> shanten(parse_hand("123p456p78p5s", melds=[{"type": "peng", "tile": "1m"}]))   # the 5s must go
+    >>> shanten(parse_hand("123p456p789p5s", melds=[{"type": "peng", "tile": "1m"}]))   # the 5s must go
     1
-    >>> shanten(parse_hand("123p456p78p5s", melds=[{"type": "peng", "tile": "1m"}], void="m")) is None
+    >>> shanten(parse_hand("123p456p789p5s", melds=[{"type": "peng", "tile": "1m"}], void="m")) is None
     True
     """
     if ruleset is None and type(hand) is str:
@@ -451,9 +451,9 @@ def shanten_options(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = Non
     """The shanten of a 14-tile hand and, for each distinct discard, the shanten and useful tiles of the
     13 left (the discarded copy counted as seen), best first.
 
-    >>> o = shanten_options("1123m456p789s5599s")
+    >>> o = shanten_options(parse_hand("113456m23678p", melds=[{"type": "peng", "tile": "9p"}]))
     >>> o.shanten, [(str(x.discard), x.shanten, x.remaining) for x in o.options][:3]
-    (0, [('1m', 0, 4), ('3m', 0, 4), ('5s', 0, 2)])
+    (0, [('3m', 0, 8), ('6m', 0, 8), ('2p', 1, 44)])
     """
     rules = _rules(ruleset)
     vis, vis_tiles = visible_counts(visible) if visible else (None, ())

@@ -75,8 +75,12 @@ def suit_row(counts, limits=FULL) -> tuple[int, ...]:
 
     >>> suit_row([4, 0, 0, 0, 0, 0, 0, 0, 0])
     (0, 3, 4, 4, 4, 2, 3, 4, 4, 4)
-    >>> suit_row([4, 0, 0, 0, 0, 0, 0, 0, 0], limits=(1,) + (4,) * 8)[5]   # beside a 碰 of 1: one 1
-    1
+
+    Beside a 碰 of 1s, a single 1 can still be in a sequence (123), but not in the pair:
+
+    >>> row = suit_row([1, 0, 0, 0, 0, 0, 0, 0, 0], limits=(1,) + (4,) * 8)
+    >>> row[1], row[5]
+    (1, 0)
     """
     states = {0: 0}  # a + 5 b + 25 j + 125 p -> the most tiles held so far
     for r in range(9):
