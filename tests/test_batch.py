@@ -71,7 +71,7 @@ def test_an_empty_batch_answers_no_result(client):
     ({"items": {}}, {"items": ["Not a valid list."]}),
     ({"items": [TING, 3]}, {"items.1": ["Invalid input type."]}),
     ({"items": [{"hand": {"tiles": "1m"}}]}, {"items.0.op": ["Missing data for required field."]}),
-    ({"items": [TING, {"op": "tingg"}]}, {"items.1.op": ["Must be one of: validate, ting, discards, score, settle."]}),
+    ({"items": [TING, {"op": "tingg"}]}, {"items.1.op": ["Must be one of: validate, ting, discards, score, settle, shanten."]}),
     ({"items": [], "extra": 1}, {"extra": ["Unknown field."]}),
 ])
 def test_a_malformed_envelope_is_a_422_for_the_whole_request(client, body, errors):
@@ -138,7 +138,7 @@ def test_ndjson_answers_a_line_per_item_in_order(client):
     single = client.post("/v1/hands/ting", data=b"not json", content_type="application/json").get_json()
     assert results[3]["problem"] | {"instance": "/v1/hands/ting", "request_id": single["request_id"]} == single
     assert results[4]["problem"]["errors"] == {"_schema": ["Invalid input type."]}
-    assert results[5]["problem"]["errors"] == {"op": ["Must be one of: validate, ting, discards, score, settle."]}
+    assert results[5]["problem"]["errors"] == {"op": ["Must be one of: validate, ting, discards, score, settle, shanten."]}
     assert results[6]["problem"]["errors"] == {"op": ["Missing data for required field."]}
     assert {x["problem"]["instance"] for x in results[3:]} == {"/v1/batch"}
 

@@ -70,6 +70,9 @@ hand_items = st.one_of(
     st.builds(lambda h: {"op": "discards", "hand": h}, st.one_of(hands(14), winning_hands())),
     score_items(),
     settle_items,
+    st.builds(lambda h, v: {"op": "shanten", "hand": h, **v}, st.one_of(hands(13), hands(14), ting_hands(),
+                                                                        winning_hands()),
+              st.fixed_dictionaries({}, optional={"visible": visible})),
 )
 
 
