@@ -159,6 +159,11 @@ _ROW = (1 << 30) - 1
 
 
 def _group(ranks: str) -> int | None:
+    """The packed group of a suit's ranks (kept in :data:`GROUPS`), or None for ranks that are not a
+    suit's tiles (another character, a fifth copy)."""
+    found = GROUPS.get(ranks)
+    if found is not None:
+        return found
     if not _RANKS.fullmatch(ranks):
         return None
     key = 0
@@ -184,47 +189,6 @@ def _paired(a: int, b: int) -> int:
         PAIRED.clear()
     PAIRED[memo_key] = found
     return found
-
-
-def _from_string(text: str) -> int | None:
-    """:func:`shanten` of a hand string of 13 or 14 concealed tiles in canonical suit order, with no
-    count over four; else None (the general road answers, or tells what is wrong)."""
-    groups = suit_groups(text)
-    if groups is None:
-        return None
-    m, p, s = groups
-    get = GROUPS.get
-    a = get(m)
-    if a is None:
-        a = _group(m)
-        if a is None:
-            return None
-    b = get(p)
-    if b is None:
-        b = _group(p)
-        if b is None:
-            return None
-    c = get(s)
-    if c is None:
-        c = _group(s)
-        if c is None:
-            return None
-    n = len(m) + len(p) + len(s)
-    if n != 13 and n != 14:
-        return None
-    paired = PAIRED.get
-    if m and p and s:  # three suits: one must go
-        x = paired(a << 42 | b) or _paired(a, b)
-        y = paired(a << 42 | c) or _paired(a, c)
-        z = paired(b << 42 | c) or _paired(b, c)
-        best = x if x > y else y
-        if z > best:
-            best = z
-    elif s:  # (a suit with no tile keeps nothing: the pair of the others, or of the one, is best)
-        best = paired(b << 42 | c) or _paired(b, c) if not m else paired(a << 42 | c) or _paired(a, c)
-    else:
-        best = paired(a << 42 | b) or _paired(a, b)
-    return 13 - best
 
 
 # -- any hand ------------------------------------------------------------------------------------
@@ -396,15 +360,44 @@ def shanten(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None) -> in
     """The shanten of a hand of 13 or 14 tiles (melds counted as 3): 0 ting, −1 a win of 14; None when
     its melds alone break 缺一门 or hold the void suit.
 
+    A hand string of concealed tiles in canonical suit order (what clients send) is answered from its
+    suits' groups: each group's packed row (:data:`GROUPS`), then the best pair of suits (:data:`PAIRED`);
+    anything else (melds, a void, a ruleset, another spelling, bad input) by the general road.
+
     >>> shanten(parse_hand("123p456p789p5s", melds=[{"type": "peng", "tile": "1m"}]))   # the 5s must go
     1
     >>> shanten(parse_hand("123p456p789p5s", melds=[{"type": "peng", "tile": "1m"}], void="m")) is None
     True
     """
     if ruleset is None and type(hand) is str:
-        found = _from_string(hand)
-        if found is not None:
-            return found
+        groups = suit_groups(hand)
+        if groups is not None:
+            m, p, s = groups
+            get = GROUPS.get
+            a = get(m)
+            b = get(p)
+            c = get(s)
+            if a is None or b is None or c is None:
+                a = _group(m)
+                b = _group(p)
+                c = _group(s)
+            n = len(m) + len(p) + len(s)
+            if (n == 13 or n == 14) and a is not None and b is not None and c is not None:
+                paired = PAIRED.get
+                if m and p and s:  # three suits: one must go
+                    x = paired(a << 42 | b) or _paired(a, b)
+                    y = paired(a << 42 | c) or _paired(a, c)
+                    z = paired(b << 42 | c) or _paired(b, c)
+                    best = x if x > y else y
+                    if z > best:
+                        best = z
+                elif not s:  # (a suit with no tile keeps nothing: the pair of the others, or of the one, is best)
+                    best = paired(a << 42 | b) or _paired(a, b)
+                elif m:
+                    best = paired(a << 42 | c) or _paired(a, c)
+                else:
+                    best = paired(b << 42 | c) or _paired(b, c)
+                return 13 - best
     rules = _rules(ruleset)
     h = _checked(hand, rules, (13, 14))
     pairs, limits = _suits(h, rules.players)
