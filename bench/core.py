@@ -65,8 +65,9 @@ def per_hand_us(fn, items, reps: int) -> float:
     return statistics.median(samples)
 
 
-def table_build_cost() -> tuple[float, float]:
-    """Seconds and MiB to build the shape tables, measured in a fresh interpreter."""
+def table_build_cost() -> tuple[float, float, float, float]:
+    """Seconds and MiB to build the shape tables, and to load the shanten table, each measured in a fresh
+    interpreter."""
     import subprocess
 
     def run(code: str) -> float:
@@ -80,7 +81,10 @@ def table_build_cost() -> tuple[float, float]:
                       "print(time.perf_counter()-t)") for _ in range(3))
     mib = run(pre + "import tracemalloc;tracemalloc.start();t=(_build(),_even_keys());"
               "print(tracemalloc.get_traced_memory()[1]/2**20)")
-    return seconds, mib
+    pre = "from service.rules.shanten_table import load;"
+    load_s = min(run(pre + "import time;t=time.perf_counter();load();print(time.perf_counter()-t)") for _ in range(3))
+    load_mib = run(pre + "import tracemalloc;tracemalloc.start();t=load();print(tracemalloc.get_traced_memory()[0]/2**20)")
+    return seconds, mib, load_s, load_mib
 
 
 def first_seen(n: int) -> dict:
@@ -236,8 +240,9 @@ def main() -> None:
     from service.rules.fan import Win
 
     n = args.n
-    build_s, build_mib = table_build_cost()
-    print(json.dumps({"op": "tables", "build_s": round(build_s, 3), "peak_mib": round(build_mib, 1)}))
+    build_s, build_mib, load_s, load_mib = table_build_cost()
+    print(json.dumps({"op": "tables", "build_s": round(build_s, 3), "peak_mib": round(build_mib, 1),
+                      "shanten_load_s": round(load_s, 3), "shanten_mib": round(load_mib, 1)}))
 
     def to34(counts):
         return list(counts) + [0] * 7

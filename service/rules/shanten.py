@@ -41,7 +41,7 @@ from operator import itemgetter
 
 from .hand import POW5, Hand, parse_hand, require_in_play, require_valid, suit_groups
 from .ruleset import XUEZHAN, Ruleset
-from .shanten_table import FULL, ROWS, SEVEN_PAIRS, lanes, pair_counts, row_of, seven_pairs, suit_raises
+from .shanten_table import FULL, ROWS, SEVEN_PAIRS, lanes, pair_counts, row_of, suit_raises
 from .tiles import SUITS, TILES, Tile
 from .ting import visible_counts
 
