@@ -111,7 +111,8 @@ class ShantenOptions:
 
 
 # -- a pair of suits -------------------------------------------------------------------------
-COMBINED: dict[tuple, tuple[int, int, int]] = {}
+COMBINED: dict[int, tuple[int, int, int]] = {}
+"""``(row a, row b, sets)``, packed ``(a << 32 | b) << 3 | sets`` → :func:`combine`'s answer."""
 
 
 def combine(row_a: int, row_b: int, sets: int) -> tuple[int, int, int]:
@@ -123,7 +124,7 @@ def combine(row_a: int, row_b: int, sets: int) -> tuple[int, int, int]:
     >>> combine(ROWS[suit_key([1] * 9)], ROWS[suit_key([0, 0, 0, 0, 2, 0, 0, 0, 1])], 4)[0]   # 123456789 + 559
     12
     """
-    memo_key = (row_a, row_b, sets)
+    memo_key = (row_a << 32 | row_b) << 3 | sets
     found = COMBINED.get(memo_key)
     if found is None:
         la = lanes(row_a)
@@ -215,6 +216,18 @@ def _suits(hand: Hand, players: int) -> tuple[tuple, tuple]:
     return pairs, limits
 
 
+_KEEP = {(True, True, False): ((0, 1),), (True, False, True): ((0, 2),), (False, True, True): ((1, 2),)}
+
+
+def _kept(keys, pairs):
+    """The pairs of suits worth trying: of all three (no meld, no void, four players), only the two
+    suits with tiles when the third has none (a suit with no tile keeps nothing: a pair with it keeps
+    no more, and ties only where its cells are empty ones, which no draw raises)."""
+    if len(pairs) == 3:
+        return _KEEP.get((keys[0] > 0, keys[1] > 0, keys[2] > 0), pairs)
+    return pairs
+
+
 def _best(keys, limits, pairs, melds: int) -> int:
     """The most tiles of the hand (suit keys ``keys``) a win can keep."""
     sets = 4 - melds
@@ -230,19 +243,21 @@ def _best(keys, limits, pairs, melds: int) -> int:
     return best
 
 
-def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, seen_keys
+def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, plain: bool, drop: int = -1
             ) -> tuple[int, tuple[UsefulTile, ...], int]:
     """Shanten, useful tiles and their total of 13 tiles: ``keys``, ``rows``, ``pcs`` their suits' keys,
     rows and seven pairs' views (at least one pair of suits to keep); ``held`` their copies, melds
     counted; ``seen`` the copies counted as not left (held, visible, for an option the discard too);
-    ``seen_keys``: per suit, the key of its copies seen when they are all concealed tiles (no meld in
-    the suit, nothing visible), else -1: the suit's tiles are then listed by a memo (:func:`_listed`)."""
+    ``plain``: nothing visible, so that a suit without melds has its own tiles (and the discard,
+    tile ``drop``) as its copies seen, and its useful tiles are one memoized answer (:func:`_suit_useful`)."""
     sets = 4 - melds
     best = -1
     cells = [0, 0, 0]
     seven_best = None
-    for a, b in pairs:
-        v, cells_a, cells_b = COMBINED.get((rows[a], rows[b], sets)) or combine(rows[a], rows[b], sets)
+    for a, b in _kept(keys, pairs):
+        ra = rows[a]
+        rb = rows[b]
+        v, cells_a, cells_b = COMBINED.get((ra << 32 | rb) << 3 | sets) or combine(ra, rb, sets)
         seven = SEVEN_PAIRS[pcs[a] + pcs[b]] if not melds else -1
         top = v if v > seven else seven
         if top < best:
@@ -256,50 +271,62 @@ def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, seen_keys
             cells[b] |= cells_b
         if seven == top:
             seven_best = (seven_best or []) + [(a, b)]
+    tiles = ()
+    total = 0
+    if plain and seven_best is None:
+        for s in range(3):
+            c = cells[s]
+            if not c:
+                continue
+            if limits[s] is FULL:
+                dr = drop - 9 * s if 0 <= drop - 9 * s < 9 else 9
+                memo_key = ((keys[s] << 40 | c) * 10 + dr) * 3 + s
+                found = SUIT_USEFUL.get(memo_key) or _suit_useful(memo_key, s, keys[s], c, dr)
+                tiles += found[0]
+                total += found[1]
+            else:
+                for r in _RANKS_OF[_raised(keys[s], limits[s], c)]:
+                    t = 9 * s + r
+                    left = 4 - seen[t]
+                    if left > 0 and held[t] < 4:
+                        tiles += (USEFUL[t][left],)
+                        total += left
+        return 13 - 3 * melds - best, tiles, total
     ranks = [_raised(keys[s], limits[s], cells[s]) if cells[s] else 0 for s in range(3)]
     if seven_best:
         for a, b in seven_best:
             _seven_pairs_raises(ranks, keys, pcs, a, b)
-    tiles = ()
-    total = 0
     for s in range(3):
-        mask = ranks[s]
-        if not mask:
-            continue
-        key = seen_keys[s]
-        if key >= 0:
-            listed = LISTED.get((key << 9 | mask) * 3 + s) or _listed(s, key, mask)
-            tiles += listed[0]
-            total += listed[1]
-            continue
-        base = 9 * s
-        for r in _RANKS_OF[mask]:
-            t = base + r
-            if held[t] < 4:
-                left = 4 - seen[t]
-                if left > 0:
-                    tiles += (USEFUL[t][left],)
-                    total += left
+        for r in _RANKS_OF[ranks[s]]:
+            t = 9 * s + r
+            left = 4 - seen[t]
+            if left > 0 and held[t] < 4:
+                tiles += (USEFUL[t][left],)
+                total += left
     return 13 - 3 * melds - best, tiles, total
 
 
-LISTED: dict[int, tuple[tuple[UsefulTile, ...], int]] = {}
-"""``(seen key, ranks, suit)`` → the useful tiles of those ranks of a suit whose copies seen are its
-concealed tiles (the key), and their total."""
+SUIT_USEFUL: dict[int, tuple[tuple[UsefulTile, ...], int]] = {}
+"""``(suit key, cells, rank discarded or 9, suit)`` → the useful tiles of a suit without melds whose
+draws raise those cells of its row, nothing visible (its copies seen: its tiles and the discard), and
+their total."""
 
 
-def _listed(s: int, key: int, mask: int) -> tuple[tuple[UsefulTile, ...], int]:
+def _suit_useful(memo_key: int, s: int, key: int, cells: int, dr: int) -> tuple[tuple[UsefulTile, ...], int]:
+    raises = suit_raises(key)
+    seen = key + (POW5[dr] if dr < 9 else 0)
     tiles = []
     total = 0
-    for r in _RANKS_OF[mask]:
-        left = 4 - key // POW5[r] % 5
-        if left > 0:
-            tiles.append(USEFUL[9 * s + r][left])
-            total += left
+    for r in range(9):
+        if raises[r] & cells:
+            left = 4 - seen // POW5[r] % 5
+            if left > 0:
+                tiles.append(USEFUL[9 * s + r][left])
+                total += left
     found = (tuple(tiles), total)
-    if len(LISTED) >= MEMO_LIMIT:
-        LISTED.clear()
-    LISTED[(key << 9 | mask) * 3 + s] = found
+    if len(SUIT_USEFUL) >= MEMO_LIMIT:
+        SUIT_USEFUL.clear()
+    SUIT_USEFUL[memo_key] = found
     return found
 
 
@@ -425,15 +452,7 @@ def useful_tiles(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, 
     keys = h.keys
     rows = (row_of(keys[0], limits[0]), row_of(keys[1], limits[1]), row_of(keys[2], limits[2]))
     pcs = (pair_counts(keys[0]), pair_counts(keys[1]), pair_counts(keys[2]))
-    seen_keys = _seen_keys(keys, limits, vis)
-    return Shanten(*_useful(keys, rows, pcs, limits, pairs, len(h.melds), held, seen, seen_keys))
-
-
-def _seen_keys(keys, limits, vis) -> tuple[int, int, int]:
-    """Per suit, its key when its copies seen are its concealed tiles alone (no meld, nothing visible), else -1."""
-    if vis is not None:
-        return (-1, -1, -1)
-    return tuple(k if lim is FULL else -1 for k, lim in zip(keys, limits))
+    return Shanten(*_useful(keys, rows, pcs, limits, pairs, len(h.melds), held, seen, vis is None))
 
 
 _RANK = itemgetter(0)
@@ -462,7 +481,7 @@ def shanten_options(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = Non
     rows = (row_of(keys[0], limits[0]), row_of(keys[1], limits[1]), row_of(keys[2], limits[2]))
     pcs = (pair_counts(keys[0]), pair_counts(keys[1]), pair_counts(keys[2]))
     counts = h.counts
-    seen_keys = _seen_keys(keys, limits, vis)
+    plain = vis is None
     ranked = []
     for d in range(27):
         if not counts[d]:
@@ -475,7 +494,7 @@ def shanten_options(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = Non
         pc = list(pcs)
         pc[s] = pair_counts(k[s])
         held[d] -= 1
-        n, tiles, total = _useful(k, r, pc, limits, pairs, melds, held, seen, seen_keys)
+        n, tiles, total = _useful(k, r, pc, limits, pairs, melds, held, seen, plain, d)
         held[d] += 1
         ranked.append(((n, -total, d), ShantenOption._of(TILES[d], n, tiles, total)))
     ranked.sort(key=_RANK)
