@@ -41,7 +41,7 @@ from operator import itemgetter
 
 from .hand import POW5, Hand, parse_hand, require_in_play, require_valid, suit_groups
 from .ruleset import XUEZHAN, Ruleset
-from .shanten_table import FULL, ROWS, SEVEN_PAIRS, lanes, pair_counts, row_of, suit_raises
+from .shanten_table import FULL, ROWS, SEVEN_PAIRS, lanes, pair_counts, parity, row_of, suit_raises
 from .tiles import SUITS, TILES, Tile
 from .ting import visible_counts
 
@@ -203,7 +203,7 @@ def _suits(hand: Hand, players: int) -> tuple[tuple, tuple]:
     void = -1 if hand.void is None else SUITS.index(hand.void)
     if not hand.melds:
         pairs = _PAIRS_OF_THREE if players == 3 else _PAIRS if void < 0 else (_PAIRS[2 - void],)
-        return pairs, (FULL, FULL, FULL)
+        return pairs, _NO_MELDS
     caps = [list(FULL), list(FULL), list(FULL)]
     mask = 0
     for m in hand.melds:
@@ -247,9 +247,11 @@ def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, plain: bool,
             ) -> tuple[int, tuple[UsefulTile, ...], int]:
     """Shanten, useful tiles and their total of 13 tiles: ``keys``, ``rows``, ``pcs`` their suits' keys,
     rows and seven pairs' views (at least one pair of suits to keep); ``held`` their copies, melds
-    counted; ``seen`` the copies counted as not left (held, visible, for an option the discard too);
-    ``plain``: nothing visible, so that a suit without melds has its own tiles (and the discard,
-    tile ``drop``) as its copies seen, and its useful tiles are one memoized answer (:func:`_suit_useful`)."""
+    counted; ``seen`` the copies counted as not left (held, visible, for an option the discard too).
+
+    ``plain``: nothing visible, so that the copies seen of a suit without melds are its own tiles and
+    the discard (tile ``drop``, for an option): its useful tiles are then one memoized answer
+    (:func:`_listed`)."""
     sets = 4 - melds
     best = -1
     cells = [0, 0, 0]
@@ -270,34 +272,35 @@ def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, plain: bool,
             cells[a] |= cells_a
             cells[b] |= cells_b
         if seven == top:
-            seven_best = (seven_best or []) + [(a, b)]
+            seven_best = (seven_best or ()) + ((a, b),)
+    if limits is _NO_MELDS:
+        ranks = [(RAISED.get(keys[s] << 40 | cells[s]) or _raised(keys[s], FULL, cells[s])) if cells[s] else 0
+                 for s in range(3)]
+    else:
+        ranks = [_raised(keys[s], limits[s], cells[s]) if cells[s] else 0 for s in range(3)]
+    if seven_best:  # draws that raise seven pairs' count where it is best
+        for a, b in seven_best:
+            packed = pcs[a] + pcs[b]
+            now = SEVEN_PAIRS[packed]
+            want = (511 if SEVEN_PAIRS[packed + 31] > now else 0) | (511 << 9 if SEVEN_PAIRS[packed + 1] > now else 0)
+            if want:  # (packed + 31: a single made a pair; packed + 1: one more single)
+                for s in (a, b):
+                    p = parity(keys[s]) & want
+                    ranks[s] |= (p | p >> 9) & 511
     tiles = ()
     total = 0
-    if plain and seven_best is None:
-        for s in range(3):
-            c = cells[s]
-            if not c:
-                continue
-            if limits[s] is FULL:
-                dr = drop - 9 * s if 0 <= drop - 9 * s < 9 else 9
-                memo_key = ((keys[s] << 40 | c) * 10 + dr) * 3 + s
-                found = SUIT_USEFUL.get(memo_key) or _suit_useful(memo_key, s, keys[s], c, dr)
-                tiles += found[0]
-                total += found[1]
-            else:
-                for r in _RANKS_OF[_raised(keys[s], limits[s], c)]:
-                    t = 9 * s + r
-                    left = 4 - seen[t]
-                    if left > 0 and held[t] < 4:
-                        tiles += (USEFUL[t][left],)
-                        total += left
-        return 13 - 3 * melds - best, tiles, total
-    ranks = [_raised(keys[s], limits[s], cells[s]) if cells[s] else 0 for s in range(3)]
-    if seven_best:
-        for a, b in seven_best:
-            _seven_pairs_raises(ranks, keys, pcs, a, b)
     for s in range(3):
-        for r in _RANKS_OF[ranks[s]]:
+        mask = ranks[s]
+        if not mask:
+            continue
+        if plain and limits[s] is FULL:
+            dr = drop - 9 * s if 0 <= drop - 9 * s < 9 else 9
+            memo_key = ((keys[s] << 9 | mask) * 10 + dr) * 3 + s
+            found = LISTED.get(memo_key) or _listed(memo_key, s, keys[s], mask, dr)
+            tiles += found[0]
+            total += found[1]
+            continue
+        for r in _RANKS_OF[mask]:
             t = 9 * s + r
             left = 4 - seen[t]
             if left > 0 and held[t] < 4:
@@ -306,27 +309,25 @@ def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, plain: bool,
     return 13 - 3 * melds - best, tiles, total
 
 
-SUIT_USEFUL: dict[int, tuple[tuple[UsefulTile, ...], int]] = {}
-"""``(suit key, cells, rank discarded or 9, suit)`` → the useful tiles of a suit without melds whose
-draws raise those cells of its row, nothing visible (its copies seen: its tiles and the discard), and
-their total."""
+_NO_MELDS = (FULL, FULL, FULL)
+LISTED: dict[int, tuple[tuple[UsefulTile, ...], int]] = {}
+"""``(suit key, ranks, rank discarded or 9, suit)`` → the useful tiles of those ranks of a suit without
+melds, nothing visible (its copies seen: its tiles, and the discard), and their total."""
 
 
-def _suit_useful(memo_key: int, s: int, key: int, cells: int, dr: int) -> tuple[tuple[UsefulTile, ...], int]:
-    raises = suit_raises(key)
+def _listed(memo_key: int, s: int, key: int, mask: int, dr: int) -> tuple[tuple[UsefulTile, ...], int]:
     seen = key + (POW5[dr] if dr < 9 else 0)
     tiles = []
     total = 0
-    for r in range(9):
-        if raises[r] & cells:
-            left = 4 - seen // POW5[r] % 5
-            if left > 0:
-                tiles.append(USEFUL[9 * s + r][left])
-                total += left
+    for r in _RANKS_OF[mask]:
+        left = 4 - seen // POW5[r] % 5
+        if left > 0:
+            tiles.append(USEFUL[9 * s + r][left])
+            total += left
     found = (tuple(tiles), total)
-    if len(SUIT_USEFUL) >= MEMO_LIMIT:
-        SUIT_USEFUL.clear()
-    SUIT_USEFUL[memo_key] = found
+    if len(LISTED) >= MEMO_LIMIT:
+        LISTED.clear()
+    LISTED[memo_key] = found
     return found
 
 
@@ -348,24 +349,6 @@ def _raised(key: int, limits, cells: int) -> int:
             RAISED.clear()
         RAISED[memo_key] = found
     return found
-
-
-def _seven_pairs_raises(ranks: list[int], keys, pcs, a: int, b: int) -> None:
-    """Add to ``ranks`` (per suit, a 9-bit set) the ranks of suits ``a`` and ``b`` whose draw raises seven
-    pairs' count of those two suits: a rank held once or three times when pairs are short, one held
-    no times or twice when singles are."""
-    packed = pcs[a] + pcs[b]
-    now = SEVEN_PAIRS[packed]
-    to_pair = SEVEN_PAIRS[packed + 32 - 1] > now
-    to_single = SEVEN_PAIRS[packed + 1] > now
-    if not (to_pair or to_single):
-        return
-    for s in (a, b):
-        key = keys[s]
-        for r in range(9):
-            c = key // POW5[r] % 5
-            if c < 4 and (to_pair if c & 1 else to_single):
-                ranks[s] |= 1 << r
 
 
 def _rules(ruleset) -> Ruleset:
@@ -478,8 +461,9 @@ def shanten_options(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = Non
     held14 = h.held
     seen = held14 if vis is None else tuple(x + y for x, y in zip(held14, vis))
     held = list(held14)
-    rows = (row_of(keys[0], limits[0]), row_of(keys[1], limits[1]), row_of(keys[2], limits[2]))
-    pcs = (pair_counts(keys[0]), pair_counts(keys[1]), pair_counts(keys[2]))
+    k0, k1, k2 = keys
+    rows = (row_of(k0, limits[0]), row_of(k1, limits[1]), row_of(k2, limits[2]))
+    pcs = (pair_counts(k0), pair_counts(k1), pair_counts(k2))
     counts = h.counts
     plain = vis is None
     ranked = []
@@ -487,12 +471,15 @@ def shanten_options(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = Non
         if not counts[d]:
             continue
         s = d // 9
-        k = list(keys)
-        k[s] -= POW5[d % 9]
-        r = list(rows)
-        r[s] = row_of(k[s], limits[s])
-        pc = list(pcs)
-        pc[s] = pair_counts(k[s])
+        ks = keys[s] - POW5[d - 9 * s]
+        rs = row_of(ks, limits[s])
+        ps = pair_counts(ks)
+        if s == 0:
+            k, r, pc = (ks, k1, k2), (rs, rows[1], rows[2]), (ps, pcs[1], pcs[2])
+        elif s == 1:
+            k, r, pc = (k0, ks, k2), (rows[0], rs, rows[2]), (pcs[0], ps, pcs[2])
+        else:
+            k, r, pc = (k0, k1, ks), (rows[0], rows[1], rs), (pcs[0], pcs[1], ps)
         held[d] -= 1
         n, tiles, total = _useful(k, r, pc, limits, pairs, melds, held, seen, plain, d)
         held[d] += 1

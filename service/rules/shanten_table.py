@@ -315,6 +315,35 @@ _PAIRS_LOW = _pair_parts(5)
 _PAIRS_HIGH = _pair_parts(4)
 
 
+def _parity_parts(digits: int, first: int) -> list[int]:
+    out = []
+    for key in range(5 ** digits):
+        odd = even = 0
+        for r in range(first, first + digits):
+            key, c = divmod(key, 5)
+            if c & 1:
+                odd |= 1 << r
+            elif c < 4:
+                even |= 1 << r
+        out.append(odd | even << 9)
+    return out
+
+
+_PARITY_LOW = _parity_parts(5, 0)
+_PARITY_HIGH = _parity_parts(4, 5)
+
+
+def parity(key: int) -> int:
+    """Seven pairs' draws of a suit, two 9-bit rank sets packed ``odd | even << 9``: the ranks held once
+    or three times (a draw makes a pair), and those held no times or twice (a draw makes a single).
+
+    >>> p = parity(suit_key([1, 2, 3, 4, 0, 0, 0, 0, 0]))
+    >>> [r + 1 for r in range(9) if p >> r & 1], [r + 1 for r in range(9) if p >> (9 + r) & 1]
+    ([1, 3], [2, 5, 6, 7, 8, 9])
+    """
+    return _PARITY_LOW[key % _LOW] + _PARITY_HIGH[key // _LOW]
+
+
 def pair_counts(key: int) -> int:
     """Seven pairs' view of a suit, packed ``twos << 5 | ones``: the pairs its tiles make (a rank of four
     makes two) and the ranks holding one tile more than their pairs.  Packed values of two suits add.
