@@ -16,10 +16,12 @@ Two ways to the same rows:
   best of the keys with one tile fewer; the patterns are the ting core's complete shapes
   (:data:`~.shapes.SHAPES`, any number of sets up to four and at most one pair).
 
-:func:`build` takes tens of seconds, so its result is computed once and shipped beside this module
-(``shanten_rows.xz``: the rows of all 5⁹ keys, 4 bytes each, little-endian, xz-compressed, about
-26 KB; :data:`ROWS` when loaded, 7.6 MiB).  ``python -m service.rules.shanten_table`` writes it
-again; tests/test_shanten.py checks it against :func:`suit_row` (every key in the slow lane).
+:func:`build` is far too slow for an import (405,350 keys, one at a time, in Python), so its result
+is computed once and shipped beside this module (``shanten_rows.xz``: the rows of all 5⁹ keys,
+4 bytes each, little-endian, xz-compressed; loaded into :data:`ROWS`, an array indexed by the key;
+docs/performance.md has its size, load time and memory).  ``python -m service.rules.shanten_table``
+writes it again; tests/test_shanten.py checks it against :func:`suit_row` (and against :func:`build`,
+every key, in the slow lane).
 
 A row is stored in 30 bits: the five cells without a pair, 4 bits each, then for each ``j`` what
 the pair adds (0-2: a pair holds at most two tiles more), 2 bits each (:func:`encode`).
