@@ -98,7 +98,7 @@ def first_seen(n: int) -> dict:
         "from bench.corpus import discard_hands,ting_hands,shanten_hands;"
         f"T=[str(h) for h in ting_hands({n},seed=11)];D=[str(h) for h in discard_hands({n},seed=11)];"
         f"S=[str(h) for h in shanten_hands({n},seed=12)];F=[str(h) for h in shanten_hands({n},seed=13,size=14)];"
-        "import service.rules.shanten as m_;[d.clear() for d in (m_.COMBINED,m_.PAIRED,m_.RAISED,m_.LISTED)];"
+        "import service.rules.shanten as m_;[d.clear() for d in (m_.COMBINED,m_.PAIRED,m_.RAISED,m_.LISTED,m_.SUIT_USEFUL)];"
         "m_.GROUPS.clear();m_.GROUPS['']=0;import service.rules.shanten_table as t_;t_.RAISES.clear();"
         "c=time.perf_counter_ns\n"
         "def m(f,xs):\n s=[]\n for x in xs:\n  t=c();f(x);s.append((c()-t)/1000)\n return statistics.median(s)\n"

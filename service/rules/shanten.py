@@ -232,7 +232,7 @@ def _best(keys, limits, pairs, melds: int) -> int:
     """The most tiles of the hand (suit keys ``keys``) a win can keep."""
     sets = 4 - melds
     best = -1
-    for a, b in pairs:
+    for a, b in _kept(keys, pairs):
         v = combine(row_of(keys[a], limits[a]), row_of(keys[b], limits[b]), sets)[0]
         if v > best:
             best = v
@@ -251,12 +251,14 @@ def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, plain: bool,
 
     ``plain``: nothing visible, so that the copies seen of a suit without melds are its own tiles and
     the discard (tile ``drop``, for an option): its useful tiles are then one memoized answer
-    (:func:`_listed`)."""
+    (:func:`_suit_useful`)."""
     sets = 4 - melds
     best = -1
     cells = [0, 0, 0]
     seven_best = None
-    for a, b in _kept(keys, pairs):
+    if len(pairs) == 3:  # (as _kept: only the two suits with tiles when the third has none)
+        pairs = _KEEP.get((keys[0] > 0, keys[1] > 0, keys[2] > 0), pairs)
+    for a, b in pairs:
         ra = rows[a]
         rb = rows[b]
         v, cells_a, cells_b = COMBINED.get((ra << 32 | rb) << 3 | sets) or combine(ra, rb, sets)
@@ -273,11 +275,19 @@ def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, plain: bool,
             cells[b] |= cells_b
         if seven == top:
             seven_best = (seven_best or ()) + ((a, b),)
-    if limits is _NO_MELDS:
-        ranks = [(RAISED.get(keys[s] << 40 | cells[s]) or _raised(keys[s], FULL, cells[s])) if cells[s] else 0
-                 for s in range(3)]
-    else:
-        ranks = [_raised(keys[s], limits[s], cells[s]) if cells[s] else 0 for s in range(3)]
+    tiles = ()
+    total = 0
+    if plain and seven_best is None and limits is _NO_MELDS:
+        for s in (0, 1, 2):
+            c = cells[s]
+            if c:
+                dr = drop - 9 * s
+                memo_key = (((keys[s] << 40 | c) * 10 + (dr if 0 <= dr < 9 else 9)) << 2) + s
+                found = SUIT_USEFUL.get(memo_key) or _suit_useful(memo_key, s, keys[s], c, dr if 0 <= dr < 9 else 9)
+                tiles += found[0]
+                total += found[1]
+        return 13 - 3 * melds - best, tiles, total
+    ranks = [_raised(keys[s], limits[s], cells[s]) if cells[s] else 0 for s in range(3)]
     if seven_best:  # draws that raise seven pairs' count where it is best
         for a, b in seven_best:
             packed = pcs[a] + pcs[b]
@@ -287,8 +297,6 @@ def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, plain: bool,
                 for s in (a, b):
                     p = parity(keys[s]) & want
                     ranks[s] |= (p | p >> 9) & 511
-    tiles = ()
-    total = 0
     for s in range(3):
         mask = ranks[s]
         if not mask:
@@ -310,12 +318,30 @@ def _useful(keys, rows, pcs, limits, pairs, melds: int, held, seen, plain: bool,
 
 
 _NO_MELDS = (FULL, FULL, FULL)
+SUIT_USEFUL: dict[int, tuple[tuple[UsefulTile, ...], int]] = {}
+"""``(suit key, cells, rank discarded or 9, suit)`` → the useful tiles of a suit without melds whose
+draws raise those cells of its row, nothing visible (its copies seen: its tiles, and the discard), and
+their total: :func:`_raised` and :func:`_listed` in one look-up."""
+
+
+def _suit_useful(memo_key: int, s: int, key: int, cells: int, dr: int) -> tuple[tuple[UsefulTile, ...], int]:
+    mask = _raised(key, FULL, cells)
+    found = _listed(((key << 9 | mask) * 10 + dr) * 3 + s, s, key, mask, dr)
+    if len(SUIT_USEFUL) >= MEMO_LIMIT:
+        SUIT_USEFUL.clear()
+    SUIT_USEFUL[memo_key] = found
+    return found
+
+
 LISTED: dict[int, tuple[tuple[UsefulTile, ...], int]] = {}
 """``(suit key, ranks, rank discarded or 9, suit)`` → the useful tiles of those ranks of a suit without
 melds, nothing visible (its copies seen: its tiles, and the discard), and their total."""
 
 
 def _listed(memo_key: int, s: int, key: int, mask: int, dr: int) -> tuple[tuple[UsefulTile, ...], int]:
+    found = LISTED.get(memo_key)
+    if found is not None:
+        return found
     seen = key + (POW5[dr] if dr < 9 else 0)
     tiles = []
     total = 0
