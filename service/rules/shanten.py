@@ -321,12 +321,21 @@ _NO_MELDS = (FULL, FULL, FULL)
 SUIT_USEFUL: dict[int, tuple[tuple[UsefulTile, ...], int]] = {}
 """``(suit key, cells, rank discarded or 9, suit)`` → the useful tiles of a suit without melds whose
 draws raise those cells of its row, nothing visible (its copies seen: its tiles, and the discard), and
-their total: :func:`_raised` and :func:`_listed` in one look-up."""
+their total (what :func:`_raised` and :func:`_listed` give, in one look-up)."""
 
 
 def _suit_useful(memo_key: int, s: int, key: int, cells: int, dr: int) -> tuple[tuple[UsefulTile, ...], int]:
-    mask = _raised(key, FULL, cells)
-    found = _listed(((key << 9 | mask) * 10 + dr) * 3 + s, s, key, mask, dr)
+    raises = suit_raises(key)
+    seen = key + (POW5[dr] if dr < 9 else 0)
+    tiles = []
+    total = 0
+    for r in range(9):
+        if raises[r] & cells:
+            left = 4 - seen // POW5[r] % 5
+            if left > 0:
+                tiles.append(USEFUL[9 * s + r][left])
+                total += left
+    found = (tuple(tiles), total)
     if len(SUIT_USEFUL) >= MEMO_LIMIT:
         SUIT_USEFUL.clear()
     SUIT_USEFUL[memo_key] = found

@@ -287,12 +287,28 @@ def suit_raises(key: int, limits=FULL) -> tuple[int, ...]:
     memo_key = key if limits is FULL else (key, limits)
     found = RAISES.get(memo_key)
     if found is None:
-        before = lanes(row_of(key, limits))
-        out = []
-        k = key
-        for r in range(9):
-            k, c = divmod(k, 5)
-            out.append(0 if c >= limits[r] else lanes(row_of(key + POW5[r], limits)) - before)
+        if limits is FULL:  # (lanes() inlined: one look-up in ROWS per rank)
+            spread = _SPREAD
+            code = ROWS[key]
+            low = code & 0xFFFFF
+            before = low | (low + spread[code >> 20]) << 20
+            out = []
+            k = key
+            for r in range(9):
+                k, c = divmod(k, 5)
+                if c >= 4:
+                    out.append(0)
+                    continue
+                code = ROWS[key + POW5[r]]
+                low = code & 0xFFFFF
+                out.append((low | (low + spread[code >> 20]) << 20) - before)
+        else:
+            before = lanes(row_of(key, limits))
+            out = []
+            k = key
+            for r in range(9):
+                k, c = divmod(k, 5)
+                out.append(0 if c >= limits[r] else lanes(row_of(key + POW5[r], limits)) - before)
         found = tuple(out)
         if len(RAISES) >= MEMO_LIMIT:
             RAISES.clear()
