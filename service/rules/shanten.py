@@ -35,13 +35,12 @@ of suits uses (the table's neighbouring row tells which cells a draw raises:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from operator import itemgetter
 
 from .hand import POW5, Hand, parse_hand, require_in_play, require_valid, suit_groups
 from .ruleset import XUEZHAN, Ruleset
-from .shanten_table import FULL, ROWS, SEVEN_PAIRS, lanes, pair_counts, parity, row_of, suit_raises
+from .shanten_table import FULL, KEYS, ROWS, SEVEN_PAIRS, lanes, pair_counts, parity, row_of, suit_raises
 from .tiles import SUITS, TILES, Tile
 from .ting import visible_counts
 
@@ -149,7 +148,6 @@ def combine(row_a: int, row_b: int, sets: int) -> tuple[int, int, int]:
 
 
 # -- the hot path: a hand string of concealed tiles ---------------------------------------------
-_RANKS = re.compile(r"[1-9]{1,14}")
 GROUPS: dict[str, int] = {"": 0}
 """One suit's group of a hand string (its ranks) → its row and seven pairs' view, packed ``row |
 pairs << 32`` (:func:`~.shanten_table.pair_counts`); a group of other characters, or of more than
@@ -161,24 +159,30 @@ _ROW = (1 << 30) - 1
 
 def _group(ranks: str) -> int | None:
     """The packed group of a suit's ranks (kept in :data:`GROUPS`), or None for ranks that are not a
-    suit's tiles (another character, a fifth copy)."""
+    suit's tiles (another character, more than 14, a fifth copy)."""
     found = GROUPS.get(ranks)
     if found is not None:
         return found
-    if not _RANKS.fullmatch(ranks):
+    if len(ranks) > 14:
         return None
-    key = 0
-    for ch in ranks:
-        key += POW5[ord(ch) - 49]
-    counts = [ranks.count(d) for d in "123456789"]
-    if max(counts) > 4:
+    try:
+        key = sum(map(_RANK_WEIGHT.__getitem__, ranks))
+    except KeyError:
         return None
-    packed = ROWS[key] | pair_counts(key) << 32
+    if key >= KEYS:
+        return None
+    pairs = pair_counts(key)
+    if 2 * (pairs >> 5) + (pairs & 31) != len(ranks):  # a fifth copy carried into the next rank's digit
+        return None
+    packed = ROWS[key] | pairs << 32
     if len(GROUPS) >= MEMO_LIMIT:
         GROUPS.clear()
         GROUPS[""] = 0
     GROUPS[ranks] = packed
     return packed
+
+
+_RANK_WEIGHT = {str(r + 1): POW5[r] for r in range(9)}
 
 
 def _paired(a: int, b: int) -> int:
