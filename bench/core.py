@@ -14,13 +14,20 @@ so that every memo fills as the hands go by, as with a stream of new hands.
 The `mahjong` side: ``Agari.is_agari`` for the win check, a loop of it over the
 27 tiles for waits and per discard, ``HandCalculator.estimate_hand_value`` for scoring.
 
+Shanten (op "shanten", "useful_tiles", "shanten_options"): on hands 0-3 exchanges from ting (a quarter
+of each; 13 tiles, and 14 for the options), from hand strings.  The `mahjong` side is
+``Shanten.calculate_shanten(tiles_34, use_kokushi=False)`` (its 七对 counted, no 国士), on the same
+hands converted to its 34-count arrays beforehand (the conversion is not timed); riichi rules
+differ (no 缺一门, no four-copy rule), so its numbers differ on some hands: only the time compares.
+
 ``--peer``: also the Rust-backed ``riichienv`` (riichi rules), in this process, on the same
 hand strings, beside our from-string figures: op "peer_ting" is
 ``HandEvaluator.hand_from_text(s).get_waits()`` (its waits, unvalued) against our ``ting(s)``
 (waits each valued: fan, points, patterns, remaining, and 大叫); op "peer_discards" is
 ``check_riichi_candidates`` on the 14 tiles (the discards that leave tenpai, no waits) and that
 plus ``get_waits()`` of each candidate's 13 (the discards with their waits, unvalued) against our
-``discards(s)`` (each option's waits valued and ranked).  Riichi rules differ (no 缺一门 / 花猪):
+``discards(s)`` (each option's waits valued and ranked); op "peer_shanten" is
+``calculate_shanten(parse_hand(s)[0])`` (and on its tile ids parsed beforehand) against ``shanten(s)``.  Riichi rules differ (no 缺一门 / 花猪):
 the corpora are one- and two-suit hands.  riichienv is installed in the benchmark's own
 environment only (see bench/peer-requirements.txt); without it the line says so.
 
@@ -43,7 +50,7 @@ sys.path.insert(0, ROOT)
 if "--service-from" in sys.argv:  # (the --baseline side: that tree's service package, this tree's corpus)
     sys.path.insert(0, os.path.abspath(sys.argv[sys.argv.index("--service-from") + 1]))
 
-from bench.corpus import discard_hands, ting_hands, win_hands, winning_hands  # noqa: E402
+from bench.corpus import discard_hands, shanten_hands, ting_hands, win_hands, winning_hands  # noqa: E402
 
 
 def per_hand_us(fn, items, reps: int) -> float:
@@ -58,8 +65,9 @@ def per_hand_us(fn, items, reps: int) -> float:
     return statistics.median(samples)
 
 
-def table_build_cost() -> tuple[float, float]:
-    """Seconds and MiB to build the shape tables, measured in a fresh interpreter."""
+def table_build_cost() -> tuple[float, float, float, float]:
+    """Seconds and MiB to build the shape tables, and to load the shanten table, each measured in a fresh
+    interpreter."""
     import subprocess
 
     def run(code: str) -> float:
@@ -73,21 +81,30 @@ def table_build_cost() -> tuple[float, float]:
                       "print(time.perf_counter()-t)") for _ in range(3))
     mib = run(pre + "import tracemalloc;tracemalloc.start();t=(_build(),_even_keys());"
               "print(tracemalloc.get_traced_memory()[1]/2**20)")
-    return seconds, mib
+    pre = "from service.rules.shanten_table import load;"
+    load_s = min(run(pre + "import time;t=time.perf_counter();load();print(time.perf_counter()-t)") for _ in range(3))
+    load_mib = run(pre + "import tracemalloc;tracemalloc.start();t=load();print(tracemalloc.get_traced_memory()[0]/2**20)")
+    return seconds, mib, load_s, load_mib
 
 
 def first_seen(n: int) -> dict:
-    """Median µs of ting and discards from a string, each of ``n`` new hands asked once, in a
-    fresh interpreter (memos empty at the start)."""
+    """Median µs of ting, discards and the shanten operations from a string, each of ``n`` new hands asked
+    once, in a fresh interpreter (memos empty at the start: the corpus of shanten, built with
+    ``shanten``, fills them, so they are emptied before the timing)."""
     import subprocess
 
     code = (
-        "import json,statistics,time;from service import discards,ting;"
-        "from bench.corpus import discard_hands,ting_hands;"
+        "import json,statistics,time;from service import discards,ting,shanten,useful_tiles,shanten_options;"
+        "from bench.corpus import discard_hands,ting_hands,shanten_hands;"
         f"T=[str(h) for h in ting_hands({n},seed=11)];D=[str(h) for h in discard_hands({n},seed=11)];"
+        f"S=[str(h) for h in shanten_hands({n},seed=12)];F=[str(h) for h in shanten_hands({n},seed=13,size=14)];"
+        "import service.rules.shanten as m_;[d.clear() for d in (m_.COMBINED,m_.PAIRED,m_.RAISED,m_.LISTED,m_.SUIT_USEFUL)];"
+        "m_.GROUPS.clear();m_.GROUPS['']=0;import service.rules.shanten_table as t_;t_.RAISES.clear();"
         "c=time.perf_counter_ns\n"
         "def m(f,xs):\n s=[]\n for x in xs:\n  t=c();f(x);s.append((c()-t)/1000)\n return statistics.median(s)\n"
-        "print(json.dumps({'ting_us':round(m(ting,T),3),'discards_us':round(m(discards,D),3)}))"
+        "print(json.dumps({'ting_us':round(m(ting,T),3),'discards_us':round(m(discards,D),3),"
+        "'shanten_us':round(m(shanten,S),3),'useful_tiles_us':round(m(useful_tiles,S),3),"
+        "'shanten_options_us':round(m(shanten_options,F),3)}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))).stdout
@@ -171,6 +188,20 @@ def peer(n: int, reps: int) -> None:
                 out.append((kind, hand_evaluator(rest).get_waits()))
         return out
 
+    texts13 = [str(h) for h in shanten_hands(n)]
+    parsed = [parse(s)[0] for s in texts13]  # (its 136-ids, made beforehand)
+    shanten_of = riichienv.calculate_shanten
+    from service import shanten
+
+    ours = per_hand_us(shanten, texts13, reps)
+    from_text = per_hand_us(lambda s: shanten_of(parse(s)[0]), texts13, reps)
+    from_ids = per_hand_us(shanten_of, parsed, reps)
+    print(json.dumps({"op": "peer_shanten", "ours_us": round(ours, 3), "riichienv_us": round(from_text, 3),
+                      "riichienv_parsed_us": round(from_ids, 3),
+                      "compared": "shanten(s) against calculate_shanten(parse_hand(s)[0]), and on its tile ids "
+                                  "parsed beforehand (riichi rules: no 缺一门, no four-copy rule)",
+                      "hands": n}))
+
     r = max(1, reps // 4)
     ours = per_hand_us(discards, texts, r)
     only = per_hand_us(their_candidates, texts, r)
@@ -209,8 +240,9 @@ def main() -> None:
     from service.rules.fan import Win
 
     n = args.n
-    build_s, build_mib = table_build_cost()
-    print(json.dumps({"op": "tables", "build_s": round(build_s, 3), "peak_mib": round(build_mib, 1)}))
+    build_s, build_mib, load_s, load_mib = table_build_cost()
+    print(json.dumps({"op": "tables", "build_s": round(build_s, 3), "peak_mib": round(build_mib, 1),
+                      "shanten_load_s": round(load_s, 3), "shanten_mib": round(load_mib, 1)}))
 
     def to34(counts):
         return list(counts) + [0] * 7
@@ -304,8 +336,35 @@ def main() -> None:
     ours = per_hand_us(lambda r: settle(r["events"], dealer=r["dealer"]), rounds, max(1, args.reps // 4))
     print(json.dumps({"op": "settle", "ours_us": round(ours, 3), "rounds": len(rounds)}))
 
+    shanten_figures(n, args.reps, args.mahjong_reps)
+
     if args.peer:
         peer(n, args.reps)
+
+
+def shanten_figures(n: int, reps: int, mahjong_reps: int) -> None:
+    """Shanten, useful tiles and a 14's options from hand strings; the `mahjong` library's shanten on the
+    same 13-tile hands (their 34-arrays made beforehand)."""
+    from mahjong.shanten import Shanten
+
+    from service import shanten, shanten_options, useful_tiles
+
+    hands = shanten_hands(n)
+    texts = [str(h) for h in hands]
+    arrays = [list(h.counts) + [0] * 7 for h in hands]  # (converted here, not timed)
+    calculate = Shanten.calculate_shanten
+    ours = per_hand_us(shanten, texts, reps)
+    theirs = per_hand_us(lambda a: calculate(a, use_kokushi=False), arrays, mahjong_reps)
+    print(json.dumps({"op": "shanten", "from_str_us": round(ours, 3), "mahjong_us": round(theirs, 3),
+                      "speedup": round(theirs / ours, 1), "hands": n,
+                      "compared": "shanten(s) from a hand string, against Shanten.calculate_shanten(tiles_34, "
+                                  "use_kokushi=False) on the same hands as 34-arrays made beforehand"}))
+    print(json.dumps({"op": "useful_tiles", "from_str_us": round(per_hand_us(useful_tiles, texts, reps), 3),
+                      "hands": n}))
+    texts = [str(h) for h in shanten_hands(n, size=14)]
+    print(json.dumps({"op": "shanten_options", "from_str_us": round(per_hand_us(shanten_options, texts,
+                                                                                max(1, reps // 4)), 3),
+                      "hands": n}))
 
 
 if __name__ == "__main__":

@@ -93,3 +93,28 @@ def discard_hands(n: int, seed: int = 4) -> list[Hand]:
             c = _random_counts(rng, 14)
         out.append(_hand(c))
     return out
+
+
+def shanten_hands(n: int, seed: int = 5, size: int = 13) -> list[Hand]:
+    """Hands 0-3 exchanges from ting, a quarter of each: a win (one or two suits, or seven pairs) less
+    one tile, then some of its tiles exchanged for random ones of any suit (at most four copies; a
+    third suit now and then), kept when its shanten is the one wanted; ``size`` 14: one more random
+    tile drawn (the 14's shanten is then 0-3 or -1)."""
+    from service.rules.shanten import shanten
+
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        want = len(out) % 4
+        c = _remove_random(rng, _winning_counts(rng))
+        for _ in range(want + rng.randrange(3)):
+            c = _remove_random(rng, c)
+            c[rng.choice([t for t in range(27) if c[t] < 4])] += 1
+        hand = _hand(c)
+        if shanten(hand) != want:
+            continue
+        if size == 14:
+            c[rng.choice([t for t in range(27) if c[t] < 4])] += 1
+            hand = _hand(c)
+        out.append(hand)
+    return out

@@ -37,6 +37,7 @@ OPS = {
     "discards": (s.DiscardsRequest(), hands.discards_result, hands.discards_body, s.DiscardsResponse()),
     "score": (s.ScoreRequest(), hands.score_result, hands.score_body, s.ScoreResponse()),
     "settle": (s.SettleRequest(), rounds.settle_result, rounds.settle_body, s.SettleResponse()),
+    "shanten": (s.ShantenRequest(), hands.shanten_result, hands.shanten_body, s.ShantenResponse()),
 }
 
 
@@ -114,6 +115,22 @@ def test_discards():
 
     check()
     covered(seen, "options", "no options", "complete", "incomplete", "count", "no count")
+
+
+def test_shanten():
+    seen: Counter = Counter()
+
+    @SETTINGS
+    @given(hand=st.one_of(any_hands(13), any_hands(14), ting_hands(), winning_hands()), extra=with_visible)
+    def check(hand, extra):
+        body = same_body("shanten", {"hand": hand, **extra})
+        if body is not None:
+            seen["options" if "options" in body else "tiles"] += 1
+            seen["null" if body["shanten"] is None else "number"] += 1
+            seen["useful" if body.get("tiles") or any(o["tiles"] for o in body.get("options", ())) else "none"] += 1
+
+    check()
+    covered(seen, "options", "tiles", "null", "number", "useful", "none")
 
 
 flags = st.fixed_dictionaries({}, optional={

@@ -70,6 +70,9 @@ hand_items = st.one_of(
     st.builds(lambda h: {"op": "discards", "hand": h}, st.one_of(hands(14), winning_hands())),
     score_items(),
     settle_items,
+    st.builds(lambda h, v: {"op": "shanten", "hand": h, **v}, st.one_of(st.integers(12, 15).flatmap(hands),
+                                                                        ting_hands(), winning_hands()),
+              st.fixed_dictionaries({}, optional={"visible": visible})),
 )
 
 
@@ -166,6 +169,7 @@ EVERY_OP_BOTH_WAYS = {"items": [  # a success and a refusal of each operation, w
     {"op": "score", "hand": {"tiles": "11122233344455m"}, "win": {"tile": "5m"}},
     {"op": "score", "hand": {"tiles": "1112345678999m"}, "win": {"tile": "9m"}},
     {"op": "settle", "dealer": 0, "events": []}, {"op": "settle", "dealer": 7, "events": []},
+    {"op": "shanten", "hand": {"tiles": "12345m678m4599p1p"}}, {"op": "shanten", "hand": {"tiles": "123m"}},
 ]}
 
 

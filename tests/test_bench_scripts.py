@@ -35,12 +35,16 @@ def run_bench(script: str, *args: str) -> dict[str, dict]:
 
 def test_core_prints_every_operation_for_the_hands_it_was_given():
     out = run_bench("core.py", "--n", "120", "--reps", "1", "--mahjong-reps", "1")
-    assert {"tables", "first_seen", "parse", "win", "ting", "discards", "score", "settle"} <= set(out)
+    assert {"tables", "first_seen", "parse", "win", "ting", "discards", "score", "settle", "shanten", "useful_tiles",
+            "shanten_options"} <= set(out)
     for op in ("win", "ting", "discards", "score"):
         line = out[op]
         assert line["hands"] == 120
         assert line["ours_us"] > 0 and line["from_str_us"] > 0 and line["mahjong_us"] > 0
     assert out["first_seen"]["hands"] == 120 and out["settle"]["ours_us"] > 0
+    assert out["shanten"]["hands"] == 120 and out["shanten"]["from_str_us"] > 0 and out["shanten"]["mahjong_us"] > 0
+    assert out["useful_tiles"]["from_str_us"] > 0 and out["shanten_options"]["from_str_us"] > 0
+    assert out["first_seen"]["shanten_us"] > 0 and out["tables"]["shanten_mib"] > 7
 
 
 def test_rounds_settles_the_rounds_it_was_given():

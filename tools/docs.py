@@ -519,6 +519,13 @@ def _hands(rec: Recorder, client: Any) -> None:
     rec(client, "POST", "/v1/hands/discards", "Which tile to discard",
         "from 14 tiles: each discard that leaves the hand ting, best first.",
         json_body={"hand": {"tiles": "11122233345m99p5s"}})
+    rec(client, "POST", "/v1/hands/shanten", "How far from ting",
+        "a 13-tile hand one exchange away (一向听), two 3m seen elsewhere: each useful tile with its copies "
+        "left ([rules.md §16](rules.md#s16)).", json_body={"hand": {"tiles": "12345m678m4599p1p"}, "visible": "3m3m"},
+        example="thirteen")
+    rec(client, "POST", "/v1/hands/shanten", "Which discard keeps the hand closest",
+        "from 14 tiles: each distinct discard with the shanten and useful tiles of the 13 left, best first.",
+        json_body={"hand": {"tiles": "113456m23678p", "melds": [{"type": "peng", "tile": "9p"}]}}, example="fourteen")
     rec(client, "POST", "/v1/hands/score", "A self-drawn win with a concealed kong",
         "under the 血战 preset with 自摸加番: the fan after the cap, the points, each pattern and the "
         "decomposition scored.", json_body={

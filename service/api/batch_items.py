@@ -2,7 +2,7 @@
 
 Shared by ``POST /v1/batch`` (:mod:`service.api.batch`) and ``python -m service score``: no
 request, no server, no Redis here.  An *item* is an operation's request body with ``op``
-(``validate``, ``ting``, ``discards``, ``score``, ``settle``) beside its members; its *result* is
+(``validate``, ``ting``, ``discards``, ``score``, ``settle``, ``shanten``) beside its members; its *result* is
 
 * ``{"status": 200, "body": {...}}``: the single endpoint's response body, or
 * ``{"status": <4xx>, "problem": {...}}``: the problem the single endpoint gives for that body
@@ -37,7 +37,7 @@ from marshmallow import ValidationError
 
 from ..rules.ruleset import Ruleset
 from . import schemas as s
-from .hands import discards_body, score_body, ting_body, validate_body
+from .hands import discards_body, score_body, shanten_body, ting_body, validate_body
 from .jsonio import dumps
 from .problems import ApiProblem, describe
 from .rounds import settle_body
@@ -64,6 +64,7 @@ OPS: dict[str, Op] = {
     "discards": Op(s.DiscardsRequest(), discards_body, "/v1/hands/discards"),
     "score": Op(s.ScoreRequest(), score_body, "/v1/hands/score"),
     "settle": Op(s.SettleRequest(), settle_body, "/v1/rounds/settle"),
+    "shanten": Op(s.ShantenRequest(), shanten_body, "/v1/hands/shanten"),
 }
 assert tuple(OPS) == tuple(s.BATCH_ITEM_SCHEMAS)
 

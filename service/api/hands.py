@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from flask import jsonify
 
-from .. import discards, score, ting, validate
+from .. import discards, score, shanten_analysis, ting, validate
 from ..rules.fan import Score
+from ..rules.shanten import Shanten, ShantenOptions
 from ..rules.ting import DiscardAdvice, Ting
 from ..rules.validate import Validation
 from . import rate_limits
 from . import schemas as s
 from .smorest import JSON_BODY, Blueprint
+from .table_views import RESPONSE_EXAMPLES
 
-blp = Blueprint("hands", __name__, url_prefix="/v1/hands", description="Validate, ting, discard advice and scoring of one hand.")
+blp = Blueprint("hands", __name__, url_prefix="/v1/hands", description="Validate, ting, discard advice, shanten and scoring of one hand.")
 
 KEYED = [{"apiKey": []}, {}]  # X-API-Key when the service has API keys
 NO_KEY = (401, "with API keys on: no `X-API-Key`, or not a key of the service (`api_key_required`, "
@@ -113,3 +115,28 @@ def score_body(args: dict) -> dict:
 def score_result(args: dict) -> Score:
     """The core's answer to the loaded ``args`` (:class:`~service.api.schemas.ScoreResponse` dumps it)."""
     return score(args["hand"], args["win"], ruleset=args["ruleset"])
+
+
+@blp.route("/shanten", methods=["POST"])
+@blp.arguments(s.ShantenRequest(), example={"hand": {"tiles": "12345m678m4599p1p"}, "visible": "3m3m"})
+@blp.response(200, s.ShantenResponse, examples=RESPONSE_EXAMPLES.get("shantenHand"))
+@errors
+@blp.doc(operationId="shantenHand", security=KEYED)
+def shanten_hand(args):
+    """Shanten (向听) of a 13- or 14-size hand and its useful tiles (有效进张).
+
+    13 tiles: the shanten, the useful tiles (draws that lower it by one) with their copies left, and
+    their total. 14 tiles: the shanten (-1: it wins) and, for each distinct discard, the shanten and
+    useful tiles of the 13 left, best first. A hand whose melds alone break 缺一门 or hold the void
+    suit: `shanten` null. Another size, a fifth copy, bad notation: 422, as for ting.
+    """
+    return jsonify(shanten_body(args))
+
+
+def shanten_body(args: dict) -> dict:
+    return s.dump_shanten(shanten_result(args))
+
+
+def shanten_result(args: dict) -> "Shanten | ShantenOptions":
+    """The core's answer to the loaded ``args`` (:class:`~service.api.schemas.ShantenResponse` dumps it)."""
+    return shanten_analysis(args["hand"], ruleset=args["ruleset"], visible=args["visible"])

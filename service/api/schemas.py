@@ -59,6 +59,7 @@ from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld, parse_hand
 from ..rules.patterns import PATTERNS, PatternFan
 from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, PRESETS, Ruleset, ENUMS
 from ..rules.settle import Settlement
+from ..rules.shanten import USEFUL, Shanten, ShantenOptions, UsefulTile
 from ..rules.stakes import MAX_COINS, CoinSettlement, Stakes, StakesError
 from ..rules.tiles import SUITS, Tile, parse_suit, parse_tiles
 from ..rules.ting import DiscardAdvice, Ting, Wait
@@ -446,6 +447,10 @@ class DiscardsRequest(TingRequest):
     pass
 
 
+class ShantenRequest(TingRequest):
+    """A hand of 13 or 14 tiles (melds counted as 3)."""
+
+
 class WinSchema(ma.Schema):
     tile = Str(MAX_TILE_CHARS, required=True, metadata={"description": "the winning tile, among the concealed tiles"})
     self_drawn = StrictBoolean(load_default=False)
@@ -657,6 +662,39 @@ class DiscardsResponse(ma.Schema):
     complete = fields.Boolean(required=True, metadata={"description": "the 14 tiles already win"})
 
 
+class UsefulTileSchema(ma.Schema):
+    """Dumps a :class:`~service.rules.shanten.UsefulTile`."""
+
+    tile = fields.String(required=True)
+    remaining = fields.Integer(required=True, metadata={
+        "description": "copies left: not in the hand, its melds or `visible` (for an option, nor the discard)"})
+
+
+class ShantenOptionSchema(ma.Schema):
+    """Dumps a :class:`~service.rules.shanten.ShantenOption`."""
+
+    discard = fields.String(required=True)
+    shanten = fields.Integer(required=True, metadata={"description": "the shanten of the 13 tiles left"})
+    tiles = fields.List(fields.Nested(UsefulTileSchema), required=True,
+                        metadata={"description": "their useful tiles, in tile order"})
+    remaining = fields.Integer(required=True, metadata={"description": "the useful tiles' copies left, in all"})
+
+
+class ShantenResponse(ma.Schema):
+    """Dumps a :class:`~service.rules.shanten.Shanten` (13 tiles: ``tiles`` and ``remaining``) or a
+    :class:`~service.rules.shanten.ShantenOptions` (14 tiles: ``options``)."""
+
+    shanten = fields.Integer(required=True, allow_none=True, metadata={
+        "description": "exchanges from ting (0: ting; -1: 14 tiles that win); null when the melds alone "
+                       "break 缺一门 or hold the void suit"})
+    tiles = fields.List(fields.Nested(UsefulTileSchema), metadata={
+        "description": "(13 tiles) the useful tiles, in tile order: draws that lower the shanten by one"})
+    remaining = fields.Integer(metadata={"description": "(13 tiles) the useful tiles' copies left, in all"})
+    options = fields.List(fields.Nested(ShantenOptionSchema), metadata={
+        "description": "(14 tiles) one per distinct discard, best first: lowest shanten, most useful tiles "
+                       "left, tile order; empty when `shanten` is null"})
+
+
 class ScoreResponse(ma.Schema):
     """Dumps a :class:`~service.rules.fan.Score`."""
 
@@ -800,8 +838,15 @@ class SettleItem(SettleRequest):
     op = Const("settle")
 
 
+class ShantenItem(ShantenRequest):
+    """A batch item of ``POST /v1/hands/shanten``: its body and ``op``."""
+
+    op = Const("shanten")
+
+
 BATCH_ITEM_SCHEMAS: dict[str, type[ma.Schema]] = {
     "validate": ValidateItem, "ting": TingItem, "discards": DiscardsItem, "score": ScoreItem, "settle": SettleItem,
+    "shanten": ShantenItem,
 }
 """op → the item's documented schema (documentation only: an item is loaded by its operation's own
 request schema, without ``op``, so that it answers what the single endpoint answers)."""
@@ -818,7 +863,7 @@ def check_batch_item(value: Any) -> dict:
     >>> check_batch_item({"op": "tingg"})
     Traceback (most recent call last):
     ...
-    marshmallow.exceptions.ValidationError: {'op': ['Must be one of: validate, ting, discards, score, settle.']}
+    marshmallow.exceptions.ValidationError: {'op': ['Must be one of: validate, ting, discards, score, settle, shanten.']}
     >>> check_batch_item([1])
     Traceback (most recent call last):
     ...
@@ -868,7 +913,7 @@ class BatchResult(ma.Schema):
 
     status = fields.Integer(required=True, metadata={"description": "what the single endpoint answers: 200, "
                                                                    "or the problem's status"})
-    body = OneOf(ValidateResponse, TingResponse, DiscardsResponse, ScoreResponse, SettleResponse,
+    body = OneOf(ValidateResponse, TingResponse, DiscardsResponse, ScoreResponse, SettleResponse, ShantenResponse,
                  metadata={"description": "with status 200: the single endpoint's response body"})
     problem = fields.Nested(ProblemSchema, metadata={
         "description": "otherwise: the single endpoint's problem (its `instance` is the single endpoint's "
@@ -932,6 +977,23 @@ def dump_discards(a: DiscardAdvice) -> dict:
         ],
         "complete": a.complete,
     }
+
+
+_USEFUL_BODIES = {t: {"tile": str(t.tile), "remaining": t.remaining} for by_left in USEFUL for t in by_left}
+"""The body of every useful tile there can be (:data:`~service.rules.shanten.USEFUL`: values the answers
+share); bodies are read-only, as :func:`dump_wait`'s."""
+
+
+def dump_useful(tiles: tuple[UsefulTile, ...]) -> list[dict]:
+    return [_USEFUL_BODIES[t] for t in tiles]
+
+
+def dump_shanten(r: "Shanten | ShantenOptions") -> dict:
+    if type(r) is Shanten:
+        return {"shanten": r.shanten, "tiles": dump_useful(r.tiles), "remaining": r.remaining}
+    return {"shanten": r.shanten, "options": [
+        {"discard": str(o.discard), "shanten": o.shanten, "tiles": dump_useful(o.tiles), "remaining": o.remaining}
+        for o in r.options]}
 
 
 def dump_score(s: Score) -> dict:

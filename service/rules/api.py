@@ -3,6 +3,8 @@
 from .fan import Score, Win, is_win, score
 from .hand import Hand, Meld, parse_hand
 from .ruleset import PRESETS, Ruleset
+from .shanten import Shanten, ShantenOption, ShantenOptions, UsefulTile, shanten, shanten_analysis, shanten_options
+from .shanten import useful_tiles
 from .ting import DiscardAdvice, Ting, discards, ting
 from .validate import Validation, validate
 
@@ -11,6 +13,7 @@ from .stakes import CoinSettlement, Stakes, settle_coins
 
 __all__ = [
     "Hand", "Meld", "PRESETS", "Ruleset", "Score", "Win", "Ting", "DiscardAdvice", "Validation",
-    "Settlement", "Transfer", "Stakes", "CoinSettlement",
-    "discards", "is_win", "parse_hand", "score", "settle", "settle_coins", "ting", "validate",
+    "Settlement", "Transfer", "Stakes", "CoinSettlement", "Shanten", "ShantenOption", "ShantenOptions", "UsefulTile",
+    "discards", "is_win", "parse_hand", "score", "settle", "settle_coins", "shanten", "shanten_analysis",
+    "shanten_options", "ting", "useful_tiles", "validate",
 ]

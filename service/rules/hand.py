@@ -262,14 +262,14 @@ PARTS_LIMIT = 4096
 """Entries per suit of the memo below; a full memo is emptied (a bound, not a policy)."""
 
 
-def _groups(text: str) -> tuple[str, str, str] | None:
+def suit_groups(text: str) -> tuple[str, str, str] | None:
     """The ``m``, ``p`` and ``s`` groups' ranks of a string with at most one group per suit, in the
     order m, p, s (``""`` for a suit with none), else None: what clients send.
 
     Only the marks are placed here; each group's ranks are checked by :func:`_suit_part` (``[1-9]+``),
     which a group in its memo has passed.
 
-    >>> _groups("123m456p"), _groups("55s"), _groups(""), _groups("1m2m"), _groups("5s1m")
+    >>> suit_groups("123m456p"), suit_groups("55s"), suit_groups(""), suit_groups("1m2m"), suit_groups("5s1m")
     (('123', '456', ''), ('', '', '55'), ('', '', ''), None, ('5s1', '', ''))
     """
     m, mark, rest = text.partition("m")
@@ -318,8 +318,8 @@ _EMPTY_PART = ((), _NONE9, 0, 0)
 
 def _suit_parts(text: str) -> tuple[tuple, tuple, tuple, str, str, str] | None:
     """The three suits' parts (:func:`_suit_part`) and rank strings of a hand string in canonical
-    suit order (:func:`_groups`), else None."""
-    groups = _groups(text)
+    suit order (:func:`suit_groups`), else None."""
+    groups = suit_groups(text)
     if groups is None:
         return None
     m, p, s = groups
@@ -332,7 +332,7 @@ def _suit_parts(text: str) -> tuple[tuple, tuple, tuple, str, str, str] | None:
 
 
 def _canonical_hand(text: str) -> Hand | None:
-    """The hand of a string in canonical suit order (:func:`_groups`), else None."""
+    """The hand of a string in canonical suit order (:func:`suit_groups`), else None."""
     parts = _suit_parts(text)
     if parts is None:
         return None
@@ -346,7 +346,7 @@ def _canonical_hand(text: str) -> Hand | None:
 
 
 def suit_keys(text: str) -> tuple[int, int, int, int] | None:
-    """``(k0, k1, k2, n)`` of a hand string in canonical suit order (:func:`_groups`) with no count over
+    """``(k0, k1, k2, n)`` of a hand string in canonical suit order (:func:`suit_groups`) with no count over
     4: its suits' base-5 keys (as :attr:`Hand.keys`) and its number of tiles, without building the
     :class:`Hand`; else None (:func:`parse_hand` then parses it, or tells what is wrong).
 
