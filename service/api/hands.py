@@ -118,6 +118,7 @@ def score_result(args: dict) -> Score:
 
 
 @blp.route("/shanten", methods=["POST"])
+@rate_limits.unlimited("a stateless hand operation: many go in one POST /v1/batch, which counts its items")
 @blp.arguments(s.ShantenRequest(), example={"hand": {"tiles": "12345m678m4599p1p"}, "visible": "3m3m"})
 @blp.response(200, s.ShantenResponse, examples=RESPONSE_EXAMPLES.get("shantenHand"))
 @errors

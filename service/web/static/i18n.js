@@ -94,7 +94,7 @@ const STRINGS = {
     reasons: {
       dianpao: '点炮', zimo: '自摸', kong_direct: '明杠', kong_added: '补杠', kong_concealed: '暗杠',
       kong_void: '抢杠退回杠钱', transfer: '呼叫转移', refund: '退税', huazhu: '查花猪', dajiao: '查大叫',
-      escape: '逃跑', forfeit: '退回所得',
+      escape: '逃跑', forfeit: '退回所得', penalty: '罚分', adjust: '调账',
     },
     suits: { m: '万', p: '筒', s: '条' },
     err: {
@@ -136,6 +136,7 @@ const STRINGS = {
       round_ended: '本局已经结束了。', no_round: '先开始一局。', round_in_progress: '本局还没结束。',
       void_conflict: '不能撤销：后面的记录依赖它。', bad_players: '人数和玩法不符。',
       bad_stakes: '游戏币设置不对（要填整数）。', no_stakes: '这桌不打游戏币。', too_many_coins: '游戏币太多了。',
+      xianggong: '这位玩家是相公（牌数不对），本局不能再胡。', correction_conflict: '改不了：后面一局的庄家会因此改变。',
     },
   },
   en: {
@@ -232,7 +233,7 @@ const STRINGS = {
       dianpao: 'discard win (点炮)', zimo: 'self-drawn (自摸)', kong_direct: 'direct kong', kong_added: 'added kong',
       kong_concealed: 'concealed kong', kong_void: 'robbed kong returned', transfer: 'kong money passed on (呼叫转移)',
       refund: 'kong refund (退税)', huazhu: 'flower pig (花猪)', dajiao: 'not ready (查大叫)', escape: 'escape',
-      forfeit: 'winnings returned',
+      forfeit: 'winnings returned', penalty: 'penalty', adjust: 'adjustment',
     },
     suits: { m: ' Characters', p: ' Dots', s: ' Bamboo' },
     err: {
@@ -278,6 +279,7 @@ const STRINGS = {
       round_ended: 'The round has ended.', no_round: 'Start a round first.', round_in_progress: 'The round is still being played.',
       void_conflict: 'Cannot undo: a later record depends on it.', bad_players: 'The number of players does not fit the room.',
       bad_stakes: 'The coin settings are wrong (whole numbers only).', no_stakes: 'This table does not play for coins.', too_many_coins: 'Too many coins.',
+      xianggong: 'That player is 相公 (a wrong number of tiles) and may not win again this round.', correction_conflict: 'Cannot correct it: a later round\'s dealer would change.',
     },
   },
 };
