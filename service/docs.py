@@ -870,7 +870,7 @@ def _http_codes_section() -> str:
     out = ["#### The HTTP layer's problem codes\n\nBesides the rules core's codes "
            "([rules.md](rules.md#codes)); a 409 `Conflict` carries the store's own code (`table_full`, "
            "`table_finished`, `round_in_progress`, `void_conflict`, `already_voided`, `not_voidable`, "
-           "`table_deleted`, `idempotency_key_expired`).\n\n| code | status | title |\n|---|---|---|\n"]
+           "`table_deleted`, `idempotency_key_expired`, `tokens_rotated`).\n\n| code | status | title |\n|---|---|---|\n"]
     out.extend(f"| `{code}` | {status} | {title} |\n" for code, (status, title) in sorted(rows.items(),
                                                                                           key=lambda r: (r[1][0], r[0])))
     return "".join(out)

@@ -45,7 +45,7 @@ class IdempotencyMismatch(StoreError):
 
 
 CONFLICT_CODES = ("table_full", "table_finished", "round_in_progress", "void_conflict", "already_voided",
-                  "not_voidable", "table_deleted", "idempotency_key_expired")
+                  "not_voidable", "table_deleted", "idempotency_key_expired", "tokens_rotated")
 """Every code a :class:`Conflict` may carry."""
 
 

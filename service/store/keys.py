@@ -124,6 +124,12 @@ def created(table_id: str) -> str:
     return tag(table_id) + ":created"
 
 
+def rotation(table_id: str) -> str:
+    """The table's last rotation under an Idempotency-Key (kept 24 h): its key's field, who rotated, the new
+    tokens sealed (see ``ROTATE``)."""
+    return tag(table_id) + ":rotation"
+
+
 def idem_field(key: str) -> bytes:
     """The field of an Idempotency-Key in its table's ``idem`` hash (Redis never sees the key).
 
@@ -269,20 +275,23 @@ return 1
 # ARGV[5] durable: "1" to touch the table when the id exists (REDIS_MIN_REPLICAS), else "",
 # ARGV[6] the owner (the API key's name; "": none), ARGV[7] the table.created notification's data (JSON),
 # ARGV[8] the outbox's TTL in seconds (0: none), ARGV[9..] meta field/value pairs
+# KEYS[10] the table's rotation record (rotation())
 # (with an owner, the table.created notification is added to the outbox; the outbox is never
 # wiped: an earlier table of this id may still have notifications to deliver)
-# returns {1} when created, {0, record or false, {players, ruleset, dealer, deleted, stakes}} when the id exists
+# returns {1} when created, {0, record or false, {players, ruleset, dealer, deleted, stakes, rotated}} when the
+# id exists ("rotated": when the table's tokens were last rotated, or false)
 CREATE = TOUCH_FN + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if ARGV[5] == '1' then touch(KEYS[1]) end
-  return {0, redis.call('GET', KEYS[6]), redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted', 'stakes')}
+  return {0, redis.call('GET', KEYS[6]),
+          redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted', 'stakes', 'rotated')}
 end
 local fields = {}
 for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('SET', KEYS[3], ARGV[1])
 -- whatever an expired table of this id left never attaches to the new one
-redis.call('DEL', KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+redis.call('DEL', KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[10])
 if ARGV[3] ~= '' then redis.call('SET', KEYS[6], ARGV[3], 'EX', tonumber(ARGV[4])) end
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then
@@ -470,6 +479,7 @@ return {'ok', ARGV[2], 0}
 # (0: none), ARGV[5] the version the table was read at, ARGV[6] its balances then (JSON): a table with
 # an owner gets its table.deleted notification (its version and balances as they were), which the
 # outbox keeps after the table is gone; a table whose log moved since it was read is not deleted (-1)
+# KEYS[11] the table's rotation record (rotation())
 # returns 0 when there was no table, 1 when it was deleted, 2 when it was deleted and notified, -1: moved
 DELETE = """
 if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
@@ -480,8 +490,8 @@ if owner then
   data = '{"table":' .. cjson.encode(ARGV[3]) .. ',"seq":null,"version":' .. ARGV[5] .. ',"record":null,"balances":'
     .. ARGV[6] .. '}'
 end
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
-redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created', 'stakes')
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[11])
+redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created', 'stakes', 'rotated')
 redis.call('HSET', KEYS[1], 'deleted', '1')
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
 redis.call(ARGV[2], KEYS[9], 'deleted')
@@ -494,22 +504,48 @@ return 1
 """
 
 # ROTATE: new tokens for a table; the old ones stop working at once, the creation's kept first
-# response (its tokens) is dropped, and the channel says "rotated" (streams re-check their credentials).
-# KEYS: meta, state, created, channel
+# response (its tokens) is dropped, the meta hash says when ("rotated": a retry of the creation says
+# what happened), and the channel says "rotated" (streams re-check their credentials).
+# Under an Idempotency-Key the rotation is kept (KEYS[5], for ARGV[8] seconds): the key's field, who rotated
+# (the old write token's SHA-256, or "key:" and the owner's name) and the new tokens sealed; the same key
+# from the same caller replays them (the old write token is accepted for that replay only), from another
+# caller that may rotate it is "reused" (one that may not is refused as without a key).  A rotation
+# without a key drops the kept one (its tokens no longer work).
+# KEYS: meta, state, created, channel, rotation
 # ARGV[1] SHA-256 (hex) of the write token the caller gave ("": the caller is the owner's API key),
 # ARGV[2] the owner's name ("": a token), ARGV[3], ARGV[4] the new write and read tokens' SHA-256,
-# ARGV[5] PUBLISH or SPUBLISH
-# returns "ok" | "missing" (no table, or not the owner's) | "denied" (the write token changed meanwhile)
-ROTATE = """
-if redis.call('EXISTS', KEYS[2]) == 0 then return 'missing' end
+# ARGV[5] PUBLISH or SPUBLISH, ARGV[6] the Idempotency-Key's field ("": none), ARGV[7] the new tokens
+# sealed, ARGV[8] how long the rotation is kept (seconds), ARGV[9] now (RFC 3339)
+# returns {"ok"} | {"replay", sealed tokens} | {"reused"} (the key was another caller's) | {"missing"} (no
+# table, or not the owner's) | {"denied"} (the write token is not, or no longer, the table's)
+ROTATE = TOUCH_FN + """
+if redis.call('EXISTS', KEYS[2]) == 0 then return {'missing'} end
+if ARGV[1] == '' and ARGV[2] == '' then return {'denied'} end
+local by = ARGV[1]
+if by == '' then by = 'key:' .. ARGV[2] end
+local reused = false
+if ARGV[6] ~= '' then
+  local kept = redis.call('HMGET', KEYS[5], 'key', 'by', 'tokens')
+  if kept[1] == ARGV[6] then
+    if kept[2] == by then
+      touch(KEYS[5])  -- (REDIS_MIN_REPLICAS: this connection's WAIT then covers the rotation it replays)
+      return {'replay', kept[3]}
+    end
+    reused = true
+  end
+end
 local meta = redis.call('HMGET', KEYS[1], 'token', 'owner')
-if ARGV[1] == '' and ARGV[2] == '' then return 'denied' end
-if ARGV[1] ~= '' and meta[1] ~= ARGV[1] then return 'denied' end
-if ARGV[2] ~= '' and meta[2] ~= ARGV[2] then return 'missing' end
-redis.call('HSET', KEYS[1], 'token', ARGV[3], 'read_token', ARGV[4])
-redis.call('DEL', KEYS[3])
+if ARGV[1] ~= '' and meta[1] ~= ARGV[1] then return {'denied'} end
+if ARGV[2] ~= '' and meta[2] ~= ARGV[2] then return {'missing'} end
+if reused then return {'reused'} end
+redis.call('HSET', KEYS[1], 'token', ARGV[3], 'read_token', ARGV[4], 'rotated', ARGV[9])
+redis.call('DEL', KEYS[3], KEYS[5])
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[5], 'key', ARGV[6], 'by', by, 'tokens', ARGV[7])
+  redis.call('EXPIRE', KEYS[5], tonumber(ARGV[8]))
+end
 redis.call(ARGV[5], KEYS[4], 'rotated')
-return 'ok'
+return {'ok'}
 """
 
 # -- the webhook dispatcher's scripts (service/store/outbox.py) --------------------------------------

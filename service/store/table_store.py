@@ -43,6 +43,10 @@ Readings (where the contract is silent):
   first response is kept 24 h (never longer than the table), its tokens sealed
   with AES-GCM under a key derived from the Idempotency-Key by HKDF, which Redis
   never sees; the table id is derived from the key too, so a retry finds it.
+  After a token rotation that response is gone and a retry says why (``tokens_rotated``).
+* A token rotation's Idempotency-Key need not be a UUID (the replay also needs the credential the
+  rotation was sent with: the old write token, or the API key): only the table's last rotation is kept
+  (24 h), as an older one's tokens no longer work.
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ from .errors import (
     Busy, Conflict, EventNotFound, Forbidden, IdempotencyMismatch, NotReplicated, PreconditionFailed,
     RateLimited, StoreFull, TableNotFound, Unauthorized,
 )
-from .sealing import created_id, seal, unseal
+from .sealing import created_id, seal, seal_rotation, unseal, unseal_rotation
 from .states import STATES_KEPT, Kept, StateCache
 
 log = logging.getLogger("service.store")
@@ -150,6 +154,18 @@ class Created:
                "ruleset": self.ruleset, "dealer": self.dealer, "version": self.version,
                "balances": self.balances}
         return out if self.coins is None else out | {"coins": self.coins}
+
+
+@dataclass(frozen=True)
+class Rotated:
+    """A table's new tokens, from a rotation (the only time they are shown, but for its replay)."""
+
+    token: str
+    read_token: str
+    replayed: bool = False  # a retry under its Idempotency-Key: the first answer again
+
+    def as_dict(self) -> dict:
+        return {"token": self.token, "read_token": self.read_token}
 
 
 @dataclass(frozen=True)
@@ -411,7 +427,7 @@ class TableStore:
             flat = [x for kv in fields.items() for x in kv]
             notify = owner is not None and self.webhooks
             data = self._notification(table_id, None, 0, None, state.balances) if notify else ""
-            res = self._run(self._create, [*keys.every(table_id), keys.outbox(table_id)],
+            res = self._run(self._create, [*keys.every(table_id), keys.outbox(table_id), keys.rotation(table_id)],
                             [codec.state(state.to_dict()), self.table_ttl, record, created_ttl, self._durable,
                              owner if notify else "", data, self.outbox_ttl, *flat])
             if res[0] == 1:
@@ -430,9 +446,15 @@ class TableStore:
 
     def _replay_creation(self, table_id: str, idempotency_key: str, fp: str, record: bytes | None,
                          meta: list) -> Created:
-        players, ruleset, dealer, deleted, stakes = meta
+        players, ruleset, dealer, deleted, stakes, rotated = meta
         if deleted:
             raise Conflict("table_deleted", "the table this Idempotency-Key created has been deleted")
+        if rotated:
+            raise Conflict("tokens_rotated",
+                           f"this Idempotency-Key created table {table_id}, whose tokens were rotated at "
+                           f"{rotated.decode()} (POST /v1/tables/{table_id}/tokens/rotate): the tokens of the "
+                           "creation's response no longer work, so they are not sent again; use the tokens the "
+                           "rotation answered")
         if not record:
             raise Conflict("idempotency_key_expired",
                            "this Idempotency-Key created a table whose first response is no longer kept "
@@ -962,7 +984,8 @@ class TableStore:
                 if owner is not None and state is not None:
                     version = length
                     balances = _dumps(TableState.from_dict(codec.read_state(state)).balances)
-            res = self._run(self._delete, [*keys.every(table_id), keys.channel(table_id), keys.outbox(table_id)],
+            res = self._run(self._delete, [*keys.every(table_id), keys.channel(table_id), keys.outbox(table_id),
+                                           keys.rotation(table_id)],
                             [TOMBSTONE_TTL, self.publish_command, table_id if version >= 0 else "", self.outbox_ttl,
                              version, balances], wrote=lambda res: res > 0)
             if res == -1:  # an append came between the read and the script: read again
@@ -972,28 +995,57 @@ class TableStore:
             return bool(res)
         raise Busy("too many concurrent writes to this table; retry")
 
-    def rotate(self, table_id: str, access: Access) -> tuple[str, str]:
-        """New write and read tokens for a table (``(token, read_token)``, shown only here): the old ones
-        stop working at once (every read and write checks the meta hash), the creation's kept first
-        response goes (a retry of the creation is then ``idempotency_key_expired``), and the table's
-        channel says ``rotated`` (open streams re-check their credentials: those of an old token end).
+    def rotate(self, table_id: str, access: Access, *, idempotency_key: str | None = None,
+               credential: str = "") -> Rotated:
+        """New write and read tokens for a table, shown only here: the old ones stop working at once (every
+        read and write checks the meta hash), the creation's kept first response goes (a retry of the
+        creation is then ``tokens_rotated``), and the table's channel says ``rotated`` (open streams re-check
+        their credentials: those of an old token end).
 
         Needs the write token or the API key that created the table (as a write does).  A rotation
         racing another one with the same old token: one of them wins, the other is 401 (its token is
-        no longer the table's)."""
+        no longer the table's).
+
+        Under an ``idempotency_key`` the new tokens are kept (24 h, never longer than the table) sealed
+        under the key and the ``credential`` the rotation was sent with (the old write token, or the API
+        key: :func:`~service.store.sealing.seal_rotation`): a retry with the same key from the same caller
+        answers them again (``replayed``), the old write token being accepted for that replay only; the
+        same key from another caller is :class:`IdempotencyMismatch`.  Only the table's last rotation is
+        kept: after a newer one, the older one's tokens no longer work and its key replays nothing."""
         meta = keys.meta(table_id)
-        _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), replace(access, write=True))
+        try:
+            _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), replace(access, write=True))
+        except Unauthorized:
+            if not (idempotency_key and access.token):
+                raise
+            # an old write token: the script accepts it for the replay of the rotation it made, nothing else
         token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        res = self._run(self._rotate, [meta, keys.state(table_id), keys.created(table_id), keys.channel(table_id)],
+        field = sealed = b""
+        if idempotency_key:
+            field = keys.idem_field(idempotency_key)
+            sealed = seal_rotation(idempotency_key, credential, table_id, [token, read_token])
+        kept = min(self.idempotency_ttl, self.table_ttl) if self.table_ttl else self.idempotency_ttl
+        res = self._run(self._rotate, [meta, keys.state(table_id), keys.created(table_id), keys.channel(table_id),
+                                       keys.rotation(table_id)],
                         [_hash(access.token) if access.token else "", "" if access.token else access.owner or "",
-                         _hash(token), _hash(read_token), self.publish_command],
-                        wrote=lambda res: res == b"ok")
+                         _hash(token), _hash(read_token), self.publish_command, field, sealed, kept, _now()],
+                        wrote=lambda res: res[0] in (b"ok", b"replay"))
         self._states.drop(table_id)
-        if res == b"missing":
+        outcome = res[0]
+        if outcome == b"missing":
             raise TableNotFound(f"no table {table_id!r}")
-        if res == b"denied":
+        if outcome == b"denied":
             raise Unauthorized("the token is not valid for this table (or there is no such table)")
-        return token, read_token
+        if outcome == b"reused":
+            raise IdempotencyMismatch("this Idempotency-Key rotated this table's tokens for another caller "
+                                      "(another token or API key)")
+        if outcome == b"replay":
+            try:
+                token, read_token = unseal_rotation(idempotency_key, credential, table_id, res[1])
+            except InvalidTag:  # the same caller by its digest, another secret: never in practice
+                raise IdempotencyMismatch("this Idempotency-Key was used with a different request") from None
+            return Rotated(token, read_token, replayed=True)
+        return Rotated(token, read_token)
 
     # -- verification ------------------------------------------------------------------------
     def rebuild(self, table_id: str) -> tuple[TableState, list[dict]]:
