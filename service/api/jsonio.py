@@ -1,8 +1,12 @@
-"""JSON in and out of the HTTP layer: orjson, and only orjson.
+"""JSON in and out of the HTTP layer: orjson (the standard library only names a number orjson refused).
 
 * :func:`loads` reads a request body as strict JSON (:class:`MalformedJSON` with
   orjson's reason: malformed text, ``NaN``/``Infinity``, lone surrogates, bytes
-  that are not UTF-8, a byte-order mark, trailing data, nesting past 1024);
+  that are not UTF-8, a byte-order mark, trailing data, nesting past 1024).  A
+  number that JSON allows but orjson refuses (past a double's range, such as
+  ``1e400``: orjson reads every number that is not a 64-bit integer as a double)
+  is valid JSON with a value out of range: :class:`InvalidInput` (422) naming
+  its member (:func:`out_of_range`);
 * :func:`dumps` writes a response body as compact UTF-8 JSON, keys in insertion
   order (orjson refuses what is not JSON, such as an integer past 64 bits or a
   key that is not a string: nothing the service answers holds one);
@@ -14,25 +18,84 @@ b'{"b":[1,"\\xe4\\xb8\\xad"],"a":null}'
 Traceback (most recent call last):
 ...
 service.api.problems.MalformedJSON: invalid JSON: unexpected character, expected a JSON value: line 1 column 7 (char 6)
+>>> loads(b'{"hand": {"melds": [{"tile": 1e400}]}}')
+Traceback (most recent call last):
+...
+service.api.problems.InvalidInput: hand.melds.0.tile: a number out of range (past a double's, about 1.8e308)
+>>> out_of_range(b'[1, 2e999]'), out_of_range(b'{"a": NaN}'), out_of_range(b'{"a": 1}')
+('1', None, None)
 """
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 import orjson
 from flask.json.provider import JSONProvider
 
+OUT_OF_RANGE = "a number out of range (past a double's, about 1.8e308)"
+
+
 def loads(raw: bytes | str) -> Any:
-    """A request body as strict JSON, or :class:`MalformedJSON` saying why not."""
+    """A request body as strict JSON: :class:`MalformedJSON` saying why not, or :class:`InvalidInput`
+    for a number out of range."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        from .problems import MalformedJSON  # (problems writes its bodies with dumps)
+        from .problems import InvalidInput, MalformedJSON  # (problems writes its bodies with dumps)
 
         if not raw.strip():
             raise MalformedJSON("the request body is empty; a JSON object is expected") from None
+        where = out_of_range(raw)
+        if where is not None:
+            raise InvalidInput(f"{where}: {OUT_OF_RANGE}", errors={where: [OUT_OF_RANGE]}) from None
         raise MalformedJSON(f"invalid JSON: {exc}") from None
+
+
+class _OutOfRange:
+    """Stands for a number past a double's range in :func:`out_of_range`'s reading."""
+
+
+def _number(text: str, kind: type) -> Any:
+    try:
+        return _OutOfRange if not math.isfinite(float(text)) else kind(text)
+    except ValueError:  # (an integer past Python's digit limit for int(): out of any range)
+        return _OutOfRange
+
+
+def out_of_range(raw: bytes | str) -> str | None:
+    """The path (``a.b.0``; ``_schema`` for the body itself) of the first number past a double's range
+    in ``raw``, if ``raw`` is JSON that orjson refused only for such numbers; else None.
+
+    Read again with the standard library's parser, which takes a number of any size (its
+    ``parse_float``/``parse_int`` hooks mark those out of range), on the error path only: any other
+    reason to refuse the text (``NaN``, text that is no JSON) leaves it malformed.
+    """
+    def constant(name: str) -> Any:
+        raise ValueError(name)
+
+    try:
+        value = json.loads(raw, parse_float=lambda t: _number(t, float), parse_int=lambda t: _number(t, int),
+                           parse_constant=constant)
+    except (ValueError, RecursionError):
+        return None
+
+    def find(node: Any, path: str) -> str | None:
+        if node is _OutOfRange:
+            return path or "_schema"
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, item in items:
+            found = find(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+        return None
+
+    try:
+        return find(value, "")
+    except RecursionError:  # (nested deeper than this reading goes: left to orjson's answer)
+        return None
 
 
 def dumps(obj: Any) -> bytes:
