@@ -166,6 +166,8 @@ def _install_store(app: Flask) -> None:
         events_per_minute=int(app.config.get("TABLE_EVENTS_PER_MINUTE", 0) or 0),
         voids_per_minute=int(app.config.get("TABLE_VOIDS_PER_MINUTE", 0) or 0),
         webhooks=bool(app.config.get("WEBHOOKS", True)),
+        **({"eviction_check_seconds": app.config["EVICTION_CHECK_SECONDS"]}
+           if "EVICTION_CHECK_SECONDS" in app.config else {}),
     )
     api_keys = app.config.get("API_KEYS")
     if api_keys and app.config.get("WEBHOOKS", True):  # (webhooks belong to API keys)
@@ -181,6 +183,11 @@ def _install_store(app: Flask) -> None:
 
     ops.register_readiness_check(app, redis_ready, "redis")
     try:  # at start: say at once what would make the service refuse (it starts anyway, not ready)
+        policy = redis_client.evicting(client)
+        if policy is not None:
+            app.logger.error("Redis at REDIS_URL may evict keys when full (maxmemory-policy %s), which would lose "
+                             "acknowledged writes: every write to a table is refused (503 store_evicting) until its "
+                             "maxmemory-policy is noeviction", policy)
         redis_client.check_ready(client, min_replicas)
     except redis_client.NotReady as exc:
         app.logger.error("Redis at REDIS_URL is not ready: %s", exc)

@@ -160,6 +160,7 @@ STORE_STATUS: tuple[tuple[type, int, str], ...] = (
     (store_errors.Conflict, 409, "Conflict"),
     (store_errors.RateLimited, 429, "Too many requests"),
     (store_errors.Busy, 503, "Busy"),
+    (store_errors.StoreEvicting, 503, "Tables store may evict"),
     (store_errors.StoreFull, 507, "Insufficient storage"),
 )
 
@@ -221,8 +222,8 @@ def describe_store_error(exc: "store_errors.StoreError") -> Problem:
     extra: dict[str, Any] = {}
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="tables"'
-    if status == 503:
-        headers["Retry-After"] = "1"
+    if status == 503:  # (an evicting Redis waits for its operator: no point in retrying at once)
+        headers["Retry-After"] = "30" if isinstance(exc, store_errors.StoreEvicting) else "1"
     if isinstance(exc, store_errors.RateLimited):  # a table's own limit
         headers["Retry-After"] = str(exc.context["retry_after"])
         headers.update({"X-RateLimit-Limit": str(exc.context["amount"]), "X-RateLimit-Remaining": "0",

@@ -76,8 +76,8 @@ RESPONSE_EXAMPLES: dict[str, dict[str, dict]] = orjson.loads(
 """Response examples by operationId, then name: answers this code gave to the requests of docs/api.md's
 examples, written by ``python -m service docs`` (service/docs.py, ``example=``), which fails its check
 when one no longer matches what the code answers."""
-_STORE_DOWN = (503, "the tables store (Redis) is unavailable (`store_unavailable`, `busy`); retry after "
-                    "`Retry-After`")
+_STORE_DOWN = (503, "the tables store (Redis) is unavailable (`store_unavailable`, `busy`), or may evict keys "
+                    "when full, so that no write is taken (`store_evicting`); retry after `Retry-After`")
 NO_TOKEN = (401, "no table token, or not this table's (`unauthorized`); with API keys on, an `X-API-Key` "
                   "that is not a key of the service (`api_key_invalid`)")
 _READ_TOKEN_ON_WRITE = (403, "the read token on a write (`forbidden`)")

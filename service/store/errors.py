@@ -81,6 +81,13 @@ class NotReplicated(Busy):
     code = "not_replicated"
 
 
+class StoreEvicting(StoreError):
+    """Redis may evict keys when full (its ``maxmemory-policy`` is not ``noeviction``): it would drop
+    acknowledged writes silently, so none is taken (503) until the operator sets ``noeviction``."""
+
+    code = "store_evicting"
+
+
 class StoreFull(StoreError):
     """Redis is at its memory bound (``maxmemory``, ``noeviction``): nothing was written."""
 

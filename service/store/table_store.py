@@ -70,7 +70,7 @@ from ..rules.table import TableState, VoidConflict, fold, fold_from, refold_roun
 from . import codec, keys, redis_client
 from .errors import (
     Busy, Conflict, EventNotFound, Forbidden, IdempotencyMismatch, NotReplicated, PreconditionFailed,
-    RateLimited, StoreFull, TableNotFound, Unauthorized,
+    RateLimited, StoreEvicting, StoreFull, TableNotFound, Unauthorized,
 )
 from .sealing import created_id, seal, seal_rotation, unseal, unseal_rotation
 from .states import STATES_KEPT, Kept, StateCache
@@ -84,6 +84,8 @@ ROUNDS_PAGE = 100  # ended rounds a table view lists by default
 CHUNKS = (64, 256, 1024, 4096)  # log records read at a time when a void refolds (then the last again)
 MINUTE_MS = 60_000
 CORRECTIONS = 16
+EVICTION_CHECK_SECONDS = 5.0
+"""How long a worker trusts its last look at Redis's ``maxmemory-policy`` before a write looks again."""
 """Records a full table keeps for corrections: voids and round ends may fill the last of its room."""
 
 
@@ -312,8 +314,12 @@ class TableStore:
     def __init__(self, client: "redis_client.Client", *, table_ttl: int = 0, max_events: int = 0,
                  idempotency_ttl: int = IDEMPOTENCY_TTL, sharded_pubsub: bool | None = None,
                  min_replicas: int = 0, wait_timeout_ms: int = 1000, states_kept: int = STATES_KEPT,
-                 events_per_minute: int = 0, voids_per_minute: int = 0, webhooks: bool = True) -> None:
+                 events_per_minute: int = 0, voids_per_minute: int = 0, webhooks: bool = True,
+                 eviction_check_seconds: float = EVICTION_CHECK_SECONDS) -> None:
         self.r = client
+        # an evicting Redis would drop acknowledged writes: each write looks (at most every so often)
+        self.eviction_check_seconds = eviction_check_seconds
+        self._eviction: tuple[float, str | None] = (float("-inf"), None)  # (when looked, the policy if evicting)
         # the webhook notifications of the tables an API key created (off: none are written)
         self.webhooks = webhooks
         self.outbox_ttl = keys.outbox_ttl(table_ttl)
@@ -357,10 +363,26 @@ class TableStore:
         which skips the cluster client's routing of every command; a ``MOVED`` is followed)."""
         return redis_client.on_primary(self.r, key, call)
 
+    def refuse_if_evicting(self) -> None:
+        """:class:`StoreEvicting` when Redis may evict keys (its ``maxmemory-policy`` is not ``noeviction``):
+        an evicting Redis acknowledges writes and drops them later, silently.  The policy is looked up
+        (``INFO memory`` on each primary) at most every :attr:`eviction_check_seconds`, so a change of it
+        takes effect within that time."""
+        looked, policy = self._eviction
+        now = time.monotonic()
+        if now - looked >= self.eviction_check_seconds:
+            policy = redis_client.evicting(self.r)
+            self._eviction = (now, policy)
+        if policy is not None:
+            raise StoreEvicting(f"the tables store (Redis) may evict keys when full (maxmemory-policy {policy}), "
+                                "which would lose acknowledged writes: no write is taken until its operator sets "
+                                "maxmemory-policy noeviction (docs/operations.md#redis); reads still work")
+
     def _run(self, script, keys: list, args: list, wrote=lambda result: True):
         """Run a write script (and ``WAIT`` with ``min_replicas``: ``wrote(result)`` says whether the
         result acknowledges a write, which must then be on the replicas); a Redis out of memory
-        refused all of it: :class:`StoreFull`."""
+        refused all of it: :class:`StoreFull`; a Redis that may evict: :class:`StoreEvicting`, not run."""
+        self.refuse_if_evicting()
         try:
             if self.min_replicas:
                 return redis_client.acknowledged(self.r, script, keys, args, self.min_replicas,
