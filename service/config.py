@@ -251,6 +251,8 @@ class Settings:
     api_keys: ApiKeys = field(default_factory=ApiKeys)
     trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
     cors_origins: tuple[str, ...] = ()
+    # where clients reach the service (behind a proxy: its public address); problems' `type` URLs start with it
+    public_url: str | None = None
     redis_min_replicas: int = 0
     redis_wait_timeout_ms: int = 1000
     # webhooks (service/store/webhooks.py, outbox.py): the outbox and the endpoints; the dispatcher inside serve;
@@ -283,6 +285,7 @@ class Settings:
             api_keys=ApiKeys.parse(env.get("API_KEYS"), env.get("API_KEY_LIMITS")),
             trusted_proxies=TrustedProxies.parse(env.get("TRUSTED_PROXIES"), env.get("PROXY_HEADER")),
             cors_origins=_origins(env.get("CORS_ORIGINS")),
+            public_url=_public_url(env.get("PUBLIC_URL")),
             **numbers,
             **flags,
         )
@@ -321,6 +324,7 @@ class Settings:
             "API_KEYS": self.api_keys,
             "TRUSTED_PROXIES": self.trusted_proxies,
             "CORS_ORIGINS": self.cors_origins,
+            "PUBLIC_URL": self.public_url,
             "REDIS_MIN_REPLICAS": self.redis_min_replicas,
             "REDIS_WAIT_TIMEOUT_MS": self.redis_wait_timeout_ms,
             "LOG_LEVEL": self.log_level,
@@ -400,6 +404,22 @@ def _origins(raw: str | None) -> tuple[str, ...]:
             raise ConfigError(f"CORS_ORIGINS entries are origins such as https://app.example (or *); got {part!r}")
         out.append(part)
     return tuple(out)
+
+
+def _public_url(raw: str | None) -> str | None:
+    """``PUBLIC_URL``: the service's address as its clients reach it (``https://mahjong.example``, a path
+    prefix allowed), without a trailing ``/``; unset: each request's own origin.
+
+    >>> _public_url("https://mahjong.example/api/"), _public_url(" ")
+    ('https://mahjong.example/api', None)
+    """
+    text = (raw or "").strip()
+    if not text:
+        return None
+    if not re.fullmatch(r"https?://[^/\s?#]+(/[^\s?#]*)?", text):
+        raise ConfigError(f"PUBLIC_URL must be an http(s) URL without a query or fragment, such as "
+                          f"https://mahjong.example; got {raw!r}")
+    return text.rstrip("/")
 
 
 def _level(raw: str | None) -> str:

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from service.api import create_app
-from service.api.problems import PROBLEM_BASE
 from tests.problems import problem
 
 PROBLEM = "application/problem+json"

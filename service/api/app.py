@@ -54,9 +54,11 @@ the project's `docs/` (start at `docs/index.md`).
 * Every request and response body is JSON; a POST body must be sent as
   `application/json` (else 415) and be at most `MAX_BODY_BYTES` (64 KiB by
   default; else 413).
-* Every error is RFC 9457 `application/problem+json` with `type`, `title`,
-  `status`, `detail`, `code` (a stable id), `instance` and `request_id`;
-  schema errors add `errors` (field path → messages); a settlement error adds
+* Every error is RFC 9457 `application/problem+json` with `type` (the URL of
+  a page describing the code: `{PUBLIC_URL or the request's origin}/problems/{code}`),
+  `title`, `status`, `detail`, `code` (a stable id), `instance` and `request_id`;
+  schema errors add `errors` (field path → messages; a query parameter as
+  `query.<name>`, a header by its name); a settlement error adds
   `event` (the index of the event that cannot happen). Malformed JSON is 400,
   JSON that breaks the schema or a rule is 422.
 * `X-Request-ID` (`^[A-Za-z0-9._-]{1,128}$`) is echoed on every response; an
@@ -79,7 +81,7 @@ TAGS = [
     {"name": "rulesets", "description": "The rule presets and their fields."},
     {"name": "tables", "description": "The live table log: rounds, events, balances, undo."},
     {"name": "webhooks", "description": "Signed notifications of an API key's tables, sent to its backend."},
-    {"name": "ops", "description": "Health, readiness and metrics."},
+    {"name": "ops", "description": "Health, readiness, metrics, and the pages of the problems' codes."},
 ]
 
 DEFAULTS: dict[str, Any] = {
