@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 from service.api import create_app
-from service.api.jsonio import dumps, loads
-from service.api.problems import MalformedJSON
+from service.api.jsonio import OUT_OF_RANGE, NotJson, OutOfRange, dumps, loads
+from service.api.problems import InvalidInput, MalformedJSON
+from service.api.smorest import parse_json
 
 # JSON values orjson and json agree on: 64-bit integers, finite floats, strings without lone surrogates
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
@@ -49,7 +50,7 @@ def test_keys_and_text_as_given():
 ])
 def test_what_is_not_strict_json_is_refused_with_the_reason(raw, reason):
     with pytest.raises(MalformedJSON) as exc:
-        loads(raw)
+        parse_json(raw)
     assert reason in exc.value.detail.lower()
 
 
@@ -96,4 +97,15 @@ def test_an_ndjson_line_with_a_number_out_of_range_is_that_lines_422():
 @pytest.mark.parametrize("raw", [b'{"a": 1e400, "b": NaN}', b'{"a": 1e400,}', b'[1e400'])
 def test_a_number_out_of_range_in_text_that_is_not_json_leaves_it_malformed(raw):
     with pytest.raises(MalformedJSON):
+        parse_json(raw)
+    with pytest.raises(NotJson):
         loads(raw)
+
+
+def test_loads_names_the_member_out_of_range_and_parse_json_makes_it_the_422():
+    with pytest.raises(OutOfRange) as exc:
+        loads(b'{"a": [1, {"b": 2e999}]}')
+    assert exc.value.member == "a.1.b" and not isinstance(exc.value, NotJson)
+    with pytest.raises(InvalidInput) as problem:
+        parse_json(b'{"a": [1, {"b": 2e999}]}')
+    assert problem.value.errors == {"a.1.b": [OUT_OF_RANGE]}

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from service.api import create_app
+from service.api import create_app, settings
 from service.api.contract import all_codes
 from service.api.problem_types import registry
 from service.api.problems import MEANINGS
@@ -77,7 +77,8 @@ def test_public_url_starts_the_type_behind_a_proxy():
                                       ("http://10.0.0.2:8000/mj", "http://10.0.0.2:8000/mj")])
 def test_public_url_setting(raw, url):
     assert Settings.from_env({"PUBLIC_URL": raw}).public_url == url
-    assert Settings.from_env({"PUBLIC_URL": raw}).flask_config()["PUBLIC_URL"] == url
+    assert settings.current(create_app({"TESTING": True, "PUBLIC_URL": raw})).public_url == url
+    assert Settings().with_config({"PUBLIC_URL": url}).with_env({"HOST": "0.0.0.0"}).public_url == url
 
 
 @pytest.mark.parametrize("raw", ["mahjong.example", "ftp://x", "https://x/?a=1", "https://x/#top"])

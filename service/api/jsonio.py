@@ -1,12 +1,14 @@
 """JSON in and out of the HTTP layer: orjson (the standard library only names a number orjson refused).
 
-* :func:`loads` reads a request body as strict JSON (:class:`MalformedJSON` with
-  orjson's reason: malformed text, ``NaN``/``Infinity``, lone surrogates, bytes
-  that are not UTF-8, a byte-order mark, trailing data, nesting past 1024).  A
-  number that JSON allows but orjson refuses (past a double's range, such as
-  ``1e400``: orjson reads every number that is not a 64-bit integer as a double)
-  is valid JSON with a value out of range: :class:`InvalidInput` (422) naming
-  its member (:func:`out_of_range`);
+* :func:`loads` reads a request body as strict JSON (:class:`NotJson`, a
+  ``ValueError``, with orjson's reason: malformed text, ``NaN``/``Infinity``,
+  lone surrogates, bytes that are not UTF-8, a byte-order mark, trailing data,
+  nesting past 1024; the views answer it with a 400 ``malformed_json``:
+  :func:`service.api.smorest.parse_json`).  A number that JSON allows but orjson
+  refuses (past a double's range, such as ``1e400``: orjson reads every number
+  that is not a 64-bit integer as a double) is valid JSON with a value out of
+  range: :class:`OutOfRange` naming its member (:func:`out_of_range`), which the
+  views answer with a 422 ``invalid_input``;
 * :func:`dumps` writes a response body as compact UTF-8 JSON, keys in insertion
   order (orjson refuses what is not JSON, such as an integer past 64 bits or a
   key that is not a string: nothing the service answers holds one);
@@ -17,11 +19,11 @@ b'{"b":[1,"\\xe4\\xb8\\xad"],"a":null}'
 >>> loads(b'{"a": NaN}')
 Traceback (most recent call last):
 ...
-service.api.problems.MalformedJSON: invalid JSON: unexpected character, expected a JSON value: line 1 column 7 (char 6)
+service.api.jsonio.NotJson: invalid JSON: unexpected character, expected a JSON value: line 1 column 7 (char 6)
 >>> loads(b'{"hand": {"melds": [{"tile": 1e400}]}}')
 Traceback (most recent call last):
 ...
-service.api.problems.InvalidInput: hand.melds.0.tile: a number out of range (past a double's, about 1.8e308)
+service.api.jsonio.OutOfRange: hand.melds.0.tile: a number out of range (past a double's, about 1.8e308)
 >>> out_of_range(b'[1, 2e999]'), out_of_range(b'{"a": NaN}'), out_of_range(b'{"a": 1}')
 ('1', None, None)
 """
@@ -38,20 +40,31 @@ from flask.json.provider import JSONProvider
 OUT_OF_RANGE = "a number out of range (past a double's, about 1.8e308)"
 
 
+class NotJson(ValueError):
+    """A body that is not strict JSON (the message says why)."""
+
+
+class OutOfRange(ValueError):
+    """A body that is JSON, but with a number past a double's range (orjson refuses it): ``member`` is
+    where (its path, ``a.b.0``; ``_schema`` for the body itself)."""
+
+    def __init__(self, member: str) -> None:
+        super().__init__(f"{member}: {OUT_OF_RANGE}")
+        self.member = member
+
+
 def loads(raw: bytes | str) -> Any:
-    """A request body as strict JSON: :class:`MalformedJSON` saying why not, or :class:`InvalidInput`
-    for a number out of range."""
+    """A request body as strict JSON: :class:`NotJson` saying why not, or :class:`OutOfRange` naming a
+    number out of range."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        from .problems import InvalidInput, MalformedJSON  # (problems writes its bodies with dumps)
-
         if not raw.strip():
-            raise MalformedJSON("the request body is empty; a JSON object is expected") from None
+            raise NotJson("the request body is empty; a JSON object is expected") from None
         where = out_of_range(raw)
         if where is not None:
-            raise InvalidInput(f"{where}: {OUT_OF_RANGE}", errors={where: [OUT_OF_RANGE]}) from None
-        raise MalformedJSON(f"invalid JSON: {exc}") from None
+            raise OutOfRange(where) from None
+        raise NotJson(f"invalid JSON: {exc}") from None
 
 
 class _OutOfRange:

@@ -17,7 +17,7 @@ from typing import Callable
 
 from flask import Flask, current_app, jsonify
 
-from . import problem_types
+from . import problem_types, rate_limits
 from . import schemas as s
 from .observe import metrics_response
 from .problems import NotReady
@@ -46,6 +46,7 @@ PUBLIC: list = []  # no credentials, ever
 @blp.route("/healthz", methods=["GET"])
 @blp.response(200, s.HealthResponse)
 @blp.doc(operationId="healthz", security=PUBLIC)
+@rate_limits.unlimited("a probe of the process: answers from memory")
 def healthz():
     """Liveness: the process answers."""
     return jsonify({"status": "ok"})
@@ -55,6 +56,7 @@ def healthz():
 @blp.response(200, s.HealthResponse)
 @blp.problems((503, "a readiness check failed (`not_ready`, with `checks`)"))
 @blp.doc(operationId="readyz", security=PUBLIC)
+@rate_limits.unlimited("a probe (the orchestrator's): one small Redis check")
 def readyz():
     """Readiness: every registered check passes (503 otherwise)."""
     results: dict[str, str] = {}
@@ -97,6 +99,7 @@ def _degraded_gauge():
 @blp.response(200, {"type": "string"}, content_type="text/plain",
               description="Prometheus text exposition")
 @blp.doc(operationId="metrics", security=PUBLIC)
+@rate_limits.unlimited("the scraper's: answers from the process's counters")
 def metrics():
     """Prometheus metrics (aggregated over workers in multiprocess mode)."""
     return metrics_response()
@@ -108,6 +111,7 @@ def metrics():
 @blp.problems((404, "no problem has this code (`not_found`)"))
 @blp.doc(operationId="getProblemType", security=PUBLIC,
          responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}})
+@rate_limits.unlimited("a page of the registries of codes, made once and answered from memory")
 def problem_type(code):
     """What a problem's `code` means, and the statuses it comes with: the page its `type` names.
 

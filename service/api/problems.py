@@ -52,6 +52,7 @@ from werkzeug.exceptions import HTTPException
 import redis.exceptions
 
 from ..store import errors as store_errors
+from . import settings
 from .jsonio import dumps
 from ..rules.errors import (
     EventError, HandError, NotationError, RuleError, RulesetError, WinError,
@@ -70,7 +71,7 @@ def problem_type(code: str, base: str | None = None) -> str:
     'https://mahjong.example/problems/not_a_win'
     """
     if base is None:
-        base = current_app.config.get("PUBLIC_URL") if has_app_context() else None
+        base = settings.current().public_url if has_app_context() else None
         if not base and has_request_context():
             base = request.root_url
     return (base or "").rstrip("/") + PROBLEMS_PATH + code
