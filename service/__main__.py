@@ -13,8 +13,10 @@ the lock file there), else starts one on that directory for the check.
 ``api-key new NAME`` prints a fresh API key and the ``API_KEYS`` entry to
 add.  ``score [FILE|-] [--jobs N]`` answers a file (or standard input) of
 NDJSON batch items, one result line per item in order on standard output,
-exactly as ``POST /v1/batch`` answers them (no server, no Redis; problems carry
-no ``request_id``); a progress bar on standard error when it is a terminal;
+as ``POST /v1/batch`` answers them, each with its input ``line`` (no server, no
+Redis; problems carry no ``request_id``, and a relative ``type``); exit status 1
+when any item failed (their count on standard error), 2 when the arguments or
+the input cannot be used; a progress bar of items on standard error when it is a terminal;
 ``--jobs N`` answers with N processes (order kept, a few 64 KiB pieces in flight
 at most); lines longer than ``MAX_BODY_BYTES`` get a 413 result.
 ``webhooks`` runs a webhook dispatcher until stopped (``serve`` runs one
@@ -52,6 +54,8 @@ variable                     default      meaning
 ``REDIS_MIN_REPLICAS``       0            replicas that must confirm a write (``WAIT``)
                                           before it is acknowledged (else 503)
 ``REDIS_WAIT_TIMEOUT_MS``    1000         how long a write waits for those replicas
+``EVICTION_CHECK_SECONDS``   5            seconds a worker trusts its last look at Redis's
+                                          ``maxmemory-policy`` (an evicting Redis: writes answer 503)
 ``REDIS_DATA_DIR``           var/redis    data directory of the embedded redis-server (one
                                           ``serve`` at a time: it is locked while in use)
 ``REDIS_MAXMEMORY``          512mb        memory bound of the embedded redis-server (bytes,
@@ -74,6 +78,9 @@ variable                     default      meaning
                                           address then comes from ``PROXY_HEADER``
 ``PROXY_HEADER``             x-forwarded-for  or ``forwarded`` (RFC 7239)
 ``CORS_ORIGINS``             (unset)      browser origins allowed to call the API
+``PUBLIC_URL``               (unset)      the service's address as clients reach it (behind a proxy);
+                                          problems' ``type`` URLs start with it (unset: the request's
+                                          origin)
 ``WEBHOOKS``                 on           the webhooks of API keys (off: no outbox, the endpoints 404)
 ``WEBHOOK_DISPATCHER``       on           a dispatcher in each ``serve`` worker (off: run
                                           ``python -m service webhooks`` instead)
@@ -91,7 +98,8 @@ variable                     default      meaning
 ============================ ============ ===============================================
 
 Logs are JSON lines on stderr: one per request (logger ``service.access``)
-plus gunicorn's own messages.
+plus gunicorn's own messages (each worker's "Listening at: <URL>" among them) and
+Python's warnings (:func:`service.serving.log_config`).
 """
 
 from __future__ import annotations
@@ -162,6 +170,10 @@ def serve(settings: Settings, **gunicorn_overrides) -> int:
         raise StartupError(f"{settings.host}:{settings.port} is already in use: choose another --port (PORT)")
     # the workers get the settings (API keys as digests only), not the raw keys
     os.environ.pop("API_KEYS", None)
+    # Python's warnings (a library's, gevent's) as log records: JSON lines like the rest (serving.log_config)
+    import logging
+
+    logging.captureWarnings(True)
 
     with serving.metrics_dir():  # before prometheus_client is imported
         with storage(settings) as redis_url:
@@ -171,7 +183,7 @@ def serve(settings: Settings, **gunicorn_overrides) -> int:
 
             def load_app():
                 from .api.app import create_app
-                from .api.observe import configure_logging
+                from .logs import configure_logging
 
                 configure_logging(settings.log_level)
                 app = create_app(settings=settings)
@@ -213,7 +225,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     keys_sub = keys.add_subparsers(dest="action", required=True)
     new = keys_sub.add_parser("new", help="print a fresh API key and the API_KEYS entry to add")
     new.add_argument("name", help="the key's name (letters, digits, '_', '.', '-'): its label in metrics and limits")
-    score = sub.add_parser("score", help="answer a file of NDJSON batch items, one result line each (no server)")
+    score = sub.add_parser("score", help="answer a file of NDJSON batch items, one result line each (no server)",
+                           description="Answer NDJSON batch items as POST /v1/batch does, with no server and "
+                                       "no Redis: one result line per item, in order, on standard output.",
+                           epilog=SCORE_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     score.add_argument("file", nargs="?", default="-", help="the items, one JSON object a line (default -: stdin)")
     score.add_argument("--jobs", type=int, default=1, help="processes answering the items (default 1)")
     sub.add_parser("webhooks", help="run a webhook dispatcher (deliver the outboxes' notifications) until stopped")
@@ -322,8 +337,19 @@ def check_tables(ids: Sequence[str], repair: bool) -> int:
     return 1 if bad else 0
 
 
+SCORE_EXAMPLE = """\
+An item is one JSON object a line: a body of POST /v1/hands/<op> or /v1/rounds/settle with its "op":
+  {"op": "score", "hand": {"tiles": "11123456789999m"}, "win": {"tile": "9m", "self_drawn": true}}
+Each result is one line, in order, with the number of its input line:
+  {"line": 1, "status": 200, "body": {"fan": ...}}    or    {"line": 2, "status": 422, "problem": {...}}
+Exit status: 0 when every item was answered 200, 1 when any failed (their count on stderr), 2 when
+the arguments or the input cannot be used (a file that cannot be read, --jobs out of range)."""
+
+
 def score_items(path: str, jobs: int) -> int:
-    """``score``: the result lines of the items in ``path`` (``-``: standard input) on standard output."""
+    """``score``: the result lines of the items in ``path`` (``-``: standard input) on standard output,
+    each with its input ``line``; exit 1 when any item failed (their count on standard error), 2 when
+    the arguments or the input cannot be used."""
     import os
 
     from .api.batch_items import run_stream
@@ -334,34 +360,49 @@ def score_items(path: str, jobs: int) -> int:
     try:
         max_line = load_settings().max_body_bytes
         source = sys.stdin.buffer if path == "-" else open(path, "rb")
+        progress = _score_progress(source, path) if sys.stderr.isatty() else None
     except (ConfigError, OSError) as exc:
         print(f"python -m service score: {exc}", file=sys.stderr)
         return 2
-    progress = None
-    if sys.stderr.isatty():
-        from tqdm import tqdm
-
-        size = os.fstat(source.fileno()).st_size if path != "-" and os.path.isfile(path) else None
-        progress = tqdm(total=size, unit="B", unit_scale=True, desc="score", file=sys.stderr)
-    out, items = sys.stdout.buffer, 0
+    out, items, failed = sys.stdout.buffer, 0, 0
     try:
         with source:
-            for lines, count, size in run_stream(source.read, max_line, jobs):
-                out.write(lines)
-                items += count
+            for scored in run_stream(source.read, max_line, jobs):
+                out.write(scored.lines)
+                items += scored.items
+                failed += scored.failed
                 if progress is not None:
-                    progress.set_postfix(items=items, refresh=False)
-                    progress.update(size)
+                    progress.update(scored.items)
             out.flush()
     except BrokenPipeError:  # the reader left (`| head`): nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # (the input could not be read: a directory, a device error)
+        print(f"python -m service score: {exc}", file=sys.stderr)
+        return 2
     finally:
         if progress is not None:
             progress.close()
+    if failed:
+        print(f"python -m service score: {failed} of {items} items failed", file=sys.stderr)
+        return 1
     return 0
+
+
+def _score_progress(source, path: str):
+    """The progress bar of ``score`` on a terminal: items answered, as integers (tqdm's ``unit`` and
+    ``unit_scale=False``), out of the file's non-blank lines (counted first; unknown on standard input)."""
+    import os
+
+    from tqdm import tqdm
+
+    total = None
+    if path != "-" and os.path.isfile(path):
+        with open(path, "rb") as counted:
+            total = sum(1 for line in counted if line.strip())
+    return tqdm(total=total, unit="item", unit_scale=False, desc="score", file=sys.stderr)
 
 
 def run_webhooks() -> int:
@@ -376,7 +417,7 @@ def run_webhooks() -> int:
     import logging
     import signal
 
-    from .api.observe import configure_logging
+    from .logs import configure_logging
     from .serving import dispatcher_options
     from .store.redis_client import connect
     from .webhooks.dispatcher import Dispatcher

@@ -87,6 +87,7 @@ BOUNDS: dict[str, tuple[str, int, int]] = {
     **{name: (var, 0, 10_000_000) for name, (var, _, _) in LIMITS.items() if name != "tables_per_hour"},
     "redis_min_replicas": ("REDIS_MIN_REPLICAS", 0, 16),
     "redis_wait_timeout_ms": ("REDIS_WAIT_TIMEOUT_MS", 1, 10_000),
+    "eviction_check_seconds": ("EVICTION_CHECK_SECONDS", 0, 3600),
     "webhook_timeout": ("WEBHOOK_TIMEOUT", 1, 60),
     "webhook_retry_seconds": ("WEBHOOK_RETRY_SECONDS", 1, 7 * 24 * 3600),
     "webhook_backoff_ms": ("WEBHOOK_BACKOFF_MS", 10, 3_600_000),
@@ -256,8 +257,13 @@ class Settings:
     api_keys: ApiKeys = field(default_factory=ApiKeys)
     trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
     cors_origins: tuple[str, ...] = ()
+    # where clients reach the service (behind a proxy: its public address); problems' `type` URLs start with it
+    public_url: str | None = None
     redis_min_replicas: int = 0
     redis_wait_timeout_ms: int = 1000
+    # how long a worker trusts its last look at Redis's maxmemory-policy before a write looks again (an evicting
+    # Redis refuses every write: service/store/table_store.py)
+    eviction_check_seconds: int = 5
     # webhooks (service/webhooks/): the outbox and the endpoints; the dispatcher inside serve;
     # targets on private addresses (tests); an attempt's deadline; the retry budget; the first retry's delay
     webhooks: bool = True
@@ -296,6 +302,7 @@ class Settings:
             trusted_proxies=TrustedProxies.parse(env.get("TRUSTED_PROXIES"), env.get("PROXY_HEADER")) if proxies
             else self.trusted_proxies,
             cors_origins=_origins(env.get("CORS_ORIGINS")) if "CORS_ORIGINS" in env else self.cors_origins,
+            public_url=_public_url(env.get("PUBLIC_URL")) if "PUBLIC_URL" in env else self.public_url,
             **numbers,
             **flags,
         )
@@ -356,7 +363,7 @@ VARIABLES: dict[str, str] = {
     **{var: name for name, var in FLAGS.items()},
     "HOST": "host", "LOG_LEVEL": "log_level", "REDIS_URL": "redis_url", "REDIS_DATA_DIR": "redis_data_dir",
     "REDIS_MAXMEMORY": "redis_maxmemory", "API_KEYS": "api_keys", "TRUSTED_PROXIES": "trusted_proxies",
-    "CORS_ORIGINS": "cors_origins",
+    "CORS_ORIGINS": "cors_origins", "PUBLIC_URL": "public_url",
 }
 """Each environment variable of a setting → the :class:`Settings` field it sets."""
 ENVIRONMENT = frozenset(VARIABLES) | {"API_KEY_LIMITS", "PROXY_HEADER"}
@@ -430,6 +437,22 @@ def _origins(raw: str | None) -> tuple[str, ...]:
             raise ConfigError(f"CORS_ORIGINS entries are origins such as https://app.example (or *); got {part!r}")
         out.append(part)
     return tuple(out)
+
+
+def _public_url(raw: str | None) -> str | None:
+    """``PUBLIC_URL``: the service's address as its clients reach it (``https://mahjong.example``, a path
+    prefix allowed), without a trailing ``/``; unset: each request's own origin.
+
+    >>> _public_url("https://mahjong.example/api/"), _public_url(" ")
+    ('https://mahjong.example/api', None)
+    """
+    text = (raw or "").strip()
+    if not text:
+        return None
+    if not re.fullmatch(r"https?://[^/\s?#]+(/[^\s?#]*)?", text):
+        raise ConfigError(f"PUBLIC_URL must be an http(s) URL without a query or fragment, such as "
+                          f"https://mahjong.example; got {raw!r}")
+    return text.rstrip("/")
 
 
 def _level(raw: str | None) -> str:

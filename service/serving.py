@@ -72,6 +72,7 @@ from gunicorn.http import errors as http_errors
 from gunicorn.http.body import Body, ChunkedReader
 from werkzeug.exceptions import BadRequest
 from werkzeug.exceptions import RequestTimeout as BodyTimeout
+from werkzeug.wsgi import get_current_url
 
 # (imports gevent; patching happens in the workers only)
 from gunicorn.workers.ggevent import GeventWorker
@@ -100,6 +101,8 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "loglevel": settings.log_level.lower(),
         "accesslog": None,  # the app writes one JSON line per request itself
         "errorlog": "-",
+        "logconfig_dict": log_config(settings.log_level),  # gunicorn's own messages as JSON lines too
+        "post_fork": _listening,
         "proc_name": "mahjong-service",
         "limit_request_line": 8190,  # longer query strings reach the app (and its 422s)
         "limit_request_fields": 100,
@@ -107,6 +110,35 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "child_exit": _child_exit,
         "control_socket_disable": True,  # no shared ~/.gunicorn socket between instances
     }
+
+
+def log_config(level: str) -> dict[str, Any]:
+    """gunicorn's ``logconfig_dict`` (a :func:`logging.config.dictConfig`): its own messages (logger
+    ``gunicorn.error``), and what any other library logs at ``WARNING`` or above, as JSON lines on stderr
+    like the service's (:class:`service.logs.JsonFormatter`).
+
+    >>> log_config("INFO")["loggers"]["gunicorn.error"]["handlers"]
+    ['json']
+    """
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "service.logs.JsonFormatter"}},
+        "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
+        "root": {"level": "WARNING", "handlers": ["json"]},
+        "loggers": {
+            "gunicorn.error": {"level": level, "handlers": ["json"], "propagate": False, "qualname": "gunicorn.error"},
+            "gunicorn.access": {"level": "INFO", "handlers": ["json"], "propagate": False,
+                                "qualname": "gunicorn.access"},
+        },
+    }
+
+
+def _listening(server: Any, worker: Any) -> None:
+    """gunicorn hook (``post_fork``): each worker says where it listens.  With ``reuse_port`` every worker
+    opens its own socket after the fork, so gunicorn's own "Listening at:" line (the master's, before
+    the workers) names no address."""
+    server.log.info("Listening at: %s (worker %s)", ",".join(str(s) for s in worker.sockets), worker.pid)
 
 
 def _child_exit(server: Any, worker: Any) -> None:
@@ -235,13 +267,14 @@ class DeadlineReader:
         give_up(self.raw)
 
 
-def problem_bytes(status: int, reason: str, detail: str) -> tuple[str, list[tuple[str, str]], bytes]:
-    """A problem+json answer of the HTTP server itself: its status line, headers and body."""
+def problem_bytes(status: int, reason: str, detail: str, base: str = "") -> tuple[str, list[tuple[str, str]], bytes]:
+    """A problem+json answer of the HTTP server itself: its status line, headers and body; its ``type`` is
+    ``{base}/problems/{code}`` (``base``: ``PUBLIC_URL``, else where the request came in)."""
     from .api import jsonio
-    from .api.problems import PROBLEM_BASE, PROBLEM_JSON
+    from .api.problems import PROBLEM_JSON, problem_type
 
     code = "_".join(reason.lower().split()) or "bad_request"
-    body = jsonio.dumps({"type": PROBLEM_BASE + code, "title": reason, "status": status, "detail": detail,
+    body = jsonio.dumps({"type": problem_type(code, base), "title": reason, "status": status, "detail": detail,
                          "code": code})
     return f"{status} {reason}", [("Content-Type", PROBLEM_JSON), ("Content-Length", str(len(body)))], body
 
@@ -272,8 +305,9 @@ class WholeBody:
     The connection's socket (``gunicorn.socket``) gets a send timeout.
     """
 
-    def __init__(self, app: Callable, timeout: float, max_body: int, max_batch: int | None = None) -> None:
-        self.app, self.timeout, self.max_body = app, timeout, max_body
+    def __init__(self, app: Callable, timeout: float, max_body: int, max_batch: int | None = None,
+                 public_url: str | None = None) -> None:
+        self.app, self.timeout, self.max_body, self.public_url = app, timeout, max_body, public_url
         self.max_batch = max_body if max_batch is None else max_batch
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
@@ -305,11 +339,11 @@ class WholeBody:
             environ["wsgi.input"] = io.BytesIO(data)
         return self.app(environ, start_response)
 
-    @staticmethod
-    def _refuse(environ: dict, start_response: Callable, status: int, reason: str, detail: str) -> list[bytes]:
+    def _refuse(self, environ: dict, start_response: Callable, status: int, reason: str, detail: str) -> list[bytes]:
         """Answer a body that was not read whole; nothing more is read of it (the connection ends)."""
         give_up(environ["wsgi.input"])
-        line, headers, body = problem_bytes(status, reason, detail)
+        base = self.public_url or get_current_url(environ, root_only=True)
+        line, headers, body = problem_bytes(status, reason, detail, base)
         start_response(line, headers)
         return [body]
 
@@ -347,12 +381,23 @@ class ServiceWorker(GeventWorker):
         self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
         self._answer(client, status, reason, str(exc) or reason)
 
-    @staticmethod
-    def _answer(client: Any, status: int, reason: str, detail: str) -> None:
+    def _origin(self, client: Any) -> str:
+        """Where problems' ``type`` URLs start: ``PUBLIC_URL``, else the address the connection came in on
+        (the request itself could not be read)."""
+        settings = getattr(self.app, "settings", None)
+        if settings is not None and settings.public_url:
+            return settings.public_url
+        try:
+            host, port = client.getsockname()[:2]
+        except (OSError, TypeError, ValueError):
+            return ""
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def _answer(self, client: Any, status: int, reason: str, detail: str) -> None:
         """Write a problem+json answer of the server itself, then stop writing and drop what the client
         still sends for a moment (closing on unread input would reset the connection, and the answer
         with it: RFC 9112 §9.6); the caller closes the connection."""
-        line, headers, body = problem_bytes(status, reason, detail)
+        line, headers, body = problem_bytes(status, reason, detail, self._origin(client))
         head = f"HTTP/1.1 {line}\r\nConnection: close\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
         try:
             client.sendall(head.encode("latin1") + body)
@@ -465,7 +510,7 @@ class GunicornApp(BaseApplication):
         app = self._loader()
         if self.settings is not None:
             app = WholeBody(app, float(self.settings.request_timeout), int(self.settings.max_body_bytes),
-                            int(self.settings.max_batch_bytes))
+                            int(self.settings.max_batch_bytes), self.settings.public_url)
         # Everything loaded so far (the shape tables, the app) lives as long as the
         # worker: move it out of the cyclic GC's reach, or every full collection
         # walks it, straight into the tail latency (docs/performance.md).

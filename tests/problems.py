@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from service.api.problems import PROBLEM_BASE, PROBLEM_JSON
+from service.api.problems import PROBLEM_JSON, PROBLEMS_PATH
+
+ORIGIN = "http://localhost"
+"""The origin of Flask's test client's requests: a problem's ``type`` starts with it (no ``PUBLIC_URL``)."""
 
 
 def problem(response, status: int, code: str) -> dict:
@@ -11,7 +14,7 @@ def problem(response, status: int, code: str) -> dict:
     assert response.mimetype == PROBLEM_JSON, response.mimetype
     body = response.get_json(force=True)
     assert body["code"] == code, body
-    assert body["type"] == PROBLEM_BASE + code and body["status"] == status
+    assert body["type"] == ORIGIN + PROBLEMS_PATH + code and body["status"] == status
     assert isinstance(body["title"], str) and body["title"]
     assert isinstance(body["detail"], str) and body["detail"]
     assert body["request_id"] == response.headers["X-Request-ID"]

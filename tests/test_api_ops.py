@@ -95,7 +95,7 @@ def test_one_json_access_log_line_per_request(client, caplog):
                     headers={"X-Request-ID": "log-1", "Authorization": "Bearer secret"})
     records = [r for r in caplog.records if r.name == "service.access"]
     assert len(records) == 1
-    from service.api.observe import JsonFormatter
+    from service.logs import JsonFormatter
 
     text = JsonFormatter().format(records[0])  # the line as written
     line = json.loads(text)
@@ -107,7 +107,7 @@ def test_one_json_access_log_line_per_request(client, caplog):
 
 
 def test_json_formatter_merges_json_messages():
-    from service.api.observe import JsonFormatter
+    from service.logs import JsonFormatter
 
     record = logging.LogRecord("service.access", logging.INFO, __file__, 1, '{"status": 200}', None, None)
     out = json.loads(JsonFormatter().format(record))

@@ -106,6 +106,14 @@ def test_serve_end_to_end(server):
     first = next(line for line in access if line["request_id"] == "e2e-1")
     assert (first["method"], first["path"], first["status"]) == ("GET", "/healthz", 200)
     assert isinstance(first["duration_ms"], float)
+    # gunicorn's own messages are JSON lines too (no other line: no plain text, no warning of gevent's), and
+    # each worker says the URL it listens on
+    others = [line for line in log_path.read_text().splitlines() if line and not line.startswith("{")]
+    assert others == [], others
+    gunicorn = [line for line in lines if line["logger"] == "gunicorn.error"]
+    assert any(line["message"].startswith("Starting gunicorn") for line in gunicorn), gunicorn
+    listening = [line for line in gunicorn if line["message"].startswith(f"Listening at: http://127.0.0.1:{port} ")]
+    assert len({line["pid"] for line in listening}) == 2, gunicorn  # (both workers)
 
 
 def test_serve_rejects_bad_configuration(free_port):
@@ -139,7 +147,9 @@ def test_gunicorn_level_errors_are_problems_too(redis_url, free_port):
         status, headers, body = request(free_port, "GET", "/healthz?x=" + "a" * 9000)
         assert status == 414 and headers["Content-Type"] == "application/problem+json"
         problem = json.loads(body)
-        assert problem["status"] == 414 and problem["type"].endswith("/" + problem["code"])
+        assert problem["status"] == 414 and problem["type"] == f"http://127.0.0.1:{free_port}/problems/uri_too_long"
+        status, _, body = request(free_port, "GET", "/problems/uri_too_long", headers={"Accept": "application/json"})
+        assert status == 200 and json.loads(body)["statuses"] == [414]  # (the type's page)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)

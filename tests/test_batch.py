@@ -280,19 +280,55 @@ def score(args, data: bytes, **kwargs) -> subprocess.CompletedProcess:
                           capture_output=True, timeout=120, **kwargs)
 
 
+def _as_on_the_command_line(result: dict) -> dict:
+    """A result of ``POST /v1/batch`` as the command line gives it: no request id, a relative type."""
+    if "problem" not in result:
+        return result
+    problem = {k: v for k, v in result["problem"].items() if k != "request_id"}
+    return {**result, "problem": {**problem, "type": problem["type"].removeprefix("http://localhost")}}
+
+
 def test_score_answers_as_the_ndjson_endpoint_with_one_job_or_two(client, tmp_path):
+    """The same results as the endpoint, each with the number of its input line (blank lines count); exit
+    status 1 (some items fail) and their count on stderr."""
     body = ndjson(*ITEMS, b"oops", b"", [2]) * 400  # some 3,600 items: several pieces
     path = tmp_path / "items.ndjson"
     path.write_bytes(body)
-    over_http = [{**x, "problem": {k: v for k, v in x["problem"].items() if k != "request_id"}} if "problem" in x
-                 else x for x in lines_of(client.post("/v1/batch", data=body, content_type=NDJSON))]
+    over_http = [_as_on_the_command_line(x) for x in lines_of(client.post("/v1/batch", data=body, content_type=NDJSON))]
     one = score([str(path)], b"")
     two = score([str(path), "--jobs", "2"], b"")
     piped = score(["-"], body)
-    assert one.returncode == two.returncode == piped.returncode == 0, (one.stderr, two.stderr)
-    assert one.stdout == two.stdout == piped.stdout and one.stderr == b""
-    assert [json.loads(line) for line in one.stdout.splitlines()] == over_http
+    assert one.returncode == two.returncode == piped.returncode == 1, (one.stderr, two.stderr)
+    assert one.stdout == two.stdout == piped.stdout
+    results = [json.loads(line) for line in one.stdout.splitlines()]
+    assert [{k: v for k, v in r.items() if k != "line"} for r in results] == over_http
     assert len(over_http) == (len(ITEMS) + 2) * 400
+    per_copy = len(ITEMS) + 3  # (the items, "oops", a blank line, [2])
+    expected_lines = [copy * per_copy + i for copy in range(400) for i in (*range(1, len(ITEMS) + 2), len(ITEMS) + 3)]
+    assert [r["line"] for r in results] == expected_lines and list(results[0]) == ["line", "status", "body"]
+    lines = body.split(b"\n")
+    assert lines[results[-1]["line"] - 1] == b"[2]" and lines[results[1]["line"] - 1] == json.dumps(BAD_TING).encode()
+    failed = sum(1 for r in results if r["status"] != 200)
+    assert failed == 4 * 400 and one.stderr == two.stderr == piped.stderr == (
+        f"python -m service score: {failed} of {len(results)} items failed\n".encode())
+
+
+def test_score_exits_0_when_every_item_is_answered_and_says_nothing_on_stderr():
+    run = score(["-"], ndjson(TING, SCORE))
+    assert run.returncode == 0 and run.stderr == b""
+    assert [json.loads(line)["line"] for line in run.stdout.splitlines()] == [1, 2]
+    one_bad = score(["-"], ndjson(TING, BAD_TING))
+    assert one_bad.returncode == 1 and one_bad.stderr == b"python -m service score: 1 of 2 items failed\n"
+
+
+def test_score_help_shows_an_item_that_scores():
+    helped = subprocess.run([sys.executable, "-m", "service", "score", "--help"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert helped.returncode == 0
+    [example] = [line.strip() for line in helped.stdout.splitlines() if line.strip().startswith('{"op"')]
+    run = score(["-"], example.encode() + b"\n")
+    assert run.returncode == 0 and json.loads(run.stdout)["status"] == 200
+    assert "Exit status" in helped.stdout and '"line": 1' in helped.stdout
 
 
 def test_score_refuses_what_it_cannot_read(tmp_path):
@@ -304,7 +340,8 @@ def test_score_refuses_what_it_cannot_read(tmp_path):
 def test_score_draws_a_progress_bar_on_a_terminal_only(tmp_path):
     path = tmp_path / "items.ndjson"
     path.write_bytes(ndjson(*ITEMS) * 50)
-    assert score([str(path)], b"").stderr == b""  # stderr a pipe: no bar
+    piped = score([str(path)], b"")  # stderr a pipe: no bar, only the count of failures
+    assert piped.stderr == f"python -m service score: 100 of {len(ITEMS) * 50} items failed\n".encode()
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a terminal 120 wide
     proc = subprocess.Popen([sys.executable, "-m", "service", "score", str(path)], cwd=ROOT,
@@ -328,5 +365,8 @@ def test_score_draws_a_progress_bar_on_a_terminal_only(tmp_path):
     reader.join(timeout=30)
     os.close(leader)
     bar = b"".join(bar)
-    assert proc.returncode == 0 and len(out.splitlines()) == len(ITEMS) * 50
-    assert b"score" in bar and b"100%" in bar and f"items={len(ITEMS) * 50}".encode() in bar, bar
+    assert proc.returncode == 1 and len(out.splitlines()) == len(ITEMS) * 50
+    total = len(ITEMS) * 50
+    # items counted as integers, out of the file's items: "350/350 [..., 1234.56item/s]", no "k" scaling
+    assert b"score" in bar and b"100%" in bar and f"{total}/{total}".encode() in bar, bar
+    assert b"item/s" in bar and b"B/s" not in bar and b"0.35k" not in bar, bar

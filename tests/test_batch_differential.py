@@ -136,24 +136,33 @@ def no_item(line: bytes) -> dict:
 
 
 def run_cli(data: bytes, tmp_dir) -> list[dict]:
+    """``python -m service score`` on ``data``: its results, each checked to carry the number of its input
+    line (taken out), its exit status checked (1 when any item failed, else 0)."""
     path = tmp_dir / "items.ndjson"
     path.write_bytes(data)
     out = io.BytesIO()
     saved, sys.stdout = sys.stdout, io.TextIOWrapper(out, encoding="utf-8")
     try:
-        assert cli(["score", str(path)]) == 0
+        status = cli(["score", str(path)])
         sys.stdout.flush()
         written = out.getvalue()
     finally:
         sys.stdout.detach()
         sys.stdout = saved
-    return [json.loads(line) for line in written.splitlines()]
+    results = [json.loads(line) for line in written.splitlines()]
+    lines = data.split(b"\n")
+    assert [r["line"] for r in results] == [i + 1 for i, line in enumerate(lines) if line.strip()][:len(results)]
+    assert status == (1 if any(r["status"] != 200 for r in results) else 0)
+    return [{k: v for k, v in r.items() if k != "line"} for r in results]
 
 
-def without_request_id(result: dict) -> dict:
+def as_on_the_command_line(result: dict) -> dict:
+    """A result of the HTTP layer as the command line answers it: no request id, a relative ``type`` (no
+    origin)."""
     if "problem" not in result:
         return result
-    return {**result, "problem": {k: v for k, v in result["problem"].items() if k != "request_id"}}
+    problem = {k: v for k, v in result["problem"].items() if k != "request_id"}
+    return {**result, "problem": {**problem, "type": problem["type"].removeprefix("http://localhost")}}
 
 
 def ndjson_results(data: bytes) -> list[dict]:
@@ -194,7 +203,7 @@ def test_every_item_answers_what_its_single_endpoint_answers(tmp_path_factory):
                  .encode() for item in envelope["items"]]
         data = b"".join(line + b"\n" for line in lines)
         assert ndjson_results(data) == expected
-        assert run_cli(data, tmp) == [without_request_id(x) for x in expected]
+        assert run_cli(data, tmp) == [as_on_the_command_line(x) for x in expected]
 
     check()
     for op in OPS:  # the examples reached every operation's successes and its refusals
@@ -222,6 +231,6 @@ def test_lines_that_are_no_item_answer_what_the_single_endpoint_and_the_envelope
                 expected.append(no_item(line))
         data = b"\n".join(lines) + b"\n"
         assert ndjson_results(data) == expected
-        assert run_cli(data, tmp) == [without_request_id(x) for x in expected]
+        assert run_cli(data, tmp) == [as_on_the_command_line(x) for x in expected]
 
     check()

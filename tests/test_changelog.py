@@ -1,5 +1,6 @@
 """CHANGELOG.md: every release dated and under a version, newest first; the newest is the package's
-version and the OpenAPI document's ``info.version``."""
+version and the OpenAPI document's ``info.version``; each version heading is a link (its definition at
+the bottom: its section of docs/operations.md#upgrading), so it renders as a heading without brackets."""
 
 from __future__ import annotations
 
@@ -42,3 +43,20 @@ def test_the_newest_release_is_the_package_and_the_documents_version():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
     document = yaml.safe_load((ROOT / "openapi.yaml").read_text(encoding="utf-8"))["info"]["version"]
     assert newest == project == document
+
+
+DEFINITION = re.compile(r"^\[([^\]]+)\]: (\S+)$", re.M)
+
+
+def test_every_version_heading_is_a_link_to_its_upgrade_section():
+    """``## [1.1.0] - …`` renders on GitHub as the link ``1.1.0`` only with a definition of ``[1.1.0]``
+    (without one, the brackets show); each points to the release's section of docs/operations.md."""
+    headings = re.findall(r"^## \[([^\]]+)\]", TEXT, re.M)
+    defined = dict(DEFINITION.findall(TEXT))
+    assert headings and list(defined) == headings, (headings, defined)
+    upgrading = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = upgrading[upgrading.index("## Upgrading\n"):]
+    for version, target in defined.items():
+        anchor = "upgrading-" + version.lower()
+        assert target == f"docs/operations.md#{anchor}", (version, target)
+        assert f'<a id="{anchor}"></a>' in section, f"docs/operations.md#upgrading has no section for {version}"

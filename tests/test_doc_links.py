@@ -1,7 +1,7 @@
 """Every relative link and anchor of README.md, CHANGELOG.md and docs/*.md resolves, and no page names
 a repository path that does not exist.
 
-* A link (``[text](target)``, ``<a href>``, ``<img src>``) to a file of the repository must name
+* A link (``[text](target)``, ``[text]: target``, ``<a href>``, ``<img src>``) to a file of the repository must name
   a file or folder that exists, relative to the page; one with ``#anchor`` to a Markdown page (or
   to the page itself) must name an anchor of that page: a heading's, as GitHub makes it (lower
   case, punctuation dropped, spaces as hyphens, ``-1``, ``-2`` … for repeats), or an explicit
@@ -27,6 +27,7 @@ PAGES = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *DOCS.glob("*.md")])
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
 CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*<?([^\s>]+)>?", re.M)  # a reference-style link's definition
 HTML_LINK = re.compile(r"<(?:a|img)\b[^>]*?\b(?:href|src)\s*=\s*\"([^\"]+)\"", re.I)
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
 EXPLICIT = re.compile(r"<a\s+(?:id|name)\s*=\s*\"([^\"]+)\"", re.I)
@@ -71,7 +72,7 @@ def anchors(path: Path) -> set[str]:
 
 def links(text: str) -> list[str]:
     body = CODE_SPAN.sub("", prose(text))
-    return LINK.findall(body) + HTML_LINK.findall(body)
+    return LINK.findall(body) + HTML_LINK.findall(body) + DEFINITION.findall(body)
 
 
 def repo_paths(text: str) -> list[str]:
@@ -135,6 +136,7 @@ def test_the_checks_find_what_is_broken(tmp_path, monkeypatch):
     assert "no docs/nowhere.md" in broken(page, "nowhere.md", DOCS)
     assert broken(page, "../openapi.yaml", DOCS) is None
     text = "See [a](b.md) and `service/nowhere.py`, `bench/core.py --n 3`, `tests/...`.\n```\n[c](d.md) `bench/x.py`\n```\n"
+    assert links("[1.0.0]: docs/operations.md#upgrading-1.0.0\n") == ["docs/operations.md#upgrading-1.0.0"]
     assert links(text) == ["b.md"] and repo_paths(text) == ["service/nowhere.py", "bench/core.py"]
     repeats = tmp_path / "r.md"
     repeats.write_text("# A\n## A\n```\n# not a heading\n```\n<a id=\"x\"></a>\n", encoding="utf-8")

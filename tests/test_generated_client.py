@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from service.rules.fan import score as score_hand
 from service.rules.settle import settle
 from tests import guide, node_tools
 from tests.served import Served, Stream
@@ -129,8 +130,11 @@ def test_the_page_shows_what_the_rules_say():
     assert f"after the kong: {show(map(str, after_kong))}" in lines
     assert [line for line in lines if line.startswith("stream: ")] == [
         "stream: 1 round_start 0 0 0 0", f"stream: 2 kong {show(map(str, after_kong))}",
-        f"stream: 3 kong {show(map(str, after_direct))}", "stream: the table is deleted"]
+        f"stream: 3 kong {show(map(str, after_direct))}", f"stream: 4 round_end {show(map(str, after_direct))}",
+        "stream: the table is finished", "stream: the table is deleted"]
     assert "refused: 422 seat_out_of_range as seq 3" in lines
+    scored = score_hand("11223344557799m", "9m")  # the README's request
+    assert f"score: {show(p.id for p in scored.patterns)} {scored.fan} fan {scored.points} points" in lines
 
 
 def test_the_page_installs_the_versions_the_tests_run():
@@ -138,8 +142,9 @@ def test_the_page_installs_the_versions_the_tests_run():
     assert installs, "the page's npm install"
     pinned = dict(spec.rsplit("@", 1) for spec in installs.group(1).split())
     assert pinned == {name: v for name, v in node_tools.pins().items() if name != "@redocly/cli"}
-    [python_pin] = re.findall(r"^python -m pip install openapi-python-client==(\S+)$", PAGE, re.M)
-    assert python_pin == importlib.metadata.version("openapi-python-client")
+    [python_pins] = re.findall(r"^python -m pip install (.+)$", PAGE, re.M)
+    pinned = dict(spec.split("==") for spec in python_pins.split())
+    assert pinned == {name: importlib.metadata.version(name) for name in ("openapi-python-client", "httpx-sse")}
 
 
 def test_the_python_guide_prints_what_the_page_shows(python_guide):
@@ -175,12 +180,7 @@ def test_the_python_reader_resumes_a_lost_stream(generated, python_guide, served
     m = importlib.import_module(PACKAGE + ".models")
     client_mod = importlib.import_module(PACKAGE + ".client")
     post_event = importlib.import_module(PACKAGE + ".api.tables.post_event")
-    sys.path.insert(0, str(directory))
-    try:
-        sse = importlib.import_module("sse")  # the guide's reader
-    finally:
-        sys.path.remove(str(directory))
-        sys.modules.pop("sse", None)
+    sse = guide_sse(directory)  # the guide's reader
     key = {"X-API-Key": API_KEY}
     status, _, body = served.request("POST", "/v1/tables", {"players": ["东", "南", "西", "北"]},
                                      {**key, "Idempotency-Key": str(uuid.uuid4())})
@@ -223,6 +223,82 @@ def test_the_python_reader_resumes_a_lost_stream(generated, python_guide, served
     assert [(r.seq, r.balances) for r in got] == [(1, [0, 0, 0, 0]), (2, appended.balances)]
     assert opened[0] == "0" and len(opened) >= 2 and set(opened[1:]) == {"1"}, opened
     records.close()
+
+
+def guide_sse(directory: Path):
+    """The guide's Python stream reader (``sse.py``), imported."""
+    sys.path.insert(0, str(directory))
+    try:
+        return importlib.import_module("sse")
+    finally:
+        sys.path.remove(str(directory))
+        sys.modules.pop("sse", None)
+
+
+def test_the_python_reader_yields_finished_and_stops_at_a_rotation(generated, python_guide, served):
+    """``finished`` comes as a ``StreamFinished`` and the stream goes on; ``rotated`` raises ``TokensRotated``
+    (a reader whose token no longer works does not reconnect for ever)."""
+    directory, _ = python_guide
+    m = importlib.import_module(PACKAGE + ".models")
+    client_mod = importlib.import_module(PACKAGE + ".client")
+    sse = guide_sse(directory)
+    status, _, body = served.request("POST", "/v1/tables", {"players": ["东", "南", "西", "北"]},
+                                     {"X-API-Key": API_KEY, "Idempotency-Key": str(uuid.uuid4())})
+    assert status == 201, body
+    table = json.loads(body)
+    write = {"Authorization": f"Bearer {table['token']}"}
+    for event in ({"type": "round_start"}, {"type": "round_end"}):
+        assert served.request("POST", f"/v1/tables/{table['id']}/events", event, write)[0] == 201
+    reader = client_mod.AuthenticatedClient(served_url(served), token=table["read_token"])
+    got = []
+    with pytest.raises(sse.TokensRotated):
+        for item in sse.follow(reader, table["id"]):
+            got.append(item)
+            if getattr(item, "seq", None) == 2:
+                assert served.request("POST", f"/v1/tables/{table['id']}/finish", None, write)[0] == 200
+            if isinstance(item, m.StreamFinished):
+                assert served.request("POST", f"/v1/tables/{table['id']}/tokens/rotate", None, write)[0] == 200
+    assert [type(x).__name__ for x in got] == ["StreamRoundStartRecord", "StreamRoundEndRecord", "StreamFinished"]
+
+
+ROTATED_TS = """\
+import createClient from "openapi-fetch";
+import type { paths } from "./mahjong.js";
+import { follow, TokensRotated } from "./sse.mjs";
+
+const baseUrl = process.env.MAHJONG_URL ?? "";
+const backend = createClient<paths>({ baseUrl, headers: { "X-API-Key": process.env.MAHJONG_API_KEY } });
+const { data: table } = await backend.POST("/v1/tables", {
+  params: { header: { "Idempotency-Key": crypto.randomUUID() } }, body: { players: ["a", "b", "c", "d"] } });
+if (!table) throw new Error("no table");
+const path = { table_id: table.id };
+const writer = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${table.token}` } });
+const reader = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${table.read_token}` } });
+await writer.POST("/v1/tables/{table_id}/events", { params: { path }, body: { type: "round_start" } });
+try {
+  for await (const frame of follow(reader, table.id)) {
+    console.log(frame.event);
+    await writer.POST("/v1/tables/{table_id}/tokens/rotate", { params: { path } });
+  }
+} catch (error) {
+  if (!(error instanceof TokensRotated)) throw error;
+  console.log("rotated");
+}
+"""
+
+
+def test_the_typescript_reader_stops_at_a_rotation(typescript_guide, served):
+    """The guide's ``sse.mts``, compiled as the guide compiles, raises ``TokensRotated`` on ``rotated``."""
+    directory, run = typescript_guide
+    assert run.returncode == 0, run.stdout + run.stderr
+    (directory / "rotated.mts").write_text(ROTATED_TS, encoding="utf-8")
+    [compile_line] = [line for line in guide.files(PAGE)["typescript.sh"].splitlines() if " tsc " in line]
+    tsc = subprocess.run([str(node_tools.BIN / "tsc"), *compile_line.split()[2:-1], "rotated.mts"], cwd=directory,
+                         capture_output=True, text=True, timeout=300)
+    assert tsc.returncode == 0, tsc.stdout + tsc.stderr
+    ran = subprocess.run(["node", "rotated.mjs"], cwd=directory, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "MAHJONG_URL": served_url(served), "MAHJONG_API_KEY": API_KEY})
+    assert ran.returncode == 0 and ran.stdout.split() == ["record", "rotated"], ran.stdout + ran.stderr
 
 
 def test_the_stream_frames_are_what_the_document_says(served):
@@ -292,8 +368,8 @@ def test_a_whole_table_through_the_generated_client(generated, served):
     # create (the API key is needed; without it: a typed 401 problem)
     body = m.CreateTableRequest(players=["东", "南", "西", "北"], ruleset=m.PresetName.XUEZHAN, dealer=0)
     refused = mods["create_table"].sync_detailed(client=anonymous, body=body, idempotency_key=str(uuid.uuid4()))
-    assert refused.status_code == 401 and refused.parsed.code == "api_key_required"  # (a Problem of this operation)
-    assert refused.parsed.code == "api_key_required"
+    assert refused.status_code == 401 and isinstance(refused.parsed, m.Problem)  # (the one problem class)
+    assert refused.parsed.code == m.ProblemCode.API_KEY_REQUIRED == "api_key_required"
     r = mods["create_table"].sync_detailed(client=backend, body=body, idempotency_key=str(uuid.uuid4()))
     assert r.status_code == 201, r.content
     table = r.parsed
@@ -326,7 +402,7 @@ def test_a_whole_table_through_the_generated_client(generated, served):
 
     # a refused event: a typed problem naming the member and the seq it would have had
     bad = post(m.KongEvent(type_="kong", seat=9, kind=m.KongKind.CONCEALED, tile="1m"))
-    assert bad.status_code == 422 and bad.parsed.status == 422  # (a Problem of this operation)
+    assert bad.status_code == 422 and isinstance(bad.parsed, m.Problem) and bad.parsed.status == 422
     assert (bad.parsed.code, bad.parsed.event) == ("seat_out_of_range", 4)
     assert list(bad.parsed.errors.additional_properties) == ["seat"]
 

@@ -156,6 +156,56 @@ def test_an_evicting_redis_is_not_ready_and_says_why(redis_url, redis_client):
     assert c.get("/readyz").status_code == 200
 
 
+def test_an_evicting_redis_refuses_every_write_with_a_503_and_says_so_at_start(tmp_path, caplog):
+    """A redis-server started with ``maxmemory-policy allkeys-lru`` acknowledges writes and evicts them
+    later: the service says so when it starts, and refuses every write to a table with a clear 503
+    (not only ``/readyz``); once the policy is noeviction, writes go through again."""
+    server = EmbeddedRedis(tmp_path, port=free_port(), maxmemory=64 * 1024 * 1024,
+                           extra_args=("--maxmemory-policy", "allkeys-lru")).start()
+    try:
+        direct = redis.Redis.from_url(server.url)
+        assert direct.config_get("maxmemory-policy")["maxmemory-policy"] == "allkeys-lru"
+        with caplog.at_level(logging.ERROR):
+            app = create_app({"TESTING": True, "REDIS_URL": server.url, "EVICTION_CHECK_SECONDS": 0})
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+        assert any("maxmemory-policy allkeys-lru" in m and "every write to a table is refused" in m for m in said), said
+        c = app.test_client()
+        r = c.post("/v1/tables", json=PLAYERS)
+        assert r.status_code == 503 and r.mimetype == "application/problem+json", r.get_data(as_text=True)
+        body = r.get_json()
+        assert body["code"] == "store_evicting" and "allkeys-lru" in body["detail"] and "noeviction" in body["detail"]
+        assert int(r.headers["Retry-After"]) >= 30  # (Flask-Limiter answers the later of it and its own window)
+        assert not direct.keys("{t:*")  # no table was written (the rate limiter counted the request)
+        assert c.get("/readyz").status_code == 503
+
+        direct.config_set("maxmemory-policy", "noeviction")
+        t = c.post("/v1/tables", json=PLAYERS)
+        assert t.status_code == 201
+        table = t.get_json()
+        direct.config_set("maxmemory-policy", "volatile-ttl")  # (any policy but noeviction)
+        auth = {"Authorization": f"Bearer {table['token']}"}
+        r = c.post(f"/v1/tables/{table['id']}/events", json={"type": "round_start"}, headers=auth)
+        assert r.status_code == 503 and r.get_json()["code"] == "store_evicting"
+        for path in (f"/v1/tables/{table['id']}/finish", f"/v1/tables/{table['id']}/tokens/rotate"):
+            assert c.post(path, headers=auth).get_json()["code"] == "store_evicting"
+        assert c.delete(f"/v1/tables/{table['id']}", headers=auth).get_json()["code"] == "store_evicting"
+        read = c.get(f"/v1/tables/{table['id']}", headers=auth)  # reads go on
+        assert read.status_code == 200 and read.get_json()["version"] == 0
+    finally:
+        server.stop()
+
+
+def test_the_policy_is_looked_up_once_in_a_while_not_on_every_write(redis_url, redis_client):
+    """Each write does not cost an INFO: a worker trusts its last look for EVICTION_CHECK_SECONDS."""
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "EVICTION_CHECK_SECONDS": 3600})
+    c = app.test_client()
+    assert c.post("/v1/tables", json=PLAYERS).status_code == 201
+    redis_client.config_resetstat()
+    for _ in range(3):
+        assert c.post("/v1/tables", json=PLAYERS).status_code == 201
+    assert "cmdstat_info" not in redis_client.info("commandstats")
+
+
 def test_readiness_counts_the_replicas_that_min_replicas_needs(tmp_path):
     """With REDIS_MIN_REPLICAS=1 a primary without a connected replica cannot acknowledge a write: not
     ready until one is connected."""

@@ -94,12 +94,100 @@ def test_another_workers_kept_state_does_not_let_an_old_token_write(redis_url):
     problem(one.post(f"/v1/tables/{t['id']}/events", json=KONG, headers=bearer(t["token"])), 401, "unauthorized")
 
 
-def test_a_creation_retried_after_a_rotation_does_not_hand_out_the_old_tokens(client):
+def test_a_creation_retried_after_a_rotation_says_the_tokens_were_rotated(client):
     key = {"Idempotency-Key": str(uuid.uuid4())}
     t = table(client, **key)
     rotate(client, t["id"], bearer(t["token"]))
-    problem(client.post("/v1/tables", json={"players": PLAYERS}, headers={"X-API-Key": ACME, **key}), 409,
-            "idempotency_key_expired")
+    body = problem(client.post("/v1/tables", json={"players": PLAYERS}, headers={"X-API-Key": ACME, **key}), 409,
+                   "tokens_rotated")
+    assert f"/v1/tables/{t['id']}/tokens/rotate" in body["detail"] and "24 h" not in body["detail"]
+    assert t["token"] not in body["detail"]
+
+
+def rotate_keyed(client, table_id, headers, key: str):
+    return client.post(f"/v1/tables/{table_id}/tokens/rotate", headers={**headers, "Idempotency-Key": key})
+
+
+def test_a_rotation_retried_with_its_key_and_the_old_token_answers_the_same_new_tokens(client):
+    """A phone that lost the rotation's answer sends it again as it was: the same new tokens, once."""
+    t = table(client)
+    key = str(uuid.uuid4())
+    first = rotate_keyed(client, t["id"], bearer(t["token"]), key)
+    assert first.status_code == 200 and "Idempotent-Replayed" not in first.headers
+    again = rotate_keyed(client, t["id"], bearer(t["token"]), key)  # the old token: still good for this replay
+    assert again.status_code == 200, again.get_data(as_text=True)
+    assert again.get_json() == first.get_json()
+    assert again.headers["Idempotent-Replayed"] == "true" and again.headers["Cache-Control"] == "no-store"
+    new = first.get_json()
+    assert client.post(f"/v1/tables/{t['id']}/events", json={"type": "round_start"},
+                       headers=bearer(new["token"])).status_code == 201  # the replayed tokens are the table's
+    # the old token is good for that replay only
+    problem(client.post(f"/v1/tables/{t['id']}/events", json=KONG, headers=bearer(t["token"])), 401, "unauthorized")
+    problem(rotate_keyed(client, t["id"], bearer(t["token"]), str(uuid.uuid4())), 401, "unauthorized")
+    problem(client.post(f"/v1/tables/{t['id']}/tokens/rotate", headers=bearer(t["token"])), 401, "unauthorized")
+    problem(rotate_keyed(client, t["id"], bearer(t["read_token"]), key), 401, "unauthorized")  # (not who rotated)
+    # the same key with the new write token (another caller that may rotate): reused, nothing rotated
+    problem(rotate_keyed(client, t["id"], bearer(new["token"]), key), 422, "idempotency_key_reused")
+    assert client.get(f"/v1/tables/{t['id']}", headers=bearer(new["read_token"])).status_code == 200
+
+
+def test_a_keyed_rotation_by_the_creating_api_key_replays_for_that_key_only(client):
+    t = table(client)
+    key = str(uuid.uuid4())
+    first = rotate_keyed(client, t["id"], {"X-API-Key": ACME}, key)
+    assert first.status_code == 200
+    again = rotate_keyed(client, t["id"], {"X-API-Key": ACME}, key)
+    assert again.status_code == 200 and again.get_json() == first.get_json()
+    assert again.headers["Idempotent-Replayed"] == "true"
+    problem(rotate_keyed(client, t["id"], bearer(first.get_json()["token"]), key), 422, "idempotency_key_reused")
+    problem(rotate_keyed(client, t["id"], {"X-API-Key": BETA}, key), 404, "table_not_found")
+
+
+def test_only_the_last_rotation_replays(client):
+    """A later rotation (keyed or not) ends the replay of an earlier one: its tokens no longer work."""
+    t = table(client)
+    one, two = str(uuid.uuid4()), str(uuid.uuid4())
+    first = rotate_keyed(client, t["id"], bearer(t["token"]), one).get_json()
+    second = rotate_keyed(client, t["id"], bearer(first["token"]), two).get_json()
+    assert second != first
+    problem(rotate_keyed(client, t["id"], bearer(t["token"]), one), 401, "unauthorized")
+    assert rotate_keyed(client, t["id"], bearer(first["token"]), two).get_json() == second
+    third = rotate(client, t["id"], bearer(second["token"]))
+    problem(rotate_keyed(client, t["id"], bearer(first["token"]), two), 401, "unauthorized")
+    assert client.get(f"/v1/tables/{t['id']}", headers=bearer(third["read_token"])).status_code == 200
+
+
+def test_a_rotation_is_replayed_only_within_its_24_hours(redis_url):
+    client = make_app(redis_url).test_client()
+    t = table(client)
+    key = str(uuid.uuid4())
+    first = rotate_keyed(client, t["id"], bearer(t["token"]), key).get_json()
+    from service.store import keys, redis_client
+
+    r = redis_client.connect(redis_url)
+    kept = r.ttl(keys.rotation(t["id"]))
+    assert 24 * 3600 - 60 < kept <= 24 * 3600
+    assert r.hget(keys.rotation(t["id"]), "tokens") and first["token"].encode() not in r.dump(keys.rotation(t["id"]))
+    r.delete(keys.rotation(t["id"]))  # (what its TTL does after 24 h)
+    problem(rotate_keyed(client, t["id"], bearer(t["token"]), key), 401, "unauthorized")
+
+
+def test_a_rotation_key_is_checked_like_a_writes(client):
+    t = table(client)
+    body = problem(rotate_keyed(client, t["id"], bearer(t["token"]), "é" * 3), 422, "invalid_input")
+    assert "Idempotency-Key" in body["errors"]
+    assert client.get(f"/v1/tables/{t['id']}", headers=bearer(t["token"])).status_code == 200  # nothing rotated
+
+
+def test_deleting_the_table_drops_its_kept_rotation(redis_url):
+    client = make_app(redis_url).test_client()
+    t = table(client)
+    first = rotate_keyed(client, t["id"], bearer(t["token"]), "rotate-1").get_json()
+    from service.store import keys, redis_client
+
+    assert redis_client.connect(redis_url).exists(keys.rotation(t["id"]))
+    assert client.delete(f"/v1/tables/{t['id']}", headers=bearer(first["token"])).status_code == 204
+    assert not redis_client.connect(redis_url).exists(keys.rotation(t["id"]))
 
 
 def _events(chunks, until: float) -> tuple[list[str], bool]:

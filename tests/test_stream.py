@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import redis
@@ -266,14 +267,19 @@ def test_streams_survive_a_redis_restart_without_gaps(tmp_path):
         redis_server.stop()
 
 
+def readme_follow(tmp_path) -> Path:
+    """The README's ``follow.py``, as written."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Following a table live"):]
+    script = tmp_path / "follow.py"
+    script.write_text(re.search(r"```python\n(.*?)```", section, re.S).group(1))
+    return script
+
+
 def test_the_readme_example_follows_a_table(pair, tmp_path):
     """The README's Python example, run as written, against a real server."""
     a, b = pair
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Following a table live"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    script = tmp_path / "follow.py"
-    script.write_text(code)
+    script = readme_follow(tmp_path)
     table = Table(a)
     replies = table.post(a, event_bodies(3))
     proc = subprocess.Popen([sys.executable, str(script), f"http://127.0.0.1:{b.port}", table.id, table.read_token,
@@ -294,6 +300,35 @@ def test_the_readme_example_follows_a_table(pair, tmp_path):
     for line, reply in zip(lines, replies):
         assert line.startswith(f"#{reply['seq']} ") and line.rstrip().endswith(str(reply["balances"]))
     assert out == "the table was deleted\n" and proc.returncode == 0, (out, err)
+
+
+def test_the_readme_example_says_finished_and_stops_at_a_rotation(pair, tmp_path):
+    """``finished`` is told and the stream goes on; ``rotated`` stops the script (its token no longer works)
+    instead of reconnecting."""
+    a, b = pair
+    table = Table(a)
+    table.post(a, [{"type": "round_start"}, {"type": "round_end"}])
+    proc = subprocess.Popen([sys.executable, str(readme_follow(tmp_path)), f"http://127.0.0.1:{b.port}", table.id,
+                             table.read_token, "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(60, proc.kill)
+    watchdog.start()
+    try:
+        lines = [proc.stdout.readline() for _ in range(2)]  # the two records: it is subscribed by now
+        status, _, body = a.request("POST", f"/v1/tables/{table.id}/finish", None,
+                                    {"Authorization": f"Bearer {table.token}"})
+        assert status == 200, body
+        lines.append(proc.stdout.readline())
+        status, _, body = a.request("POST", f"/v1/tables/{table.id}/tokens/rotate", None,
+                                    {"Authorization": f"Bearer {table.token}"})
+        assert status == 200, body
+        out, err = proc.communicate(timeout=30)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+    assert [line.split(":")[0] for line in lines[:2]] == ["#1 round_start", "#2 round_end"], lines
+    assert lines[2].startswith("the table was finished at 20"), lines
+    assert out == "" and proc.returncode == 1 and "tokens were rotated" in err, (out, err)
 
 
 def test_the_openapi_document_describes_the_stream():

@@ -51,6 +51,8 @@ RESPONSE_EXAMPLES = ROOT / "service" / "api" / "response_examples.json"
 """The OpenAPI document's response examples: answers recorded by :func:`api_examples` (``example=``)."""
 EXAMPLE_ID = "8c1d2e3f4a5b6c7d"
 EXAMPLE_TIME = "2025-05-17T23:41:08.123Z"
+PUBLIC_URL = "https://mahjong.example"
+"""The ``PUBLIC_URL`` of the service that answers the reference's examples (its problems' ``type``)."""
 
 
 # -- rules ---------------------------------------------------------------------------------------
@@ -460,7 +462,7 @@ def api_examples(redis_url: str, doc: dict, recorded: dict | None = None) -> dic
     from service.api.app import create_app
 
     off = {var: 0 for var in _LIMIT_VARIABLES()}
-    app = create_app({"TESTING": True, "REDIS_URL": redis_url, **off})
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "PUBLIC_URL": PUBLIC_URL, **off})
     rec = Recorder(doc)
     try:
         client = app.test_client()
@@ -470,7 +472,8 @@ def api_examples(redis_url: str, doc: dict, recorded: dict | None = None) -> dic
         _stakes(rec, client)
         _mending(rec, client)
         _errors(rec, client)
-        limited = create_app({"TESTING": True, "REDIS_URL": redis_url, **off, "TABLE_EVENTS_PER_MINUTE": 2})
+        limited = create_app({"TESTING": True, "REDIS_URL": redis_url, "PUBLIC_URL": PUBLIC_URL, **off,
+                              "TABLE_EVENTS_PER_MINUTE": 2})
         _rate_limit(rec, limited.test_client())
         keyed, keys = _keys_app(redis_url, rec, off)
         _api_keys(rec, keyed.test_client(), keys)
@@ -793,7 +796,7 @@ def _keys_app(redis_url: str, rec: Recorder, off: dict) -> tuple[Any, dict[str, 
     keys = {"acme": "mk_" + secrets.token_urlsafe(32), "other": "mk_" + secrets.token_urlsafe(32)}
     for name, key in keys.items():
         rec.names.name(key, f"<{name}'s key>")
-    app = create_app({"TESTING": True, "REDIS_URL": redis_url, **off,
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "PUBLIC_URL": PUBLIC_URL, **off,
                       "API_KEYS": ",".join(f"{name}={key}" for name, key in keys.items()),
                       "WEBHOOK_ALLOW_PRIVATE": True})  # (the webhook examples' receiver is on loopback)
     return app, keys
@@ -886,6 +889,8 @@ def _webhooks(rec: Recorder, client: Any, keys: dict[str, str]) -> None:
 def _ops(rec: Recorder, client: Any) -> None:
     rec(client, "GET", "/healthz", "Liveness", "")
     rec(client, "GET", "/readyz", "Readiness", "([operations.md](operations.md#readiness) says what each check asks).")
+    rec(client, "GET", "/problems/not_a_win", "A problem's type, described",
+        "(the page a problem's `type` names; a browser gets it as HTML).", headers={"Accept": "application/json"})
 
     def mahjong_lines(text: str) -> str:
         lines = sorted(line for line in text.splitlines() if line.startswith("# HELP mahjong_")
@@ -929,12 +934,16 @@ def _http_codes_section() -> str:
     for status, (code, title) in problems.HTTP_CODES.items():
         rows.setdefault(code, (status, title))
     del store
+    from service.api.problem_types import registry
+
+    meanings = registry()
     out = ["#### The HTTP layer's problem codes\n\nBesides the rules core's codes "
            "([rules.md](rules.md#codes)); a 409 `Conflict` carries the store's own code (`table_full`, "
            "`table_finished`, `round_in_progress`, `void_conflict`, `already_voided`, `not_voidable`, "
-           "`table_deleted`, `idempotency_key_expired`).\n\n| code | status | title |\n|---|---|---|\n"]
-    out.extend(f"| `{code}` | {status} | {title} |\n" for code, (status, title) in sorted(rows.items(),
-                                                                                          key=lambda r: (r[1][0], r[0])))
+           "`table_deleted`, `idempotency_key_expired`, `tokens_rotated`). Each code's page, at its problems' "
+           "`type` (`/problems/{code}`), says the same.\n\n| code | status | title | meaning |\n|---|---|---|---|\n"]
+    out.extend(f"| `{code}` | {status} | {title} | {meanings[code].meaning if code in meanings else ''} |\n"
+               for code, (status, title) in sorted(rows.items(), key=lambda r: (r[1][0], r[0])))
     return "".join(out)
 
 

@@ -58,9 +58,11 @@ the project's `docs/` (start at `docs/index.md`).
 * Every request and response body is JSON; a POST body must be sent as
   `application/json` (else 415) and be at most `MAX_BODY_BYTES` (64 KiB by
   default; else 413).
-* Every error is RFC 9457 `application/problem+json` with `type`, `title`,
-  `status`, `detail`, `code` (a stable id), `instance` and `request_id`;
-  schema errors add `errors` (field path → messages); a settlement error adds
+* Every error is RFC 9457 `application/problem+json` with `type` (the URL of
+  a page describing the code: `{PUBLIC_URL or the request's origin}/problems/{code}`),
+  `title`, `status`, `detail`, `code` (a stable id), `instance` and `request_id`;
+  schema errors add `errors` (field path → messages; a query parameter as
+  `query.<name>`, a header by its name); a settlement error adds
   `event` (the index of the event that cannot happen). Malformed JSON is 400,
   JSON that breaks the schema or a rule is 422.
 * `X-Request-ID` (`^[A-Za-z0-9._-]{1,128}$`) is echoed on every response; an
@@ -83,7 +85,7 @@ TAGS = [
     {"name": "rulesets", "description": "The rule presets and their fields."},
     {"name": "tables", "description": "The live table log: rounds, events, balances, undo."},
     {"name": "webhooks", "description": "Signed notifications of an API key's tables, sent to its backend."},
-    {"name": "ops", "description": "Health, readiness and metrics."},
+    {"name": "ops", "description": "Health, readiness, metrics, and the pages of the problems' codes."},
 ]
 
 DEFAULTS: dict[str, Any] = {
@@ -171,6 +173,7 @@ def _install_store(app: Flask) -> None:
         client, table_ttl=s.table_ttl, max_events=s.max_table_events, min_replicas=s.redis_min_replicas,
         wait_timeout_ms=wait_ms, events_per_minute=s.table_events_per_minute,
         voids_per_minute=s.table_voids_per_minute, webhooks=s.webhooks,
+        eviction_check_seconds=s.eviction_check_seconds,
     )
     if s.api_keys and s.webhooks:  # (webhooks belong to API keys)
         from ..webhooks.registry import Registry
@@ -184,6 +187,11 @@ def _install_store(app: Flask) -> None:
 
     ops.register_readiness_check(app, redis_ready, "redis")
     try:  # at start: say at once what would make the service refuse (it starts anyway, not ready)
+        policy = redis_client.evicting(client)
+        if policy is not None:
+            app.logger.error("Redis at REDIS_URL may evict keys when full (maxmemory-policy %s), which would lose "
+                             "acknowledged writes: every write to a table is refused (503 store_evicting) until its "
+                             "maxmemory-policy is noeviction", policy)
         redis_client.check_ready(client, min_replicas)
     except redis_client.NotReady as exc:
         app.logger.error("Redis at REDIS_URL is not ready: %s", exc)

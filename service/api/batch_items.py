@@ -8,7 +8,10 @@ request, no server, no Redis here.  An *item* is an operation's request body wit
 * ``{"status": <4xx>, "problem": {...}}``: the problem the single endpoint gives for that body
   (the same schema's ``load`` and the same core, so the same ``code``, ``errors``, ``event``;
   ``instance`` is the single endpoint's path, ``request_id`` the batch request's, none on the
-  command line).
+  command line, where ``type`` is relative, ``/problems/<code>``: there is no origin).
+
+On the command line (:func:`run_stream`) each result also starts with ``line``, the number of its
+input line (from 1).
 
 An NDJSON line (:func:`answer_line`) that is not JSON is a 400 ``malformed_json`` result, one that
 is JSON but no item (not an object, no ``op``, an unknown one) a 422 ``invalid_input`` result naming
@@ -184,10 +187,12 @@ def pieces(read: Callable[[int], bytes], max_line: int, size: int = READ_SIZE) -
         yield [rest]
 
 
-def answer_piece(lines: list, max_line: int, request_id: str | None = None) -> bytes:
-    """The result lines of the lines of one piece (blank lines have none)."""
+def answer_lines(lines: list, max_line: int, request_id: str | None = None,
+                 first_line: int | None = None) -> list[dict]:
+    """The results of the lines of one piece (blank lines have none); with ``first_line`` (the number of
+    the piece's first line in its stream, from 1) each result starts with its input's ``line``."""
     out = []
-    for line in lines:
+    for i, line in enumerate(lines):
         if isinstance(line, TooLong):
             result = problem_result(LineTooLong(f"the line has {line.length} bytes, more than the limit "
                                                 f"of {max_line} (MAX_BODY_BYTES)"), BATCH_PATH, request_id)
@@ -195,8 +200,35 @@ def answer_piece(lines: list, max_line: int, request_id: str | None = None) -> b
             result = answer_line(line, request_id)
             if result is None:
                 continue
-        out.append(dumps(result))
-    return b"\n".join(out) + b"\n" if out else b""
+        out.append(result if first_line is None else {"line": first_line + i, **result})
+    return out
+
+
+def encode_all(results: list[dict]) -> bytes:
+    """Results as NDJSON lines."""
+    return b"\n".join(map(dumps, results)) + b"\n" if results else b""
+
+
+def answer_piece(lines: list, max_line: int, request_id: str | None = None) -> bytes:
+    """The result lines of the lines of one piece (blank lines have none)."""
+    return encode_all(answer_lines(lines, max_line, request_id))
+
+
+class Scored(NamedTuple):
+    """One piece of a stream answered by :func:`run_stream`: its result lines, how many items it had, how many
+    of them failed (a result that is not a 200), and how many bytes of the stream it was."""
+
+    lines: bytes
+    items: int
+    failed: int
+    size: int
+
+
+def score_piece(lines: list, max_line: int, first_line: int) -> Scored:
+    """A piece of the command line's stream answered, each result with its ``line`` (see :class:`Scored`)."""
+    results = answer_lines(lines, max_line, first_line=first_line)
+    failed = sum(1 for result in results if result["status"] != 200)
+    return Scored(encode_all(results), len(results), failed, piece_bytes(lines))
 
 
 def count_items(lines: list) -> int:
@@ -209,25 +241,27 @@ def piece_bytes(lines: list) -> int:
     return sum((line.length if isinstance(line, TooLong) else len(line)) + 1 for line in lines)
 
 
-def run_stream(read: Callable[[int], bytes], max_line: int, jobs: int = 1) -> Iterator[tuple[bytes, int, int]]:
-    """Answer a stream of NDJSON items, piece by piece: (result lines, items answered, bytes read) each.
+def run_stream(read: Callable[[int], bytes], max_line: int, jobs: int = 1) -> Iterator[Scored]:
+    """Answer a stream of NDJSON items, piece by piece (:class:`Scored`), each result with the number of its
+    input line (``line``, from 1: blank lines count, as an editor counts them).
 
     With ``jobs`` > 1 the pieces are answered by that many processes and given back in order, with at
     most ``2 * jobs`` pieces read ahead: memory stays bounded whatever the stream's length.
     """
+    first_line = 1
     if jobs <= 1:
         for lines in pieces(read, max_line):
-            yield answer_piece(lines, max_line), count_items(lines), piece_bytes(lines)
+            yield score_piece(lines, max_line, first_line)
+            first_line += len(lines)
         return
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(jobs) as pool:
         pending: deque = deque()
         for lines in pieces(read, max_line):
-            pending.append((pool.submit(answer_piece, lines, max_line), count_items(lines), piece_bytes(lines)))
+            pending.append(pool.submit(score_piece, lines, max_line, first_line))
+            first_line += len(lines)
             if len(pending) >= 2 * jobs:
-                done, items, size = pending.popleft()
-                yield done.result(), items, size
+                yield pending.popleft().result()
         while pending:
-            done, items, size = pending.popleft()
-            yield done.result(), items, size
+            yield pending.popleft().result()

@@ -8,9 +8,21 @@ over each operation as it is documented and adds:
   that can be rate limited (it documents a 429), ``Retry-After`` to its 429;
 * ``Idempotent-Replayed`` to the success of an operation that takes an
   ``Idempotency-Key``;
-* to each problem response, the ``code``\\s it can carry, as an enum: the codes its
-  description names (in backticks) and those every such status may carry
-  (:data:`STATUS_CODES`), from :func:`all_codes`, the service's every code.
+* to each problem response, the ``code``\\s it can carry, as ``x-problem-codes``: the
+  codes its description names (in backticks) and those every such status may carry
+  (:data:`STATUS_CODES`), from :func:`all_codes`, the service's every code.  The
+  response's schema stays the one ``Problem`` (its ``code`` the enum ``ProblemCode``):
+  a client generated with a generator's default options then has one problem type,
+  named as the docs name it (openapi-python-client makes a class of its own, sharing
+  nothing, for each response whose schema narrows ``Problem`` with ``allOf``).
+
+and to each schema (:meth:`ContractPlugin.schema_helper`): a member that is not
+``required`` carries no ``default`` keyword; its default is said in its
+description instead.  A generator's default options take a ``default`` for "always
+present" (openapi-typescript's ``defaultNonNullable``, on by default, makes such a
+member required in the type), so the minimal bodies (``{"hand": {"tiles"}, "win":
+{"tile"}}``) would not compile against types generated as they come; the service
+fills the default in where the member is absent, which is what the description says.
 
 >>> "store_full" in all_codes() and "not_a_win" in all_codes() and "too_many_requests" in all_codes()
 True
@@ -18,6 +30,7 @@ True
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 
@@ -46,6 +59,8 @@ LIMITS = ("tables_per_hour", "client_events", "client_voids", "client_reads", "t
           "table_reads")
 """What a 429 problem's ``limit`` names."""
 
+PROBLEM_CODES = "x-problem-codes"
+"""The extension of a problem response that lists the codes it may carry."""
 _CODE = re.compile(r"`([a-z][a-z0-9_]*)`")
 _HEADERS = {
     "RequestId": {"description": "the request's id: the client's X-Request-ID when valid, else a fresh one",
@@ -99,6 +114,19 @@ class ContractPlugin(BasePlugin):
         spec.components.schema("RateLimitName", component={
             "type": "string", "enum": list(LIMITS), "description": "the rate limit that refused (429)"})
 
+    def schema_helper(self, name, definition, **kwargs) -> None:
+        """An optional member's ``default`` moves to its description (see the module): the definition
+        as the marshmallow plugin (before this one) converted it, changed in place."""
+        required = set(definition.get("required", ()))
+        for member, prop in (definition.get("properties") or {}).items():
+            if member in required or not isinstance(prop, dict) or "default" not in prop:
+                continue
+            default = prop.pop("default")
+            said = prop.get("description", "")
+            if "default" not in said:
+                shown = json.dumps(default, ensure_ascii=False)
+                prop["description"] = f"{said}; absent: `{shown}`" if said else f"absent: `{shown}`"
+
     def operation_helper(self, path=None, operations=None, **kwargs) -> None:
         known = set(all_codes())
         for operation in (operations or {}).values():
@@ -126,13 +154,11 @@ class ContractPlugin(BasePlugin):
 
     @staticmethod
     def _narrow(response: dict, status: int, known: set[str]) -> None:
-        """The problem's ``code`` as the enum of what this response may carry."""
+        """The codes this problem response may carry, as ``x-problem-codes`` (see the module)."""
         named = [c for c in _CODE.findall(response.get("description", "")) if c in known]
         codes = sorted(set(named) | set(STATUS_CODES.get(status, ())))
         if status == 422:  # and any of the rules core's codes (a hand, a ruleset, an event it checks)
             codes = sorted(set(codes) | {str(c) for c in Code})
-        for content in response.get("content", {}).values():
-            schema = content.get("schema")
-            if schema == {"$ref": "#/components/schemas/Problem"} and codes:
-                content["schema"] = {"allOf": [schema, {"type": "object", "properties": {
-                    "code": {"type": "string", "enum": codes}}}]}
+        if codes and any(content.get("schema") == {"$ref": "#/components/schemas/Problem"}
+                         for content in response.get("content", {}).values()):
+            response[PROBLEM_CODES] = codes

@@ -1,4 +1,5 @@
-"""``/healthz`` (liveness), ``/readyz`` (readiness), ``/metrics`` (Prometheus).
+"""``/healthz`` (liveness), ``/readyz`` (readiness), ``/metrics`` (Prometheus), and ``/problems/{code}``
+(the page a problem's ``type`` names: :mod:`.problem_types`).
 
 Readiness runs every check in ``app.extensions["readiness_checks"]``: a list
 of callables taking no argument that raise (or return ``False``) when the
@@ -16,13 +17,13 @@ from typing import Callable
 
 from flask import Flask, current_app, jsonify
 
-from . import rate_limits
+from . import problem_types, rate_limits
 from . import schemas as s
 from .observe import metrics_response
 from .problems import NotReady
 from .smorest import Blueprint
 
-blp = Blueprint("ops", __name__, description="Health, readiness and metrics.")
+blp = Blueprint("ops", __name__, description="Health, readiness, metrics, and the pages of the problems' codes.")
 log = logging.getLogger("service.api")
 
 ReadinessCheck = Callable[[], object]
@@ -102,3 +103,19 @@ def _degraded_gauge():
 def metrics():
     """Prometheus metrics (aggregated over workers in multiprocess mode)."""
     return metrics_response()
+
+
+@blp.route("/problems/<code>", methods=["GET"])
+@blp.response(200, problem_types.ProblemTypeSchema,
+              description="The code described: HTML by default, JSON with `Accept: application/json`")
+@blp.problems((404, "no problem has this code (`not_found`)"))
+@blp.doc(operationId="getProblemType", security=PUBLIC,
+         responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}})
+@rate_limits.unlimited("a page of the registries of codes, made once and answered from memory")
+def problem_type(code):
+    """What a problem's `code` means, and the statuses it comes with: the page its `type` names.
+
+    A problem's `type` is `{PUBLIC_URL or the request's origin}/problems/{code}`. HTML unless the request
+    prefers JSON (`Accept: application/json`).
+    """
+    return problem_types.page(code)

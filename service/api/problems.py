@@ -17,7 +17,9 @@ anything else (a bug)              500     ``internal_error`` (logged with its t
 
 A problem has
 
-* ``type``: a stable URI ``https://mahjong.example/problems/<code>``;
+* ``type``: ``{PUBLIC_URL or the request's origin}/problems/<code>`` (:func:`problem_type`), a page
+  describing the code (:mod:`.problem_types`); relative (``/problems/<code>``) where there is no request
+  and no ``PUBLIC_URL`` (``python -m service score``);
 * ``title``: a short summary of the type; ``status``; ``detail``: this occurrence;
 * ``code``: the stable id (the last segment of ``type``; for rule errors the
   core's ``RuleError.code``);
@@ -35,7 +37,7 @@ A 500 never says more than "internal error": the exception is logged with the
 request id, not returned.
 
 >>> problem_body(MalformedJSON("line 1"), "/v1/hands/ting", "abc")["type"]
-'https://mahjong.example/problems/malformed_json'
+'/problems/malformed_json'
 """
 
 from __future__ import annotations
@@ -45,20 +47,36 @@ from typing import Any, Mapping
 
 import time
 
-from flask import Flask, Response, current_app, g, has_request_context, request
+from flask import Flask, Response, current_app, g, has_app_context, has_request_context, request
 from flask_limiter import RateLimitExceeded
 from werkzeug.exceptions import HTTPException
 
 import redis.exceptions
 
 from ..store import errors as store_errors
+from . import settings
 from .jsonio import dumps
 from ..rules.errors import (
     EventError, HandError, NotationError, RuleError, RulesetError, WinError,
 )
 
-PROBLEM_BASE = "https://mahjong.example/problems/"
+PROBLEMS_PATH = "/problems/"
+"""Where the pages of the problems' codes are (``GET /problems/{code}``): a problem's ``type``."""
 PROBLEM_JSON = "application/problem+json"
+
+
+def problem_type(code: str, base: str | None = None) -> str:
+    """A problem's ``type``: ``{base}/problems/{code}``, ``base`` being (unless given) the app's
+    ``PUBLIC_URL``, else the request's origin (its root URL), else nothing (a relative reference).
+
+    >>> problem_type("not_a_win", "https://mahjong.example")
+    'https://mahjong.example/problems/not_a_win'
+    """
+    if base is None:
+        base = settings.current().public_url if has_app_context() else None
+        if not base and has_request_context():
+            base = request.root_url
+    return (base or "").rstrip("/") + PROBLEMS_PATH + code
 
 log = logging.getLogger("service.api")
 
@@ -130,12 +148,92 @@ HTTP_CODES = {
     413: ("payload_too_large", "Payload too large"),
     414: ("uri_too_long", "URI too long"),
     415: ("unsupported_media_type", "Unsupported media type"),
+    417: ("expectation_failed", "Expectation failed"),
     429: ("too_many_requests", "Too many requests"),
     431: ("request_header_fields_too_large", "Request header fields too large"),
     500: ("internal_error", "Internal server error"),
     501: ("not_implemented", "Not implemented"),
     503: ("service_unavailable", "Service unavailable"),
+    505: ("http_version_not_supported", "HTTP version not supported"),
 }
+
+MEANINGS: dict[str, str] = {
+    # the HTTP server and the request itself
+    "bad_request": "the HTTP server could not read the request: a malformed request line or header, a "
+                   "malformed chunked body, or a body cut short by its client",
+    "malformed_json": "the body is not JSON: a syntax error, NaN or Infinity, a lone surrogate, bytes that are not "
+                      "UTF-8, a byte-order mark, data after the document, or nesting deeper than 1024",
+    "invalid_input": "valid JSON (or a header, or a query parameter) that does not match what the operation takes; "
+                     "`errors` names each member at fault (a query parameter as `query.<name>`, a header by its "
+                     "name), and nothing was done",
+    "unsupported_media_type": "the body was not sent as `application/json` (or, for a batch, "
+                              "`application/x-ndjson`)",
+    "payload_too_large": "the body (or an NDJSON line) is larger than `MAX_BODY_BYTES`: send less",
+    "request_timeout": "the request's body did not arrive whole within `REQUEST_TIMEOUT` seconds",
+    "length_required": "the request needs a `Content-Length`",
+    "uri_too_long": "the request line is longer than the server reads",
+    "request_header_fields_too_large": "the request has too many headers, or one that is too long",
+    "expectation_failed": "the request's `Expect` header names an expectation the server does not meet",
+    "http_version_not_supported": "the request is not HTTP/1.0 or HTTP/1.1",
+    "not_found": "no such path; or an operation that belongs to API keys (listing tables, webhooks) on a "
+                 "service started without `API_KEYS`",
+    "method_not_allowed": "the path exists but does not take this method",
+    "not_acceptable": "the service cannot answer in a media type the request's `Accept` allows",
+    "not_implemented": "the server does not implement what the request asks for",
+    # credentials
+    "unauthorized": "no table token, or not this table's (a wrong token and an unknown table are told apart by "
+                    "nothing); send `Authorization: Bearer <token>` with the table's write or read token",
+    "forbidden": "the table's read token on a write: only the write token (or the API key that created the "
+                 "table) writes",
+    "api_key_required": "the service runs with API keys: send `X-API-Key` (a table's token is enough for that "
+                        "table's own operations)",
+    "api_key_invalid": "the `X-API-Key` given is not a key of this service",
+    "token_in_query": "a table's token in the stream's query string, where it would end up in logs: send it in "
+                      "`Authorization` (a browser's `EventSource` cannot: read the stream with `fetch`)",
+    # tables
+    "table_not_found": "no such table, or it was deleted or expired (with API keys: not one the key created)",
+    "event_not_found": "no record with this seq in the table's log",
+    "version_mismatch": "`If-Match` names another version than the table's (another phone wrote first): read the "
+                        "table (`version` says where it is), decide again, and send the write with the new version",
+    "idempotency_key_reused": "this `Idempotency-Key` was used before with another request (another body, or a "
+                              "token rotation by another credential): make a new key for a new request",
+    "idempotency_key_expired": "this `Idempotency-Key` created a table whose first response is no longer kept "
+                               "(24 h): use the tokens that response gave",
+    "tokens_rotated": "this `Idempotency-Key` created a table whose tokens have since been rotated: the first "
+                      "response's tokens no longer work, so they are not sent again; use the tokens the rotation "
+                      "answered",
+    "table_deleted": "this `Idempotency-Key` created a table that has since been deleted",
+    "table_full": "the table has `MAX_TABLE_EVENTS` records (`version` says how many): a void or a round's end still "
+                  "fits; start a new table for more rounds",
+    "table_finished": "the table was finished: it takes no more events or voids, and stays readable",
+    "already_voided": "the record named is already voided",
+    "not_voidable": "the record named is a void itself (void the event again instead: it cannot be unvoided)",
+    "too_many_streams": "this table has `STREAM_MAX_PER_TABLE` open streams on this instance: close one, or retry "
+                        "after `Retry-After`",
+    "stream_unavailable": "the live stream cannot be opened now (its subscription to Redis failed): retry",
+    # webhooks
+    "webhook_not_found": "no webhook with this id among the API key's own",
+    "webhook_url_refused": "the webhook URL is not `http(s)`, or resolves to a private, loopback or link-local "
+                           "address (allowed only with `WEBHOOK_ALLOW_PRIVATE`)",
+    "too_many_webhooks": "the API key has as many webhooks as it may: delete one first",
+    # limits and the store
+    "too_many_requests": "a rate limit refused the request (`limit` names which): retry after `Retry-After`",
+    "store_unavailable": "the tables store (Redis) cannot serve requests right now (or none is configured): retry "
+                         "after `Retry-After`; a write that got this answer may or may not have been recorded: retry "
+                         "it with the same `Idempotency-Key` to find out",
+    "busy": "too many writes to this table at once: retry after `Retry-After`",
+    "not_replicated": "the write reached Redis but fewer replicas than `REDIS_MIN_REPLICAS` confirmed it in time: it "
+                      "is not acknowledged; retry with the same `Idempotency-Key`",
+    "store_evicting": "the tables store (Redis) may evict keys when full (its `maxmemory-policy` is not "
+                      "`noeviction`), which would lose acknowledged writes: no write is taken until its operator "
+                      "sets `noeviction`; reads still work",
+    "store_full": "the tables store (Redis) is at its memory bound: nothing was written; deleting tables frees room",
+    "not_ready": "`/readyz`: a readiness check failed (`checks` says which and why)",
+    "service_unavailable": "the service cannot take the request now: retry after `Retry-After`",
+    "internal_error": "the service failed to handle the request (a bug): quote the `request_id` when reporting it",
+}
+"""What each code of the HTTP layer (and of the store) means, for the page of its ``type``
+(:mod:`.problem_types`); the rules core's codes carry their own (:class:`~service.rules.codes.Code`)."""
 
 # rule errors: the title of the first matching class (most specific first)
 _RULE_TITLES: tuple[tuple[type, str], ...] = (
@@ -146,6 +244,11 @@ _RULE_TITLES: tuple[tuple[type, str], ...] = (
     (RulesetError, "Invalid ruleset"),
     (RuleError, "Rule violation"),
 )
+
+def rule_title(cls: type) -> str:
+    """The title of the problems of a rules-core error class (of its nearest family)."""
+    return next(t for family, t in _RULE_TITLES if issubclass(cls, family))
+
 
 _DETAILS = {
     404: "no such resource: {path}",
@@ -163,6 +266,7 @@ STORE_STATUS: tuple[tuple[type, int, str], ...] = (
     (store_errors.Conflict, 409, "Conflict"),
     (store_errors.RateLimited, 429, "Too many requests"),
     (store_errors.Busy, 503, "Busy"),
+    (store_errors.StoreEvicting, 503, "Tables store may evict"),
     (store_errors.StoreFull, 507, "Insufficient storage"),
 )
 
@@ -182,7 +286,7 @@ class Problem:
 
     def body(self, path: str, request_id: str | None) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "type": PROBLEM_BASE + self.code, "title": self.title, "status": self.status,
+            "type": problem_type(self.code), "title": self.title, "status": self.status,
             "detail": self.detail, "code": self.code, "instance": path,
         }
         if request_id:
@@ -224,8 +328,8 @@ def describe_store_error(exc: "store_errors.StoreError") -> Problem:
     extra: dict[str, Any] = {}
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="tables"'
-    if status == 503:
-        headers["Retry-After"] = "1"
+    if status == 503:  # (an evicting Redis waits for its operator: no point in retrying at once)
+        headers["Retry-After"] = "30" if isinstance(exc, store_errors.StoreEvicting) else "1"
     if isinstance(exc, store_errors.RateLimited):  # a table's own limit
         headers["Retry-After"] = str(exc.context["retry_after"])
         headers.update({"X-RateLimit-Limit": str(exc.context["amount"]), "X-RateLimit-Remaining": "0",

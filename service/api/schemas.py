@@ -778,7 +778,9 @@ class ProblemSchema(ma.Schema):
     class Meta:
         unknown = ma.INCLUDE
 
-    type = fields.String(required=True, metadata={"format": "uri"})
+    type = fields.String(required=True, metadata={
+        "format": "uri", "description": "a page describing the code (`GET /problems/{code}`): "
+                                        "`{PUBLIC_URL or the request's origin}/problems/{code}`"})
     title = fields.String(required=True)
     status = fields.Integer(required=True)
     detail = fields.String(required=True)

@@ -77,22 +77,47 @@ def read_json_body(req) -> Any:
 
 
 def parse_json(raw: bytes) -> Any:
-    """A body (or an NDJSON line) as strict JSON, or the 400 :class:`MalformedJSON` saying why not."""
+    """A body (or an NDJSON line) as strict JSON, or the 400 :class:`MalformedJSON` saying why not; JSON with
+    a number past a double's range is the 422 :class:`InvalidInput` naming its member."""
     try:
         return jsonio.loads(raw)
     except jsonio.NotJson as exc:
         raise MalformedJSON(str(exc)) from None
+    except jsonio.OutOfRange as exc:
+        raise InvalidInput(str(exc), errors={exc.member: [jsonio.OUT_OF_RANGE]}) from None
 
 
-def invalid_input(messages: Any) -> InvalidInput:
-    """The 422 for marshmallow's ``messages``: flat field paths, the first one in the detail."""
-    errors = flatten_messages(messages)
+_WHAT = {"query": "a query parameter is invalid", "headers": "a header is invalid",
+         "json": "the request body does not match the schema"}
+
+
+def invalid_input(messages: Any, location: str = "json") -> InvalidInput:
+    """The 422 for marshmallow's ``messages`` about the request's ``location`` (``json``: its body,
+    ``query``, ``headers``; ``location``: messages by location, as webargs gives them): flat field
+    paths (a query parameter's as ``query.<name>``, a header's by its name), the first one in the detail.
+
+    >>> invalid_input({"limit": ["Too big."]}, "query").detail
+    'a query parameter is invalid (query.limit: Too big.)'
+    """
+    if location == "location":  # {location: messages}: each location's own paths
+        errors: dict[str, list[str]] = {}
+        for where, found in messages.items():
+            errors |= _located(found, where)
+        first_location = next(iter(messages), "json")
+    else:
+        errors, first_location = _located(messages, location), location
     first = next(iter(errors.items()), None)
-    detail = "the request body does not match the schema"
+    detail = _WHAT.get(first_location, _WHAT["json"])
     if first:
         where = "" if first[0] == "_schema" else f"{first[0]}: "
         detail += f" ({where}{first[1][0]})"
     return InvalidInput(detail, errors=errors)
+
+
+def _located(messages: Any, location: str) -> dict[str, list[str]]:
+    """Flat paths of one location's messages: a body's and a header's as they are, others under their
+    location (``query.limit``)."""
+    return flatten_messages(messages, "" if location in ("json", "headers") else location)
 
 
 PARSER = FlaskParser()
@@ -105,10 +130,7 @@ def _load_json(request, schema) -> Any:
 
 @PARSER.error_handler
 def _on_invalid(error, req, schema, *, error_status_code, error_headers):
-    messages = error.messages  # {location: messages}: a body's and a header's fields are named as they are
-    if isinstance(messages, dict) and len(messages) == 1 and next(iter(messages)) in ("json", "headers"):
-        messages = next(iter(messages.values()))
-    raise invalid_input(messages)
+    raise invalid_input(error.messages, "location")  # {location: messages}
 
 
 JSON_BODY = (400, 413, 415, 422)

@@ -180,6 +180,18 @@ class CreateHeaders(ma.Schema):
                   "counts against the creation rate limit (an exact retry does not)."})
 
 
+class RotateHeaders(ma.Schema):
+    idempotency_key = fields.String(
+        data_key="Idempotency-Key",
+        validate=validate.Regexp(IDEMPOTENCY_KEY, error="1-128 visible ASCII characters"),
+        metadata={"description": "1-128 visible ASCII characters (a random UUID is best), made afresh for this "
+                                 "one rotation: a retry with the same key and the same credential (the old write "
+                                 "token, which works for that retry only, or the API key) within 24 h answers "
+                                 "the same new tokens (`Idempotent-Replayed: true`); the same key with another "
+                                 "credential: 422 `idempotency_key_reused`. Only the table's last rotation is "
+                                 "kept."})
+
+
 class ReadHeaders(ma.Schema):
     if_none_match = fields.String(
         data_key="If-None-Match", validate=validate.Length(max=2048),

@@ -37,7 +37,7 @@ from ..rules.table import CorrectionError, TableError
 from ..store.errors import TableNotFound, Unauthorized
 from ..store.table_store import Access, Created, TableStore, Written, fingerprint
 from . import table_schemas as ts
-from .callers import api_key
+from .callers import API_KEY_HEADER, api_key
 from .problems import ApiProblem, FieldRuleError, InvalidInput, WithoutApiKeys
 from . import rate_limits
 from .rate_limits import QUOTA
@@ -78,8 +78,8 @@ RESPONSE_EXAMPLES: dict[str, dict[str, dict]] = orjson.loads(
 """Response examples by operationId, then name: answers this code gave to the requests of docs/api.md's
 examples, written by ``python -m tools.docs`` (tools/docs.py, ``example=``), which fails its check
 when one no longer matches what the code answers."""
-_STORE_DOWN = (503, "the tables store (Redis) is unavailable (`store_unavailable`, `busy`); retry after "
-                    "`Retry-After`")
+_STORE_DOWN = (503, "the tables store (Redis) is unavailable (`store_unavailable`, `busy`), or may evict keys "
+                    "when full, so that no write is taken (`store_evicting`); retry after `Retry-After`")
 NO_TOKEN = (401, "no table token, or not this table's (`unauthorized`); with API keys on, an `X-API-Key` "
                   "that is not a key of the service (`api_key_invalid`)")
 _READ_TOKEN_ON_WRITE = (403, "the read token on a write (`forbidden`)")
@@ -229,8 +229,9 @@ def list_tables(args):
 @blp.response(201, ts.TableCreated, headers={"Location": {"schema": {"type": "string"}}})
 @blp.problems(400, (401, "with API keys on: no `X-API-Key`, or not a key of the service "
                          "(`api_key_required`, `api_key_invalid`)"),
-              (409, "the table this Idempotency-Key created was deleted (`table_deleted`), or its first "
-                    "response is no longer kept (`idempotency_key_expired`)"),
+              (409, "the table this Idempotency-Key created was deleted (`table_deleted`), its tokens were "
+                    "rotated since (`tokens_rotated`), or its first response is no longer kept "
+                    "(`idempotency_key_expired`)"),
               413, 415,
               (422, "the body breaks the schema or a rule (`invalid_input`, `unknown_ruleset`, ...), or the "
                     "Idempotency-Key is malformed or was used with another body (`idempotency_key_reused`)"),
@@ -382,21 +383,30 @@ class TokensRotated(ma.Schema):
 
 @blp.route("/<table_id>/tokens/rotate", methods=["POST"])
 @blp.response(200, TokensRotated)
-@blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE, _STORE_DOWN, _FULL)
+@blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE,
+              (422, "a malformed Idempotency-Key (`invalid_input`), or one that rotated this table's tokens for "
+                    "another credential (`idempotency_key_reused`)"),
+              _STORE_DOWN, _FULL)
+@blp.arguments(ts.RotateHeaders(), location="headers", as_kwargs=True)
 @blp.doc(security=WRITE_OR_KEY, operationId="rotateTokens")
 @rate_limits.unlimited("the write token (or the creating API key) only; each rotation is one small write")
-def rotate_tokens(table_id):
+def rotate_tokens(table_id, idempotency_key=None):
     """New tokens for the table (shown only here): the old write and read tokens stop working at once.
 
     The write token (or the API key that created the table); the read token gets 403. Streams opened
     with an old token get `event: rotated` and end (a stream opened with the API key goes on); a retry
-    of the table's creation no longer replays its first response (409 `idempotency_key_expired`).
+    of the table's creation no longer replays its first response (409 `tokens_rotated`). With an
+    `Idempotency-Key`, a retry that lost the answer (same key, same credential: the old write token
+    still works for that one retry) gets the same new tokens within 24 h.
     """
     s = store()
     tid = table_id_of(table_id)
-    new_token, read_token = s.rotate(tid, access(write=True))
-    response = jsonify({"token": new_token, "read_token": read_token})
+    credential = token() or request.headers.get(API_KEY_HEADER, "")
+    rotated = s.rotate(tid, access(write=True), idempotency_key=idempotency_key, credential=credential)
+    response = jsonify(rotated.as_dict())
     response.headers["Cache-Control"] = "no-store"
+    if rotated.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
     return response
 
 

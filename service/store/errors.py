@@ -49,7 +49,8 @@ class IdempotencyMismatch(StoreError):
 
 
 CONFLICT_CODES = ("table_full", "table_finished", "round_in_progress", "void_conflict", "already_voided",
-                  "not_voidable", "table_deleted", "idempotency_key_expired", "correction_conflict")
+                  "not_voidable", "table_deleted", "idempotency_key_expired", "correction_conflict",
+                  "tokens_rotated")
 """Every code a :class:`Conflict` may carry."""
 
 
@@ -83,6 +84,13 @@ class NotReplicated(Busy):
     replays it once it is replicated, or applies it if a fail-over lost it."""
 
     code = "not_replicated"
+
+
+class StoreEvicting(StoreError):
+    """Redis may evict keys when full (its ``maxmemory-policy`` is not ``noeviction``): it would drop
+    acknowledged writes silently, so none is taken (503) until the operator sets ``noeviction``."""
+
+    code = "store_evicting"
 
 
 class StoreFull(StoreError):

@@ -7,7 +7,8 @@ Redis Cluster slot and every script touches one slot.
 key                            type    holds
 =============================  ======  ==================================================
 ``{t:<id>}:meta``              hash    players, ruleset, first dealer, stakes (if any), token hashes, created,
-                                       ``owner`` (the API key that created it), ``finished`` (when)
+                                       ``owner`` (the API key that created it), ``finished`` (when),
+                                       ``rotated`` (when its tokens were last rotated)
                                        (after DELETE: only the token hashes, owner and ``deleted``, 24 h)
 ``{t:<id>}:log``               list    the log: one record per seq, seq n at index n - 1 (append-only;
                                        :mod:`~service.store.codec`: ``[at ms, round, event]``)
@@ -28,6 +29,10 @@ key                            type    holds
 ``{t:<id>}:created``           string  a keyed creation's record: :func:`fp_digest` of the request,
                                        then its tokens sealed with AES-GCM under a key derived
                                        from the Idempotency-Key (24 h at most)
+``{t:<id>}:rotation``          hash    the table's last rotation under an Idempotency-Key (``ROTATE``): ``key``
+                                       the key's :func:`idem_field`, ``by`` who rotated (the old write
+                                       token's SHA-256, or ``key:<owner>``), ``tokens`` the new tokens sealed
+                                       under the key and that credential (24 h at most)
 ``{o:<name>}:tables``          zset    ids of the tables an API key created, scored by creation
                                        time in ms (``GET /v1/tables``; pruned lazily)
 ``{t:<id>}:outbox``            stream  the table's webhook notifications (tables with an ``owner`` only),
@@ -135,6 +140,12 @@ def idem(table_id: str) -> str:
 
 def created(table_id: str) -> str:
     return tag(table_id) + ":created"
+
+
+def rotation(table_id: str) -> str:
+    """The table's last rotation under an Idempotency-Key (kept 24 h): its key's field, who rotated, the new
+    tokens sealed (see ``ROTATE``)."""
+    return tag(table_id) + ":rotation"
 
 
 def idem_field(key: str) -> bytes:
@@ -304,23 +315,25 @@ return 1
 
 # CREATE: a new table, unless the id is taken (then what a replay needs).
 # KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every()), KEYS[9] outbox
+# KEYS[10] the table's rotation record (rotation())
 # a: state (JSON text), ttl (the table's, s; 0: none), meta (its field/value pairs), created (the
 #    creation's record, hex; absent: the request has no key) and created_ttl (s), durable (true: touch the
 #    table when the id exists: REDIS_MIN_REPLICAS), owner (the API key's name; absent: none; with an owner
 #    the table.created notification, data: its JSON, is added to the outbox; the outbox is never wiped: an
 #    earlier table of this id may still have notifications to deliver), outbox_ttl (s; 0: none)
 # answers {outcome: "created"} | {outcome: "exists", record: the creation's record or false,
-#          meta: {players, ruleset, dealer, deleted, stakes}}
+#          meta: {players, ruleset, dealer, deleted, stakes, rotated}} ("rotated": when the table's tokens
+#          were last rotated, or false)
 CREATE = TOUCH_FN + UNHEX_FN + ARGS + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if a.durable then touch(KEYS[1]) end
   return {'outcome', 'exists', 'record', redis.call('GET', KEYS[6]),
-          'meta', redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted', 'stakes')}
+          'meta', redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted', 'stakes', 'rotated')}
 end
 redis.call('HSET', KEYS[1], unpack(a.meta))
 redis.call('SET', KEYS[3], a.state)
 -- whatever an expired table of this id left never attaches to the new one
-redis.call('DEL', KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+redis.call('DEL', KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[10])
 if a.created then redis.call('SET', KEYS[6], unhex(a.created), 'EX', a.created_ttl) end
 if a.ttl > 0 then
   redis.call('EXPIRE', KEYS[1], a.ttl)
@@ -508,7 +521,7 @@ return {'outcome', 'ok', 'at', a.at, 'noted', 0}
 # token hashes and "deleted" for a while, so that a request for a deleted
 # table is still authenticated (401 for a wrong token, 404 for a right one).
 # KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every()), KEYS[9] the table's
-# channel, KEYS[10] the outbox
+# channel, KEYS[10] the outbox, KEYS[11] the table's rotation record (rotation())
 # a: tombstone_ttl (s), publish (PUBLISH or SPUBLISH; the message is "deleted"), table (the table's id;
 #    absent: no notification), outbox_ttl (s; 0: none), version (the table was read at it) and balances
 #    (JSON, then): a table with an owner gets its table.deleted notification (its version and balances as
@@ -524,8 +537,8 @@ if owner then
   data = '{"table":' .. cjson.encode(a.table) .. ',"seq":null,"version":' .. string.format('%d', a.version)
     .. ',"record":null,"balances":' .. a.balances .. '}'
 end
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
-redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created', 'stakes')
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[11])
+redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created', 'stakes', 'rotated')
 redis.call('HSET', KEYS[1], 'deleted', '1')
 redis.call('EXPIRE', KEYS[1], a.tombstone_ttl)
 redis.call(a.publish, KEYS[9], 'deleted')
@@ -538,22 +551,49 @@ return 1
 """
 
 # ROTATE: new tokens for a table; the old ones stop working at once, the creation's kept first
-# response (its tokens) is dropped, and the channel says "rotated" (streams re-check their credentials).
-# KEYS: meta, state, created, channel
+# response (its tokens) is dropped, the meta hash says when ("rotated": a retry of the creation says
+# what happened), and the channel says "rotated" (streams re-check their credentials).
+# Under an Idempotency-Key the rotation is kept (KEYS[5], for ``kept`` seconds): the key's field, who rotated
+# (the old write token's SHA-256, or "key:" and the owner's name) and the new tokens sealed; the same key
+# from the same caller replays them (the old write token is accepted for that replay only), from another
+# caller that may rotate it is "reused" (one that may not is refused as without a key).  A rotation
+# without a key drops the kept one (its tokens no longer work).
+# KEYS: meta, state, created, channel, rotation
 # a: token (SHA-256, hex, of the write token the caller gave; absent: the caller is the owner's API key),
 #    owner (the owner's name; absent: a token), new_token and new_read_token (the new tokens' SHA-256),
-#    publish (PUBLISH or SPUBLISH)
-# answers "ok" | "missing" (no table, or not the owner's) | "denied" (the write token changed meanwhile)
-ROTATE = ARGS + """
-if redis.call('EXISTS', KEYS[2]) == 0 then return 'missing' end
+#    publish (PUBLISH or SPUBLISH), key (the Idempotency-Key's field, hex; absent: none), sealed (the new
+#    tokens sealed, hex), kept (how long the rotation is kept, s), now (RFC 3339)
+# answers {outcome: "ok"} | {outcome: "replay", tokens: the kept tokens sealed} | {outcome: "reused"} (the
+#          key was another caller's) | {outcome: "missing"} (no table, or not the owner's) |
+#          {outcome: "denied"} (the write token is not, or no longer, the table's)
+ROTATE = TOUCH_FN + UNHEX_FN + ARGS + """
+if redis.call('EXISTS', KEYS[2]) == 0 then return {'outcome', 'missing'} end
+if not a.token and not a.owner then return {'outcome', 'denied'} end
+local by = a.token or ('key:' .. a.owner)
+local field = a.key and unhex(a.key)
+local reused = false
+if field then
+  local kept = redis.call('HMGET', KEYS[5], 'key', 'by', 'tokens')
+  if kept[1] == field then
+    if kept[2] == by then
+      touch(KEYS[5])  -- (REDIS_MIN_REPLICAS: this connection's WAIT then covers the rotation it replays)
+      return {'outcome', 'replay', 'tokens', kept[3]}
+    end
+    reused = true
+  end
+end
 local meta = redis.call('HMGET', KEYS[1], 'token', 'owner')
-if not a.token and not a.owner then return 'denied' end
-if a.token and meta[1] ~= a.token then return 'denied' end
-if a.owner and meta[2] ~= a.owner then return 'missing' end
-redis.call('HSET', KEYS[1], 'token', a.new_token, 'read_token', a.new_read_token)
-redis.call('DEL', KEYS[3])
+if a.token and meta[1] ~= a.token then return {'outcome', 'denied'} end
+if a.owner and meta[2] ~= a.owner then return {'outcome', 'missing'} end
+if reused then return {'outcome', 'reused'} end
+redis.call('HSET', KEYS[1], 'token', a.new_token, 'read_token', a.new_read_token, 'rotated', a.now)
+redis.call('DEL', KEYS[3], KEYS[5])
+if field then
+  redis.call('HSET', KEYS[5], 'key', field, 'by', by, 'tokens', unhex(a.sealed))
+  redis.call('EXPIRE', KEYS[5], a.kept)
+end
 redis.call(a.publish, KEYS[4], 'rotated')
-return 'ok'
+return {'outcome', 'ok'}
 """
 
 # -- the webhook dispatcher's scripts (service/webhooks/dispatcher.py) --------------------------------------

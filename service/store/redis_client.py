@@ -458,15 +458,31 @@ def check_ready(client: Client, min_replicas: int = 0) -> str | None:
     return "; ".join(troubles) or None
 
 
+def eviction_policy(node: Any) -> str:
+    """A server's ``maxmemory-policy`` (as ``INFO memory`` says: ``CONFIG`` may be disabled on a managed
+    Redis)."""
+    return node.info("memory").get("maxmemory_policy", "noeviction")
+
+
+def evicting(client: Client) -> str | None:
+    """The ``maxmemory-policy`` of a primary that may evict keys when full (``allkeys-lru``, ...: any
+    policy but ``noeviction``), or None when every primary keeps its data.  One ``INFO`` per primary."""
+    for node in primaries(client, refresh=False):
+        policy = eviction_policy(node)
+        if policy != "noeviction":
+            return policy
+    return None
+
+
 def _check_primary(node: Any, min_replicas: int) -> None:
     role = node.execute_command("ROLE")
     name = role[0].decode() if isinstance(role[0], bytes) else str(role[0])
     if name != "master":
         raise NotReady(f"the Redis server is a {name}, not a master")
-    policy = node.info("memory").get("maxmemory_policy", "noeviction")
+    policy = eviction_policy(node)
     if policy != "noeviction":
         raise NotReady(f"the Redis server's maxmemory-policy is {policy}: it may drop acknowledged events "
-                       "when full (set it to noeviction)")
+                       "when full (set it to noeviction); writes are refused until it is")
     if min_replicas:
         replication = node.info("replication")
         online = sum(1 for k, v in replication.items()

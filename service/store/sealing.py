@@ -1,4 +1,5 @@
-"""Secrets Redis keeps sealed: a keyed table creation's first response, and webhooks' secrets.
+"""Secrets Redis keeps sealed: a keyed table creation's first response, a keyed token rotation's, and
+webhooks' secrets.
 
 A creation's ``Idempotency-Key`` is a secret (a UUID the client generated): the
 table id is derived from it (:func:`created_id`), so a retry finds the table,
@@ -6,6 +7,18 @@ and the tokens of the first response are kept sealed with AES-256-GCM under a
 key derived from it by HKDF-SHA256 (:func:`seal`), bound to the table id.
 Redis never sees the Idempotency-Key, so what Redis holds cannot give the
 tokens away.
+
+A token rotation's new tokens are sealed the same way (:func:`seal_rotation`), under a key derived
+from its Idempotency-Key *and* the credential it was sent with (the old write token, or the API
+key), neither of which Redis sees: only the caller that rotated can open them again.
+
+>>> sealed = seal_rotation("k", "old-token", "t1", ["a", "b"])
+>>> unseal_rotation("k", "old-token", "t1", sealed)
+['a', 'b']
+>>> unseal_rotation("k", "another-token", "t1", sealed)
+Traceback (most recent call last):
+...
+cryptography.exceptions.InvalidTag
 
 >>> sealed = seal("k", "t1", ["a", "b"])
 >>> unseal("k", "t1", sealed)
@@ -33,22 +46,47 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 NONCE_BYTES = 12
 
 
-def _cipher(idempotency_key: str) -> AESGCM:
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
-               info=b"mahjong-service table creation v2").derive(idempotency_key.encode())
+_CREATION = b"mahjong-service table creation v2"
+_ROTATION = b"mahjong-service token rotation v1"
+
+
+def _cipher(material: bytes, info: bytes = _CREATION) -> AESGCM:
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(material)
     return AESGCM(key)
+
+
+def _seal(cipher: AESGCM, table_id: str, secret: Any) -> bytes:
+    nonce = os.urandom(NONCE_BYTES)
+    return nonce + cipher.encrypt(nonce, orjson.dumps(secret), table_id.encode())
+
+
+def _unseal(cipher: AESGCM, table_id: str, sealed: bytes) -> Any:
+    return orjson.loads(cipher.decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], table_id.encode()))
 
 
 def seal(idempotency_key: str, table_id: str, secret: Any) -> bytes:
     """``secret`` (JSON) encrypted and authenticated under the Idempotency-Key, bound to ``table_id``."""
-    nonce = os.urandom(NONCE_BYTES)
-    return nonce + _cipher(idempotency_key).encrypt(nonce, orjson.dumps(secret), table_id.encode())
+    return _seal(_cipher(idempotency_key.encode()), table_id, secret)
 
 
 def unseal(idempotency_key: str, table_id: str, sealed: bytes) -> Any:
     """What :func:`seal` sealed; ``cryptography.exceptions.InvalidTag`` for another key or table."""
-    return orjson.loads(_cipher(idempotency_key).decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:],
-                                                         table_id.encode()))
+    return _unseal(_cipher(idempotency_key.encode()), table_id, sealed)
+
+
+def _rotation_cipher(idempotency_key: str, credential: str) -> AESGCM:
+    return _cipher(idempotency_key.encode() + b"\x00" + credential.encode(), _ROTATION)
+
+
+def seal_rotation(idempotency_key: str, credential: str, table_id: str, tokens: Any) -> bytes:
+    """A rotation's new ``tokens`` sealed under its Idempotency-Key and the ``credential`` the rotation
+    was sent with (the old write token, or the API key), bound to ``table_id``."""
+    return _seal(_rotation_cipher(idempotency_key, credential), table_id, tokens)
+
+
+def unseal_rotation(idempotency_key: str, credential: str, table_id: str, sealed: bytes) -> Any:
+    """What :func:`seal_rotation` sealed; ``InvalidTag`` for another key, credential or table."""
+    return _unseal(_rotation_cipher(idempotency_key, credential), table_id, sealed)
 
 
 def created_id(idempotency_key: str, owner: str | None = None) -> str:

@@ -43,6 +43,10 @@ Readings (where the contract is silent):
   first response is kept 24 h (never longer than the table), its tokens sealed
   with AES-GCM under a key derived from the Idempotency-Key by HKDF, which Redis
   never sees; the table id is derived from the key too, so a retry finds it.
+  After a token rotation that response is gone and a retry says why (``tokens_rotated``).
+* A token rotation's Idempotency-Key need not be a UUID (the replay also needs the credential the
+  rotation was sent with: the old write token, or the API key): only the table's last rotation is kept
+  (24 h), as an older one's tokens no longer work.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ import orjson
 import redis
 from cryptography.exceptions import InvalidTag
 
+from ..config import Settings
 from ..rules.summary import summarize
 from ..rules.table import (
     ROUND_EVENTS, BetweenRounds, CorrectionConflict, History, MissingHistory, TableState, VoidConflict, corrected_by,
@@ -69,9 +74,9 @@ from ..rules.table import (
 from . import codec, keys, redis_client
 from .errors import (
     Busy, Conflict, EventNotFound, Forbidden, IdempotencyMismatch, NotReplicated, PreconditionFailed,
-    RateLimited, RoundNotFound, StoreFull, TableNotFound, Unauthorized,
+    RateLimited, RoundNotFound, StoreEvicting, StoreFull, TableNotFound, Unauthorized,
 )
-from .sealing import created_id, seal, unseal
+from .sealing import created_id, seal, seal_rotation, unseal, unseal_rotation
 from .states import STATES_KEPT, Kept, StateCache
 
 log = logging.getLogger("service.store")
@@ -154,6 +159,18 @@ class Created:
                "ruleset": self.ruleset, "dealer": self.dealer, "version": self.version,
                "balances": self.balances}
         return out if self.coins is None else out | {"coins": self.coins}
+
+
+@dataclass(frozen=True)
+class Rotated:
+    """A table's new tokens, from a rotation (the only time they are shown, but for its replay)."""
+
+    token: str
+    read_token: str
+    replayed: bool = False  # a retry under its Idempotency-Key: the first answer again
+
+    def as_dict(self) -> dict:
+        return {"token": self.token, "read_token": self.read_token}
 
 
 @dataclass(frozen=True)
@@ -307,8 +324,12 @@ class TableStore:
     def __init__(self, client: "redis_client.Client", *, table_ttl: int = 0, max_events: int = 0,
                  idempotency_ttl: int = IDEMPOTENCY_TTL, sharded_pubsub: bool | None = None,
                  min_replicas: int = 0, wait_timeout_ms: int = 1000, states_kept: int = STATES_KEPT,
-                 events_per_minute: int = 0, voids_per_minute: int = 0, webhooks: bool = True) -> None:
+                 events_per_minute: int = 0, voids_per_minute: int = 0, webhooks: bool = True,
+                 eviction_check_seconds: float = Settings.eviction_check_seconds) -> None:
         self.r = client
+        # an evicting Redis would drop acknowledged writes: each write looks (at most every so often)
+        self.eviction_check_seconds = eviction_check_seconds
+        self._eviction: tuple[float, str | None] = (float("-inf"), None)  # (when looked, the policy if evicting)
         # the webhook notifications of the tables an API key created (off: none are written)
         self.webhooks = webhooks
         self.outbox_ttl = keys.outbox_ttl(table_ttl)
@@ -350,10 +371,26 @@ class TableStore:
         return self._reads(keys=names, args=argv, client=self.r)
 
 
+    def refuse_if_evicting(self) -> None:
+        """:class:`StoreEvicting` when Redis may evict keys (its ``maxmemory-policy`` is not ``noeviction``):
+        an evicting Redis acknowledges writes and drops them later, silently.  The policy is looked up
+        (``INFO memory`` on each primary) at most every :attr:`eviction_check_seconds`, so a change of it
+        takes effect within that time."""
+        looked, policy = self._eviction
+        now = time.monotonic()
+        if now - looked >= self.eviction_check_seconds:
+            policy = redis_client.evicting(self.r)
+            self._eviction = (now, policy)
+        if policy is not None:
+            raise StoreEvicting(f"the tables store (Redis) may evict keys when full (maxmemory-policy {policy}), "
+                                "which would lose acknowledged writes: no write is taken until its operator sets "
+                                "maxmemory-policy noeviction (docs/operations.md#redis); reads still work")
+
     def _run(self, script, keys: list, args: list, wrote=lambda result: True):
         """Run a write script (and ``WAIT`` with ``min_replicas``: ``wrote(result)`` says whether the
         result acknowledges a write, which must then be on the replicas); a Redis out of memory
-        refused all of it: :class:`StoreFull`."""
+        refused all of it: :class:`StoreFull`; a Redis that may evict: :class:`StoreEvicting`, not run."""
+        self.refuse_if_evicting()
         try:
             if self.min_replicas:
                 return redis_client.acknowledged(self.r, script, keys, args, self.min_replicas,
@@ -419,11 +456,12 @@ class TableStore:
                 fields["owner"] = owner
             flat = [x for kv in fields.items() for x in kv]
             notify = owner is not None and self.webhooks
-            res = keys.reply(self._run(self._create, [*keys.every(table_id), keys.outbox(table_id)], keys.args(
-                state=codec.state(state.to_dict()).decode(), ttl=self.table_ttl, meta=flat,
-                created=record.hex() if record else None, created_ttl=created_ttl, durable=self._durable or None,
-                owner=owner if notify else None, outbox_ttl=self.outbox_ttl,
-                data=self._notification(table_id, None, 0, None, state.balances) if notify else None)))
+            res = keys.reply(self._run(
+                self._create, [*keys.every(table_id), keys.outbox(table_id), keys.rotation(table_id)], keys.args(
+                    state=codec.state(state.to_dict()).decode(), ttl=self.table_ttl, meta=flat,
+                    created=record.hex() if record else None, created_ttl=created_ttl,
+                    durable=self._durable or None, owner=owner if notify else None, outbox_ttl=self.outbox_ttl,
+                    data=self._notification(table_id, None, 0, None, state.balances) if notify else None)))
             if res["outcome"] == b"created":
                 if notify:
                     self._hint(table_id)
@@ -440,9 +478,15 @@ class TableStore:
 
     def _replay_creation(self, table_id: str, idempotency_key: str, fp: str, record: bytes | None,
                          meta: list) -> Created:
-        players, ruleset, dealer, deleted, stakes = meta
+        players, ruleset, dealer, deleted, stakes, rotated = meta
         if deleted:
             raise Conflict("table_deleted", "the table this Idempotency-Key created has been deleted")
+        if rotated:
+            raise Conflict("tokens_rotated",
+                           f"this Idempotency-Key created table {table_id}, whose tokens were rotated at "
+                           f"{rotated.decode()} (POST /v1/tables/{table_id}/tokens/rotate): the tokens of the "
+                           "creation's response no longer work, so they are not sent again; use the tokens the "
+                           "rotation answered")
         if not record:
             raise Conflict("idempotency_key_expired",
                            "this Idempotency-Key created a table whose first response is no longer kept "
@@ -1185,7 +1229,8 @@ class TableStore:
                 if owner is not None and state is not None:
                     version = length
                     balances = _dumps(TableState.from_dict(codec.read_state(state)).balances)
-            res = self._run(self._delete, [*keys.every(table_id), keys.channel(table_id), keys.outbox(table_id)],
+            res = self._run(self._delete, [*keys.every(table_id), keys.channel(table_id), keys.outbox(table_id),
+                                           keys.rotation(table_id)],
                             keys.args(tombstone_ttl=TOMBSTONE_TTL, publish=self.publish_command,
                                       table=table_id if version >= 0 else None, outbox_ttl=self.outbox_ttl,
                                       version=version, balances=balances), wrote=lambda res: res > 0)
@@ -1196,29 +1241,60 @@ class TableStore:
             return bool(res)
         raise Busy("too many concurrent writes to this table; retry")
 
-    def rotate(self, table_id: str, access: Access) -> tuple[str, str]:
-        """New write and read tokens for a table (``(token, read_token)``, shown only here): the old ones
-        stop working at once (every read and write checks the meta hash), the creation's kept first
-        response goes (a retry of the creation is then ``idempotency_key_expired``), and the table's
-        channel says ``rotated`` (open streams re-check their credentials: those of an old token end).
+    def rotate(self, table_id: str, access: Access, *, idempotency_key: str | None = None,
+               credential: str = "") -> Rotated:
+        """New write and read tokens for a table, shown only here: the old ones stop working at once (every
+        read and write checks the meta hash), the creation's kept first response goes (a retry of the
+        creation is then ``tokens_rotated``), and the table's channel says ``rotated`` (open streams re-check
+        their credentials: those of an old token end).
 
         Needs the write token or the API key that created the table (as a write does).  A rotation
         racing another one with the same old token: one of them wins, the other is 401 (its token is
-        no longer the table's)."""
+        no longer the table's).
+
+        Under an ``idempotency_key`` the new tokens are kept (24 h, never longer than the table) sealed
+        under the key and the ``credential`` the rotation was sent with (the old write token, or the API
+        key: :func:`~service.store.sealing.seal_rotation`): a retry with the same key from the same caller
+        answers them again (``replayed``), the old write token being accepted for that replay only; the
+        same key from another caller is :class:`IdempotencyMismatch`.  Only the table's last rotation is
+        kept: after a newer one, the older one's tokens no longer work and its key replays nothing."""
         meta = keys.meta(table_id)
-        _check_access(table_id, self.r.hmget(meta, *AUTH_FIELDS), replace(access, write=True))
+        try:
+            _check_access(table_id, self.r.hmget(meta, *AUTH_FIELDS), replace(access, write=True))
+        except Unauthorized:
+            if not (idempotency_key and access.token):
+                raise
+            # an old write token: the script accepts it for the replay of the rotation it made, nothing else
         token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        res = self._run(self._rotate, [meta, keys.state(table_id), keys.created(table_id), keys.channel(table_id)],
-                        keys.args(token=_hash(access.token) if access.token else None,
-                                  owner=None if access.token else access.owner or None, new_token=_hash(token),
-                                  new_read_token=_hash(read_token), publish=self.publish_command),
-                        wrote=lambda res: res == b"ok")
+        field = sealed = None
+        if idempotency_key:
+            field = keys.idem_field(idempotency_key).hex()
+            sealed = seal_rotation(idempotency_key, credential, table_id, [token, read_token]).hex()
+        kept = min(self.idempotency_ttl, self.table_ttl) if self.table_ttl else self.idempotency_ttl
+        res = keys.reply(self._run(
+            self._rotate, [meta, keys.state(table_id), keys.created(table_id), keys.channel(table_id),
+                           keys.rotation(table_id)],
+            keys.args(token=_hash(access.token) if access.token else None,
+                      owner=None if access.token else access.owner or None, new_token=_hash(token),
+                      new_read_token=_hash(read_token), publish=self.publish_command, key=field, sealed=sealed,
+                      kept=kept, now=_now()),
+            wrote=lambda res: keys.reply(res)["outcome"] in (b"ok", b"replay")))
         self._states.drop(table_id)
-        if res == b"missing":
+        outcome = res["outcome"]
+        if outcome == b"missing":
             raise TableNotFound(f"no table {table_id!r}")
-        if res == b"denied":
+        if outcome == b"denied":
             raise Unauthorized("the token is not valid for this table (or there is no such table)")
-        return token, read_token
+        if outcome == b"reused":
+            raise IdempotencyMismatch("this Idempotency-Key rotated this table's tokens for another caller "
+                                      "(another token or API key)")
+        if outcome == b"replay":
+            try:
+                token, read_token = unseal_rotation(idempotency_key, credential, table_id, res["tokens"])
+            except InvalidTag:  # the same caller by its digest, another secret: never in practice
+                raise IdempotencyMismatch("this Idempotency-Key was used with a different request") from None
+            return Rotated(token, read_token, replayed=True)
+        return Rotated(token, read_token)
 
     # -- verification ------------------------------------------------------------------------
     def rebuild(self, table_id: str) -> tuple[TableState, list[dict]]:
