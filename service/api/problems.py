@@ -193,6 +193,7 @@ MEANINGS: dict[str, str] = {
     # tables
     "table_not_found": "no such table, or it was deleted or expired (with API keys: not one the key created)",
     "event_not_found": "no record with this seq in the table's log",
+    "round_not_found": "the table has no round with this number (yet): rounds are numbered from 1 as they start",
     "version_mismatch": "`If-Match` names another version than the table's (another phone wrote first): read the "
                         "table (`version` says where it is), decide again, and send the write with the new version",
     "idempotency_key_reused": "this `Idempotency-Key` was used before with another request (another body, or a "
