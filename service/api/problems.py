@@ -153,6 +153,10 @@ _DETAILS = {
 STORE_STATUS: tuple[tuple[type, int, str], ...] = (
     (store_errors.TableNotFound, 404, "Table not found"),
     (store_errors.EventNotFound, 404, "Event not found"),
+    (store_errors.ClubNotFound, 404, "Club not found"),
+    (store_errors.PlayerNotFound, 404, "Player not found"),
+    (store_errors.SeasonNotFound, 404, "Season not found"),
+    (store_errors.ClubInputError, 422, "Invalid input"),
     (store_errors.Unauthorized, 401, "Unauthorized"),
     (store_errors.Forbidden, 403, "Forbidden"),
     (store_errors.PreconditionFailed, 412, "Precondition failed"),
@@ -233,7 +237,8 @@ def describe_store_error(exc: "store_errors.StoreError") -> Problem:
         headers["ETag"] = f'"{exc.context["current"]}"'
     if "event" in exc.context:
         extra["event"] = exc.context["event"]
-    return Problem(status, exc.code, title, exc.message, extra=extra, headers=headers)
+    return Problem(status, exc.code, title, exc.message, extra=extra, headers=headers,
+                   errors=exc.context.get("errors"))
 
 
 def describe_redis_error(exc: "redis.exceptions.RedisError") -> Problem:

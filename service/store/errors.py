@@ -28,6 +28,27 @@ class EventNotFound(StoreError):
     code = "event_not_found"
 
 
+class ClubNotFound(StoreError):
+    code = "club_not_found"
+
+
+class PlayerNotFound(StoreError):
+    code = "player_not_found"
+
+
+class SeasonNotFound(StoreError):
+    code = "season_not_found"
+
+
+class ClubInputError(StoreError):
+    """422: a club's request that its data refuses (a player of another club, a merge into itself, bad
+    rows of an import); ``code`` is the reason's, ``context["errors"]`` (field path -> messages) says where."""
+
+    def __init__(self, code: str, message: str, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.code = code
+
+
 class Unauthorized(StoreError):
     code = "unauthorized"
 
@@ -45,7 +66,7 @@ class IdempotencyMismatch(StoreError):
 
 
 CONFLICT_CODES = ("table_full", "table_finished", "round_in_progress", "void_conflict", "already_voided",
-                  "not_voidable", "table_deleted", "idempotency_key_expired")
+                  "not_voidable", "table_deleted", "idempotency_key_expired", "name_taken", "already_imported")
 """Every code a :class:`Conflict` may carry."""
 
 
