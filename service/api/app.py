@@ -8,7 +8,7 @@ environment) with ``config`` (a dict of Flask config keys) on top, then
 * installs API keys, trusted proxies and CORS when configured (:mod:`.callers`);
 * registers the blueprints with flask-smorest, which generates the OpenAPI
   3.1 document served at ``/openapi.json`` (Swagger UI at ``/docs``);
-* connects the tables store and the rate limits (:mod:`.rate_limits`) when
+* connects the tables and clubs stores and the rate limits (:mod:`.rate_limits`) when
   ``REDIS_URL`` is set;
 * registers the companion app (:mod:`service.web`) at ``/``;
 * sets ``app.extensions["readiness_checks"]`` (a list) for ``/readyz``.
@@ -27,7 +27,7 @@ from flask import Flask
 
 from .. import web
 from ..config import Settings, load_settings
-from . import batch, callers, hands, observe, ops, problems, rate_limits, rounds, stream, table_views, webhooks
+from . import batch, callers, clubs, hands, observe, ops, problems, rate_limits, rounds, stream, table_views, webhooks
 from .contract import ContractPlugin
 from .jsonio import JsonProvider
 from .schemas import ENUM_DESCRIPTIONS, ENUMS_DOC, DocumentedField
@@ -78,6 +78,7 @@ TAGS = [
     {"name": "batch", "description": "Many items in one request, JSON or NDJSON."},
     {"name": "rulesets", "description": "The rule presets and their fields."},
     {"name": "tables", "description": "The live table log: rounds, events, balances, undo."},
+    {"name": "clubs", "description": "A club's season: players, seasons, tables, standings, a rating."},
     {"name": "webhooks", "description": "Signed notifications of an API key's tables, sent to its backend."},
     {"name": "ops", "description": "Health, readiness and metrics."},
 ]
@@ -132,9 +133,10 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
         api.spec.components.schema(name, component={
             "type": "string", "enum": list(values), "description": ENUM_DESCRIPTIONS[name]})
     for blueprint in (hands.blp, rounds.blp, batch.blp, rounds.rulesets_blp, table_views.blp, stream.blp,
-                      webhooks.blp, ops.blp):
+                      clubs.blp, webhooks.blp, ops.blp):
         api.register_blueprint(blueprint)
     table_views.document(api)
+    clubs.document(api)
     batch.document(api)
     web.register(app)  # the companion app at / and the /docs assets
     _install_store(app)
@@ -167,6 +169,11 @@ def _install_store(app: Flask) -> None:
         voids_per_minute=int(app.config.get("TABLE_VOIDS_PER_MINUTE", 0) or 0),
         webhooks=bool(app.config.get("WEBHOOKS", True)),
     )
+    from ..store.clubs import ClubStore
+
+    app.extensions["clubs"] = ClubStore(client, app.extensions["tables"], webhooks=bool(app.config.get("WEBHOOKS", True)),
+                                        min_replicas=int(app.config.get("REDIS_MIN_REPLICAS", 0)),
+                                        wait_timeout_ms=wait_ms)
     api_keys = app.config.get("API_KEYS")
     if api_keys and app.config.get("WEBHOOKS", True):  # (webhooks belong to API keys)
         from ..store.webhooks import Registry

@@ -3,11 +3,15 @@
 =============================  ========================  ======================================
 setting (environment)          counted per               requests
 =============================  ========================  ======================================
-``TABLES_PER_HOUR``            client                    ``POST /v1/tables`` (a replay is free)
-``CLIENT_EVENTS_PER_MINUTE``   client                    ``POST /v1/tables/{id}/events``, ``.../finish``
+``TABLES_PER_HOUR``            client                    ``POST /v1/tables``, ``POST /v1/clubs/{id}/tables``
+                                                         (a replay is free)
+``CLIENT_EVENTS_PER_MINUTE``   client                    ``POST /v1/tables/{id}/events``, ``.../finish``; a
+                                                         club's writes (``POST /v1/clubs``, its players,
+                                                         merges, seasons, imports)
 ``CLIENT_VOIDS_PER_MINUTE``    client                    ``POST .../events/{seq}/void``
 ``CLIENT_READS_PER_MINUTE``    client                    ``GET /v1/tables``, ``GET /v1/tables/{id}``,
-                                                         its events, its summary, its stream (each open)
+                                                         its events, its summary, its stream (each open);
+                                                         a club, its players' pages, its standings
 ``TABLE_EVENTS_PER_MINUTE``    table                     ``POST /v1/tables/{id}/events``
 ``TABLE_VOIDS_PER_MINUTE``     table                     ``POST .../events/{seq}/void``
 ``TABLE_READS_PER_MINUTE``     table                     ``GET /v1/tables/{id}``, its events, its summary,
@@ -54,12 +58,13 @@ from ..config import CLIENT_LIMITS, LIMITS, ApiKeys
 from ..store import keys, limit_storage
 from .callers import api_key, client_key
 
-CREATE = "tables.create_table"
-EVENTS = ("tables.post_event", "tables.finish_table")
+CREATE = ("tables.create_table", "clubs.create_club_table")
+EVENTS = ("tables.post_event", "tables.finish_table", "clubs.create_club", "clubs.add_player", "clubs.update_player",
+          "clubs.merge_player", "clubs.open_season", "clubs.import_evenings")
 VOIDS = ("tables.void_event",)
 TABLE_READS = ("tables.get_table", "tables.list_events", "tables.list_rounds", "tables.get_summary", "stream.stream_table")
-READS = (*TABLE_READS, "tables.list_tables")
-LIMITED_BLUEPRINTS = frozenset({"tables", "stream", "batch"})
+READS = (*TABLE_READS, "tables.list_tables", "clubs.get_club", "clubs.get_player", "clubs.get_standings")
+LIMITED_BLUEPRINTS = frozenset({"tables", "stream", "batch", "clubs"})
 _NOT_ANSWERED = (401, 403, 404)
 QUOTA = "table_quota"
 """Where a view leaves the store's :class:`~service.store.table_store.Quota` of a write (in ``g``)."""
@@ -124,7 +129,7 @@ def install(app: Flask, client: Any, url: str) -> None:
     app.extensions[CHARGE] = limiter.shared_limit(
         lambda: f"{current(items)}/minute", scope=limit_name(items), key_func=client_key,
         cost=lambda: g.get(BATCH_COST, 1), exempt_when=lambda: current(items) == 0)(_count_items)
-    limit((CREATE,), "tables_per_hour", client_key, exempt=_is_create_replay)
+    limit(CREATE, "tables_per_hour", client_key, exempt=_is_create_replay)
     limit(EVENTS, "client_events_per_minute", client_key)
     limit(VOIDS, "client_voids_per_minute", client_key)
     limit(READS, "client_reads_per_minute", client_key)

@@ -716,20 +716,25 @@ class ClubStore:
         return ("XADD", keys.outbox(keys.club_box(club_id)), "*", "t", EVENT, "o", owner, "d", _json(data))
 
     # -- import ---------------------------------------------------------------------------------
-    def import_evenings(self, club_id: str, access: Access, rows: Sequence[ImportRow]) -> dict:
+    def import_evenings(self, club_id: str, access: Access, rows: Sequence[ImportRow],
+                        errors: Mapping[str, list[str]] | None = None) -> dict:
         """Past evenings (rows of ``date, player, total``; players by name or alias) counted in the current
         season as results without rounds: all of them or none (:class:`ClubInputError` naming each bad
         row).  Each evening's id is made from its rows, so the same import again changes nothing (a replay);
-        an import that repeats some evenings already imported is a 409 naming their rows."""
-        if not rows:
+        an import that repeats some evenings already imported is a 409 naming their rows.  ``errors``: the
+        rows found bad when the file was read (they are named with the others)."""
+        if not rows and not errors:
             raise ClubInputError("empty_import", "the import has no rows", errors={"body": ["no rows"]})
         for _ in range(MAX_RETRIES):
             c = self._load(club_id, access, ("HGETALL", keys.club_names(club_id)),
                            ("HGETALL", keys.club_players(club_id)))
             names = {k.decode(): v.decode() for k, v in _pairs(c.found[0])}
             players = _hash_of(c.found[1])
-            evenings, errors = _evenings(club_id, rows, names, {pid: p["name"] for pid, p in players.items()})
-            if errors:
+            evenings, found = _evenings(club_id, rows, names, {pid: p["name"] for pid, p in players.items()})
+            found = {**(errors or {}), **found}
+            if found:
+                errors = dict(sorted(found.items(), key=lambda kv: (int(kv[0].split(".")[0]) if kv[0][0].isdigit()
+                                                                    else 0, kv[0])))
                 raise ClubInputError("bad_rows", f"{len({k.split('.')[0] for k in errors})} row(s) cannot be "
                                      "imported: nothing was", errors=errors)
             ids = sorted(evenings, key=lambda r: (evenings[r][0].finished_at, r))

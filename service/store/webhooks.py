@@ -33,7 +33,8 @@ from ..delivery import Attempt, Lookup, LookupTimeout, Sender, TargetRefused, de
 from . import codec, keys, redis_client
 from .sealing import seal_secret, unseal_secret
 
-EVENTS = ("event.recorded", "event.voided", "round.ended", "table.created", "table.finished", "table.deleted")
+EVENTS = ("event.recorded", "event.voided", "round.ended", "table.created", "table.finished", "table.deleted",
+          "season.updated")
 MAX_WEBHOOKS = 20
 """Webhooks one API key may have."""
 MAX_TABLES = 100
