@@ -660,7 +660,7 @@ class TableStore:
                     raise TableNotFound(f"no table {table_id!r}")
                 if res[0] == b"conflict":
                     continue
-                if self.webhooks and int(res[2]):
+                if res[0] == b"ok" and self.webhooks and int(res[2]):  # (b"finished": a racing finish won)
                     self._hint(table_id)
             self._states.drop(table_id)
             return self.get(table_id)
