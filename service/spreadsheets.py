@@ -128,7 +128,7 @@ def _text(data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        return data.decode("gb18030")
+        return data.decode("gb18030").removeprefix(BOM)
 
 
 def _day(text: str) -> date | None:
@@ -164,10 +164,11 @@ def read_evenings(data: bytes) -> tuple[list[ImportRow], dict[str, list[str]]]:
             if {"date", "player", "total"} <= named.keys():
                 columns = named
                 continue
-        if len(cells) <= max(columns.values()) or any(len(c) > MAX_CELL for c in cells):
+        if len(cells) <= max(columns[c] for c in ("date", "player", "total")) or any(len(c) > MAX_CELL for c in cells):
             errors[str(line)] = [f"expected the columns {', '.join(sorted(columns, key=columns.get))}"
                                  f" (at most {MAX_CELL} characters each)"]
             continue
+        cells += [""] * (max(columns.values()) + 1 - len(cells))  # (an optional column left empty)
         day = _day(cells[columns["date"]])
         if day is None:
             errors.setdefault(f"{line}.date", []).append("not a date (2025-03-07)")

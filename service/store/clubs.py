@@ -628,8 +628,8 @@ class ClubStore:
     def count(self, club_id: str, table_id: str) -> str:
         """Count a finished table of the club in its season, once (see the module doc): ``counted`` (now),
         ``done`` (it was already), ``playing`` (not finished yet) or ``missing`` (no such table of the club)."""
-        club, seats, finished = self.tables.meta_fields(table_id, "club", "seats", "finished")
-        if club != club_id or seats is None:
+        club, seats, finished, deleted = self.tables.meta_fields(table_id, "club", "seats", "finished", "deleted")
+        if club != club_id or seats is None or deleted:
             return "missing"
         if finished is None:
             return "playing"
