@@ -205,7 +205,7 @@ def open_season(args, club_id):
     return _created(season, f"/v1/clubs/{cid}/seasons/{season['id']}/standings")
 
 
-STANDINGS_DOC = {"responses": {"200": {"content": {CSV: {
+STANDINGS_DOC = {"responses": {200: {"content": {CSV: {
     "schema": {"type": "string", "contentMediaType": CSV},
     "example": "\ufeffrank,name,player,ranked,evenings,rounds,total,...\r\n1,老王,p0123456789ab,true,3,24,180,...\r\n",
 }}}}}
@@ -282,7 +282,8 @@ def create_club_table(args, club_id, idempotency_key=None):
 
 # -- import --------------------------------------------------------------------------------------
 IMPORT_DOC = {"requestBody": {"required": True, "content": {CSV: {
-    "schema": {"type": "string", "contentMediaType": CSV},
+    "schema": {"type": "string", "contentMediaType": CSV, "maxLength": 16 * 1024 * 1024,
+               "description": "at most `MAX_BODY_BYTES` (64 KiB by default)"},
     "example": "date,player,total\r\n2025-11-07,老王,120\r\n2025-11-07,小李,-40\r\n2025-11-07,阿珍,-80\r\n",
 }}}}
 

@@ -790,7 +790,8 @@ end
 local now = redis.call('HINCRBY', KEYS[1], 'version', 1)
 for i = 1, #writes do
   local w = writes[i]
-  redis.call(w[1], KEYS[w[2]], unpack(w, 3))
+  local k = w[2]
+  redis.call(w[1], KEYS[k], unpack(w, 3))
 end
 return {'ok', now}
 """
