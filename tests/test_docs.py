@@ -48,7 +48,7 @@ def blocks(page: str) -> dict[str, str]:
 RULE_BOOK = (DOCS / "rules.md").read_text(encoding="utf-8")
 SECTIONS = (["1", "2", "3", "4", "5", "5.1", "5.2", "5.3", "6", "7", "7.1", "7.2", "7.3", "8", "9", "10",
              "10.1", "11", "12", "13"] + [f"13.{n}" for n in range(1, 9)] + ["13.5.1", "13.5.2", "13.5.3", "14"]
-            + [f"14.{n}" for n in range(1, 7)])
+            + [f"14.{n}" for n in range(1, 7)] + ["17"] + [f"17.{n}" for n in range(1, 7)])
 
 
 def test_generated_pages_are_up_to_date(generated):
