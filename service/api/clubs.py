@@ -37,7 +37,7 @@ from . import table_schemas as ts
 from .callers import api_key
 from .problems import FieldRuleError, UnsupportedMediaType
 from .smorest import Blueprint
-from .table_views import StoreNotConfigured, creation_key, token
+from .table_views import RESPONSE_EXAMPLES, StoreNotConfigured, creation_key, token
 
 blp = Blueprint("clubs", __name__, url_prefix="/v1/clubs",
                 description="A club's season: players, seasons, tables, standings, a rating.")
@@ -131,7 +131,7 @@ def create_club(args, idempotency_key=None):
 
 
 @blp.route("/<club_id>", methods=["GET"])
-@blp.response(200, cs.ClubView)
+@blp.response(200, cs.ClubView, examples=RESPONSE_EXAMPLES.get("getClub"))
 @blp.problems(_NO_TOKEN, _NO_CLUB, _STORE_DOWN)
 @blp.doc(operationId="getClub", security=READ)
 def get_club(club_id):
@@ -168,7 +168,7 @@ def update_player(args, club_id, pid):
 
 
 @blp.route("/<club_id>/players/<pid>", methods=["GET"])
-@blp.response(200, cs.PlayerPage)
+@blp.response(200, cs.PlayerPage, examples=RESPONSE_EXAMPLES.get("getPlayer"))
 @blp.problems(_NO_TOKEN, _NO_PLAYER, _STORE_DOWN)
 @blp.doc(operationId="getPlayer", security=READ)
 def get_player(club_id, pid):
@@ -213,7 +213,7 @@ STANDINGS_DOC = {"responses": {200: {"content": {CSV: {
 
 @blp.route("/<club_id>/seasons/<season_id>/standings", methods=["GET"])
 @blp.arguments(cs.StandingsQuery(), location="query")
-@blp.response(200, cs.Standings)
+@blp.response(200, cs.Standings, examples=RESPONSE_EXAMPLES.get("getStandings"))
 @blp.problems(_NO_TOKEN, (404, "no such club (`club_not_found`) or season of it (`season_not_found`)"),
               (422, "a query parameter out of range (`invalid_input`)"), _STORE_DOWN)
 @blp.doc(operationId="getStandings", security=READ, **STANDINGS_DOC)
