@@ -124,6 +124,19 @@ def rounds_csv(players: Sequence[str], rounds: Iterable[Mapping[str, Any]]) -> b
     return _write(header, out)
 
 
+def table_rounds_csv(tables: Any, table_id: str, access: Any = None, page: int = 500) -> bytes:
+    """:func:`rounds_csv` of a table in a store (a :class:`~service.store.table_store.TableStore`): its
+    players and every ended round, read a page at a time (``access`` is checked as a read's)."""
+    rounds: list[dict] = []
+    after: int | None = 0
+    players: list[str] = []
+    while after is not None:
+        view = tables.get(table_id, access, rounds_after=after, rounds_limit=page)
+        players, after = view["players"], view["rounds_next"]
+        rounds += view["rounds"]
+    return rounds_csv(players, rounds)
+
+
 def _text(data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")

@@ -15,10 +15,10 @@ from openskill.models import PlackettLuce
 
 from service.api import create_app
 from service.config import NO_LIMITS
-from service.spreadsheets import rounds_csv
+from service.spreadsheets import rounds_csv, table_rounds_csv
 from service.store import keys
 from service.store.clubs import ClubStore
-from service.store.table_store import TableStore
+from service.store.table_store import Access, TableStore
 from tests.problems import problem
 
 ACME = "acme-" + "a" * 40
@@ -446,6 +446,9 @@ def test_a_tables_rounds_as_csv(client, evening):
     club, players, table = evening
     view = client.get(f"/v1/tables/{table['id']}", headers=bearer(table["token"])).get_json()
     text = rounds_csv(view["players"], view["rounds"]).decode("utf-8-sig").splitlines()
+    paged = table_rounds_csv(client.application.extensions["tables"], table["id"], Access(table["read_token"], False),
+                             page=1)
+    assert paged.decode("utf-8-sig").splitlines() == text
     assert text[0] == "round,seat,player,dealer,delta,running"
     assert text[1:5] == ["1,0,老王,1,36,36", "1,1,小李,0,-12,-12", "1,2,阿珍,0,-12,-12", "1,3,客人,0,-12,-12"]
     assert text[5] == "2,0,老王,1,36,72" and len(text) == 9
