@@ -677,19 +677,20 @@ def _clubs(rec: Recorder, client: Any) -> None:
     rec(client, "POST", f"{base}/import", "Import past evenings",
         "from CSV (`date,player,total` rows, players by name or alias): each date an evening, in the current "
         "season. All rows or none.",
-        data="date,player,total,rounds\r\n2025-11-07,王哥,120,16\r\n2025-11-07,小李,-40,16\r\n"
-             "2025-11-07,阿珍,-80,16\r\n".encode(), content_type="text/csv", headers=write)
+        data="date,player,total,rounds\n2025-11-07,王哥,120,16\n2025-11-07,小李,-40,16\n"
+             "2025-11-07,阿珍,-80,16\n".encode(), content_type="text/csv", headers=write)
     rec(client, "POST", f"{base}/import", "An import with bad rows",
         "is refused whole: `errors` names each bad cell by its line and column.",
-        data="date,player,total\r\n2025-11-14,老王,x\r\n2025-11-14,无名,-5\r\n".encode(), content_type="text/csv",
+        data="date,player,total\n2025-11-14,老王,x\n2025-11-14,无名,-5\n".encode(), content_type="text/csv",
         headers=write)
     rec(client, "GET", f"{base}/seasons/current/standings", "The standings",
         "of the current season (or `s1`, `s2`, ...): ranked players first (`min_rounds` played), then by the "
         "club's `order`; counted as each table was finished, never refolded on a read.", headers=read,
         example="standings")
     rec(client, "GET", f"{base}/seasons/s1/standings", "The standings as CSV",
-        "for a spreadsheet: UTF-8 with a byte order mark, so that Excel shows the names.",
-        headers={**read, "Accept": "text/csv"})
+        "for a spreadsheet: UTF-8 with a byte order mark, so that Excel shows the names (lines end with CRLF, "
+        "shown here as line breaks).", headers={**read, "Accept": "text/csv"},
+        show=lambda text: text.replace("\r\n", "\n"))
     rec(client, "GET", f"{base}/players/{ids[0]}", "A player's page",
         "lifetime and per-season figures, and `history`: one entry per finished table, oldest first.",
         headers=read, example="player")
