@@ -13,7 +13,7 @@ rounds interleaved so that background load hits both alike.  Times are medians o
   worker, one keep-alive connection, requests one after the other; from sending the request to the
   answer's last byte: the client's own decoding of the answer is not counted), and that worker's CPU per hand
   (``/proc``); ``ratio`` = HTTP / in-process (the target: 1.25 at most).  ``item_us`` is the cost of a
-  batch item in-process without HTTP (:func:`service.batch.answer_items`, the answer's encoding
+  batch item in-process without HTTP (:func:`service.api.batch_items.answer_items`, the answer's encoding
   included), ``load_us`` its schema load alone, and ``stages_us`` each stage apart (``parse``: the JSON
   body's, per item; ``load``; ``core_dump``: the operation from loaded arguments to the body; ``encode``:
   the answer's, per item): where the difference goes.  ``--ruleset`` (a JSON ruleset, e.g. ``'{"cap": 4}'``) is sent as
@@ -84,7 +84,7 @@ def http_phase(args, log_dir: Path) -> None:
     import http.client
 
     import service
-    from service import batch
+    from service.api import batch_items
     from service.api.jsonio import dumps, loads
     from service.api.schemas import default_ruleset
     from service.rules.ruleset import PRESETS, Ruleset
@@ -109,10 +109,10 @@ def http_phase(args, log_dir: Path) -> None:
                 return data
 
             got = json.loads(post())["results"]  # warm-up (the core's memos, on both sides) and a check of the answers
-            assert got == batch.answer_items(items, ruleset), f"{op}: HTTP and in-process differ"
+            assert got == batch_items.answer_items(items, ruleset), f"{op}: HTTP and in-process differ"
             assert {r["status"] for r in got} == {200}, op
             per_hand_us(fn, calls)
-            schema = batch.OPS[op].schema
+            schema = batch_items.OPS[op].schema
             bodies = [{k: v for k, v in item.items() if k != "op"} for item in items]
             inproc, inproc_cpu, http_wall, http_cpu, item, load, parse, run, encode = ([] for _ in range(9))
             for _ in range(args.rounds):
@@ -122,14 +122,14 @@ def http_phase(args, log_dir: Path) -> None:
                 http_wall.append((time.perf_counter() - t0) / len(items) * 1e6)
                 http_cpu.append((cpu_seconds(server.proc.pid) - cpu0) / len(items) * 1e6)
                 t0 = time.perf_counter()
-                dumps({"results": batch.answer_items(items, ruleset)})
+                dumps({"results": batch_items.answer_items(items, ruleset)})
                 item.append((time.perf_counter() - t0) / len(items) * 1e6)
                 with default_ruleset(ruleset or PRESETS["xuezhan"]):
                     load.append(per_hand_us(schema.load, [(b,) for b in bodies]))
                     loaded = [schema.load(b) for b in bodies]
-                run.append(per_hand_us(batch.OPS[op].body, [(a,) for a in loaded]))
+                run.append(per_hand_us(batch_items.OPS[op].body, [(a,) for a in loaded]))
                 t0 = time.perf_counter()
-                results = {"results": batch.answer_items(items, ruleset)}
+                results = {"results": batch_items.answer_items(items, ruleset)}
                 t1 = time.perf_counter()
                 dumps(results)
                 encode.append((time.perf_counter() - t1) / len(items) * 1e6)

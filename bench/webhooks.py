@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from service.store import redis_client  # noqa: E402
 from service.store.embedded import EmbeddedRedis, free_port  # noqa: E402
 from service.store.table_store import Access, TableStore  # noqa: E402
-from service.store.webhooks import Registry  # noqa: E402
+from service.webhooks.registry import Registry  # noqa: E402
 
 KEY = "bench-" + "k" * 40
 KEYS = f"bench={KEY}"

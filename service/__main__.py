@@ -1,4 +1,4 @@
-"""Command line: ``python -m service serve``, ``openapi``, ``check-tables``, ``api-key``, ``score`` and ``docs``.
+"""Command line: ``python -m service serve``, ``openapi``, ``check-tables``, ``api-key``, ``score`` and ``webhooks``.
 
 ``serve [--host H] [--port P] [--workers N]`` runs the HTTP API
 under gunicorn (``gevent`` workers, see :mod:`service.serving`; the app built by
@@ -19,8 +19,8 @@ no ``request_id``); a progress bar on standard error when it is a terminal;
 at most); lines longer than ``MAX_BODY_BYTES`` get a 413 result.
 ``webhooks`` runs a webhook dispatcher until stopped (``serve`` runs one
 in each worker too, unless ``WEBHOOK_DISPATCHER`` is off; any number may run
-at once: :mod:`service.store.outbox`).  ``docs [--check]`` writes the generated pages of ``docs/`` and the
-companion app's ``patterns.json`` (or checks that they are up to date).
+at once: :mod:`service.webhooks`).  (The generated pages of ``docs/`` are written by a development tool,
+``python -m tools.docs``, not by the service.)
 
 Configuration is by environment variable (read in :mod:`service.config`);
 command-line options win over the environment:
@@ -215,8 +215,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     score.add_argument("file", nargs="?", default="-", help="the items, one JSON object a line (default -: stdin)")
     score.add_argument("--jobs", type=int, default=1, help="processes answering the items (default 1)")
     sub.add_parser("webhooks", help="run a webhook dispatcher (deliver the outboxes' notifications) until stopped")
-    docs = sub.add_parser("docs", help="write the generated pages of docs/ and the web app's patterns.json (from the code)")
-    docs.add_argument("--check", action="store_true", help="only check that they are up to date (exit 1 if not)")
     return parser.parse_args(argv)
 
 
@@ -326,7 +324,7 @@ def score_items(path: str, jobs: int) -> int:
     """``score``: the result lines of the items in ``path`` (``-``: standard input) on standard output."""
     import os
 
-    from .batch import run_stream
+    from .api.batch_items import run_stream
 
     if not 1 <= jobs <= 256:
         print("python -m service score: --jobs must be from 1 to 256", file=sys.stderr)
@@ -368,7 +366,7 @@ def run_webhooks() -> int:
     """``webhooks``: a webhook dispatcher in this process (threads) until SIGTERM or SIGINT.
 
     Any number may run, beside the ones inside ``serve`` (``WEBHOOK_DISPATCHER``):
-    leases share the work (see :mod:`service.store.outbox`).  It needs the
+    leases share the work (see :mod:`service.webhooks`).  It needs the
     service's ``API_KEYS`` (the webhooks' secrets are sealed under them) and its
     Redis (``REDIS_URL``, else the embedded Redis of the ``serve`` running on
     ``REDIS_DATA_DIR``).
@@ -379,8 +377,8 @@ def run_webhooks() -> int:
     from .api.observe import configure_logging
     from .serving import dispatcher_options
     from .store.redis_client import connect
-    from .store.outbox import Dispatcher
-    from .store.webhooks import Registry
+    from .webhooks.dispatcher import Dispatcher
+    from .webhooks.registry import Registry
 
     try:
         settings = load_settings()
@@ -416,10 +414,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check_tables(args.ids, args.repair)
     if args.command == "api-key":
         return new_api_key(args.name)
-    if args.command == "docs":
-        from .docs import main as docs_main
-
-        return docs_main(check=args.check)
     try:
         settings = load_settings().with_overrides(
             host=args.host, port=args.port, workers=args.workers

@@ -5,9 +5,12 @@ Every variable is optional; the table of them (``HOST``, ``PORT``,
 ``MAX_BODY_BYTES``, ``REDIS_URL``, the API keys, proxies, CORS, the rate
 limits, ...) is in :mod:`service.__main__` (``PROMETHEUS_MULTIPROC_DIR`` is
 read where it is used, by :func:`service.serving.metrics_dir`).  ``python -m
-service serve`` options override the matching variable;
-:func:`service.api.app.create_app` takes a dict of Flask config overrides on
-top of these.
+service serve`` options override the matching variable
+(:meth:`Settings.with_overrides`); :func:`service.api.app.create_app` takes
+overrides by variable name on top of these (:meth:`Settings.with_config`) and
+keeps the result, typed, for the HTTP layer (:func:`service.api.settings.current`):
+a setting is read as a :class:`Settings` field everywhere, its default stated
+once, here.
 
 ``API_KEYS`` is parsed into :class:`ApiKeys`, which keeps only the keys'
 SHA-256 digests:
@@ -253,7 +256,7 @@ class Settings:
     cors_origins: tuple[str, ...] = ()
     redis_min_replicas: int = 0
     redis_wait_timeout_ms: int = 1000
-    # webhooks (service/store/webhooks.py, outbox.py): the outbox and the endpoints; the dispatcher inside serve;
+    # webhooks (service/webhooks/): the outbox and the endpoints; the dispatcher inside serve;
     # targets on private addresses (tests); an attempt's deadline; the retry budget; the first retry's delay
     webhooks: bool = True
     webhook_dispatcher: bool = True
@@ -266,26 +269,56 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
-        env = os.environ if environ is None else environ
+        return cls().with_env(os.environ if environ is None else environ)
+
+    def with_env(self, env: Mapping[str, str]) -> "Settings":
+        """These settings with the variables ``env`` sets (text, as an environment holds them; a variable
+        absent or blank keeps its setting, except ``REDIS_URL``, which blank means none), each checked."""
 
         def text(name: str, default: str | None) -> str | None:
             value = env.get(name)
             return default if value is None or value.strip() == "" else value.strip()
 
-        numbers = {name: _int(env, var, getattr(cls, name), lo, hi) for name, (var, lo, hi) in BOUNDS.items()}
-        flags = {name: _flag(env, var, getattr(cls, name)) for name, var in FLAGS.items()}
-        return cls(
-            host=text("HOST", cls.host) or cls.host,
-            log_level=_level(text("LOG_LEVEL", cls.log_level)),
-            redis_url=text("REDIS_URL", None),
-            redis_data_dir=text("REDIS_DATA_DIR", cls.redis_data_dir) or cls.redis_data_dir,
-            redis_maxmemory=_bytes(text("REDIS_MAXMEMORY", None), cls.redis_maxmemory, "REDIS_MAXMEMORY"),
-            api_keys=ApiKeys.parse(env.get("API_KEYS"), env.get("API_KEY_LIMITS")),
-            trusted_proxies=TrustedProxies.parse(env.get("TRUSTED_PROXIES"), env.get("PROXY_HEADER")),
-            cors_origins=_origins(env.get("CORS_ORIGINS")),
+        numbers = {name: _int(env, var, getattr(self, name), lo, hi) for name, (var, lo, hi) in BOUNDS.items()}
+        flags = {name: _flag(env, var, getattr(self, name)) for name, var in FLAGS.items()}
+        keys = "API_KEYS" in env or "API_KEY_LIMITS" in env
+        proxies = "TRUSTED_PROXIES" in env or "PROXY_HEADER" in env
+        return replace(
+            self,
+            host=text("HOST", self.host) or self.host,
+            log_level=_level(text("LOG_LEVEL", self.log_level)),
+            redis_url=text("REDIS_URL", None) if "REDIS_URL" in env else self.redis_url,
+            redis_data_dir=text("REDIS_DATA_DIR", self.redis_data_dir) or self.redis_data_dir,
+            redis_maxmemory=_bytes(text("REDIS_MAXMEMORY", None), self.redis_maxmemory, "REDIS_MAXMEMORY"),
+            api_keys=ApiKeys.parse(env.get("API_KEYS"), env.get("API_KEY_LIMITS")) if keys else self.api_keys,
+            trusted_proxies=TrustedProxies.parse(env.get("TRUSTED_PROXIES"), env.get("PROXY_HEADER")) if proxies
+            else self.trusted_proxies,
+            cors_origins=_origins(env.get("CORS_ORIGINS")) if "CORS_ORIGINS" in env else self.cors_origins,
             **numbers,
             **flags,
         )
+
+    def with_config(self, config: Mapping[str, Any]) -> "Settings":
+        """These settings with a Flask-style config on top (:func:`service.api.app.create_app`'s ``config``): the
+        settings' variables by name (``MAX_CONTENT_LENGTH``, Flask's own name, for ``MAX_BODY_BYTES``), each a
+        text as in the environment (checked as there) or a value of the setting's type (taken as it is: a test
+        may want a body limit below the bound); other keys are Flask's and left alone.
+
+        >>> Settings().with_config({"TABLES_PER_HOUR": 3, "STREAM_HEARTBEAT": "1", "TESTING": True}).tables_per_hour
+        3
+        >>> Settings().with_config({"MAX_CONTENT_LENGTH": 100, "WEBHOOKS": "off"}).max_body_bytes
+        100
+        """
+        config = {("MAX_BODY_BYTES" if k == "MAX_CONTENT_LENGTH" else k): v for k, v in config.items()}
+        texts = {k: v for k, v in config.items() if isinstance(v, str) and k in ENVIRONMENT}
+        typed = {VARIABLES[k]: v for k, v in config.items() if k in VARIABLES and not isinstance(v, str)}
+        for name, value in typed.items():
+            wanted = type(getattr(self, name))
+            if name == "redis_url" and value is None:
+                continue
+            if isinstance(value, bool) is not (wanted is bool) or not isinstance(value, wanted):
+                raise ConfigError(f"{name} must be a {wanted.__name__}; got {value!r}")
+        return replace(self.with_env(texts), **typed)
 
     def with_overrides(self, **overrides: Any) -> "Settings":
         """Command-line options over the environment (``None`` values are ignored), within the same bounds.
@@ -310,28 +343,23 @@ class Settings:
         return replace(self, **given)
 
     def flask_config(self) -> dict[str, Any]:
-        """The Flask config keys the HTTP layer reads."""
-        return {
-            "MAX_CONTENT_LENGTH": self.max_body_bytes,
-            "BATCH_MAX_ITEMS": self.batch_max_items,
-            "REDIS_URL": self.redis_url,
-            "TABLE_TTL": self.table_ttl,
-            "MAX_TABLE_EVENTS": self.max_table_events,
-            **{var: getattr(self, name) for name, (var, _, _) in LIMITS.items()},
-            "API_KEYS": self.api_keys,
-            "TRUSTED_PROXIES": self.trusted_proxies,
-            "CORS_ORIGINS": self.cors_origins,
-            "REDIS_MIN_REPLICAS": self.redis_min_replicas,
-            "REDIS_WAIT_TIMEOUT_MS": self.redis_wait_timeout_ms,
-            "LOG_LEVEL": self.log_level,
-            "STREAM_HEARTBEAT": self.stream_heartbeat,
-            "STREAM_BUFFER": self.stream_buffer,
-            "STREAM_MAX_PER_TABLE": self.stream_max_per_table,
-            "WEBHOOKS": self.webhooks,
-            "WEBHOOK_ALLOW_PRIVATE": self.webhook_allow_private,
-            "WEBHOOK_TIMEOUT": self.webhook_timeout,
-        }
+        """The Flask config keys Flask itself reads (the service reads its settings from the app's
+        :class:`Settings`: :func:`service.api.settings.current`)."""
+        return {"MAX_CONTENT_LENGTH": self.max_body_bytes}
 
+
+
+VARIABLES: dict[str, str] = {
+    **{var: name for name, (var, _, _) in BOUNDS.items()},
+    **{var: name for name, var in FLAGS.items()},
+    "HOST": "host", "LOG_LEVEL": "log_level", "REDIS_URL": "redis_url", "REDIS_DATA_DIR": "redis_data_dir",
+    "REDIS_MAXMEMORY": "redis_maxmemory", "API_KEYS": "api_keys", "TRUSTED_PROXIES": "trusted_proxies",
+    "CORS_ORIGINS": "cors_origins",
+}
+"""Each environment variable of a setting → the :class:`Settings` field it sets."""
+ENVIRONMENT = frozenset(VARIABLES) | {"API_KEY_LIMITS", "PROXY_HEADER"}
+"""Every variable the settings read (``API_KEY_LIMITS`` and ``PROXY_HEADER`` go with ``API_KEYS`` and
+``TRUSTED_PROXIES``)."""
 
 def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
     raw = env.get(name)

@@ -481,7 +481,7 @@ def metrics_dir() -> Iterator[str]:
 
 def dispatcher_options(settings: Settings) -> Any:
     """The webhook dispatcher's options from the ``WEBHOOK_*`` settings."""
-    from .store.outbox import DispatcherOptions
+    from .webhooks.dispatcher import DispatcherOptions
 
     return DispatcherOptions(timeout=float(settings.webhook_timeout), retry_for=float(settings.webhook_retry_seconds),
                              backoff_ms=settings.webhook_backoff_ms, concurrency=settings.webhook_concurrency,
@@ -496,7 +496,7 @@ def start_webhooks(app: Any, settings: Settings) -> Any:
     registry = app.extensions.get("webhooks")
     if registry is None or not settings.webhook_dispatcher:
         return None
-    from .store.outbox import Dispatcher
+    from .webhooks.dispatcher import Dispatcher
 
     dispatcher = Dispatcher(app.extensions["redis"], registry, dispatcher_options(settings)).start()
     app.extensions["webhook_dispatcher"] = dispatcher

@@ -240,13 +240,20 @@ class Phone:
             lambda _: cond(), message=f"{self.name}: {what}")
 
     def tap(self, testid: str) -> None:
-        """Scroll the element into the middle of the screen and click it like a finger would."""
+        """Scroll the element into the middle of the screen and click it like a finger would (once it
+        can be: enabled, and not under a sheet that is still open — one that waits for the service's
+        answer to what it recorded)."""
+        from selenium.common.exceptions import ElementClickInterceptedException
+
         def click():
             el = self.el(testid)
             if not el.is_enabled():
                 return False
             self.d.execute_script("arguments[0].scrollIntoView({block: 'center'})", el)
-            el.click()
+            try:
+                el.click()
+            except ElementClickInterceptedException:
+                return False
             return True
 
         self.wait(click, f"[{testid}] to be tapped")

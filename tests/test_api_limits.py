@@ -218,11 +218,12 @@ def test_flask_limiter_config_command_works(redis_url):
 
 
 def test_limits_are_configured_from_the_environment():
+    from service.api.settings import current
     from service.config import LIMITS, ConfigError, Settings
 
     s = Settings.from_env({"TABLE_EVENTS_PER_MINUTE": "30", "CLIENT_READS_PER_MINUTE": "0"})
     assert (s.table_events_per_minute, s.client_reads_per_minute, s.tables_per_hour) == (30, 0, 60)
-    assert s.flask_config()["TABLE_EVENTS_PER_MINUTE"] == 30
+    assert current(create_app({"TESTING": True}, settings=s)).table_events_per_minute == 30
     assert set(LIMITS) == {"tables_per_hour", "client_events_per_minute", "client_voids_per_minute",
                            "client_reads_per_minute", "table_events_per_minute", "table_voids_per_minute",
                            "table_reads_per_minute", "client_batch_items_per_minute"}
@@ -299,3 +300,72 @@ def test_a_redis_that_lost_the_limiters_scripts_still_counts(redis_url, redis_cl
     redis_client.script_flush()
     assert c.post(url, json=KONGS[1], headers=auth).headers["X-RateLimit-Remaining"] == "0"
     refused(c.post(url, json=KONGS[2], headers=auth), "minute")
+
+
+# -- every endpoint declares its limits ------------------------------------------------------------
+def test_every_endpoint_is_limited_or_says_why_not():
+    """Walk the URL map: each endpoint declares its rate limits at its view (``rate_limits.limited``), or that
+    it has none and why (``rate_limits.unlimited``; Flask's, flask-smorest's and the companion app's: ``OTHER_VIEWS``)."""
+    from service.api import rate_limits
+    from service.config import LIMITS
+
+    app = create_app({"TESTING": True})
+    undeclared, seen = [], set()
+    for rule in app.url_map.iter_rules():
+        view = app.view_functions[rule.endpoint]
+        declared = rate_limits.declared(view)
+        if rule.endpoint in rate_limits.OTHER_VIEWS:
+            assert declared is None and rate_limits.OTHER_VIEWS[rule.endpoint].strip(), rule.endpoint
+            continue
+        if declared is None:
+            undeclared.append(f"{rule.endpoint} ({rule.rule})")
+            continue
+        assert bool(declared.limits) != bool(declared.unlimited), rule.endpoint  # one or the other
+        assert all(name in LIMITS for name in declared.limits), rule.endpoint
+        seen.update(declared.limits)
+    assert not undeclared, ("these endpoints declare no rate limit: put @rate_limits.limited(...) or "
+                            "@rate_limits.unlimited(\"why\") under their route: " + ", ".join(undeclared))
+    assert seen == set(LIMITS)  # every limit limits some endpoint
+    assert set(rate_limits.OTHER_VIEWS) <= set(app.view_functions)  # (none stale)
+
+
+def test_a_view_declares_a_known_limit_or_a_reason():
+    from service.api import rate_limits
+
+    with pytest.raises(ValueError):
+        rate_limits.limited("client_events_per_hour")
+    with pytest.raises(ValueError):
+        rate_limits.limited()
+    with pytest.raises(ValueError):
+        rate_limits.unlimited(" ")
+
+
+@pytest.mark.parametrize("name", ["client_events_per_minute", "client_voids_per_minute", "client_reads_per_minute",
+                                  "table_reads_per_minute"])
+def test_each_endpoint_declaring_a_limit_is_refused_past_it(redis_url, redis_client, name):
+    """Every endpoint that declares one of Flask-Limiter's per-request limits is counted by it: with that
+    limit at 1, a second request to it (one the table answers, for a table's limit) is a 429 naming it."""
+    from service.api import rate_limits
+    from service.config import LIMITS
+
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, **OFF, LIMITS[name][0]: 1})
+    rules = [rule for rule in app.url_map.iter_rules()
+             if name in getattr(rate_limits.declared(app.view_functions[rule.endpoint]), "limits", ())]
+    assert rules
+    c = app.test_client()
+    for rule in rules:
+        tid, auth = _table(c)
+        for key in redis_client.scan_iter("rl*"):  # (each endpoint starts with the limit unused)
+            redis_client.delete(key)
+        method = sorted(rule.methods - {"HEAD", "OPTIONS"})[0]
+        path = rule.rule.replace("<table_id>", tid).replace("<int:seq>", "1")
+        statuses = []
+        for _ in range(2):
+            r = c.open(path, method=method, headers=auth, json={}, buffered=False)  # (a stream is not read)
+            statuses.append(r.status_code)
+            body = r.get_json() if r.status_code == 429 else None
+            r.close()
+        assert statuses[1] == 429 and body["limit"] == rate_limits.limit_name(name), (rule.rule, statuses)
+    hub = app.extensions.get("stream_hub")
+    if hub is not None:
+        hub.close()

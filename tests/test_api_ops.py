@@ -9,6 +9,7 @@ import re
 import pytest
 
 from service.api import create_app
+from service.api import settings
 from service.api.ops import register_readiness_check
 
 
@@ -119,7 +120,7 @@ def test_config_from_environment(monkeypatch):
     monkeypatch.setenv("MAX_BODY_BYTES", "4096")
     monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
     app = create_app()
-    assert app.config["MAX_CONTENT_LENGTH"] == 4096 and app.config["REDIS_URL"] == "redis://127.0.0.1:1/0"
+    assert app.config["MAX_CONTENT_LENGTH"] == 4096 and settings.current(app).redis_url == "redis://127.0.0.1:1/0"
     assert create_app({"MAX_CONTENT_LENGTH": 100}).config["MAX_CONTENT_LENGTH"] == 100
 
 

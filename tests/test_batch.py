@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service import batch
+from service.api import batch_items
 from service.api import create_app
 from service.api.app import openapi_dict
 
@@ -105,7 +105,7 @@ def test_the_envelope_ruleset_is_that_of_every_item_without_one(client):
     results = client.post("/v1/batch", json={"ruleset": capped, "items": items}).get_json()["results"]
     for item, result in zip(items, results):
         body = {k: v for k, v in item.items() if k != "op"}
-        single = client.post(batch.OPS[item["op"]].path, json={"ruleset": capped, **body}).get_json()
+        single = client.post(batch_items.OPS[item["op"]].path, json={"ruleset": capped, **body}).get_json()
         assert result == {"status": 200, "body": single}
     assert results[2]["body"]["fan"] == 2 and results[2]["body"]["capped"] is True  # the envelope's cap
     plain = client.post("/v1/batch", json={"items": items}).get_json()["results"]
@@ -166,12 +166,12 @@ def test_the_lines_are_the_same_whatever_the_reads(lines, size, last_newline):
     """Lines cut across reads (any read size) come out whole; a line over the limit is its length only."""
     data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
     stream = io.BytesIO(data)
-    got = [line for piece in batch.pieces(stream.read, 64, size) for line in piece]
+    got = [line for piece in batch_items.pieces(stream.read, 64, size) for line in piece]
     expected = data.split(b"\n")
     if expected and expected[-1] == b"":
         expected.pop()
-    assert got == [line if len(line) <= 64 else batch.TooLong(len(line)) for line in expected]
-    assert sum(batch.piece_bytes(piece) for piece in batch.pieces(io.BytesIO(data).read, 64, size)) \
+    assert got == [line if len(line) <= 64 else batch_items.TooLong(len(line)) for line in expected]
+    assert sum(batch_items.piece_bytes(piece) for piece in batch_items.pieces(io.BytesIO(data).read, 64, size)) \
         == len(data) + (0 if data.endswith(b"\n") or not data else 1)
 
 
@@ -251,7 +251,7 @@ def test_every_answer_of_the_batch_is_documented(redis_url):
     assert seen == {200, 400, 401, 413, 415, 422, 429}
     item = doc["components"]["schemas"]["BatchItem"]
     assert item["discriminator"]["propertyName"] == "op"
-    assert set(item["discriminator"]["mapping"]) == set(batch.OPS)
+    assert set(item["discriminator"]["mapping"]) == set(batch_items.OPS)
 
 
 def test_the_documented_results_match_what_a_batch_answers(client):

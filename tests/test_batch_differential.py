@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from service.__main__ import main as cli
 from service.api import create_app
-from service.batch import OPS
+from service.api.batch_items import OPS
 from tests.test_api_properties import events, hands, rulesets, ting_hands, tiles, winning_hands
 
 app = create_app({"TESTING": True})

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from service.batch import answer_line
+from service.api.batch_items import answer_line
 from tests.served import Served
 
 pytestmark = pytest.mark.slow

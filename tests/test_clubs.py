@@ -476,8 +476,8 @@ def test_a_key_sees_only_its_own_clubs_and_gets_season_updated(redis_url, redis_
 
 
 def test_season_updated_is_delivered_to_the_keys_webhook(redis_url):
-    from service.store.outbox import Dispatcher, DispatcherOptions
     from service.store.redis_client import connect
+    from service.webhooks.dispatcher import Dispatcher, DispatcherOptions
     from tests.receivers import Receiver
 
     app = make_app(redis_url, API_KEYS=f"acme={ACME}", WEBHOOK_ALLOW_PRIVATE=True, WEBHOOK_TIMEOUT=1)

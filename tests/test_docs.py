@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from service import docs
+from tools import docs
 from service.rules.patterns import PATTERNS
 from service.rules.ruleset import ENUMS
 
@@ -53,7 +53,7 @@ SECTIONS = (["1", "2", "3", "4", "5", "5.1", "5.2", "5.3", "6", "7", "7.1", "7.2
 
 def test_generated_pages_are_up_to_date(generated):
     stale = docs.stale(generated)
-    assert not stale, f"docs/{stale} drifted from the code: run `python -m service docs` and commit the result"
+    assert not stale, f"docs/{stale} drifted from the code: run `python -m tools.docs` and commit the result"
 
 
 def test_the_docs_command_checks_and_fails_on_drift(tmp_path, generated):
@@ -107,7 +107,7 @@ def test_api_page_has_a_section_and_an_example_for_every_operation(generated):
         if "\n```http\n" not in section:
             missing.append(f"{op['operationId']} ({method} {path})")
     assert not missing, ("operations without a recorded example in docs/api.md: " + ", ".join(missing)
-                         + " — add one to api_examples in service/docs.py and run `python -m service docs`")
+                         + " — add one to api_examples in tools/docs.py and run `python -m tools.docs`")
 
 
 def test_api_page_shows_no_real_id_token_or_key(generated):
@@ -161,7 +161,7 @@ def test_openapi_response_examples_are_the_recorded_answers(recorded):
     examples = recorded[1]
     assert set(examples) >= {"getSummary", "finishTable"} and set(examples["getSummary"]) == {"evening", "stakes"}
     assert docs.RESPONSE_EXAMPLES.read_text(encoding="utf-8") == docs.response_examples_json(examples), (
-        "service/api/response_examples.json drifted: run `python -m service docs`, then "
+        "service/api/response_examples.json drifted: run `python -m tools.docs`, then "
         "`python -m service openapi > openapi.yaml`")
     doc = openapi_dict()
     for path, item in doc["paths"].items():
@@ -180,7 +180,7 @@ def test_openapi_response_examples_are_the_recorded_answers(recorded):
 
 
 def test_docs_cli_check_passes_on_the_committed_pages():
-    run = subprocess.run([sys.executable, "-m", "service", "docs", "--check"], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "tools.docs", "--check"], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
 

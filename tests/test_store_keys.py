@@ -37,7 +37,7 @@ def key_names(script: str) -> set[str]:
     """Lua names that hold a key: READ's ``key`` (bound to ``KEYS[...]`` in its loop) and touch()'s parameter
     ``key`` when every call of touch() passes a ``KEYS[...]``."""
     names = set()
-    if re.search(r"local name, key, n = ARGV\[i\], KEYS\[", script):
+    if re.search(r"local name, key = read\[1\], KEYS\[", script):
         names.add("key")
     touches = re.findall(r"(?<!function )\btouch\(([^)]*)\)", script)
     if "local function touch(key)" in script and all(re.fullmatch(r"KEYS\[\d+\]", t) for t in touches):
@@ -65,3 +65,17 @@ def test_the_check_catches_a_key_built_in_lua():
     calls = [split_args(c) for c in CALL.findall(bad)]
     assert [c[2] for c in calls if c[0] == "'DEL'"] == ["KEYS[2] .. ':x'"]
     assert not re.fullmatch(r"KEYS\[\d+\]", calls[1][1])
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_every_script_takes_one_json_object_of_named_arguments(name):
+    """The one argument convention (service/store/keys.py): ARGV[1] decoded once as ``a``, no other ARGV."""
+    script = SCRIPTS[name]
+    uses = re.findall(r"ARGV\[[^\]]*\]|#ARGV|unpack\(ARGV", script)
+    assert uses in ([], ["ARGV[1]"]), f"{name} reads {uses}"
+    assert not uses or "local a = cjson.decode(ARGV[1])" in script
+
+
+def test_a_reply_is_read_by_name():
+    assert keys.reply([b"outcome", b"limited", b"retry_ms", 1200]) == {"outcome": b"limited", "retry_ms": 1200}
+    assert keys.args(a=None, b=[1, "x"], c=True) == [b'{"b":[1,"x"],"c":true}']

@@ -88,5 +88,5 @@ def test_a_table_has_at_most_stream_max_per_table_streams_per_worker(redis_url):
 def test_the_stream_bound_is_a_setting():
     from service.config import Settings
 
-    assert Settings().flask_config()["STREAM_MAX_PER_TABLE"] == 32
+    assert Settings().stream_max_per_table == 32
     assert Settings.from_env({"STREAM_MAX_PER_TABLE": "5"}).stream_max_per_table == 5

@@ -10,6 +10,7 @@ from an installed package.
 from __future__ import annotations
 
 import ast
+import gzip
 import json
 import re
 import subprocess
@@ -50,6 +51,36 @@ def test_static_files(client, path, mimetype):
     assert r.status_code == 200 and r.mimetype == mimetype and r.headers["Cache-Control"] == "no-cache"
     assert r.headers.get("ETag")
     assert client.get(path, headers={"If-None-Match": r.headers["ETag"]}).status_code == 304
+
+
+@pytest.mark.parametrize("path, source", [
+    ("/", STATIC / "index.html"), ("/web/app.js", STATIC / "app.js"), ("/web/style.css", STATIC / "style.css"),
+    ("/web/patterns.json", STATIC / "patterns.json"), ("/sw.js", None), ("/docs/ui/swagger-ui.css", None),
+])
+def test_files_are_gzipped_for_a_client_that_accepts_it(client, path, source):
+    """Each file goes gzipped to a browser that says it takes gzip (its own ETag, revalidated as the
+    plain one is), and as it is to a client that does not; either way ``Vary: Accept-Encoding``."""
+    plain = client.get(path)
+    squeezed = client.get(path, headers={"Accept-Encoding": "gzip, deflate, br"})
+    assert plain.status_code == squeezed.status_code == 200
+    assert "Content-Encoding" not in plain.headers and squeezed.headers["Content-Encoding"] == "gzip"
+    for r in (plain, squeezed):
+        assert "accept-encoding" in {v.strip().lower() for v in r.headers["Vary"].split(",")}, r.headers
+    body = gzip.decompress(squeezed.data)
+    assert body == plain.data and len(squeezed.data) < 0.6 * len(body)
+    if source is not None:
+        assert body == source.read_bytes()
+    assert squeezed.mimetype == plain.mimetype and squeezed.headers["ETag"] != plain.headers["ETag"]
+    again = client.get(path, headers={"Accept-Encoding": "gzip", "If-None-Match": squeezed.headers["ETag"]})
+    assert again.status_code == 304 and not again.data
+    assert client.get(path, headers={"Accept-Encoding": "gzip;q=0"}).data == plain.data  # (refused: as it is)
+
+
+def test_the_whole_app_is_small_once_gzipped(client):
+    """What a phone downloads for the shell (every file, gzipped) is a fraction of its size on disk."""
+    names = [p.name for p in STATIC.iterdir() if p.is_file() and p.name != "worker.js"]
+    sent = sum(len(client.get(f"/web/{n}", headers={"Accept-Encoding": "gzip"}).data) for n in names)
+    assert sent < 0.4 * page_weight(), (sent, page_weight())
 
 
 def test_missing_file_is_a_problem_not_a_page(client):
@@ -172,24 +203,24 @@ def test_tablepath_calls_name_documented_operations(client):
 
 
 def test_pattern_names_are_the_services():
-    """The app's copy of the pattern table is the rules core's (``python -m service docs`` writes it)."""
-    from service import docs
+    """The app's copy of the pattern table is the rules core's (``python -m tools.docs`` writes it)."""
+    from tools import docs
     from service.rules.patterns import PATTERNS
     from service.rules.ruleset import ENUMS
 
     shown = json.loads((STATIC / "patterns.json").read_text(encoding="utf-8"))
-    assert [p["id"] for p in shown] == list(PATTERNS), "run `python -m service docs` and commit patterns.json"
+    assert [p["id"] for p in shown] == list(PATTERNS), "run `python -m tools.docs` and commit patterns.json"
     for p in shown:
         q = PATTERNS[p["id"]]
         assert (p["name"], p["name_en"], p["base"], p["fan"]) == (
             q.name, q.name_en, q.base, {t: q.fan(t) for t in ENUMS["fan_table"]}), p["id"]
-    assert docs.stale_files(docs.web_files()) == [], "run `python -m service docs` and commit patterns.json"
+    assert docs.stale_files(docs.web_files()) == [], "run `python -m tools.docs` and commit patterns.json"
 
 
 def test_the_docs_command_writes_the_pattern_table(tmp_path, monkeypatch):
-    """``python -m service docs`` writes patterns.json and the OpenAPI response examples its pages
+    """``python -m tools.docs`` writes patterns.json and the OpenAPI response examples its pages
     recorded; ``--check`` fails while either drifts."""
-    from service import docs
+    from tools import docs
 
     target = tmp_path / "patterns.json"
     target.write_text("[]\n", encoding="utf-8")

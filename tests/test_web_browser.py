@@ -117,6 +117,12 @@ def test_create_share_and_join(service, api, phones):
     a.wait(lambda: a.has("share-qr"), "the QR code")
     assert a.el("share-qr").get_attribute("src").startswith("blob:")
     a.screenshot("share")
+    # the app came gzipped (fewer bytes on the wire than in the file), and its status line in plain words
+    sizes = a.js("return performance.getEntriesByType('resource').filter((e) => /[/]web[/](app|i18n|dialogs)[.]js$/.test(e.name))"
+                 ".map((e) => [e.encodedBodySize, e.decodedBodySize])")
+    assert len(sizes) == 3 and all(0 < sent < 0.6 * size for sent, size in sizes), sizes
+    status = a.js("return document.getElementById('status').innerText")
+    assert not re.search(r"\bv\d+|live|stream|polling", status), status
 
     b = phones("b")
     join(b, share)
@@ -156,16 +162,19 @@ def test_a_whole_xuezhan_round_on_two_phones(service, api, phones):
     b.tap("confirm")
     synced(api, table, a, b, expect=[-12, -6, 36, -18])
 
-    # a refused event: a fifth 7s (南 暗杠 7s) is 422, shown in words, nothing changes
+    # a refused event: a fifth 7s (南 暗杠 7s) is 422, shown in words on the sheet, which stays open
+    # with the entry as it was; nothing changes
     version = api.table(table["t"], table["k"])["version"]
     b.tap("record-kong")
     b.tap("seat-1")
     b.tap("kind-concealed")
     b.tiles("7s")
     b.tap("confirm")
-    b.wait(lambda: b.text("error"), "the refusal")
-    assert "7s" in b.text("error") or "four" in b.text("error")
+    b.wait(lambda: b.text("dialog-message"), "the refusal")
+    assert "7s" in b.text("dialog-message") or "four" in b.text("dialog-message")
+    assert b.el("kind-concealed").get_attribute("aria-pressed") == "true" and b.el("tile-7s").get_attribute("aria-pressed") == "true"
     b.screenshot("refused")
+    b.tap("cancel")
     assert api.table(table["t"], table["k"])["version"] == version
     synced(api, table, a, b, expect=[-12, -6, 36, -18])
 
@@ -433,8 +442,8 @@ def test_both_languages(service, api, phones):
     a.tap("self-drawn")
     a.tap("seat-0")
     a.tiles("3s")
-    a.tap("flags-open")
-    a.tap("flag-after_kong")
+    a.tap("special-gangshanghua")
+    assert a.el("fan-input").get_attribute("value") == "2"  # (平胡 and 杠上花)
     a.type("fan-input", "2")
     a.tap("confirm")
     a.wait_balances([72, -24, -24, -24])
@@ -506,9 +515,9 @@ def test_tap_targets_and_labels(service, api, phones):
     a.tap("from-1")
     a.tap("seat-0")
     a.tiles("5s")
-    check("hu dialog, first step (fan and patterns)")
-    a.tap("flags-open")
-    check("hu dialog, first step (flags)")
+    check("hu dialog, first step (fan, the special wins and patterns)")
+    a.tap("special-qiangganghu")
+    check("hu dialog, a special win chosen")
     a.tap("mode-hand")
     a.tap("confirm")
     check("hu dialog, the hand picker")
@@ -608,6 +617,11 @@ def live_mode(phone: Phone) -> str:
     return phone.js("const e = document.getElementById('status'); return e ? e.dataset.live : null")
 
 
+def status_version(phone: Phone) -> str | None:
+    """The table version the phone has (kept on the status line for the developers, not shown)."""
+    return phone.js("const e = document.getElementById('status'); return e ? e.dataset.version : null")
+
+
 def test_the_live_stream_between_two_phones(service, api, phones):
     """Two phones on the real table stream (GET /v1/tables/{id}/stream): an event recorded on
     one shows on the other with no polling (the service's access log shows no table read by
@@ -688,7 +702,7 @@ def test_the_live_stream_between_two_phones(service, api, phones):
         # the network is back: b resumes where it stopped (the records it missed come first)
         proxy.set_mode("up")
         synced(api, table, a, b, expect=[-18, -12, 36, -6])
-        b.wait(lambda: live_mode(b) == "stream" and b.text("version") == "6", "phone b streaming again, at version 6")
+        b.wait(lambda: live_mode(b) == "stream" and status_version(b) == "6", "phone b streaming again, at version 6")
         events = api.events(table["t"], table["k"])
         assert [e["seq"] for e in events] == [1, 2, 3, 4, 5, 6] and events[4]["voided"] and events[5]["type"] == "void"
         shown = b.js("return Array.from(document.querySelectorAll('[data-testid^=event-]'), (e) => e.dataset.testid)")
@@ -716,7 +730,7 @@ def test_polling_only_while_the_stream_is_unavailable(service, api, phones):
         table = create_table(a, proxy.url)
         table_path = f"/v1/tables/{table['t']}"
         a.wait(lambda: live_mode(a) == "poll", "polling")
-        assert a.text("online") == "online" and a.text("live-mode") == "polling"
+        assert a.text("online") == "online" and a.text("live-mode") == "updates a few seconds late"
         mark = len(access_log(service))
         auth = {"Authorization": f"Bearer {table['k']}"}
         assert request(service.port, "POST", f"{table_path}/events", {"type": "round_start"}, auth)[0] == 201
@@ -1485,13 +1499,69 @@ PAINT_AGAIN = """
     Promise.all([import('/web/end.js'), import('/web/summary.js')]).then(async ([end, sum]) => {
       const img = document.querySelector('[data-testid=end-picture]');
       await img.decode();
-      const drawing = sum.summaryDrawing(summary, { width: 360 });
+      const drawing = end.pictureDrawing(summary);
       const bytes = new Uint8Array(await (await end.paint(drawing)).arrayBuffer());
       let bin = '';
       for (const b of bytes) bin += String.fromCharCode(b);
       done([sum.drawingText(drawing), btoa(bin), img.naturalWidth, img.naturalHeight, img.src]);
     }).catch((e) => done(['error', String(e)]));
 """
+
+
+# How the picture's text reads on a phone: the picture is drawn for a screen 360 CSS px wide, so each
+# text's size there is its size in the drawing. For every line: its font size; its width in the
+# system's fonts against the room it has (a line drawn into less room than it needs is squeezed, as the
+# small print was); and, for the lines of the smallest size, the height of the ink painted for it in
+# the PNG (the rows between its top and its baseline that hold dark pixels), in CSS px of that screen.
+TEXT_SIZES = """
+    const [summary, done] = arguments;
+    import('/web/end.js').then(async (end) => {
+      const drawing = end.pictureDrawing(summary);
+      const blob = await end.paint(drawing);
+      const bitmap = await createImageBitmap(blob);
+      const scale = bitmap.width / drawing.width;
+      const canvas = document.createElement('canvas');
+      canvas.width = bitmap.width; canvas.height = bitmap.height;
+      const g = canvas.getContext('2d');
+      g.drawImage(bitmap, 0, 0);
+      const texts = drawing.ops.filter((o) => o.op === 'text');
+      const smallest = Math.min(...texts.map((o) => o.size));
+      const lines = texts.map((o) => {
+        const width = end.measureText(o.text, o.size, o.weight);
+        let ink = null;
+        if (o.size === smallest && o.align === 'left') {
+          const x0 = Math.round(o.x * scale), x1 = Math.round((o.x + width) * scale);
+          const y0 = Math.round((o.y - o.size) * scale), y1 = Math.round((o.y + 0.3 * o.size) * scale);
+          const px = g.getImageData(x0, y0, x1 - x0, y1 - y0).data;
+          const rows = [];
+          for (let r = 0; r < y1 - y0; r += 1) {
+            for (let c = 0; c < x1 - x0; c += 1) {
+              const i = 4 * (r * (x1 - x0) + c);
+              if (0.3 * px[i] + 0.59 * px[i + 1] + 0.11 * px[i + 2] < 150) { rows.push(r); break; }
+            }
+          }
+          ink = rows.length ? (rows[rows.length - 1] - rows[0] + 1) / scale : 0;
+        }
+        return { text: o.text, size: o.size, width, max: o.max, ink };
+      });
+      done([bitmap.width, drawing.width, lines]);
+    }).catch((e) => done(['error', String(e)]));
+"""
+
+
+def check_picture_text(phone: Phone, summary: dict) -> None:
+    """The picture reads on a phone: 1080 px wide (3 px per CSS px of a 360 px screen), no text under
+    15 px of that screen, none squeezed into less room than it needs, and the smallest lines painted
+    with ink at least 10 px high there (the small print was 11 px, squeezed to fit one line)."""
+    got = phone.d.execute_async_script(TEXT_SIZES, summary)
+    assert got[0] != "error", got
+    png_width, css_width, lines = got
+    assert (png_width, css_width) == (1080, 360)
+    for line in lines:
+        assert line["size"] >= 15, line
+        assert line["width"] <= line["max"] + 0.5, line  # (drawn at its own width: not squeezed)
+    inked = [line["ink"] for line in lines if line["ink"] is not None]
+    assert inked and min(inked) >= 10, lines
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -1506,7 +1576,7 @@ def check_end_picture(phone: Phone, summary: dict, pays: str) -> str:
     phone.tap("share-picture")
     saved = phone.downloaded(".png")
     width, height = png_size(saved)
-    assert width == 720 and 600 < height < 2000 and 5_000 < len(saved) < 2_000_000, (width, height, len(saved))
+    assert width == 1080 and 900 < height < 3000 and 5_000 < len(saved) < 3_000_000, (width, height, len(saved))
     got = phone.d.execute_async_script(PAINT_AGAIN, summary)
     assert got[0] != "error", got
     words, painted, shown_w, shown_h, src = got
@@ -1519,6 +1589,7 @@ def check_end_picture(phone: Phone, summary: dict, pays: str) -> str:
     for s in sorted(summary["seats"], key=lambda s: (s["rank"], s["seat"])):  # best first, each name and total
         at = words.index(s["name"], at)
         assert words[at + 1] == f"{s['total']:+d}".replace("+0", "0"), words
+    check_picture_text(phone, summary)
     return src
 
 
@@ -1560,6 +1631,7 @@ def test_the_end_of_the_evening(service, api, phones):
     assert status == 200 and summary["finished_at"] and summary["settle_up"]
     for s in summary["seats"]:
         assert s["name"] in a.text(f"rank-{s['seat']}") and f"{s['total']:+d}".replace("+0", "0") in a.text(f"rank-{s['seat']}")
+    assert "1 win, 1 kong (0 direct, 0 added, 1 concealed)" in a.text("rank-0")  # (one of each: no "1 kongs")
     names = summary["players"]
     pays = [f"{names[p['from']]} pays {names[p['to']]} {p['points']}" for p in summary["settle_up"]]
     assert a.text("settle-up").splitlines() == pays
@@ -1696,7 +1768,7 @@ def test_the_summary_picture_is_drawn_on_the_phone(service, phones):
           const summary = { id: 'x', players: ['老王', '小李', '阿珍', '大刘'], rounds: 5, finished_at: '2026-03-01T23:41:07Z',
             seats: [seat(0, '老王', 120, 1), seat(1, '小李', -84, 4), seat(2, '阿珍', 0, 2), seat(3, '大刘', -36, 3)],
             settle_up: [{ from: 1, to: 0, points: 84 }, { from: 3, to: 0, points: 36 }] };
-          const drawing = sum.summaryDrawing(summary, { width: 360 });
+          const drawing = end.pictureDrawing(summary);
           const blob = await end.paint(drawing);
           const img = new Image();
           img.src = URL.createObjectURL(blob);
@@ -1707,8 +1779,279 @@ def test_the_summary_picture_is_drawn_on_the_phone(service, phones):
         });
     """)
     kind, size, width, height, css_height, words = got
-    assert kind == "image/png" and 5_000 < size < 2_000_000 and width == 720 and height == 2 * css_height, got[:5]
+    assert kind == "image/png" and 5_000 < size < 3_000_000 and width == 1080 and height == 3 * css_height, got[:5]
     assert "小李 付给 老王 84" in words and "大刘 付给 老王 36" in words and "老王" in words
     later = a.js("return performance.getEntriesByType('resource').slice(arguments[0]).map((e) => new URL(e.name).pathname)", marks)
     assert set(later) <= {"/web/end.js", "/web/summary.js", "/web/i18n.js"}, later  # (no request but the modules)
     a.screenshot("summary-picture")
+    # a seat with many facts and a long name: every line still reads on a phone, in either language
+    def seat(n, name, total, rank, **more):
+        return {"seat": n, "name": name, "total": total, "rank": rank, "wins": 0, "zimo": 0, "dianpao_paid": 0,
+                "kongs": {"direct": 0, "added": 0, "concealed": 0}, "huazhu_paid": 0, "dajiao_paid": 0, "escapes": 0,
+                "biggest_win": None, **more}
+    busy = {"id": "x", "players": ["欧阳娜娜的表姐夫", "小李", "阿珍", "大刘"], "rounds": 16, "finished_at": "2026-03-01T23:41:07Z",
+            "seats": [seat(0, "欧阳娜娜的表姐夫", 480, 1, wins=12, zimo=5, dianpao_paid=3, huazhu_paid=2, dajiao_paid=1, escapes=1,
+                           kongs={"direct": 3, "added": 2, "concealed": 4},
+                           biggest_win={"round": 14, "fan": 6, "patterns": ["qingyise", "qidui", "gen"], "points": 192}),
+                      seat(1, "小李", -84, 4, escapes=1), seat(2, "阿珍", -360, 3), seat(3, "大刘", -36, 2)],
+            "settle_up": [{"from": 1, "to": 0, "points": 84}, {"from": 2, "to": 0, "points": 360}, {"from": 3, "to": 0, "points": 36}]}
+    for lang in ("zh", "en"):
+        a.d.execute_async_script("import('/web/i18n.js').then((m) => { m.setLang(arguments[0]); arguments[1](); })", lang)
+        check_picture_text(a, busy)
+
+
+# -- recording: each special win one control; refusals on the sheet; two phones at once (issue 33) ------
+
+def api_table(service, players=("东", "南", "西", "北"), ruleset: object = "xuezhan") -> dict:
+    """A table made through the API (what the phone then opens by its scoring link): id, tokens."""
+    import uuid
+
+    status, _, body = request(service.port, "POST", "/v1/tables", {"players": list(players), "ruleset": ruleset},
+                              {"Idempotency-Key": str(uuid.uuid4())})
+    assert status == 201, body
+    made = json.loads(body)
+    return {"t": made["id"], "k": made["token"], "r": made["read_token"]}
+
+
+def post_events(service, table: dict, *events: dict) -> None:
+    for event in events:
+        status, _, body = request(service.port, "POST", f"/v1/tables/{table['t']}/events", event,
+                                  {"Authorization": f"Bearer {table['k']}"})
+        assert status == 201, (event, body)
+
+
+def settled(service, ruleset: str | dict, dealer: int, events: list[dict]) -> list[int]:
+    """The deltas POST /v1/rounds/settle gives for a round of `events` (the rule book's worked answer)."""
+    status, _, body = request(service.port, "POST", "/v1/rounds/settle", {"ruleset": ruleset, "dealer": dealer, "events": events})
+    assert status == 200, body
+    return json.loads(body)["deltas"]
+
+
+def deltas_of_round(api: Api, table: dict, number: int) -> list[int]:
+    return next(r for r in api.table(table["t"], table["k"])["rounds"] if r["number"] == number)["deltas"]
+
+
+def test_each_special_win_is_one_control_and_pays_by_the_rules(service, api, phones):
+    """抢杠胡, 杠上花, 杠上炮, 海底, 天胡 and 地胡 are each one control on the 胡 sheet that sets the event's flag
+    and counts its pattern together, filling in what the round tells (the robbed kong's seat and tile,
+    the kong's seat): each round pays what the rule book says (docs/rules.md §6: the figures here are
+    checked against POST /v1/rounds/settle of the event as documented). A chip tapped with a special
+    win lists both patterns, which add up to the fan sent."""
+    ruleset = {"preset": "xuezhan", "haidi": True}  # (海底 counts a fan only where the room has it on)
+    table = api_table(service, ruleset=ruleset)
+    a = phones("a")
+    join(a, f"{service.url}/#t={table['t']}&k={table['k']}&r={table['r']}", seat=0)
+    rounds = []
+
+    def play(setup: list[dict], taps: list[str], expect: list[int], flag: str, documented: dict) -> dict:
+        number = len(rounds) + 1
+        post_events(service, table, {"type": "round_start", "dealer": 0}, *setup)
+        last = api.events(table["t"], table["k"])[-1]["seq"]
+        a.wait(lambda: a.text("round-line").startswith(f"Round {number}") and a.has("record-hu") and a.has(f"event-{last}"),
+               f"round {number} and its records on the phone")
+        a.tap("record-hu")
+        for x in taps:
+            a.tap(x)
+        a.tap("confirm")
+        a.wait(lambda: not a.has("dlg-hu"), "the sheet closed: recorded")
+        hu = [e for e in api.events(table["t"], table["k"]) if e["type"] == "hu"][-1]
+        assert hu.get(flag) is True, hu  # (the flag, set by the one control)
+        post_events(service, table, {"type": "round_end"})
+        assert deltas_of_round(api, table, number) == expect, (taps, deltas_of_round(api, table, number))
+        assert settled(service, ruleset, 0, setup + [documented]) == expect  # (the rule book agrees)
+        rounds.append(expect)
+        return hu
+
+    # 抢杠胡: 南 pengs 5m then adds the kong; 东 (this phone) robs it: the kong is void, 南 pays 2 fan
+    peng = {"type": "peng", "seat": 1, "tile": "5m", "from": 2}
+    added = {"type": "kong", "seat": 1, "kind": "added", "tile": "5m"}
+    hu = play([peng, added], ["special-qiangganghu"], [12, -12, 0, 0], "robbing_kong",
+              {"type": "hu", "from": 1, "tile": "5m", "robbing_kong": True, "winners": [{"seat": 0, "fan": 2}]})
+    assert (hu["from"], hu["tile"], [w["seat"] for w in hu["winners"]]) == (1, "5m", [0])
+    assert documented_taps()["a robbed kong (抢杠胡)"] == len(["record-hu", "special-qiangganghu", "confirm"])  # (as tapped)
+    # 杠上花 with 清一色 tapped: 西's concealed kong, then 西 wins on its replacement: 3 + 1 fan from each
+    kong = {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}
+    hu = play([kong], ["special-gangshanghua", "tile-3s", "pattern-qingyise"], [-60, -60, 180, -60], "after_kong",
+              {"type": "hu", "from": None, "tile": "3s", "after_kong": True, "winners": [{"seat": 2, "fan": 4}]})
+    assert hu["from"] is None and hu["winners"] == [{"seat": 2, "fan": 4, "patterns": ["qingyise", "gangshanghua"]}]
+    # 杠上炮: 南's concealed kong, then 南 discards and 东 wins: 2 fan, and the kong's 36 passed on (呼叫转移)
+    kong = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "7s"}
+    hu = play([kong], ["special-gangshangpao", "tile-3p"], [36, -12, -12, -12], "after_kong",
+              {"type": "hu", "from": 1, "tile": "3p", "after_kong": True, "winners": [{"seat": 0, "fan": 2}]})
+    assert hu["from"] == 1
+    # 海底: 北 self-drawn on the last tile (another seat than this phone's: tapped in its place)
+    play([], ["self-drawn", "seat-3", "tile-9s", "special-haidi"], [-12, -12, -12, 36], "last_tile",
+         {"type": "hu", "from": None, "tile": "9s", "last_tile": True, "winners": [{"seat": 3, "fan": 2}]})
+    # 天胡: the dealer (东) self-drawn as the round's first event: 6 fan from each
+    play([], ["special-tianhu", "tile-1m"], [576, -192, -192, -192], "heavenly",
+         {"type": "hu", "from": None, "tile": "1m", "heavenly": True, "winners": [{"seat": 0, "fan": 6}]})
+    # 地胡: 西, not the dealer, self-drawn before any peng or kong
+    play([], ["special-dihu", "seat-2", "tile-1m"], [-192, -192, 576, -192], "earthly",
+         {"type": "hu", "from": None, "tile": "1m", "earthly": True, "winners": [{"seat": 2, "fan": 6}]})
+    totals = [sum(r[i] for r in rounds) for i in range(4)]
+    synced(api, table, a, expect=totals)
+    # (no hu event carries a pattern without its flag, nor a flag's pattern missing)
+    for e in api.events(table["t"], table["k"]):
+        if e["type"] == "hu" and e["winners"][0].get("patterns"):
+            assert "gangshanghua" in e["winners"][0]["patterns"] and e.get("after_kong") and e["from"] is None
+
+
+def message_in_sight(phone: Phone) -> dict:
+    """Where the sheet's message is, against its 确定 button and the screen; the sheet scrolled to its top."""
+    return phone.js("""
+      document.querySelector('.sheet').scrollTop = 0;
+      const m = document.querySelector('[data-testid=dialog-message]').getBoundingClientRect();
+      const c = document.querySelector('[data-testid=confirm]').getBoundingClientRect();
+      const hit = document.elementFromPoint(m.left + m.width / 2, m.top + m.height / 2);
+      return { top: m.top, bottom: m.bottom, height: m.height, confirmTop: c.top, screen: window.innerHeight,
+               seen: !!hit && hit.closest('[data-testid=dialog-message]') !== null };""")
+
+
+def test_a_refusal_stays_on_the_sheet_above_its_buttons(service, api, phones):
+    """A refusal, the sheet's own (a special win the round does not allow) or the service's (a 422),
+    keeps the sheet open with the entry as it was, and its message in sight above 确定 however long the
+    sheet (it was drawn under the button bar, and the service's refusal came as a toast once the sheet
+    had closed: the entry was lost). Corrected, the same sheet records it."""
+    table = api_table(service)
+    a = phones("a")
+    join(a, f"{service.url}/#t={table['t']}&k={table['k']}&r={table['r']}", seat=0)
+    post_events(service, table, {"type": "round_start", "dealer": 0}, {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"})
+    a.wait_balances([-12, -12, 36, -12])
+    # 抢杠胡 with no added kong just before: said on the sheet, nothing sent
+    a.tap("record-hu")
+    a.tap("from-1")
+    a.tiles("5m")
+    a.tap("special-qiangganghu")
+    a.tap("fan-3")
+    a.tap("confirm")
+    a.wait(lambda: a.text("dialog-message").startswith("Robbing a kong: the record just before must be"), "the sheet's refusal")
+    where = message_in_sight(a)
+    assert where["seen"] and where["height"] > 0 and 0 <= where["top"] and where["bottom"] <= where["confirmTop"] <= where["screen"], where
+    a.screenshot("refusal-above-confirm")
+    assert a.el("fan-3").get_attribute("aria-pressed") == "true" and a.el("from-1").get_attribute("aria-pressed") == "true"
+    # the service's refusal: 东 self-drawn with 99 fan typed (the service takes 1 to 64): 422, on the sheet
+    a.tap("special-qiangganghu")  # (off again)
+    a.tap("self-drawn")
+    a.type("fan-input", "99")
+    a.tap("confirm")
+    a.wait(lambda: "The rules refuse this" in a.text("dialog-message"), "the service's refusal on the sheet")
+    assert a.has("dlg-hu") and not a.text("error")
+    where = message_in_sight(a)
+    assert where["seen"] and where["bottom"] <= where["confirmTop"] <= where["screen"], where
+    assert [e["type"] for e in api.events(table["t"], table["k"])] == ["round_start", "kong"]
+    assert a.el("fan-input").get_attribute("value") == "99" and a.el("self-drawn").get_attribute("aria-pressed") == "true"
+    assert a.el("tile-5m").get_attribute("aria-pressed") == "true"
+    # corrected on the same sheet: recorded (3 fan self-drawn: 24 from each)
+    a.tap("fan-3")
+    a.tap("confirm")
+    a.wait(lambda: not a.has("dlg-hu"), "the sheet closed")
+    synced(api, table, a, expect=[60, -36, 12, -36])
+
+
+def test_the_same_win_on_two_phones_at_once(service, api, phones):
+    """The same 自摸 confirmed on two phones at once: one is recorded; the other phone says on its sheet
+    that it is already recorded (in 血战 that seat has left the round: no toast without buttons, no draft
+    that could never be recorded); in 血流, where it can win again, it asks, with its buttons."""
+    import threading
+
+    a, b = phones("a"), phones("b")
+
+    def settled_phone(p: Phone) -> bool:  # (its sheet closed: recorded)
+        return not p.has("dlg-hu") and not p.has("dlg-ask")
+
+    def at_once(preset: str, twice: bool) -> None:
+        table = api_table(service, ruleset=preset)
+        link = f"{service.url}/#t={table['t']}&k={table['k']}&r={table['r']}"
+        join(a, link, seat=0)
+        join(b, link, seat=1)
+        post_events(service, table, {"type": "round_start", "dealer": 0})
+        for p in (a, b):
+            p.wait(lambda p=p: p.has("record-hu"), "the round")
+            # (phone b hears nothing of phone a's win before it sends its own: its stream is held back)
+            if p is b:
+                p.d.execute_cdp_cmd("Network.enable", {})
+                p.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/stream*"]})
+            for x in ("record-hu", "self-drawn", "seat-2", "tile-3p", "fan-2"):
+                p.tap(x)
+        both = [threading.Thread(target=p.js, args=("document.querySelector('[data-testid=confirm]').click()",)) for p in (a, b)]
+        for th in both:
+            th.start()
+        for th in both:
+            th.join()
+
+        def hus() -> list[dict]:
+            return [e for e in api.events(table["t"], table["k"]) if e["type"] == "hu"]
+
+        a.wait(lambda: len(hus()) == 1 and (settled_phone(a) or settled_phone(b)), "one of the two recorded")
+        first, second = (a, b) if settled_phone(a) else (b, a)
+        if twice:
+            second.wait(lambda: second.has("dlg-ask") and "Another phone has just recorded this" in second.text("confirm-text"),
+                        "the question, with its buttons")
+            assert second.text("confirm") == "Record again" and second.text("cancel") == "Don\u2019t"
+            second.tap("confirm")
+            second.wait(lambda: not second.has("dlg-ask") and len(hus()) == 2, "recorded again")
+            expect = [-24, -24, 72, -24]
+        else:
+            second.wait(lambda: "Another phone has already recorded this" in second.text("dialog-message"), "already recorded, on the sheet")
+            second.screenshot("same-win-at-once")
+            second.tap("cancel")
+            expect = [-12, -12, 36, -12]
+        assert not second.text("error") and not second.has("draft-0") and not first.has("draft-0")
+        assert len(hus()) == (2 if twice else 1)
+        b.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+        synced(api, table, a, b, expect=expect)
+
+    at_once("xuezhan", twice=False)
+    at_once("xueliu", twice=True)
+
+
+def test_the_draw_sheet_asks_only_seats_still_in(service, api, phones):
+    """The 流局 sheet open while another phone records a win: the seat that won is no longer asked about
+    (the sheet asked it, and the draw listing it was refused); the draw recorded lists the others."""
+    table = api_table(service)
+    b = phones("b")
+    join(b, f"{service.url}/#t={table['t']}&k={table['k']}&r={table['r']}", seat=1)
+    post_events(service, table, {"type": "round_start", "dealer": 0})
+    b.wait(lambda: b.has("record-draw"), "the round")
+    b.tap("record-draw")
+    b.wait(lambda: dialog_title(b) == "东: ready (ting)?", "the first seat asked")
+    post_events(service, table, {"type": "hu", "from": None, "tile": "2m", "winners": [{"seat": 0, "fan": 1}]})  # 东 wins meanwhile
+    b.wait(lambda: dialog_title(b) == "南: ready (ting)?", "东 no longer asked")
+    b.tap("status-ting")
+    b.tap("fan-2")
+    b.tap("confirm")
+    b.wait(lambda: dialog_title(b) == "西: ready (ting)?", "西")
+    b.tap("status-not_ting")
+    b.tap("confirm")
+    b.wait(lambda: dialog_title(b) == "北: ready (ting)?", "北")
+    b.tap("status-not_ting")
+    b.tap("confirm")
+    b.wait(lambda: not b.has("dlg-draw"), "the draw recorded")
+    draw = [e for e in api.events(table["t"], table["k"]) if e["type"] == "draw"]
+    assert [s["seat"] for s in draw[0]["seats"]] == [1, 2, 3]
+    # 东's 自摸 (6 from each), then 西 and 北 pay 南's 2-fan wait (12 each)
+    synced(api, table, b, expect=[18, 18, -18, -18])
+
+
+def test_recording_someone_elses_win_replaces_the_phones_own_seat(service, api, phones):
+    """The phone's seat is only a guess on the 胡 sheet: tapping another winner puts it in its place
+    (it made a 一炮多响 of it), and the phone's own seat may be the discarder."""
+    table = api_table(service)
+    a = phones("a")
+    join(a, f"{service.url}/#t={table['t']}&k={table['k']}&r={table['r']}", seat=0)
+    post_events(service, table, {"type": "round_start", "dealer": 0})
+    a.tap("record-hu")
+    assert a.el("seat-0").get_attribute("aria-pressed") == "true"
+    a.tap("from-0")  # (东 discarded: no longer the winner)
+    assert a.el("seat-0").get_attribute("aria-pressed") == "false"
+    a.tap("cancel")
+    a.tap("record-hu")
+    a.tap("from-1")
+    a.tap("seat-3")
+    assert [a.el(f"seat-{i}").get_attribute("aria-pressed") for i in range(4)] == ["false", "false", "false", "true"]
+    a.tiles("4s")
+    a.tap("fan-2")  # (one winner: the fan on the same sheet)
+    a.tap("confirm")
+    synced(api, table, a, expect=[0, -12, 0, 12])
+    hu = next(e for e in api.events(table["t"], table["k"]) if e["type"] == "hu")
+    assert [w["seat"] for w in hu["winners"]] == [3]

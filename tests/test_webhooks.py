@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from service.api import create_app
 from service.config import NO_LIMITS
-from service import delivery
-from service.delivery import TargetRefused, address_refused, deliver, parse_target, resolve
+from service.webhooks import delivery
+from service.webhooks.delivery import TargetRefused, address_refused, deliver, parse_target, resolve
 from service.store import keys
-from service.store.outbox import Dispatcher, DispatcherOptions
-from service.store.webhooks import Registry
+from service.webhooks.dispatcher import Dispatcher, DispatcherOptions
+from service.webhooks.registry import Registry
 from service.store.redis_client import connect
 from tests.problems import problem
 from tests.receivers import Receiver, wait_until
@@ -309,7 +309,7 @@ def test_an_attempt_ends_by_its_deadline_however_many_addresses_stall(monkeypatc
 
 
 class HangingLookup:
-    """A resolver (``lookup=`` of :func:`~service.delivery.deliver`) whose lookups hang until ``release``
+    """A resolver (``lookup=`` of :func:`~service.webhooks.delivery.deliver`) whose lookups hang until ``release``
     (10 s at most), then fail as an unknown host; ``asked``: the hosts it was asked for."""
 
     def __init__(self) -> None:
@@ -358,7 +358,7 @@ GEVENT_LOOKUPS = """
 from gevent import monkey
 monkey.patch_all()
 import json, socket, sys, threading, time
-from service.delivery import deliver
+from service.webhooks.delivery import deliver
 
 release = threading.Event()
 
@@ -557,9 +557,9 @@ def test_once_the_webhook_is_ok_again_a_lane_that_dead_lettered_gives_its_next_n
 
 def test_a_visit_with_an_older_copy_of_the_webhooks_keeps_the_lane_of_a_webhook_registered_since(
         app, client, receiver, dispatchers, redis_url, monkeypatch):
-    from service.store import outbox as outbox_module
+    from service.webhooks import dispatcher as dispatcher_module
 
-    monkeypatch.setattr(outbox_module, "HOOKS_FOR", 60.0)  # (the copy below stays in use)
+    monkeypatch.setattr(dispatcher_module, "HOOKS_FOR", 60.0)  # (the copy below stays in use)
     register(client, receiver.url, ["event.recorded"])
     t = new_table(client)
     stale = Dispatcher(connect(redis_url), app.extensions["webhooks"],
@@ -586,7 +586,7 @@ def test_a_visit_with_an_older_copy_of_the_webhooks_keeps_the_lane_of_a_webhook_
         # a webhook that is gone does lose its lanes
         assert client.delete(f"/v1/webhooks/{newer['id']}", headers=acme()).status_code == 204
         # (its copy is a fresh one now, read when the newer webhook's lane was seen: used for HOOKS_FOR)
-        monkeypatch.setattr(outbox_module, "HOOKS_FOR", 0.0)
+        monkeypatch.setattr(dispatcher_module, "HOOKS_FOR", 0.0)
         r = redis.Redis.from_url(redis_url)
         wait_until(lambda: stale.visit(t["id"]) and r.hget(keys.lanes(t["id"]), newer["id"]) is None,
                    what="the deleted webhook's lane dropped")
@@ -597,7 +597,7 @@ def test_a_visit_with_an_older_copy_of_the_webhooks_keeps_the_lane_of_a_webhook_
 
 def test_the_status_follows_the_order_of_the_outcomes_not_the_clocks_of_the_dispatchers_that_noted_them(
         app, client, receiver, monkeypatch):
-    from service.store import webhooks as webhooks_module
+    from service.webhooks import registry as registry_module
 
     made = register(client, receiver.url, ["event.recorded"])
     registry = app.extensions["webhooks"]
@@ -606,8 +606,8 @@ def test_the_status_follows_the_order_of_the_outcomes_not_the_clocks_of_the_disp
                "attempt": 1, "ok": False, "status": 500, "error": "HTTP 500", "duration_ms": 1}
     assert registry.note(hook, attempt, "dead", {"id": "msg_x"})
     assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "failing"
-    real = webhooks_module.now_ms
-    monkeypatch.setattr(webhooks_module, "now_ms", lambda: real() - 5_000)  # a dispatcher whose clock is 5 s behind
+    real = registry_module.now_ms
+    monkeypatch.setattr(registry_module, "now_ms", lambda: real() - 5_000)  # a dispatcher whose clock is 5 s behind
     assert registry.note(hook, {**attempt, "ok": True, "status": 200, "error": None}, "ok")  # (noted after the dead letter)
     assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "ok"
 

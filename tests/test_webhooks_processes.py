@@ -15,7 +15,7 @@ import pytest
 
 from service.store import keys, redis_client
 from service.store.embedded import EmbeddedRedis, free_port
-from service.store.outbox import Dispatcher, DispatcherOptions
+from service.webhooks.dispatcher import Dispatcher, DispatcherOptions
 from tests.loopback import stop_service
 from tests.receivers import Receiver, wait_until
 from tests.served import Served

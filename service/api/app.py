@@ -1,7 +1,10 @@
 """The Flask application factory.
 
 ``create_app(config)`` builds the app from :mod:`service.config` (the
-environment) with ``config`` (a dict of Flask config keys) on top, then
+environment) with ``config`` on top (the settings' variables by name, typed or as
+text: :meth:`~service.config.Settings.with_config`; other keys are Flask's), keeps
+the resulting :class:`~service.config.Settings` for the layer to read
+(:func:`service.api.settings.current`), then
 
 * installs the request-id / access-log / metrics hooks (:mod:`.observe`);
 * installs one error handler per exception family (:mod:`.problems`);
@@ -26,8 +29,9 @@ from typing import Any, Mapping
 from flask import Flask
 
 from .. import web
-from ..config import Settings, load_settings
+from ..config import ENVIRONMENT, Settings, load_settings
 from . import batch, callers, clubs, hands, observe, ops, problems, rate_limits, rounds, stream, table_views, webhooks
+from . import settings as app_settings
 from .contract import ContractPlugin
 from .jsonio import JsonProvider
 from .schemas import ENUM_DESCRIPTIONS, ENUMS_DOC, DocumentedField
@@ -114,10 +118,12 @@ class ServiceFlask(Flask):
 def create_app(config: Mapping[str, Any] | None = None, settings: Settings | None = None) -> Flask:
     """Build the application from ``settings`` (default: the environment's); ``config`` overrides."""
     app = ServiceFlask("service.api")
+    config = dict(config or {})
+    typed = (settings or load_settings()).with_config(config)
     app.config.update(DEFAULTS)
-    app.config.update((settings or load_settings()).flask_config())
-    if config:
-        app.config.update(config)
+    app.config.update({k: v for k, v in config.items() if k not in ENVIRONMENT and k != "MAX_CONTENT_LENGTH"})
+    app.config.update(typed.flask_config())
+    app.extensions[app_settings.KEY] = typed
     # "/v1//tables" is not "/v1/tables": no 308 redirect (an HTML page) for merged slashes
     app.url_map.merge_slashes = False
 
@@ -153,35 +159,31 @@ def _install_store(app: Flask) -> None:
     One client (:func:`service.store.redis_client.connect`) for the store, the
     readiness check and (on a plain server) the rate limiter's connections.
     """
-    url = app.config.get("REDIS_URL")
+    s = app_settings.current(app)
+    url = s.redis_url
     if not url:
         return
     from ..store import redis_client
     from ..store.table_store import TableStore
 
-    wait_ms = int(app.config.get("REDIS_WAIT_TIMEOUT_MS", 1000))
+    wait_ms = s.redis_wait_timeout_ms
     client = redis_client.connect(url, socket_timeout=max(redis_client.SOCKET_TIMEOUT, wait_ms / 1000 + 1))
     app.extensions["redis"] = client
     app.extensions["tables"] = TableStore(
-        client, table_ttl=app.config.get("TABLE_TTL", 0), max_events=app.config.get("MAX_TABLE_EVENTS", 0),
-        min_replicas=int(app.config.get("REDIS_MIN_REPLICAS", 0)), wait_timeout_ms=wait_ms,
-        events_per_minute=int(app.config.get("TABLE_EVENTS_PER_MINUTE", 0) or 0),
-        voids_per_minute=int(app.config.get("TABLE_VOIDS_PER_MINUTE", 0) or 0),
-        webhooks=bool(app.config.get("WEBHOOKS", True)),
+        client, table_ttl=s.table_ttl, max_events=s.max_table_events, min_replicas=s.redis_min_replicas,
+        wait_timeout_ms=wait_ms, events_per_minute=s.table_events_per_minute,
+        voids_per_minute=s.table_voids_per_minute, webhooks=s.webhooks,
     )
     from ..store.clubs import ClubStore
 
-    app.extensions["clubs"] = ClubStore(client, app.extensions["tables"], webhooks=bool(app.config.get("WEBHOOKS", True)),
-                                        min_replicas=int(app.config.get("REDIS_MIN_REPLICAS", 0)),
-                                        wait_timeout_ms=wait_ms)
-    api_keys = app.config.get("API_KEYS")
-    if api_keys and app.config.get("WEBHOOKS", True):  # (webhooks belong to API keys)
-        from ..store.webhooks import Registry
+    app.extensions["clubs"] = ClubStore(client, app.extensions["tables"], webhooks=s.webhooks,
+                                        min_replicas=s.redis_min_replicas, wait_timeout_ms=wait_ms)
+    if s.api_keys and s.webhooks:  # (webhooks belong to API keys)
+        from ..webhooks.registry import Registry
 
-        app.extensions["webhooks"] = Registry(client, api_keys.digests(),
-                                              allow_private=bool(app.config.get("WEBHOOK_ALLOW_PRIVATE")))
+        app.extensions["webhooks"] = Registry(client, s.api_keys.digests(), allow_private=s.webhook_allow_private)
 
-    min_replicas = int(app.config.get("REDIS_MIN_REPLICAS", 0))
+    min_replicas = s.redis_min_replicas
 
     def redis_ready() -> str | None:
         return redis_client.check_ready(client, min_replicas)

@@ -1,6 +1,6 @@
 """``POST /v1/batch``: many hand operations and settlements in one request, JSON or NDJSON.
 
-Each item is answered by :mod:`service.batch` exactly as its single endpoint would answer its body
+Each item is answered by :mod:`service.api.batch_items` exactly as its single endpoint would answer its body
 (the same schema, the same core, the same problem: ``instance`` is the single endpoint's path,
 ``request_id`` the batch request's).  One bad item never fails the others.
 
@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import sys
 
-from flask import Response, current_app, g, request, stream_with_context
+from flask import Response, g, request, stream_with_context
 from marshmallow import ValidationError
 from webargs import core
 from werkzeug.exceptions import HTTPException
 
-from .. import batch
-from . import rate_limits
+from . import batch_items
+from . import rate_limits, settings
 from . import schemas as s
 from .hands import KEYED, NO_KEY
 from .jsonio import dumps
@@ -124,6 +124,7 @@ def document(api) -> None:
           "whole JSON batch is refused (`too_many_requests`, `limit`: `client_batch_items`)"),
 )
 @blp.doc(**BATCH_DOC)
+@rate_limits.limited("client_batch_items_per_minute")
 def run_batch():
     """Run many items (hand operations, settlements) in one request, each answered as its endpoint would.
 
@@ -139,7 +140,7 @@ def run_batch():
         raise UnsupportedMediaType(f"the request body must be application/json or {NDJSON}, got {got}")
     try:
         data = read_json_body(request)
-        limit = int(current_app.config.get("BATCH_MAX_ITEMS") or s.BATCH_MAX_ITEMS)
+        limit = settings.current().batch_max_items
         items = data.get("items") if isinstance(data, dict) else None
         if isinstance(items, list) and len(items) > limit:
             raise invalid_input({"items": [f"Longer than maximum length {limit}."]})
@@ -151,7 +152,7 @@ def run_batch():
         rate_limits.charge_batch(1)  # a refused envelope counts as one item
         raise
     rate_limits.charge_batch(len(items))
-    results = batch.answer_items(items, envelope.get("ruleset"), g.get("request_id"))
+    results = batch_items.answer_items(items, envelope.get("ruleset"), g.get("request_id"))
     return Response(dumps({"results": results}), mimetype="application/json")
 
 
@@ -159,16 +160,16 @@ def _stream() -> Response:
     # An NDJSON job has no overall limit (its lines have one).  Flask reads None as "the app's
     # MAX_CONTENT_LENGTH", so the request's own limit is set past any body.
     request.max_content_length = sys.maxsize
-    max_line = int(current_app.config.get("MAX_CONTENT_LENGTH") or 64 * 1024)
+    max_line = settings.current().max_body_bytes
     stream, rid = request.stream, g.get("request_id")
 
     def results():
         try:
-            for lines in batch.pieces(stream.read, max_line):
-                rate_limits.charge_batch(batch.count_items(lines))
-                yield batch.answer_piece(lines, max_line, rid)
+            for lines in batch_items.pieces(stream.read, max_line):
+                rate_limits.charge_batch(batch_items.count_items(lines))
+                yield batch_items.answer_piece(lines, max_line, rid)
         except HTTPException as exc:  # the body cut short (408, 400) or the client's limit (429)
-            yield batch.encode(batch.problem_result(exc, batch.BATCH_PATH, rid))
+            yield batch_items.encode(batch_items.problem_result(exc, batch_items.BATCH_PATH, rid))
 
     response = Response(stream_with_context(results()), mimetype=NDJSON)
     response.headers["Cache-Control"] = "no-store"

@@ -34,7 +34,8 @@ from typing import Any
 
 from flask import Flask, g, request
 
-from ..config import ApiKeys, TrustedProxies
+from ..config import TrustedProxies
+from . import settings
 from .problems import ApiProblem
 
 API_KEY_HEADER = "X-API-Key"
@@ -57,24 +58,18 @@ _CHALLENGE = {"WWW-Authenticate": f'ApiKey header="{API_KEY_HEADER}"'}
 
 def install(app: Flask) -> None:
     """API keys, trusted proxies, CORS and per-key metrics, each only when configured."""
-    keys = app.config.get("API_KEYS") or ApiKeys()
-    if isinstance(keys, str):
-        keys = ApiKeys.parse(keys, app.config.get("API_KEY_LIMITS"))
-    app.config["API_KEYS"] = keys
+    s = settings.current(app)
+    keys = s.api_keys
     app.extensions["api_keys"] = keys
     if keys:
         app.before_request_funcs.setdefault(None, []).insert(1, _check_api_key)  # after the request id
         app.after_request(_count_per_key)
 
-    proxies = app.config.get("TRUSTED_PROXIES") or TrustedProxies()
-    if isinstance(proxies, str):
-        proxies = TrustedProxies.parse(proxies, app.config.get("PROXY_HEADER"))
+    proxies = s.trusted_proxies
     if proxies:
         app.wsgi_app = proxy_middleware(app.wsgi_app, proxies)  # type: ignore[method-assign]
 
-    origins = app.config.get("CORS_ORIGINS") or ()
-    if isinstance(origins, str):
-        origins = tuple(o.strip() for o in origins.split(",") if o.strip())
+    origins = s.cors_origins
     if origins:
         from flask_cors import CORS
 

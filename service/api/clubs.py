@@ -33,6 +33,7 @@ from ..store.clubs import ClubStore
 from ..store.errors import ClubNotFound, PlayerNotFound
 from ..store.table_store import Access, fingerprint
 from . import club_schemas as cs
+from . import rate_limits
 from . import table_schemas as ts
 from .callers import api_key
 from .problems import FieldRuleError, UnsupportedMediaType
@@ -113,6 +114,7 @@ def csv_response(data: bytes, filename: str) -> Response:
               (422, "the body breaks the schema (`invalid_input`, `unknown_ruleset`, ...), or the Idempotency-Key "
                     "is malformed or was used with another body (`idempotency_key_reused`)"), _STORE_DOWN, _FULL)
 @blp.doc(operationId="createClub", security=KEYED)
+@rate_limits.limited("client_events_per_minute")
 def create_club(args, idempotency_key=None):
     """Create a club, with its first season open. Its write `token` and `read_token` are shown only here.
 
@@ -134,6 +136,7 @@ def create_club(args, idempotency_key=None):
 @blp.response(200, cs.ClubView, examples=RESPONSE_EXAMPLES.get("getClub"))
 @blp.problems(_NO_TOKEN, _NO_CLUB, _STORE_DOWN)
 @blp.doc(operationId="getClub", security=READ)
+@rate_limits.limited("client_reads_per_minute")
 def get_club(club_id):
     """The club: its settings, players (by name), seasons (oldest first) and the current season's id."""
     return jsonify(clubs().club(club_id_of(club_id), access(write=False)))
@@ -147,6 +150,7 @@ def get_club(club_id):
               (409, "the name or an alias is already a player's of the club (`name_taken`)"), 413, 415, 422,
               _STORE_DOWN, _FULL)
 @blp.doc(operationId="addPlayer", security=WRITE)
+@rate_limits.limited("client_events_per_minute")
 def add_player(args, club_id):
     """Add a player to the club: a name, and aliases (other names an import finds them by)."""
     cid = club_id_of(club_id)
@@ -161,6 +165,7 @@ def add_player(args, club_id):
               (409, "the name or an alias is already another player's (`name_taken`)"), 413, 415, 422,
               _STORE_DOWN, _FULL)
 @blp.doc(operationId="updatePlayer", security=WRITE)
+@rate_limits.limited("client_events_per_minute")
 def update_player(args, club_id, pid):
     """Rename a player and/or replace its aliases; its history and figures stay."""
     return jsonify(clubs().update_player(club_id_of(club_id), access(write=True), player_id_of(pid),
@@ -171,6 +176,7 @@ def update_player(args, club_id, pid):
 @blp.response(200, cs.PlayerPage, examples=RESPONSE_EXAMPLES.get("getPlayer"))
 @blp.problems(_NO_TOKEN, _NO_PLAYER, _STORE_DOWN)
 @blp.doc(operationId="getPlayer", security=READ)
+@rate_limits.limited("client_reads_per_minute")
 def get_player(club_id, pid):
     """A player's page: lifetime figures, each season's with the place in it, and `history`, one entry per
     finished table (oldest first: enough for a trend chart of totals or places)."""
@@ -185,6 +191,7 @@ def get_player(club_id, pid):
                     "player itself (`merge_into_itself`), or sat at a table with it (`players_met`)"),
               _STORE_DOWN, _FULL)
 @blp.doc(operationId="mergePlayer", security=WRITE)
+@rate_limits.limited("client_events_per_minute")
 def merge_player(args, club_id, pid):
     """Merge the player into `into`: one player from then on, both histories joined (the seasons they played
     are counted again as one player's; docs/rules.md#s17). Answers the page of the player who stays."""
@@ -197,6 +204,7 @@ def merge_player(args, club_id, pid):
 @blp.response(201, cs.SeasonView, headers={"Location": {"schema": {"type": "string"}}})
 @blp.problems(400, _NO_TOKEN, _READ_TOKEN, _NO_CLUB, 413, 415, 422, _STORE_DOWN, _FULL)
 @blp.doc(operationId="openSeason", security=WRITE)
+@rate_limits.limited("client_events_per_minute")
 def open_season(args, club_id):
     """Open a new season, the current one from now on: the last one ends now. A table counts in the season
     that was current when it was finished."""
@@ -217,6 +225,7 @@ STANDINGS_DOC = {"responses": {200: {"content": {CSV: {
 @blp.problems(_NO_TOKEN, (404, "no such club (`club_not_found`) or season of it (`season_not_found`)"),
               (422, "a query parameter out of range (`invalid_input`)"), _STORE_DOWN)
 @blp.doc(operationId="getStandings", security=READ, **STANDINGS_DOC)
+@rate_limits.limited("client_reads_per_minute")
 def get_standings(args, club_id, season_id):
     """A season's standings (`current`: the current season's): per player the evenings, rounds, totals (and
     coins with stakes), wins, 自摸, 点炮 paid, kongs, 花猪 and 大叫 paid, penalties, the biggest win and the
@@ -250,6 +259,21 @@ def _check_table(dealer: int):
     return check
 
 
+def _is_table_replay() -> bool:
+    """A retried club-table creation (its Idempotency-Key already made a table from this very request)
+    replays the first response: it creates nothing, so it does not count against ``tables_per_hour``
+    (as ``POST /v1/tables``'s replay).  The same key with another body counts."""
+    found = current_app.extensions.get("tables")
+    if found is None:
+        return False
+    try:
+        key = creation_key()
+        return key is not None and found.is_creation_replay(
+            key, fingerprint("POST", request.path, request.get_json(silent=True)), api_key())
+    except Exception:  # noqa: BLE001 - not a valid key (the view refuses it) or Redis trouble (503): counted
+        return False
+
+
 @blp.route("/<club_id>/tables", methods=["POST"])
 @blp.arguments(cs.ClubTableRequest(), example={"players": [{"player": "p0123456789ab"}, {"player": "p1123456789ab"},
                                                            {"player": "p2123456789ab"}, {"guest": "小张"}]})
@@ -262,6 +286,7 @@ def _check_table(dealer: int):
                     "player that is not this club's (`player_not_in_club`) or a player twice "
                     "(`player_seated_twice`), with `errors` naming the seat"), _STORE_DOWN, _FULL)
 @blp.doc(operationId="createClubTable", security=WRITE)
+@rate_limits.limited("tables_per_hour", exempt_when=_is_table_replay)
 def create_club_table(args, club_id, idempotency_key=None):
     """Start a table played for the club: as `POST /v1/tables`, but each of `players` is `{"player": id}` or
     `{"guest": name}` (the club's ruleset and stakes unless given). The table's tokens are shown only here;
@@ -297,6 +322,7 @@ IMPORT_DOC = {"requestBody": {"required": True, "content": {CSV: {
               (422, "rows that cannot be imported (`bad_rows`: `errors` names each, `<line>.<column>`), or none "
                     "(`empty_import`): nothing is imported"), _STORE_DOWN, _FULL)
 @blp.doc(operationId="importEvenings", security=WRITE, **IMPORT_DOC)
+@rate_limits.limited("client_events_per_minute")
 def import_evenings(club_id):
     """Bring in past evenings from CSV (`date,player,total` rows; players by name or alias): each evening
     (the rows of one date) becomes a finished result without rounds in the current season. All rows or

@@ -8,6 +8,7 @@ from .. import discards, score, ting, validate
 from ..rules.fan import Score
 from ..rules.ting import DiscardAdvice, Ting
 from ..rules.validate import Validation
+from . import rate_limits
 from . import schemas as s
 from .smorest import JSON_BODY, Blueprint
 
@@ -25,6 +26,7 @@ errors = blp.problems(*JSON_BODY, NO_KEY)
 @blp.response(200, s.ValidateResponse)
 @errors
 @blp.doc(operationId="validateHand", security=KEYED)
+@rate_limits.unlimited("a stateless hand operation: many go in one POST /v1/batch, which counts its items")
 def validate_hand(args):
     """Check a hand: size, copies, suits, 花猪, completeness.
 
@@ -48,6 +50,7 @@ def validate_result(args: dict) -> Validation:
 @blp.response(200, s.TingResponse)
 @errors
 @blp.doc(operationId="tingHand", security=KEYED)
+@rate_limits.unlimited("a stateless hand operation: many go in one POST /v1/batch, which counts its items")
 def ting_hand(args):
     """Waits of a 13-size hand with their fan, points and remaining copies, and its 大叫."""
     return jsonify(ting_body(args))
@@ -67,6 +70,7 @@ def ting_result(args: dict) -> Ting:
 @blp.response(200, s.DiscardsResponse)
 @errors
 @blp.doc(operationId="discardAdvice", security=KEYED)
+@rate_limits.unlimited("a stateless hand operation: many go in one POST /v1/batch, which counts its items")
 def discard_advice(args):
     """Discards of a 14-size hand that leave it ting, best first."""
     return jsonify(discards_body(args))
@@ -93,6 +97,7 @@ def discards_result(args: dict) -> DiscardAdvice:
 @blp.response(200, s.ScoreResponse)
 @errors
 @blp.doc(operationId="scoreHand", security=KEYED)
+@rate_limits.unlimited("a stateless hand operation: many go in one POST /v1/batch, which counts its items")
 def score_hand(args):
     """Score a 14-size winning hand (the winning tile included).
 

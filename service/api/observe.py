@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -71,20 +72,16 @@ def _begin() -> None:
 
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-_SERIES: dict[tuple[str, str, int], tuple] = {}
 
 
+@functools.cache
 def _series(rule: str, method: str, status: int) -> tuple:
     """The labelled counter and histogram of a (rule, method, status), looked up once each.
 
     Keys are bounded: rules are the app's URL rules (or ``<unmatched>``), methods
     are :data:`_METHODS` or ``OTHER``, statuses are HTTP statuses.
     """
-    key = (rule, method, status)
-    found = _SERIES.get(key)
-    if found is None:
-        found = _SERIES[key] = (REQUESTS.labels(rule, method, str(status)), LATENCY.labels(rule, method))
-    return found
+    return REQUESTS.labels(rule, method, str(status)), LATENCY.labels(rule, method)
 
 
 def _finish(response: Response) -> Response:

@@ -16,6 +16,7 @@ from typing import Callable
 
 from flask import Flask, current_app, jsonify
 
+from . import rate_limits
 from . import schemas as s
 from .observe import metrics_response
 from .problems import NotReady
@@ -44,6 +45,7 @@ PUBLIC: list = []  # no credentials, ever
 @blp.route("/healthz", methods=["GET"])
 @blp.response(200, s.HealthResponse)
 @blp.doc(operationId="healthz", security=PUBLIC)
+@rate_limits.unlimited("a probe of the process: answers from memory")
 def healthz():
     """Liveness: the process answers."""
     return jsonify({"status": "ok"})
@@ -53,6 +55,7 @@ def healthz():
 @blp.response(200, s.HealthResponse)
 @blp.problems((503, "a readiness check failed (`not_ready`, with `checks`)"))
 @blp.doc(operationId="readyz", security=PUBLIC)
+@rate_limits.unlimited("a probe (the orchestrator's): one small Redis check")
 def readyz():
     """Readiness: every registered check passes (503 otherwise)."""
     results: dict[str, str] = {}
@@ -95,6 +98,7 @@ def _degraded_gauge():
 @blp.response(200, {"type": "string"}, content_type="text/plain",
               description="Prometheus text exposition")
 @blp.doc(operationId="metrics", security=PUBLIC)
+@rate_limits.unlimited("the scraper's: answers from the process's counters")
 def metrics():
     """Prometheus metrics (aggregated over workers in multiprocess mode)."""
     return metrics_response()

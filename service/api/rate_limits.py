@@ -22,12 +22,18 @@ The *client* is the API key when the request gave one (``API_KEY_LIMITS`` may
 set that key's own limits), else the client address (:mod:`.callers`); every
 request of a client counts, refused ones included.  0 turns a limit off.
 
+Each view declares its limits where it is defined (``@rate_limits.limited("client_events_per_minute",
+"table_events_per_minute")`` under its ``@blp.route``), or declares that it has none and why
+(``@rate_limits.unlimited("...")``); :data:`OTHER_VIEWS` does so for the endpoints of Flask,
+flask-smorest and the companion app.  ``tests/test_api_limits.py`` walks the URL map: a new endpoint without a declaration fails it.
+
 * The client limits and the table's reads are Flask-Limiter's (its public
-  decorators on the views, a sliding window counter, counters on the service's
-  Redis: :mod:`service.store.limit_storage`).  A table's reads count only the
+  decorators, put on each view that declares them by :func:`install`, a sliding
+  window counter, counters on the service's Redis:
+  :mod:`service.store.limit_storage`).  A table's reads count only the
   requests the table answered (not 401/403/404), so that nobody without its
-  tokens can use them up.  Flask-Limiter runs only for the table endpoints (a
-  request filter): the stateless hand endpoints are not limited.
+  tokens can use them up.  Flask-Limiter runs only for the endpoints that
+  declare one of its limits (a request filter).
 * A table's events and voids a minute are counted by the store's APPEND script
   in the same call that appends (:mod:`service.store.table_store`): a refused
   or failed write is not counted, and an append with the default limits on
@@ -50,28 +56,86 @@ it nothing is written.)
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
 
 from flask import Flask, current_app, g, request
 
-from ..config import CLIENT_LIMITS, LIMITS, ApiKeys
+from ..config import CLIENT_LIMITS, LIMITS
 from ..store import keys, limit_storage
+from . import settings
 from .callers import api_key, client_key
 
-CREATE = ("tables.create_table", "clubs.create_club_table")
-EVENTS = ("tables.post_event", "tables.finish_table", "clubs.create_club", "clubs.add_player", "clubs.update_player",
-          "clubs.merge_player", "clubs.open_season", "clubs.import_evenings")
-VOIDS = ("tables.void_event",)
-TABLE_READS = ("tables.get_table", "tables.list_events", "tables.list_rounds", "tables.get_summary", "stream.stream_table")
-READS = (*TABLE_READS, "tables.list_tables", "clubs.get_club", "clubs.get_player", "clubs.get_standings")
-LIMITED_BLUEPRINTS = frozenset({"tables", "stream", "batch", "clubs"})
+View = TypeVar("View", bound=Callable[..., Any])
+
+BY_THE_STORE = frozenset({"table_events_per_minute", "table_voids_per_minute"})
+"""Limits the store's APPEND script counts (in the call that appends): a view declares them, nothing wraps it."""
+BY_THE_VIEW = frozenset({"client_batch_items_per_minute"})
+"""Limits the view charges itself (:func:`charge_batch`: a batch counts its items, not its requests)."""
+BY_THE_TABLE = frozenset({"table_reads_per_minute"})
+"""Flask-Limiter's limits counted per table (the ``table_id`` of the path), and only for the requests the table
+answered (not 401/403/404: nobody without its tokens can use them up); the others are counted per client."""
 _NOT_ANSWERED = (401, 403, 404)
+DECLARATION = "rate_limits"
+"""The attribute of a view function that holds its :class:`Declared` (set by :func:`limited`, :func:`unlimited`)."""
+OTHER_VIEWS: dict[str, str] = {
+    "static": "Flask's static files route (the service has no static folder: every request is a 404)",
+    "api-docs.openapi_json": "flask-smorest's OpenAPI document: static",
+    "api-docs.openapi_swagger_ui": "flask-smorest's Swagger UI page: static",
+    "web.index": "the companion app's page: a static file",
+    "web.asset": "the companion app's static files",
+    "web.service_worker": "the companion app's service worker: a static file",
+    "web.swagger_ui": "Swagger UI's static files",
+    "web.qr_code": "the companion app's QR code of a share link: at most MAX_QR_TEXT characters",
+}
+"""The endpoints whose views are not this layer's, each unlimited and why: Flask's, flask-smorest's and the
+companion app's (:mod:`service.web` imports no other floor, so it cannot declare them itself)."""
 QUOTA = "table_quota"
 """Where a view leaves the store's :class:`~service.store.table_store.Quota` of a write (in ``g``)."""
 BATCH_COST = "batch_items"
 """Where :func:`charge_batch` leaves the number of items it counts (in ``g``)."""
 CHARGE = "batch_charge"
 """``app.extensions`` key of the batch items' limit (a plain function under Flask-Limiter's shared limit)."""
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a view declares: the limits that count its requests (settings of :data:`service.config.LIMITS`),
+    when a request is exempt from them, or, for a view without limits, why it has none."""
+
+    limits: tuple[str, ...] = ()
+    exempt_when: Callable[[], bool] | None = None
+    unlimited: str | None = None
+
+
+def limited(*names: str, exempt_when: Callable[[], bool] | None = None) -> Callable[[View], View]:
+    """Declare the rate limits of a view (put it under ``@blp.route``): ``names`` are settings of
+    :data:`service.config.LIMITS`; ``exempt_when`` says when a request counts against none of them."""
+    unknown = [name for name in names if name not in LIMITS]
+    if not names or unknown:
+        raise ValueError(f"limited() takes settings of service.config.LIMITS; got {names!r}")
+    return _declare(Declared(names, exempt_when))
+
+
+def unlimited(reason: str) -> Callable[[View], View]:
+    """Declare that a view has no rate limit, and why (a new view without a declaration fails a test)."""
+    if not reason.strip():
+        raise ValueError("unlimited() needs its reason")
+    return _declare(Declared(unlimited=reason))
+
+
+def _declare(declared: Declared) -> Callable[[View], View]:
+    def mark(view: View) -> View:
+        setattr(view, DECLARATION, declared)
+        return view
+
+    return mark
+
+
+def declared(view: Callable[..., Any]) -> Declared | None:
+    """The declaration of a view function as the app holds it (under its decorators), or None."""
+    return getattr(view, DECLARATION, None) or getattr(inspect.unwrap(view), DECLARATION, None)
 
 
 def limit_name(setting: str) -> str:
@@ -84,9 +148,11 @@ def limit_name(setting: str) -> str:
 
 
 def install(app: Flask, client: Any, url: str) -> None:
-    """Install the configured limits on ``app`` (none configured: nothing is installed)."""
-    api_keys: ApiKeys = app.config.get("API_KEYS") or ApiKeys()
-    setting = {name: int(app.config.get(var, 0) or 0) for name, (var, _, _) in LIMITS.items()}
+    """Install the configured limits on ``app``: each view's declared ones (none configured: nothing is
+    installed)."""
+    s = settings.current(app)
+    api_keys = s.api_keys
+    setting = {name: getattr(s, name) for name in LIMITS}
     if not any(setting.values()) and not any(api_keys.limits.values()):
         return
     limiter = None
@@ -98,8 +164,7 @@ def install(app: Flask, client: Any, url: str) -> None:
             response.headers.pop("Retry-After", None)
         return _tightest_in_headers(limiter, response)
 
-    if not any(v for name, v in setting.items() if name not in ("table_events_per_minute", "table_voids_per_minute")) \
-            and not any(api_keys.limits.values()):
+    if not any(v for name, v in setting.items() if name not in BY_THE_STORE) and not any(api_keys.limits.values()):
         return  # only the table's own limits: the store counts them
     from flask_limiter import Limiter
 
@@ -109,32 +174,36 @@ def install(app: Flask, client: Any, url: str) -> None:
         strategy="sliding-window-counter", key_prefix=keys.RATE_LIMIT_PREFIX, headers_enabled=True,
         swallow_errors=True, in_memory_fallback_enabled=True,
     )
-    limiter.request_filter(lambda: request.blueprint not in LIMITED_BLUEPRINTS)
     app.extensions["rate_limits"] = limiter
 
     def current(name: str) -> int:
         return api_keys.limit(api_key(), name, setting[name]) if name in CLIENT_LIMITS else setting[name]
 
-    def limit(endpoints: tuple[str, ...], name: str, key_func: Callable[[], str], *,
-              exempt: Callable[[], bool] = lambda: False, **kwargs: Any) -> None:
-        per = "hour" if name.endswith("_hour") else "minute"
-        decorate = limiter.shared_limit(
-            lambda: f"{current(name)}/{per}", scope=limit_name(name), key_func=key_func,
-            exempt_when=lambda: current(name) == 0 or exempt(), **kwargs)
-        for endpoint in endpoints:
-            if endpoint in app.view_functions:
-                app.view_functions[endpoint] = decorate(app.view_functions[endpoint])
+    shared: dict[tuple, Any] = {}  # one shared limit per setting (and exemption): its views count together
 
+    def decorator(name: str, exempt_when: Callable[[], bool] | None) -> Any:
+        if (name, exempt_when) not in shared:
+            per = {"key_func": _table_key, "deduct_when": _answered} if name in BY_THE_TABLE else \
+                {"key_func": client_key}
+            shared[name, exempt_when] = limiter.shared_limit(
+                lambda: f"{current(name)}/{'hour' if name.endswith('_hour') else 'minute'}", scope=limit_name(name),
+                exempt_when=lambda: current(name) == 0 or (exempt_when is not None and exempt_when()), **per)
+        return shared[name, exempt_when]
+
+    counted: set[str] = set()  # the endpoints Flask-Limiter counts (it is not run for the others)
+    for endpoint, view in list(app.view_functions.items()):
+        found = declared(view)
+        names = [name for name in found.limits if name not in BY_THE_STORE] if found is not None else []
+        if names:
+            counted.add(endpoint)
+        for name in names:
+            if name not in BY_THE_VIEW:
+                app.view_functions[endpoint] = view = decorator(name, found.exempt_when)(view)
+    limiter.request_filter(lambda: request.endpoint not in counted)
     items = "client_batch_items_per_minute"
     app.extensions[CHARGE] = limiter.shared_limit(
         lambda: f"{current(items)}/minute", scope=limit_name(items), key_func=client_key,
         cost=lambda: g.get(BATCH_COST, 1), exempt_when=lambda: current(items) == 0)(_count_items)
-    limit(CREATE, "tables_per_hour", client_key, exempt=_is_create_replay)
-    limit(EVENTS, "client_events_per_minute", client_key)
-    limit(VOIDS, "client_voids_per_minute", client_key)
-    limit(READS, "client_reads_per_minute", client_key)
-    limit(TABLE_READS, "table_reads_per_minute", _table_key,
-          deduct_when=lambda response: response.status_code not in _NOT_ANSWERED)
 
 
 def charge_batch(items: int) -> None:
@@ -188,17 +257,5 @@ def _table_key() -> str:
     return "table:" + str((request.view_args or {}).get("table_id", "-"))[:64]
 
 
-def _is_create_replay() -> bool:
-    """A retried table creation (its Idempotency-Key already made a table from this very
-    request) replays the first response: it creates nothing, so it does not count against
-    the limit.  The same key with another body counts (it could be guessing)."""
-    from .table_views import creation_fingerprint, creation_key
-
-    store = current_app.extensions.get("tables")
-    if store is None:
-        return False
-    try:
-        key = creation_key()
-        return key is not None and store.is_creation_replay(key, creation_fingerprint(), api_key())
-    except Exception:  # noqa: BLE001 - not a valid key (the view refuses it) or Redis trouble (503): counted
-        return False
+def _answered(response: Any) -> bool:
+    return response.status_code not in _NOT_ANSWERED

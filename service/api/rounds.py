@@ -14,6 +14,7 @@ from ..rules.errors import EventError
 from ..rules.ruleset import PRESETS
 from ..rules.settle import settle
 from ..rules.stakes import settle_coins
+from . import rate_limits
 from . import schemas as s
 from .hands import KEYED, errors
 from .problems import FieldRuleError
@@ -38,6 +39,7 @@ rulesets_blp = Blueprint("rulesets", __name__, url_prefix="/v1", description="Th
 @blp.response(200, s.SettleResponse)
 @errors
 @blp.doc(operationId="settleRound", security=KEYED)
+@rate_limits.unlimited("a stateless settlement: many go in one POST /v1/batch, which counts its items")
 def settle_round(args):
     """Settle a round from its events: transfers, deltas, winners, next dealer.
 
@@ -75,6 +77,7 @@ def settle_result(args: dict) -> s.SettledRound:
 @rulesets_blp.response(200, s.RulesetsResponse)
 @rulesets_blp.problems((401, "with API keys on: no `X-API-Key`, or not a key of the service"))
 @rulesets_blp.doc(operationId="getRulesets", security=KEYED)
+@rate_limits.unlimited("static data (the presets)")
 def rulesets():
     """Every preset with every field."""
     return {"default": "xuezhan", "presets": PRESETS}  # (smorest dumps it with RulesetsResponse)

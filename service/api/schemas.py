@@ -38,6 +38,7 @@ schema, referenced wherever it is used.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -79,15 +80,10 @@ def _rule(path: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise FieldRuleError(exc, path) from None
 
 
-_INSTANCES: dict[type, ma.Schema] = {}
-
-
+@functools.cache
 def _instance(cls: type[ma.Schema]) -> ma.Schema:
     """One shared instance per schema class (loading keeps no state on the schema)."""
-    schema = _INSTANCES.get(cls)
-    if schema is None:
-        schema = _INSTANCES[cls] = cls()
-    return schema
+    return cls()
 
 
 # -- fields -------------------------------------------------------------------
@@ -249,8 +245,6 @@ class Ref(DocumentedField):
 
 MAX_CACHED_RULESETS = 256
 _RULESET_FIELDS = tuple(f.name for f in dc_fields(Ruleset))
-_RULESETS: dict[tuple, Ruleset] = {}
-"""Rulesets given as objects that loaded, by :func:`_spec_key`: a job's items often repeat one ruleset."""
 DEFAULT_RULESET: ContextVar[Ruleset] = ContextVar("default_ruleset", default=PRESETS["xuezhan"])
 """The ruleset of a body without ``ruleset`` (the fields' ``load_default``): xuezhan, or within
 :func:`default_ruleset` a batch envelope's."""
@@ -273,7 +267,7 @@ def default_ruleset(ruleset: Ruleset) -> Iterator[None]:
 
 
 def _spec_key(value: dict) -> tuple | None:
-    """A ruleset object's cache key, or None when it has a member that is not a plain scalar.
+    """A ruleset object's cache key (its members in order), or None when one is not a plain scalar.
 
     The type is in the key: ``True == 1`` in Python, and only one of ``{"cap": 1}`` and ``{"cap": true}``
     is a ruleset.  Only objects that loaded are cached, so every refusal is still marshmallow's own.
@@ -285,8 +279,15 @@ def _spec_key(value: dict) -> tuple | None:
         if type(member) not in (str, int, bool, type(None)) or (type(member) is str and len(member) > 64):
             return None
         items.append((name, type(member), member))
-    items.sort(key=lambda item: item[0])
     return tuple(items)
+
+
+@functools.lru_cache(maxsize=MAX_CACHED_RULESETS)
+def _loaded_ruleset(key: tuple, path: str) -> Ruleset:
+    """A ruleset given as an object (by its :func:`_spec_key`), loaded once: a job's items often repeat one
+    ruleset.  Only objects that load are kept (a refusal is raised, and raised again the next time)."""
+    spec = _instance(RulesetSpec).load({name: member for name, _, member in key})
+    return _rule(path, Ruleset.from_spec, spec)
 
 
 class RulesetField(DocumentedField):
@@ -300,12 +301,9 @@ class RulesetField(DocumentedField):
             return _rule(path, Ruleset.from_spec, value)
         if isinstance(value, dict):
             key = _spec_key(value)
-            found = _RULESETS.get(key) if key is not None else None
-            if found is None:
-                found = _rule(path, Ruleset.from_spec, _instance(RulesetSpec).load(value))
-                if key is not None and len(_RULESETS) < MAX_CACHED_RULESETS:
-                    _RULESETS[key] = found
-            return found
+            if key is None:
+                return _rule(path, Ruleset.from_spec, _instance(RulesetSpec).load(value))
+            return _loaded_ruleset(key, path)
         raise ValidationError("A preset name or an object of ruleset fields.")
 
     def openapi(self, converter) -> dict:
@@ -863,29 +861,24 @@ def dump_patterns(patterns: tuple[PatternFan, ...]) -> list[dict]:
 
 
 MAX_CACHED_WAITS = 1 << 14
-_WAITS: dict[Wait, dict] = {}
-"""The body of each wait answered lately.  A :class:`~service.rules.ting.Wait` is an immutable value
-(the core's memoized answers share them), so its body is built once and listed by every answer that
-has it: bodies are read-only (they are serialized as they are).  A full cache is emptied."""
+"""The bodies of the waits answered lately that are kept.  A :class:`~service.rules.ting.Wait` is an immutable
+value (the core's memoized answers share them), so its body is built once and listed by every answer that
+has it: bodies are read-only (they are serialized as they are)."""
 
 
+@functools.lru_cache(maxsize=MAX_CACHED_WAITS)
 def dump_wait(w: Wait) -> dict:
-    """A wait's body (shared: see :data:`_WAITS`).
+    """A wait's body (shared: see :data:`MAX_CACHED_WAITS`).
 
     >>> from service.rules.api import ting
     >>> w = ting("1112345678999m").waits[0]
     >>> dump_wait(w)["patterns"][0]["id"], dump_wait(w) is dump_wait(w)
     ('qingyise', True)
     """
-    body = _WAITS.get(w)
-    if body is None:
-        if len(_WAITS) >= MAX_CACHED_WAITS:
-            _WAITS.clear()
-        body = _WAITS[w] = {
-            "tile": str(w.tile), "fan": w.fan, "points": w.points,
-            "patterns": dump_patterns(w.patterns), "remaining": w.remaining,
-        }
-    return body
+    return {
+        "tile": str(w.tile), "fan": w.fan, "points": w.points,
+        "patterns": dump_patterns(w.patterns), "remaining": w.remaining,
+    }
 
 
 def dump_validation(v: Validation) -> dict:

@@ -27,7 +27,7 @@ from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from . import jsonio
-from .problems import PROBLEM_JSON, InvalidInput, UnsupportedMediaType
+from .problems import PROBLEM_JSON, InvalidInput, MalformedJSON, UnsupportedMediaType
 from .schemas import ProblemSchema
 
 
@@ -73,7 +73,15 @@ def read_json_body(req) -> Any:
         limit = req.max_content_length
         if limit is not None and len(raw) >= limit and req.environ["wsgi.input"].read(1):
             raise RequestEntityTooLarge()
-    return jsonio.loads(raw)
+    return parse_json(raw)
+
+
+def parse_json(raw: bytes) -> Any:
+    """A body (or an NDJSON line) as strict JSON, or the 400 :class:`MalformedJSON` saying why not."""
+    try:
+        return jsonio.loads(raw)
+    except jsonio.NotJson as exc:
+        raise MalformedJSON(str(exc)) from None
 
 
 def invalid_input(messages: Any) -> InvalidInput:

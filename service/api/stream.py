@@ -74,7 +74,7 @@ from ..store import codec, keys
 from ..store.errors import Forbidden, TableNotFound, Unauthorized
 from ..store.streams import CHECK, CLOSE, DELETED, StreamHub, Subscription, TooManySubscribers, make_hub
 from ..store.table_store import Access, TableStore
-from . import jsonio
+from . import jsonio, rate_limits, settings
 from .problems import ApiProblem, InvalidInput
 from .smorest import Blueprint
 from .table_views import NO_TABLE, NO_TOKEN, READ_OR_KEY, access, store, table_id_of
@@ -138,11 +138,11 @@ def hub() -> StreamHub:
             found = app.extensions.get("stream_hub")
             if found is None:
                 s = store()
-                found = make_hub(s.r, parse_message, sharded=s.sharded_pubsub,
-                                 buffer=app.config.get("STREAM_BUFFER", 64),
-                                 per_channel=app.config.get("STREAM_MAX_PER_TABLE", 32),
+                given = settings.current(app)
+                found = make_hub(s.r, parse_message, sharded=s.sharded_pubsub, buffer=given.stream_buffer,
+                                 per_channel=given.stream_max_per_table,
                                  gone=lambda table_id: s.stream_position(table_id) is None,
-                                 check_every=float(app.config.get("STREAM_HEARTBEAT", 15)))
+                                 check_every=float(given.stream_heartbeat))
                 app.extensions["stream_hub"] = found
                 app.extensions.setdefault("worker_stop", []).append(found.close)
     return found
@@ -326,6 +326,7 @@ STREAM_DOC = {
               (503, "the tables store (Redis) or its live stream is unavailable (`store_unavailable`, "
                     "`stream_unavailable`); retry after `Retry-After`"))
 @blp.doc(**STREAM_DOC)
+@rate_limits.limited("client_reads_per_minute", "table_reads_per_minute")
 def stream_table(table_id):
     """Follow a table live (Server-Sent Events): every record as it is appended."""
     if {"token", "access_token"} & set(request.args):
@@ -365,7 +366,7 @@ def stream_table(table_id):
             pass
         threading.Thread(target=_end_when_closed, args=(sock, sub), daemon=True,
                          name="stream-close-watch").start()
-    heartbeat = float(current_app.config.get("STREAM_HEARTBEAT", 15))
+    heartbeat = float(settings.current().stream_heartbeat)
     response = Response(_frames(s, h, tid, sub, last, heartbeat, missed, credential), mimetype="text/event-stream")
     # The generator's own ``finally`` runs only once it has started: a HEAD (whose body is
     # never iterated) or a client gone before the first frame would leave the subscriber

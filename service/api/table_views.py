@@ -38,6 +38,7 @@ from ..store.table_store import Access, Created, TableStore, Written, fingerprin
 from . import table_schemas as ts
 from .callers import api_key
 from .problems import ApiProblem, InvalidInput, WithoutApiKeys
+from . import rate_limits
 from .rate_limits import QUOTA
 from .smorest import Blueprint, read_json_body
 
@@ -74,7 +75,7 @@ def _links(params: dict, start_round: bool = False, void: bool = False) -> dict:
 RESPONSE_EXAMPLES: dict[str, dict[str, dict]] = orjson.loads(
     (Path(__file__).parent / "response_examples.json").read_bytes())
 """Response examples by operationId, then name: answers this code gave to the requests of docs/api.md's
-examples, written by ``python -m service docs`` (service/docs.py, ``example=``), which fails its check
+examples, written by ``python -m tools.docs`` (tools/docs.py, ``example=``), which fails its check
 when one no longer matches what the code answers."""
 _STORE_DOWN = (503, "the tables store (Redis) is unavailable (`store_unavailable`, `busy`); retry after "
                     "`Retry-After`")
@@ -155,6 +156,20 @@ def creation_key(raw: str | None = None) -> str | None:
     return str(uuid.UUID(key))
 
 
+def _is_create_replay() -> bool:
+    """A retried table creation (its Idempotency-Key already made a table from this very
+    request) replays the first response: it creates nothing, so it does not count against
+    the limit.  The same key with another body counts (it could be guessing)."""
+    found = current_app.extensions.get("tables")
+    if found is None:
+        return False
+    try:
+        key = creation_key()
+        return key is not None and found.is_creation_replay(key, creation_fingerprint(), api_key())
+    except Exception:  # noqa: BLE001 - not a valid key (the view refuses it) or Redis trouble (503): counted
+        return False
+
+
 def _created(table: Created) -> Response:
     response = jsonify(table.as_dict())
     response.status_code = 201
@@ -195,6 +210,7 @@ def _json_body() -> object:
               (404, "the service runs without API keys: there is no caller to list tables for (`not_found`)"),
               (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
 @blp.doc(operationId="listTables", security=[{"apiKey": []}])
+@rate_limits.limited("client_reads_per_minute")
 def list_tables(args):
     """The tables created with the caller's API key, newest first, a page at a time.
 
@@ -223,6 +239,7 @@ def list_tables(args):
          responses={201: {"links": {**_links(_NEW_TABLE, start_round=True),
                                       "ReadTable": {"operationId": "getTable", "parameters": _READ_TABLE},
                                       "DeleteTable": {"operationId": "deleteTable", "parameters": _NEW_TABLE}}}})
+@rate_limits.limited("tables_per_hour", exempt_when=_is_create_replay)
 def create_table(args, idempotency_key=None):
     """Create a table. Its write `token` and `read_token` are shown only in this response.
 
@@ -241,7 +258,7 @@ def create_table(args, idempotency_key=None):
 
 
 def creation_fingerprint() -> str:
-    """What a creation's Idempotency-Key is bound to (the rate limiter asks too)."""
+    """What a creation's Idempotency-Key is bound to (:func:`_is_create_replay` asks too)."""
     return fingerprint("POST", request.path, request.get_json(silent=True))
 
 
@@ -254,6 +271,7 @@ def creation_fingerprint() -> str:
               _STORE_DOWN)
 @blp.arguments(ts.ReadHeaders(), location="headers", as_kwargs=True)
 @blp.doc(security=READ_OR_KEY, operationId="getTable")
+@rate_limits.limited("client_reads_per_minute", "table_reads_per_minute")
 def get_table(args, table_id, if_none_match=None):
     """A table: players, ruleset, version, balances, the current round and a page of the ended rounds.
 
@@ -280,6 +298,7 @@ def get_table(args, table_id, if_none_match=None):
 @blp.response(204)
 @blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE, _STORE_DOWN)
 @blp.doc(security=WRITE_OR_KEY, operationId="deleteTable")
+@rate_limits.unlimited("the write token only, and a table is deleted once")
 def delete_table(table_id):
     """Delete a table and its whole log.
 
@@ -315,6 +334,7 @@ def delete_table(table_id):
 @blp.arguments(ts.WriteHeaders(), location="headers", as_kwargs=True)
 @blp.doc(security=WRITE_OR_KEY, operationId="postEvent",
          responses={201: {"links": _links(_SAME_TABLE, start_round=True, void=True)}})
+@rate_limits.limited("client_events_per_minute", "table_events_per_minute")
 def post_event(table_id, idempotency_key=None, if_match=None):
     """Append an event: a round event, `round_start`, `round_end` or `buy_in`.
 
@@ -339,6 +359,7 @@ def post_event(table_id, idempotency_key=None, if_match=None):
               (409, "a round is still being played (`round_in_progress`): end it or void its events first"),
               _LIMITED, _STORE_DOWN)
 @blp.doc(security=WRITE_OR_KEY, operationId="finishTable")
+@rate_limits.limited("client_events_per_minute")
 def finish_table(table_id):
     """Finish the evening: the table takes no more events or voids (409 `table_finished`) and stays
     readable, with its log, its summary and `finished_at`.
@@ -367,6 +388,7 @@ class TokensRotated(ma.Schema):
 @blp.response(200, TokensRotated)
 @blp.problems(NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE, _STORE_DOWN, _FULL)
 @blp.doc(security=WRITE_OR_KEY, operationId="rotateTokens")
+@rate_limits.unlimited("the write token (or the creating API key) only; each rotation is one small write")
 def rotate_tokens(table_id):
     """New tokens for the table (shown only here): the old write and read tokens stop working at once.
 
@@ -386,6 +408,7 @@ def rotate_tokens(table_id):
 @blp.response(200, ts.TableSummaryOfEvening, examples=RESPONSE_EXAMPLES.get("getSummary"))
 @blp.problems(NO_TOKEN, NO_TABLE, _LIMITED, _STORE_DOWN)
 @blp.doc(security=READ_OR_KEY, operationId="getSummary")
+@rate_limits.limited("client_reads_per_minute", "table_reads_per_minute")
 def get_summary(table_id):
     """The evening so far: per seat its total, rank and facts, and the settle-up (the fewest payments
     that bring every balance to 0).
@@ -408,6 +431,7 @@ def get_summary(table_id):
                   headers={"ETag": {"schema": {"type": "string"}}})
 @blp.problems(NO_TOKEN, NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
 @blp.doc(security=READ_OR_KEY, operationId="listEvents")
+@rate_limits.limited("client_reads_per_minute", "table_reads_per_minute")
 def list_events(args, table_id, if_none_match=None):
     """The log in order, a page at a time: at most `limit` records after `cursor`.
 
@@ -428,6 +452,7 @@ def list_events(args, table_id, if_none_match=None):
 @blp.response(200, ts.RoundsPage)
 @blp.problems(NO_TOKEN, NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
 @blp.doc(security=READ_OR_KEY, operationId="listRounds")
+@rate_limits.limited("client_reads_per_minute", "table_reads_per_minute")
 def list_rounds(args, table_id):
     """The table's ended rounds, oldest first, a page at a time: at most `limit` after `cursor`.
 
@@ -464,6 +489,7 @@ def _with_etag(response: Response, version: int, if_none_match: str | None) -> R
 @blp.arguments(ts.WriteHeaders(), location="headers", as_kwargs=True)
 @blp.doc(security=WRITE_OR_KEY, operationId="voidEvent",
          responses={201: {"links": _links(_SAME_TABLE)}})
+@rate_limits.limited("client_voids_per_minute", "table_voids_per_minute")
 def void_event(table_id, seq, idempotency_key=None, if_match=None):
     """Undo an event by a compensating record: balances are recomputed without it.
 

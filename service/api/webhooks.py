@@ -1,4 +1,4 @@
-"""`/v1/webhooks`: an API key's webhooks (thin views over :mod:`service.store.webhooks`).
+"""`/v1/webhooks`: an API key's webhooks (thin views over :mod:`service.webhooks.registry`).
 
 Every operation needs ``X-API-Key`` and sees the key's own webhooks only
 (another key's id is a 404, as an unknown one); without ``API_KEYS`` (or with
@@ -7,7 +7,7 @@ gets the notifications of the tables its key created (its ``tables`` may narrow
 that to some of them), signed as Standard Webhooks (``webhook-id``,
 ``webhook-timestamp``, ``webhook-signature``) with the ``secret`` shown only in
 the creation's answer.  How deliveries are made, retried and dead-lettered:
-:mod:`service.store.outbox` and docs/api.md.
+:mod:`service.webhooks` and docs/api.md.
 
 Readings (where the contract is silent):
 
@@ -33,8 +33,9 @@ import marshmallow as ma
 from flask import current_app, jsonify
 from marshmallow import fields, validate
 
-from ..delivery import MAX_URL_CHARS, TargetRefused
-from ..store.webhooks import EVENTS, MAX_TABLES, NotTheOwnersTable, Registry, TooManyWebhooks
+from ..webhooks.delivery import MAX_URL_CHARS, TargetRefused
+from ..webhooks.registry import EVENTS, MAX_TABLES, NotTheOwnersTable, Registry, TooManyWebhooks
+from . import rate_limits, settings
 from .callers import api_key
 from .problems import ApiProblem, InvalidInput, WithoutApiKeys
 from .smorest import Blueprint
@@ -115,7 +116,7 @@ class TooManyWebhooksProblem(ApiProblem):
 
 def _registry() -> tuple[Registry, str]:
     owner = api_key()
-    if owner is None or not current_app.config.get("WEBHOOKS", True):
+    if owner is None or not settings.current().webhooks:
         raise WithoutApiKeys("webhooks belong to API keys: this service runs without API_KEYS (or WEBHOOKS "
                                   "is off)")
     found = current_app.extensions.get("webhooks")
@@ -142,6 +143,7 @@ def _hook_id(hook_id: str) -> str:
                     "credentials in it, a host that does not resolve or resolves to a loopback, private or "
                     "link-local address)"), _STORE_DOWN)
 @blp.doc(operationId="createWebhook", security=KEY_ONLY)
+@rate_limits.unlimited("an API key's own webhooks (X-API-Key only), at most 20 a key; each request one or two Redis calls")
 def create_webhook(args):
     """Register a webhook: the key's backend gets a signed `POST` for each notification of the key's tables.
 
@@ -171,6 +173,7 @@ def create_webhook(args):
 @blp.response(200, WebhooksPage)
 @blp.problems(_NO_KEY, (404, "the service runs without API keys (`not_found`)"), _STORE_DOWN)
 @blp.doc(operationId="listWebhooks", security=KEY_ONLY)
+@rate_limits.unlimited("an API key's own webhooks (X-API-Key only), at most 20 a key; each request one or two Redis calls")
 def list_webhooks():
     """The API key's webhooks, oldest first, each with its status and last delivery."""
     registry, owner = _registry()
@@ -181,6 +184,7 @@ def list_webhooks():
 @blp.response(200, WebhookView)
 @blp.problems(_NO_KEY, _NO_HOOK, _STORE_DOWN)
 @blp.doc(operationId="getWebhook", security=KEY_ONLY)
+@rate_limits.unlimited("an API key's own webhooks (X-API-Key only), at most 20 a key; each request one or two Redis calls")
 def get_webhook(hook_id):
     """One of the API key's webhooks, with its status (`ok`, `failing`) and its last delivery."""
     registry, owner = _registry()
@@ -194,6 +198,7 @@ def get_webhook(hook_id):
 @blp.response(204)
 @blp.problems(_NO_KEY, _NO_HOOK, _STORE_DOWN)
 @blp.doc(operationId="deleteWebhook", security=KEY_ONLY)
+@rate_limits.unlimited("an API key's own webhooks (X-API-Key only), at most 20 a key; each request one or two Redis calls")
 def delete_webhook(hook_id):
     """Delete one of the API key's webhooks: nothing more is sent to it (a delivery in flight may still land)."""
     registry, owner = _registry()
@@ -208,11 +213,12 @@ def delete_webhook(hook_id):
 @blp.response(200, WebhookView)
 @blp.problems(_NO_KEY, _NO_HOOK, _STORE_DOWN)
 @blp.doc(operationId="testWebhook", security=KEY_ONLY)
+@rate_limits.unlimited("an API key's own webhooks (X-API-Key only): one attempt, within WEBHOOK_TIMEOUT, to the key's own registered URL")
 def test_webhook(hook_id):
     """Send a signed `webhook.test` message to the webhook now (one attempt) and answer the webhook with
     that attempt as its `last_delivery`."""
     registry, owner = _registry()
-    view = registry.test(owner, _hook_id(hook_id), float(current_app.config.get("WEBHOOK_TIMEOUT", 10)))
+    view = registry.test(owner, _hook_id(hook_id), float(settings.current().webhook_timeout))
     if view is None:
         raise WebhookNotFound(f"no webhook {hook_id!r}")
     return jsonify(view)

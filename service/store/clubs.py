@@ -176,25 +176,23 @@ class ClubStore:
         self._reads = client.register_script(keys.READ)
 
     # -- Redis ---------------------------------------------------------------------------------
-    def _on(self, key: str, call):
-        return redis_client.on_primary(self.r, key, call)
-
     def _read(self, *reads: tuple) -> list:
-        """Several reads of one club at one moment, in one round trip (keys.READ)."""
+        """Several reads of one club at one moment, in one round trip (keys.READ; on a cluster the client
+        routes it by its keys, all of the club's slot)."""
         names: list[str] = []
-        argv: list = []
+        encoded: list[list] = []
         for command, key, *args in reads:
             if key not in names:
                 names.append(key)
-            argv += [command, names.index(key) + 1, len(args), *args]
-        return self._on(names[0], lambda r: self._reads(keys=names, args=argv, client=r))
+            encoded.append([command, names.index(key) + 1, *args])
+        return self._reads(keys=names, args=keys.args(reads=encoded), client=self.r)
 
     def _run(self, script, names: list, args: list, wrote=lambda result: True):
         try:
             if self.min_replicas:
                 return redis_client.acknowledged(self.r, script, names, args, self.min_replicas,
                                                  self.wait_timeout_ms, wrote)
-            return self._on(names[0], lambda r: script(keys=names, args=args, client=r))
+            return script(keys=names, args=args, client=self.r)
         except redis_client.NotReplicated as exc:
             raise NotReplicated(f"the write reached Redis but was not confirmed by {exc.wanted} replica(s) "
                                 f"within {self.wait_timeout_ms} ms ({exc.replicas} did); it is not acknowledged: "
@@ -213,15 +211,16 @@ class ClubStore:
             if key not in names:
                 names.append(key)
             encoded.append([command, names.index(key) + 1, *(str(a) for a in args)])
-        res = self._run(self._apply_script, names, ["" if version is None else version, _json(encoded)],
-                        wrote=lambda res: res[0] == b"ok")
-        if res[0] == b"missing":
+        res = keys.reply(self._run(self._apply_script, names,
+                                   keys.args(version=None if version is None else int(version), writes=encoded),
+                                   wrote=lambda raw: keys.reply(raw)["outcome"] == b"ok"))
+        if res["outcome"] == b"missing":
             raise ClubNotFound(f"no club {club_id!r}")
-        if res[0] == b"conflict":
+        if res["outcome"] == b"conflict":
             raise _Stale()
         if any(w[0] == "XADD" for w in writes):
             self._hint(club_id)
-        return int(res[1])
+        return int(res["version"])
 
     def _hint(self, club_id: str) -> None:
         """Tell the webhook dispatchers that the club's outbox has a new notification (the sweep finds one
@@ -294,7 +293,7 @@ class ClubStore:
         for _ in range(5):
             club_id = club_id_of(idempotency_key, owner) if idempotency_key else secrets.token_hex(8)
             token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-            record = b""
+            record = None
             if idempotency_key:
                 record = keys.fp_digest(fp) + seal(idempotency_key, "club:" + club_id, [token, read_token])
             at = _now()
@@ -308,14 +307,16 @@ class ClubStore:
             if owner is not None:
                 fields["owner"] = owner
             first = Season("s1", season, at)
-            res = self._run(self._create, [keys.club_meta(club_id), keys.club_created(club_id),
-                                           keys.club_seasons(club_id)],
-                            [record, self.idempotency_ttl, first.id, _json(first.as_dict()),
-                             *(x for kv in fields.items() for x in kv)], wrote=lambda res: res[0] == 1)
-            if res[0] == 1:
+            res = keys.reply(self._run(
+                self._create, [keys.club_meta(club_id), keys.club_created(club_id), keys.club_seasons(club_id)],
+                keys.args(meta=[x for kv in fields.items() for x in kv], season_id=first.id,
+                          season=_json(first.as_dict()), created=record.hex() if record else None,
+                          created_ttl=self.idempotency_ttl if record else None),
+                wrote=lambda raw: keys.reply(raw)["outcome"] == b"created"))
+            if res["outcome"] == b"created":
                 return {**self.club(club_id, None), "token": token, "read_token": read_token}
             if idempotency_key:
-                return self._replay_creation(club_id, idempotency_key, fp, res[1])
+                return self._replay_creation(club_id, idempotency_key, fp, res["record"])
         raise Busy("could not allocate a club id")  # pragma: no cover - 64 random bits
 
     def _replay_creation(self, club_id: str, idempotency_key: str, fp: str, record: bytes | None) -> dict:
@@ -673,8 +674,7 @@ class ClubStore:
         raise Busy("too many concurrent writes to this club; retry")
 
     def _reserved_left(self, club_id: str, table_id: str) -> bool:
-        key = keys.club_uncounted(club_id)
-        return self._on(key, lambda r: r.zscore(key, table_id)) is not None
+        return self.r.zscore(keys.club_uncounted(club_id), table_id) is not None
 
     def _standings_of(self, club_id: str, season: str, players: Sequence[str]) -> tuple[dict, dict]:
         """The kept standings of ``players``: of ``season`` and lifetime (``{player: Standing}`` each)."""

@@ -36,7 +36,7 @@ key                            type    holds
                                        key of :func:`every`: it outlives a DELETE (its ``table.deleted``);
                                        its TTL is :func:`outbox_ttl` of the table's
 ``{t:<id>}:lanes``             hash    per webhook id: where its deliveries of this table stand (JSON
-                                       :class:`~service.store.outbox.Lane`: the last entry delivered or
+                                       :class:`~service.webhooks.outbox.Lane`: the last entry delivered or
                                        dead-lettered, the attempts at the next one, when to retry)
 ``{t:<id>}:lease``             string  the dispatcher visiting the table (its token; 5 s)
 ``{t:<id>}:lease:<hook>``      string  the dispatcher delivering the table's entries to one webhook
@@ -45,7 +45,7 @@ key                            type    holds
                                        dead letter), ``<id>:dead-count``, ``<id>:last`` (JSON: the last attempt)
 ``{o:<name>}:dead:<hook>``     list    a webhook's dead letters, newest first (at most 1000)
 ``{wh}:due``                   zset    table ids with webhook work, scored by when (ms) a dispatcher
-                                       should visit them (the hint; :mod:`service.store.outbox`)
+                                       should visit them (the hint; :mod:`service.webhooks`)
 ``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
                                        ``deleted``, ``rotated`` (PUBLISH, or SPUBLISH on a cluster: same slot)
 ``rl:...``                     -       the per-client rate limits (Flask-Limiter's, with the ``limits``
@@ -75,6 +75,16 @@ by its KEYS and refuses one that reaches a key of another node; within the
 node it would not check, so ``tests/test_store_keys.py`` reads the scripts for
 it), and all of them are one table's, so one slot's.
 
+Scripts: one convention
+-----------------------
+Every script takes its keys in KEYS, in the order stated above it, and its arguments as **one JSON
+object of named members in ARGV[1]** (``local a = cjson.decode(ARGV[1])``; :func:`args` writes it,
+leaving out a member that is off, so a script tests ``if a.owner then``); bytes that are not text
+travel as hex (:data:`UNHEX_FN`).  A script that answers more than one value answers **a flat list of
+names and values**, ``{'outcome', 'ok', 'version', 3, ...}`` (Lua's ``false`` is a nil reply there),
+which the store reads by name (:func:`reply`); one that answers a single value answers it alone.
+(A number crosses cjson as a double: exact for every integer the store sends, ms times included.)
+
 With ``REDIS_MIN_REPLICAS`` the store runs each write script and then ``WAIT``
 on the same connection (:func:`service.store.redis_client.acknowledged`); a script
 that *replays* an earlier write (its ``durable`` argument set) first
@@ -86,6 +96,9 @@ may have reached the primary only.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
+
+import orjson
 
 
 def tag(table_id: str) -> str:
@@ -270,6 +283,33 @@ ROTATED = "rotated"  # the message a ROTATE publishes (the table's tokens change
 
 TABLE_PATTERN = "{t:*}:meta"
 
+
+def args(**named: Any) -> list[bytes]:
+    """A script's arguments (see the module doc): ARGV[1], the named members (None: left out) as one JSON
+    object.
+
+    >>> args(version=3, owner=None, meta=["a", "b"])
+    [b'{"version":3,"meta":["a","b"]}']
+    """
+    return [orjson.dumps({name: value for name, value in named.items() if value is not None})]
+
+
+def reply(raw: list) -> dict[str, Any]:
+    """A script's answer read by name (see the module doc): its flat list of names and values.
+
+    >>> reply([b"outcome", b"ok", b"version", 4, b"state", None])
+    {'outcome': b'ok', 'version': 4, 'state': None}
+    """
+    return {raw[i].decode(): raw[i + 1] for i in range(0, len(raw) - 1, 2)}
+
+
+ARGS = """
+local a = cjson.decode(ARGV[1])
+"""
+UNHEX_FN = """
+local function unhex(h) return (h:gsub('..', function(c) return string.char(tonumber(c, 16)) end)) end
+"""
+
 # touch(key): a write that changes nothing but is replicated (so that this connection's WAIT covers every
 # write before it), and that a full Redis still runs (PEXPIRE and PERSIST are not refused for memory).
 # The key must exist; its TTL is kept (none stays none).
@@ -297,43 +337,40 @@ return 1
 
 # CREATE: a new table, unless the id is taken (then what a replay needs).
 # KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every()), KEYS[9] outbox
-# ARGV[1] state JSON, ARGV[2] table TTL in seconds (0: none),
-# ARGV[3] the creation's record ("" when the request has no key), ARGV[4] its TTL,
-# ARGV[5] durable: "1" to touch the table when the id exists (REDIS_MIN_REPLICAS), else "",
-# ARGV[6] the owner (the API key's name; "": none), ARGV[7] the table.created notification's data (JSON),
-# ARGV[8] the outbox's TTL in seconds (0: none), ARGV[9..] meta field/value pairs
-# (with an owner, the table.created notification is added to the outbox; the outbox is never
-# wiped: an earlier table of this id may still have notifications to deliver)
-# returns {1} when created, {0, record or false, {players, ruleset, dealer, deleted, stakes}} when the id exists
-CREATE = TOUCH_FN + """
+# a: state (JSON text), ttl (the table's, s; 0: none), meta (its field/value pairs), created (the
+#    creation's record, hex; absent: the request has no key) and created_ttl (s), durable (true: touch the
+#    table when the id exists: REDIS_MIN_REPLICAS), owner (the API key's name; absent: none; with an owner
+#    the table.created notification, data: its JSON, is added to the outbox; the outbox is never wiped: an
+#    earlier table of this id may still have notifications to deliver), outbox_ttl (s; 0: none)
+# answers {outcome: "created"} | {outcome: "exists", record: the creation's record or false,
+#          meta: {players, ruleset, dealer, deleted, stakes}}
+CREATE = TOUCH_FN + UNHEX_FN + ARGS + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[5] == '1' then touch(KEYS[1]) end
-  return {0, redis.call('GET', KEYS[6]), redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted', 'stakes')}
+  if a.durable then touch(KEYS[1]) end
+  return {'outcome', 'exists', 'record', redis.call('GET', KEYS[6]),
+          'meta', redis.call('HMGET', KEYS[1], 'players', 'ruleset', 'dealer', 'deleted', 'stakes')}
 end
-local fields = {}
-for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
-redis.call('HSET', KEYS[1], unpack(fields))
-redis.call('SET', KEYS[3], ARGV[1])
+redis.call('HSET', KEYS[1], unpack(a.meta))
+redis.call('SET', KEYS[3], a.state)
 -- whatever an expired table of this id left never attaches to the new one
 redis.call('DEL', KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
-if ARGV[3] ~= '' then redis.call('SET', KEYS[6], ARGV[3], 'EX', tonumber(ARGV[4])) end
-local ttl = tonumber(ARGV[2])
-if ttl > 0 then
-  redis.call('EXPIRE', KEYS[1], ttl)
-  redis.call('EXPIRE', KEYS[3], ttl)
+if a.created then redis.call('SET', KEYS[6], unhex(a.created), 'EX', a.created_ttl) end
+if a.ttl > 0 then
+  redis.call('EXPIRE', KEYS[1], a.ttl)
+  redis.call('EXPIRE', KEYS[3], a.ttl)
 end
-if ARGV[6] ~= '' then
-  redis.call('XADD', KEYS[9], '*', 't', 'table.created', 'o', ARGV[6], 'd', ARGV[7])
-  if tonumber(ARGV[8]) > 0 then redis.call('EXPIRE', KEYS[9], tonumber(ARGV[8])) end
+if a.owner then
+  redis.call('XADD', KEYS[9], '*', 't', 'table.created', 'o', a.owner, 'd', a.data)
+  if a.outbox_ttl > 0 then redis.call('EXPIRE', KEYS[9], a.outbox_ttl) end
 end
-return {1}
+return {'outcome', 'created'}
 """
 
 # APPEND: one record, atomically: incarnation check, idempotency replay, the table's rate limit,
 # version check, append, state update, rounds update, snapshot, idempotency record, TTL refresh, publish.
 # KEYS: meta, log, state, rounds, idem, channel, snapshots, limits, outbox (as appended()), and KEYS[10]
 # WEBHOOKS_DUE on a Redis that is not a cluster (there the hint is written by the script itself)
-# ARGV[1]: one JSON object (absent members: off):
+# a (absent members: off):
 #   version   the log length the record was validated against
 #   record    the record as stored (JSON text, codec.record)
 #   state     the new state as stored (JSON text, codec.state)
@@ -357,21 +394,21 @@ return {1}
 #   outbox    [[type, data JSON], ...]: the webhook notifications of the record, added to the outbox
 #             (in order) when the table has an owner; outbox_ttl: the outbox's TTL in seconds (0: none);
 #             due (ms) and table (its id): the hint, ZADD LT into KEYS[10] (not on a cluster: another slot)
-# returns {"ok", version, remaining, reset ms, 1 when notifications were added (2: and hinted) else 0} | {"replay", idem value, snapshot version, its state or
-#         false, records after it up to the replayed seq} | {"conflict", version, state JSON}
-#         | {"missing"} | {"denied"} | {"finished", at} | {"full", version} | {"limited", retry ms}
+# answers {outcome: "ok", version, remaining, reset (ms), noted: 1 when notifications were added (2: and
+#         hinted) else 0} | {outcome: "replay", idem: the idem value, from: the snapshot's version, snapshot:
+#         its state or false, records: those after it up to the replayed seq} | {outcome: "conflict",
+#         version, state (JSON)} | {outcome: "missing"} | {outcome: "denied"} | {outcome: "finished", at}
+#         | {outcome: "full", version} | {outcome: "limited", retry_ms}
 # (a conflict answers the state at the current version, so that the caller can plan again without
 # another round trip; a replay answers what rebuilds the first answer without a fold of the log: the
 # state at the snapshot before it and the few records from there.  An idempotency record whose log
 # entry is not there, or is another record (a fail-over lost the write), is not replayed: the
 # request is taken as new)
-APPEND = TOUCH_FN + """
-local a = cjson.decode(ARGV[1])
-local function unhex(h) return (h:gsub('..', function(c) return string.char(tonumber(c, 16)) end)) end
+APPEND = TOUCH_FN + UNHEX_FN + ARGS + """
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
-if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing'} end
+if redis.call('EXISTS', KEYS[3]) == 0 then return {'outcome', 'missing'} end
 local meta = redis.call('HMGET', KEYS[1], 'token', 'finished', 'owner')
-if a.token and meta[1] ~= a.token then return {'denied'} end
+if a.token and meta[1] ~= a.token then return {'outcome', 'denied'} end
 local field
 if a.idem then
   field = unhex(a.idem)
@@ -387,18 +424,21 @@ if a.idem then
       local snap = false
       if from > 0 then snap = redis.call('HGET', KEYS[7], tostring(from)) end
       if not snap then from = 0 end
-      return {'replay', rec, from, snap, redis.call('LRANGE', KEYS[2], from, seq - 1)}
+      return {'outcome', 'replay', 'idem', rec, 'from', from, 'snapshot', snap,
+              'records', redis.call('LRANGE', KEYS[2], from, seq - 1)}
     end
   end
 end
-if meta[2] then return {'finished', meta[2]} end
+if meta[2] then return {'outcome', 'finished', 'at', meta[2]} end
 local version = redis.call('LLEN', KEYS[2])
-if version ~= a.version then return {'conflict', version, redis.call('GET', KEYS[3])} end
+if version ~= a.version then
+  return {'outcome', 'conflict', 'version', version, 'state', redis.call('GET', KEYS[3])}
+end
 if a.state_sha then
   local stored = redis.call('GET', KEYS[3])
-  if redis.sha1hex(stored) ~= a.state_sha then return {'conflict', version, stored} end
+  if redis.sha1hex(stored) ~= a.state_sha then return {'outcome', 'conflict', 'version', version, 'state', stored} end
 end
-if a.max and version >= a.max then return {'full', version} end
+if a.max and version >= a.max then return {'outcome', 'full', 'version', version} end
 local now, start, count, previous, weighted
 if a.limit then
   local t = redis.call('TIME')
@@ -421,7 +461,7 @@ if a.limit then
     else  -- the previous window's share must fall enough
       wait = math.ceil(period * (1 - (a.limit.amount - 1 - count) / previous)) - elapsed
     end
-    return {'limited', math.max(1, wait)}
+    return {'outcome', 'limited', 'retry_ms', math.max(1, wait)}
   end
 end
 redis.call('RPUSH', KEYS[2], a.record)
@@ -466,61 +506,61 @@ if a.outbox and meta[3] then
     noted = 2
   end
 end
-return {'ok', version + 1, remaining, reset, noted}
+return {'outcome', 'ok', 'version', version + 1, 'remaining', remaining, 'reset', reset, 'noted', noted}
 """
 
 # FINISH: mark a table finished (read-only from then on), if its log is still at the version checked;
 # its streams are told (the message: {"finished_at": at}).
 # KEYS: meta, state, log, the table's channel, outbox
-# ARGV[1] the version the table was checked at (no round in progress), ARGV[2] the time (ISO 8601),
-# ARGV[3] the message, ARGV[4] PUBLISH or SPUBLISH, ARGV[5] the table.finished notification's data
-# (JSON; added to the outbox when the table has an owner; "": none), ARGV[6] the outbox's TTL in
-# seconds (0: none)
-# returns {"ok", at, 1 when notified else 0} | {"finished", at} (it already was: when) | {"conflict"} | {"missing"}
-FINISH = """
-if redis.call('EXISTS', KEYS[2]) == 0 then return {'missing'} end
+# a: version (the table was checked at it: no round in progress), at (the time, ISO 8601), message,
+#    publish (PUBLISH or SPUBLISH), data (the table.finished notification's JSON, added to the outbox when
+#    the table has an owner; absent: none), outbox_ttl (s; 0: none)
+# answers {outcome: "ok", at, noted: 1 when notified else 0} | {outcome: "finished", at: when it already
+#         was} | {outcome: "conflict"} | {outcome: "missing"}
+FINISH = ARGS + """
+if redis.call('EXISTS', KEYS[2]) == 0 then return {'outcome', 'missing'} end
 local done = redis.call('HGET', KEYS[1], 'finished')
-if done then return {'finished', done} end
-if redis.call('LLEN', KEYS[3]) ~= tonumber(ARGV[1]) then return {'conflict'} end
-redis.call('HSET', KEYS[1], 'finished', ARGV[2])
-redis.call(ARGV[4], KEYS[4], ARGV[3])
+if done then return {'outcome', 'finished', 'at', done} end
+if redis.call('LLEN', KEYS[3]) ~= a.version then return {'outcome', 'conflict'} end
+redis.call('HSET', KEYS[1], 'finished', a.at)
+redis.call(a.publish, KEYS[4], a.message)
 local owner = redis.call('HGET', KEYS[1], 'owner')
-if owner and ARGV[5] ~= '' then
-  redis.call('XADD', KEYS[5], '*', 't', 'table.finished', 'o', owner, 'd', ARGV[5])
-  if tonumber(ARGV[6]) > 0 then redis.call('EXPIRE', KEYS[5], tonumber(ARGV[6])) end
-  return {'ok', ARGV[2], 1}
+if owner and a.data then
+  redis.call('XADD', KEYS[5], '*', 't', 'table.finished', 'o', owner, 'd', a.data)
+  if a.outbox_ttl > 0 then redis.call('EXPIRE', KEYS[5], a.outbox_ttl) end
+  return {'outcome', 'ok', 'at', a.at, 'noted', 1}
 end
-return {'ok', ARGV[2], 0}
+return {'outcome', 'ok', 'at', a.at, 'noted', 0}
 """
 
 # DELETE: every key of a table, leaving a tombstone: the meta hash keeps only the
-# token hashes and "deleted" for ARGV[1] seconds, so that a request for a deleted
+# token hashes and "deleted" for a while, so that a request for a deleted
 # table is still authenticated (401 for a wrong token, 404 for a right one).
-# KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every())
-# ARGV[1] tombstone TTL in seconds
-# KEYS[9] the table's channel, ARGV[2] PUBLISH or SPUBLISH (the message is "deleted")
-# KEYS[10] the outbox, ARGV[3] the table's id ("": no notification), ARGV[4] the outbox's TTL in seconds
-# (0: none), ARGV[5] the version the table was read at, ARGV[6] its balances then (JSON): a table with
-# an owner gets its table.deleted notification (its version and balances as they were), which the
-# outbox keeps after the table is gone; a table whose log moved since it was read is not deleted (-1)
-# returns 0 when there was no table, 1 when it was deleted, 2 when it was deleted and notified, -1: moved
-DELETE = """
+# KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every()), KEYS[9] the table's
+# channel, KEYS[10] the outbox
+# a: tombstone_ttl (s), publish (PUBLISH or SPUBLISH; the message is "deleted"), table (the table's id;
+#    absent: no notification), outbox_ttl (s; 0: none), version (the table was read at it) and balances
+#    (JSON, then): a table with an owner gets its table.deleted notification (its version and balances as
+#    they were), which the outbox keeps after the table is gone; a table whose log moved since it was read
+#    is not deleted (-1)
+# answers 0 when there was no table, 1 when it was deleted, 2 when it was deleted and notified, -1: moved
+DELETE = ARGS + """
 if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
-local owner = ARGV[3] ~= '' and redis.call('HGET', KEYS[1], 'owner')
+local owner = a.table and redis.call('HGET', KEYS[1], 'owner')
 local data
 if owner then
-  if redis.call('LLEN', KEYS[2]) ~= tonumber(ARGV[5]) then return -1 end
-  data = '{"table":' .. cjson.encode(ARGV[3]) .. ',"seq":null,"version":' .. ARGV[5] .. ',"record":null,"balances":'
-    .. ARGV[6] .. '}'
+  if redis.call('LLEN', KEYS[2]) ~= a.version then return -1 end
+  data = '{"table":' .. cjson.encode(a.table) .. ',"seq":null,"version":' .. string.format('%d', a.version)
+    .. ',"record":null,"balances":' .. a.balances .. '}'
 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 redis.call('HDEL', KEYS[1], 'players', 'ruleset', 'dealer', 'created', 'stakes')
 redis.call('HSET', KEYS[1], 'deleted', '1')
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
-redis.call(ARGV[2], KEYS[9], 'deleted')
+redis.call('EXPIRE', KEYS[1], a.tombstone_ttl)
+redis.call(a.publish, KEYS[9], 'deleted')
 if owner then
   redis.call('XADD', KEYS[10], '*', 't', 'table.deleted', 'o', owner, 'd', data)
-  if tonumber(ARGV[4]) > 0 then redis.call('EXPIRE', KEYS[10], tonumber(ARGV[4])) end
+  if a.outbox_ttl > 0 then redis.call('EXPIRE', KEYS[10], a.outbox_ttl) end
   return 2
 end
 return 1
@@ -529,53 +569,53 @@ return 1
 # ROTATE: new tokens for a table; the old ones stop working at once, the creation's kept first
 # response (its tokens) is dropped, and the channel says "rotated" (streams re-check their credentials).
 # KEYS: meta, state, created, channel
-# ARGV[1] SHA-256 (hex) of the write token the caller gave ("": the caller is the owner's API key),
-# ARGV[2] the owner's name ("": a token), ARGV[3], ARGV[4] the new write and read tokens' SHA-256,
-# ARGV[5] PUBLISH or SPUBLISH
-# returns "ok" | "missing" (no table, or not the owner's) | "denied" (the write token changed meanwhile)
-ROTATE = """
+# a: token (SHA-256, hex, of the write token the caller gave; absent: the caller is the owner's API key),
+#    owner (the owner's name; absent: a token), new_token and new_read_token (the new tokens' SHA-256),
+#    publish (PUBLISH or SPUBLISH)
+# answers "ok" | "missing" (no table, or not the owner's) | "denied" (the write token changed meanwhile)
+ROTATE = ARGS + """
 if redis.call('EXISTS', KEYS[2]) == 0 then return 'missing' end
 local meta = redis.call('HMGET', KEYS[1], 'token', 'owner')
-if ARGV[1] == '' and ARGV[2] == '' then return 'denied' end
-if ARGV[1] ~= '' and meta[1] ~= ARGV[1] then return 'denied' end
-if ARGV[2] ~= '' and meta[2] ~= ARGV[2] then return 'missing' end
-redis.call('HSET', KEYS[1], 'token', ARGV[3], 'read_token', ARGV[4])
+if not a.token and not a.owner then return 'denied' end
+if a.token and meta[1] ~= a.token then return 'denied' end
+if a.owner and meta[2] ~= a.owner then return 'missing' end
+redis.call('HSET', KEYS[1], 'token', a.new_token, 'read_token', a.new_read_token)
 redis.call('DEL', KEYS[3])
-redis.call(ARGV[5], KEYS[4], 'rotated')
+redis.call(a.publish, KEYS[4], 'rotated')
 return 'ok'
 """
 
-# -- the webhook dispatcher's scripts (service/store/outbox.py) --------------------------------------
+# -- the webhook dispatcher's scripts (service/webhooks/dispatcher.py) --------------------------------------
 # A lease is a string holding its dispatcher's random token, with a PX expiry: taken with SET NX PX,
 # renewed and released only by its holder (these scripts), so that a dispatcher that lost it (it
 # stalled past the expiry, another took over) changes nothing.
 
-# RENEW: KEYS[1] a lease; ARGV[1] the holder's token, ARGV[2] the new expiry in ms
-# returns 1 when renewed, 0 when the lease is not (or no longer) the holder's
-RENEW = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+# RENEW: KEYS[1] a lease; a: token (the holder's), ms (the new expiry)
+# answers 1 when renewed, 0 when the lease is not (or no longer) the holder's
+RENEW = ARGS + """
+if redis.call('GET', KEYS[1]) ~= a.token then return 0 end
+redis.call('PEXPIRE', KEYS[1], a.ms)
 return 1
 """
 
-# RELEASE: KEYS[1] a lease; ARGV[1] the holder's token
-# returns 1 when released, 0 when it was not the holder's
-RELEASE = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+# RELEASE: KEYS[1] a lease; a: token (the holder's)
+# answers 1 when released, 0 when it was not the holder's
+RELEASE = ARGS + """
+if redis.call('GET', KEYS[1]) ~= a.token then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
 """
 
 # ADVANCE: where one webhook's deliveries of a table stand, written by the holder of its lane lease.
 # KEYS[1] the lane's lease, KEYS[2] lanes, KEYS[3] outbox
-# ARGV[1] the holder's token, ARGV[2] the webhook id, ARGV[3] the lane (JSON)
-# returns 1 when written, 0 when the lease is not the holder's, 2 when the outbox is gone (nothing to do)
+# a: token (the holder's), hook (the webhook's id), lane (JSON)
+# answers 1 when written, 0 when the lease is not the holder's, 2 when the outbox is gone (nothing to do)
 # (the lanes hash expires with the outbox)
-ADVANCE = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+ADVANCE = ARGS + """
+if redis.call('GET', KEYS[1]) ~= a.token then return 0 end
 local ttl = redis.call('PTTL', KEYS[3])
 if ttl == -2 then return 2 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[2], a.hook, a.lane)
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 return 1
 """
@@ -583,13 +623,13 @@ return 1
 # TRIM: drop the outbox entries every webhook is done with, and the lanes of webhooks that are gone;
 # an outbox left empty whose table is gone goes, with its lanes.
 # KEYS[1] the visit's lease, KEYS[2] outbox, KEYS[3] lanes, KEYS[4] the table's state
-# ARGV[1] the holder's token, ARGV[2] the first entry id to keep ("": trim nothing), ARGV[3..] the
-# webhook ids whose lanes to drop
-# returns the entries left, or -1 when the lease is not the holder's
-TRIM = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-if ARGV[2] ~= '' then redis.call('XTRIM', KEYS[2], 'MINID', ARGV[2]) end
-if #ARGV > 2 then redis.call('HDEL', KEYS[3], unpack(ARGV, 3)) end
+# a: token (the holder's), keep (the first entry id to keep; absent: trim nothing), gone (the webhook ids
+#    whose lanes to drop; absent: none)
+# answers the entries left, or -1 when the lease is not the holder's
+TRIM = ARGS + """
+if redis.call('GET', KEYS[1]) ~= a.token then return -1 end
+if a.keep then redis.call('XTRIM', KEYS[2], 'MINID', a.keep) end
+if a.gone and #a.gone > 0 then redis.call('HDEL', KEYS[3], unpack(a.gone)) end
 local left = redis.call('XLEN', KEYS[2])
 if left == 0 and redis.call('EXISTS', KEYS[4]) == 0 then redis.call('DEL', KEYS[2], KEYS[3]) end
 return left
@@ -599,77 +639,74 @@ return left
 # at its memory bound refuses every command queued in a MULTI, and a script's reads it runs
 # (so tables can still be read, and deleted, when Redis is full).
 # KEYS: the keys read
-# ARGV: for each read: the command, the index of its key in KEYS, the number of its other
-#       arguments, then those arguments
-# returns the replies, in order
-READ = """
+# a: reads (for each read: [command, the index of its key in KEYS, its other arguments...])
+# answers the replies, in order
+READ = ARGS + """
 local allowed = {GET = 1, HGET = 1, HMGET = 1, HGETALL = 1, LLEN = 1, LRANGE = 1, LINDEX = 1, ZRANGE = 1}
-local out, i = {}, 1
-while i <= #ARGV do
-  local name, key, n = ARGV[i], KEYS[tonumber(ARGV[i + 1])], tonumber(ARGV[i + 2])
+local out = {}
+for i = 1, #a.reads do
+  local read = a.reads[i]
+  local name, key = read[1], KEYS[read[2]]
   if not allowed[name] then return redis.error_reply('READ does not run ' .. name) end
-  out[#out + 1] = redis.call(name, key, unpack(ARGV, i + 3, i + 2 + n))
-  i = i + 3 + n
+  out[i] = redis.call(name, key, unpack(read, 3))
 end
 return out
 """
 
 # REPAIR: replace a table's state and rounds with a fresh fold, if the log has not moved.
 # KEYS[1] log, KEYS[2] state, KEYS[3] rounds
-# ARGV[1] the log length folded, ARGV[2] state JSON, ARGV[3] JSON array of round summaries
-# returns 1 when written, 0 when the log moved meanwhile
-REPAIR = """
-if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[2], ARGV[2])
+# a: version (the log length folded), state (JSON), rounds (the round summaries, each JSON)
+# answers 1 when written, 0 when the log moved meanwhile
+REPAIR = ARGS + """
+if redis.call('LLEN', KEYS[1]) ~= a.version then return 0 end
+redis.call('SET', KEYS[2], a.state)
 redis.call('DEL', KEYS[3])
-local items = cjson.decode(ARGV[3])
-for i = 1, #items do redis.call('RPUSH', KEYS[3], items[i]) end
+for i = 1, #a.rounds do redis.call('RPUSH', KEYS[3], a.rounds[i]) end
 return 1
 """
 
 # REGISTER: a new webhook of an API key, unless the key has its most already.
-# KEYS[1] the key's webhooks; ARGV[1] the webhook's id, ARGV[2] its registration (JSON), ARGV[3] the most
-# returns 1 when registered, 0 when the key has ARGV[3] webhooks already
-REGISTER = """
-if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+# KEYS[1] the key's webhooks; a: id (the webhook's), registration (JSON), most
+# answers 1 when registered, 0 when the key has `most` webhooks already
+REGISTER = ARGS + """
+if redis.call('HLEN', KEYS[1]) >= a.most then return 0 end
+redis.call('HSET', KEYS[1], a.id, a.registration)
 return 1
 """
 
 # UNREGISTER: a webhook, its status and its dead letters (its lanes in the tables' slots are
 # dropped by the dispatcher's next TRIM of each table).
-# KEYS[1] the key's webhooks, KEYS[2] their status, KEYS[3] the webhook's dead letters; ARGV[1] its id
-# returns 1 when it existed, else 0
-UNREGISTER = """
-if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('HDEL', KEYS[2], ARGV[1] .. ':ok', ARGV[1] .. ':dead', ARGV[1] .. ':dead-count', ARGV[1] .. ':last')
+# KEYS[1] the key's webhooks, KEYS[2] their status, KEYS[3] the webhook's dead letters; a: id (the webhook's)
+# answers 1 when it existed, else 0
+UNREGISTER = ARGS + """
+if redis.call('HDEL', KEYS[1], a.id) == 0 then return 0 end
+redis.call('HDEL', KEYS[2], a.id .. ':ok', a.id .. ':dead', a.id .. ':dead-count', a.id .. ':last')
 redis.call('DEL', KEYS[3])
 return 1
 """
 
 # NOTE: what a delivery attempt of a webhook did, unless the webhook is gone meanwhile.
 # KEYS[1] the key's webhooks, KEYS[2] their status, KEYS[3] the webhook's dead letters
-# ARGV[1] the webhook's id, ARGV[2] the attempt (JSON: its last_delivery), ARGV[3] "ok", "failed" or
-# "dead" (the notification is dead-lettered), ARGV[4] the dead letter (JSON) when "dead",
-# ARGV[5] the dead letters kept
+# a: id (the webhook's), attempt (JSON: its last_delivery), outcome ("ok", "failed", "test" or "dead": the
+#    notification is dead-lettered), dead_letter (JSON, when "dead"), kept (the dead letters kept)
 # (the times of the last "ok" and "dead", whose order makes the status, are this Redis's clock, and each
 # is later than the other one's: the dispatchers that note them may run on hosts whose clocks differ,
 # two outcomes may come in one ms, and a fail-over may put the clock back)
-# returns 1, or 0 when the webhook no longer exists
-NOTE = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+# answers 1, or 0 when the webhook no longer exists
+NOTE = ARGS + """
+if redis.call('HEXISTS', KEYS[1], a.id) == 0 then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local was = redis.call('HMGET', KEYS[2], ARGV[1] .. ':ok', ARGV[1] .. ':dead')
-redis.call('HSET', KEYS[2], ARGV[1] .. ':last', ARGV[2])
-if ARGV[3] == 'ok' then
-  redis.call('HSET', KEYS[2], ARGV[1] .. ':ok', math.max(now, (tonumber(was[2]) or 0) + 1))
+local was = redis.call('HMGET', KEYS[2], a.id .. ':ok', a.id .. ':dead')
+redis.call('HSET', KEYS[2], a.id .. ':last', a.attempt)
+if a.outcome == 'ok' then
+  redis.call('HSET', KEYS[2], a.id .. ':ok', math.max(now, (tonumber(was[2]) or 0) + 1))
 end
-if ARGV[3] == 'dead' then
-  redis.call('LPUSH', KEYS[3], ARGV[4])
-  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[5]) - 1)
-  redis.call('HSET', KEYS[2], ARGV[1] .. ':dead', math.max(now, (tonumber(was[1]) or 0) + 1))
-  redis.call('HINCRBY', KEYS[2], ARGV[1] .. ':dead-count', 1)
+if a.outcome == 'dead' then
+  redis.call('LPUSH', KEYS[3], a.dead_letter)
+  redis.call('LTRIM', KEYS[3], 0, a.kept - 1)
+  redis.call('HSET', KEYS[2], a.id .. ':dead', math.max(now, (tonumber(was[1]) or 0) + 1))
+  redis.call('HINCRBY', KEYS[2], a.id .. ':dead-count', 1)
 end
 return 1
 """
@@ -754,44 +791,45 @@ def club_box(club_id: str) -> str:
 
 # CLUB_CREATE: a new club with its first season, unless the id is taken (then what a replay needs).
 # KEYS[1] meta, KEYS[2] created, KEYS[3] seasons
-# ARGV[1] the creation's record ("" when the request has no Idempotency-Key), ARGV[2] its TTL in seconds,
-# ARGV[3] the first season's id, ARGV[4] the season (JSON), ARGV[5..] meta field/value pairs
-# returns {1} when created, {0, record or false} when the id exists
-CLUB_CREATE = """
+# a: meta (its field/value pairs), season_id (the first season's) and season (its JSON), created (the
+#    creation's record, hex; absent: the request has no Idempotency-Key) and created_ttl (s)
+# answers {outcome: "created"} | {outcome: "exists", record: the creation's record or false}
+CLUB_CREATE = UNHEX_FN + ARGS + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {0, redis.call('GET', KEYS[2])}
+  return {'outcome', 'exists', 'record', redis.call('GET', KEYS[2])}
 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 5))
-redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
-if ARGV[1] ~= '' then redis.call('SET', KEYS[2], ARGV[1], 'EX', tonumber(ARGV[2])) end
-return {1}
+redis.call('HSET', KEYS[1], unpack(a.meta))
+redis.call('HSET', KEYS[3], a.season_id, a.season)
+if a.created then redis.call('SET', KEYS[2], unhex(a.created), 'EX', a.created_ttl) end
+return {'outcome', 'created'}
 """
 
 # CLUB_APPLY: a club's write, computed by the store from what it read at the club's version: the
 # writes are made only if the club is still at that version, all of them or none, and the version
 # moves on by one.
 # KEYS[1] the club's meta, KEYS[2..] every other key the writes name (all the club's)
-# ARGV[1] the version the writes were computed at ("": whatever it is now), ARGV[2] the writes
-# (JSON: a list of [command, index of its key in KEYS, its other arguments (strings)...]; the commands:
-# HSET, HDEL, DEL, RPUSH, ZADD, ZREM, XADD)
-# returns {"ok", the new version} | {"conflict", the version now} | {"missing"} (no such club)
+# a: version (the version the writes were computed at; absent: whatever it is now), writes (a list of
+#    [command, index of its key in KEYS, its other arguments (strings)...]; the commands: HSET, HDEL, DEL,
+#    RPUSH, ZADD, ZREM, XADD)
+# answers {outcome: "ok", version: the new one} | {outcome: "conflict", version: the one now} |
+#         {outcome: "missing"} (no such club)
 # (every write is checked before any is made, and the first is the version's HINCRBY, which Redis refuses
 # when it is out of memory: a full Redis refuses the script before it changed anything)
-CLUB_APPLY = """
-local version = redis.call('HGET', KEYS[1], 'version')
-if not version then return {'missing'} end
-if ARGV[1] ~= '' and version ~= ARGV[1] then return {'conflict', version} end
+CLUB_APPLY = ARGS + """
+local version = tonumber(redis.call('HGET', KEYS[1], 'version'))
+if not version then return {'outcome', 'missing'} end
+if a.version and version ~= a.version then return {'outcome', 'conflict', 'version', version} end
 local allowed = {HSET = 1, HDEL = 1, DEL = 1, RPUSH = 1, ZADD = 1, ZREM = 1, XADD = 1}
-local writes = cjson.decode(ARGV[2])
-for i = 1, #writes do
-  if not allowed[writes[i][1]] then return redis.error_reply('CLUB_APPLY does not run ' .. tostring(writes[i][1])) end
-  if not KEYS[writes[i][2]] then return redis.error_reply('CLUB_APPLY: no key ' .. tostring(writes[i][2])) end
+for i = 1, #a.writes do
+  local w = a.writes[i]
+  if not allowed[w[1]] then return redis.error_reply('CLUB_APPLY does not run ' .. tostring(w[1])) end
+  if not KEYS[w[2]] then return redis.error_reply('CLUB_APPLY: no key ' .. tostring(w[2])) end
 end
 local now = redis.call('HINCRBY', KEYS[1], 'version', 1)
-for i = 1, #writes do
-  local w = writes[i]
+for i = 1, #a.writes do
+  local w = a.writes[i]
   local k = w[2]
   redis.call(w[1], KEYS[k], unpack(w, 3))
 end
-return {'ok', now}
+return {'outcome', 'ok', 'version', now}
 """

@@ -44,12 +44,14 @@ connection itself is re-established on the next command:
   that the next one is made afresh (a DNS name or address that a fail-over
   moved to the new primary).
 
-:func:`on_primary` sends a table's commands to the client of the primary that
-holds it (a cluster node's own client, which sends a command straight to its
-node: the cluster client would look up the slot of every command again),
-:func:`acknowledged` runs a write script and
-``WAIT`` in one pipeline on the connection that wrote
-(``REDIS_MIN_REPLICAS``), :func:`check_ready` is what ``/readyz`` asks,
+The store sends every command and script through the client itself: on a
+cluster, ``RedisCluster`` routes each by its keys (a script's ``EVALSHA`` by
+its KEYS, all in one slot) and follows ``MOVED`` and ``ASK`` itself.  What
+must share one connection of the key's node goes through :func:`on_node` (the
+cluster's node API: ``get_node_from_key``, ``get_redis_connection``): a write
+script and its ``WAIT`` (:func:`acknowledged`, ``REDIS_MIN_REPLICAS``), and a
+few reads of one slot pipelined in one round trip; :func:`clock_ms` reads the
+clock of the node that holds a key.  :func:`check_ready` is what ``/readyz`` asks,
 :func:`primaries` gives one client per primary (a cluster is scanned node by
 node) and :func:`publish_command` is how a write announces itself to the live
 stream (``SPUBLISH`` on a cluster: :mod:`service.api.stream` subscribes with
@@ -64,8 +66,8 @@ Readings (where the issue is silent):
   and its primary dying together can still lose it.
 * Reads go to the primary and may show a write still waiting for its replicas
   (it is not acknowledged yet, and a fail-over may take it away).
-* While a slot moves between nodes (resharding) its tables may answer 503;
-  the store does not follow ``ASK``.
+* While a slot moves between nodes (resharding) a write that must ``WAIT``
+  may answer 503 (its pipeline on the slot's node does not follow ``ASK``).
 
 >>> parse("redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster/2")
 RedisTarget(kind='sentinel', nodes=(('10.0.0.1', 26379), ('10.0.0.2', 26379)), service='mymaster', db=2, \
@@ -94,6 +96,7 @@ import redis
 import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.commands import RedisClusterCommands
 from redis.commands.core import Script
 from redis.retry import Retry
 from redis.sentinel import Sentinel
@@ -249,7 +252,7 @@ def _cluster_errors():
         raise ClusterUnavailable(f"Redis Cluster: {exc}") from exc
 
 
-class LazyCluster:
+class LazyCluster(RedisClusterCommands):
     """A :class:`~redis.cluster.RedisCluster` made on first use, standing in for it meanwhile.
 
     RedisCluster reads the cluster's slot map when it is made and raises if no
@@ -257,9 +260,11 @@ class LazyCluster:
     server.  This holder makes it on the first command instead (a worker started
     while the cluster is away answers 503 and ``/readyz`` says why): every
     attribute is the client's, made then; a Script can be registered before
-    (it needs only the encoder).  The cluster client's own errors (no node
-    answers, a slot that no node serves during a fail-over) are raised as
-    :class:`ClusterUnavailable`, a redis ``ConnectionError``.
+    (it needs only the encoder).  Its commands are redis-py's cluster commands
+    (``RedisClusterCommands``), sent through :meth:`execute_command`, so the
+    cluster client's own errors (no node answers, a slot that no node serves
+    during a fail-over) are raised as :class:`ClusterUnavailable`, a redis
+    ``ConnectionError``, whatever the command.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -345,36 +350,38 @@ def primaries(client: Client, refresh: bool = True) -> list[redis.Redis]:
     return [client]
 
 
-def on_primary(client: Client, key: str, call: Callable[[redis.Redis], Any]) -> Any:
-    """``call`` with the client of the primary that holds ``key`` (a cluster node's, else ``client``).
+def on_node(client: Client, key: str, call: Callable[[redis.Redis], Any]) -> Any:
+    """``call`` with the client of the primary that holds ``key`` (a cluster node's, else ``client``), for
+    commands that must share one connection of that node (a script and its ``WAIT``) or one round trip.
 
-    On a cluster, a ``MOVED``/``ASK``/``TRYAGAIN``/``CLUSTERDOWN`` answer means the
-    command was not run: the slot map is refreshed and ``call`` runs again (at
-    most 3 times).  A node that cannot be reached refreshes the map too (for
-    the next request) and the error is raised.
+    The node is the cluster client's (``get_node_from_key``).  A ``MOVED`` there (the slot moved since
+    the cluster client last saw it: nothing was run) sends one command for the key through the cluster
+    client, which follows the redirection and learns the slot's node, and ``call`` runs once more.
     """
     if kind(client) != "cluster":
         return call(client)
     with _cluster_errors():
-        client = cluster_of(client)
-    moved = (redis.exceptions.MovedError, redis.exceptions.AskError, redis.exceptions.TryAgainError,
-             redis.exceptions.ClusterDownError)
-    for attempt in range(3):
+        cluster = cluster_of(client)
+    for attempt in range(2):
         with _cluster_errors():
-            node = client.nodes_manager.get_node_from_slot(client.keyslot(key))
+            node = cluster.get_redis_connection(cluster.get_node_from_key(key))
         try:
-            return call(client.get_redis_connection(node))
-        except moved:
-            if attempt == 2:
+            return call(node)
+        except redis.exceptions.MovedError:
+            if attempt:
                 raise
-            with _cluster_errors():
-                client.nodes_manager.initialize()
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-            try:
-                client.nodes_manager.initialize()
-            except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException):
-                pass
-            raise
+            client.exists(key)
+
+
+def clock_ms(client: Client, key: str) -> int:
+    """The Redis clock (ms) of the primary that holds ``key`` (``TIME`` there: on a cluster, each node has
+    its own)."""
+    if kind(client) == "cluster":
+        with _cluster_errors():
+            sec, usec = client.time(target_nodes=cluster_of(client).get_node_from_key(key))
+    else:
+        sec, usec = client.time()
+    return int(sec) * 1000 + int(usec) // 1000
 
 
 def acknowledged(client: Client, script: Script, keys: Sequence, args: Sequence, replicas: int,
@@ -383,7 +390,7 @@ def acknowledged(client: Client, script: Script, keys: Sequence, args: Sequence,
 
     ``WAIT`` confirms that the replicas have everything *its* connection wrote
     (the script's writes, and everything written before them: replication is in
-    order), hence one pipeline on the primary that holds the keys: the script,
+    order), hence one pipeline on the primary that holds the keys (:func:`on_node`): the script,
     then ``WAIT`` right after it.  The script runs as redis-py runs a ``Script``
     in a pipeline: the pipeline makes sure the server has it (``SCRIPT EXISTS``,
     ``SCRIPT LOAD`` if not) on that connection before it sends the two.  When
@@ -399,7 +406,7 @@ def acknowledged(client: Client, script: Script, keys: Sequence, args: Sequence,
             raise NotReplicated(confirmed, replicas)
         return result
 
-    return on_primary(client, keys[0], run)
+    return on_node(client, keys[0], run)
 
 
 # -- readiness -------------------------------------------------------------------------------------

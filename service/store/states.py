@@ -19,9 +19,9 @@ recently put entry goes first.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any, NamedTuple
+
+from .lru import Lru
 
 STATES_KEPT = 2048  # table states a store (a worker) keeps between writes
 
@@ -34,29 +34,21 @@ class Kept(NamedTuple):
 
 
 class StateCache:
-    """A bounded map table id → :class:`Kept`, safe to share between threads (greenlets)."""
+    """A bounded map table id → :class:`Kept` (an :class:`~service.store.lru.Lru`), safe to share between
+    threads (greenlets): an entry is taken out for a write, and put back after it."""
 
     def __init__(self, size: int = STATES_KEPT) -> None:
         self.size = size
-        self._entries: OrderedDict[str, Kept] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: Lru[str, Kept] = Lru(size)
 
     def take(self, table_id: str) -> Kept | None:
-        with self._lock:
-            return self._entries.pop(table_id, None)
+        return self._entries.pop(table_id)
 
     def put(self, table_id: str, kept: Kept) -> None:
-        if self.size <= 0:
-            return
-        with self._lock:
-            self._entries[table_id] = kept
-            self._entries.move_to_end(table_id)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+        self._entries.put(table_id, kept)
 
     def drop(self, table_id: str) -> None:
-        with self._lock:
-            self._entries.pop(table_id, None)
+        self._entries.pop(table_id)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -27,7 +27,7 @@ deletion also adds its notification to the table's outbox (a stream in the
 table's slot, :func:`~service.store.keys.outbox`), so an acknowledged write
 always has its notification and a refused one never has.  After the script
 the store adds the table to :data:`~service.store.keys.WEBHOOKS_DUE` (the
-hint the dispatcher polls, :mod:`service.store.outbox`); a crash between the
+hint the dispatcher polls, :mod:`service.webhooks`); a crash between the
 two leaves an outbox without its hint, which the dispatcher's sweep finds.
 (An append on a Redis that is not a cluster writes the hint in its script: the
 due set is on the same server, and the append costs no second round trip.)
@@ -329,17 +329,14 @@ class TableStore:
     def _read(self, *reads: tuple) -> list:
         """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
         names: list[str] = []
-        argv: list = []
-        for command, key, *args in reads:
+        listed: list = []
+        for command, key, *rest in reads:
             if key not in names:
                 names.append(key)
-            argv += [command, names.index(key) + 1, len(args), *args]
-        return self._on(names[0], lambda r: self._reads(keys=names, args=argv, client=r))
+            listed.append([command, names.index(key) + 1, *rest])
+        argv = keys.args(reads=listed)
+        return self._reads(keys=names, args=argv, client=self.r)
 
-    def _on(self, key: str, call):
-        """``call(client)`` with the client of the primary that holds ``key`` (on a cluster: that node's,
-        which skips the cluster client's routing of every command; a ``MOVED`` is followed)."""
-        return redis_client.on_primary(self.r, key, call)
 
     def _run(self, script, keys: list, args: list, wrote=lambda result: True):
         """Run a write script (and ``WAIT`` with ``min_replicas``: ``wrote(result)`` says whether the
@@ -349,7 +346,7 @@ class TableStore:
             if self.min_replicas:
                 return redis_client.acknowledged(self.r, script, keys, args, self.min_replicas,
                                                  self.wait_timeout_ms, wrote)
-            return self._on(keys[0], lambda r: script(keys=keys, args=args, client=r))
+            return script(keys=keys, args=args, client=self.r)
         except redis_client.NotReplicated as exc:
             raise NotReplicated(f"the write reached Redis but was not confirmed by {exc.wanted} replica(s) "
                                 f"within {self.wait_timeout_ms} ms ({exc.replicas} did); it is not acknowledged: "
@@ -418,11 +415,12 @@ class TableStore:
             if reserve is not None:
                 reserve(table_id)
             notify = owner is not None and self.webhooks
-            data = self._notification(table_id, None, 0, None, state.balances) if notify else ""
-            res = self._run(self._create, [*keys.every(table_id), keys.outbox(table_id)],
-                            [codec.state(state.to_dict()), self.table_ttl, record, created_ttl, self._durable,
-                             owner if notify else "", data, self.outbox_ttl, *flat])
-            if res[0] == 1:
+            res = keys.reply(self._run(self._create, [*keys.every(table_id), keys.outbox(table_id)], keys.args(
+                state=codec.state(state.to_dict()).decode(), ttl=self.table_ttl, meta=flat,
+                created=record.hex() if record else None, created_ttl=created_ttl, durable=self._durable or None,
+                owner=owner if notify else None, outbox_ttl=self.outbox_ttl,
+                data=self._notification(table_id, None, 0, None, state.balances) if notify else None)))
+            if res["outcome"] == b"created":
                 if notify:
                     self._hint(table_id)
                 if owner is not None:
@@ -430,7 +428,7 @@ class TableStore:
                 return Created(table_id, token, read_token, list(players), state.ruleset.as_dict(), dealer,
                                state.version, state.balances, coins=state.coins)
             if idempotency_key:
-                replay = self._replay_creation(table_id, idempotency_key, fp, res[1], res[2])
+                replay = self._replay_creation(table_id, idempotency_key, fp, res["record"], res["meta"])
                 if owner is not None:  # (listed again: a first attempt may have failed before)
                     self._index(owner, table_id)
                 return replay
@@ -458,7 +456,7 @@ class TableStore:
     def is_creation_replay(self, idempotency_key: str, fp: str, owner: str | None = None) -> bool:
         """Whether this key already created a table from this very request (its retry is a replay)."""
         key = keys.created(created_id(idempotency_key, owner))
-        record = self._on(key, lambda r: r.get(key))
+        record = self.r.get(key)
         return bool(record) and hmac.compare_digest(record[:8], keys.fp_digest(fp))
 
     # -- auth ------------------------------------------------------------------------
@@ -467,16 +465,15 @@ class TableStore:
         :func:`_check_access`)."""
         if isinstance(token, Access):
             meta = keys.meta(table_id)
-            _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), token)
+            _check_access(table_id, self.r.hmget(meta, *AUTH_FIELDS), token)
             return
         meta = keys.meta(table_id)
-        _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), Access(token, write))
+        _check_access(table_id, self.r.hmget(meta, *AUTH_FIELDS), Access(token, write))
 
     def meta_fields(self, table_id: str, *names: str) -> list[str | None]:
         """Fields of the table's meta hash (as text, None where absent), unchecked: for the store's own
         callers (a club reads the club and seats of a table it counts)."""
-        meta = keys.meta(table_id)
-        found = self._on(meta, lambda r: r.hmget(meta, *names))
+        found = self.r.hmget(keys.meta(table_id), *names)
         return [None if v is None else v.decode() for v in found]
 
     # -- read --------------------------------------------------------------------------
@@ -576,7 +573,7 @@ class TableStore:
     def records(self, table_id: str, first: int, last: int) -> list[dict]:
         """The records ``first`` to ``last`` (seqs, inclusive) of a log that has them."""
         log = keys.log(table_id)
-        raw = self._on(log, lambda r: r.lrange(log, first - 1, last - 1))
+        raw = self.r.lrange(log, first - 1, last - 1)
         if len(raw) != last - first + 1:  # a log only grows: it was deleted meanwhile
             raise TableNotFound(f"no table {table_id!r}")
         return codec.read_records(raw, first)
@@ -601,7 +598,7 @@ class TableStore:
                 stored = None
                 if at:
                     key = keys.snapshots(table_id)
-                    stored = self._on(key, lambda r: r.hget(key, str(at)))
+                    stored = self.r.hget(key, str(at))
                 if stored is None:
                     at = 0
                 records = self.records(table_id, at + 1, version) if version > at else []
@@ -616,8 +613,7 @@ class TableStore:
     def _empty(self, table_id: str) -> TableState:
         """The table's state before its first record."""
         meta = keys.meta(table_id)
-        players, ruleset, dealer, stakes = self._on(meta, lambda r: r.hmget(meta, "players", "ruleset", "dealer",
-                                                                            "stakes"))
+        players, ruleset, dealer, stakes = self.r.hmget(meta, "players", "ruleset", "dealer", "stakes")
         if players is None:
             raise TableNotFound(f"no table {table_id!r}")
         return fold(codec.loads(players), codec.loads(ruleset), int(dealer), (), _stakes(stakes))[0]
@@ -651,16 +647,17 @@ class TableStore:
                 at = _now()
                 data = self._notification(table_id, None, loaded.version, None, loaded.state.balances) \
                     if self.webhooks else ""
-                res = self._run(self._finish, [keys.meta(table_id), keys.state(table_id), keys.log(table_id),
-                                               keys.channel(table_id), keys.outbox(table_id)],
-                                [loaded.version, at, codec.dumps({"finished_at": at}), self.publish_command,
-                                 data, self.outbox_ttl],
-                                wrote=lambda res: res[0] == b"ok")
-                if res[0] == b"missing":
+                res = keys.reply(self._run(
+                    self._finish, [keys.meta(table_id), keys.state(table_id), keys.log(table_id),
+                                   keys.channel(table_id), keys.outbox(table_id)],
+                    keys.args(version=loaded.version, at=at, message=codec.dumps({"finished_at": at}).decode(),
+                              publish=self.publish_command, data=data or None, outbox_ttl=self.outbox_ttl),
+                    wrote=lambda raw: keys.reply(raw)["outcome"] == b"ok"))
+                if res["outcome"] == b"missing":
                     raise TableNotFound(f"no table {table_id!r}")
-                if res[0] == b"conflict":
+                if res["outcome"] == b"conflict":
                     continue
-                if res[0] == b"ok" and self.webhooks and int(res[2]):  # (b"finished": a racing finish won)
+                if self.webhooks and int(res.get("noted") or 0):
                     self._hint(table_id)
             self._states.drop(table_id)
             return self.get(table_id)
@@ -751,18 +748,18 @@ class TableStore:
                 closing = record["type"] in ("void", "round_end")
                 args["max"] = self.max_events - (0 if closing else min(CORRECTIONS, self.max_events // 2))
             res = self._run_append(table_id, args, field, digest, hashes)
-            outcome = res[0]
+            outcome = res["outcome"]
             if outcome == b"ok":
                 self._states.put(table_id, Kept(version + 1, new_state, hashes, _sha1(stored_state)))
-                if len(res) > 4 and int(res[4]) == 1:  # (2: the script wrote the hint too)
+                if int(res["noted"]) == 1:  # (2: the script wrote the hint too)
                     self._hint(table_id)
                 if amount:
-                    written = replace(written, quota=Quota(limit, amount, int(res[2]), int(res[3])))
+                    written = replace(written, quota=Quota(limit, amount, int(res["remaining"]), int(res["reset"])))
                 return written
             if outcome == b"replay":
-                return self._replay(table_id, res[1], fp, int(res[2]), res[3], res[4])
+                return self._replay(table_id, res["idem"], fp, int(res["from"]), res["snapshot"], res["records"])
             if outcome == b"limited":
-                retry = max(1, -(-int(res[1]) // 1000))
+                retry = max(1, -(-int(res["retry_ms"]) // 1000))
                 raise RateLimited(f"this table takes at most {amount} {limit.split('_')[1]} a minute; "
                                   f"retry in {retry} s", limit=limit, retry_after=retry, amount=amount)
             if outcome in (b"missing", b"denied"):
@@ -772,19 +769,20 @@ class TableStore:
                     raise TableNotFound(f"no table {table_id!r}")
                 continue  # the id was given to a new table between the read and the script
             if outcome == b"finished":
-                raise Conflict("table_finished", f"the table was finished at {res[1].decode()}: it takes no more "
+                raise Conflict("table_finished", f"the table was finished at {res['at'].decode()}: it takes no more "
                                "events", current=version)
             if outcome == b"full":
                 raise Conflict("table_full", f"the table has reached its limit of {self.max_events} events "
                                "(a void or a round's end can still be recorded)", current=version)
-            current = int(res[1])
+            current = int(res["version"])
             # the table is not as planned: an If-Match that does not name its version is 412; one that
             # does (a list naming it, or the same version with another stored state) plans again on it
             if if_match is not None and not _matches(if_match, current):
                 raise PreconditionFailed(f"the table is at version {current}, not {_show(if_match)}",
                                          current=current)
-            if use_kept and res[2] is not None:
-                kept = Kept(current, TableState.from_dict(codec.read_state(res[2])), hashes, _sha1(res[2]))
+            stored_now = res["state"]
+            if use_kept and stored_now is not None:
+                kept = Kept(current, TableState.from_dict(codec.read_state(stored_now)), hashes, _sha1(stored_now))
                 if not self._may_use(kept, access, if_match):
                     kept = None
             if attempt:
@@ -801,8 +799,8 @@ class TableStore:
             return [["event.recorded", data], ["round.ended", data]]
         return [["event.recorded", data]]
 
-    def _run_append(self, table_id: str, args: dict, field: str | None, digest: str | None, hashes) -> list:
-        """One APPEND call with ``args`` and the request's key, token and durability."""
+    def _run_append(self, table_id: str, args: dict, field: str | None, digest: str | None, hashes) -> dict:
+        """One APPEND call with ``args`` and the request's key, token and durability: its answer by name."""
         if field:
             args |= {"idem": field, "fp": digest}
         if hashes[0]:
@@ -813,7 +811,8 @@ class TableStore:
         names = keys.appended(table_id)
         if "due" in args:
             names.append(keys.WEBHOOKS_DUE)
-        return self._run(self._append, names, [codec.dumps(args)], wrote=lambda res: res[0] in (b"ok", b"replay"))
+        return keys.reply(self._run(self._append, names, keys.args(**args),
+                                    wrote=lambda raw: keys.reply(raw)["outcome"] in (b"ok", b"replay")))
 
     def _replay_of(self, table_id: str, field: str, digest: str, fp: str, hashes) -> Written | None:
         """The first answer of the write an Idempotency-Key made, or None: it made none (that is in the log).
@@ -821,9 +820,9 @@ class TableStore:
         One APPEND call that appends nothing (its version is never the log's): the key's
         record, checked against the log entry it names, in one read of one server."""
         res = self._run_append(table_id, {"version": -1}, field, digest, hashes)
-        if res[0] == b"replay":
-            return self._replay(table_id, res[1], fp, int(res[2]), res[3], res[4])
-        if res[0] == b"missing":
+        if res["outcome"] == b"replay":
+            return self._replay(table_id, res["idem"], fp, int(res["from"]), res["snapshot"], res["records"])
+        if res["outcome"] == b"missing":
             raise TableNotFound(f"no table {table_id!r}")
         return None
 
@@ -932,7 +931,7 @@ class TableStore:
             start, n = first - 1, 0
             while start < version:  # the log up to the version is immutable: read it bit by bit
                 end = min(start + CHUNKS[min(n, len(CHUNKS) - 1)], version)
-                raw = self._on(log, lambda r: r.lrange(log, start, end - 1))
+                raw = self.r.lrange(log, start, end - 1)
                 if len(raw) != end - start:  # deleted meanwhile
                     raise TableNotFound(f"no table {table_id!r}")
                 yield from codec.read_records(raw, start + 1, with_at=False)
@@ -978,8 +977,9 @@ class TableStore:
                     version = length
                     balances = _dumps(TableState.from_dict(codec.read_state(state)).balances)
             res = self._run(self._delete, [*keys.every(table_id), keys.channel(table_id), keys.outbox(table_id)],
-                            [TOMBSTONE_TTL, self.publish_command, table_id if version >= 0 else "", self.outbox_ttl,
-                             version, balances], wrote=lambda res: res > 0)
+                            keys.args(tombstone_ttl=TOMBSTONE_TTL, publish=self.publish_command,
+                                      table=table_id if version >= 0 else None, outbox_ttl=self.outbox_ttl,
+                                      version=version, balances=balances), wrote=lambda res: res > 0)
             if res == -1:  # an append came between the read and the script: read again
                 continue
             if res == 2:
@@ -997,11 +997,12 @@ class TableStore:
         racing another one with the same old token: one of them wins, the other is 401 (its token is
         no longer the table's)."""
         meta = keys.meta(table_id)
-        _check_access(table_id, self._on(meta, lambda r: r.hmget(meta, *AUTH_FIELDS)), replace(access, write=True))
+        _check_access(table_id, self.r.hmget(meta, *AUTH_FIELDS), replace(access, write=True))
         token, read_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         res = self._run(self._rotate, [meta, keys.state(table_id), keys.created(table_id), keys.channel(table_id)],
-                        [_hash(access.token) if access.token else "", "" if access.token else access.owner or "",
-                         _hash(token), _hash(read_token), self.publish_command],
+                        keys.args(token=_hash(access.token) if access.token else None,
+                                  owner=None if access.token else access.owner or None, new_token=_hash(token),
+                                  new_read_token=_hash(read_token), publish=self.publish_command),
                         wrote=lambda res: res == b"ok")
         self._states.drop(table_id)
         if res == b"missing":
@@ -1045,8 +1046,8 @@ class TableStore:
         if not ok and repair:
             repaired = bool(self._run(self._repair, [keys.log(table_id), keys.state(table_id),
                                                      keys.rounds(table_id)],
-                                      [len(log), codec.state(folded.to_dict()),
-                                       _dumps([codec.summary(s).decode() for s in summaries])],
+                                      keys.args(version=len(log), state=codec.state(folded.to_dict()).decode(),
+                                                rounds=[codec.summary(s).decode() for s in summaries]),
                                       wrote=bool))
         return {"id": table_id, "version": len(log), "ok": ok, "repaired": repaired,
                 "balances": folded.balances}

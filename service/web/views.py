@@ -14,6 +14,12 @@ Routes (none under ``/v1``; none carries a token in its path or query):
 * ``GET /docs/ui/<file>`` — the Swagger UI files shipped by the
   ``flask-swagger-ui`` package, for ``/docs`` (which flask-smorest renders).
 
+Every file (the shell, the worker, the ``/docs`` assets) is sent gzipped to a
+client that accepts it (``Accept-Encoding``), compressed once per file version
+and kept in memory: ``Content-Encoding: gzip``, ``Vary: Accept-Encoding``, an
+ETag of its own (``"<hash>-gzip"``), and conditional requests as for the plain
+bytes (:meth:`werkzeug.wrappers.Response.make_conditional`).
+
 Readings: the page's Content-Security-Policy allows its own origin only (no
 external request of any kind can be made by the app, even by mistake); ``/docs``
 keeps flask-smorest's page (it has an inline script) without that header.
@@ -21,15 +27,20 @@ keeps flask-smorest's page (it has an inline script) without that header.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import importlib.resources
 import io
+import mimetypes
+import os
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import orjson
-from flask import Blueprint, Flask, Response, request, send_from_directory
-from werkzeug.exceptions import BadRequest, UnprocessableEntity, UnsupportedMediaType
+from flask import Blueprint, Flask, Response, request
+from werkzeug.exceptions import BadRequest, NotFound, UnprocessableEntity, UnsupportedMediaType
+from werkzeug.security import safe_join
 
 STATIC = Path(__file__).resolve().parent / "static"
 WORKER = "worker.js"  # served as /sw.js (scope /), not under /web/
@@ -43,6 +54,9 @@ CSP = "; ".join([
 ])
 TYPES = {".webmanifest": "application/manifest+json", ".js": "text/javascript", ".json": "application/json",
          ".svg": "image/svg+xml", ".css": "text/css", ".html": "text/html", ".png": "image/png"}
+COMPRESSIBLE = {"text/javascript", "application/javascript", "text/css", "text/html", "application/json",
+                "application/manifest+json", "image/svg+xml", "text/plain"}
+GZIP_FROM = 512  # bytes: a smaller file is sent as it is (gzip would save next to nothing)
 
 blp = Blueprint("web", __name__)
 
@@ -81,23 +95,69 @@ def worker_source() -> str:
     return f"self.SHELL = {orjson.dumps(shell).decode()};\n" + (STATIC / WORKER).read_text(encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class Body:
+    """What a static response can send: the bytes, their gzip (None: not worth it) and their ETag."""
+
+    raw: bytes
+    gzipped: bytes | None
+    etag: str
+
+
+def _body(raw: bytes, mimetype: str) -> Body:
+    squeeze = mimetype in COMPRESSIBLE and len(raw) >= GZIP_FROM
+    return Body(raw, gzip.compress(raw, compresslevel=9, mtime=0) if squeeze else None,
+                hashlib.sha256(raw).hexdigest()[:32])
+
+
+@lru_cache(maxsize=256)
+def _file_body(path: str, mimetype: str, mtime_ns: int, size: int) -> Body:
+    """A file's :class:`Body`, read and compressed once per version of the file (its mtime and size)."""
+    return _body(Path(path).read_bytes(), mimetype)
+
+
+@lru_cache(maxsize=4)
+def _text_body(text: str, mimetype: str) -> Body:
+    return _body(text.encode(), mimetype)
+
+
+def _send(body: Body, mimetype: str) -> Response:
+    """``body`` gzipped when the client accepts gzip (and it is worth it), else as it is; either way
+    with its own ETag, ``Vary: Accept-Encoding``, and an answer to If-None-Match."""
+    squeezed = body.gzipped is not None and request.accept_encodings["gzip"] > 0
+    response = Response(body.gzipped if squeezed else body.raw, mimetype=mimetype)
+    if squeezed:
+        response.content_encoding = "gzip"
+    response.set_etag(f"{body.etag}-gzip" if squeezed else body.etag)
+    response.vary.add("Accept-Encoding")
+    return response.make_conditional(request)
+
+
+def _send_file(directory: Path, filename: str, mimetype: str | None = None) -> Response:
+    """The file ``filename`` under ``directory`` (404 for anything else, a path outside it included)."""
+    path = safe_join(str(directory), filename)
+    if path is None or not os.path.isfile(path):
+        raise NotFound()
+    mimetype = mimetype or mimetypes.guess_type(filename)[0] or "application/octet-stream"
+    stat = os.stat(path)
+    return _send(_file_body(path, mimetype, stat.st_mtime_ns, stat.st_size), mimetype)
+
+
 @blp.route("/", methods=["GET"])
 def index() -> Response:
-    response = send_from_directory(STATIC, "index.html", mimetype="text/html")
-    return _page_headers(response)
+    return _page_headers(_send_file(STATIC, "index.html", "text/html"))
 
 
 @blp.route("/web/<path:filename>", methods=["GET"])
 def asset(filename: str) -> Response:
-    mimetype = TYPES.get(Path(filename).suffix)
-    response = send_from_directory(STATIC, filename, mimetype=mimetype)
+    response = _send_file(STATIC, filename, TYPES.get(Path(filename).suffix))
     response.headers["X-Content-Type-Options"] = "nosniff"
     return _no_cache(response)
 
 
 @blp.route("/sw.js", methods=["GET"])
 def service_worker() -> Response:
-    response = Response(worker_source(), mimetype="text/javascript")
+    response = _send(_text_body(worker_source(), "text/javascript"), "text/javascript")
     response.headers["X-Content-Type-Options"] = "nosniff"
     return _no_cache(response)
 
@@ -132,6 +192,8 @@ def _swagger_dist() -> Path:
 @blp.route(SWAGGER_UI_URL + "<path:filename>", methods=["GET"])
 def swagger_ui(filename: str) -> Response:
     """Swagger UI's own files, from the ``flask-swagger-ui`` package (no CDN)."""
-    response = send_from_directory(_swagger_dist(), filename, max_age=86400)
+    response = _send_file(_swagger_dist(), filename)
+    response.cache_control.public = True
+    response.cache_control.max_age = 86400
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response

@@ -12,7 +12,7 @@ import { call, tablePath, uuid4, ApiError, apiKey, setApiKey } from './api.js';
 import { t, getLang, setLang } from './i18n.js';
 import { patch } from './dom.js';
 import { TableLive } from './live.js';
-import { meldsBySeat, keptHands, settleRequest, roundLog } from './round.js';
+import { meldsBySeat, keptHands, settleRequest, roundLog, roundSoFar } from './round.js';
 import { Outbox } from './outbox.js';
 import { describe, setPatterns } from './words.js';
 import { createStore } from './store.js';
@@ -21,6 +21,7 @@ import { renderApp, shareLinks } from './ui.js';
 import { DIALOGS, renderDialog, undoForm } from './dialogs.js';
 import { scoreHand, tingHand } from './picker.js';
 import { endActions } from './end.js';
+import { winFlags } from './wins.js';
 
 const store = createStore(initialState(getLang()), transitions);
 const S = () => store.state;
@@ -65,6 +66,9 @@ export function errorText(e) {
 const toast = (text) => dispatch('toast/show', text);
 
 // -- the dialogs' view of the table ---------------------------------------------------------------
+// Who has won or left is read from the round's records (and this phone's entries not sent yet) when
+// the phone holds the round's log: the view's round follows a record by up to a second, and a sheet
+// must not ask about a seat that has just won. Without the log (a phone just opened), the view says.
 function dialogCtx(s) {
   const view = s.view;
   const round = view.round || { won: [], left: [], voids: [] };
@@ -73,12 +77,17 @@ function dialogCtx(s) {
   const recs = s.records.filter((r) => r.round === round.number && !r.voided);
   const melds = meldsBySeat(recs, n);
   const kept = keptHands(recs, n);
+  const so = roundSoFar(s.records, s.pending, round.number, n);
+  const logged = s.records.some((r) => r.type === 'round_start' && r.round === round.number);
+  const won = (i) => so.won[i] || (!logged && round.won.includes(i));
+  const left = (i) => so.left[i] || (!logged && round.left.includes(i));
   return {
     view, players: view.players, ruleset: view.ruleset, voids: round.voids || [], xueliu, mySeat: s.mySeat,
     suits: n === 3 ? ['p', 's'] : ['m', 'p', 's'], // 三人两房: 筒 and 条 only
-    out: (i) => round.left.includes(i) || (!xueliu && round.won.includes(i)), // (血流: a winner plays on, §13.1)
-    won: (i) => round.won.includes(i),
-    claims: (i) => !(xueliu && round.won.includes(i)), // 血流: a seat that has won may not 碰 or 直杠 (§13.2)
+    round: { last: so.last, events: so.events.length, claims: so.claims, dealer: round.dealer ?? null },
+    out: (i) => left(i) || (!xueliu && won(i)), // (血流: a winner plays on, §13.1)
+    won,
+    claims: (i) => !(xueliu && won(i)), // 血流: a seat that has won may not 碰 or 直杠 (§13.2)
     melds: (i) => melds[i].map((m) => ({ ...m })),
     pengs: (i) => melds[i].filter((m) => m.type === 'peng').map((m) => m.tile),
     kept: (i) => (xueliu ? kept[i] : null),
@@ -143,22 +152,23 @@ const A = {
     else if (typeof r === 'string') dispatch('dialog/msg', r);
   },
 
-  // an event, after the check that another phone has not just recorded the same one
+  // an event, after the check that another phone has not just recorded the same one; from a sheet,
+  // answered once the service has (see awaitAnswer): true (recorded, or waiting for the network), or
+  // the refusal in words for the sheet to show
   record(body, { force = false } = {}) {
     const s = S();
     const dup = force ? null : recentDuplicate(s, body, Date.now());
     if (dup) {
       const what = `#${dup.seq} ${describe(dup, s.view.players)}`;
       if (body.type === 'kong') return t('dup_kong', { what }); // a second one would be a fifth copy
-      fx.dialogSeq += 1;
-      dispatch('dialog/open', { kind: 'ask', id: fx.dialogSeq, form: { then: 'again', body, title: t('dup_title'),
-        text: t('dup_q', { what }), confirmLabel: t('dup_again'), cancelLabel: t('dup_no') } });
+      if (!canAgain(s, body)) return t('dup_done', { what }); // (血战: that seat has won already)
+      askAgain(body, what);
       return undefined;
     }
     const n = s.view.round ? s.view.round.number : null;
     const number = body.type === 'round_start' ? (n || 0) + 1 : n; // (a round start: of the next round)
-    send({ path: tablePath(s.table.id, '/events'), body, label: describe(body, s.view.players, number) });
-    return true;
+    const item = send({ path: tablePath(s.table.id, '/events'), body, label: describe(body, s.view.players, number) });
+    return s.dialog ? awaitAnswer(item, s.dialog.id) : true;
   },
   answer(form) {
     const s = S();
@@ -202,7 +212,80 @@ const A = {
 
 function send({ path, body, label }) {
   const s = S();
-  fx.outbox.add({ path, body, seen: s.view.version, label });
+  return fx.outbox.add({ path, body, seen: s.view.version, label });
+}
+
+// the question "another phone has just recorded this: record it again?", with its two buttons
+function askAgain(body, what) {
+  fx.dialogSeq += 1;
+  dispatch('dialog/open', { kind: 'ask', id: fx.dialogSeq, form: { then: 'again', body, title: t('dup_title'),
+    text: t('dup_q', { what }), confirmLabel: t('dup_again'), cancelLabel: t('dup_no') } });
+}
+
+// may `body` be recorded once more, now that the same event stands (in 血流 a winner wins again; in
+// 血战 it has left the round; a draw or an escape ends what it ends)?
+function canAgain(s, body) {
+  if (!s.view || !s.view.round || s.view.round.status !== 'playing') return false;
+  const ctx = dialogCtx(s);
+  const inRound = (i) => i == null || !ctx.out(i);
+  if (body.type === 'hu') return (body.winners || []).every((w) => inRound(w.seat)) && inRound(body.from);
+  if (body.type === 'peng') return inRound(body.seat) && inRound(body.from);
+  return false;
+}
+
+// -- the answer to an entry made on a sheet --------------------------------------------------------
+// A sheet that records waits for the service's answer, so that a refusal is said on the sheet, which
+// stays open with the entry as it was (never lost): what is refused, the same event another phone
+// has just recorded (said so, or asked whether to record it again), another phone's change first
+// (412: confirm again records it against the table as it is now). An entry that cannot be sent now
+// (no network, the service busy) is in the outbox, sent when it can: the sheet closes (so it does
+// after ANSWER_WAIT_MS without an answer), and its answer comes later as a toast, a draft or the
+// question, like any entry sent from the outbox.
+const ANSWER_WAIT_MS = 8000;
+const waiting = new Map(); // outbox key → {item, dialogId, resolve, timer}
+
+function awaitAnswer(item, dialogId) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => deliver(item, { kind: 'queued' }), ANSWER_WAIT_MS);
+    waiting.set(item.key, { item, dialogId, resolve, timer });
+  }).then((outcome) => {
+    if (!outcome || outcome.kind === 'sent' || outcome.kind === 'queued') return true;
+    if (outcome.kind === 'dup_ask') { askAgain(outcome.body, outcome.what); return undefined; }
+    return outcome.text;
+  });
+}
+
+// an entry's outcome: to the sheet that waits for it, if still open; else said on the table
+function deliver(item, outcome) {
+  const w = waiting.get(item.key);
+  if (w) {
+    waiting.delete(item.key);
+    clearTimeout(w.timer);
+    const d = S().dialog;
+    if (d && d.id === w.dialogId) { w.resolve(outcome); return; }
+    w.resolve(null);
+  }
+  outside(item, outcome);
+}
+
+// an outcome with no sheet waiting for it
+function outside(item, outcome) {
+  switch (outcome.kind) {
+    case 'sent': case 'queued': return;
+    case 'dup_ask': // (asked with its buttons; if a sheet is open meanwhile, kept as a draft with them)
+      if (!S().dialog && S().route === 'table') askAgain(outcome.body, outcome.what);
+      else {
+        setDrafts([...S().drafts, { key: item.key, path: item.path, body: item.body, label: item.label, at: Date.now() }]);
+        toast(t('dup_draft', { what: outcome.what }));
+      }
+      return;
+    case 'stale':
+      setDrafts([...S().drafts, { key: item.key, path: item.path, body: item.body, label: item.label, at: Date.now() }]);
+      toast(t('err.stale_draft'));
+      return;
+    case 'dup_kong': case 'dup_done': toast(outcome.text); return;
+    default: toast(item.label ? `${item.label}${t('label_sep')}${outcome.text}` : outcome.text);
+  }
 }
 
 function setDrafts(drafts) {
@@ -226,8 +309,7 @@ async function checkHand(path, how, seat) {
   const winner = how === 'score' ? Number(path[1]) : seat;
   try {
     if (how === 'score') {
-      const win = { self_drawn: f.selfDrawn };
-      for (const k of ['after_kong', 'robbing_kong', 'last_tile', 'heavenly', 'earthly']) if (f.flags[k]) win[k] = true;
+      const win = winFlags(f);
       const score = await scoreHand(hand, { tile: f.tile, win, ruleset: ctx.ruleset, voidSuit: ctx.voids[winner] });
       editHand((x) => { x.checking = false; x.score = score; });
     } else {
@@ -277,6 +359,8 @@ function route() {
 }
 
 function leaveTable() {
+  for (const w of waiting.values()) { clearTimeout(w.timer); w.resolve(null); }
+  waiting.clear();
   if (fx.live) fx.live.stop();
   fx.live = null;
   fx.outbox = null;
@@ -369,17 +453,21 @@ function openTable(id, token, read) {
         if (fx.outbox !== outbox) return; // (an outbox of a table left behind sends on by itself)
         dispatch('outbox/changed', items.slice());
         if (err && err.offline) dispatch('net/online', false);
+        if (err && err.retryable) for (const item of items) if (waiting.has(item.key)) deliver(item, { kind: 'queued' });
       },
       onSent: (item, data) => {
         if (fx.outbox !== outbox || !data) return;
         dispatch('write/landed', data);
         if (S().toast) dispatch('toast/hide');
         if (fx.live) fx.live.noteWrite(data);
+        deliver(item, { kind: 'sent' });
       },
       onRefused: async (item, err) => {
         if (fx.outbox !== outbox) return;
-        await refused(item, err);
-        if (fx.live && fx.outbox === outbox) fx.live.refresh({ fresh: err.code === 'table_finished' }); // (its version says nothing of it)
+        const outcome = await refused(item, err);
+        if (fx.outbox !== outbox) return;
+        deliver(item, outcome);
+        if (fx.live) fx.live.refresh({ fresh: err.code === 'table_finished' }); // (its version says nothing of it)
       },
     });
     fx.outbox = outbox;
@@ -408,29 +496,29 @@ function openTable(id, token, read) {
   live.start();
 }
 
-// a write the server refused: a 412 (another phone changed the table first) is kept as a
-// draft to resubmit; the same kong already recorded by another phone is said so. Another phone's
-// record may not have reached this one yet (its stream late, or cut): the log is read first.
+// What a refusal means, as an outcome for deliver(): the same kong, or the same event, that another
+// phone has just recorded (told so; asked whether to record it again only where it can be: 血流's
+// second 自摸 — in 血战 that seat has won and left, and a draft of it could never be recorded); a 412
+// (another phone changed the table first: recorded against the table as it is now, from the sheet
+// or as a draft); any other refusal in words. Another phone's record may not have reached this one
+// yet (its stream late, or cut): the log is read first.
 async function refused(item, err) {
   const outbox = fx.outbox;
   const twice = (s) => item.body && recentDuplicate(s, item.body, Date.now(), 60000);
-  if (item.body && (err.status === 412 || err.code === 'too_many_copies') && !twice(S()) && fx.live) {
+  if (item.body && ([412, 422].includes(err.status) || err.code === 'too_many_copies') && !twice(S()) && fx.live) {
     await fx.live.catchUp();
-    if (fx.outbox !== outbox) return; // (the phone left that table meanwhile)
+    if (fx.outbox !== outbox) return { kind: 'refused', text: errorText(err) }; // (the phone left that table meanwhile)
   }
   const s = S();
   const dup = twice(s);
-  if (dup && (item.body.type === 'kong' || (err.code === 'too_many_copies'))) {
-    toast(t('dup_kong', { what: `#${dup.seq} ${describe(dup, s.view.players)}` }));
-    return;
-  }
+  const what = dup ? `#${dup.seq} ${describe(dup, s.view.players)}` : '';
+  if (dup && (item.body.type === 'kong' || (err.code === 'too_many_copies'))) return { kind: 'dup_kong', text: t('dup_kong', { what }) };
   if (err.code === 'table_finished') dispatch('table/finished', null); // (another phone finished it: the end screen follows)
-  if (err.status === 412) {
-    setDrafts([...S().drafts, { key: item.key, path: item.path, body: item.body, label: item.label, at: Date.now() }]);
-    toast(dup ? t('dup_q', { what: `#${dup.seq} ${describe(dup, s.view.players)}` }) : t('err.stale_draft'));
-    return;
+  if (dup && (err.status === 412 || err.status === 422)) {
+    return canAgain(s, item.body) ? { kind: 'dup_ask', body: item.body, what } : { kind: 'dup_done', text: t('dup_done', { what }) };
   }
-  toast(item.label ? `${item.label}${t('label_sep')}${errorText(err)}` : errorText(err));
+  if (err.status === 412) return { kind: 'stale', text: t('err.stale_retry') };
+  return { kind: 'refused', text: errorText(err) };
 }
 
 async function showQr() {

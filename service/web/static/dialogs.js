@@ -1,20 +1,24 @@
 // The recording dialogs, one sheet at a time. Each kind has:
 //   form(ctx, extra)       → its first form (a plain value kept in the store: state.dialog.form)
 //   title / body / confirmLabel (form, ctx, A) → what it shows (pure: vnodes, no side effects)
-//   confirm(form, ctx, A)  → true (done: close), a string (a message to show), or nothing (it
-//                             moved on with A.edit); may be async.
+//   confirm(form, ctx, A)  → true (done: close), a string (a message to show: the sheet stays open,
+//                             the message above its buttons), or nothing (it moved on with A.edit);
+//                             may be async (A.record answers once the service has: see app.js).
 //   cancel(form, ctx, A)   (optional) what the cancel button does before the sheet closes
 // A (the app's actions for a dialog): edit(fn) changes the form; record(body) and
 // voidRecord(rec) go through the outbox (record answers as confirm does); checkHand(path, how)
 // asks the server about the hand at form[path…] once it is whole; setSeat(seat).
 // ctx (derived from the state): {view, players, ruleset, voids, xueliu, suits, out(i), won(i),
-//   claims(i) (may 碰/直杠), melds(i), pengs(i), kept(i) (血流: a winner's kept hand), mySeat}
+//   claims(i) (may 碰/直杠), melds(i), pengs(i), kept(i) (血流: a winner's kept hand), mySeat,
+//   round: {last, events, claims, dealer} (the round so far, this phone's unsent entries included)}
 import { h, field } from './dom.js';
 import { t } from './i18n.js';
 import { tileName } from './tiles.js';
 import { describe, patternList, patternName, seatName } from './words.js';
 import { seatButtons, tilePicker, handEditor, handJson, handSize, breakdown } from './picker.js';
 import { pointsFor, roomPatterns } from './round.js';
+import { SPECIALS, SPECIAL_IDS, FLAGS, specialOn, toggleSpecial, fitFlags, roomFan, roomImplied, defaultFan, refan,
+  entryPatterns, pickChip, patternsContradiction, specialProblem } from './wins.js';
 
 const missing = (names) => t('missing', { what: names.join(t('and')) });
 const mine = (ctx, ok = () => true) => (ctx.mySeat != null && ctx.mySeat >= 0 && ctx.mySeat < ctx.players.length && ok(ctx.mySeat) ? ctx.mySeat : null);
@@ -26,12 +30,15 @@ export function renderDialog(dialog, ctx, A) {
   return h('div', { class: 'sheet', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'dlg-title', key: `dlg-${dialog.id}`, testid: `dlg-${dialog.kind}` },
     h('h2', { id: 'dlg-title' }, def.title(f, ctx)),
     h('div', { class: 'dlg-body' }, def.body(f, ctx, A)),
-    h('p', { class: 'dlg-msg', role: 'status', testid: 'dialog-message' }, dialog.msg || ''),
-    h('div', { class: 'dlg-actions' },
-      h('button', { type: 'button', testid: 'cancel', onclick: () => { if (def.cancel) def.cancel(f, ctx, A); A.close(); } },
-        def.cancelLabel ? def.cancelLabel(f, ctx) : t('cancel')),
-      h('button', { type: 'button', class: 'primary', testid: 'confirm', disabled: dialog.busy, onclick: () => A.confirm() },
-        def.confirmLabel ? def.confirmLabel(f, ctx) : t('confirm'))));
+    // (the message and the buttons stay at the bottom of the screen together: a message is never
+    // drawn under the buttons, however long the sheet)
+    h('div', { class: 'dlg-foot' },
+      h('p', { class: 'dlg-msg', role: 'alert', testid: 'dialog-message' }, dialog.msg || ''),
+      h('div', { class: 'dlg-actions' },
+        h('button', { type: 'button', testid: 'cancel', onclick: () => { if (def.cancel) def.cancel(f, ctx, A); A.close(); } },
+          def.cancelLabel ? def.cancelLabel(f, ctx) : t('cancel')),
+        h('button', { type: 'button', class: 'primary', testid: 'confirm', disabled: dialog.busy, onclick: () => A.confirm() },
+          dialog.busy ? t('saving') : def.confirmLabel ? def.confirmLabel(f, ctx) : t('confirm')))));
 }
 
 // a number of fan: 1–6 as buttons (fan-1 … fan-6), more typed in (fan-input)
@@ -42,7 +49,7 @@ function fanPicker(value, onPick, { label, disabled = () => false } = {}) {
       type: 'button', class: 'choice', testid: `fan-${n}`, 'aria-pressed': String(value === n), disabled: disabled(n),
       onclick: () => onPick(n),
     }, t('fan_n', { fan: n }))),
-    h('input', { type: 'number', min: 1, max: 99, step: 1, inputmode: 'numeric', testid: 'fan-input', class: 'fan-more',
+    h('input', { type: 'number', min: 1, max: 64, step: 1, inputmode: 'numeric', testid: 'fan-input', class: 'fan-more',
       'aria-label': t('fan_more'), value: value == null ? '' : String(value),
       oninput: (e) => onPick(e.target.value.trim() === '' ? null : Number(e.target.value)) })));
 }
@@ -132,55 +139,80 @@ const kong = {
 };
 
 // -- hu --------------------------------------------------------------------------------------
-const FLAGS = ['after_kong', 'robbing_kong', 'last_tile', 'heavenly', 'earthly'];
+// The special wins (抢杠胡, 杠上花, 杠上炮, 海底, 天胡, 地胡) are each one control that sets the event's
+// flag and its pattern together (wins.js); the pattern chips are the others. A winner's fan is the
+// total: a number tapped or typed, or the chips' sum, with what the special wins add.
+const fansOf = (ctx) => roomFan(patternList(), ctx.ruleset);
 
-const newEntry = (ctx, seat) => ({
-  mode: ctx.kept(seat) ? 'hand' : 'fan', fan: 1, picked: {},
+const newEntry = (ctx, seat, f) => ({
+  mode: ctx.kept(seat) ? 'hand' : 'fan', fan: defaultFan(roomImplied(f, fansOf(ctx)), fansOf(ctx)), picked: {},
   hand: { tiles: [], melds: ctx.melds(seat), score: null, error: null, checking: false },
 });
+const entryOf = (f, seat, ctx) => f.entries[seat] || newEntry(ctx, seat, f);
 
-function patternPicker(entry, ctx, onEdit) {
+// an edit of the win (who, from whom, self-drawn, the special wins): the flags that no longer fit
+// are taken off, and each winner's fan follows what the special wins now add
+function winEdit(ctx, A, fn) {
+  const fans = fansOf(ctx);
+  A.edit((x) => {
+    const before = roomImplied(x, fans);
+    const tile = x.tile;
+    fn(x);
+    fitFlags(x, ctx.ruleset);
+    const after = roomImplied(x, fans);
+    for (const e of Object.values(x.entries)) refan(e, before, after, fans);
+    if (x.tile !== tile) for (const e of Object.values(x.entries)) Object.assign(e.hand, { tiles: [], score: null, error: null, checking: false });
+  });
+}
+
+function patternPicker(f, entry, ctx, onEdit) {
   const table = ctx.ruleset.fan_table || 'qq';
-  const pats = roomPatterns(patternList(), ctx.ruleset);
+  const fans = fansOf(ctx);
+  const implied = roomImplied(f, fans);
+  const baseImplied = implied.some((id) => fans[id].base);
+  const pats = roomPatterns(patternList(), ctx.ruleset).filter((p) => !SPECIAL_IDS.has(p.id) && (p.id !== 'zimo' || f.selfDrawn));
   return h('div', { class: 'group patterns', role: 'group', 'aria-label': t('by_patterns') },
     h('div', { class: 'group-label' }, t('by_patterns')),
     h('div', { class: 'chips' }, pats.map((p) => h('button', {
-      type: 'button', class: `chip${p.base ? '' : ' extra'}`, testid: `pattern-${p.id}`,
-      'aria-pressed': String(!!entry.picked[p.id]), onclick: () => onEdit((e) => pickPattern(e, p, pats, table)),
+      type: 'button', class: `chip${p.base ? '' : ' extra'}`, testid: `pattern-${p.id}`, disabled: p.base && baseImplied,
+      'aria-pressed': String(!!entry.picked[p.id]), onclick: () => onEdit((e) => pickChip(e, p.id, roomImplied(f, fans), fans)),
     }, `${patternName(p.id)} ${t('fan_n', { fan: p.fan[table] })}${entry.picked[p.id] > 1 ? ` ${t('times', { n: entry.picked[p.id] })}` : ''}`))));
 }
 
-function pickPattern(e, p, pats, table) {
-  if (p.base) {
-    for (const q of pats) if (q.base && q.id !== p.id) delete e.picked[q.id];
-    if (e.picked[p.id]) delete e.picked[p.id]; else e.picked[p.id] = 1;
-  } else if (p.id === 'gen') {
-    e.picked.gen = ((e.picked.gen || 0) + 1) % 5;
-    if (!e.picked.gen) delete e.picked.gen;
-  } else if (e.picked[p.id]) delete e.picked[p.id]; else e.picked[p.id] = 1;
-  let sum = 0;
-  for (const [id, c] of Object.entries(e.picked)) sum += c * ((pats.find((q) => q.id === id) || { fan: {} }).fan[table] || 0);
-  if (sum > 0) e.fan = sum;
+// the special wins: one button each, pressed when its flag is set (杠上花 / 杠上炮: after_kong,
+// self-drawn or not); its label says what it adds in this room
+function specialPicker(f, ctx, A) {
+  const fans = fansOf(ctx);
+  const label = (sp) => {
+    const words = sp.id === 'gangshanghua' ? t('after_kong_self') : sp.id === 'gangshangpao' ? t('after_kong_discard') : t(sp.flag);
+    const p = fans[sp.id];
+    if (!p || !p.fan) return words;
+    return `${words} ${p.base ? t('fan_n', { fan: p.fan }) : t('plus_fan', { fan: p.fan })}`;
+  };
+  return h('div', { class: 'group specials', role: 'group', 'aria-labelledby': 'g-specials' },
+    h('div', { class: 'group-label', id: 'g-specials' }, t('flags')),
+    h('div', { class: 'chips' }, SPECIALS.map((sp) => h('button', {
+      type: 'button', class: 'chip special', testid: `special-${sp.id}`, 'aria-pressed': String(specialOn(f, sp.id)),
+      onclick: () => winEdit(ctx, A, (x) => toggleSpecial(x, sp.id, ctx.round)),
+    }, label(sp)))));
 }
 
-function winnerValue(entry, seat, ctx) {
+function winnerValue(f, entry, seat, ctx) {
   if (entry.mode === 'hand') {
     if (!entry.hand.score) return null;
     return { seat, hand: handJson(entry.hand, ctx.voids[seat]) };
   }
   if (!Number.isInteger(entry.fan) || entry.fan < 1) return null;
   const w = { seat, fan: entry.fan };
-  const table = ctx.ruleset.fan_table || 'qq';
-  const ids = Object.keys(entry.picked);
-  let total = 0;
-  for (const p of patternList()) if (entry.picked[p.id]) total += entry.picked[p.id] * (p.fan[table] || 0);
-  if (ids.length && total === entry.fan) w.patterns = ids.flatMap((id) => Array(entry.picked[id]).fill(id));
+  const fans = fansOf(ctx);
+  const patterns = entryPatterns(entry, roomImplied(f, fans), fans);
+  if (patterns) w.patterns = patterns;
   return w;
 }
 
 // what the API would refuse about one winner, in words (or null)
 function winnerProblem(f, entry, seat, ctx) {
-  if (winnerValue(entry, seat, ctx) === null) {
+  if (winnerValue(f, entry, seat, ctx) === null) {
     return entry.mode === 'hand' ? (entry.hand.error || t('hand_tiles', { n: handSize(entry.hand), size: 14 })) : t('fan');
   }
   const raw = entry.mode === 'hand' ? entry.hand.score.raw_fan ?? entry.hand.score.fan : entry.fan;
@@ -188,16 +220,26 @@ function winnerProblem(f, entry, seat, ctx) {
   return null;
 }
 
-const winFlags = (f) => {
-  const w = { self_drawn: f.selfDrawn };
-  for (const k of FLAGS) if (f.flags[k]) w[k] = true;
-  return w;
-};
+// the event of the sheet
+function huBody(f, ctx) {
+  const body = { type: 'hu', from: f.selfDrawn ? null : f.from, tile: f.tile,
+    winners: f.winners.map((s) => winnerValue(f, entryOf(f, s, ctx), s, ctx)) };
+  for (const k of FLAGS) if (f.flags[k]) body[k] = true;
+  return body;
+}
+
+// what the special wins need of the round, and the patterns' agreement with the flags, in words
+function huProblem(body, ctx) {
+  const need = specialProblem(body, ctx.round, ctx.ruleset);
+  if (need) return t(`sp_need.${need.special}`, { name: need.seat == null ? '' : seatName(ctx.players, need.seat) });
+  if (patternsContradiction(body, ctx.ruleset, patternList())) return t('codes.patterns_contradict_win');
+  return null;
+}
 
 // one winner's fan, in the first step (a single winner) or its own step
 function fanSection(f, seat, ctx, A) {
-  const e = f.entries[seat] || newEntry(ctx, seat);
-  const onEdit = (fn) => A.edit((x) => { x.entries[seat] ||= newEntry(ctx, seat); fn(x.entries[seat]); });
+  const e = entryOf(f, seat, ctx);
+  const onEdit = (fn) => A.edit((x) => { x.entries[seat] ||= newEntry(ctx, seat, x); fn(x.entries[seat]); });
   const modes = h('div', { class: 'seats' }, ['fan', 'hand'].map((m) => h('button', {
     type: 'button', class: 'choice', testid: `mode-${m}`, 'aria-pressed': String(e.mode === m),
     onclick: () => onEdit((x) => { x.mode = m; }),
@@ -212,36 +254,36 @@ function fanSection(f, seat, ctx, A) {
     pts ? h('p', { class: 'lead points', testid: 'fan-points' }, pts.capped
       ? t(f.selfDrawn ? 'equals_capped_each' : 'equals_capped', { raw: e.fan, fan: pts.fan, points: pts.points })
       : t(f.selfDrawn ? 'equals_each' : 'equals', { points: pts.points })) : null,
-    patternPicker(e, ctx, onEdit),
+    patternPicker(f, e, ctx, onEdit),
   ];
 }
 
 const hu = {
+  // (the phone's own seat is a guess: the first other winner tapped takes its place)
   form: (ctx) => {
     const me = mine(ctx, (i) => !ctx.out(i));
-    return { step: 0, selfDrawn: false, from: null, winners: me == null ? [] : [me], tile: null, flags: {}, entries: {} };
+    return { step: 0, selfDrawn: false, from: null, winners: me == null ? [] : [me], guess: me != null, tile: null, flags: {}, entries: {} };
   },
   title: (f, ctx) => (f.step === 0 ? t('hu') : t('fan_for', { name: seatName(ctx.players, f.winners[f.step - 1]) })),
   confirmLabel: (f, ctx) => {
     if (f.step > 0) return f.step < f.winners.length ? t('next') : t('confirm');
-    const seat = f.winners[0];
-    const byFan = f.winners.length === 1 && (f.entries[seat] || newEntry(ctx, seat)).mode === 'fan';
+    const byFan = f.winners.length === 1 && entryOf(f, f.winners[0], ctx).mode === 'fan';
     return byFan || !f.winners.length ? t('confirm') : t('next');
   },
   body: (f, ctx, A) => (f.step === 0 ? huMain(f, ctx, A) : huWinner(f, f.winners[f.step - 1], ctx, A)),
   confirm: (f, ctx, A) => {
     const record = () => {
-      const body = { type: 'hu', from: f.selfDrawn ? null : f.from, tile: f.tile,
-        winners: f.winners.map((s) => winnerValue(f.entries[s] || newEntry(ctx, s), s, ctx)) };
-      for (const k of FLAGS) if (f.flags[k]) body[k] = true;
-      return A.record(body);
+      const body = huBody(f, ctx);
+      return huProblem(body, ctx) || A.record(body);
     };
     if (f.step === 0) {
       const miss = [!f.selfDrawn && f.from == null && t('discarder'), !f.winners.length && t('winner'),
         !f.tile && t('win_tile')].filter(Boolean);
       if (miss.length) return missing(miss);
+      const need = huProblem({ ...huBody(f, ctx), winners: f.winners.map((seat) => ({ seat })) }, ctx);
+      if (need) return need; // (said at once, before any winner's own step)
       const seat = f.winners[0];
-      const e = f.entries[seat] || newEntry(ctx, seat);
+      const e = entryOf(f, seat, ctx);
       if (f.winners.length === 1 && e.mode === 'fan') { // one winner by fan: all on one sheet
         const bad = winnerProblem(f, e, seat, ctx);
         return bad || record();
@@ -250,7 +292,7 @@ const hu = {
       return undefined;
     }
     const seat = f.winners[f.step - 1];
-    const bad = winnerProblem(f, f.entries[seat] || newEntry(ctx, seat), seat, ctx);
+    const bad = winnerProblem(f, entryOf(f, seat, ctx), seat, ctx);
     if (bad) return bad;
     if (f.step < f.winners.length) { toWinner(f, f.step + 1, ctx, A); return undefined; }
     return record();
@@ -263,7 +305,7 @@ function toWinner(f, step, ctx, A) {
   const seat = f.winners[step - 1];
   A.edit((x) => {
     x.step = step;
-    const e = (x.entries[seat] ||= newEntry(ctx, seat));
+    const e = (x.entries[seat] ||= newEntry(ctx, seat, x));
     if (!e.hand.tiles.length) {
       const kept = ctx.kept(seat);
       e.hand.tiles = kept ? [x.tile, ...kept.tiles] : [x.tile];
@@ -278,35 +320,31 @@ function huMain(f, ctx, A) {
   return [
     h('div', { class: 'group' }, h('button', {
       type: 'button', class: 'choice wide', testid: 'self-drawn', 'aria-pressed': String(f.selfDrawn),
-      onclick: () => A.edit((x) => { x.selfDrawn = !x.selfDrawn; if (x.selfDrawn) { x.from = null; x.winners = x.winners.slice(0, 1); } }),
+      onclick: () => winEdit(ctx, A, (x) => { x.selfDrawn = !x.selfDrawn; if (x.selfDrawn) { x.from = null; x.winners = x.winners.slice(0, 1); } }),
     }, t('self_drawn'))),
+    // (the phone's own seat, only guessed as the winner, may be the discarder: tapping it there takes it off the winners)
     seatButtons({ prefix: 'from', players: ctx.players, label: t('discarder'), pressed: (i) => i === f.from,
-      disabled: (i) => ctx.out(i) || f.winners.includes(i),
-      onPick: (i) => A.edit((x) => { x.from = x.from === i ? null : i; if (x.from !== null) x.selfDrawn = false; }) }),
+      disabled: (i) => ctx.out(i) || (f.winners.includes(i) && !f.guess),
+      onPick: (i) => winEdit(ctx, A, (x) => {
+        x.from = x.from === i ? null : i;
+        if (x.from !== null) { x.selfDrawn = false; x.winners = x.winners.filter((w) => w !== i); }
+      }) }),
     seatButtons({ prefix: 'seat', players: ctx.players, label: f.selfDrawn ? t('winner') : t('winners'),
       pressed: (i) => f.winners.includes(i), disabled: (i) => ctx.out(i) || i === f.from,
-      onPick: (i) => A.edit((x) => {
+      onPick: (i) => winEdit(ctx, A, (x) => {
         if (x.winners.includes(i)) x.winners = x.winners.filter((s) => s !== i);
-        else x.winners = x.selfDrawn ? [i] : [...x.winners, i];
+        else x.winners = x.selfDrawn || x.guess ? [i] : [...x.winners, i]; // (another winner replaces the guess)
+        x.guess = false;
       }) }),
-    tilePicker({ suits: ctx.suits, label: t('win_tile'), pressed: (x) => x === f.tile, onPick: (tile) => A.edit((x) => {
-      x.tile = tile;
-      for (const e of Object.values(x.entries)) Object.assign(e.hand, { tiles: [], score: null, error: null, checking: false });
-    }) }),
+    tilePicker({ suits: ctx.suits, label: t('win_tile'), pressed: (x) => x === f.tile, onPick: (tile) => winEdit(ctx, A, (x) => { x.tile = tile; }) }),
+    specialPicker(f, ctx, A),
     one != null ? h('div', { class: 'group win-fan' }, h('div', { class: 'group-label' }, t('fan_for', { name: seatName(ctx.players, one) })),
       fanSection(f, one, ctx, A)) : null,
-    h('details', { class: 'flags', open: f.flagsOpen || FLAGS.some((k) => f.flags[k]),
-      ontoggle: (e) => { if (e.target.open !== !!f.flagsOpen) A.edit((x) => { x.flagsOpen = e.target.open; }); } },
-    h('summary', { testid: 'flags-open' }, t('flags')), FLAGS.map((k) => {
-      const label = k === 'after_kong' ? t(f.selfDrawn ? 'after_kong_self' : 'after_kong_discard') : t(k);
-      return h('label', { class: 'check' }, h('input', { type: 'checkbox', testid: `flag-${k}`, checked: !!f.flags[k],
-        onchange: (e) => A.edit((x) => { x.flags[k] = e.target.checked; }) }), label);
-    })),
   ];
 }
 
 function huWinner(f, seat, ctx, A) {
-  const e = f.entries[seat] || newEntry(ctx, seat);
+  const e = entryOf(f, seat, ctx);
   const kept = ctx.kept(seat); // 血流: a seat that won with a hand wins again with that hand (§13.2)
   const head = h('p', { class: 'lead' }, `${seatName(ctx.players, seat)} · ${tileName(f.tile)}`);
   if (e.mode !== 'hand') return [head, fanSection(f, seat, ctx, A)];
@@ -375,43 +413,54 @@ function reportProblem(f, seat, ctx) {
 const reports = (f, seats, ctx) => seats.map((s) => seatReport(f.entries[s] || newReport(ctx, s), s, ctx)).filter((r) => r !== undefined);
 const drawTitle = (ctx, seat) => t(ctx.won(seat) ? 'draw_for_winner' : 'draw_for', { name: seatName(ctx.players, seat) });
 
+// The seats a draw asks about are worked out afresh at every step from the round as it stands, so
+// that a seat that wins (on another phone) while the sheet is open is no longer asked about; the
+// form keeps the seats already answered (`done`), each answer by seat (`entries`).
+const asking = (f, seats) => seats.find((s) => !f.done.includes(s));
+const lastAsked = (f, seats) => seats.filter((s) => !f.done.includes(s)).length <= 1;
+
 const draw = {
-  form: (ctx) => ({ step: 0, seats: reportSeats(ctx), entries: {} }), // (血流: a seat that has won need not be listed, §13.5)
-  title: (f, ctx) => (f.seats.length ? drawTitle(ctx, f.seats[f.step]) : t('draw')),
-  confirmLabel: (f) => (f.step < f.seats.length - 1 ? t('next') : t('confirm')),
-  body: (f, ctx, A) => (f.seats.length ? statusStep(f, f.seats[f.step], ctx, A) : [h('p', { class: 'lead' }, t('draw_none'))]),
+  form: () => ({ done: [], entries: {} }), // (血流: a seat that has won need not be listed, §13.5)
+  title: (f, ctx) => { const seat = asking(f, reportSeats(ctx)); return seat == null ? t('draw') : drawTitle(ctx, seat); },
+  confirmLabel: (f, ctx) => (lastAsked(f, reportSeats(ctx)) ? t('confirm') : t('next')),
+  body: (f, ctx, A) => { const seat = asking(f, reportSeats(ctx)); return seat == null ? [h('p', { class: 'lead' }, t('draw_none'))] : statusStep(f, seat, ctx, A); },
   confirm: (f, ctx, A) => {
-    if (f.seats.length) {
-      const bad = reportProblem(f, f.seats[f.step], ctx);
+    const seats = reportSeats(ctx);
+    const seat = asking(f, seats);
+    if (seat != null) {
+      const bad = reportProblem(f, seat, ctx);
       if (bad) return bad;
-      if (f.step < f.seats.length - 1) { A.edit((x) => { x.step += 1; }); return undefined; }
+      if (!lastAsked(f, seats)) { A.edit((x) => { x.done.push(seat); }); return undefined; }
     }
-    return A.record({ type: 'draw', seats: reports(f, f.seats, ctx) });
+    return A.record({ type: 'draw', seats: reports(f, seats, ctx) });
   },
 };
 
 const escape = {
-  form: () => ({ step: 0, seat: null, lastFour: false, others: [], entries: {} }),
-  title: (f, ctx) => (f.step === 0 ? t('escape') : drawTitle(ctx, f.others[f.step - 1])),
-  confirmLabel: (f) => ((f.step === 0 && !f.lastFour) || (f.step > 0 && f.step >= f.others.length) ? t('confirm') : t('next')),
+  form: () => ({ step: 0, seat: null, lastFour: false, done: [], entries: {} }),
+  title: (f, ctx) => { const seat = f.step === 0 ? null : asking(f, reportSeats(ctx, f.seat)); return seat == null ? t('escape') : drawTitle(ctx, seat); },
+  confirmLabel: (f, ctx) => ((f.step === 0 && !f.lastFour) || (f.step > 0 && lastAsked(f, reportSeats(ctx, f.seat))) ? t('confirm') : t('next')),
   body: (f, ctx, A) => (f.step === 0 ? [
     seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_escapes'), pressed: (i) => i === f.seat,
       disabled: ctx.out, onPick: (i) => A.edit((x) => { x.seat = i; }) }),
     h('label', { class: 'check' }, h('input', { type: 'checkbox', testid: 'last-four', checked: f.lastFour,
       onchange: (e) => A.edit((x) => { x.lastFour = e.target.checked; }) }), t('last_four')),
-  ] : statusStep(f, f.others[f.step - 1], ctx, A)),
+  ] : (() => { const seat = asking(f, reportSeats(ctx, f.seat)); return seat == null ? [] : statusStep(f, seat, ctx, A); })()),
   confirm: (f, ctx, A) => {
+    const others = f.seat == null ? [] : reportSeats(ctx, f.seat);
     if (f.step === 0) {
       if (f.seat == null) return missing([t('who_escapes')]);
-      const others = reportSeats(ctx, f.seat);
       if (!f.lastFour || !others.length) return A.record({ type: 'escape', seat: f.seat, last_four: f.lastFour });
-      A.edit((x) => { x.others = others; x.step = 1; });
+      A.edit((x) => { x.step = 1; x.done = []; });
       return undefined;
     }
-    const bad = reportProblem(f, f.others[f.step - 1], ctx);
-    if (bad) return bad;
-    if (f.step < f.others.length) { A.edit((x) => { x.step += 1; }); return undefined; }
-    return A.record({ type: 'escape', seat: f.seat, last_four: true, seats: reports(f, f.others, ctx) });
+    const seat = asking(f, others);
+    if (seat != null) {
+      const bad = reportProblem(f, seat, ctx);
+      if (bad) return bad;
+      if (!lastAsked(f, others)) { A.edit((x) => { x.done.push(seat); }); return undefined; }
+    }
+    return A.record({ type: 'escape', seat: f.seat, last_four: true, seats: reports(f, others, ctx) });
   },
 };
 

@@ -34,8 +34,20 @@ export function renderEnd(s, A, top) {
     h('pre', { class: 'end-text', testid: 'end-text' }, summaryText(sum)))];
 }
 
-// draw the commands of summaryDrawing on a canvas; → a PNG blob
-export function paint(drawing, scale = 2) {
+// a text's width in CSS px with the system's fonts (what the picture's lines are wrapped by)
+let measurer = null;
+export function measureText(text, size, weight = 400) {
+  measurer ||= document.createElement('canvas').getContext('2d');
+  measurer.font = `${weight} ${size}px ${FONTS}`;
+  return measurer.measureText(text).width;
+}
+
+// the picture of a summary: 360 CSS px wide (a phone's width), its lines wrapped by the system's fonts
+export const pictureDrawing = (summary) => summaryDrawing(summary, { width: 360, measure: measureText });
+
+// draw the commands of summaryDrawing on a canvas; → a PNG blob (at 3 px per CSS px: 1080 px wide,
+// a phone screen's width in device pixels, so that the picture is sharp shown full width)
+export function paint(drawing, scale = 3) {
   const canvas = document.createElement('canvas');
   canvas.width = Math.round(drawing.width * scale);
   canvas.height = Math.round(drawing.height * scale);
@@ -47,7 +59,7 @@ export function paint(drawing, scale = 2) {
     g.font = `${o.weight} ${o.size}px ${FONTS}`;
     g.textAlign = o.align;
     g.textBaseline = 'alphabetic';
-    g.fillText(o.text, o.x, o.y, o.align === 'right' ? o.x - 16 : drawing.width - o.x - 16);
+    g.fillText(o.text, o.x, o.y, o.max); // (the lines fit: `max` only guards against a font wider than measured)
   }
   return new Promise((resolve) => canvas.toBlob((b) => resolve(b), 'image/png'));
 }
@@ -83,7 +95,7 @@ export function endActions({ S, dispatch, toast, errorText, saved, createTable, 
       if (!sum) return;
       const seq = ++drawn;
       const lang = S().lang;
-      const drawing = summaryDrawing(sum, { width: 360 });
+      const drawing = pictureDrawing(sum);
       const b = await paint(drawing);
       if (seq !== drawn || !b || S().summary !== sum) return;
       const old = S().picture;

@@ -1,4 +1,5 @@
-// 中文 / English. t(key, {vars}) fills {name} placeholders; the choice is kept on the phone.
+// 中文 / English. t(key, {vars}) fills {name} placeholders (a string with plural forms {one, other} is
+// chosen by vars.n); the choice is kept on the phone.
 
 const STRINGS = {
   zh: {
@@ -18,8 +19,8 @@ const STRINGS = {
     share: '邀请其他手机', share_write: '记分链接（可记分）', share_read: '旁观链接（只读）',
     share_hint: '扫码或打开链接即可加入本桌。记分链接可以改动本桌，只发给同桌的人。',
     show_qr: '显示二维码', qr_alt: '记分链接的二维码', qr_local: '这是本机地址（127.0.0.1），别的手机打不开：用局域网地址启动服务。',
-    online: '在线', offline: '离线', pending: '待发送', version: 'v', read_only: '只读',
-    dealer: '庄', won: '已胡', won_n: '胡×{n}', left: '已走', live_stream: '实时', live_poll: '轮询', live_stopped: '不再更新', balance: '积分', round_n: '第 {n} 局', no_round: '还没开局',
+    online: '在线', offline: '离线', pending: '待发送', read_only: '只读',
+    dealer: '庄', won: '已胡', won_n: '胡×{n}', left: '已走', live_poll: '更新会慢几秒', live_stopped: '不再更新', balance: '积分', round_n: '第 {n} 局', no_round: '还没开局',
     round_ended: '本局结束', this_round: '本局',
     round_start: '开始新局', peng: '碰', kong: '杠', hu: '胡', draw: '流局', escape: '逃跑',
     undo: '撤销', end_round: '结束本局', confirm: '确定', cancel: '取消', next: '下一步', close: '关闭',
@@ -27,7 +28,14 @@ const STRINGS = {
     tile: '哪张牌', kind: '哪种杠', kind_direct: '明杠（点杠）', kind_added: '补杠（巴杠）', kind_concealed: '暗杠',
     self_drawn: '自摸', winners: '谁胡（可多人）', winner: '谁胡', win_tile: '胡哪张',
     after_kong_self: '杠上花', after_kong_discard: '杠上炮', robbing_kong: '抢杠胡', last_tile: '海底',
-    heavenly: '天胡', earthly: '地胡', flags: '特殊',
+    heavenly: '天胡', earthly: '地胡', flags: '特殊胡法', plus_fan: '+{fan}番',
+    sp_need: {
+      qiangganghu: '抢杠胡：上一条记录要是点炮的人（{name}）补杠，胡的就是那张牌。',
+      gangshanghua: '杠上花：上一条记录要是胡的人（{name}）自己的杠。',
+      gangshangpao: '杠上炮：上一条记录要是点炮的人（{name}）的杠。',
+      tianhu: '天胡：只能是庄家（{name}）自摸，而且是本局的第一条记录。',
+      dihu: '地胡：只能是闲家自摸（成都计番也可以点庄家的炮），而且要在任何人碰、杠之前。',
+    },
     fan_for: '{name} 的番', fan: '番数', by_fan: '番数', by_patterns: '番型', by_hand: '手牌',
     fan_total: '共 {fan} 番', hand_tiles: '手牌（{n}/{size} 张）', melds: '碰/杠', add_meld: '加一组',
     meld_peng: '碰', meld_direct: '明杠', meld_added: '补杠', meld_concealed: '暗杠',
@@ -61,6 +69,8 @@ const STRINGS = {
     removed: '已退回：{what}', reopened: '本局重新打开', ev_void_of: '撤销了 #{target}：{what}', loading: '正在读取…',
     drafts: '没记上的（点“重新提交”再记一次）', resubmit: '重新提交', discard: '丢弃',
     dup_q: '另一台手机刚记过：{what}。要再记一次吗？', dup_again: '再记一次', dup_no: '不记了',
+    dup_done: '另一台手机已经记过了：{what}。不用再记。', saving: '正在记…',
+    dup_draft: '另一台手机刚记过：{what}。这条留在下面的“没记上的”里：真要再记一次就点“重新提交”，不要就点“丢弃”。',
     dup_kong: '另一台手机已经记过这个杠了：{what}。', dup_title: '已经记过了',
     finish: '结束牌局', finish_q: '结束今晚的牌局？结束后不能再记分，会显示总结算。', summary: '总结算', finished: '已结束',
     end_title: '今晚结算', ranking: '排名', settle_up: '怎么给钱', settle_none: '不用给钱：大家持平。', facts: '各家数据',
@@ -69,7 +79,7 @@ const STRINGS = {
     kongs_n: '杠 {n}（明 {direct} 补 {added} 暗 {concealed}）', huazhu_n: '花猪 {n}', dajiao_n: '被查大叫 {n}', escapes_n: '逃跑 {n}',
     biggest: '最大一把：第 {round} 局 {fan}番 {points} 分', biggest_pats: '最大一把：第 {round} 局 {pats} {fan}番 {points} 分',
     share_pic: '分享图片', save_pic: '保存图片', copy_text: '复制文字', copied: '已复制', again: '原班人马再来一桌', home: '回首页', end_rounds: '看各局记录',
-    end_pic_alt: '今晚结算的图片', summary_title: '{players} · {rounds} 局', summary_rounds: '{n} 局',
+    end_pic_alt: '今晚结算的图片', summary_rounds: '{n} 局',
     open_summary: '看总结算', list_sep: '，', label_sep: '：', summary_failed: '读不到总结算：',
     history: '记录', rounds: '各局', totals: '合计', no_events: '还没有记录',
     pending_list: '待发送（网络恢复后自动发送）',
@@ -91,6 +101,7 @@ const STRINGS = {
       conflict_plain: '这一步和本桌现在的状态冲突，没有改动。',
       offline_queued: '没有网络：已排队，恢复后自动发送。', generic: '没有记上，请再试一次。',
       stale_draft: '别的手机先改了这桌，这条没有记上：留在下面的“没记上的”里，点“重新提交”再记一次。',
+      stale_retry: '别的手机刚改了这桌，这条还没记上。看一下上面的记录，要记就再点“确定”。',
       offline: '连不上服务器。', stale: '别的手机先改了这桌，这条没有记上。看一下记录，需要的话再记一次。',
       conflict: '这一步和本桌现在的状态冲突，没有改动：', rule: '规则不允许，没有记上：',
       read_only: '旁观链接只能看，不能记分。', auth: '链接不对或已失效。', gone: '这张桌子不存在了。',
@@ -110,7 +121,7 @@ const STRINGS = {
       suit_not_in_play: '三人两房没有万字牌，只打筒和条。', bad_hand: '手牌张数或写法不对。', bad_size: '手牌张数不对。',
       too_many_copies: '同一张牌超过四张了。', bad_meld: '碰/杠的写法不对。', void_not_allowed: '三人两房不定缺。',
       bad_win: '这手牌算不了番。', not_a_win: '这手牌胡不了。', win_tile_not_in_hand: '胡的那张牌不在手牌里。',
-      contradictory_flags: '这些特殊情况不能同时成立。', dianpao_pinghu: '本桌点炮不能胡平胡（1番）：番数不够。',
+      contradictory_flags: '这些特殊情况不能同时成立。', patterns_contradict_win: '选的番型和胡法对不上（比如有抢杠胡的番却不是抢杠）。', dianpao_pinghu: '本桌点炮不能胡平胡（1番）：番数不够。',
       bad_ruleset: '规则设置不对。', unknown_ruleset: '没有这个玩法。', unknown_ruleset_field: '没有这个规则选项。',
       bad_ruleset_value: '规则选项的值不对。', bad_event: '这条记录的写法不对。', seat_out_of_range: '没有这个座位。',
       seat_not_in_round: '这位玩家已经胡了或走了。', self_discard: '自己不能点自己的炮/杠。',
@@ -144,8 +155,8 @@ const STRINGS = {
     share: 'Invite the other phones', share_write: 'Scoring link (can record)', share_read: 'Onlooker link (read-only)',
     share_hint: 'Scan or open the link to join this table. The scoring link can change the table: give it only to the players.',
     show_qr: 'Show QR code', qr_alt: 'QR code of the scoring link', qr_local: 'This is a loopback address (127.0.0.1): other phones cannot open it. Start the service on the LAN address.',
-    online: 'online', offline: 'offline', pending: 'pending', version: 'v', read_only: 'read-only',
-    dealer: 'dealer', won: 'won', won_n: 'won ×{n}', left: 'left', live_stream: 'live', live_poll: 'polling', live_stopped: 'not following', balance: 'points', round_n: 'Round {n}', no_round: 'No round yet',
+    online: 'online', offline: 'offline', pending: 'pending', read_only: 'read-only',
+    dealer: 'dealer', won: 'won', won_n: 'won ×{n}', left: 'left', live_poll: 'updates a few seconds late', live_stopped: 'not following', balance: 'points', round_n: 'Round {n}', no_round: 'No round yet',
     round_ended: 'round over', this_round: 'this round',
     round_start: 'New round', peng: 'Peng', kong: 'Kong', hu: 'Hu (win)', draw: 'Draw', escape: 'Escape',
     undo: 'Undo', end_round: 'End round', confirm: 'Confirm', cancel: 'Cancel', next: 'Next', close: 'Close',
@@ -153,7 +164,14 @@ const STRINGS = {
     tile: 'Which tile', kind: 'Kind of kong', kind_direct: 'Direct (from a discard)', kind_added: 'Added (to a peng)', kind_concealed: 'Concealed',
     self_drawn: 'Self-drawn', winners: 'Winners (one or more)', winner: 'Winner', win_tile: 'Winning tile',
     after_kong_self: 'On a kong replacement (杠上花)', after_kong_discard: 'Discard after a kong (杠上炮)', robbing_kong: 'Robbing a kong (抢杠)', last_tile: 'Last tile (海底)',
-    heavenly: 'Heavenly (天胡)', earthly: 'Earthly (地胡)', flags: 'Special',
+    heavenly: 'Heavenly (天胡)', earthly: 'Earthly (地胡)', flags: 'Special wins', plus_fan: '+{fan} fan',
+    sp_need: {
+      qiangganghu: 'Robbing a kong: the record just before must be the discarder\u2019s ({name}) added kong, and the winning tile that tile.',
+      gangshanghua: 'On a kong replacement: the record just before must be the winner\u2019s ({name}) own kong.',
+      gangshangpao: 'Discard after a kong: the record just before must be the discarder\u2019s ({name}) kong.',
+      tianhu: 'Heavenly hand: only the dealer ({name}) self-drawn, as the round\u2019s first record.',
+      dihu: 'Earthly hand: only a player who is not the dealer, self-drawn (on the dealer\u2019s discard under Chengdu points too), before anyone pengs or kongs.',
+    },
     fan_for: 'Fan of {name}', fan: 'Fan', by_fan: 'Fan', by_patterns: 'Patterns', by_hand: 'Hand',
     fan_total: '{fan} fan in all', hand_tiles: 'Hand ({n}/{size} tiles)', melds: 'Melds', add_meld: 'Add meld',
     meld_peng: 'Peng', meld_direct: 'Direct kong', meld_added: 'Added kong', meld_concealed: 'Concealed kong',
@@ -187,15 +205,18 @@ const STRINGS = {
     removed: 'taken back: {what}', reopened: 'the round is open again', ev_void_of: 'Undid #{target}: {what}', loading: 'Loading…',
     drafts: 'Not recorded (tap Resubmit to record again)', resubmit: 'Resubmit', discard: 'Discard',
     dup_q: 'Another phone has just recorded this: {what}. Record it again?', dup_again: 'Record again', dup_no: 'Don\u2019t',
+    dup_done: 'Another phone has already recorded this: {what}. No need to record it again.', saving: 'Recording…',
+    dup_draft: 'Another phone has just recorded this: {what}. Yours is kept below under \u201cNot recorded\u201d: tap Resubmit only to record it a second time, else Discard.',
     dup_kong: 'Another phone has already recorded this kong: {what}.', dup_title: 'Already recorded',
     finish: 'Finish the evening', finish_q: 'Finish tonight\u2019s table? Nothing more can be recorded; the summary is shown.', summary: 'Summary', finished: 'finished',
     end_title: 'Tonight\u2019s result', ranking: 'Ranking', settle_up: 'Settle up', settle_none: 'Nothing to pay: everyone is even.', facts: 'Per player',
     pays_to: '{from} pays {to} {points}', pays_to_coins: '{from} pays {to} {points} ({coins} coins)',
-    rank_n: '#{n}', total_pts: '{points} points', wins_n: '{n} wins', zimo_n: '{n} self-drawn', dianpao_n: '{n} fed',
-    kongs_n: '{n} kongs ({direct} direct, {added} added, {concealed} concealed)', huazhu_n: '{n} flower pig', dajiao_n: '{n} dajiao paid', escapes_n: '{n} escapes',
+    rank_n: '#{n}', total_pts: '{points} points', wins_n: { one: '{n} win', other: '{n} wins' }, zimo_n: '{n} self-drawn', dianpao_n: '{n} fed',
+    kongs_n: { one: '{n} kong ({direct} direct, {added} added, {concealed} concealed)', other: '{n} kongs ({direct} direct, {added} added, {concealed} concealed)' },
+    huazhu_n: { one: '{n} flower pig', other: '{n} flower pigs' }, dajiao_n: '{n} dajiao paid', escapes_n: { one: '{n} escape', other: '{n} escapes' },
     biggest: 'Biggest win: round {round}, {fan} fan, {points} points', biggest_pats: 'Biggest win: round {round}, {pats} {fan} fan, {points} points',
     share_pic: 'Share picture', save_pic: 'Save picture', copy_text: 'Copy text', copied: 'Copied', again: 'Same players again', home: 'Home', end_rounds: 'See the rounds',
-    end_pic_alt: 'Picture of tonight\u2019s result', summary_title: '{players} · {rounds} rounds', summary_rounds: '{n} rounds',
+    end_pic_alt: 'Picture of tonight\u2019s result', summary_rounds: { one: '{n} round', other: '{n} rounds' },
     open_summary: 'See the summary', list_sep: ', ', label_sep: ': ', summary_failed: 'Could not read the summary: ',
     history: 'History', rounds: 'Rounds', totals: 'Totals', no_events: 'Nothing recorded yet',
     pending_list: 'Pending (sent when the network is back)',
@@ -218,6 +239,7 @@ const STRINGS = {
       conflict_plain: 'This conflicts with the table as it stands; nothing changed.',
       offline_queued: 'No network: queued, sent when it is back.', generic: 'That did not work; please try again.',
       stale_draft: 'Another phone changed the table first: this was not recorded. It is kept below under “Not recorded”: tap Resubmit to record it again.',
+      stale_retry: 'Another phone changed the table just now: this is not recorded yet. Check the records above, then tap Confirm to record it.',
       offline: 'Cannot reach the server.', stale: 'Another phone changed the table first: this was not recorded. Check the history and record it again if needed.',
       conflict: 'This conflicts with the table as it stands; nothing changed: ', rule: 'The rules refuse this; nothing was recorded: ',
       read_only: 'The onlooker link can only watch, not record.', auth: 'The link is wrong or no longer valid.', gone: 'This table no longer exists.',
@@ -240,7 +262,7 @@ const STRINGS = {
       too_many_copies: 'More than four copies of a tile.', bad_meld: 'That peng or kong is not written right.',
       void_not_allowed: 'Three players (三人两房) choose no void suit.',
       bad_win: 'That hand cannot be scored.', not_a_win: 'That hand does not win.', win_tile_not_in_hand: 'The winning tile is not in the hand.',
-      contradictory_flags: 'Those special flags cannot all hold.',
+      contradictory_flags: 'Those special flags cannot all hold.', patterns_contradict_win: 'The patterns do not match how the win happened (say, the 抢杠胡 pattern on a win that robbed no kong).',
       dianpao_pinghu: 'At this table a discard win needs more than 1 fan (no 点炮平胡).',
       bad_ruleset: 'The rule settings are wrong.', unknown_ruleset: 'No such room.', unknown_ruleset_field: 'No such rule option.',
       bad_ruleset_value: 'A rule option has a wrong value.', bad_event: 'That record is malformed.', seat_out_of_range: 'No such seat.',
@@ -277,6 +299,12 @@ export function setLang(value) {
   document.title = t('app');
 }
 
+// a string with plural forms ({one, other}: "1 kong", "2 kongs") chosen by the language's rules for n
+function plural(forms, n) {
+  const form = new Intl.PluralRules(lang === 'zh' ? 'zh-CN' : 'en').select(n);
+  return forms[form] ?? forms.other;
+}
+
 export function t(key, vars) {
   let v = STRINGS[lang];
   for (const part of key.split('.')) v = v == null ? undefined : v[part];
@@ -284,6 +312,7 @@ export function t(key, vars) {
     v = STRINGS.en;
     for (const part of key.split('.')) v = v == null ? undefined : v[part];
   }
+  if (v && typeof v === 'object' && typeof v.other === 'string' && vars && typeof vars.n === 'number') v = plural(v, vars.n);
   if (typeof v !== 'string') return v === undefined ? key : v;
   return vars ? v.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m)) : v;
 }

@@ -2,6 +2,8 @@
 // and (血流成河, docs/rules.md#s13.2) the hand a winner keeps. `recs` are the round's records in
 // log order, voided ones left out; `n` the number of seats.
 
+const SETTLED = ['peng', 'kong', 'hu', 'draw', 'escape']; // (the events of a round that settle)
+
 // tiles of a hand string ("123m55p", "1m2m3m") or list (["1m", "2m"]) → ["1m", "2m", ...]
 export function parseTiles(tiles) {
   if (Array.isArray(tiles)) return tiles.map(String);
@@ -72,6 +74,27 @@ export function keptHands(recs, n) {
   return kept;
 }
 
+// The current round as this phone knows it: its standing events in order — the log's, then this
+// phone's entries not sent yet (they will follow whatever the log holds) — and what they say: the
+// last one (what a 抢杠胡, 杠上花 or 杠上炮 follows), whether any 碰 or 杠 stands (地胡 comes before
+// any), and each seat's wins and escape. `pending` the outbox's items ({body}); `n` the seats.
+export function roundSoFar(records, pending, number, n) {
+  const events = records.filter((r) => r.round === number && !r.voided && SETTLED.includes(r.type));
+  for (const item of pending || []) {
+    const b = item.body;
+    if (b && (b.type === 'round_start' || b.type === 'round_end')) break; // (what follows is another round's)
+    if (b && SETTLED.includes(b.type)) events.push(b);
+  }
+  const won = Array(n).fill(false);
+  const left = Array(n).fill(false);
+  for (const e of events) {
+    if (e.type === 'hu') for (const w of e.winners || []) if (w && w.seat < n) won[w.seat] = true;
+    if (e.type === 'escape' && e.seat < n) left[e.seat] = true;
+  }
+  return { events, last: events.length ? events[events.length - 1] : null,
+    claims: events.some((e) => e.type === 'peng' || e.type === 'kong'), won, left };
+}
+
 // -- points and patterns of a win given as fan ---------------------------------------------------
 // what one payer pays for `fan` (docs/rules.md#s5.3: the cap, then base × 2^(fan−1), or base × fan
 // when scoring is linear; 自摸加底 adds a base per payer): {fan, points, capped}, or null
@@ -107,7 +130,6 @@ export function roundLog(records, n) {
   return records.filter((r) => inRound.has(r.seq) || (r.type === 'void' && inRound.has(r.target)));
 }
 
-const SETTLED = ['peng', 'kong', 'hu', 'draw', 'escape'];
 const eventBody = (r) => Object.fromEntries(Object.entries(r).filter(([k]) => !['seq', 'at', 'round', 'voided'].includes(k)));
 
 // POST /v1/rounds/settle's body for the events of round n that stand (or, with `upTo`, for the

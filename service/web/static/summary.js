@@ -67,38 +67,95 @@ export function summaryText(summary) {
   return lines.join('\n');
 }
 
-// The picture: drawing commands for a canvas `width` CSS px wide (the height follows):
-// {op: 'rect', x, y, w, h, fill} and {op: 'text', x, y, text, size, weight, fill, align}; fonts
-// are the system's (the end screen names a family list, never a file).
-export function summaryDrawing(summary, { width = 360 } = {}) {
+// The picture, sized for a phone screen: drawing commands for a canvas `width` CSS px wide (a
+// phone's width; the end screen paints it at 3 device px per CSS px, 1080 px wide, the width of a
+// phone's screen, so that a chat shows it full width and sharp), the height following what it holds:
+// {op: 'rect', x, y, w, h, fill} and {op: 'text', x, y, text, size, weight, fill, align, max}. No
+// text is smaller than 15 px of the 360 (what a phone shows as body text), and none is squeezed:
+// a line longer than its room (`max` px) wraps at a separator, a name too long is cut with "…".
+// `measure(text, size, weight)` gives a text's width in px (the end screen measures with the
+// system's fonts on a canvas; the default is an estimate: a CJK character is 1 em, others 0.6 em).
+export const PICTURE_MIN_TEXT = 15;
+
+export function estimateWidth(text, size) {
+  let w = 0;
+  for (const ch of String(text)) w += /[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f]/.test(ch) ? size : 0.6 * size;
+  return w;
+}
+
+// `text` in lines that fit (`fits(line)`): broken after a list separator (，、； or ", ") where it
+// can, else between words, else between characters
+export function wrapText(text, fits) {
+  const lines = [];
+  let line = '';
+  const put = (piece) => { if (!fits((line + piece).trimEnd())) return false; line += piece; return true; };
+  const newLine = () => { if (line.trim()) lines.push(line.trimEnd()); line = ''; };
+  for (const part of String(text).split(/(?<=[，、；]|, |; )/)) {
+    if (put(part)) continue;
+    newLine();
+    for (const word of part.trimStart().split(/(?<= )/)) {
+      if (put(word)) continue;
+      newLine();
+      for (const ch of word) if (!put(ch)) { newLine(); line = ch; }
+    }
+  }
+  newLine();
+  // (no word of one or two characters alone on the last line: the word before it joins it, if it fits)
+  const n = lines.length;
+  if (n > 1 && [...lines[n - 1]].length <= 2 && lines[n - 2].includes(' ')) {
+    const at = lines[n - 2].lastIndexOf(' ');
+    const joined = `${lines[n - 2].slice(at + 1)} ${lines[n - 1]}`;
+    if (at > 0 && fits(joined)) lines.splice(n - 2, 2, lines[n - 2].slice(0, at), joined);
+  }
+  return lines;
+}
+
+// `text` cut to fit `max` (with "…")
+function cut(text, fits) {
+  if (fits(text)) return text;
+  let out = '';
+  for (const ch of String(text)) { if (!fits(`${out}${ch}…`)) break; out += ch; }
+  return `${out}…`;
+}
+
+export function summaryDrawing(summary, { width = 360, measure = (text, size) => estimateWidth(text, size) } = {}) {
   const ops = [];
   const pad = 16;
   let y = 0;
-  const text = (x, text, size, { weight = 400, fill = '#1d2421', align = 'left', dy = 0 } = {}) => {
-    ops.push({ op: 'text', x, y: y + size + dy, text, size, weight, fill, align });
+  const text = (x, str, size, { weight = 400, fill = '#1d2421', align = 'left', dy = 0, max = width - x - pad } = {}) => {
+    ops.push({ op: 'text', x, y: y + size + dy, text: str, size, weight, fill, align, max });
   };
+  const fits = (size, weight, max) => (str) => measure(str, size, weight) <= max;
   ops.push({ op: 'rect', x: 0, y: 0, w: width, h: 0, fill: '#f4f1e8' }); // (its height set below)
-  ops.push({ op: 'rect', x: 0, y: 0, w: width, h: 64, fill: '#0b5d45' });
+  ops.push({ op: 'rect', x: 0, y: 0, w: width, h: 72, fill: '#0b5d45' });
   y = 10;
-  text(pad, t('end_title'), 20, { weight: 700, fill: '#ffffff' });
-  y += 28;
-  text(pad, `${t('summary_rounds', { n: summary.rounds })}${summary.finished_at ? ` · ${when(summary.finished_at)}` : ''}`, 13, { fill: '#e1efe8' });
-  y = 76;
+  text(pad, t('end_title'), 24, { weight: 700, fill: '#ffffff' });
+  y += 34;
+  text(pad, `${t('summary_rounds', { n: summary.rounds })}${summary.finished_at ? ` · ${when(summary.finished_at)}` : ''}`, 15, { fill: '#e1efe8' });
+  y = 84;
+  const inner = width - 2 * pad - 20; // (a row's text, inside its card)
   for (const s of ranked(summary)) {
-    ops.push({ op: 'rect', x: pad, y, w: width - 2 * pad, h: 46, fill: s.rank === 1 ? '#e1efe8' : '#ffffff' });
-    text(pad + 10, t('rank_n', { n: s.rank }), 14, { weight: 700, fill: '#0b5d45', dy: 6 });
-    text(pad + 70, s.name, 17, { weight: 700, dy: 4 });
-    text(width - pad - 10, signed(s.total), 20, { weight: 700, fill: s.total < 0 ? '#b0302a' : '#0b5d45', align: 'right', dy: 3 });
-    y += 50;
     const facts = factWords(s).join(t('list_sep'));
-    if (facts) { text(pad + 10, facts, 11, { fill: '#5d6661' }); y += 18; }
+    const lines = facts ? wrapText(facts, fits(15, 400, inner)) : [];
+    const total = signed(s.total);
+    const nameX = pad + 66;
+    const nameMax = width - pad - 10 - measure(total, 24, 700) - 10 - nameX;
+    ops.push({ op: 'rect', x: pad, y, w: width - 2 * pad, h: 48 + 21 * lines.length + (lines.length ? 6 : 0), fill: s.rank === 1 ? '#e1efe8' : '#ffffff' });
+    text(pad + 10, t('rank_n', { n: s.rank }), 16, { weight: 700, fill: '#0b5d45', dy: 6, max: nameX - pad - 14 });
+    text(nameX, cut(s.name, fits(20, 700, nameMax)), 20, { weight: 700, dy: 4, max: nameMax });
+    text(width - pad - 10, total, 24, { weight: 700, fill: s.total < 0 ? '#b0302a' : '#0b5d45', align: 'right', dy: 2, max: width - 2 * pad - 20 });
+    y += 46;
+    for (const line of lines) { text(pad + 10, line, 15, { fill: '#4a524e', max: inner }); y += 21; }
+    y += lines.length ? 14 : 6;
   }
   y += 8;
-  text(pad, t('settle_up'), 15, { weight: 700 });
-  y += 24;
+  text(pad, t('settle_up'), 18, { weight: 700 });
+  y += 28;
   const pay = settleUpWords(summary);
-  for (const line of pay.length ? pay : [t('settle_none')]) { text(pad + 10, line, 15); y += 22; }
-  y += 12;
+  for (const line of pay.length ? pay : [t('settle_none')]) {
+    for (const part of wrapText(line, fits(17, 400, width - 2 * pad - 10))) { text(pad + 10, part, 17); y += 25; }
+  }
+  y += 14;
   ops[0].h = y;
   return { width, height: y, ops };
 }

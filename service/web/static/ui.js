@@ -97,14 +97,17 @@ function renderStart(s, A) {
 }
 
 // -- the status line -----------------------------------------------------------------------------
+// In a player's words: online or not, what waits to be sent, and only when updates are not
+// immediate (polling, or stopped) a word about it. The table's version and the kind of connection
+// are the developers' (the status element carries them as data-version and data-live).
 export function statusParts(s, A) {
   const net = s.online == null ? 'connecting' : s.online ? 'online' : 'offline';
   const ps = s.view ? s.view.players : [];
+  const mode = s.liveMode === 'poll' || s.liveMode === 'stopped' ? s.liveMode : null;
   return [
     h('span', { class: net === 'online' ? 'ok' : net === 'offline' ? 'bad' : 'muted', testid: 'online' }, t(net)),
     h('span', {}, `${t('pending')} `, h('b', { testid: 'pending-count' }, String(s.pending.length))),
-    s.view ? h('span', {}, t('version'), h('b', { testid: 'version' }, String(s.view.version))) : null,
-    s.liveMode === 'connecting' ? null : h('span', { class: 'muted', testid: 'live-mode' }, t(`live_${s.liveMode}`)),
+    mode ? h('span', { class: 'muted', testid: 'live-mode' }, t(`live_${mode}`)) : null,
     s.table && !s.table.token ? h('span', { class: 'tag' }, t('read_only')) : null,
     s.table && s.table.token && s.view ? h('button', { type: 'button', class: 'small me', testid: 'my-seat', onclick: () => A.openDialog('whoAmI') },
       s.mySeat != null && s.mySeat >= 0 && s.mySeat < ps.length ? t('my_seat_btn', { name: seatName(ps, s.mySeat) }) : t('my_seat_unset')) : null,
@@ -113,7 +116,8 @@ export function statusParts(s, A) {
 
 function top(s, A, title) {
   return h('div', { class: 'top', key: 'top' }, bar(title, A),
-    h('div', { class: 'status', id: 'status', role: 'status', 'data-live': s.liveMode, key: 'status' }, statusParts(s, A)));
+    h('div', { class: 'status', id: 'status', role: 'status', 'data-live': s.liveMode, 'data-version': s.view ? s.view.version : null,
+      key: 'status' }, statusParts(s, A)));
 }
 
 // -- the table ---------------------------------------------------------------------------------

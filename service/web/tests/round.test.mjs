@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseTiles, meldsBySeat, winsBySeat, keptHands, pointsFor, roomPatterns, roundLog, settleRequest,
-  drawStatuses, roundAfterRecord } from '../static/round.js';
+  drawStatuses, roundAfterRecord, roundSoFar } from '../static/round.js';
 import { readFileSync } from 'node:fs';
 
 const PATTERNS = JSON.parse(readFileSync(new URL('../static/patterns.json', import.meta.url)));
@@ -98,4 +98,21 @@ test('a stream record moves the round with the balances', () => {
   const next = roundAfterRecord(after, { type: 'round_start', round: 2, dealer: 1 }, [-12, 36, -12, -12], [-12, 36, -12, -12]);
   assert.deepEqual([next.number, next.dealer, next.status, next.deltas], [2, 1, 'playing', [0, 0, 0, 0]]);
   assert.equal(roundAfterRecord(after, { type: 'buy_in' }, [0], [1]), after);
+});
+
+test('the round so far: the log’s standing events, then this phone’s unsent entries; who has won or left', () => {
+  const records = [
+    { seq: 1, round: 1, type: 'round_start', dealer: 0 },
+    { seq: 2, round: 1, type: 'kong', seat: 1, kind: 'concealed', tile: '7s' },
+    { seq: 3, round: 1, type: 'hu', from: null, tile: '3p', winners: [{ seat: 2, fan: 1 }] },
+    { seq: 4, round: 1, type: 'hu', from: 0, tile: '4p', winners: [{ seat: 3, fan: 1 }], voided: true },
+    { seq: 5, round: null, type: 'void', target: 4 },
+  ];
+  const so = roundSoFar(records, [], 1, 4);
+  assert.deepEqual(so.events.map((e) => e.type), ['kong', 'hu']);
+  assert.deepEqual([so.won, so.left, so.claims, so.last.seq], [[false, false, true, false], [false, false, false, false], true, 3]);
+  const pending = [{ body: { type: 'escape', seat: 0 } }, { body: { type: 'round_end' } }, { body: { type: 'hu', winners: [{ seat: 1 }] } }];
+  const more = roundSoFar(records, pending, 1, 4);
+  assert.deepEqual([more.left, more.won, more.last], [[true, false, false, false], [false, false, true, false], pending[0].body]);
+  assert.deepEqual(roundSoFar(records, [], 2, 4), { events: [], last: null, claims: false, won: [false, false, false, false], left: [false, false, false, false] });
 });

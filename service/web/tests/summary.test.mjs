@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { setLang } from '../static/i18n.js';
 import { setPatterns } from '../static/words.js';
-import { settleUpWords, summaryText, summaryDrawing, drawingText, factWords, rankLine, ranked } from '../static/summary.js';
+import { settleUpWords, summaryText, summaryDrawing, drawingText, factWords, rankLine, ranked, PICTURE_MIN_TEXT, estimateWidth,
+  wrapText } from '../static/summary.js';
 
 setPatterns(JSON.parse(readFileSync(new URL('../static/patterns.json', import.meta.url))));
 
@@ -42,7 +43,19 @@ test('the ranking and each seat’s facts', () => {
   assert.deepEqual(factWords(SUMMARY.seats[0]), ['胡 3 次', '自摸 1', '杠 2（明 1 补 0 暗 1）', '最大一把：第 4 局 清一色 根 4番 48 分']);
   assert.deepEqual(factWords(SUMMARY.seats[2]), []);
   setLang('en');
-  assert.deepEqual(factWords(SUMMARY.seats[3]), ['1 dajiao paid', '1 escapes']);
+  assert.deepEqual(factWords(SUMMARY.seats[3]), ['1 dajiao paid', '1 escape']);
+});
+
+test('English counts agree with their number: 1 kong, 2 kongs', () => {
+  setLang('en');
+  const one = seat(0, 'A', 6, 1, { wins: 1, escapes: 1, huazhu_paid: 1, kongs: { direct: 1, added: 0, concealed: 0 } });
+  assert.deepEqual(factWords(one), ['1 win', '1 kong (1 direct, 0 added, 0 concealed)', '1 flower pig', '1 escape']);
+  const two = seat(0, 'A', 6, 1, { wins: 2, escapes: 2, huazhu_paid: 2, kongs: { direct: 1, added: 1, concealed: 0 } });
+  assert.deepEqual(factWords(two), ['2 wins', '2 kongs (1 direct, 1 added, 0 concealed)', '2 flower pigs', '2 escapes']);
+  assert.ok(summaryText({ ...SUMMARY, rounds: 1 }).startsWith('Tonight\u2019s result · 1 round ·'));
+  assert.ok(summaryText(SUMMARY).startsWith('Tonight\u2019s result · 6 rounds ·'));
+  setLang('zh');
+  assert.deepEqual(factWords(one).slice(0, 2), ['胡 1 次', '杠 1（明 1 补 0 暗 0）']);
 });
 
 test('the plain text to copy', () => {
@@ -60,13 +73,44 @@ test('the picture’s drawing: the same words as the summary, inside the picture
   const words = drawingText(d);
   assert.equal(words[0], '今晚结算');
   for (const w of ['老王', '小李', '+120', '-84', '小李 付给 老王 84', '大刘 付给 老王 36']) assert.ok(words.includes(w), w);
-  assert.ok(d.height > 300 && d.height < 1000, d.height);
+  assert.ok(d.height > 300 && d.height < 1200, d.height);
   for (const o of d.ops) {
     assert.ok(o.x >= 0 && o.x <= d.width && o.y >= 0 && o.y <= d.height, JSON.stringify(o));
-    if (o.op === 'text') assert.ok(o.size >= 11 && /^#[0-9a-f]{6}$/.test(o.fill));
+    if (o.op === 'text') assert.ok(o.size >= PICTURE_MIN_TEXT && /^#[0-9a-f]{6}$/.test(o.fill));
   }
   assert.equal(d.ops[0].h, d.height); // (the background covers it all)
   // ranked in order, top to bottom
   const ys = ['老王', '阿珍', '大刘', '小李'].map((n) => d.ops.find((o) => o.text === n).y);
   assert.deepEqual([...ys].sort((a, b) => a - b), ys);
+});
+
+test('the picture is sized for a phone: no text under 15 px of its 360, none wider than its room (a long line wraps)', () => {
+  for (const lang of ['zh', 'en']) {
+    setLang(lang);
+    const busy = seat(0, '欧阳娜娜的表姐夫', 120, 1, { wins: 12, zimo: 5, dianpao_paid: 3, huazhu_paid: 2, dajiao_paid: 2, escapes: 1,
+      kongs: { direct: 3, added: 2, concealed: 4 }, biggest_win: { round: 14, fan: 6, patterns: ['qingyise', 'qidui', 'gen'], points: 192 } });
+    const d = summaryDrawing({ ...SUMMARY, seats: [busy, ...SUMMARY.seats.slice(1)] }, { width: 360 });
+    const texts = d.ops.filter((o) => o.op === 'text');
+    for (const o of texts) {
+      assert.ok(o.size >= PICTURE_MIN_TEXT, JSON.stringify(o));
+      const left = o.align === 'right' ? o.x - estimateWidth(o.text, o.size) : o.x;
+      assert.ok(estimateWidth(o.text, o.size) <= o.max + 0.01 && left >= 0 && left + estimateWidth(o.text, o.size) <= d.width, JSON.stringify(o));
+    }
+    // the busy seat's facts take several lines, all of them in the picture, in order
+    const facts = factWords(busy).join(lang === 'zh' ? '，' : ', ');
+    const lines = texts.filter((o) => o.size === 15 && o.y > texts.find((x) => x.text.startsWith('欧阳')).y).slice(0, 6).map((o) => o.text);
+    assert.ok(lines.length >= 2, lines);
+    assert.ok(facts.replace(/\s/g, '').startsWith(lines.join('').replace(/\s/g, '').slice(0, 40)), [facts, lines]);
+    assert.ok(texts.find((o) => o.text.startsWith('欧阳')).text.length <= busy.name.length + 1);
+  }
+});
+
+test('wrapping: at a separator where it can, between characters where it must', () => {
+  const fits = (max) => (s) => s.length <= max;
+  assert.deepEqual(wrapText('胡 3 次，自摸 1，点炮 2', fits(12)), ['胡 3 次，自摸 1，', '点炮 2']);
+  assert.deepEqual(wrapText('2 wins, 1 self-drawn, 3 fed', fits(16)), ['2 wins,', '1 self-drawn,', '3 fed']);
+  assert.deepEqual(wrapText('Biggest win: round 4', fits(12)), ['Biggest win:', 'round 4']);
+  assert.deepEqual(wrapText('一二三四五六七八九十', fits(4)), ['一二三四', '五六七八', '九十']);
+  assert.deepEqual(wrapText('short', fits(10)), ['short']);
+  assert.deepEqual(wrapText('第 14 局 6番 192 分', fits(14)), ['第 14 局 6番', '192 分']); // (not "分" alone)
 });

@@ -34,13 +34,13 @@ from typing import Any, NamedTuple
 
 from marshmallow import ValidationError
 
-from .api import schemas as s
-from .api.hands import discards_body, score_body, ting_body, validate_body
-from .api.jsonio import dumps, loads
-from .api.problems import ApiProblem, describe
-from .api.rounds import settle_body
-from .api.smorest import invalid_input
-from .rules.ruleset import Ruleset
+from ..rules.ruleset import Ruleset
+from . import schemas as s
+from .hands import discards_body, score_body, ting_body, validate_body
+from .jsonio import dumps
+from .problems import ApiProblem, describe
+from .rounds import settle_body
+from .smorest import invalid_input, parse_json
 
 log = logging.getLogger("service.batch")
 
@@ -116,7 +116,7 @@ def answer_line(line: bytes, request_id: str | None = None) -> dict | None:
     if not line.strip():
         return None
     try:
-        item = loads(line)
+        item = parse_json(line)
         try:
             _ITEM.deserialize(item)
         except ValidationError as exc:

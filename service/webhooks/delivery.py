@@ -105,7 +105,7 @@ def parse_target(url: str) -> urllib.parse.SplitResult:
     >>> parse_target("ftp://hooks.example/")
     Traceback (most recent call last):
     ...
-    service.delivery.TargetRefused: only http and https URLs can be webhooks
+    service.webhooks.delivery.TargetRefused: only http and https URLs can be webhooks
     """
     if len(url) > MAX_URL_CHARS or any(c.isspace() or ord(c) < 0x20 for c in url):
         raise TargetRefused(f"a webhook URL has at most {MAX_URL_CHARS} characters and no spaces")

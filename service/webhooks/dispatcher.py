@@ -1,83 +1,7 @@
-"""The webhooks' outboxes and their dispatcher.
+"""The webhooks' dispatcher: visits the due tables and delivers their outboxes' entries, lane by lane.
 
-How a notification travels
---------------------------
-1. **The outbox.**  At a table an API key created, the Lua script that makes
-   a write (CREATE, APPEND, FINISH, DELETE: :mod:`service.store.keys`) also
-   adds the write's notification to the table's outbox, a Redis stream in the
-   table's slot (``{t:<id>}:outbox``): an acknowledged write always has its
-   notification, a refused one never has, and on a Redis Cluster the script
-   still touches its table's slot only.  Types: ``table.created``,
-   ``event.recorded`` (``round.ended`` after it when the record ended a
-   round), ``event.voided``, ``table.finished``, ``table.deleted``.  A
-   club's ``season.updated`` travels the same way from the club's outbox
-   (``{c:<id>}:outbox``, written by the club's script, :mod:`service.store.clubs`):
-   wherever this page says "table", a dispatcher takes a *box*, a table's id or
-   ``c:<club id>`` (:func:`~service.store.keys.box_tag`).
-2. **The hint.**  After the script the store adds the table to
-   :data:`~service.store.keys.WEBHOOKS_DUE` (a sorted set: table id → when to
-   visit it, ``ZADD LT now``; on a Redis that is not a cluster an append's
-   script writes it itself, in the same round trip).  A crash between the
-   script and the hint leaves an outbox without its hint: every dispatcher
-   **sweeps** each primary's outboxes every ``WEBHOOK_SWEEP_SECONDS`` (60 s)
-   and hints the ones holding entries, so such a notification waits at most
-   that long.
-3. **A visit.**  A dispatcher polls the due tables (every 50 ms; one table at
-   most every 100 ms), takes a table's visit lease (``{t:<id>}:lease``, 5 s) and
-   reads its outbox's ends and its **lanes** (``{t:<id>}:lanes``: per webhook,
-   the last entry it was given or dead-lettered and where its retries stand) in
-   one round trip, and the owner's webhooks (read again after 1 s).  It starts a
-   lane job for each webhook with entries to deliver whose retry is due, trims
-   the entries every webhook is done with, and sets when to visit the table
-   again (the earliest retry), then releases the lease.
-4. **A lane job** (one webhook, one table) holds the lane's lease
-   (``{t:<id>}:lease:<hook>``) and delivers that webhook's entries of that table
-   in order, one at a time: a 2xx moves its cursor on (a script that checks the
-   lease, so a dispatcher that lost it writes nothing); a failure (another
-   status, a timeout, a refused target) schedules a retry of the same entry,
-   exponentially later (``WEBHOOK_BACKOFF_MS`` doubling, at most an hour,
-   ±20 %), and ends the job.  Past ``WEBHOOK_RETRY_SECONDS`` (a day) of
-   failures the entry is **dead-lettered** (``{o:<name>}:dead:<hook>``, newest
-   first, the last 1000 kept; counted on ``GET``) and the webhook is
-   ``failing``: from then on each entry gets one attempt until a delivery
-   succeeds (then ``ok`` again, and a whole budget per entry).  A lane job
-   keeps its connection to the receiver alive, and when it has delivered
-   everything and the dispatcher has room to spare it waits half a second
-   (``XREAD BLOCK``) for the table's next entry.
-
-What it guarantees, and its bounds
-----------------------------------
-* **At least once, in seq order per table and webhook.**  A cursor moves only
-  after a 2xx (or a dead letter), so a crash repeats a delivery, never skips
-  one; one lane job at a time per (table, webhook) (its lease) keeps the order.
-  Two dispatchers deliver an entry once in the normal case; after a lost lease
-  (a dispatcher stalled or killed mid-attempt) the next holder may repeat the
-  entry that was in flight.  A receiver deduplicates by ``webhook-id``
-  (``msg_<table>_<outbox entry id>``: the same on every retry).
-* **Isolation.**  The dispatcher is off the request path: an append costs the
-  outbox entry (in its script) and the hint (one ``ZADD``); a slow or dead
-  receiver only occupies its own lane jobs: each attempt has a deadline
-  (``WEBHOOK_TIMEOUT``), a webhook has at most ``per_webhook`` (16) lane jobs
-  in flight per dispatcher, and a table's other webhooks have lanes of their own.
-* **Latency**: a poll (50 ms) after the write, plus the receiver (a table
-  written in a burst: its lingering lane job's, a few ms); after a
-  crash between a write and its hint, at most the sweep period; after a
-  dispatcher is killed, the lane lease's expiry (15 s or the attempt's
-  timeout + 5 s) and a visit; after Redis restarts, as soon as it answers again
-  (the outbox and the lanes are in the AOF like the tables).
-* **Memory**: delivered (and dead-lettered) entries are trimmed at the next
-  visit of their table; nothing a webhook may still be given is trimmed: the
-  trim keeps everything after the lowest cursor of the table's webhooks, and
-  everything of the last 10 s (:data:`MARGIN_MS`, measured by the owner's
-  Redis clock when its webhooks were read: a webhook registered meanwhile gets
-  the notifications written after its creation, and those of the second before
-  it, :data:`CLOCK_SLACK_MS`: a cluster node's clock may be a little behind).  An outbox expires with its
-  table (its TTL is the table's, at least 7 days: :func:`~service.store.keys.outbox_ttl`),
-  so notifications that no dispatcher delivered within that time go with it;
-  an outbox left empty by a deleted or expired table is removed.  A table an API
-  key created has an outbox whether or not the key has webhooks (a script
-  cannot read the key's slot): without webhooks its entries go at the next
-  visit, 10 s after they were written.
+How a notification travels from a write to a receiver, and what the delivery guarantees:
+:mod:`service.webhooks.outbox`.
 """
 
 from __future__ import annotations
@@ -89,19 +13,20 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 import redis
 
-from ..delivery import Sender
-from . import codec, keys, redis_client
-from .webhooks import Registry, Webhook, now_ms
+from ..config import Settings
+from ..store import codec, keys, redis_client
+from ..store.lru import Lru
+from .delivery import Sender
+from .outbox import MARGIN_MS, Lane, id_parts, message_body, next_id
+from .registry import Registry, Webhook, now_ms
 
 log = logging.getLogger("service.webhooks")
 
-MARGIN_MS = 10_000
-"""Entries younger than this (by the owner's Redis clock when its webhooks were read) are never trimmed."""
 VISIT_LEASE_MS = 5_000
 VISIT_EVERY = 0.1
 """A dispatcher visits a table at most this often (seconds)."""
@@ -117,76 +42,24 @@ BATCH = 20
 MAX_PER_JOB = 200
 """Deliveries one lane job makes before it lets the table be visited again (fairness)."""
 BACKOFF_CAP_MS = 3_600_000
-CLOCK_SLACK_MS = 1_000
-"""A new webhook's lanes start this long before its registration (by the owner's Redis clock): an outbox entry's
-id is the clock of its table's node, which on a cluster may be a little behind the owner's node's (a write
-acknowledged after the registration is delivered; one made up to this long before it may be too).  Less than
-:data:`MARGIN_MS`, so a visit that does not know the webhook yet keeps those entries."""
-
-
-def _id(raw: bytes | str) -> tuple[int, int]:
-    """A stream entry id as (ms, seq).
-
-    >>> _id(b"1700000000000-3") < _id("1700000000000-12")
-    True
-    """
-    text = raw.decode() if isinstance(raw, bytes) else raw
-    ms, _, seq = text.partition("-")
-    return int(ms), int(seq or 0)
-
-
-def _after(entry_id: str) -> str:
-    """The smallest stream id after ``entry_id`` (what XTRIM MINID keeps from).
-
-    >>> _after("1700000000000-3")
-    '1700000000000-4'
-    """
-    ms, seq = _id(entry_id)
-    return f"{ms}-{seq + 1}"
-
-
-def message_body(kind: str, entry_id: str, data: bytes | str) -> str:
-    """A delivery's body: ``{"type", "timestamp", "data"}`` (the timestamp: when the outbox got it)."""
-    data = data.decode() if isinstance(data, bytes) else data
-    return (f'{{"type":{orjson.dumps(kind).decode()},"timestamp":"{codec.iso(_id(entry_id)[0])}",'
-            f'"data":{data}}}')
-
-
-
-# -- the dispatcher -------------------------------------------------------------------------------
-@dataclass
-class Lane:
-    """Where one webhook's deliveries of one table stand: ``cursor``, the last outbox entry it was given
-    (or dead-lettered); ``attempts`` at the next one; ``at`` (ms) when to try it again; ``since`` (ms)
-    when the current run of failures began (0: none)."""
-
-    cursor: str
-    attempts: int = 0
-    at: int = 0
-    since: int = 0
-
-    def stored(self) -> bytes:
-        return orjson.dumps({"c": self.cursor, "n": self.attempts, "at": self.at, "since": self.since})
-
-    @classmethod
-    def load(cls, raw: bytes | None, created_ms: int) -> "Lane":
-        if raw is None:
-            return cls(f"{created_ms - CLOCK_SLACK_MS}-0")
-        d = orjson.loads(raw)
-        return cls(d["c"], int(d["n"]), int(d["at"]), int(d["since"]))
+VISITS_KEPT = 10_000
+"""Tables whose last visit a dispatcher remembers (for :data:`VISIT_EVERY`; a table forgotten is visited at once)."""
+OWNERS_KEPT = 1000
+"""API keys whose webhooks a dispatcher keeps a copy of (for :data:`HOOKS_FOR`)."""
 
 
 @dataclass
 class DispatcherOptions:
-    """How a dispatcher delivers (the ``WEBHOOK_*`` settings)."""
+    """How a dispatcher delivers (the ``WEBHOOK_*`` settings: :func:`service.serving.dispatcher_options`; their
+    defaults are the settings')."""
 
-    timeout: float = 10.0            # seconds an attempt may take
-    retry_for: float = 24 * 3600.0   # seconds of failures before a notification is dead-lettered
-    backoff_ms: int = 5_000          # the first retry's delay (doubling, at most an hour)
-    concurrency: int = 32            # lane jobs at once
-    per_webhook: int = 16            # lane jobs of one webhook at once
-    poll: float = 0.05               # seconds between polls of the due tables
-    sweep_every: float = 60.0        # seconds between sweeps of the outboxes
+    timeout: float = float(Settings.webhook_timeout)            # seconds an attempt may take
+    retry_for: float = float(Settings.webhook_retry_seconds)    # seconds of failures before a dead letter
+    backoff_ms: int = Settings.webhook_backoff_ms               # the first retry's delay (doubling, at most an hour)
+    concurrency: int = Settings.webhook_concurrency             # lane jobs at once
+    per_webhook: int = 16                                       # lane jobs of one webhook at once
+    poll: float = 0.05                                          # seconds between polls of the due tables
+    sweep_every: float = float(Settings.webhook_sweep_seconds)  # seconds between sweeps of the outboxes
     allow_private: bool = False
     lane_lease_ms: int = field(default=0)
 
@@ -214,11 +87,9 @@ class Dispatcher:
         self._advance = client.register_script(keys.ADVANCE)
         self._trim = client.register_script(keys.TRIM)
         self.delivered = 0  # 2xx deliveries made (for the tests and the benchmark)
-        self._visited: dict[str, float] = {}  # table id -> when (monotonic) this dispatcher last visited it
-        self._hooks: dict[str, tuple[float, Any]] = {}  # owner -> (when read, its webhooks)
+        self._visited: Lru[str, float] = Lru(VISITS_KEPT)  # table id -> when (monotonic) this dispatcher visited it
+        self._hooks: Lru[str, tuple[float, Any]] = Lru(OWNERS_KEPT)  # owner -> (when read, its webhooks)
 
-    def _on(self, key: str, call: Callable[[redis.Redis], Any]) -> Any:
-        return redis_client.on_primary(self.r, key, call)
 
     # -- running ------------------------------------------------------------------------------
     def start(self) -> "Dispatcher":
@@ -306,30 +177,29 @@ class Dispatcher:
         random.shuffle(due)
         visited = 0
         now = time.monotonic()
-        if len(self._visited) > 10_000:
-            self._visited = {t: at for t, at in self._visited.items() if now - at < VISIT_EVERY}
         for table_id in due:
             if self._stop.is_set():
                 break
-            if now - self._visited.get(table_id, -VISIT_EVERY) < VISIT_EVERY:
+            last = self._visited.get(table_id)
+            if last is not None and now - last < VISIT_EVERY:
                 continue
-            self._visited[table_id] = now
+            self._visited.put(table_id, now)
             visited += self.visit(table_id)
         return visited
 
     def _lease(self, key: str, ms: int) -> str | None:
         token = secrets.token_hex(8)
-        return token if self._on(key, lambda r: r.set(key, token, nx=True, px=ms)) else None
+        return token if self.r.set(key, token, nx=True, px=ms) else None
 
     def _release_lease(self, key: str, token: str) -> None:
         try:
-            self._on(key, lambda r: self._release(keys=[key], args=[token], client=r))
+            self._release(keys=[key], args=keys.args(token=token), client=self.r)
         except redis.exceptions.RedisError:  # it expires by itself
             pass
 
     def _tail(self, table_id: str) -> str | None:
         out = keys.outbox(table_id)
-        last = self._on(out, lambda r: r.xrevrange(out, "+", "-", count=1))
+        last = self.r.xrevrange(out, "+", "-", count=1)
         return last[0][0].decode() if last else None
 
     def _due_at(self, table_id: str, at: int, *, earlier_only: bool = True) -> None:
@@ -341,9 +211,7 @@ class Dispatcher:
         found = self._hooks.get(owner)
         if found is None or time.monotonic() - found[0] > HOOKS_FOR:
             found = (time.monotonic(), self.registry.hooks_of(owner))
-            if len(self._hooks) > 1000:
-                self._hooks.clear()
-            self._hooks[owner] = found
+            self._hooks.put(owner, found)
         return found[1]
 
     def visit(self, table_id: str) -> int:
@@ -388,17 +256,16 @@ class Dispatcher:
                 p.hgetall(lanes_key)
                 return p.execute()
 
-        head, last, stored = self._on(out, read)
+        head, last, stored = redis_client.on_node(self.r, out, read)
         tail = last[0][0].decode() if last else None
         if not head:
-            self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
-                                                args=[token, ""], client=r))
+            self._trim(keys=[keys.lease(table_id), out, lanes_key, state], args=keys.args(token=token), client=self.r)
             return tail, None, []
         owner = head[0][1][b"o"].decode()
         hooks, read_at, failing = self._hooks_of(owner)
         lanes = {k.decode(): v for k, v in stored.items()}
         now = now_ms()
-        keep = _id(f"{read_at - MARGIN_MS}-0")
+        keep = id_parts(f"{read_at - MARGIN_MS}-0")
         next_at: int | None = None
         starts: list = []
         try:  # (a failure after a lane job was reserved gives it back: else its room in the dispatcher is lost)
@@ -406,8 +273,8 @@ class Dispatcher:
                 if not hook.sees(table_id):
                     continue
                 lane = Lane.load(lanes.get(hook.id), hook.created_ms)
-                keep = min(keep, _id(_after(lane.cursor)))
-                if tail is None or _id(tail) <= _id(lane.cursor):
+                keep = min(keep, id_parts(next_id(lane.cursor)))
+                if tail is None or id_parts(tail) <= id_parts(lane.cursor):
                     continue  # nothing for it
                 if lane.at > now:
                     next_at = lane.at if next_at is None else min(next_at, lane.at)
@@ -422,10 +289,11 @@ class Dispatcher:
             if gone:  # (the copy may predate a webhook registered since, whose lane is then here: only a read
                 # made after the lanes were says a webhook is gone)
                 fresh = self.registry.hooks_of(owner)
-                self._hooks[owner] = (time.monotonic(), fresh)
+                self._hooks.put(owner, (time.monotonic(), fresh))
                 gone = [hook_id for hook_id in gone if hook_id not in {h.id for h in fresh[0]}]
-            left = self._on(out, lambda r: self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
-                                                       args=[token, f"{keep[0]}-{keep[1]}", *gone], client=r))
+            left = self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
+                              args=keys.args(token=token, keep=f"{keep[0]}-{keep[1]}", gone=gone or None),
+                              client=self.r)
         except BaseException:
             for hook, _, lane_token, _ in starts:
                 self._release_lease(keys.lease(table_id, hook.id), lane_token)
@@ -488,7 +356,7 @@ class Dispatcher:
                     self._due_at(table_id, now_ms() + (DEFER_MS if outcome == "retry" else 0))
                 elif outcome == "end" and lane is not None:
                     tail = self._tail(table_id)
-                    if tail is not None and _id(tail) > _id(lane.cursor):
+                    if tail is not None and id_parts(tail) > id_parts(lane.cursor):
                         self._due_at(table_id, now_ms())
             except redis.exceptions.RedisError as exc:  # the sweep hints the table again
                 log.warning("webhooks: table %s could not be rescheduled (%s)", table_id, exc)
@@ -497,8 +365,8 @@ class Dispatcher:
 
     def _store_lane(self, table_id: str, hook: Webhook, token: str, lane: Lane) -> int:
         lease, lanes_key, out = keys.lease(table_id, hook.id), keys.lanes(table_id), keys.outbox(table_id)
-        return int(self._on(lanes_key, lambda r: self._advance(keys=[lease, lanes_key, out],
-                                                                args=[token, hook.id, lane.stored()], client=r)))
+        return int(self._advance(keys=[lease, lanes_key, out],
+                                 args=keys.args(token=token, hook=hook.id, lane=lane.stored().decode()), client=self.r))
 
     def _deliver_lane(self, table_id: str, hook: Webhook, token: str, failing: bool,
                       taken: float) -> tuple[Lane, str]:
@@ -510,7 +378,7 @@ class Dispatcher:
         """
         opts = self.options
         lease, lanes_key, out = keys.lease(table_id, hook.id), keys.lanes(table_id), keys.outbox(table_id)
-        lane = Lane.load(self._on(lanes_key, lambda r: r.hget(lanes_key, hook.id)), hook.created_ms)
+        lane = Lane.load(self.r.hget(lanes_key, hook.id), hook.created_ms)
         if lane.at > now_ms():
             return lane, "backoff"
         renewed = taken  # (when the lease was taken (monotonic): the job may start a while later)
@@ -523,11 +391,10 @@ class Dispatcher:
         try:
             while not self._stop.is_set():
                 after = "(" + lane.cursor
-                entries = self._on(out, lambda r, after=after: r.xrange(out, after, "+", count=BATCH))
+                entries = self.r.xrange(out, after, "+", count=BATCH)
                 if not entries and sent < MAX_PER_JOB and self._spare(hook):  # its next entry may be near
                     cursor = lane.cursor
-                    read = self._on(out, lambda r, cursor=cursor: r.xread({out: cursor}, count=BATCH,
-                                                                          block=LINGER_MS))
+                    read = self.r.xread({out: cursor}, count=BATCH, block=LINGER_MS)
                     entries = read[0][1] if read else []
                 if not entries:
                     break
@@ -544,8 +411,8 @@ class Dispatcher:
                     if sent >= MAX_PER_JOB:
                         return lane, "more"
                     if time.monotonic() - renewed >= renew_after:
-                        if not self._on(lease, lambda r: self._renew(keys=[lease], args=[token, opts.lease_ms()],
-                                                                     client=r)):
+                        argv = keys.args(token=token, ms=opts.lease_ms())
+                        if not self._renew(keys=[lease], args=argv, client=self.r):
                             return lane, "lost"
                         renewed = time.monotonic()
                     data = orjson.loads(fields[b"d"])

@@ -1,7 +1,7 @@
 """Webhooks' registrations: an API key's webhooks, their secrets and their delivery status.
 
 What a registration is, how its notifications travel and what the delivery
-guarantees: :mod:`service.store.outbox`.
+guarantees: :mod:`service.webhooks`.
 
 Secrets
 -------
@@ -19,19 +19,20 @@ name leaves its webhooks' secrets unreadable: their deliveries fail
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 import orjson
 import redis
 from cryptography.exceptions import InvalidTag
 
-from ..delivery import Attempt, Lookup, LookupTimeout, Sender, TargetRefused, deliver, resolve, sign
-from . import codec, keys, redis_client
-from .sealing import seal_secret, unseal_secret
+from .delivery import Attempt, Lookup, LookupTimeout, Sender, TargetRefused, deliver, resolve, sign
+from ..store import codec, keys, redis_client
+from ..store.sealing import seal_secret, unseal_secret
 
 EVENTS = ("event.recorded", "event.voided", "round.ended", "table.created", "table.finished", "table.deleted",
           "season.updated")
@@ -42,6 +43,8 @@ MAX_TABLES = 100
 DEAD_KEPT = 1000
 """Dead letters kept per webhook (the newest)."""
 SECRET_PREFIX = "whsec_"
+SECRETS_KEPT = 4096
+"""Webhook secrets a process keeps unsealed."""
 REGISTRATION_LOOKUP_S = 5.0
 """Seconds a registration waits for its URL's host to resolve (then 422, as for a host that does not)."""
 
@@ -97,6 +100,15 @@ class NotTheOwnersTable(ValueError):
         self.indexes = indexes
 
 
+@functools.lru_cache(maxsize=SECRETS_KEPT)
+def _unsealed(digest: str, owner: str, hook_id: str, sealed: str) -> str | None:
+    """A webhook's secret (None: it cannot be read with ``digest``), unsealed once per process."""
+    try:
+        return unseal_secret(digest, owner, hook_id, sealed)
+    except (InvalidTag, ValueError):
+        return None
+
+
 class Registry:
     """The webhooks of API keys, kept in each key's slot.
 
@@ -115,10 +127,7 @@ class Registry:
         self._register = client.register_script(keys.REGISTER)
         self._unregister = client.register_script(keys.UNREGISTER)
         self._note = client.register_script(keys.NOTE)
-        self._secrets: dict[tuple[str, str], str] = {}
 
-    def _on(self, key: str, call: Callable[[redis.Redis], Any]) -> Any:
-        return redis_client.on_primary(self.r, key, call)
 
     # the API's side
     def create(self, owner: str, url: str, events: Iterable[str], tables: list[str] | None) -> tuple[dict, str]:
@@ -133,13 +142,12 @@ class Registry:
         hook_id = "wh_" + secrets.token_hex(8)
         secret = new_secret()
         key = keys.webhooks(owner)
-        sec, usec = self._on(key, lambda r: r.time())
-        created_ms = int(sec) * 1000 + int(usec) // 1000
+        created_ms = redis_client.clock_ms(self.r, key)
         hook = Webhook(hook_id, owner, url, tuple(dict.fromkeys(events)),
                        None if tables is None else tuple(dict.fromkeys(tables)), codec.iso(created_ms), created_ms,
                        seal_secret(self.digests[owner], owner, hook_id, secret))
-        done = self._on(key, lambda r: self._register(keys=[key], args=[hook_id, hook.stored(), MAX_WEBHOOKS],
-                                                         client=r))
+        argv = keys.args(id=hook_id, registration=hook.stored().decode(), most=MAX_WEBHOOKS)
+        done = self._register(keys=[key], args=argv, client=self.r)
         if not done:
             raise TooManyWebhooks(f"an API key has at most {MAX_WEBHOOKS} webhooks")
         return self._view(hook, {}), secret
@@ -148,7 +156,7 @@ class Registry:
         wrong = []
         for i, table_id in enumerate(tables):
             meta = keys.meta(table_id)
-            found_owner, dealer = self._on(meta, lambda r, meta=meta: r.hmget(meta, "owner", "dealer"))
+            found_owner, dealer = self.r.hmget(meta, "owner", "dealer")
             if dealer is None or found_owner is None or found_owner.decode() != owner:
                 wrong.append(i)
         if wrong:
@@ -164,7 +172,7 @@ class Registry:
                 p.hgetall(status)
                 return p.execute()
 
-        found, states = self._on(key, read)
+        found, states = redis_client.on_node(self.r, key, read)
         states = {k.decode(): v for k, v in states.items()}
         hooks = sorted((Webhook.load(owner, k.decode(), v) for k, v in found.items()), key=lambda h: h.created_ms)
         return [self._view(h, states) for h in hooks]
@@ -178,7 +186,7 @@ class Registry:
                 p.hmget(status, *(f"{hook_id}:{f}" for f in ("ok", "dead", "dead-count", "last")))
                 return p.execute()
 
-        raw, fields = self._on(key, read)
+        raw, fields = redis_client.on_node(self.r, key, read)
         if raw is None:
             return None
         states = {f"{hook_id}:{f}": v for f, v in zip(("ok", "dead", "dead-count", "last"), fields) if v is not None}
@@ -186,17 +194,18 @@ class Registry:
 
     def webhook(self, owner: str, hook_id: str) -> Webhook | None:
         key = keys.webhooks(owner)
-        raw = self._on(key, lambda r: r.hget(key, hook_id))
+        raw = self.r.hget(key, hook_id)
         return None if raw is None else Webhook.load(owner, hook_id, raw)
 
     def delete(self, owner: str, hook_id: str) -> bool:
         key, status, dead = keys.webhooks(owner), keys.webhook_status(owner), keys.dead_letters(owner, hook_id)
-        return bool(self._on(key, lambda r: self._unregister(keys=[key, status, dead], args=[hook_id], client=r)))
+        argv = keys.args(id=hook_id)
+        return bool(self._unregister(keys=[key, status, dead], args=argv, client=self.r))
 
     def dead_letters(self, owner: str, hook_id: str, limit: int = 100) -> list[dict]:
         """The webhook's newest dead letters."""
         key = keys.dead_letters(owner, hook_id)
-        return [orjson.loads(x) for x in self._on(key, lambda r: r.lrange(key, 0, limit - 1))]
+        return [orjson.loads(x) for x in self.r.lrange(key, 0, limit - 1)]
 
     @staticmethod
     def _view(hook: Webhook, states: Mapping[str, bytes]) -> dict:
@@ -224,7 +233,7 @@ class Registry:
                 p.hgetall(status)
                 return p.execute()
 
-        (sec, usec), found, states = self._on(key, read)
+        (sec, usec), found, states = redis_client.on_node(self.r, key, read)
         states = {k.decode(): v for k, v in states.items()}
         hooks = [Webhook.load(owner, k.decode(), v) for k, v in found.items()]
         failing = {h.id for h in hooks
@@ -233,25 +242,16 @@ class Registry:
 
     def secret(self, hook: Webhook) -> str | None:
         """The webhook's secret, or None: it cannot be read (its API key is not configured, or changed)."""
-        found = self._secrets.get((hook.owner, hook.id))
-        if found is None:
-            digest = self.digests.get(hook.owner)
-            if digest is None:
-                return None
-            try:
-                found = unseal_secret(digest, hook.owner, hook.id, hook.sealed)
-            except (InvalidTag, ValueError):
-                return None
-            self._secrets[(hook.owner, hook.id)] = found
-        return found
+        digest = self.digests.get(hook.owner)
+        return None if digest is None else _unsealed(digest, hook.owner, hook.id, hook.sealed)
 
     def note(self, hook: Webhook, attempt: dict, outcome: str, dead_letter: dict | None = None) -> bool:
         """Record an attempt (``outcome``: ok, failed, dead); False when the webhook is gone."""
         key, status, dead = (keys.webhooks(hook.owner), keys.webhook_status(hook.owner),
                              keys.dead_letters(hook.owner, hook.id))
-        args = [hook.id, orjson.dumps(attempt), outcome,
-                orjson.dumps(dead_letter) if dead_letter is not None else b"", DEAD_KEPT]
-        return bool(self._on(key, lambda r: self._note(keys=[key, status, dead], args=args, client=r)))
+        args = keys.args(id=hook.id, attempt=orjson.dumps(attempt).decode(), outcome=outcome, kept=DEAD_KEPT,
+                         dead_letter=orjson.dumps(dead_letter).decode() if dead_letter is not None else None)
+        return bool(self._note(keys=[key, status, dead], args=args, client=self.r))
 
     def test(self, owner: str, hook_id: str, timeout: float) -> dict | None:
         """Send a signed ``webhook.test`` message to the webhook now (one attempt) and record it as its last
