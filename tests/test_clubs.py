@@ -427,6 +427,34 @@ def test_a_club_creation_replays_under_its_idempotency_key(client):
             "idempotency_key_reused")
 
 
+
+@pytest.mark.parametrize("caller", ["club token", "API key", "club token and another key"])
+def test_a_replayed_club_table_creation_is_free_of_the_tables_limit(redis_url, caller):
+    """As for ``POST /v1/tables``: an exact retry of a club table's creation creates nothing and is not counted
+    against ``TABLES_PER_HOUR``, however the club is reached (a phone holds the club's token alone, and the
+    table belongs to the club's API key); the same key with another body counts."""
+    app = make_app(redis_url, API_KEYS=f"acme={ACME},beta={BETA}", TABLES_PER_HOUR=2)
+    client = app.test_client()
+    club = client.post("/v1/clubs", json={"name": "A"}, headers={"X-API-Key": ACME}).get_json()
+    players = [add(client, club, n) for n in "ABCD"]
+    auth = {"club token": bearer(club["token"]), "API key": {"X-API-Key": ACME},
+            "club token and another key": {**bearer(club["token"]), "X-API-Key": BETA}}[caller]
+    url = f"/v1/clubs/{club['id']}/tables"
+    seats = {"players": [{"player": p} for p in players]}
+    key = {"Idempotency-Key": "0b6e5f8a-3c2d-4e1f-8a9b-7c6d5e4f3a2b", **auth}
+    first = client.post(url, json=seats, headers=key)                                     # 1 of 2
+    assert first.status_code == 201, first.get_data(as_text=True)
+    for _ in range(4):
+        again = client.post(url, json=seats, headers=key)                                 # free
+        assert again.status_code == 201, again.get_data(as_text=True)
+        assert again.headers["Idempotent-Replayed"] == "true" and again.get_json() == first.get_json()
+    guess = client.post(url, json={"players": seats["players"][::-1]}, headers=key)       # 2 of 2
+    problem(guess, 422, "idempotency_key_reused")
+    assert client.post(url, json=seats, headers=key).status_code == 201                   # still free
+    problem(client.post(url, json=seats, headers=auth), 429, "too_many_requests")         # a new table counts
+    # the retry of a caller who may not create the club's tables (its read token) is no replay: it counts
+    problem(client.post(url, json=seats, headers={**key, **bearer(club["read_token"])}), 429, "too_many_requests")
+
 # -- standings as CSV, rounds as CSV ----------------------------------------------------------------------
 def test_standings_as_csv_open_in_excel(client, evening):
     club, players, table = evening

@@ -79,6 +79,11 @@ def access(write: bool) -> Access:
     return Access(token(), write, api_key())
 
 
+def _creation_fingerprint() -> str:
+    """What a creation's Idempotency-Key is bound to (the creations' views and :func:`_is_table_replay` alike)."""
+    return fingerprint("POST", request.path, request.get_json(silent=True))
+
+
 def _created(body: dict, location: str) -> Response:
     replayed = body.pop("replayed", False)
     response = jsonify(body)
@@ -125,7 +130,7 @@ def create_club(args, idempotency_key=None):
     key = creation_key(idempotency_key)
     body = clubs().create(args["name"], ruleset=args.get("ruleset"), stakes=args.get("stakes"),
                           min_rounds=args["min_rounds"], order=args["order"], season=args["season"],
-                          idempotency_key=key, fp=fingerprint("POST", request.path, request.get_json(silent=True)),
+                          idempotency_key=key, fp=_creation_fingerprint(),
                           owner=api_key())
     response = _created(body, f"/v1/clubs/{body['id']}")
     response.headers["Cache-Control"] = "no-store"
@@ -262,15 +267,18 @@ def _check_table(dealer: int):
 def _is_table_replay() -> bool:
     """A retried club-table creation (its Idempotency-Key already made a table from this very request)
     replays the first response: it creates nothing, so it does not count against ``tables_per_hour``
-    (as ``POST /v1/tables``'s replay).  The same key with another body counts."""
-    found = current_app.extensions.get("tables")
+    (as ``POST /v1/tables``'s replay).  The table belongs to the club's owner, whoever creates it (the club's
+    token alone, its API key, the token with another key): the store looks the replay up as the club's
+    (:meth:`~service.store.clubs.ClubStore.is_table_replay`).  The same key with another body counts, and so
+    does a request the club refuses."""
+    found = current_app.extensions.get("clubs")
     if found is None:
         return False
     try:
         key = creation_key()
-        return key is not None and found.is_creation_replay(
-            key, fingerprint("POST", request.path, request.get_json(silent=True)), api_key())
-    except Exception:  # noqa: BLE001 - not a valid key (the view refuses it) or Redis trouble (503): counted
+        cid = club_id_of(str((request.view_args or {}).get("club_id", "")))
+        return key is not None and found.is_table_replay(cid, access(write=True), key, _creation_fingerprint())
+    except Exception:  # noqa: BLE001 - not a valid key or club (the view refuses it) or Redis trouble (503): counted
         return False
 
 
@@ -290,13 +298,17 @@ def _is_table_replay() -> bool:
 def create_club_table(args, club_id, idempotency_key=None):
     """Start a table played for the club: as `POST /v1/tables`, but each of `players` is `{"player": id}` or
     `{"guest": name}` (the club's ruleset and stakes unless given). The table's tokens are shown only here;
-    when it is finished it counts, once, in the season current then."""
+    when it is finished it counts, once, in the season current then.
+
+    An `Idempotency-Key` works as a table creation's, and so does `TABLES_PER_HOUR`: an exact retry is free
+    whether it comes with the club's write token or its API key (the table is the club's key's).
+    """
     cid = club_id_of(club_id)
     key = creation_key(idempotency_key)
     created, seats = clubs().create_table(
         cid, access(write=True), args["players"], ruleset=args.get("ruleset"), dealer=args["dealer"],
         stakes=args.get("stakes"), idempotency_key=key,
-        fp=fingerprint("POST", request.path, request.get_json(silent=True)), validate=_check_table(args["dealer"]))
+        fp=_creation_fingerprint(), validate=_check_table(args["dealer"]))
     response = jsonify({**created.as_dict(), "club": cid, "seats": seats})
     response.status_code = 201
     response.headers["Location"] = f"/v1/tables/{created.id}"

@@ -622,6 +622,19 @@ class ClubStore:
                                      reserve=reserve)
         return created, resolved
 
+    def is_table_replay(self, club_id: str, access: Access, idempotency_key: str, fp: str) -> bool:
+        """Whether this Idempotency-Key already made a table of the club from this very request (a retry that
+        :meth:`create_table` answers as a replay).  The table's id is scoped to the club's owner, not to the
+        caller's API key (a phone holds the club's token alone); a caller the club refuses (its read token,
+        a wrong token, another key) has no replay."""
+        found = self.r.hmget(keys.club_meta(club_id), "token", "read_token", "owner")
+        meta = {name: v.decode() for name, v in zip(("token", "read_token", "owner"), found) if v is not None}
+        try:
+            self._check(club_id, meta, access)
+        except (ClubNotFound, Unauthorized, Forbidden):
+            return False
+        return self.tables.is_creation_replay(idempotency_key, fp, meta.get("owner"))
+
     def table_club(self, table_id: str) -> str | None:
         """The club a table was played for (None: none)."""
         return self.tables.meta_fields(table_id, "club")[0]
