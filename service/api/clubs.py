@@ -51,6 +51,7 @@ _NO_TOKEN = (401, "no club token, or not this club's (`unauthorized`); with API 
 _READ_TOKEN = (403, "the read token on a write (`forbidden`)")
 _NO_CLUB = (404, "no such club, or not this API key's (`club_not_found`)")
 _NO_PLAYER = (404, "no such club (`club_not_found`) or player of it (`player_not_found`)")
+_LIMITED = (429, "a rate limit (`too_many_requests`): see `Retry-After`")
 _STORE_DOWN = (503, "the store (Redis) is unavailable (`store_unavailable`, `busy`); retry after `Retry-After`")
 _FULL = (507, "the store is full (`store_full`): nothing was written; retry later")
 CSV = "text/csv"
@@ -117,7 +118,8 @@ def csv_response(data: bytes, filename: str) -> Response:
                          "`api_key_invalid`)"),
               (409, "this Idempotency-Key's first response is no longer kept (`idempotency_key_expired`)"), 413, 415,
               (422, "the body breaks the schema (`invalid_input`, `unknown_ruleset`, ...), or the Idempotency-Key "
-                    "is malformed or was used with another body (`idempotency_key_reused`)"), _STORE_DOWN, _FULL)
+                    "is malformed or was used with another body (`idempotency_key_reused`)"), _LIMITED, _STORE_DOWN,
+              _FULL)
 @blp.doc(operationId="createClub", security=KEYED)
 @rate_limits.limited("client_events_per_minute")
 def create_club(args, idempotency_key=None):
@@ -139,7 +141,7 @@ def create_club(args, idempotency_key=None):
 
 @blp.route("/<club_id>", methods=["GET"])
 @blp.response(200, cs.ClubView, examples=RESPONSE_EXAMPLES.get("getClub"))
-@blp.problems(_NO_TOKEN, _NO_CLUB, _STORE_DOWN)
+@blp.problems(_NO_TOKEN, _NO_CLUB, _LIMITED, _STORE_DOWN)
 @blp.doc(operationId="getClub", security=READ)
 @rate_limits.limited("client_reads_per_minute")
 def get_club(club_id):
@@ -153,7 +155,7 @@ def get_club(club_id):
 @blp.response(201, cs.PlayerView, headers={"Location": {"schema": {"type": "string"}}})
 @blp.problems(400, _NO_TOKEN, _READ_TOKEN, _NO_CLUB,
               (409, "the name or an alias is already a player's of the club (`name_taken`)"), 413, 415, 422,
-              _STORE_DOWN, _FULL)
+              _LIMITED, _STORE_DOWN, _FULL)
 @blp.doc(operationId="addPlayer", security=WRITE)
 @rate_limits.limited("client_events_per_minute")
 def add_player(args, club_id):
@@ -168,7 +170,7 @@ def add_player(args, club_id):
 @blp.response(200, cs.PlayerView)
 @blp.problems(400, _NO_TOKEN, _READ_TOKEN, _NO_PLAYER,
               (409, "the name or an alias is already another player's (`name_taken`)"), 413, 415, 422,
-              _STORE_DOWN, _FULL)
+              _LIMITED, _STORE_DOWN, _FULL)
 @blp.doc(operationId="updatePlayer", security=WRITE)
 @rate_limits.limited("client_events_per_minute")
 def update_player(args, club_id, pid):
@@ -179,7 +181,7 @@ def update_player(args, club_id, pid):
 
 @blp.route("/<club_id>/players/<pid>", methods=["GET"])
 @blp.response(200, cs.PlayerPage, examples=RESPONSE_EXAMPLES.get("getPlayer"))
-@blp.problems(_NO_TOKEN, _NO_PLAYER, _STORE_DOWN)
+@blp.problems(_NO_TOKEN, _NO_PLAYER, _LIMITED, _STORE_DOWN)
 @blp.doc(operationId="getPlayer", security=READ)
 @rate_limits.limited("client_reads_per_minute")
 def get_player(club_id, pid):
@@ -194,7 +196,7 @@ def get_player(club_id, pid):
 @blp.problems(400, _NO_TOKEN, _READ_TOKEN, _NO_PLAYER, 413, 415,
               (422, "`into` is not a player of this club (`player_not_in_club`: another club's, or none), is the "
                     "player itself (`merge_into_itself`), or sat at a table with it (`players_met`)"),
-              _STORE_DOWN, _FULL)
+              _LIMITED, _STORE_DOWN, _FULL)
 @blp.doc(operationId="mergePlayer", security=WRITE)
 @rate_limits.limited("client_events_per_minute")
 def merge_player(args, club_id, pid):
@@ -207,7 +209,7 @@ def merge_player(args, club_id, pid):
 @blp.route("/<club_id>/seasons", methods=["POST"])
 @blp.arguments(cs.SeasonRequest(), example={"name": "2026 春"})
 @blp.response(201, cs.SeasonView, headers={"Location": {"schema": {"type": "string"}}})
-@blp.problems(400, _NO_TOKEN, _READ_TOKEN, _NO_CLUB, 413, 415, 422, _STORE_DOWN, _FULL)
+@blp.problems(400, _NO_TOKEN, _READ_TOKEN, _NO_CLUB, 413, 415, 422, _LIMITED, _STORE_DOWN, _FULL)
 @blp.doc(operationId="openSeason", security=WRITE)
 @rate_limits.limited("client_events_per_minute")
 def open_season(args, club_id):
@@ -228,7 +230,7 @@ STANDINGS_DOC = {"responses": {200: {"content": {CSV: {
 @blp.arguments(cs.StandingsQuery(), location="query")
 @blp.response(200, cs.Standings, examples=RESPONSE_EXAMPLES.get("getStandings"))
 @blp.problems(_NO_TOKEN, (404, "no such club (`club_not_found`) or season of it (`season_not_found`)"),
-              (422, "a query parameter out of range (`invalid_input`)"), _STORE_DOWN)
+              (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
 @blp.doc(operationId="getStandings", security=READ, **STANDINGS_DOC)
 @rate_limits.limited("client_reads_per_minute")
 def get_standings(args, club_id, season_id):
@@ -292,7 +294,7 @@ def _is_table_replay() -> bool:
                     "response is no longer kept (`idempotency_key_expired`)"), 413, 415,
               (422, "the body breaks the schema or a rule (`invalid_input`, `bad_players`, ...); a seat names a "
                     "player that is not this club's (`player_not_in_club`) or a player twice "
-                    "(`player_seated_twice`), with `errors` naming the seat"), _STORE_DOWN, _FULL)
+                    "(`player_seated_twice`), with `errors` naming the seat"), _LIMITED, _STORE_DOWN, _FULL)
 @blp.doc(operationId="createClubTable", security=WRITE)
 @rate_limits.limited("tables_per_hour", exempt_when=_is_table_replay)
 def create_club_table(args, club_id, idempotency_key=None):
@@ -332,7 +334,7 @@ IMPORT_DOC = {"requestBody": {"required": True, "content": {CSV: {
               (409, "some of the evenings were imported before (`already_imported`, `errors` naming their rows)"),
               413, (415, "the body is not `text/csv`"),
               (422, "rows that cannot be imported (`bad_rows`: `errors` names each, `<line>.<column>`), or none "
-                    "(`empty_import`): nothing is imported"), _STORE_DOWN, _FULL)
+                    "(`empty_import`): nothing is imported"), _LIMITED, _STORE_DOWN, _FULL)
 @blp.doc(operationId="importEvenings", security=WRITE, **IMPORT_DOC)
 @rate_limits.limited("client_events_per_minute")
 def import_evenings(club_id):
