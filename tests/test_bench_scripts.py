@@ -47,6 +47,12 @@ def test_core_prints_every_operation_for_the_hands_it_was_given():
     assert out["first_seen"]["shanten_us"] > 0 and out["tables"]["shanten_mib"] > 7
 
 
+def test_clubs_reads_the_standings_of_both_seasons():
+    out = run_bench("clubs.py", "--small", "2", "--large", "6", "--reads", "5")
+    for way in ("standings_http", "standings_store"):
+        assert out[way]["large_tables"] == 6 and out[way]["small_us"] > 0 and out[way]["ratio"] > 0
+
+
 def test_rounds_settles_the_rounds_it_was_given():
     out = run_bench("rounds.py", "--n", "40", "--reps", "1")
     assert out["settle"]["rounds"] == 40 and out["settle"]["ours_us"] > 0

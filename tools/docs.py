@@ -316,8 +316,15 @@ class Recorder:
         if content_type:
             kwargs["content_type"] = content_type
         response = client.open(path, **kwargs)
-        if response.status_code == 201 and method == "POST" and path.split("?")[0] == "/v1/tables":
+        bare = path.split("?")[0]
+        if response.status_code == 201 and method == "POST" and (bare == "/v1/tables" or
+                                                                  re.fullmatch(r"/v1/clubs/[^/]+/tables", bare)):
             self.table(response.get_json())
+        if response.status_code == 201 and method == "POST" and bare == "/v1/clubs":
+            club = response.get_json()
+            self.names.name(club["id"], "<club>")
+            self.names.name(club["token"], "<club token>")
+            self.names.name(club["read_token"], "<club read_token>")
         shown_headers = ([("Content-Type", content_type)] if content_type else []) + list(headers.items())
         if json_body is not None:
             body = orjson.dumps(json_body).decode()
@@ -379,15 +386,28 @@ class _Placeholders:
     _WEBHOOK = re.compile(r"wh_[0-9a-f]{16}")
     _SECRET = re.compile(r"whsec_[A-Za-z0-9+/=]+")
 
+    _PLAYER = re.compile(r"\bp[0-9a-f]{12}\b")
+    _EVENING = re.compile(r"\bimp_[0-9a-f]{12}\b")
+
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
 
     def name(self, value: str, placeholder: str) -> None:
         self.names[value] = placeholder
 
+    def _numbered(self, prefix: str):
+        """A club's player ids (``<p1>``, ...) and imported evenings' ids, named in the order they are seen."""
+        def sub(match: re.Match) -> str:
+            if match[0] not in self.names:
+                self.names[match[0]] = f"<{prefix}{sum(v.startswith('<' + prefix) for v in self.names.values()) + 1}>"
+            return self.names[match[0]]
+        return sub
+
     def __call__(self, text: str) -> str:
         for value, placeholder in self.names.items():
             text = text.replace(value, placeholder)
+        text = self._PLAYER.sub(self._numbered("p"), text)
+        text = self._EVENING.sub(self._numbered("evening"), text)
         text = self._TIME.sub("<time>", text)
         text = self._UUID.sub("<uuid>", text)
         text = self._WEBHOOK.sub("wh_<webhook id>", text)
@@ -478,6 +498,7 @@ def api_examples(redis_url: str, doc: dict, recorded: dict | None = None) -> dic
         keyed, keys = _keys_app(redis_url, rec, off)
         _api_keys(rec, keyed.test_client(), keys)
         _webhooks(rec, keyed.test_client(), keys)
+        _clubs(rec, client)
         _ops(rec, client)
     finally:
         hub = app.extensions.get("stream_hub")
@@ -497,6 +518,8 @@ def example_value(value: Any) -> Any:
     """
     if isinstance(value, list):
         return [example_value(v) for v in value]
+    if isinstance(value, str):
+        return _EXAMPLE_VALUES(value)
     if not isinstance(value, dict):
         return value
     out = {k: example_value(v) for k, v in value.items()}
@@ -505,6 +528,22 @@ def example_value(value: Any) -> Any:
     if out.get("finished_at") is not None:
         out["finished_at"] = EXAMPLE_TIME
     return out
+
+
+def _EXAMPLE_VALUES(text: str) -> str:
+    """A recorded string as the OpenAPI document shows it: a club's player ids and imported evenings'
+    ids (random, or made from the club's) as fixed ones, and every time as :data:`EXAMPLE_TIME`.
+
+    >>> _EXAMPLE_VALUES("p3fa9c0b12d4e"), _EXAMPLE_VALUES("imp_0123456789ab"), _EXAMPLE_VALUES("老王")
+    ('p0123456789ab', 'imp_0123456789ab', '老王')
+    """
+    if re.fullmatch(r"p[0-9a-f]{12}", text):
+        return "p0123456789ab"
+    if re.fullmatch(r"imp_[0-9a-f]{12}", text):
+        return "imp_0123456789ab"
+    if re.fullmatch(r"[0-9a-f]{16}", text):
+        return EXAMPLE_ID
+    return EXAMPLE_TIME if _Placeholders._TIME.fullmatch(text) else text
 
 
 def response_examples_json(recorded: dict) -> str:
@@ -615,6 +654,68 @@ def _table_walk(rec: Recorder, client: Any) -> None:
         "[rules.md §10.1](rules.md#s10.1).", headers=read, example="evening")
     rec(client, "DELETE", base, "Delete the table", "with its whole log (the write token only).", headers=write)
     rec(client, "GET", base, "A deleted table", "is a 404 for its own tokens.", headers=read)
+
+
+def _clubs(rec: Recorder, client: Any) -> None:
+    """A club's season: created, players, a table played for it, the standings, a player's page, an import,
+    a merge, a new season, and its problems."""
+    r = rec(client, "POST", "/v1/clubs", "Create a club",
+            "Its write `token` and `read_token` are shown only here; its first season is open.",
+            json_body={"name": "周五麻将", "min_rounds": 2, "order": "total"})
+    club = r.get_json()
+    write, read = {"Authorization": f"Bearer {club['token']}"}, {"Authorization": f"Bearer {club['read_token']}"}
+    base = f"/v1/clubs/{club['id']}"
+    ids = []
+    for n, (name, aliases) in enumerate([("老王", ["王哥"]), ("小李", []), ("阿珍", []), ("大刘", [])], 1):
+        r = rec(client, "POST", f"{base}/players", "Add a player" if n == 1 else f"Player {n}",
+                "a name and, optionally, aliases (other names an import finds them by)." if n == 1 else "",
+                json_body={"name": name, **({"aliases": aliases} if aliases else {})}, headers=write)
+        ids.append(r.get_json()["id"])
+    rec(client, "PATCH", f"{base}/players/{ids[3]}", "Rename a player", "(or replace its aliases).",
+        json_body={"name": "刘哥"}, headers=write)
+    seats = [{"player": ids[0]}, {"player": ids[1]}, {"player": ids[2]}, {"guest": "小张"}]
+    r = rec(client, "POST", f"{base}/tables", "Start a table for the club",
+            "Each seat names a player of the club or a guest; the answer is the table with its tokens, as "
+            "`POST /v1/tables` gives it, and who sits where.", json_body={"players": seats}, headers=write)
+    table = r.get_json()
+    t = {"Authorization": f"Bearer {table['token']}"}
+    for event in ({"type": "round_start"}, {"type": "hu", "from": 1, "tile": "5p", "winners": [{"seat": 0, "fan": 2}]},
+                  {"type": "round_end"}, {"type": "round_start"},
+                  {"type": "hu", "tile": "9s", "winners": [{"seat": 3, "fan": 1}]}, {"type": "round_end"}):
+        client.post(f"/v1/tables/{table['id']}/events", json=event, headers=t)
+    client.post(f"/v1/tables/{table['id']}/finish", headers=t)
+    rec(client, "POST", f"{base}/import", "Import past evenings",
+        "from CSV (`date,player,total` rows, players by name or alias): each date an evening, in the current "
+        "season. All rows or none.",
+        data="date,player,total,rounds\n2025-11-07,王哥,120,16\n2025-11-07,小李,-40,16\n"
+             "2025-11-07,阿珍,-80,16\n".encode(), content_type="text/csv", headers=write)
+    rec(client, "POST", f"{base}/import", "An import with bad rows",
+        "is refused whole: `errors` names each bad cell by its line and column.",
+        data="date,player,total\n2025-11-14,老王,x\n2025-11-14,无名,-5\n".encode(), content_type="text/csv",
+        headers=write)
+    rec(client, "GET", f"{base}/seasons/current/standings", "The standings",
+        "of the current season (or `s1`, `s2`, ...): ranked players first (`min_rounds` played), then by the "
+        "club's `order`; counted as each table was finished, never refolded on a read.", headers=read,
+        example="standings")
+    rec(client, "GET", f"{base}/seasons/s1/standings", "The standings as CSV",
+        "for a spreadsheet: UTF-8 with a byte order mark, so that Excel shows the names (lines end with CRLF, "
+        "shown here as line breaks).", headers={**read, "Accept": "text/csv"},
+        show=lambda text: text.replace("\r\n", "\n"))
+    rec(client, "GET", f"{base}/players/{ids[0]}", "A player's page",
+        "lifetime and per-season figures, and `history`: one entry per finished table, oldest first.",
+        headers=read, example="player")
+    rec(client, "POST", f"{base}/players/{ids[3]}/merge", "Merge two players",
+        "(a name entered twice): one player from then on, both histories joined.", json_body={"into": ids[0]},
+        headers=write)
+    rec(client, "POST", f"{base}/players/{ids[0]}/merge", "A merge into the player itself", "is a 422.",
+        json_body={"into": ids[0]}, headers=write)
+    rec(client, "POST", f"{base}/seasons", "Open a new season",
+        "The last one ends now; a table counts in the season current when it was finished.",
+        json_body={"name": "2026 春"}, headers=write)
+    rec(client, "GET", base, "The club", "its settings, players, seasons and the current season.", headers=read,
+        example="club")
+    rec(client, "POST", f"{base}/players", "The club's read token on a write", "is a 403.",
+        json_body={"name": "新人"}, headers=read)
 
 
 def _stream(rec: Recorder, app: Any) -> None:

@@ -11,7 +11,7 @@ the resulting :class:`~service.config.Settings` for the layer to read
 * installs API keys, trusted proxies and CORS when configured (:mod:`.callers`);
 * registers the blueprints with flask-smorest, which generates the OpenAPI
   3.1 document served at ``/openapi.json`` (Swagger UI at ``/docs``);
-* connects the tables store and the rate limits (:mod:`.rate_limits`) when
+* connects the tables and clubs stores and the rate limits (:mod:`.rate_limits`) when
   ``REDIS_URL`` is set;
 * registers the companion app (:mod:`service.web`) at ``/``;
 * sets ``app.extensions["readiness_checks"]`` (a list) for ``/readyz``.
@@ -30,7 +30,7 @@ from flask import Flask
 
 from .. import web
 from ..config import ENVIRONMENT, Settings, load_settings
-from . import batch, callers, hands, observe, ops, problems, rate_limits, rounds, stream, table_views, webhooks
+from . import batch, callers, clubs, hands, observe, ops, problems, rate_limits, rounds, stream, table_views, webhooks
 from . import settings as app_settings
 from .contract import ContractPlugin
 from .jsonio import JsonProvider
@@ -84,6 +84,7 @@ TAGS = [
     {"name": "batch", "description": "Many items in one request, JSON or NDJSON."},
     {"name": "rulesets", "description": "The rule presets and their fields."},
     {"name": "tables", "description": "The live table log: rounds, events, balances, undo."},
+    {"name": "clubs", "description": "A club's season: players, seasons, tables, standings, a rating."},
     {"name": "webhooks", "description": "Signed notifications of an API key's tables, sent to its backend."},
     {"name": "ops", "description": "Health, readiness, metrics, and the pages of the problems' codes."},
 ]
@@ -140,9 +141,10 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
         api.spec.components.schema(name, component={
             "type": "string", "enum": list(values), "description": ENUM_DESCRIPTIONS[name]})
     for blueprint in (hands.blp, rounds.blp, batch.blp, rounds.rulesets_blp, table_views.blp, stream.blp,
-                      webhooks.blp, ops.blp):
+                      clubs.blp, webhooks.blp, ops.blp):
         api.register_blueprint(blueprint)
     table_views.document(api)
+    clubs.document(api)
     batch.document(api)
     web.register(app)  # the companion app at / and the /docs assets
     _install_store(app)
@@ -175,6 +177,10 @@ def _install_store(app: Flask) -> None:
         voids_per_minute=s.table_voids_per_minute, webhooks=s.webhooks,
         eviction_check_seconds=s.eviction_check_seconds,
     )
+    from ..store.clubs import ClubStore
+
+    app.extensions["clubs"] = ClubStore(client, app.extensions["tables"], webhooks=s.webhooks,
+                                        min_replicas=s.redis_min_replicas, wait_timeout_ms=wait_ms)
     if s.api_keys and s.webhooks:  # (webhooks belong to API keys)
         from ..webhooks.registry import Registry
 

@@ -4,8 +4,8 @@
   every ``/v1/`` request needs ``X-API-Key: <key>`` (401 problem+json
   ``api_key_required`` without one, ``api_key_invalid`` for an unknown one),
   except a request to one table (``/v1/tables/{id}...``) that carries its table
-  token (``Authorization: Bearer``): the phones at a table hold only its
-  tokens.  A key sent along with a table token is checked all the same.  The
+  token (``Authorization: Bearer``), or to one club (``/v1/clubs/{id}...``)
+  with its club token: the phones at a table hold only its tokens.  A key sent along with a table token is checked all the same.  The
   key's name is ``g.api_key``; rate limits then count per key and
   ``GET /v1/tables`` lists the key's tables.  Only the keys' SHA-256 digests
   are kept.
@@ -41,7 +41,7 @@ from .problems import ApiProblem
 API_KEY_HEADER = "X-API-Key"
 CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "If-Match", "If-None-Match", "Idempotency-Key",
                         API_KEY_HEADER, "X-Request-ID", "Last-Event-ID")
-CORS_EXPOSED_HEADERS = ("ETag", "Location", "Retry-After", "X-Request-ID", "Idempotent-Replayed",
+CORS_EXPOSED_HEADERS = ("ETag", "Location", "Retry-After", "X-Request-ID", "Idempotent-Replayed", "Content-Disposition",
                         "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
 
 
@@ -75,7 +75,7 @@ def install(app: Flask) -> None:
 
         CORS(app, resources={r"/v1/*": {}, r"/openapi.json": {}}, origins=list(origins),
              allow_headers=list(CORS_REQUEST_HEADERS), expose_headers=list(CORS_EXPOSED_HEADERS),
-             methods=["GET", "POST", "DELETE", "OPTIONS"], max_age=600, vary_header=True)
+             methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"], max_age=600, vary_header=True)
 
 
 def _check_api_key() -> None:
@@ -84,8 +84,8 @@ def _check_api_key() -> None:
     given = request.headers.get(API_KEY_HEADER)
     if given is None:
         auth = request.authorization
-        if auth is not None and auth.type == "bearer" and request.path.startswith("/v1/tables/"):
-            return  # a table's own token
+        if auth is not None and auth.type == "bearer" and request.path.startswith(("/v1/tables/", "/v1/clubs/")):
+            return  # a table's (or a club's) own token
         raise ApiKeyRequired(f"this service needs '{API_KEY_HEADER}: <key>' (or a table's token for a table)",
                              headers=_CHALLENGE)
     from flask import current_app

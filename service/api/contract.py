@@ -82,7 +82,7 @@ def all_codes() -> tuple[str, ...]:
     """Every ``code`` a problem of the service may carry, sorted."""
     from . import callers, problems, stream, table_views  # noqa: F401  (every ApiProblem class defined)
 
-    found: set[str] = {str(c) for c in Code} | set(store_errors.CONFLICT_CODES)
+    found: set[str] = {str(c) for c in Code} | set(store_errors.CONFLICT_CODES) | set(store_errors.CLUB_INPUT_CODES)
     found |= {code for code, _ in problems.HTTP_CODES.values()}
     found |= {"store_unavailable", "internal_error", *(c for codes in STATUS_CODES.values() for c in codes)}
 

@@ -212,6 +212,20 @@ MEANINGS: dict[str, str] = {
     "too_many_streams": "this table has `STREAM_MAX_PER_TABLE` open streams on this instance: close one, or retry "
                         "after `Retry-After`",
     "stream_unavailable": "the live stream cannot be opened now (its subscription to Redis failed): retry",
+    # clubs
+    "club_not_found": "no such club (with API keys: not one the key created)",
+    "player_not_found": "no player with this id in the club",
+    "season_not_found": "no season with this id in the club (`current` names the season being played)",
+    "name_taken": "the name or alias is already another player's in this club (names are compared without case)",
+    "already_imported": "some evenings of this import were imported before: nothing was recorded (the same "
+                        "file again is answered as a replay)",
+    "player_not_in_club": "a player id named (a seat, or a merge's `into`) is not a player of this club",
+    "player_seated_twice": "the table's seats name the same player twice",
+    "merge_into_itself": "a player cannot be merged into itself",
+    "players_met": "the two players sat at the same table: they are two people, and cannot be merged",
+    "bad_rows": "rows of the CSV import cannot be read (`errors` names each by line and column): nothing was "
+                "recorded",
+    "empty_import": "the CSV import has no rows",
     # webhooks
     "webhook_not_found": "no webhook with this id among the API key's own",
     "webhook_url_refused": "the webhook URL is not `http(s)`, or resolves to a private, loopback or link-local "
@@ -260,6 +274,10 @@ STORE_STATUS: tuple[tuple[type, int, str], ...] = (
     (store_errors.TableNotFound, 404, "Table not found"),
     (store_errors.EventNotFound, 404, "Event not found"),
     (store_errors.RoundNotFound, 404, "Round not found"),
+    (store_errors.ClubNotFound, 404, "Club not found"),
+    (store_errors.PlayerNotFound, 404, "Player not found"),
+    (store_errors.SeasonNotFound, 404, "Season not found"),
+    (store_errors.ClubInputError, 422, "Invalid input"),
     (store_errors.Unauthorized, 401, "Unauthorized"),
     (store_errors.Forbidden, 403, "Forbidden"),
     (store_errors.PreconditionFailed, 412, "Precondition failed"),
@@ -343,7 +361,8 @@ def describe_store_error(exc: "store_errors.StoreError") -> Problem:
         extra["event"] = exc.context["event"]
     if "round" in exc.context:  # (correction_conflict: the later round that would break)
         extra["round"] = exc.context["round"]
-    return Problem(status, exc.code, title, exc.message, extra=extra, headers=headers)
+    return Problem(status, exc.code, title, exc.message, extra=extra, headers=headers,
+                   errors=exc.context.get("errors"))
 
 
 def describe_redis_error(exc: "redis.exceptions.RedisError") -> Problem:

@@ -3,11 +3,15 @@
 =============================  ========================  ======================================
 setting (environment)          counted per               requests
 =============================  ========================  ======================================
-``TABLES_PER_HOUR``            client                    ``POST /v1/tables`` (a replay is free)
-``CLIENT_EVENTS_PER_MINUTE``   client                    ``POST /v1/tables/{id}/events``, ``.../finish``
+``TABLES_PER_HOUR``            client                    ``POST /v1/tables``, ``POST /v1/clubs/{id}/tables``
+                                                         (a replay is free)
+``CLIENT_EVENTS_PER_MINUTE``   client                    ``POST /v1/tables/{id}/events``, ``.../finish``; a
+                                                         club's writes (``POST /v1/clubs``, its players,
+                                                         merges, seasons, imports)
 ``CLIENT_VOIDS_PER_MINUTE``    client                    ``POST .../events/{seq}/void``, ``PUT .../rounds/{n}/events``
 ``CLIENT_READS_PER_MINUTE``    client                    ``GET /v1/tables``, ``GET /v1/tables/{id}``,
-                                                         its events, rounds, summary, stream (each open)
+                                                         its events, rounds, summary, stream (each open);
+                                                         a club, its players' pages, its standings
 ``TABLE_EVENTS_PER_MINUTE``    table                     ``POST /v1/tables/{id}/events``
 ``TABLE_VOIDS_PER_MINUTE``     table                     ``POST .../events/{seq}/void``, ``PUT .../rounds/{n}/events``
 ``TABLE_READS_PER_MINUTE``     table                     ``GET /v1/tables/{id}``, its events, rounds,

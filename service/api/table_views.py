@@ -369,11 +369,18 @@ def finish_table(table_id):
     readable, with its log, its summary and `finished_at`.
 
     The write token (or the API key that created the table). Idempotent: finishing a finished table
-    answers it as it is. A round being played must be ended (`round_end`) or voided first.
+    answers it as it is. A round being played must be ended (`round_end`) or voided first. A club's
+    table is counted in the club's season (once, however often it is finished).
     """
     s = store()
     tid = table_id_of(table_id)
-    return jsonify(s.finish(tid, access(write=True)))
+    view = s.finish(tid, access(write=True))
+    clubs = current_app.extensions.get("clubs")
+    if clubs is not None:  # a club's table counts in its season (again on a retry: it is counted once)
+        club = clubs.table_club(tid)
+        if club is not None:
+            clubs.count(club, tid)
+    return jsonify(view)
 
 
 class TokensRotated(ma.Schema):

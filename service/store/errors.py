@@ -32,6 +32,35 @@ class RoundNotFound(StoreError):
     code = "round_not_found"
 
 
+class ClubNotFound(StoreError):
+    code = "club_not_found"
+
+
+class PlayerNotFound(StoreError):
+    code = "player_not_found"
+
+
+class SeasonNotFound(StoreError):
+    code = "season_not_found"
+
+
+CLUB_INPUT_CODES = ("player_not_in_club", "player_seated_twice", "merge_into_itself", "players_met", "bad_rows",
+                    "empty_import")
+"""Every code a :class:`ClubInputError` may carry."""
+
+
+class ClubInputError(StoreError):
+    """422: a club's request that its data refuses (a player of another club, a merge into itself, bad
+    rows of an import); ``code`` is the reason's (one of :data:`CLUB_INPUT_CODES`), ``context["errors"]``
+    (field path -> messages) says where."""
+
+    def __init__(self, code: str, message: str, **context: Any) -> None:
+        if code not in CLUB_INPUT_CODES:
+            raise ValueError(f"not a club input code: {code!r}")
+        super().__init__(message, **context)
+        self.code = code
+
+
 class Unauthorized(StoreError):
     code = "unauthorized"
 
@@ -50,7 +79,7 @@ class IdempotencyMismatch(StoreError):
 
 CONFLICT_CODES = ("table_full", "table_finished", "round_in_progress", "void_conflict", "already_voided",
                   "not_voidable", "table_deleted", "idempotency_key_expired", "correction_conflict",
-                  "tokens_rotated")
+                  "tokens_rotated", "name_taken", "already_imported")
 """Every code a :class:`Conflict` may carry."""
 
 

@@ -178,23 +178,55 @@ def appended(table_id: str) -> list[str]:
             snapshots(table_id), limits(table_id), outbox(table_id)]
 
 
+CLUB_BOX = "c:"
+"""The prefix of a club's outbox id (a *box*: ``c:<club id>``); a table's box is its id."""
+
+
+def box_tag(box: str) -> str:
+    """The hash tag of an outbox's owner: a table's (a table id) or a club's (``c:<club id>``).
+
+    >>> box_tag("0123456789abcdef"), box_tag("c:0123456789abcdef")
+    ('{t:0123456789abcdef}', '{c:0123456789abcdef}')
+    """
+    return "{" + box + "}" if box.startswith(CLUB_BOX) else tag(box)
+
+
 def outbox(table_id: str) -> str:
-    """The table's webhook notifications (a stream in the table's slot)."""
-    return tag(table_id) + ":outbox"
+    """The table's webhook notifications (a stream in the table's slot); a club's, for ``c:<club id>``."""
+    return box_tag(table_id) + ":outbox"
 
 
 def lanes(table_id: str) -> str:
-    """Per webhook, where its deliveries of the table stand."""
-    return tag(table_id) + ":lanes"
+    """Per webhook, where its deliveries of the table (or club) stand."""
+    return box_tag(table_id) + ":lanes"
 
 
 def lease(table_id: str, hook: str | None = None) -> str:
-    """The lease of a dispatcher visiting the table, or (``hook``) delivering it to one webhook.
+    """The lease of a dispatcher visiting the table (or club), or (``hook``) delivering it to one webhook.
 
-    >>> lease("0123456789abcdef"), lease("0123456789abcdef", "wh_1")
-    ('{t:0123456789abcdef}:lease', '{t:0123456789abcdef}:lease:wh_1')
+    >>> lease("0123456789abcdef"), lease("0123456789abcdef", "wh_1"), lease("c:0123456789abcdef")
+    ('{t:0123456789abcdef}:lease', '{t:0123456789abcdef}:lease:wh_1', '{c:0123456789abcdef}:lease')
     """
-    return tag(table_id) + ":lease" + ("" if hook is None else ":" + hook)
+    return box_tag(table_id) + ":lease" + ("" if hook is None else ":" + hook)
+
+
+def alive(box: str) -> str:
+    """The key whose existence says that an outbox's owner is still there: a table's state, a club's meta.
+
+    >>> alive("0123456789abcdef"), alive("c:0123456789abcdef")
+    ('{t:0123456789abcdef}:state', '{c:0123456789abcdef}:meta')
+    """
+    return club_meta(box[len(CLUB_BOX):]) if box.startswith(CLUB_BOX) else state(box)
+
+
+def box_of_outbox(name: str) -> str:
+    """The box of an outbox key (what :func:`outbox` was given).
+
+    >>> box_of_outbox("{t:0123456789abcdef}:outbox"), box_of_outbox("{c:0123456789abcdef}:outbox")
+    ('0123456789abcdef', 'c:0123456789abcdef')
+    """
+    inner = name[1: name.index("}")]
+    return inner[len("t:"):] if inner.startswith("t:") else inner
 
 
 def webhooks(owner: str) -> str:
@@ -215,6 +247,7 @@ def dead_letters(owner: str, hook: str) -> str:
 WEBHOOKS_DUE = "{wh}:due"
 """Tables with webhook work, scored by when to visit them (ms)."""
 OUTBOX_PATTERN = "{t:*}:outbox"
+CLUB_OUTBOX_PATTERN = "{c:*}:outbox"
 OUTBOX_MIN_TTL = 7 * 24 * 3600
 """An outbox with a TTL keeps at least this long (longer than the retry budget's default day)."""
 
@@ -653,7 +686,7 @@ return left
 # a: reads (for each read: [command, the index of its key in KEYS, its other arguments...])
 # answers the replies, in order
 READ = ARGS + """
-local allowed = {GET = 1, HGET = 1, HMGET = 1, HGETALL = 1, LLEN = 1, LRANGE = 1, LINDEX = 1}
+local allowed = {GET = 1, HGET = 1, HMGET = 1, HGETALL = 1, LLEN = 1, LRANGE = 1, LINDEX = 1, ZRANGE = 1}
 local out = {}
 for i = 1, #a.reads do
   local read = a.reads[i]
@@ -768,4 +801,127 @@ if a.outcome == 'dead' then
   redis.call('HINCRBY', KEYS[2], a.id .. ':dead-count', 1)
 end
 return 1
+"""
+
+
+# -- clubs (service/store/clubs.py) ---------------------------------------------------------------
+# All of a club's keys share the hash tag {c:<id>} (one slot); a club has no TTL.
+#
+# =============================  ======  ==================================================
+# key                            type    holds
+# =============================  ======  ==================================================
+# {c:<id>}:meta                  hash    name, ruleset and stakes (JSON, or absent), min_rounds, order,
+#                                        token hashes, owner, created, version (every write adds 1),
+#                                        current (the current season's id), seasons (how many)
+# {c:<id>}:created               string  a keyed creation's record (as a table's ``created``, 24 h)
+# {c:<id>}:players               hash    player id -> JSON {"name", "aliases", "created", "merged"} (a merged
+#                                        player: {"name", "merged_into"})
+# {c:<id>}:names                 hash    a live player's name or alias, case-folded -> its id
+# {c:<id>}:seasons               hash    season id (s1, s2, ...) -> JSON :class:`~service.rules.season.Season`
+# {c:<id>}:standings:<season>    hash    player id -> JSON :class:`~service.rules.season.Standing` (that season)
+# {c:<id>}:lifetime              hash    player id -> JSON Standing (every season)
+# {c:<id>}:results               hash    result id (a table's id, an import's evening id) -> JSON {"result":
+#                                        TableResult, "season", "seq" (the club's version it was counted at)}
+# {c:<id>}:history:<player>      list    the player's evenings, in the order counted (JSON entries)
+# {c:<id>}:uncounted             zset    the club's tables not counted yet, scored by when they were
+#                                        reserved (ms): a finished one is counted by the next finish, read
+#                                        or write of the club (service/store/clubs.py)
+# {c:<id>}:outbox, :lanes, :lease  -     the club's webhook notifications (season.updated), as a table's:
+#                                        the box ``c:<id>`` (:func:`outbox`)
+# =============================  ======  ==================================================
+def club_tag(club_id: str) -> str:
+    return "{c:" + club_id + "}"
+
+
+def club_meta(club_id: str) -> str:
+    return club_tag(club_id) + ":meta"
+
+
+def club_created(club_id: str) -> str:
+    return club_tag(club_id) + ":created"
+
+
+def club_players(club_id: str) -> str:
+    return club_tag(club_id) + ":players"
+
+
+def club_names(club_id: str) -> str:
+    return club_tag(club_id) + ":names"
+
+
+def club_seasons(club_id: str) -> str:
+    return club_tag(club_id) + ":seasons"
+
+
+def club_standings(club_id: str, season: str) -> str:
+    """>>> club_standings("0123456789abcdef", "s2")
+    '{c:0123456789abcdef}:standings:s2'
+    """
+    return club_tag(club_id) + ":standings:" + season
+
+
+def club_lifetime(club_id: str) -> str:
+    return club_tag(club_id) + ":lifetime"
+
+
+def club_results(club_id: str) -> str:
+    return club_tag(club_id) + ":results"
+
+
+def club_history(club_id: str, player: str) -> str:
+    return club_tag(club_id) + ":history:" + player
+
+
+def club_uncounted(club_id: str) -> str:
+    return club_tag(club_id) + ":uncounted"
+
+
+def club_box(club_id: str) -> str:
+    """The box of a club's webhook outbox (see :func:`outbox`)."""
+    return CLUB_BOX + club_id
+
+
+# CLUB_CREATE: a new club with its first season, unless the id is taken (then what a replay needs).
+# KEYS[1] meta, KEYS[2] created, KEYS[3] seasons
+# a: meta (its field/value pairs), season_id (the first season's) and season (its JSON), created (the
+#    creation's record, hex; absent: the request has no Idempotency-Key) and created_ttl (s)
+# answers {outcome: "created"} | {outcome: "exists", record: the creation's record or false}
+CLUB_CREATE = UNHEX_FN + ARGS + """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {'outcome', 'exists', 'record', redis.call('GET', KEYS[2])}
+end
+redis.call('HSET', KEYS[1], unpack(a.meta))
+redis.call('HSET', KEYS[3], a.season_id, a.season)
+if a.created then redis.call('SET', KEYS[2], unhex(a.created), 'EX', a.created_ttl) end
+return {'outcome', 'created'}
+"""
+
+# CLUB_APPLY: a club's write, computed by the store from what it read at the club's version: the
+# writes are made only if the club is still at that version, all of them or none, and the version
+# moves on by one.
+# KEYS[1] the club's meta, KEYS[2..] every other key the writes name (all the club's)
+# a: version (the version the writes were computed at; absent: whatever it is now), writes (a list of
+#    [command, index of its key in KEYS, its other arguments (strings)...]; the commands: HSET, HDEL, DEL,
+#    RPUSH, ZADD, ZREM, XADD)
+# answers {outcome: "ok", version: the new one} | {outcome: "conflict", version: the one now} |
+#         {outcome: "missing"} (no such club)
+# (every write is checked before any is made, and the first is the version's HINCRBY, which Redis refuses
+# when it is out of memory: a full Redis refuses the script before it changed anything)
+CLUB_APPLY = ARGS + """
+local version = tonumber(redis.call('HGET', KEYS[1], 'version'))
+if not version then return {'outcome', 'missing'} end
+if a.version and version ~= a.version then return {'outcome', 'conflict', 'version', version} end
+local allowed = {HSET = 1, HDEL = 1, DEL = 1, RPUSH = 1, ZADD = 1, ZREM = 1, XADD = 1}
+for i = 1, #a.writes do
+  local w = a.writes[i]
+  if not allowed[w[1]] then return redis.error_reply('CLUB_APPLY does not run ' .. tostring(w[1])) end
+  if not KEYS[w[2]] then return redis.error_reply('CLUB_APPLY: no key ' .. tostring(w[2])) end
+end
+local now = redis.call('HINCRBY', KEYS[1], 'version', 1)
+for i = 1, #a.writes do
+  local w = a.writes[i]
+  local k = w[2]
+  redis.call(w[1], KEYS[k], unpack(w, 3))
+end
+return {'outcome', 'ok', 'version', now}
 """

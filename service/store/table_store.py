@@ -59,7 +59,7 @@ import secrets
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import orjson
 import redis
@@ -426,7 +426,8 @@ class TableStore:
 
     # -- create ------------------------------------------------------------------
     def create(self, players: list[str], ruleset: Any, dealer: int = 0, *, stakes: Any = None,
-               idempotency_key: str | None = None, fp: str = "", owner: str | None = None) -> Created:
+               idempotency_key: str | None = None, fp: str = "", owner: str | None = None,
+               meta: Mapping[str, str] | None = None, reserve: "Callable[[str], None] | None" = None) -> Created:
         """A new table; its tokens are returned here only (Redis keeps their SHA-256).
 
         With an ``Idempotency-Key`` the table id is derived from the key, so a retry
@@ -436,6 +437,10 @@ class TableStore:
         ``owner`` (an API key's name) the key is scoped to the owner and the table
         is listed in the owner's index (:meth:`tables_of`).  ``stakes`` (docs/rules.md#s12) are
         kept in the meta hash beside the players, and the state carries the coins.
+
+        ``meta``: more fields of the table's meta hash (a club's table: its club and seats);
+        ``reserve(table_id)`` is called with the id before the table is written (a club notes
+        the table it will have to count, :mod:`service.store.clubs`).
         """
         state = TableState.new(players, ruleset, dealer, stakes)
         created_ttl = min(self.idempotency_ttl, self.table_ttl) if self.table_ttl else self.idempotency_ttl
@@ -454,7 +459,10 @@ class TableStore:
                 fields["stakes"] = _dumps(state.stakes.as_dict())
             if owner is not None:
                 fields["owner"] = owner
+            fields.update(meta or {})
             flat = [x for kv in fields.items() for x in kv]
+            if reserve is not None:
+                reserve(table_id)
             notify = owner is not None and self.webhooks
             res = keys.reply(self._run(
                 self._create, [*keys.every(table_id), keys.outbox(table_id), keys.rotation(table_id)], keys.args(
@@ -517,6 +525,12 @@ class TableStore:
             return
         meta = keys.meta(table_id)
         _check_access(table_id, self.r.hmget(meta, *AUTH_FIELDS), Access(token, write))
+
+    def meta_fields(self, table_id: str, *names: str) -> list[str | None]:
+        """Fields of the table's meta hash (as text, None where absent), unchecked: for the store's own
+        callers (a club reads the club and seats of a table it counts)."""
+        found = self.r.hmget(keys.meta(table_id), *names)
+        return [None if v is None else v.decode() for v in found]
 
     # -- read --------------------------------------------------------------------------
     def _load(self, table_id: str, access: "Access | None", rounds: tuple[int, int] | None = None) -> Loaded:

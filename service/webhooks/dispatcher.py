@@ -146,13 +146,14 @@ class Dispatcher:
         number hinted."""
         hinted = 0
         for node in redis_client.primaries(self.r):
-            batch: list[str] = []
-            for key in node.scan_iter(match=keys.OUTBOX_PATTERN, count=500, _type="STREAM"):
-                batch.append(key.decode())
-                if len(batch) == 200:
-                    hinted += self._hint_nonempty(node, batch)
-                    batch = []
-            hinted += self._hint_nonempty(node, batch)
+            for pattern in (keys.OUTBOX_PATTERN, keys.CLUB_OUTBOX_PATTERN):  # (the tables', the clubs')
+                batch: list[str] = []
+                for key in node.scan_iter(match=pattern, count=500, _type="STREAM"):
+                    batch.append(key.decode())
+                    if len(batch) == 200:
+                        hinted += self._hint_nonempty(node, batch)
+                        batch = []
+                hinted += self._hint_nonempty(node, batch)
         return hinted
 
     def _hint_nonempty(self, node: redis.Redis, outboxes: list[str]) -> int:
@@ -162,7 +163,7 @@ class Dispatcher:
             for key in outboxes:
                 p.xlen(key)
             lengths = p.execute()
-        ids = [keys.table_of_channel(k) for k, n in zip(outboxes, lengths) if n]
+        ids = [keys.box_of_outbox(k) for k, n in zip(outboxes, lengths) if n]
         if ids:
             now = now_ms()
             self.r.zadd(keys.WEBHOOKS_DUE, {tid: now for tid in ids}, lt=True)
@@ -246,7 +247,7 @@ class Dispatcher:
     def _visit(self, table_id: str, token: str) -> tuple[str | None, int | None, list]:
         """Read the table's webhooks and lanes, reserve the lane jobs to start, trim: (the outbox's last
         entry id, when to visit again for the lanes waiting, [(webhook, failing, lane lease token)])."""
-        out, lanes_key, state = keys.outbox(table_id), keys.lanes(table_id), keys.state(table_id)
+        out, lanes_key, state = keys.outbox(table_id), keys.lanes(table_id), keys.alive(table_id)
 
         def read(r: redis.Redis) -> list:  # (one round trip: the keys share the table's slot)
             with r.pipeline(transaction=False) as p:

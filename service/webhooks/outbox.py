@@ -9,7 +9,11 @@ How a notification travels
    notification, a refused one never has, and on a Redis Cluster the script
    still touches its table's slot only.  Types: ``table.created``,
    ``event.recorded`` (``round.ended`` after it when the record ended a
-   round), ``event.voided``, ``table.finished``, ``table.deleted``.
+   round), ``event.voided``, ``table.finished``, ``table.deleted``.  A
+   club's ``season.updated`` travels the same way from the club's outbox
+   (``{c:<id>}:outbox``, written by the club's script, :mod:`service.store.clubs`):
+   wherever this page says "table", a dispatcher takes a *box*, a table's id or
+   ``c:<club id>`` (:func:`~service.store.keys.box_tag`).
 2. **The hint.**  After the script the store adds the table to
    :data:`~service.store.keys.WEBHOOKS_DUE` (a sorted set: table id → when to
    visit it, ``ZADD LT now``; on a Redis that is not a cluster an append's

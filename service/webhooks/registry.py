@@ -35,7 +35,7 @@ from ..store import codec, keys, redis_client
 from ..store.sealing import seal_secret, unseal_secret
 
 EVENTS = ("event.recorded", "event.voided", "round.ended", "round.corrected", "table.created", "table.finished",
-          "table.deleted")
+          "table.deleted", "season.updated")
 MAX_WEBHOOKS = 20
 """Webhooks one API key may have."""
 MAX_TABLES = 100
