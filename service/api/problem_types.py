@@ -104,6 +104,9 @@ def registry() -> dict[str, ProblemType]:
     walk_store(store_errors.StoreError)
     for code in store_errors.CONFLICT_CODES:
         add(code, 409, "Conflict")
+    for code in store_errors.CLUB_INPUT_CODES:
+        add(code, *next((s, t) for family, s, t in problems.STORE_STATUS
+                        if issubclass(store_errors.ClubInputError, family)))
     for status, (code, title) in problems.HTTP_CODES.items():
         add(code, status, title)
     found = {}
