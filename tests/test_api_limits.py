@@ -226,7 +226,8 @@ def test_limits_are_configured_from_the_environment():
     assert current(create_app({"TESTING": True}, settings=s)).table_events_per_minute == 30
     assert set(LIMITS) == {"tables_per_hour", "client_events_per_minute", "client_voids_per_minute",
                            "client_reads_per_minute", "table_events_per_minute", "table_voids_per_minute",
-                           "table_reads_per_minute", "client_batch_items_per_minute"}
+                           "table_reads_per_minute", "client_batch_items_per_minute", "client_webhook_calls_per_minute",
+                           "client_webhook_sends_per_minute"}
     with pytest.raises(ConfigError):
         Settings.from_env({"TABLE_VOIDS_PER_MINUTE": "-1"})
 
