@@ -25,8 +25,9 @@ Changes (``PATCH``)
 -------------------
 A registration keeps, beside what it takes (``events``, ``tables``), from when
 it takes it: a notification is sent to a webhook only if the webhook took it
-when it was written (by the Redis clock, less :data:`~.outbox.CLOCK_SLACK_MS`
-as at a registration).  So an event type or a table added by a change is sent
+when it was written (its outbox entry's time, by the Redis clock; on a Redis
+Cluster, whose nodes' clocks may differ a little, a change counts from
+:data:`~.outbox.CLOCK_SLACK_MS` before it, as a registration always does).  So an event type or a table added by a change is sent
 from the change on (nothing written before it), one taken away is not sent
 from then on (its notifications still waiting included), and a webhook
 disabled (``enabled: false``) is sent nothing; re-enabled, it is sent what is
@@ -132,28 +133,32 @@ class Webhook:
 
         >>> hook = Webhook("wh_1", "acme", "https://x/", ("event.recorded",), None, "", 10_000, "",
         ...                event_from={"event.recorded": 50_000})
-        >>> hook.takes("t", "event.recorded", 49_500), hook.takes("t", "event.recorded", 48_000)
+        >>> hook.takes("t", "event.recorded", 50_000), hook.takes("t", "event.recorded", 49_999)
         (True, False)
         >>> hook.takes("t", "round.ended", 60_000), replace(hook, enabled=False).takes("t", "event.recorded", 60_000)
         (False, False)
         """
         if not self.enabled or kind not in self.events or not self.sees(table_id):
             return False
-        start = max(self.since_ms, self.event_from.get(kind, 0),
-                    self.table_from.get(table_id, self.others_from_ms or self.created_ms))
-        return written_ms >= start - CLOCK_SLACK_MS
+        start = max(self.since_ms, self.event_from.get(kind, 0), self.table_from.get(table_id, self.start_ms()))
+        return written_ms >= start
+
+    def start_ms(self) -> int:
+        """From when a table without a start of its own is taken: the webhook's registration (less
+        :data:`~.outbox.CLOCK_SLACK_MS`, as its lanes start), or the change that made it take every table."""
+        return self.others_from_ms or self.created_ms - CLOCK_SLACK_MS
 
     def revised(self, now: int, url: str | None = None, events: Iterable[str] | None = None,
                 tables: Any = KEEP, enabled: bool | None = None) -> "Webhook":
         """The webhook after a change made at ``now`` (Redis ms; see the module doc).
 
-        >>> hook = Webhook("wh_1", "acme", "https://x/", ("event.recorded",), ("a",), "", 10, "")
-        >>> wider = hook.revised(500, events=["event.recorded", "round.ended"], tables=["a", "b"])
+        >>> hook = Webhook("wh_1", "acme", "https://x/", ("event.recorded",), ("a",), "", 10_000, "")
+        >>> wider = hook.revised(50_000, events=["event.recorded", "round.ended"], tables=["a", "b"])
         >>> dict(wider.event_from), dict(wider.table_from)
-        ({'round.ended': 500}, {'a': 10, 'b': 500})
-        >>> every = wider.revised(900, tables=None)
+        ({'round.ended': 50000}, {'a': 9000, 'b': 50000})
+        >>> every = wider.revised(90_000, tables=None)
         >>> every.tables, dict(every.table_from), every.others_from_ms
-        (None, {'a': 10, 'b': 500}, 900)
+        (None, {'a': 9000, 'b': 50000}, 90000)
         >>> back = hook.revised(50, enabled=False).revised(700, enabled=True)
         >>> back.enabled, back.since_ms
         (True, 700)
@@ -168,7 +173,7 @@ class Webhook:
             out = replace(out, events=kinds, event_from=starts)
         ids = KEEP if tables is KEEP else None if tables is None else tuple(dict.fromkeys(tables))
         if ids is not KEEP and ids != self.tables:
-            default = self.others_from_ms or self.created_ms
+            default = self.start_ms()
             if ids is None:  # every table: those listed keep their start, the others start now
                 out = replace(out, tables=None, others_from_ms=now,
                               table_from={t: self.table_from.get(t, default) for t in self.tables or ()})
@@ -334,14 +339,16 @@ class Registry:
         return self._view(hook, self._states(owner, hook_id)), secret
 
     def _change(self, owner: str, hook_id: str, change: Any) -> Webhook | None:
-        """Replace the registration with ``change(webhook, now)`` (now: the owner's Redis clock, ms), unless
+        """Replace the registration with ``change(webhook, now)`` (now: the owner's Redis clock, ms, less the
+        cluster's slack: the module doc), unless
         it changed meanwhile (then again, :data:`REVISIONS` times at most); the new webhook, or None: gone."""
         key = keys.webhooks(owner)
+        slack = CLOCK_SLACK_MS if redis_client.kind(self.r) == "cluster" else 0  # (the module doc)
         for _ in range(REVISIONS):
             raw = self.r.hget(key, hook_id)
             if raw is None:
                 return None
-            hook = change(Webhook.load(owner, hook_id, raw), redis_client.clock_ms(self.r, key))
+            hook = change(Webhook.load(owner, hook_id, raw), redis_client.clock_ms(self.r, key) - slack)
             done = int(self._revise(keys=[key], args=keys.args(id=hook_id, was=raw.decode(),
                                                                registration=hook.stored().decode()), client=self.r))
             if done == 1:
