@@ -18,7 +18,7 @@ so that nobody's slow receivers hold everybody's deliveries:
   seen to be slow, have ended: ``WEBHOOK_TIMEOUT`` at most);
 * a table refused for want of room waits in line (:data:`WAITING_KEPT`), and is visited as soon as a job
   that frees room for it ends; while tables wait, a lane job yields after ``slice`` seconds (at its next
-  delivery), so that the tables of a webhook at its cap take turns.
+  delivery), so that the tables of a webhook at its cap take turns, and no job lingers (:data:`LINGER_MS`).
 
 Idle
 ----
@@ -144,7 +144,8 @@ class Dispatcher:
         self._lock = threading.Lock()
         self._jobs: set[_Job] = set()  # the lane jobs running (or reserved)
         self._slow: Lru[str, bool] = Lru(SLOW_KEPT)  # webhook id -> its last attempt here was slow
-        self._waiting: OrderedDict[str, tuple[str, str]] = OrderedDict()  # table id -> (owner, webhook id)
+        # table id -> (owner, webhook id, when it was refused (monotonic)), the most recently refused last
+        self._waiting: OrderedDict[str, tuple[str, str, float]] = OrderedDict()
         self._renew = client.register_script(keys.RENEW)
         self._release = client.register_script(keys.RELEASE)
         self._advance = client.register_script(keys.ADVANCE)
@@ -421,7 +422,7 @@ class Dispatcher:
             if self._stop.is_set():
                 return None
             if not self._has_room(hook.owner, hook.id):
-                self._waiting[table_id] = (hook.owner, hook.id)
+                self._waiting[table_id] = (hook.owner, hook.id, time.monotonic())
                 self._waiting.move_to_end(table_id)
                 while len(self._waiting) > WAITING_KEPT:
                     self._waiting.popitem(last=False)
@@ -438,14 +439,21 @@ class Dispatcher:
                 self._done(job)
         return None if token is None else (token, taken, job)
 
-    def _spare(self, hook: Webhook) -> bool:
-        """Room for lane jobs to linger: no table waits for room, and at most half the dispatcher's jobs, the
-        key's and the webhook's are in use."""
-        opts = self.options
+    def _in_line(self) -> bool:
+        """Whether a table waits for room (one refused within :data:`DEFER_MS`: an older one is visited again
+        anyway, here or by another dispatcher)."""
         with self._lock:
-            return not self._waiting and len(self._jobs) * 2 <= opts.concurrency and \
-                sum(j.hook == hook.id for j in self._jobs) * 2 <= opts.hook_cap() and \
-                sum(j.owner == hook.owner for j in self._jobs) * 2 <= opts.key_cap()
+            if not self._waiting:
+                return False
+            newest = next(reversed(self._waiting.values()))
+            return time.monotonic() - newest[2] < DEFER_MS / 1000
+
+    def _spare(self) -> bool:
+        """Room for lane jobs to linger: no table waits for room, and at most half the dispatcher's jobs are in
+        use."""
+        with self._lock:
+            busy = len(self._jobs) * 2 > self.options.concurrency
+        return not busy and not self._in_line()
 
     def _done(self, job: "_Job") -> None:
         with self._lock:
@@ -454,7 +462,7 @@ class Dispatcher:
     def _next_in_line(self) -> str | None:
         """The first table waiting for room that there is room for now (taken out of the line), or None."""
         with self._lock:
-            for table_id, (owner, hook_id) in self._waiting.items():
+            for table_id, (owner, hook_id, _) in self._waiting.items():
                 if self._has_room(owner, hook_id):
                     del self._waiting[table_id]
                     return table_id
@@ -533,7 +541,7 @@ class Dispatcher:
             while not self._stop.is_set() and not disabled:
                 after = "(" + lane.cursor
                 entries = self.r.xrange(out, after, "+", count=BATCH)
-                if not entries and sent < MAX_PER_JOB and self._spare(hook):  # its next entry may be near
+                if not entries and sent < MAX_PER_JOB and self._spare():  # its next entry may be near
                     cursor = lane.cursor
                     read = self.r.xread({out: cursor}, count=BATCH, block=LINGER_MS)
                     entries = read[0][1] if read else []
@@ -558,7 +566,7 @@ class Dispatcher:
                         if self._store_lane(table_id, hook, token, lane) != 1:
                             return lane, "lost"
                         moved = False
-                    if sent >= MAX_PER_JOB or (sent and self._waiting and time.monotonic() - began >= opts.slice):
+                    if sent >= MAX_PER_JOB or (sent and time.monotonic() - began >= opts.slice and self._in_line()):
                         return lane, "more"
                     if time.monotonic() - renewed >= renew_after:
                         argv = keys.args(token=token, ms=opts.lease_ms())
