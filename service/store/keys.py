@@ -52,7 +52,8 @@ key                            type    holds
 ``{wh}:due``                   zset    table ids with webhook work, scored by when (ms) a dispatcher
                                        should visit them (the hint; :mod:`service.webhooks`)
 ``{wh}:wake``                  list    at most one element: there is webhook work (a dispatcher waiting for
-                                       work blocks on it with ``BLPOP``; every hint pushes it)
+                                       work blocks on it with ``BLPOP``; a hint that makes a table due
+                                       sooner pushes it)
 ``{wh}:outboxes``              hash    the outboxes as the last sweep found them: ``outboxes``, ``entries``,
                                        ``longest``, ``oldest`` (ms of the oldest entry; 0: none), ``at`` (ms)
 ``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
@@ -388,8 +389,8 @@ return {'outcome', 'created'}
 #   outbox    [[type, data JSON], ...]: the webhook notifications of the record, added to the outbox
 #             (in order) when the table has an owner; outbox_ttl: the outbox's TTL in seconds (0: none);
 #             outbox_max: about the most entries it keeps (XADD MAXLEN ~; absent: no bound);
-#             due (ms) and table (its id): the hint, ZADD LT into KEYS[10] and the wake-up pushed on
-#             KEYS[11] (not on a cluster: another slot)
+#             due (ms) and table (its id): the hint, ZADD LT into KEYS[10] and, when that made the
+#             table due sooner, the wake-up pushed on KEYS[11] (not on a cluster: another slot)
 # answers {outcome: "ok", version, remaining, reset (ms), noted: 1 when notifications were added (2: and
 #         hinted) else 0} | {outcome: "replay", idem: the idem value, from: the snapshot's version, snapshot:
 #         its state or false, records: those after it up to the replayed seq} | {outcome: "conflict",
@@ -503,9 +504,10 @@ if a.outbox and meta[3] then
   if a.outbox_ttl and a.outbox_ttl > 0 then redis.call('EXPIRE', KEYS[9], a.outbox_ttl) end
   noted = 1
   if a.due then
-    redis.call('ZADD', KEYS[10], 'LT', a.due, a.table)
-    redis.call('LPUSH', KEYS[11], 1)
-    redis.call('LTRIM', KEYS[11], 0, 0)
+    if redis.call('ZADD', KEYS[10], 'LT', 'CH', a.due, a.table) > 0 then  -- (due from now on: wake a dispatcher)
+      redis.call('LPUSH', KEYS[11], 1)
+      redis.call('LTRIM', KEYS[11], 0, 0)
+    end
     noted = 2
   end
 end
@@ -703,17 +705,23 @@ return 1
 # HINT: tables with webhook work, and the wake-up of a dispatcher waiting for work.
 # KEYS[1] WEBHOOKS_DUE, KEYS[2] WEBHOOKS_WAKE
 # a: tables (their ids), at (ms: when to visit them), lt (true: only where that is earlier than the score they
-#    have), wake (true: push the wake-up, keeping one)
-# answers 1
+#    have), wake (true: push the wake-up, keeping one, when a table's score changed: one already due as soon
+#    needs no wake-up, a dispatcher waits at most ``poll`` for it)
+# answers the number of tables whose score changed
 HINT = ARGS + """
+local changed = 0
 for i = 1, #a.tables do
-  if a.lt then redis.call('ZADD', KEYS[1], 'LT', a.at, a.tables[i]) else redis.call('ZADD', KEYS[1], a.at, a.tables[i]) end
+  if a.lt then
+    changed = changed + redis.call('ZADD', KEYS[1], 'LT', 'CH', a.at, a.tables[i])
+  else
+    changed = changed + redis.call('ZADD', KEYS[1], 'CH', a.at, a.tables[i])
+  end
 end
-if a.wake then
+if a.wake and changed > 0 then
   redis.call('LPUSH', KEYS[2], 1)
   redis.call('LTRIM', KEYS[2], 0, 0)
 end
-return 1
+return changed
 """
 
 # NOTE: what delivery attempts of a webhook did, unless the webhook is gone meanwhile.

@@ -246,6 +246,7 @@ class _Watchdog:
         self._watched: dict[int, tuple[float, Callable[[], None]]] = {}
         self._next = 0
         self._thread: threading.Thread | None = None
+        self._until: float | None = None  # when the thread wakes up by itself (None: it waits for a watch)
 
     def watch(self, deadline: float, cut: Callable[[], None]) -> int:
         with self._changed:
@@ -254,7 +255,8 @@ class _Watchdog:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="webhooks-deadlines", daemon=True)
                 self._thread.start()
-            self._changed.notify()
+            if self._until is None or deadline < self._until:  # (else it wakes up in time as it is)
+                self._changed.notify()
             return self._next
 
     def forget(self, ticket: int) -> None:
@@ -268,8 +270,9 @@ class _Watchdog:
                 late = [k for k, (deadline, _) in self._watched.items() if deadline <= now]
                 cuts = [self._watched.pop(k)[1] for k in late]
                 if not cuts:
-                    nearest = min((deadline for deadline, _ in self._watched.values()), default=None)
-                    self._changed.wait(None if nearest is None else nearest - now)
+                    self._until = min((deadline for deadline, _ in self._watched.values()), default=None)
+                    self._changed.wait(None if self._until is None else self._until - now)
+                    self._until = None
                     continue
             for cut in cuts:
                 try:
