@@ -22,10 +22,11 @@ so that nobody's slow receivers hold everybody's deliveries:
 
 Idle
 ----
-A dispatcher with nothing due blocks (``BLPOP``) on :data:`~service.store.keys.WEBHOOKS_WAKE`, which every
-hint pushes (the store's after a write, a lane job's retry), until the next visit due in the due set or at
-most ``idle`` seconds: it sends about one command a second when there is nothing to do, and starts on a
-write's notification as soon as its hint is written.
+A dispatcher with nothing due blocks (``BLPOP``) on :data:`~service.store.keys.WEBHOOKS_WAKE`, which a hint
+pushes when it makes a table due sooner (the store's after a write, a lane job's retry: ``HINT``), until the
+next visit due in the due set (at least ``poll``: a table due already that could not be visited) or at most
+``idle`` seconds: it sends about one command a second when there is nothing to do, and starts on a write's
+notification as soon as its hint is written.  (``idle`` must stay under the client's socket timeout: 2 s.)
 """
 
 from __future__ import annotations
