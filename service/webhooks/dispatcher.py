@@ -96,6 +96,19 @@ class _Job:
 
 
 @dataclass
+class _Census:
+    """The lane jobs of a dispatcher, counted: in all, per webhook, per key; the slow webhooks, the slow jobs in
+    all and per key."""
+
+    total: int
+    slow_hooks: set[str]
+    per_hook: dict[str, int] = field(default_factory=dict)
+    per_key: dict[str, int] = field(default_factory=dict)
+    slow_per_key: dict[str, int] = field(default_factory=dict)
+    slow: int = 0
+
+
+@dataclass
 class DispatcherOptions:
     """How a dispatcher delivers (the ``WEBHOOK_*`` settings: :func:`service.serving.dispatcher_options`; their
     defaults are the settings')."""
@@ -398,23 +411,31 @@ class Dispatcher:
         return tail, next_at, starts
 
     # -- a lane job ---------------------------------------------------------------------------
-    def _is_slow(self, hook_id: str, now: float) -> bool:
-        """Whether a webhook is slow (see the module doc; under ``self._lock``)."""
-        return bool(self._slow.get(hook_id)) or any(
-            j.hook == hook_id and j.attempting is not None and now - j.attempting >= SLOW_MS / 1000 for j in self._jobs)
-
-    def _has_room(self, owner: str, hook_id: str) -> bool:
-        """Room for a lane job of this webhook (under ``self._lock``): see the module doc."""
-        opts = self.options
-        if len(self._jobs) >= opts.concurrency or sum(j.hook == hook_id for j in self._jobs) >= opts.hook_cap() \
-                or sum(j.owner == owner for j in self._jobs) >= opts.key_cap():
-            return False
+    def _census(self) -> "_Census":
+        """The lane jobs running, counted (under ``self._lock``; one pass over them)."""
         now = time.monotonic()
-        if not self._is_slow(hook_id, now):
+        slow = {j.hook for j in self._jobs if self._slow.get(j.hook)
+                or (j.attempting is not None and now - j.attempting >= SLOW_MS / 1000)}
+        census = _Census(len(self._jobs), slow)
+        for j in self._jobs:
+            census.per_hook[j.hook] = census.per_hook.get(j.hook, 0) + 1
+            census.per_key[j.owner] = census.per_key.get(j.owner, 0) + 1
+            if j.hook in slow:
+                census.slow_per_key[j.owner] = census.slow_per_key.get(j.owner, 0) + 1
+                census.slow += 1
+        return census
+
+    def _has_room(self, owner: str, hook_id: str, census: "_Census | None" = None) -> bool:
+        """Room for a lane job of this webhook (under ``self._lock``; ``census``: the jobs counted already): see
+        the module doc."""
+        opts = self.options
+        c = census or self._census()
+        if c.total >= opts.concurrency or c.per_hook.get(hook_id, 0) >= opts.hook_cap() \
+                or c.per_key.get(owner, 0) >= opts.key_cap():
+            return False
+        if hook_id not in c.slow_hooks and not self._slow.get(hook_id):
             return True
-        slow = {h for h in {j.hook for j in self._jobs} if self._is_slow(h, now)}
-        return sum(j.owner == owner and j.hook in slow for j in self._jobs) < max(1, opts.key_cap() // 2) and \
-            sum(j.hook in slow for j in self._jobs) < opts.slow_cap()
+        return c.slow_per_key.get(owner, 0) < max(1, opts.key_cap() // 2) and c.slow < opts.slow_cap()
 
     def _reserve(self, table_id: str, hook: Webhook) -> tuple[str, float, "_Job"] | None:
         """Room for a lane job and its lease: (its token, when it was taken, the job), or None: no room (the
@@ -463,8 +484,9 @@ class Dispatcher:
     def _next_in_line(self) -> str | None:
         """The first table waiting for room that there is room for now (taken out of the line), or None."""
         with self._lock:
+            census = self._census() if self._waiting else None
             for table_id, (owner, hook_id, _) in self._waiting.items():
-                if self._has_room(owner, hook_id):
+                if self._has_room(owner, hook_id, census):
                     del self._waiting[table_id]
                     return table_id
         return None
