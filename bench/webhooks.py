@@ -1,6 +1,9 @@
-"""Benchmark webhooks (loopback only, bounded in time): appends with webhooks on vs off, delivery latency.
+"""Benchmark webhooks (loopback only, bounded in time): appends with webhooks on vs off, delivery latency, and
+the CPU of an idle dispatcher.
 
     python bench/webhooks.py [--tables 8] [--rounds 5] [--block 3] [--dispatchers 1] [--fsync always|everysec]
+                             [--baseline DIR]
+    python bench/webhooks.py --idle 20 [--rounds 3] [--baseline DIR]
 
 On a private redis-server (AOF on, ``appendfsync always`` as ``serve``'s, or ``--fsync everysec``):
 
@@ -20,6 +23,17 @@ Prints one JSON line per figure: the append rate off and on (events/s, the
 median of the rounds' rates, and each round's), their ratio, and the delivery
 latency p50/p99 (ms; the median over the rounds of each round's p50 and p99)
 with the counts delivered and appended.
+
+``--baseline DIR`` runs the dispatchers of another tree's service package (a
+``git worktree`` or an export of an earlier commit: the "before"); the appends
+are this tree's.
+
+``--idle SECONDS`` measures something else: the CPU time (user + system, from
+``/proc``) that ``python -m service serve`` (one gevent worker, the master
+included) spends in ``SECONDS`` of doing nothing once it is up, with its
+webhook dispatcher (``WEBHOOK_DISPATCHER``) on and off, and, with
+``--baseline``, the baseline's with it on; one line, the medians over the
+``--rounds`` (each mode once a round, in turn) and their ratios.
 """
 
 from __future__ import annotations
@@ -102,7 +116,13 @@ def main() -> int:
                     help="start no dispatcher: the append rates alone (no delivery figures)")
     ap.add_argument("--fsync", choices=("always", "everysec"), default="always",
                     help="the redis-server's appendfsync (serve's embedded Redis: always)")
+    ap.add_argument("--baseline", metavar="DIR", help="run the dispatchers (or, with --idle, a third serve) of DIR's "
+                                                      "service package too: the 'before'")
+    ap.add_argument("--idle", type=float, metavar="SECONDS",
+                    help="measure the CPU of an idle serve (dispatcher on and off) over SECONDS instead")
     args = ap.parse_args()
+    if args.idle:
+        return idle_cpu(args)
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-webhooks-"))
     server = EmbeddedRedis(tmp / "redis", port=free_port(), extra_args=["--appendfsync", args.fsync]).start()
@@ -119,8 +139,10 @@ def main() -> int:
         registry.create("bench", f"http://127.0.0.1:{port}/hook", ["event.recorded", "round.ended"], None)
         env = {**os.environ, "REDIS_URL": server.url, "API_KEYS": KEYS, "WEBHOOK_ALLOW_PRIVATE": "1",
                "LOG_LEVEL": "WARNING"}
+        tree = Path(args.baseline) if args.baseline else ROOT
         for _ in range(0 if args.no_dispatch else args.dispatchers):
-            procs.append(subprocess.Popen([sys.executable, "-m", "service", "webhooks"], cwd=ROOT, env=env,
+            procs.append(subprocess.Popen([sys.executable, "-m", "service", "webhooks"], cwd=tree,
+                                          env={**env, "PYTHONPATH": str(tree)},
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         stores = {"on": TableStore(client, webhooks=True), "off": TableStore(client, webhooks=False)}
         access = Access(None, True, "bench")
@@ -174,7 +196,8 @@ def main() -> int:
             return 0
         print(json.dumps({"op": "delivery_latency", "p50_ms": round(statistics.median(p50s), 1),
                           "p99_ms": round(statistics.median(p99s), 1), "delivered": delivered,
-                          "appended": appended, "dispatchers": args.dispatchers}))
+                          "appended": appended, "dispatchers": args.dispatchers,
+                          "code": "baseline" if args.baseline else "this tree"}))
     finally:
         for proc in procs:
             proc.terminate()
@@ -184,6 +207,79 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
         server.stop()
+    return 0
+
+
+def cpu_seconds(root_pid: int) -> float:
+    """The CPU time (user + system, s) of a process and its children so far (``/proc``: Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # (gone meanwhile)
+            continue
+        fields = text[text.rindex(")") + 2:].split()  # (after the command's name, which may hold spaces)
+        pid, ppid = int(stat.parent.name), int(fields[1])
+        if pid == root_pid or ppid == root_pid:
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+def idle_cpu(args: argparse.Namespace) -> int:
+    """``--idle``: an idle serve's CPU with its dispatcher on and off (and the baseline's on)."""
+    import urllib.request
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-webhooks-idle-"))
+    server = EmbeddedRedis(tmp / "redis", port=free_port(), extra_args=["--appendfsync", args.fsync]).start()
+    modes = {"on": (ROOT, "1"), "off": (ROOT, "0")}
+    if args.baseline:
+        modes["before_on"] = (Path(args.baseline), "1")
+    spent: dict[str, list[float]] = {mode: [] for mode in modes}
+    try:
+        client = redis_client.connect(server.url)
+        from service.config import hash_api_key
+
+        Registry(client, {"bench": hash_api_key(KEY)}, allow_private=True).create(
+            "bench", "http://127.0.0.1:9/hook", ["event.recorded"], None)  # (a webhook, never written to)
+        for _ in range(args.rounds):
+            for mode, (tree, dispatcher) in modes.items():
+                port = free_port()
+                env = {**os.environ, "REDIS_URL": server.url, "API_KEYS": KEYS, "WEBHOOK_ALLOW_PRIVATE": "1",
+                       "WEBHOOK_DISPATCHER": dispatcher, "LOG_LEVEL": "WARNING", "PYTHONPATH": str(tree)}
+                proc = subprocess.Popen([sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port",
+                                         str(port), "--workers", "1"], cwd=tree, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    deadline = time.monotonic() + 60
+                    while True:
+                        try:
+                            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+                                if r.status == 200:
+                                    break
+                        except OSError:
+                            if time.monotonic() > deadline or proc.poll() is not None:
+                                raise RuntimeError(f"serve ({mode}) did not start") from None
+                            time.sleep(0.1)
+                    time.sleep(3.0)  # (the worker's start-up work done: its first sweep, its imports)
+                    before = cpu_seconds(proc.pid)
+                    time.sleep(args.idle)
+                    spent[mode].append(cpu_seconds(proc.pid) - before)
+                finally:
+                    proc.terminate()
+                    try:
+                        proc.wait(20)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+    finally:
+        server.stop()
+    medians = {mode: statistics.median(values) for mode, values in spent.items()}
+    out = {"op": "idle_cpu", "seconds": args.idle, **{f"{mode}_cpu_s": round(v, 3) for mode, v in medians.items()},
+           "rounds": {mode: [round(x, 3) for x in values] for mode, values in spent.items()},
+           "on_vs_off": round(medians["on"] / medians["off"], 2) if medians["off"] else None}
+    if args.baseline:
+        out["before_vs_on"] = round(medians["before_on"] / medians["on"], 1) if medians["on"] else None
+    print(json.dumps(out))
     return 0
 
 

@@ -70,6 +70,8 @@ variable                     default      meaning
 ``TABLE_VOIDS_PER_MINUTE``   20           voids one table may take per minute
 ``TABLE_READS_PER_MINUTE``   600          reads of one table per minute
 ``CLIENT_BATCH_ITEMS_PER_MINUTE`` 600000  batch items (JSON or NDJSON) one client may send per minute
+``CLIENT_WEBHOOK_CALLS_PER_MINUTE`` 600   requests to /v1/webhooks one client may make per minute
+``CLIENT_WEBHOOK_SENDS_PER_MINUTE`` 60    webhook tests and redeliveries one client may ask for a minute
 ``API_KEYS``                 (unset)      ``name=key,...``: every /v1/ call without a table
                                           token needs ``X-API-Key`` (keys: 32+ characters,
                                           or ``sha256:<hex>``); unset: open, as before
@@ -89,7 +91,8 @@ variable                     default      meaning
 ``WEBHOOK_RETRY_SECONDS``    86400        seconds of failed attempts before a notification is
                                           dead-lettered (and its webhook is ``failing``)
 ``WEBHOOK_BACKOFF_MS``       5000         the first retry's delay (doubling, at most an hour)
-``WEBHOOK_CONCURRENCY``      32           deliveries in flight per dispatcher
+``WEBHOOK_CONCURRENCY``      32           deliveries in flight per dispatcher (a key: at most half,
+                                          a webhook: a quarter)
 ``WEBHOOK_SWEEP_SECONDS``    60           seconds between sweeps for outboxes without their hint
 ``WEBHOOK_ALLOW_PRIVATE``    off          allow webhook URLs on loopback/private/link-local
                                           addresses (tests, a backend on the same network)

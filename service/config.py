@@ -56,6 +56,11 @@ LIMITS: dict[str, tuple[str, int, str]] = {
     "table_reads_per_minute": ("TABLE_READS_PER_MINUTE", 600, "reads of one table (and its events) per minute"),
     "client_batch_items_per_minute": ("CLIENT_BATCH_ITEMS_PER_MINUTE", 600_000,
                                       "batch items (POST /v1/batch, JSON or NDJSON) one client may send per minute"),
+    "client_webhook_calls_per_minute": ("CLIENT_WEBHOOK_CALLS_PER_MINUTE", 600,
+                                        "requests to /v1/webhooks one client (an API key) may make per minute"),
+    "client_webhook_sends_per_minute": ("CLIENT_WEBHOOK_SENDS_PER_MINUTE", 60,
+                                        "requests one client (an API key) may make per minute that send a message out "
+                                        "at once (a webhook's test, a redelivery)"),
 }
 CLIENT_LIMITS = tuple(name for name in LIMITS if not name.startswith("table_"))
 NO_LIMITS = {var: "0" for var, _, _ in LIMITS.values()}
@@ -254,6 +259,8 @@ class Settings:
     table_voids_per_minute: int = 20
     table_reads_per_minute: int = 600
     client_batch_items_per_minute: int = 600_000
+    client_webhook_calls_per_minute: int = 600
+    client_webhook_sends_per_minute: int = 60
     api_keys: ApiKeys = field(default_factory=ApiKeys)
     trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
     cors_origins: tuple[str, ...] = ()

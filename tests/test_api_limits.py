@@ -226,7 +226,8 @@ def test_limits_are_configured_from_the_environment():
     assert current(create_app({"TESTING": True}, settings=s)).table_events_per_minute == 30
     assert set(LIMITS) == {"tables_per_hour", "client_events_per_minute", "client_voids_per_minute",
                            "client_reads_per_minute", "table_events_per_minute", "table_voids_per_minute",
-                           "table_reads_per_minute", "client_batch_items_per_minute"}
+                           "table_reads_per_minute", "client_batch_items_per_minute", "client_webhook_calls_per_minute",
+                           "client_webhook_sends_per_minute"}
     with pytest.raises(ConfigError):
         Settings.from_env({"TABLE_VOIDS_PER_MINUTE": "-1"})
 
@@ -371,3 +372,13 @@ def test_each_endpoint_declaring_a_limit_is_refused_past_it(redis_url, redis_cli
     hub = app.extensions.get("stream_hub")
     if hub is not None:
         hub.close()
+
+
+def test_the_document_names_every_limit_a_429_may_name():
+    """The OpenAPI document's RateLimitName lists each configured limit as a 429's ``limit`` says it (it lacked
+    the batch items' and the webhook endpoints' limits: a 429 of theirs broke the document)."""
+    from service.api.contract import LIMITS as NAMED
+    from service.api.rate_limits import limit_name
+    from service.config import LIMITS
+
+    assert sorted(NAMED) == sorted(limit_name(name) for name in LIMITS)

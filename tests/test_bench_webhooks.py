@@ -17,3 +17,9 @@ def test_webhooks_prints_both_rates_their_ratio_and_the_latency_of_every_deliver
     latency = out["delivery_latency"]
     assert latency["appended"] > 0 and latency["delivered"] >= latency["appended"] - 2  # (a round's end may follow)
     assert 0 <= latency["p50_ms"] <= latency["p99_ms"]
+
+
+def test_webhooks_idle_prints_the_cpu_of_an_idle_serve_with_its_dispatcher_on_and_off():
+    out = run_bench("webhooks.py", "--idle", "0.5", "--rounds", "1", "--fsync", "everysec")
+    idle = out["idle_cpu"]
+    assert idle["on_cpu_s"] >= 0 and idle["off_cpu_s"] >= 0 and len(idle["rounds"]["on"]) == 1

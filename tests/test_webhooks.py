@@ -638,7 +638,7 @@ def test_a_redis_error_in_a_visit_gives_back_the_lane_jobs_it_had_reserved(app, 
     assert post(client, t, {"type": "round_start"}).status_code == 201
     flaky = LosesRedisAtTheSecondLaneLease.from_url(redis_url)
     d = Dispatcher(flaky, app.extensions["webhooks"],  # (not started: visited by hand)
-                   DispatcherOptions(timeout=1.0, allow_private=True, concurrency=2, per_webhook=1))
+                   DispatcherOptions(timeout=1.0, allow_private=True, concurrency=2, per_key=2, per_webhook=1))
     try:
         with pytest.raises(redis.exceptions.ConnectionError):
             d.visit(t["id"])

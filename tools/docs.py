@@ -385,6 +385,7 @@ class _Placeholders:
     _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
     _WEBHOOK = re.compile(r"wh_[0-9a-f]{16}")
     _SECRET = re.compile(r"whsec_[A-Za-z0-9+/=]+")
+    _DELIVERY = re.compile(r"(msg_<id\d*>_)\d+-\d+")  # a delivery's id: its table's, its outbox entry's
 
     _PLAYER = re.compile(r"\bp[0-9a-f]{12}\b")
     _EVENING = re.compile(r"\bimp_[0-9a-f]{12}\b")
@@ -412,6 +413,7 @@ class _Placeholders:
         text = self._UUID.sub("<uuid>", text)
         text = self._WEBHOOK.sub("wh_<webhook id>", text)
         text = self._SECRET.sub("whsec_<secret>", text)
+        text = self._DELIVERY.sub(r"\1<entry>", text)
         text = self._RETRY.sub("retry in <seconds> s", text)
         return self._RID.sub('"request_id":"<request id>"', text)
 
@@ -950,7 +952,11 @@ class _Receiver:
 
 
 def _webhooks(rec: Recorder, client: Any, keys: dict[str, str]) -> None:
-    """An API key's webhook: registered, listed, read, tested and deleted; a table's tokens rotated."""
+    """An API key's webhook: registered, listed, read, tested; a table's tokens rotated; a round's end delivered
+    (by a dispatcher's visit), listed in the deliveries log and redelivered; the webhook changed, its secret
+    rotated, and deleted."""
+    from service.webhooks.dispatcher import Dispatcher, DispatcherOptions
+
     acme = {"X-API-Key": keys["acme"]}
 
     def steady(text: str) -> str:  # an attempt's duration varies from run to run
@@ -983,6 +989,33 @@ def _webhooks(rec: Recorder, client: Any, keys: dict[str, str]) -> None:
             "and streams opened with them end with `event: rotated`.",
             headers={"Authorization": f"Bearer {table['token']}"},
             show=lambda text: re.sub(r'"(token|read_token)":"[^"]+"', r'"\1":"<new \1>"', text))
+        for event in ({"type": "round_start"}, {"type": "round_end"}):  # (a round.ended notification)
+            client.post(f"/v1/tables/{table['id']}/events", json=event, headers=acme)
+        app = client.application
+        dispatcher = Dispatcher(app.extensions["redis"], app.extensions["webhooks"],
+                                DispatcherOptions(timeout=5.0, allow_private=True))
+        deadline = time.monotonic() + 30
+        while not app.extensions["webhooks"].deliveries("acme", hook["id"], None, 1)["deliveries"]:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the examples' round.ended was not delivered")
+            dispatcher.visit(table["id"])  # (not started: one visit delivers it, its lane job records it)
+            time.sleep(0.05)
+        dispatcher.stop(wait=5.0)
+        delivery = app.extensions["webhooks"].deliveries("acme", hook["id"], None, 1)["deliveries"][0]
+        rec(client, "GET", f"/v1/webhooks/{hook['id']}/deliveries", "The deliveries log",
+            "newest first: each notification sent to the webhook, with its status, attempts and last response "
+            "(here the round's end).", headers=acme, show=steady)
+        rec(client, "POST", f"/v1/webhooks/{hook['id']}/deliveries/{delivery['id']}/redeliver",
+            "A delivery sent again", "now, with the same `webhook-id`: the answer is the delivery after that "
+            "attempt.", headers=acme, show=steady)
+        rec(client, "PATCH", f"/v1/webhooks/{hook['id']}", "A webhook changed",
+            "(here disabled: nothing is sent to it until it is enabled again, and then only what is written "
+            "from then on).", json_body={"enabled": False}, headers=acme, show=steady)
+        rec(client, "PATCH", f"/v1/webhooks/{hook['id']}", "A change that names nothing",
+            "is refused.", json_body={}, headers=acme, section=ERRORS)
+        rec(client, "POST", f"/v1/webhooks/{hook['id']}/secret/rotate", "A new secret",
+            "shown only here: for 24 h (`previous_secret_expires`) the replaced one signs every delivery too.",
+            headers=acme, show=steady)
         rec(client, "DELETE", f"/v1/webhooks/{hook['id']}", "Deleting a webhook",
             "stops its deliveries.", headers=acme)
 

@@ -184,7 +184,10 @@ def _install_store(app: Flask) -> None:
     if s.api_keys and s.webhooks:  # (webhooks belong to API keys)
         from ..webhooks.registry import Registry
 
+        from ..webhooks.metrics import OutboxFigures
+
         app.extensions["webhooks"] = Registry(client, s.api_keys.digests(), allow_private=s.webhook_allow_private)
+        app.extensions.setdefault(ops.METRICS_COLLECTORS, []).append(OutboxFigures(client))
 
     min_replicas = s.redis_min_replicas
 

@@ -56,8 +56,9 @@ STATUS_CODES: dict[int, tuple[str, ...]] = {
 """Codes a problem of each status may carry whatever the operation."""
 
 LIMITS = ("tables_per_hour", "client_events", "client_voids", "client_reads", "table_events", "table_voids",
-          "table_reads")
-"""What a 429 problem's ``limit`` names."""
+          "table_reads", "client_batch_items", "client_webhook_calls", "client_webhook_sends")
+"""What a 429 problem's ``limit`` names: each setting of :data:`service.config.LIMITS` as
+:func:`service.api.rate_limits.limit_name` says it (``tests/test_api_limits.py`` checks that they agree)."""
 
 PROBLEM_CODES = "x-problem-codes"
 """The extension of a problem response that lists the codes it may carry."""

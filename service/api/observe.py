@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import time
+from typing import Iterable
 
 from flask import Flask, Response, g, request
 
@@ -36,6 +37,7 @@ access_log = logging.getLogger("service.access")
 from prometheus_client import (  # noqa: E402  (after the module docstring on purpose)
     CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest,
 )
+from prometheus_client.registry import Collector  # noqa: E402
 
 REQUESTS = Counter(
     "mahjong_http_requests",
@@ -119,8 +121,12 @@ def install(app: Flask) -> None:
     app.after_request(_finish)
 
 
-def metrics_response() -> Response:
-    """The Prometheus exposition of this process, or of every worker (multiprocess)."""
+def metrics_response(collectors: Iterable[Collector] = ()) -> Response:
+    """The Prometheus exposition of this process, or of every worker (multiprocess), and of ``collectors``
+    (custom collectors of figures read at each scrape, the same in every worker: e.g. what Redis holds)."""
+    extra = CollectorRegistry(auto_describe=False)
+    for collector in collectors:
+        extra.register(collector)
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
@@ -129,4 +135,4 @@ def metrics_response() -> Response:
         body = generate_latest(registry)
     else:
         body = generate_latest(REGISTRY)
-    return Response(body, content_type=CONTENT_TYPE_LATEST)
+    return Response(body + generate_latest(extra), content_type=CONTENT_TYPE_LATEST)

@@ -8,6 +8,10 @@ degraded while it still serves (a cluster with a primary down): then
 ``/readyz`` is 200 with ``"status": "degraded"`` and that check's text, and the
 gauge ``mahjong_degraded{check}`` is 1.  Store code registers into it with
 :func:`register_readiness_check`.
+
+``/metrics`` shows, beside the metrics of the process (or of every worker), the
+figures of the custom collectors in ``app.extensions[METRICS_COLLECTORS]``
+(read at each scrape: the webhooks' outboxes, :mod:`service.webhooks.metrics`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ blp = Blueprint("ops", __name__, description="Health, readiness, metrics, and th
 log = logging.getLogger("service.api")
 
 ReadinessCheck = Callable[[], object]
+METRICS_COLLECTORS = "metrics_collectors"
+"""``app.extensions`` key of the custom collectors ``/metrics`` shows too."""
 
 
 def register_readiness_check(app: Flask, check: ReadinessCheck, name: str | None = None) -> None:
@@ -102,7 +108,7 @@ def _degraded_gauge():
 @rate_limits.unlimited("the scraper's: answers from the process's counters")
 def metrics():
     """Prometheus metrics (aggregated over workers in multiprocess mode)."""
-    return metrics_response()
+    return metrics_response(current_app.extensions.get(METRICS_COLLECTORS, ()))
 
 
 @blp.route("/problems/<code>", methods=["GET"])

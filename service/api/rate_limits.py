@@ -16,6 +16,9 @@ setting (environment)          counted per               requests
 ``TABLE_VOIDS_PER_MINUTE``     table                     ``POST .../events/{seq}/void``, ``PUT .../rounds/{n}/events``
 ``TABLE_READS_PER_MINUTE``     table                     ``GET /v1/tables/{id}``, its events, rounds,
                                                          summary, its stream (each open)
+``CLIENT_WEBHOOK_CALLS_...``   client                    every request to ``/v1/webhooks``
+``CLIENT_WEBHOOK_SENDS_...``   client                    ``POST .../test``, ``.../redeliver``: a message sent
+                                                         out at once (``_PER_MINUTE``, both)
 =============================  ========================  ======================================
 
 The *client* is the API key when the request gave one (``API_KEY_LIMITS`` may

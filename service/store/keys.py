@@ -47,10 +47,20 @@ key                            type    holds
 ``{t:<id>}:lease:<hook>``      string  the dispatcher delivering the table's entries to one webhook
 ``{o:<name>}:webhooks``        hash    an API key's webhooks: id → JSON registration (its secret sealed)
 ``{o:<name>}:webhook-status``  hash    ``<id>:ok`` / ``<id>:dead`` (ms of the last delivery, of the last
-                                       dead letter), ``<id>:dead-count``, ``<id>:last`` (JSON: the last attempt)
+                                       dead letter), ``<id>:dead-count``, ``<id>:last`` (JSON: the last attempt),
+                                       ``<id>:logged`` (the number of the webhook's last delivery logged)
 ``{o:<name>}:dead:<hook>``     list    a webhook's dead letters, newest first (at most 1000)
+``{o:<name>}:deliveries:<hook>``  hash  a webhook's deliveries log: delivery id (its ``webhook-id``) → JSON
+                                       (the delivery as listed, its outbox entry ``e`` and notification ``d``)
+``{o:<name>}:delivery-order:<hook>``  zset  the same ids, scored by their number (the newest
+                                       :data:`~service.webhooks.registry.DELIVERIES_KEPT` kept)
 ``{wh}:due``                   zset    table ids with webhook work, scored by when (ms) a dispatcher
                                        should visit them (the hint; :mod:`service.webhooks`)
+``{wh}:wake``                  list    at most one element: there is webhook work (a dispatcher waiting for
+                                       work blocks on it with ``BLPOP``; a hint that makes a table due
+                                       sooner pushes it)
+``{wh}:outboxes``              hash    the outboxes as the last sweep found them: ``outboxes``, ``entries``,
+                                       ``longest``, ``oldest`` (ms of the oldest entry; 0: none), ``at`` (ms)
 ``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
                                        ``deleted``, ``rotated`` (PUBLISH, or SPUBLISH on a cluster: same slot)
 ``rl:...``                     -       the per-client rate limits (Flask-Limiter's, with the ``limits``
@@ -244,10 +254,27 @@ def dead_letters(owner: str, hook: str) -> str:
     return "{o:" + owner + "}:dead:" + hook
 
 
+def deliveries(owner: str, hook: str) -> str:
+    """A webhook's deliveries log: delivery id → the delivery (JSON)."""
+    return "{o:" + owner + "}:deliveries:" + hook
+
+
+def delivery_order(owner: str, hook: str) -> str:
+    """The order of a webhook's deliveries log (delivery id → its number)."""
+    return "{o:" + owner + "}:delivery-order:" + hook
+
+
 WEBHOOKS_DUE = "{wh}:due"
 """Tables with webhook work, scored by when to visit them (ms)."""
+WEBHOOKS_WAKE = "{wh}:wake"
+"""At most one element: there is webhook work (what an idle dispatcher blocks on)."""
+WEBHOOKS_OUTBOXES = "{wh}:outboxes"
+"""The outboxes' figures as the last sweep found them (``/metrics``)."""
 OUTBOX_PATTERN = "{t:*}:outbox"
 CLUB_OUTBOX_PATTERN = "{c:*}:outbox"
+OUTBOX_MAX_ENTRIES = 10_000
+"""About the most entries an outbox keeps (``XADD MAXLEN ~``): past it an append drops the oldest ones,
+delivered or not (a webhook that far behind at one table loses what was dropped)."""
 OUTBOX_MIN_TTL = 7 * 24 * 3600
 """An outbox with a TTL keeps at least this long (longer than the retry budget's default day)."""
 
@@ -382,7 +409,8 @@ return {'outcome', 'created'}
 # APPEND: one record, atomically: incarnation check, idempotency replay, the table's rate limit,
 # version check, append, state update, rounds update, snapshot, idempotency record, TTL refresh, publish.
 # KEYS: meta, log, state, rounds, idem, channel, snapshots, limits, outbox (as appended()), and KEYS[10]
-# WEBHOOKS_DUE on a Redis that is not a cluster (there the hint is written by the script itself)
+# WEBHOOKS_DUE, KEYS[11] WEBHOOKS_WAKE on a Redis that is not a cluster (there the hint is written by the
+# script itself)
 # a (absent members: off):
 #   version   the log length the record was validated against
 #   record    the record as stored (JSON text, codec.record)
@@ -407,7 +435,9 @@ return {'outcome', 'created'}
 #   snapshot  the snapshot interval: a version that is a multiple of it keeps its state in snapshots
 #   outbox    [[type, data JSON], ...]: the webhook notifications of the record, added to the outbox
 #             (in order) when the table has an owner; outbox_ttl: the outbox's TTL in seconds (0: none);
-#             due (ms) and table (its id): the hint, ZADD LT into KEYS[10] (not on a cluster: another slot)
+#             outbox_max: about the most entries it keeps (XADD MAXLEN ~; absent: no bound);
+#             due (ms) and table (its id): the hint, ZADD LT into KEYS[10] and, when that made the
+#             table due sooner, the wake-up pushed on KEYS[11] (not on a cluster: another slot)
 # answers {outcome: "ok", version, remaining, reset (ms), noted: 1 when notifications were added (2: and
 #         hinted) else 0} | {outcome: "replay", idem: the idem value, from: the snapshot's version, snapshot:
 #         its state or false, records: those after it up to the replayed seq} | {outcome: "conflict",
@@ -514,12 +544,20 @@ if a.message then redis.call(a.publish, KEYS[6], a.message) end
 local noted = 0
 if a.outbox and meta[3] then
   for i = 1, #a.outbox do
-    redis.call('XADD', KEYS[9], '*', 't', a.outbox[i][1], 'o', meta[3], 'd', a.outbox[i][2])
+    if a.outbox_max then
+      redis.call('XADD', KEYS[9], 'MAXLEN', '~', a.outbox_max, '*', 't', a.outbox[i][1], 'o', meta[3],
+                 'd', a.outbox[i][2])
+    else
+      redis.call('XADD', KEYS[9], '*', 't', a.outbox[i][1], 'o', meta[3], 'd', a.outbox[i][2])
+    end
   end
   if a.outbox_ttl and a.outbox_ttl > 0 then redis.call('EXPIRE', KEYS[9], a.outbox_ttl) end
   noted = 1
   if a.due then
-    redis.call('ZADD', KEYS[10], 'LT', a.due, a.table)
+    if redis.call('ZADD', KEYS[10], 'LT', 'CH', a.due, a.table) > 0 then  -- (due from now on: wake a dispatcher)
+      redis.call('LPUSH', KEYS[11], 1)
+      redis.call('LTRIM', KEYS[11], 0, 0)
+    end
     noted = 2
   end
 end
@@ -766,21 +804,58 @@ redis.call('HSET', KEYS[1], a.id, a.registration)
 return 1
 """
 
-# UNREGISTER: a webhook, its status and its dead letters (its lanes in the tables' slots are
-# dropped by the dispatcher's next TRIM of each table).
-# KEYS[1] the key's webhooks, KEYS[2] their status, KEYS[3] the webhook's dead letters; a: id (the webhook's)
+# UNREGISTER: a webhook, its status, its dead letters and its deliveries log (its lanes in the tables'
+# slots are dropped by the dispatcher's next TRIM of each table).
+# KEYS[1] the key's webhooks, KEYS[2] their status, KEYS[3] the webhook's dead letters, KEYS[4] its
+# deliveries, KEYS[5] their order; a: id (the webhook's)
 # answers 1 when it existed, else 0
 UNREGISTER = ARGS + """
 if redis.call('HDEL', KEYS[1], a.id) == 0 then return 0 end
-redis.call('HDEL', KEYS[2], a.id .. ':ok', a.id .. ':dead', a.id .. ':dead-count', a.id .. ':last')
-redis.call('DEL', KEYS[3])
+redis.call('HDEL', KEYS[2], a.id .. ':ok', a.id .. ':dead', a.id .. ':dead-count', a.id .. ':last', a.id .. ':logged')
+redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 return 1
 """
 
-# NOTE: what a delivery attempt of a webhook did, unless the webhook is gone meanwhile.
-# KEYS[1] the key's webhooks, KEYS[2] their status, KEYS[3] the webhook's dead letters
+# REVISE: a webhook's registration replaced (a PATCH, a secret's rotation), unless it changed since it was read.
+# KEYS[1] the key's webhooks; a: id (the webhook's), was (its registration as read), registration (the new one)
+# answers 1 when replaced, 0 when the webhook is gone, -1 when it changed meanwhile (read it again)
+REVISE = ARGS + """
+local now = redis.call('HGET', KEYS[1], a.id)
+if not now then return 0 end
+if now ~= a.was then return -1 end
+redis.call('HSET', KEYS[1], a.id, a.registration)
+return 1
+"""
+
+# HINT: tables with webhook work, and the wake-up of a dispatcher waiting for work.
+# KEYS[1] WEBHOOKS_DUE, KEYS[2] WEBHOOKS_WAKE
+# a: tables (their ids), at (ms: when to visit them), lt (true: only where that is earlier than the score they
+#    have), wake (true: push the wake-up, keeping one, when a table's score changed: one already due as soon
+#    needs no wake-up, a dispatcher waits at most ``poll`` for it)
+# answers the number of tables whose score changed
+HINT = ARGS + """
+local changed = 0
+for i = 1, #a.tables do
+  if a.lt then
+    changed = changed + redis.call('ZADD', KEYS[1], 'LT', 'CH', a.at, a.tables[i])
+  else
+    changed = changed + redis.call('ZADD', KEYS[1], 'CH', a.at, a.tables[i])
+  end
+end
+if a.wake and changed > 0 then
+  redis.call('LPUSH', KEYS[2], 1)
+  redis.call('LTRIM', KEYS[2], 0, 0)
+end
+return changed
+"""
+
+# NOTE: what delivery attempts of a webhook did, unless the webhook is gone meanwhile.
+# KEYS[1] the key's webhooks, KEYS[2] their status, KEYS[3] the webhook's dead letters, KEYS[4] its deliveries,
+# KEYS[5] their order
 # a: id (the webhook's), attempt (JSON: its last_delivery), outcome ("ok", "failed", "test" or "dead": the
-#    notification is dead-lettered), dead_letter (JSON, when "dead"), kept (the dead letters kept)
+#    notification is dead-lettered), dead_letter (JSON, when "dead"), kept (the dead letters kept),
+#    deliveries ([[delivery id, JSON], ...]: written into the deliveries log, a new id numbered after the
+#    webhook's last; absent: none) and logged (the deliveries kept: the lowest numbered go)
 # (the times of the last "ok" and "dead", whose order makes the status, are this Redis's clock, and each
 # is later than the other one's: the dispatchers that note them may run on hosts whose clocks differ,
 # two outcomes may come in one ms, and a fail-over may put the clock back)
@@ -790,7 +865,7 @@ if redis.call('HEXISTS', KEYS[1], a.id) == 0 then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local was = redis.call('HMGET', KEYS[2], a.id .. ':ok', a.id .. ':dead')
-redis.call('HSET', KEYS[2], a.id .. ':last', a.attempt)
+if a.attempt then redis.call('HSET', KEYS[2], a.id .. ':last', a.attempt) end
 if a.outcome == 'ok' then
   redis.call('HSET', KEYS[2], a.id .. ':ok', math.max(now, (tonumber(was[2]) or 0) + 1))
 end
@@ -799,6 +874,22 @@ if a.outcome == 'dead' then
   redis.call('LTRIM', KEYS[3], 0, a.kept - 1)
   redis.call('HSET', KEYS[2], a.id .. ':dead', math.max(now, (tonumber(was[1]) or 0) + 1))
   redis.call('HINCRBY', KEYS[2], a.id .. ':dead-count', 1)
+end
+if a.deliveries then
+  for i = 1, #a.deliveries do
+    local d = a.deliveries[i]
+    if not redis.call('ZSCORE', KEYS[5], d[1]) then
+      local number = redis.call('HINCRBY', KEYS[2], a.id .. ':logged', 1)
+      redis.call('ZADD', KEYS[5], number, d[1])
+    end
+    redis.call('HSET', KEYS[4], d[1], d[2])
+  end
+  local over = redis.call('ZCARD', KEYS[5]) - a.logged
+  if over > 0 then
+    local old = redis.call('ZRANGE', KEYS[5], 0, over - 1)
+    redis.call('ZREMRANGEBYRANK', KEYS[5], 0, over - 1)
+    redis.call('HDEL', KEYS[4], unpack(old))
+  end
 end
 return 1
 """

@@ -26,8 +26,9 @@ Webhooks (a transactional outbox): at a table an API key created (its meta
 deletion also adds its notification to the table's outbox (a stream in the
 table's slot, :func:`~service.store.keys.outbox`), so an acknowledged write
 always has its notification and a refused one never has.  After the script
-the store adds the table to :data:`~service.store.keys.WEBHOOKS_DUE` (the
-hint the dispatcher polls, :mod:`service.webhooks`); a crash between the
+the store adds the table to :data:`~service.store.keys.WEBHOOKS_DUE` and pushes
+:data:`~service.store.keys.WEBHOOKS_WAKE` (the hint, and the wake-up of a
+dispatcher waiting for work: :mod:`service.webhooks`); a crash between the
 two leaves an outbox without its hint, which the dispatcher's sweep finds.
 (An append on a Redis that is not a cluster writes the hint in its script: the
 due set is on the same server, and the append costs no second round trip.)
@@ -356,6 +357,7 @@ class TableStore:
         self._repair = client.register_script(keys.REPAIR)
         self._reads = client.register_script(keys.READ)
         self._finish = client.register_script(keys.FINISH)
+        self._hint_script = client.register_script(keys.HINT)
         self._rotate = client.register_script(keys.ROTATE)
         self._round = client.register_script(keys.ROUND)
 
@@ -412,7 +414,8 @@ class TableStore:
         due now, unless it already was.  A failure is logged, not raised: the write is acknowledged, and
         the dispatcher's sweep finds an outbox left without its hint."""
         try:
-            self.r.zadd(keys.WEBHOOKS_DUE, {table_id: int(time.time() * 1000)}, lt=True)
+            self._hint_script(keys=[keys.WEBHOOKS_DUE, keys.WEBHOOKS_WAKE], client=self.r,
+                              args=keys.args(tables=[table_id], at=int(time.time() * 1000), lt=True, wake=True))
         except redis.exceptions.RedisError as exc:
             log.warning("webhooks: the hint of table %s was not written (%s); the sweep will find it",
                         table_id, exc)
@@ -879,6 +882,7 @@ class TableStore:
                 args["outbox"] = self._notifications(table_id, record, written, rounds)
                 if self.outbox_ttl:
                     args["outbox_ttl"] = self.outbox_ttl
+                args["outbox_max"] = keys.OUTBOX_MAX_ENTRIES
                 if self._hint_in_script:
                     args["due"], args["table"] = int(time.time() * 1000), table_id
             if digest_of_state:
@@ -956,7 +960,7 @@ class TableStore:
         args["ttl"], args["snapshot"] = self.table_ttl, keys.SNAPSHOT_EVERY
         names = keys.appended(table_id)
         if "due" in args:
-            names.append(keys.WEBHOOKS_DUE)
+            names += [keys.WEBHOOKS_DUE, keys.WEBHOOKS_WAKE]
         return keys.reply(self._run(self._append, names, keys.args(**args),
                                     wrote=lambda raw: keys.reply(raw)["outcome"] in (b"ok", b"replay")))
 

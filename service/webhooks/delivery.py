@@ -33,7 +33,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from standardwebhooks.webhooks import Webhook as Signer
 
@@ -237,34 +237,43 @@ def _tls() -> ssl.SSLContext:
 
 class _Watchdog:
     """One thread (a greenlet under gevent) that ends the attempts past their deadline: it shuts their
-    socket down, so that whatever the attempt waits for (connect, send, a trickling answer) fails."""
+    socket down, so that whatever the attempt waits for (connect, send, a trickling answer) fails.  It
+    sleeps until the nearest deadline, and without attempts until the next one starts (no wake-ups when
+    nothing is sent)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
         self._watched: dict[int, tuple[float, Callable[[], None]]] = {}
         self._next = 0
         self._thread: threading.Thread | None = None
+        self._until: float | None = None  # when the thread wakes up by itself (None: it waits for a watch)
 
     def watch(self, deadline: float, cut: Callable[[], None]) -> int:
-        with self._lock:
+        with self._changed:
             self._next += 1
             self._watched[self._next] = (deadline, cut)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="webhooks-deadlines", daemon=True)
                 self._thread.start()
+            if self._until is None or deadline < self._until:  # (else it wakes up in time as it is)
+                self._changed.notify()
             return self._next
 
     def forget(self, ticket: int) -> None:
-        with self._lock:
+        with self._changed:
             self._watched.pop(ticket, None)
 
     def _run(self) -> None:
         while True:
-            time.sleep(0.05)
-            now = time.monotonic()
-            with self._lock:
+            with self._changed:
+                now = time.monotonic()
                 late = [k for k, (deadline, _) in self._watched.items() if deadline <= now]
                 cuts = [self._watched.pop(k)[1] for k in late]
+                if not cuts:
+                    self._until = min((deadline for deadline, _ in self._watched.values()), default=None)
+                    self._changed.wait(None if self._until is None else self._until - now)
+                    self._until = None
+                    continue
             for cut in cuts:
                 try:
                     cut()
@@ -378,10 +387,20 @@ def deliver(url: str, body: bytes, headers: Mapping[str, str], timeout: float, a
         sender.close()
 
 
-def sign(secret: str, message_id: str, body: str, at: datetime | None = None) -> dict[str, str]:
-    """The Standard Webhooks headers of a message (signed with ``standardwebhooks``)."""
+def sign(secrets: str | Sequence[str], message_id: str, body: str, at: datetime | None = None) -> dict[str, str]:
+    """The Standard Webhooks headers of a message, signed with each of ``secrets`` (by ``standardwebhooks``):
+    ``webhook-signature`` holds one ``v1,<signature>`` per secret, separated by spaces, as the specification
+    has it for a secret being rotated (a receiver's library accepts the message when one of them verifies).
+
+    >>> when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> one = sign("whsec_" + "A" * 32, "msg_1", "{}", when)["webhook-signature"]
+    >>> two = sign(["whsec_" + "B" * 32, "whsec_" + "A" * 32], "msg_1", "{}", when)["webhook-signature"]
+    >>> two.split(" ")[1] == one, len(two.split(" ")), one.startswith("v1,")
+    (True, 2, True)
+    """
     at = at or datetime.now(timezone.utc)
+    keys = [secrets] if isinstance(secrets, str) else list(secrets)
     return {"webhook-id": message_id, "webhook-timestamp": str(int(at.timestamp())),
-            "webhook-signature": Signer(secret).sign(message_id, at, body)}
+            "webhook-signature": " ".join(Signer(secret).sign(message_id, at, body) for secret in keys)}
 
 

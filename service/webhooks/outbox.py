@@ -16,23 +16,29 @@ How a notification travels
    ``c:<club id>`` (:func:`~service.store.keys.box_tag`).
 2. **The hint.**  After the script the store adds the table to
    :data:`~service.store.keys.WEBHOOKS_DUE` (a sorted set: table id → when to
-   visit it, ``ZADD LT now``; on a Redis that is not a cluster an append's
-   script writes it itself, in the same round trip).  A crash between the
-   script and the hint leaves an outbox without its hint: every dispatcher
-   **sweeps** each primary's outboxes every ``WEBHOOK_SWEEP_SECONDS`` (60 s)
-   and hints the ones holding entries, so such a notification waits at most
-   that long.
-3. **A visit.**  A dispatcher polls the due tables (every 50 ms; one table at
-   most every 100 ms), takes a table's visit lease (``{t:<id>}:lease``, 5 s) and
+   visit it, ``ZADD LT now``) and pushes :data:`~service.store.keys.WEBHOOKS_WAKE`
+   (one element at most), which wakes a dispatcher waiting for work; on a Redis
+   that is not a cluster an append's script does both itself, in the same round
+   trip.  A crash between the script and the hint leaves an outbox without its
+   hint: every dispatcher **sweeps** each primary's outboxes every
+   ``WEBHOOK_SWEEP_SECONDS`` (60 s) and hints the ones holding entries, so such
+   a notification waits at most that long.
+3. **A visit.**  A dispatcher reads the due tables; with none due it blocks
+   (``BLPOP`` on the wake-up list) until a hint, the next visit due, or 1.5 s
+   (:mod:`~service.webhooks.dispatcher`).  It visits a table at most every 100 ms,
+   takes its visit lease (``{t:<id>}:lease``, 5 s) and
    reads its outbox's ends and its **lanes** (``{t:<id>}:lanes``: per webhook,
    the last entry it was given or dead-lettered and where its retries stand) in
    one round trip, and the owner's webhooks (read again after 1 s).  It starts a
-   lane job for each webhook with entries to deliver whose retry is due, trims
+   lane job for each enabled webhook with entries to deliver whose retry is due
+   and for which it has room (its fair lanes: :mod:`~service.webhooks.dispatcher`), trims
    the entries every webhook is done with, and sets when to visit the table
    again (the earliest retry), then releases the lease.
 4. **A lane job** (one webhook, one table) holds the lane's lease
    (``{t:<id>}:lease:<hook>``) and delivers that webhook's entries of that table
-   in order, one at a time: a 2xx moves its cursor on (a script that checks the
+   in order, one at a time, passing over those it does not take (its event
+   types and tables, from when it took them: :mod:`~service.webhooks.registry`):
+   a 2xx moves its cursor on (a script that checks the
    lease, so a dispatcher that lost it writes nothing); a failure (another
    status, a timeout, a refused target) schedules a retry of the same entry,
    exponentially later (``WEBHOOK_BACKOFF_MS`` doubling, at most an hour,
@@ -43,7 +49,8 @@ How a notification travels
    succeeds (then ``ok`` again, and a whole budget per entry).  A lane job
    keeps its connection to the receiver alive, and when it has delivered
    everything and the dispatcher has room to spare it waits half a second
-   (``XREAD BLOCK``) for the table's next entry.
+   (``XREAD BLOCK``) for the table's next entry.  Each attempt goes into the
+   webhook's deliveries log (:mod:`~service.webhooks.registry`).
 
 What it guarantees, and its bounds
 ----------------------------------
@@ -57,9 +64,10 @@ What it guarantees, and its bounds
 * **Isolation.**  The dispatcher is off the request path: an append costs the
   outbox entry (in its script) and the hint (one ``ZADD``); a slow or dead
   receiver only occupies its own lane jobs: each attempt has a deadline
-  (``WEBHOOK_TIMEOUT``), a webhook has at most ``per_webhook`` (16) lane jobs
-  in flight per dispatcher, and a table's other webhooks have lanes of their own.
-* **Latency**: a poll (50 ms) after the write, plus the receiver (a table
+  (``WEBHOOK_TIMEOUT``), a key and a webhook have at most their share of a
+  dispatcher's lane jobs, a slow one less (:mod:`~service.webhooks.dispatcher`),
+  and a table's other webhooks have lanes of their own.
+* **Latency**: the wake-up after the write's hint, a visit, plus the receiver (a table
   written in a burst: its lingering lane job's, a few ms); after a
   crash between a write and its hint, at most the sweep period; after a
   dispatcher is killed, the lane lease's expiry (15 s or the attempt's
@@ -77,7 +85,12 @@ What it guarantees, and its bounds
   an outbox left empty by a deleted or expired table is removed.  A table an API
   key created has an outbox whether or not the key has webhooks (a script
   cannot read the key's slot): without webhooks its entries go at the next
-  visit, 10 s after they were written.
+  visit, 10 s after they were written.  **Bound**: an append keeps its outbox
+  to about :data:`~service.store.keys.OUTBOX_MAX_ENTRIES` (10,000) entries
+  (``XADD MAXLEN ~``): past it the oldest go, delivered or not, so a webhook that
+  far behind at one table (its receiver down for long, no dispatcher running)
+  loses them; ``/metrics`` shows the longest outbox
+  (:mod:`~service.webhooks.metrics`).
 """
 
 from __future__ import annotations
