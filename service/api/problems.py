@@ -227,6 +227,7 @@ MEANINGS: dict[str, str] = {
                 "recorded",
     "empty_import": "the CSV import has no rows",
     # webhooks
+    "delivery_not_found": "no delivery with this id in the webhook's deliveries log (it keeps the newest 500)",
     "webhook_not_found": "no webhook with this id among the API key's own",
     "webhook_url_refused": "the webhook URL is not `http(s)`, or resolves to a private, loopback or link-local "
                            "address (allowed only with `WEBHOOK_ALLOW_PRIVATE`)",
