@@ -151,6 +151,8 @@ def test_the_python_guide_prints_what_the_page_shows(python_guide):
     directory, run = python_guide
     assert_prints_the_page(run)
     assert "Generating mahjong_client" in run.stdout and (directory / PACKAGE / "models").is_dir()
+    # every operation generated, the club's CSV import (text/csv, through the page's override) too
+    assert (directory / PACKAGE / "api" / "clubs" / "import_evenings.py").exists()
 
 
 def test_the_typescript_guide_prints_what_the_page_shows(typescript_guide):
