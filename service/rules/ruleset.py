@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from .errors import BadRulesetValue, UnknownRuleset, UnknownRulesetField
+from .patterns import SWITCHES
 
 ENUMS: dict[str, tuple[str, ...]] = {
     "mode": ("xuezhan", "normal", "xueliu"),
@@ -44,8 +45,8 @@ ENUMS: dict[str, tuple[str, ...]] = {
 }
 UNIT_FIELDS = ("direct_kong", "added_kong", "concealed_kong", "huazhu", "escape")
 """The fields counted in units of ``base`` points: integers 0 to :data:`MAX_UNITS`."""
-_FLAGS = ("huazhu_pays_winners", "haidi", "jingoudiao", "menqing", "zhongzhang",
-          "jiaxinwu", "kaertiao", "yitiaolong", "dianpao_pinghu", "xueliu_dajiao_winners")
+FLAGS = ("huazhu_pays_winners",) + SWITCHES + ("dianpao_pinghu", "xueliu_dajiao_winners")
+"""The true/false fields: the pattern switches of :data:`.patterns.SWITCHES` among them."""
 PLAYERS = (4, 3)
 """The seat counts a ruleset may have: four, or three (三人两房, §14)."""
 MAX_BASE = 1_000_000
@@ -77,13 +78,9 @@ class Ruleset:
     escape: int = 16
     winner_leaves: str = "deferred"
     next_dealer: str = "winner"
-    haidi: bool = False
-    jingoudiao: bool = False
-    menqing: bool = False
-    zhongzhang: bool = False
-    jiaxinwu: bool = False
-    kaertiao: bool = False
-    yitiaolong: bool = False
+    # one field per switch of the pattern registry (.patterns.SWITCHES), off by default
+    __annotations__.update(dict.fromkeys(SWITCHES, "bool"))
+    locals().update(dict.fromkeys(SWITCHES, False))
     players: int = 4
     dianpao_pinghu: bool = True
     xueliu_dajiao_winners: bool = False
@@ -104,7 +101,7 @@ class Ruleset:
             _int_in(self, "zhahu_fan", 1, MAX_CAP)
         for name in UNIT_FIELDS:
             _int_in(self, name, 0, MAX_UNITS)
-        for name in _FLAGS:
+        for name in FLAGS:
             if not isinstance(getattr(self, name), bool):
                 raise BadRulesetValue(
                     f"ruleset field {name!r} must be true or false; got {getattr(self, name)!r}",

@@ -92,7 +92,7 @@ from .codes import Code, Reason
 from .errors import EventError, RuleError
 from .events import Draw, Escape, Event, Hu, Kong, Peng, Penalty, SeatReport, parse_event, plain_kong_fields
 from .fan import (
-    DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, FanContext, context, evaluate, meld_info, only_wait, points_of, suit_problem,
+    DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, FanContext, context, evaluate, meld_info, only_wait, points_of, suit_problem,
     Win,
 )
 from .hand import Hand, Meld, hand_problems, parse_hand
@@ -623,7 +623,7 @@ class Round:
             and kong is not None and kong.kind == "direct"
         )
         if feeder_pays:
-            ctx = ctx._replace(zimo_fan=False)
+            ctx = context(self.rules, without="zimo")
         for k, w in enumerate(ev.winners):
             if w.patterns:
                 _check_given_patterns(w, k, ev, ctx, i)
@@ -731,7 +731,7 @@ class Round:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat} cannot win: {problem}")
         t = ev.tile.index
         evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx, t,
-                       ctx.kaertiao and t == KAERTIAO_TILE and only_wait(hand, t))
+                       ctx.asks_wait[t] and only_wait(hand, t))
         if evn is None:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
         return evn.raw_fan, tuple([p.id for p in evn.patterns])

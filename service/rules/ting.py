@@ -117,7 +117,7 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: FanContext, 
     out = []
     k0, k1, k2 = keys
     n = n_concealed + 1
-    if not (ctx.options or ctx.runs):  # no extra but 根: the value is the hand's facts' (discard_value)
+    if ctx.plain:  # no extra but 根 can hold: the value is the hand's facts' (discard_value)
         for t in tiles:
             add = POW_OF[t]
             raw, patterns, fan, points, capped = discard_value(
@@ -157,7 +157,7 @@ def dajiao_points(hand: Hand, ctx: FanContext, rules_dajiao: str) -> int | None:
     if not tiles:
         return None
     mi = meld_info(hand.melds)
-    if not (ctx.options or ctx.runs):  # the points alone, by discard_value (as _value_waits values them)
+    if ctx.plain:  # the points alone, by discard_value (as _value_waits values them)
         k0, k1, k2 = hand.keys
         n = len(hand.tiles) + 1
         points = [discard_value(k0 + POW_OF[t] if t < 9 else k0, k1 + POW_OF[t] if 9 <= t < 18 else k1,
@@ -334,7 +334,7 @@ def _options(hand: Hand, ctx: FanContext, vis, rules_dajiao: str) -> tuple[Disca
         if not tiles:
             continue
         only = len(tiles) == 1
-        if ctx.kaertiao and held[d] == 4:  # 卡二条 asks whether the 13 left have a single wait (§4)
+        if ctx.waits_asked and held[d] == 4:  # an extra asks whether the 13 left have a single wait (§4)
             held13 = list(held)
             held13[d] -= 1
             only = len(wait_tiles(k, n, n_melds, held13, mask, void_suit)) == 1
