@@ -113,12 +113,23 @@ class Ruleset:
                 text=str(self.players), field="players",
             )
         if self.players == 3 and self.huazhu:
-            object.__setattr__(self, "huazhu", 0)  # §14.2: no 花猪 with three players, whatever is asked
+            raise BadRulesetValue(  # (from_spec and replace() set it to 0: docs/rules.md#s14.2)
+                f"ruleset field 'huazhu' must be 0 with three players; got {self.huazhu!r}",
+                text=str(self.huazhu), field="huazhu",
+            )
         if self.preset not in PRESET_FIELDS:
             raise UnknownRuleset(
                 f"unknown ruleset preset {self.preset!r} (one of {', '.join(PRESET_FIELDS)})",
                 text=str(self.preset),
             )
+        # The one write past the frozen __setattr__: the hash of the fields, computed once.  A ruleset
+        # is the key of the per-ruleset constants (fan.context, an lru_cache) on every ting, score and
+        # discard advice, and the dataclass's own __hash__ hashes all its fields each time: bench/core.py
+        # measures the difference (docs/performance.md, "the ruleset's hash").
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self))))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]  # (set by __post_init__)
 
     @classmethod
     def from_preset(cls, name: str) -> "Ruleset":
@@ -153,24 +164,29 @@ class Ruleset:
         return 3 if self.cap is None else self.cap
 
     def replace(self, **overrides: Any) -> "Ruleset":
+        """This ruleset with ``overrides``; with three players ``huazhu`` is 0 whatever is asked
+        (docs/rules.md#s14.2)."""
         known = {f.name for f in fields(self)} - {"preset"}
         for name in overrides:
             if name not in known:
                 raise UnknownRulesetField(f"unknown ruleset field {name!r}", text=str(name))
+        if overrides.get("players", self.players) == 3:
+            overrides["huazhu"] = 0
         return replace(self, **overrides)
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, ``preset`` first (a fresh dict each call)."""
-        cached = self.__dict__.get("_as_dict")
-        if cached is None:
-            cached = {f.name: getattr(self, f.name) for f in fields(self)}
-            object.__setattr__(self, "_as_dict", cached)
-        return dict(cached)
+        return dict(_items(self))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Ruleset":
         """The inverse of :meth:`as_dict` (every field given); cached, since stored states repeat it."""
         return _from_items(tuple(sorted(data.items())))
+
+
+@lru_cache(maxsize=256)
+def _items(rules: Ruleset) -> tuple[tuple[str, Any], ...]:
+    return tuple((f.name, getattr(rules, f.name)) for f in fields(rules))
 
 
 @lru_cache(maxsize=256)
