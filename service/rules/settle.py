@@ -312,11 +312,8 @@ class Round:
         return seats[0] if len(seats) == 1 else frm  # 一炮多响: the discarder
 
     def settlement(self) -> Settlement:
-        # (the value Settlement(...) builds, without the frozen __init__'s per-field setattr)
-        out = object.__new__(Settlement)
-        out.__dict__.update(deltas=self.deltas, transfers=tuple(self.transfers), winners=tuple(self.won),
-                            ended=self.ended, next_dealer=self.dealer_after() if self.ended else None)
-        return out
+        return Settlement(self.deltas, tuple(self.transfers), tuple(self.won), self.ended,
+                          self.dealer_after() if self.ended else None)
 
     # -- persistence ----------------------------------------------------------
     def to_dict(self) -> dict:

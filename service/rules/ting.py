@@ -54,17 +54,6 @@ class Ting:
     waits: tuple[Wait, ...]
     dajiao: Dajiao | None
 
-    @classmethod
-    def _of(cls, ting: bool, huazhu: bool, waits: tuple, dajiao: "Dajiao | None") -> "Ting":
-        """Build one without the frozen ``__init__``'s per-field checks (the ting hot path)."""
-        obj = object.__new__(cls)
-        fields = obj.__dict__  # (the frozen dataclass's fields, as object.__setattr__ would set them)
-        fields["ting"] = ting
-        fields["huazhu"] = huazhu
-        fields["waits"] = waits
-        fields["dajiao"] = dajiao
-        return obj
-
 
 @dataclass(frozen=True, slots=True)
 class DiscardOption:
@@ -95,17 +84,6 @@ class DiscardAdvice:
     options: tuple[DiscardOption, ...]
     complete: bool
     """The 14 tiles already win."""
-
-    @classmethod
-    def _of(cls, options: tuple, complete: bool) -> "DiscardAdvice":
-        """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
-        obj = _new(cls)
-        _SET_OPTIONS(obj, options)
-        _SET_COMPLETE(obj, complete)
-        return obj
-
-
-_SET_OPTIONS, _SET_COMPLETE = (DiscardAdvice.__dict__[name].__set__ for name in ("options", "complete"))
 
 
 def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: FanContext, held, vis,
@@ -230,10 +208,10 @@ def _ting_of_hand(hand: Hand, ctx: FanContext, rules: Ruleset, vis) -> Ting:
     tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask,
                        -1 if hand.void is None else SUITS.index(hand.void))
     if not tiles:
-        return Ting._of(False, hand.huazhu and rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
+        return Ting(False, hand.huazhu and rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
     mi = meld_info(hand.melds) if hand.melds else NO_MELDS
     waits = _value_waits(hand.keys, len(hand.tiles), mi, tiles, ctx, hand.held, vis)
-    return Ting._of(True, False, tuple(waits), dajiao_of(waits, rules.dajiao))
+    return Ting(True, False, tuple(waits), dajiao_of(waits, rules.dajiao))
 
 
 def _ting_by_parts(k0: int, k1: int, k2: int, ctx: FanContext, rules: Ruleset) -> Ting:
@@ -246,7 +224,7 @@ def _ting_by_parts(k0: int, k1: int, k2: int, ctx: FanContext, rules: Ruleset) -
     13's one odd count), valued on its own.  Three suits: 花猪, no wait (:func:`~.shapes.wait_tiles`).
     """
     if k0 and k1 and k2:
-        return Ting._of(False, rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
+        return Ting(False, rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
     c0, w0, o0 = INFO_MEMO.get(k0) or suit_info(k0)
     c1, w1, o1 = INFO_MEMO.get(k1) or suit_info(k1)
     c2, w2, o2 = INFO_MEMO.get(k2) or suit_info(k2)
@@ -279,8 +257,8 @@ def _ting_by_parts(k0: int, k1: int, k2: int, ctx: FanContext, rules: Ruleset) -
             waits = with_pair
             dajiao = dajiao_of(waits, rules.dajiao)
     if not waits:
-        return Ting._of(False, False, (), None)
-    return Ting._of(True, False, waits, dajiao)
+        return Ting(False, False, (), None)
+    return Ting(True, False, waits, dajiao)
 
 
 def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> DiscardAdvice:
@@ -307,7 +285,7 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
         require_valid(hand, 14, vis_tiles)
     if rules.players == 3:
         require_in_play(hand, 3, vis_tiles)
-    return DiscardAdvice._of(_options(hand, ctx, vis, rules.dajiao), is_win(hand))
+    return DiscardAdvice(_options(hand, ctx, vis, rules.dajiao), is_win(hand))
 
 
 def _options(hand: Hand, ctx: FanContext, vis, rules_dajiao: str) -> tuple[DiscardOption, ...]:
@@ -462,11 +440,11 @@ def _advice_by_parts(keys: tuple, ctx: FanContext, highest: bool) -> DiscardAdvi
             if waits:
                 out.append(_ranked_option(d, waits, highest))
     if not out:
-        return DiscardAdvice._of((), complete)
+        return DiscardAdvice((), complete)
     if len(out) == 1:
-        return DiscardAdvice._of((out[0][1],), complete)
+        return DiscardAdvice((out[0][1],), complete)
     out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
-    return DiscardAdvice._of(tuple(map(_option, out)), complete)
+    return DiscardAdvice(tuple(map(_option, out)), complete)
 
 
 _option = itemgetter(1)  # (rank, option) -> option
