@@ -1,23 +1,9 @@
 """Scoring a winning hand (docs/rules.md#s5): best base pattern, extras, cap, points.
 
-Readings of docs/rules.md where it is silent (documented choices):
-
-* 夹心五 / 卡二条: copies of a tile are alike, so "the winning tile sits in the
-  middle of a 4-5-6 (1-2-3 of 条)" holds when the decomposition scored has that
-  sequence in the winning tile's suit: the winning copy is taken to be its middle.
-* 卡二条's "the hand's only wait was 2条" uses §4's waits of the 13 tiles before
-  the win (a tile whose four copies are all in the hand and its melds is no wait;
-  定缺 respected).  In discard advice, the 13 tiles left after the discard.
-* Seven pairs have no sequences: the seven-pair reading of a hand has none of
-  夹心五, 卡二条, 一条龙 (its standard reading, if any, competes by §3).
-* ``dianpao_pinghu = false`` refuses a win that is not self-drawn (点炮, 抢杠胡,
-  杠上炮, and 地胡 by discard under the chengdu table) whose total before the cap
-  is 1 (``dianpao_pinghu``).  Ting and 大叫 are unchanged: a 1-fan wait is still a
-  wait (the hand may win it self-drawn), valued as §4 says.
-* With ``players = 3`` a 万 tile in the hand, its melds or the win tile, or a
-  定缺 void, is bad input (``suit_not_in_play``, ``void_not_allowed``) here as in
-  ``ting``, ``discards`` and ``validate`` (which otherwise reports rule breaches
-  as problems: §14.1 says 422).
+The patterns themselves are the registry's (:mod:`.patterns`); this module finds
+which hold.  The readings where the rules are silent are docs/rules.md's own:
+the extras' in docs/rules.md#s5.2 ("Readings"), ``dianpao_pinghu``'s in
+docs/rules.md#s4 and #s9, three players' bad input in docs/rules.md#s14.1.
 
 >>> from service.rules.hand import parse_hand
 >>> s = score(parse_hand("11333222456999s"), "4s")

@@ -1,13 +1,8 @@
 """Rule variants (docs/rules.md#s5.3, §9, §13, §14): one frozen :class:`Ruleset` and named presets.
 
-Readings of docs/rules.md where it is silent (documented choices):
-
-* ``players = 3`` forces ``huazhu`` to 0 whatever is asked (§14.2): the
-  field is stored as 0, so ``{"preset": "xuezhan", "players": 3}`` reads back
-  with ``huazhu: 0``.
-* ``mode = xueliu`` keeps the ruleset's ``next_dealer``: §13.6's rule is the
-  ``winner`` rule of §10, which the ``xueliu`` preset has; ``discarder`` still
-  works as §10 says when asked for.
+Its fields are docs/rules.md#s9's, with that section's readings (three players and
+``huazhu``, ``xueliu`` and ``next_dealer``); one true/false field per pattern switch
+of the registry (:data:`.patterns.SWITCHES`).
 
 >>> Ruleset.from_preset("sanren-liangfang").players, Ruleset.from_spec({"players": 3, "huazhu": 16}).huazhu
 (3, 0)
