@@ -428,14 +428,6 @@ class Score:
     patterns: tuple[PatternFan, ...]
     decomposition: tuple[str, ...]
 
-    @classmethod
-    def _of(cls, fan, raw_fan, multiplier, points, capped, patterns, decomposition) -> "Score":
-        """Build one without the frozen ``__init__``'s per-field checks (the scoring hot path)."""
-        obj = object.__new__(cls)
-        obj.__dict__.update(fan=fan, raw_fan=raw_fan, multiplier=multiplier, points=points,
-                            capped=capped, patterns=patterns, decomposition=decomposition)
-        return obj
-
 
 _MAX_RAW_FAN = 40  # well above any hand's total (a table, not a limit: larger fans are computed)
 
@@ -517,7 +509,7 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
     if ev.raw_fan == 1 and not win.self_drawn and not rules.dianpao_pinghu:
         raise DianpaoPinghu(DIANPAO_PINGHU, text=str(hand))
     fan, mult, points, capped = points_of(ev.raw_fan, ctx)
-    return Score._of(fan, ev.raw_fan, mult, points, capped, ev.patterns, decomposition(hand, ev))
+    return Score(fan, ev.raw_fan, mult, points, capped, ev.patterns, decomposition(hand, ev))
 
 
 DIANPAO_PINGHU = (

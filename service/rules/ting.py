@@ -62,22 +62,6 @@ class DiscardOption:
     remaining: int
     dajiao: Dajiao
 
-    @classmethod
-    def _of(cls, discard: Tile, waits: tuple, remaining: int, dajiao: Dajiao) -> "DiscardOption":
-        """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
-        obj = _new(cls)
-        _SET_DISCARD(obj, discard)
-        _SET_WAITS(obj, waits)
-        _SET_REMAINING(obj, remaining)
-        _SET_DAJIAO(obj, dajiao)
-        return obj
-
-
-_new = object.__new__
-# each slot's own setter (what object.__setattr__ finds by the field's name, without the look-up)
-_SET_DISCARD, _SET_WAITS, _SET_REMAINING, _SET_DAJIAO = (
-    DiscardOption.__dict__[name].__set__ for name in ("discard", "waits", "remaining", "dajiao"))
-
 
 @dataclass(frozen=True, slots=True)
 class DiscardAdvice:
@@ -335,7 +319,7 @@ def _options(hand: Hand, ctx: FanContext, vis, rules_dajiao: str) -> tuple[Disca
             waits = _value_waits(k, n, mi, tiles, ctx, held, vis, only)
             remaining = sum(map(_remaining, waits))
             dajiao = dajiao_of(waits, rules_dajiao)
-        out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], tuple(waits), remaining, dajiao)))
+        out.append(((-remaining, -dajiao[1], d), DiscardOption(TILES[d], tuple(waits), remaining, dajiao)))
     out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
     return tuple([option for _rank, option in out])
 
@@ -426,7 +410,7 @@ def _advice_by_parts(keys: tuple, ctx: FanContext, highest: bool) -> DiscardAdvi
                     d = 9 * s + r
                     waits, remaining, hi, lo = part_z if part_y is None else part_y
                     dajiao = hi if highest else lo
-                    out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)))
+                    out.append(((-remaining, -dajiao[1], d), DiscardOption(TILES[d], waits, remaining, dajiao)))
                     continue
             parts = [None if part_y is None else part_y[0], None if part_z is None else part_z[0]]
             parts.insert(s, None if own_r is None else own_r[1].waits)  # (suit order)
@@ -463,7 +447,7 @@ def _pair_option(keys: tuple, d: int, t: int, ctx: FanContext) -> tuple | None:
     raw, patterns, fan, points, capped = discard_value(k[0], k[1], k[2], 14, NO_MELDS, ctx)
     left = 4 - held
     wait = _record(Wait, (TILES[t], fan, points, patterns, left, raw, capped))
-    return (-left, -points, d), DiscardOption._of(TILES[d], (wait,), left, _record(Dajiao, (fan, points)))
+    return (-left, -points, d), DiscardOption(TILES[d], (wait,), left, _record(Dajiao, (fan, points)))
 
 
 def _other_odd(infos: tuple, d: int) -> int:
@@ -490,7 +474,7 @@ def across_option(ctx: FanContext, x: int, kx: int, facts: int, ky: int, kz: int
         else:
             waits, remaining, hi, lo = part
             dajiao = hi if highest else lo
-            found = ((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao))
+            found = ((-remaining, -dajiao[1], d), DiscardOption(TILES[d], waits, remaining, dajiao))
         if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
             memo.clear()
         memo[key] = found
@@ -518,7 +502,7 @@ def suit_options(ctx: FanContext, s: int, ks: int, ky: int, kz: int, highest: bo
                 waits, remaining, hi, lo = part
                 dajiao = hi if highest else lo
                 out.append(((-remaining, -dajiao[1], base + r),
-                            DiscardOption._of(TILES[base + r], waits, remaining, dajiao)))
+                            DiscardOption(TILES[base + r], waits, remaining, dajiao)))
         found = tuple(out)
         if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
             memo.clear()
@@ -578,7 +562,7 @@ def _ranked_option(d: int, waits: tuple, highest: bool) -> tuple:
         if best is None or (w[2] > best[2] if highest else w[2] < best[2]):
             best = w
     dajiao = _record(Dajiao, (best[1], best[2]))
-    return (-remaining, -best[2], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)
+    return (-remaining, -best[2], d), DiscardOption(TILES[d], waits, remaining, dajiao)
 
 
 _MISSING = object()
