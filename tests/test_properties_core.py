@@ -17,6 +17,7 @@ from service import discards, parse_hand, score, ting, validate
 from service.rules.errors import ContradictoryFlags, NotAWin
 from service.rules.fan import Win, is_win
 from service.rules.hand import Meld
+from service.rules.patterns import HAND, REGISTRY, RUNS, SWITCHES
 
 KINDS = ("peng", "direct", "added", "concealed")
 
@@ -112,13 +113,7 @@ rulesets = st.fixed_dictionaries(
         "cap": st.none() | st.integers(1, 10),
         "zimo": st.sampled_from(["none", "base", "fan"]),
         "dajiao": st.sampled_from(["max", "min"]),
-        "haidi": st.booleans(),
-        "jingoudiao": st.booleans(),
-        "menqing": st.booleans(),
-        "zhongzhang": st.booleans(),
-        "jiaxinwu": st.booleans(),
-        "kaertiao": st.booleans(),
-        "yitiaolong": st.booleans(),
+        **{name: st.booleans() for name in SWITCHES},  # every pattern switch of the registry
     }
 )
 
@@ -449,11 +444,9 @@ run_rulesets = st.fixed_dictionaries(
         "scoring": st.sampled_from(["exponential", "linear"]),
         "base": st.integers(1, 10),
         "cap": st.none() | st.integers(2, 10),
-        "jiaxinwu": st.booleans() | st.just(True),
-        "kaertiao": st.booleans() | st.just(True),
-        "yitiaolong": st.booleans() | st.just(True),
-        "menqing": st.booleans(),
-        "zhongzhang": st.booleans(),
+        # the registry's switches of extras reading the sequences (on more often), and of those reading the hand
+        **{p.option: st.booleans() | st.just(True) for p in REGISTRY if p.option in SWITCHES and p.reads == RUNS},
+        **{p.option: st.booleans() for p in REGISTRY if p.option in SWITCHES and p.reads == HAND},
     }
 )
 

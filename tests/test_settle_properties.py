@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests import reference as ref
 from service.rules.errors import EventError
+from service.rules.patterns import SWITCHES
 from service.rules.settle import Round, settle
 from service.rules.table import TableState, fold
 
@@ -88,13 +89,7 @@ OVERRIDES = {
     "escape": st.integers(0, 20),
     "winner_leaves": st.sampled_from(["deferred", "forfeit"]),
     "next_dealer": st.sampled_from(["winner", "discarder"]),
-    "haidi": st.booleans(),
-    "jingoudiao": st.booleans(),
-    "menqing": st.booleans(),
-    "zhongzhang": st.booleans(),
-    "jiaxinwu": st.booleans(),
-    "kaertiao": st.booleans(),
-    "yitiaolong": st.booleans(),
+    **{name: st.booleans() for name in SWITCHES},  # every pattern switch of the registry
     "players": st.sampled_from([4, 3]),
     "dianpao_pinghu": st.booleans(),
     "xueliu_dajiao_winners": st.booleans(),
@@ -103,8 +98,7 @@ OVERRIDES = {
 
 def resolve(preset: str, over: dict) -> dict:
     """The fields of a ruleset spec, from the rule book: the preset, the overrides, §14.2's forced huazhu."""
-    R = dict(PRESETS[preset], haidi=False, jingoudiao=False, menqing=False, zhongzhang=False,
-             jiaxinwu=False, kaertiao=False, yitiaolong=False)
+    R = dict(PRESETS[preset], **dict.fromkeys(SWITCHES, False))
     R.update(over)
     if R["players"] == 3:
         R["huazhu"] = 0          # no 花猪 with three players, whatever is asked

@@ -302,6 +302,7 @@ def test_discard_wait_memo_is_bounded(monkeypatch):
     hands += ["11123456m22789p5s", "2344567p345789s1m", "1112345678999m5p", "1123m456p789p111s5s"]
     unbounded = [discards(h, ruleset=Ruleset.from_spec({"cap": 5})) for h in hands]
     monkeypatch.setattr(ting_module, "MEMO_LIMIT", 4)
+    context.cache_clear()  # (one context per ruleset: its memos start empty under the small limit)
     rules = Ruleset.from_spec({"cap": 5})
     first = [discards(h, ruleset=rules) for h in hands]
     assert 0 < len(context(rules).wait_parts) <= 4

@@ -55,7 +55,7 @@ def test_static_files(client, path, mimetype):
 
 @pytest.mark.parametrize("path, source", [
     ("/", STATIC / "index.html"), ("/web/app.js", STATIC / "app.js"), ("/web/style.css", STATIC / "style.css"),
-    ("/web/patterns.json", STATIC / "patterns.json"), ("/sw.js", None), ("/docs/ui/swagger-ui.css", None),
+    ("/web/patterns.json", "registry"), ("/sw.js", None), ("/docs/ui/swagger-ui.css", None),
 ])
 def test_files_are_gzipped_for_a_client_that_accepts_it(client, path, source):
     """Each file goes gzipped to a browser that says it takes gzip (its own ETag, revalidated as the
@@ -68,7 +68,11 @@ def test_files_are_gzipped_for_a_client_that_accepts_it(client, path, source):
         assert "accept-encoding" in {v.strip().lower() for v in r.headers["Vary"].split(",")}, r.headers
     body = gzip.decompress(squeezed.data)
     assert body == plain.data and len(squeezed.data) < 0.6 * len(body)
-    if source is not None:
+    if source == "registry":  # (made from the rules core's pattern registry when the app is made)
+        from service.rules.patterns import as_json
+
+        assert body == as_json().encode()
+    elif source is not None:
         assert body == source.read_bytes()
     assert squeezed.mimetype == plain.mimetype and squeezed.headers["ETag"] != plain.headers["ETag"]
     again = client.get(path, headers={"Accept-Encoding": "gzip", "If-None-Match": squeezed.headers["ETag"]})
@@ -93,7 +97,8 @@ def test_service_worker_lists_every_shell_file_and_changes_with_them(client, mon
     assert r.status_code == 200 and r.mimetype == "text/javascript" and r.headers["Cache-Control"] == "no-cache"
     first, _, rest = r.get_data(as_text=True).partition("\n")
     shell = json.loads(first.removeprefix("self.SHELL = ").rstrip(";"))
-    files = sorted(p.relative_to(STATIC).as_posix() for p in STATIC.iterdir() if p.name != "worker.js")
+    files = sorted([p.relative_to(STATIC).as_posix() for p in STATIC.iterdir() if p.name != "worker.js"]
+                   + ["patterns.json"])  # (made from the pattern registry at serve time)
     assert shell["files"] == ["/"] + [f"/web/{f}" for f in files]
     for f in shell["files"]:
         assert client.get(f).status_code == 200, f
@@ -103,7 +108,8 @@ def test_service_worker_lists_every_shell_file_and_changes_with_them(client, mon
     real = views.Path.read_bytes
     monkeypatch.setattr(views.Path, "read_bytes", lambda self: real(self) + (b"x" if self.name == "app.js" else b""))
     try:
-        again = json.loads(views.worker_source().partition("\n")[0].removeprefix("self.SHELL = ").rstrip(";"))
+        made = tuple(sorted(client.application.extensions[views.GENERATED].items()))
+        again = json.loads(views.worker_source(made).partition("\n")[0].removeprefix("self.SHELL = ").rstrip(";"))
     finally:
         views.worker_source.cache_clear()
     assert again["version"] != shell["version"] and again["files"] == shell["files"]
@@ -202,31 +208,31 @@ def test_tablepath_calls_name_documented_operations(client):
         assert path in documented, path
 
 
-def test_pattern_names_are_the_services():
-    """The app's copy of the pattern table is the rules core's (``python -m tools.docs`` writes it)."""
-    from tools import docs
+def test_pattern_names_are_the_services(client):
+    """The app's pattern table (``/web/patterns.json``) is the rules core's registry, made when the app is:
+    each pattern's names, fan per table, and the ruleset option that turns it on."""
     from service.rules.patterns import PATTERNS
-    from service.rules.ruleset import ENUMS
+    from service.rules.ruleset import ENUMS, XUEZHAN
 
-    shown = json.loads((STATIC / "patterns.json").read_text(encoding="utf-8"))
-    assert [p["id"] for p in shown] == list(PATTERNS), "run `python -m tools.docs` and commit patterns.json"
+    shown = client.get("/web/patterns.json").get_json()
+    assert [p["id"] for p in shown] == list(PATTERNS)
     for p in shown:
         q = PATTERNS[p["id"]]
-        assert (p["name"], p["name_en"], p["base"], p["fan"]) == (
-            q.name, q.name_en, q.base, {t: q.fan(t) for t in ENUMS["fan_table"]}), p["id"]
-    assert docs.stale_files(docs.web_files()) == [], "run `python -m tools.docs` and commit patterns.json"
+        assert (p["name"], p["name_en"], p["base"], p["fan"], p["option"], p["on"]) == (
+            q.name, q.name_en, q.base, {t: q.fan(t) for t in ENUMS["fan_table"]}, q.option, q.on), p["id"]
+    options = {p["option"]: p["on"] for p in shown if p["option"]}
+    assert options["haidi"] is True and options["zimo"] == "fan"
+    assert all(getattr(XUEZHAN, name) != on for name, on in options.items())  # each off in the default room
+    assert not (STATIC / "patterns.json").exists()  # (no copy to keep in step)
 
 
-def test_the_docs_command_writes_the_pattern_table(tmp_path, monkeypatch):
-    """``python -m tools.docs`` writes patterns.json and the OpenAPI response examples its pages
-    recorded; ``--check`` fails while either drifts."""
+def test_the_docs_command_writes_the_response_examples(tmp_path, monkeypatch):
+    """``python -m tools.docs`` writes the OpenAPI response examples its pages recorded; ``--check`` fails
+    while they drift."""
     from tools import docs
 
-    target = tmp_path / "patterns.json"
-    target.write_text("[]\n", encoding="utf-8")
     examples = tmp_path / "response_examples.json"
     examples.write_text("{}\n", encoding="utf-8")
-    monkeypatch.setattr(docs, "WEB_PATTERNS", target)
     monkeypatch.setattr(docs, "RESPONSE_EXAMPLES", examples)
     monkeypatch.setattr(docs, "DOCS", tmp_path / "docs")
     recorded = {"getSummary": {"evening": {"summary": "The evening's summary", "value": {"rounds": 3}}}}
@@ -234,7 +240,6 @@ def test_the_docs_command_writes_the_pattern_table(tmp_path, monkeypatch):
     monkeypatch.setattr(docs, "pages", lambda redis_url, out: out.update(recorded) or {})
     assert docs.main(check=True, redis_url="unused") == 1
     assert docs.main(check=False, redis_url="unused") == 0
-    assert target.read_text(encoding="utf-8") == (STATIC / "patterns.json").read_text(encoding="utf-8")
     assert json.loads(examples.read_text(encoding="utf-8")) == recorded
     assert docs.main(check=True, redis_url="unused") == 0
 

@@ -24,10 +24,9 @@ The other pages (``index.md``, ``getting-started.md``, ``table-app.md``,
 ``operations.md``, ``performance.md``, ``notation.md``, ``glossary.md``,
 ``clients.md``) are written by hand.
 
-It also writes the companion app's copy of the pattern table,
-``service/web/static/patterns.json`` (id, 名, English name, whether a base
-pattern, fan in each fan table): the app shows the patterns' names and fan
-offline, and imports nothing of the rules core.
+(The companion app's pattern table, ``/web/patterns.json``, is not written
+here: the service makes it from the rules core's registry when it starts,
+:func:`service.rules.patterns.as_json`.)
 """
 
 from __future__ import annotations
@@ -46,7 +45,6 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-WEB_PATTERNS = ROOT / "service" / "web" / "static" / "patterns.json"
 RESPONSE_EXAMPLES = ROOT / "service" / "api" / "response_examples.json"
 """The OpenAPI document's response examples: answers recorded by :func:`api_examples` (``example=``)."""
 EXAMPLE_ID = "8c1d2e3f4a5b6c7d"
@@ -1098,27 +1096,6 @@ def _credentials(op: dict) -> str:
     return " or ".join(parts)
 
 
-# -- the companion app's pattern table ------------------------------------------------------------
-def patterns_json() -> str:
-    """``service/web/static/patterns.json``: every pattern of the rules core, one JSON object a line.
-
-    >>> orjson.loads(patterns_json())[2]
-    {'id': 'qingyise', 'name': '清一色', 'name_en': 'Full flush', 'base': True, 'fan': {'qq': 3, 'chengdu': 3}}
-    """
-    from service.rules.patterns import PATTERNS
-    from service.rules.ruleset import ENUMS
-
-    rows = [orjson.dumps({"id": p.id, "name": p.name, "name_en": p.name_en, "base": p.base,
-                          "fan": {table: p.fan(table) for table in ENUMS["fan_table"]}}).decode()
-            for p in PATTERNS.values()]
-    return "[\n" + ",\n".join(rows) + "\n]\n"
-
-
-def web_files() -> dict[Path, str]:
-    """The files of the companion app written from the code (path → text)."""
-    return {WEB_PATTERNS: patterns_json()}
-
-
 def stale_files(files: dict[Path, str]) -> list[Path]:
     """The files whose committed text differs from ``files``."""
     return [path for path, text in files.items()
@@ -1164,7 +1141,7 @@ def main(check: bool = False, redis_url: str | None = None) -> int:
     finally:
         if gen is not None:
             gen.close()
-    files = web_files() | {RESPONSE_EXAMPLES: response_examples_json(recorded)}
+    files = {RESPONSE_EXAMPLES: response_examples_json(recorded)}
     if check:
         bad = [f"docs/{name}" for name in stale(generated)] + [_shown(path) for path in stale_files(files)]
         for name in bad:

@@ -30,6 +30,7 @@ from flask import Flask
 
 from .. import web
 from ..config import ENVIRONMENT, Settings, load_settings
+from ..rules import patterns
 from . import batch, callers, clubs, hands, observe, ops, problems, rate_limits, rounds, stream, table_views, webhooks
 from . import settings as app_settings
 from .contract import ContractPlugin
@@ -146,7 +147,7 @@ def create_app(config: Mapping[str, Any] | None = None, settings: Settings | Non
     table_views.document(api)
     clubs.document(api)
     batch.document(api)
-    web.register(app)  # the companion app at / and the /docs assets
+    web.register(app, {"patterns.json": patterns.as_json()})  # the companion app at / and the /docs assets
     _install_store(app)
     # flask-smorest's pagination and error schemas are not used by this API
     for unused in ("PaginationMetadata", "Error"):

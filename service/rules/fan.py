@@ -1,23 +1,9 @@
 """Scoring a winning hand (docs/rules.md#s5): best base pattern, extras, cap, points.
 
-Readings of docs/rules.md where it is silent (documented choices):
-
-* 夹心五 / 卡二条: copies of a tile are alike, so "the winning tile sits in the
-  middle of a 4-5-6 (1-2-3 of 条)" holds when the decomposition scored has that
-  sequence in the winning tile's suit: the winning copy is taken to be its middle.
-* 卡二条's "the hand's only wait was 2条" uses §4's waits of the 13 tiles before
-  the win (a tile whose four copies are all in the hand and its melds is no wait;
-  定缺 respected).  In discard advice, the 13 tiles left after the discard.
-* Seven pairs have no sequences: the seven-pair reading of a hand has none of
-  夹心五, 卡二条, 一条龙 (its standard reading, if any, competes by §3).
-* ``dianpao_pinghu = false`` refuses a win that is not self-drawn (点炮, 抢杠胡,
-  杠上炮, and 地胡 by discard under the chengdu table) whose total before the cap
-  is 1 (``dianpao_pinghu``).  Ting and 大叫 are unchanged: a 1-fan wait is still a
-  wait (the hand may win it self-drawn), valued as §4 says.
-* With ``players = 3`` a 万 tile in the hand, its melds or the win tile, or a
-  定缺 void, is bad input (``suit_not_in_play``, ``void_not_allowed``) here as in
-  ``ting``, ``discards`` and ``validate`` (which otherwise reports rule breaches
-  as problems: §14.1 says 422).
+The patterns themselves are the registry's (:mod:`.patterns`); this module finds
+which hold.  The readings where the rules are silent are docs/rules.md's own:
+the extras' in docs/rules.md#s5.2 ("Readings"), ``dianpao_pinghu``'s in
+docs/rules.md#s4 and #s9, three players' bad input in docs/rules.md#s14.1.
 
 >>> from service.rules.hand import parse_hand
 >>> s = score(parse_hand("11333222456999s"), "4s")
@@ -31,23 +17,28 @@ Readings of docs/rules.md where it is silent (documented choices):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import product
 from typing import NamedTuple
 
 from .errors import ContradictoryFlags, DianpaoPinghu, NotAWin, WinTileNotInHand
 from .hand import Hand, Meld, POW5, require_in_play, require_valid
-from .patterns import BASE_ORDER, EXTRA_ORDER, PATTERNS, SEVEN_PAIRS_WITH_DRAGON, PatternFan, pattern_fan
+from .patterns import (
+    BASE_ORDER, COUNTED, EARTHLY, EXTRA_ORDER, FACT_BITS, FLUSH, FOUR, HAND, HEAVENLY, KAERTIAO_TILE, ONLY258, PAIRS,
+    PATTERNS, RUNS, STANDARD, TERMINALS, TRIPLETS, PatternFan, WinFacts, base_candidates, extras_on, pattern_fan,
+)
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import (
-    DECOMPOSITIONS, EVEN_KEYS, F_123, F_456, F_LONG, F_TRIP, F_YAO, GEN_SHIFT, HAS19, NOT258, SHAPES, TRIP, YAO,
+    DECOMPOSITIONS, EVEN_KEYS, F_TRIP, F_YAO, GEN_SHIFT, NOT258, SHAPES, TRIP, YAO,
     describe_pairs, notate, suit_features, suit_flags, waits_without,
 )
 from .tiles import SUITS, TILES, Tile
 
 _BASE_INDEX = {pid: i for i, pid in enumerate(BASE_ORDER)}
-_TRIP_BASES = frozenset({"duiduihu", "qingdui", "jiangdui"})
-_YAO_BASES = frozenset({"daiyaojiu", "qingyaojiu"})
-_PAIR_BASES = frozenset({"qidui", "longqidui", "qingqidui", "qinglongqidui"})
+# the decomposition reported for a base pattern (decomposition()): pairs, all triplets, or 幺九 in every set
+_PAIR_BASES = frozenset(pid for pid in BASE_ORDER if PATTERNS[pid].requires & PAIRS)
+_TRIP_BASES = frozenset(pid for pid in BASE_ORDER if PATTERNS[pid].requires & TRIPLETS)
+_YAO_BASES = frozenset(pid for pid in BASE_ORDER if PATTERNS[pid].requires & TERMINALS)
 
 
 # -- the situation of a win ------------------------------------------------
@@ -115,72 +106,71 @@ DISCARD_WIN = (False, False, False, False, False, False)
 
 # -- per-ruleset constants ---------------------------------------------------
 class FanContext(NamedTuple):
+    """What scoring needs of a ruleset, derived once from it and the pattern registry (:func:`context`)."""
+
     table: str
     base_fans: dict
     extra_fans: dict
     cap: int | None
     exponential: bool
     base: int
-    zimo_fan: bool
-    haidi: bool
-    jingoudiao: bool
-    menqing: bool
-    zhongzhang: bool
-    best: list  # candidate mask -> (base id, base fan, uses a dragon 4) ; filled lazily
+    best: list  # fact mask -> (base id, base fan, uses a set of four); filled lazily
     single: dict  # base id -> (PatternFan,)
-    options: bool  # any extra switched on by the ruleset (zimo fan, haidi, jingoudiao, menqing, zhongzhang)
     points: tuple  # raw fan -> (fan, multiplier, points, capped), for the raw fans a hand can reach
-    jiaxinwu: bool
-    kaertiao: bool
-    yitiaolong: bool
-    runs: bool  # any of the three extras that depend on the decomposition's sequences is on
+    extras: tuple  # the extras the ruleset counts but 根 (patterns.Pattern), in §5.2's order
+    by_sit: dict  # situation flags -> whether an extra reading only them holds (for every combination)
+    hand: bool  # an extra reading the hand (not only the situation) is on: every win lists its extras
+    run_extras: tuple  # the extras on that read the decomposition's sequences
+    runs: bool  # any run_extras: a standard hand's decompositions are compared (§3)
+    asks_wait: tuple  # per winning tile: whether an extra on reads "the hand's only wait" (only_wait)
+    waits_asked: bool  # any(asks_wait)
+    plain: bool  # no extra but 根 can hold for a plain win by discard: a wait's value is discard_value's
     by_discard: dict  # (facts mask, 根 count) -> a plain win by discard's value; filled lazily
     wait_parts: dict  # discard advice's waits within one suit (ting.wait_part); filled lazily, bounded
-    plain: bool  # no extra but 根 (neither options nor runs): a wait's value is discard_value's
     suit_options: dict  # discard advice's options within one suit (ting.suit_options); filled lazily, bounded
     across_options: dict  # discard advice's options with waits in another suit (ting.across_option); the same
 
 
-def context(rules: Ruleset) -> FanContext:
-    """Constants derived from a ruleset, cached on the (immutable) ruleset."""
-    try:
-        return rules.__dict__["_ctx"]
-    except KeyError:
-        pass
+_SITUATIONS = tuple(product((False, True), repeat=6))
+
+
+@lru_cache(maxsize=64)
+def context(rules: Ruleset, without: str | None = None) -> FanContext:
+    """Constants derived from a ruleset and the pattern registry, one per ruleset (``without``: the
+    extra of that id left out, as :mod:`.settle` leaves 自摸加番 out of a win the kong's feeder pays)."""
     table = rules.fan_table
     base_fans = {pid: PATTERNS[pid].fan(table) for pid in BASE_ORDER}
-    options = rules.zimo == "fan" or rules.haidi or rules.jingoudiao or rules.menqing or rules.zhongzhang
-    runs = rules.jiaxinwu or rules.kaertiao or rules.yitiaolong
+    extra_fans = {pid: PATTERNS[pid].fan(table) for pid in EXTRA_ORDER}
+    extras = tuple(p for p in extras_on(rules) if p.reads != COUNTED and p.id != without)
+    sit_extras = [p for p in extras if p.reads not in (HAND, RUNS)]
+    by_sit = {sit: any(p.test(WinFacts(*sit)) for p in sit_extras) for sit in _SITUATIONS}
+    hand = any(p.reads in (HAND, RUNS) for p in extras)
+    run_extras = tuple(p for p in extras if p.reads == RUNS)
+    asks_wait = tuple(any(p.asks_wait is not None and p.asks_wait(t) for p in extras) for t in range(27))
     ctx = FanContext(
         table=table,
         base_fans=base_fans,
-        extra_fans={pid: PATTERNS[pid].fan(table) for pid in EXTRA_ORDER},
+        extra_fans=extra_fans,
         cap=rules.cap,
         exponential=rules.scoring == "exponential",
         base=rules.base,
-        zimo_fan=rules.zimo == "fan",
-        haidi=rules.haidi,
-        jingoudiao=rules.jingoudiao,
-        menqing=rules.menqing,
-        zhongzhang=rules.zhongzhang,
-        best=[None] * 512,
+        best=[None] * (1 << FACT_BITS),
         single={pid: (pattern_fan(pid, f),) for pid, f in base_fans.items() if f},
-        options=options,
         points=(),
-        jiaxinwu=rules.jiaxinwu,
-        kaertiao=rules.kaertiao,
-        yitiaolong=rules.yitiaolong,
-        runs=runs,
+        extras=extras,
+        by_sit=by_sit,
+        hand=hand,
+        run_extras=run_extras,
+        runs=bool(run_extras),
+        asks_wait=asks_wait,
+        waits_asked=any(asks_wait),
+        plain=not (hand or by_sit[DISCARD_WIN]),
         by_discard={},
         wait_parts={},
-        plain=not (options or runs),
         suit_options={},
         across_options={},
     )
-    ctx = ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
-    object.__setattr__(rules, "_ctx", ctx)
-    return ctx
-
+    return ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
 
 
 # -- melds ---------------------------------------------------------------
@@ -227,42 +217,21 @@ def meld_info(melds: tuple[Meld, ...]) -> MeldInfo:
 # -- evaluation --------------------------------------------------------------
 # Which base patterns a hand qualifies for is a function of a few facts; the
 # best of them (§3's tie-break included) is looked up per ruleset by this mask.
-_QING, _STD, _TRIP, _YAO, _J258, _PAIRS, _HAS4, _TIAN, _DI = (1 << b for b in range(9))
+_QING, _STD, _TRIP, _YAO, _J258, _PAIRS, _HAS4, _TIAN, _DI = (
+    FLUSH, STANDARD, TRIPLETS, TERMINALS, ONLY258, PAIRS, FOUR, HEAVENLY, EARTHLY)
 
 
 def _best_base(ctx: FanContext, mask: int) -> tuple[str, int, bool]:
+    """The base pattern of a hand with the shape facts ``mask``: the best of the registry's base patterns
+    it qualifies for (§3's tie-break: the higher fan net of a 根 it uses, the higher fan, §5.1's order)."""
     bf = ctx.base_fans
-    cands = ["pinghu"]
-    if mask & _QING:
-        cands.append("qingyise")
-    if mask & _STD:
-        if mask & _TRIP:
-            cands.append("duiduihu")
-            if mask & _QING:
-                cands.append("qingdui")
-            if mask & _J258:
-                cands.append("jiangdui")
-        if mask & _YAO:
-            cands.append("daiyaojiu")
-            if mask & _QING and bf["qingyaojiu"] is not None:  # the chengdu table has none (§9)
-                cands.append("qingyaojiu")
-    if mask & _PAIRS:
-        if mask & _HAS4 and bf["longqidui"] is not None:
-            cands.append("qinglongqidui" if mask & _QING else "longqidui")
-        else:
-            cands.append("qingqidui" if mask & _QING else "qidui")
-    if mask & _TIAN:
-        cands.append("tianhu")
-    if mask & _DI:
-        cands.append("dihu")
     gen_fan = ctx.extra_fans["gen"]
 
-    def rank(pid: str) -> tuple[int, int, int]:
-        dragon = pid in SEVEN_PAIRS_WITH_DRAGON
-        return (bf[pid] - (gen_fan if dragon else 0), bf[pid], -_BASE_INDEX[pid])
+    def rank(p) -> tuple[int, int, int]:
+        return (bf[p.id] - (gen_fan if p.takes_gen else 0), bf[p.id], -_BASE_INDEX[p.id])
 
-    best = max(cands, key=rank)
-    out = (best, bf[best], best in SEVEN_PAIRS_WITH_DRAGON)
+    best = max(base_candidates(mask, ctx.table), key=rank)
+    out = (best.id, bf[best.id], best.takes_gen)
     ctx.best[mask] = out
     return out
 
@@ -277,7 +246,6 @@ class Evaluation(NamedTuple):
     一条龙) chose it; None: any decomposition with the base pattern will do."""
 
 
-KAERTIAO_TILE = 19  # 2s
 _record = tuple.__new__
 """Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the hot paths."""
 
@@ -318,10 +286,9 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
     gen4 = (f0 >> GEN_SHIFT) + (f1 >> GEN_SHIFT) + (f2 >> GEN_SHIFT)
     if pairs:
         mask |= _PAIRS | (_HAS4 if gen4 else 0)
-    self_drawn, after_kong, robbing_kong, last_tile, heavenly, earthly = sit
-    if heavenly:
+    if sit[4]:  # heavenly
         mask |= _TIAN
-    if earthly:
+    if sit[5]:  # earthly
         mask |= _DI
     if standard and ctx.runs:
         return _evaluate_runs((k0, k1, k2), mask, gen4, anyf, mi, sit, ctx, tile, only_wait)
@@ -331,20 +298,21 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
     for t in mi.peng_tiles:
         if (k0, k1, k2)[t // 9] // POW5[t % 9] % 5 == 1:
             gens += 1
-    if not (gens or after_kong or robbing_kong or ctx.options):
+    extras = ctx.hand or ctx.by_sit[sit]
+    if not (gens or extras):
         return _record(Evaluation, (base, fan, ctx.single[base], standard, None))
-    if not (after_kong or robbing_kong or ctx.options):  # 根 alone: the common case with kongs
+    if not extras:  # 根 alone: the common case with kongs
         gen = pattern_fan("gen", ctx.extra_fans["gen"] * gens, gens)
         return _record(Evaluation, (base, fan + gen.fan, ctx.single[base] + (gen,) if gen.fan else ctx.single[base],
                                     standard, None))
-    pats = _patterns(base, gens, anyf, mi, sit, ctx)
+    pats = _patterns(base, gens, _facts(sit, (k0, k1, k2), anyf, mi, tile, only_wait), ctx)
     return _record(Evaluation, (base, sum(p.fan for p in pats), tuple(pats), standard, None))
 
 
 def discard_value(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, ctx: FanContext) -> tuple | None:
     """``(raw_fan, patterns, fan, points, capped)`` of a complete hand won as a plain discard (the
     valuation of a wait, §4), or None if it does not win: :func:`evaluate` and :func:`points_of`
-    by a shorter road, for rulesets with no extra but 根 (``not ctx.options and not ctx.runs``).
+    by a shorter road, for rulesets where no extra but 根 can hold for such a win (``ctx.plain``).
 
     The value is a function of the hand's facts (the mask of :func:`evaluate` and its 根 count),
     looked up per ruleset once computed.
@@ -374,7 +342,7 @@ def discard_value(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, ctx
         for t in mi.peng_tiles:
             if (k0, k1, k2)[t // 9] // POW5[t % 9] % 5 == 1:
                 gens += 1
-    key = mask | gens << 9
+    key = mask | gens << FACT_BITS
     value = ctx.by_discard.get(key)
     if value is None:
         base, raw, dragon = ctx.best[mask] or _best_base(ctx, mask)
@@ -390,42 +358,30 @@ def discard_value(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, ctx
     return value
 
 
-def _patterns(base: str, gens: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: FanContext, runs: tuple = ()) -> list:
-    """The listed patterns of a win: its base pattern, then the extras in §5.2's order (0-fan ones left out)."""
-    self_drawn, after_kong, robbing_kong, last_tile, _heavenly, _earthly = sit
+def _facts(sit: tuple, keys: tuple, anyf: int, mi: MeldInfo, tile: int, only_wait: bool,
+           runs: tuple = (0, 0, 0)) -> WinFacts:
+    return _record(WinFacts, sit + (keys, anyf, mi.n, mi.concealed_only, mi.has19, tile, only_wait, runs))
+
+
+def _patterns(base: str, gens: int, facts: WinFacts, ctx: FanContext, runs: tuple = ()) -> list:
+    """The listed patterns of a win: its base pattern, then the extras on that hold, in §5.2's order
+    (0-fan ones left out); ``runs``: the ids of the run extras that hold on the decomposition scored."""
     ef = ctx.extra_fans
     pats = list(ctx.single[base])
     if gens:
         pats.append(pattern_fan("gen", ef["gen"] * gens, gens))
-    if after_kong:
-        pats.append(pattern_fan("gangshanghua", ef["gangshanghua"]) if self_drawn
-                    else pattern_fan("gangshangpao", ef["gangshangpao"]))
-    if robbing_kong:
-        pats.append(pattern_fan("qiangganghu", ef["qiangganghu"]))
-    if self_drawn and ctx.zimo_fan:
-        pats.append(pattern_fan("zimo", ef["zimo"]))
-    if last_tile and ctx.haidi:
-        pats.append(pattern_fan("haidi", ef["haidi"]))
-    if ctx.jingoudiao and mi.n == 4:
-        pats.append(pattern_fan("jingoudiao", ef["jingoudiao"]))
-    if ctx.menqing and mi.concealed_only:
-        pats.append(pattern_fan("menqing", ef["menqing"]))
-    if ctx.zhongzhang and not (anyf & HAS19 or mi.has19):
-        pats.append(pattern_fan("zhongzhang", ef["zhongzhang"]))
-    for pid in runs:
-        pats.append(pattern_fan(pid, ef[pid]))
+    for p in ctx.extras:
+        if p.id in runs if p.reads == RUNS else p.test(facts):
+            pats.append(pattern_fan(p.id, ef[p.id]))
     return [p for p in pats if p.fan]
 
 
 def _evaluate_runs(keys: tuple, mask: int, gen4: int, anyf: int, mi: MeldInfo, sit: tuple, ctx: FanContext,
                    tile: int, only_wait: bool) -> Evaluation:
-    """:func:`evaluate` for a standard shape when 夹心五, 卡二条 or 一条龙 is on.
-
-    Those extras depend on the decomposition, so §3's "highest total over every
-    decomposition" is taken over each combination of the suits' feature sets
-    (with the seven-pairs reading too, when the hand also has that shape).
-    Ties: the higher base-pattern fan, then §5.1's order (§3).
-    """
+    """:func:`evaluate` for a standard shape when an extra reading the decomposition's sequences is on
+    (§3: the highest total over every decomposition, taken over each combination of the suits'
+    feature sets, with the seven-pairs reading too when the hand also has that shape; ties: the higher
+    base-pattern fan, then §5.1's order)."""
     ef = ctx.extra_fans
     gen_fan = ef["gen"]
     best = None  # (rank, (base, fan, dragon), runs, features)
@@ -434,9 +390,7 @@ def _evaluate_runs(keys: tuple, mask: int, gen4: int, anyf: int, mi: MeldInfo, s
         b = ctx.best[m] or _best_base(ctx, m)
         best = ((b[1] - (gen_fan if b[2] else 0), b[1], -_BASE_INDEX[b[0]]), b, (), None)
     m_std = mask & ~(_PAIRS | _HAS4 | _TRIP | _YAO)
-    win_suit = tile // 9 if tile >= 0 else -1
-    five = ctx.jiaxinwu and tile >= 0 and tile % 9 == 4
-    kaer = ctx.kaertiao and tile == KAERTIAO_TILE and only_wait
+    head = sit + (keys, anyf, mi.n, mi.concealed_only, mi.has19, tile, only_wait)
     per_suit = [suit_features(k) for k in keys]
     for feats in product(*per_suit):
         both = feats[0] & feats[1] & feats[2]
@@ -446,13 +400,8 @@ def _evaluate_runs(keys: tuple, mask: int, gen4: int, anyf: int, mi: MeldInfo, s
         if both & F_YAO and mi.yao:
             m |= _YAO
         b = ctx.best[m] or _best_base(ctx, m)
-        runs = []
-        if five and feats[win_suit] & F_456:
-            runs.append("jiaxinwu")
-        if kaer and feats[2] & F_123:
-            runs.append("kaertiao")
-        if ctx.yitiaolong and any(f & F_LONG == F_LONG for f in feats):
-            runs.append("yitiaolong")
+        facts = _record(WinFacts, head + (feats,))
+        runs = [p.id for p in ctx.run_extras if p.test(facts)]
         rank = (b[1] + sum(ef[r] for r in runs), b[1], -_BASE_INDEX[b[0]])
         if best is None or rank > best[0]:
             best = (rank, b, tuple(runs), feats)
@@ -461,7 +410,7 @@ def _evaluate_runs(keys: tuple, mask: int, gen4: int, anyf: int, mi: MeldInfo, s
     for t in mi.peng_tiles:
         if keys[t // 9] // POW5[t % 9] % 5 == 1:
             gens += 1
-    pats = _patterns(base, gens, anyf, mi, sit, ctx, runs)
+    pats = _patterns(base, gens, _record(WinFacts, head + (feats or (0, 0, 0),)), ctx, runs)
     return Evaluation(base, sum(p.fan for p in pats), tuple(pats), True,
                       feats if runs and feats is not None else None)
 
@@ -478,14 +427,6 @@ class Score:
     capped: bool
     patterns: tuple[PatternFan, ...]
     decomposition: tuple[str, ...]
-
-    @classmethod
-    def _of(cls, fan, raw_fan, multiplier, points, capped, patterns, decomposition) -> "Score":
-        """Build one without the frozen ``__init__``'s per-field checks (the scoring hot path)."""
-        obj = object.__new__(cls)
-        obj.__dict__.update(fan=fan, raw_fan=raw_fan, multiplier=multiplier, points=points,
-                            capped=capped, patterns=patterns, decomposition=decomposition)
-        return obj
 
 
 _MAX_RAW_FAN = 40  # well above any hand's total (a table, not a limit: larger fans are computed)
@@ -559,7 +500,7 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
     k0, k1, k2 = hand.keys
     t = win.tile.index
     ev = evaluate(k0, k1, k2, len(hand.tiles), meld_info(hand.melds) if hand.melds else NO_MELDS,
-                  win.flags, ctx, t, ctx.kaertiao and t == KAERTIAO_TILE and only_wait(hand, t))
+                  win.flags, ctx, t, ctx.asks_wait[t] and only_wait(hand, t))
     if ev is None:
         raise NotAWin(
             f"{str(hand)!r} is not a winning shape (four sets and a pair, or seven pairs)",
@@ -568,7 +509,7 @@ def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | st
     if ev.raw_fan == 1 and not win.self_drawn and not rules.dianpao_pinghu:
         raise DianpaoPinghu(DIANPAO_PINGHU, text=str(hand))
     fan, mult, points, capped = points_of(ev.raw_fan, ctx)
-    return Score._of(fan, ev.raw_fan, mult, points, capped, ev.patterns, decomposition(hand, ev))
+    return Score(fan, ev.raw_fan, mult, points, capped, ev.patterns, decomposition(hand, ev))
 
 
 DIANPAO_PINGHU = (

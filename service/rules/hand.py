@@ -165,6 +165,8 @@ class Hand:
         ``tiles`` in canonical order; the same value ``Hand(tiles)`` builds, without
         the frozen ``__init__``'s per-field checks and the per-tile loop.
         """
+        # Kept past the frozen __init__: bench/core.py, score and settle from strings, is 1.6 and 1.2 times
+        # slower when this and _with build by Hand(...) (docs/performance.md, "builders past __init__").
         obj = object.__new__(cls)
         fields = obj.__dict__  # (the frozen dataclass's fields, as object.__setattr__ would set them)
         fields["tiles"] = tiles
@@ -190,7 +192,7 @@ class Hand:
             mask |= _BIT[i]
             if held[i] > top:
                 top = held[i]
-        obj = object.__new__(Hand)
+        obj = object.__new__(Hand)  # (kept: see _of)
         obj.__dict__.update(tiles=self.tiles, melds=melds, void=void, counts=self.counts, held=tuple(held),
                             keys=self.keys, suit_mask=mask, max_held=top, size=len(self.tiles) + 3 * len(melds))
         return obj

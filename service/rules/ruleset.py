@@ -1,13 +1,8 @@
 """Rule variants (docs/rules.md#s5.3, §9, §13, §14): one frozen :class:`Ruleset` and named presets.
 
-Readings of docs/rules.md where it is silent (documented choices):
-
-* ``players = 3`` forces ``huazhu`` to 0 whatever is asked (§14.2): the
-  field is stored as 0, so ``{"preset": "xuezhan", "players": 3}`` reads back
-  with ``huazhu: 0``.
-* ``mode = xueliu`` keeps the ruleset's ``next_dealer``: §13.6's rule is the
-  ``winner`` rule of §10, which the ``xueliu`` preset has; ``discarder`` still
-  works as §10 says when asked for.
+Its fields are docs/rules.md#s9's, with that section's readings (three players and
+``huazhu``, ``xueliu`` and ``next_dealer``); one true/false field per pattern switch
+of the registry (:data:`.patterns.SWITCHES`).
 
 >>> Ruleset.from_preset("sanren-liangfang").players, Ruleset.from_spec({"players": 3, "huazhu": 16}).huazhu
 (3, 0)
@@ -31,6 +26,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from .errors import BadRulesetValue, UnknownRuleset, UnknownRulesetField
+from .patterns import SWITCHES
 
 ENUMS: dict[str, tuple[str, ...]] = {
     "mode": ("xuezhan", "normal", "xueliu"),
@@ -44,8 +40,8 @@ ENUMS: dict[str, tuple[str, ...]] = {
 }
 UNIT_FIELDS = ("direct_kong", "added_kong", "concealed_kong", "huazhu", "escape")
 """The fields counted in units of ``base`` points: integers 0 to :data:`MAX_UNITS`."""
-_FLAGS = ("huazhu_pays_winners", "haidi", "jingoudiao", "menqing", "zhongzhang",
-          "jiaxinwu", "kaertiao", "yitiaolong", "dianpao_pinghu", "xueliu_dajiao_winners")
+FLAGS = ("huazhu_pays_winners",) + SWITCHES + ("dianpao_pinghu", "xueliu_dajiao_winners")
+"""The true/false fields: the pattern switches of :data:`.patterns.SWITCHES` among them."""
 PLAYERS = (4, 3)
 """The seat counts a ruleset may have: four, or three (三人两房, §14)."""
 MAX_BASE = 1_000_000
@@ -77,13 +73,9 @@ class Ruleset:
     escape: int = 16
     winner_leaves: str = "deferred"
     next_dealer: str = "winner"
-    haidi: bool = False
-    jingoudiao: bool = False
-    menqing: bool = False
-    zhongzhang: bool = False
-    jiaxinwu: bool = False
-    kaertiao: bool = False
-    yitiaolong: bool = False
+    # one field per switch of the pattern registry (.patterns.SWITCHES), off by default
+    __annotations__.update(dict.fromkeys(SWITCHES, "bool"))
+    locals().update(dict.fromkeys(SWITCHES, False))
     players: int = 4
     dianpao_pinghu: bool = True
     xueliu_dajiao_winners: bool = False
@@ -104,7 +96,7 @@ class Ruleset:
             _int_in(self, "zhahu_fan", 1, MAX_CAP)
         for name in UNIT_FIELDS:
             _int_in(self, name, 0, MAX_UNITS)
-        for name in _FLAGS:
+        for name in FLAGS:
             if not isinstance(getattr(self, name), bool):
                 raise BadRulesetValue(
                     f"ruleset field {name!r} must be true or false; got {getattr(self, name)!r}",
@@ -116,12 +108,23 @@ class Ruleset:
                 text=str(self.players), field="players",
             )
         if self.players == 3 and self.huazhu:
-            object.__setattr__(self, "huazhu", 0)  # §14.2: no 花猪 with three players, whatever is asked
+            raise BadRulesetValue(  # (from_spec and replace() set it to 0: docs/rules.md#s14.2)
+                f"ruleset field 'huazhu' must be 0 with three players; got {self.huazhu!r}",
+                text=str(self.huazhu), field="huazhu",
+            )
         if self.preset not in PRESET_FIELDS:
             raise UnknownRuleset(
                 f"unknown ruleset preset {self.preset!r} (one of {', '.join(PRESET_FIELDS)})",
                 text=str(self.preset),
             )
+        # The one write past the frozen __setattr__: the hash of the fields, computed once.  A ruleset
+        # is the key of the per-ruleset constants (fan.context, an lru_cache) on every ting, score and
+        # discard advice, and the dataclass's own __hash__ hashes all its fields each time: bench/core.py
+        # measures ting from strings 1.17 times slower without it (docs/performance.md, "the ruleset's hash").
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self))))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]  # (set by __post_init__)
 
     @classmethod
     def from_preset(cls, name: str) -> "Ruleset":
@@ -156,24 +159,29 @@ class Ruleset:
         return 3 if self.cap is None else self.cap
 
     def replace(self, **overrides: Any) -> "Ruleset":
+        """This ruleset with ``overrides``; with three players ``huazhu`` is 0 whatever is asked
+        (docs/rules.md#s14.2)."""
         known = {f.name for f in fields(self)} - {"preset"}
         for name in overrides:
             if name not in known:
                 raise UnknownRulesetField(f"unknown ruleset field {name!r}", text=str(name))
+        if overrides.get("players", self.players) == 3:
+            overrides["huazhu"] = 0
         return replace(self, **overrides)
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, ``preset`` first (a fresh dict each call)."""
-        cached = self.__dict__.get("_as_dict")
-        if cached is None:
-            cached = {f.name: getattr(self, f.name) for f in fields(self)}
-            object.__setattr__(self, "_as_dict", cached)
-        return dict(cached)
+        return dict(_items(self))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Ruleset":
         """The inverse of :meth:`as_dict` (every field given); cached, since stored states repeat it."""
         return _from_items(tuple(sorted(data.items())))
+
+
+@lru_cache(maxsize=256)
+def _items(rules: Ruleset) -> tuple[tuple[str, Any], ...]:
+    return tuple((f.name, getattr(rules, f.name)) for f in fields(rules))
 
 
 @lru_cache(maxsize=256)

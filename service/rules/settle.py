@@ -9,73 +9,9 @@ whose ``code`` is a stable :class:`~service.rules.codes.Code` (the documented
 table of codes is generated from that enum: :func:`~service.rules.codes.code_table`);
 transfer reasons are :class:`~service.rules.codes.Reason`.
 
-Readings of docs/rules.md where it is silent (documented choices):
-
-* 天胡 must be the round's first event and the dealer's win; 地胡 needs no peng
-  or kong before it and a non-dealer winner; under the chengdu table a 地胡 by
-  discard must be on the dealer's discard.
-* 杠上炮 with several winners: each winner receives the full kong income
-  (呼叫转移 per winner, as the rule reads).
-* "Pengs are logged" per seat (as §6 counts melds per seat): a seat with a logged
-  peng this round must have logged the peng its added kong upgrades; a seat that
-  logs no pengs may post added kongs alone (the kong then counts as four copies).
-* A 13-size hand given at a draw is ting by the same rules as ``ting`` (死叫 is
-  not ting); its 大叫 follows the ruleset's ``dajiao`` (max or min) and cap.
-* 杠上花 needs a kong among the winner's melds (§5.1); that is checked when the
-  winner gives a hand.  A winner given as a ``fan`` has no melds to check: the
-  event just before being its own kong (``kong_required``) is what is checked.
-* With ``huazhu = 0`` a declared ``huazhu`` status, and a hand of three suits
-  or holding its 定缺 suit, stand as ``not_ting`` (§7.2), at a draw and in an
-  escape's last-four reports alike.
-* ``dianpao_pinghu = false`` looks at each winner of a win on a discard (点炮,
-  抢杠胡, 杠上炮): a declared ``fan`` of 1 or a hand worth 1 fan before the cap
-  refuses the whole event.  杠上花 paid by the feeder alone (``dianganghua =
-  discard``) is a self-drawn win: not affected.
-
-Three players (三人两房, §14):
-
-* Seats are 0-2; ``voids`` are null (or three nulls): a suit there, or a hand's
-  ``void``, is ``void_not_allowed``; a 万 tile anywhere (a meld's tile, the hu
-  tile, a hand or its melds) is ``suit_not_in_play``.
-* 血战 ends when all seats but one have won (two of three); "the others" are
-  the seats still in the round, so a 自摸 after one win is paid by one seat.
-
-血流成河 (§13):
-
-* ``winners`` (and a table round's ``won``) lists each seat that has won once,
-  in the order of its first win; the transfers show every win.
-* A winner's hand is *known* once it wins with a ``hand``; its kept hand is that
-  hand without the tile won (the tile is set aside: counted once, in no later
-  hand).  A winner that only ever declared a ``fan`` has no kept hand: its kongs
-  are not checked, and a later win given with a hand makes that hand its kept one.
-  Its tile won still counts toward the 4-copy limit (§13.2: set aside, counted),
-  once per ``hu`` event; outside 血流 a ``fan`` winner adds no tile to the count
-  (§6 counts the concealed tiles of the hands given).
-* A later win with a hand must be the kept hand (concealed tiles, and melds by
-  type, tile and kind in any order) plus the tile won, else
-  ``kept_hand_mismatch``; at a draw, a winner's listed hand must be its kept hand.
-* A winner's concealed kong on a known hand needs exactly three of the tile among
-  its kept concealed tiles (the drawn tile is the fourth; a hand holding all four
-  could only kong them by taking in another tile), an added kong needs its kept
-  peng; otherwise ``kong_not_in_hand``.  "Leaves its waits unchanged" compares
-  §4's waits, so a kong of a tile that was a wait (now held four times) changes
-  them (``kong_changes_waits``).  Those three concealed copies move into the kong
-  in the copy count (only the drawn tile is new).  When an added kong of a winner
-  is robbed, its kept hand holds the peng again.
-* 天胡/地胡 only for the round's first win: an ``earthly`` hu after any hu is
-  ``contradictory_flags``.
-* At a draw a winner need not be listed; listed, it must be ting
-  (``winner_not_ting``: a ``not_ting``/``huazhu`` status, or a hand that is not
-  ting).  A winner's 大叫 (collected with ``xueliu_dajiao_winners``) is taken
-  from its kept hand when known, else from its entry's hand, else its entry's
-  ``dajiao_fan``; a winner neither known nor listed collects nothing.
-* ``huazhu_pays_winners = false`` changes nothing in 血流: winners are still in
-  the round (§13.1), so a 花猪 pays them as it pays every non-花猪 seat.
-* An escape's last-four charge follows §13.5's 查大叫: the ting seats that have
-  not won, and the winners (ting, listed or not) with ``xueliu_dajiao_winners``.
-  ``winner_leaves`` has no effect (§13.7: any seat leaving ends the round).
-* The next dealer follows the ruleset's ``next_dealer`` (§13.6 is the
-  ``winner`` rule, which the ``xueliu`` preset has).
+The readings where the rules are silent are docs/rules.md's, beside the rules they read:
+天胡/地胡 (docs/rules.md#s5.1), the events and their checks (#s6), the draw (#s7), escapes
+(#s8), three players (#s14) and 血流成河 (#s13, its winners #s13.8).
 
 >>> s = settle([{"type": "kong", "seat": 0, "kind": "concealed", "tile": "5m"}], dealer=0)
 >>> s.deltas, [t.as_dict()["reason"] for t in s.transfers]
@@ -92,7 +28,7 @@ from .codes import Code, Reason
 from .errors import EventError, RuleError
 from .events import Draw, Escape, Event, Hu, Kong, Peng, Penalty, SeatReport, parse_event, plain_kong_fields
 from .fan import (
-    DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, KAERTIAO_TILE, FanContext, context, evaluate, meld_info, only_wait, points_of, suit_problem,
+    DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, FanContext, context, evaluate, meld_info, only_wait, points_of, suit_problem,
     Win,
 )
 from .hand import Hand, Meld, hand_problems, parse_hand
@@ -312,11 +248,8 @@ class Round:
         return seats[0] if len(seats) == 1 else frm  # 一炮多响: the discarder
 
     def settlement(self) -> Settlement:
-        # (the value Settlement(...) builds, without the frozen __init__'s per-field setattr)
-        out = object.__new__(Settlement)
-        out.__dict__.update(deltas=self.deltas, transfers=tuple(self.transfers), winners=tuple(self.won),
-                            ended=self.ended, next_dealer=self.dealer_after() if self.ended else None)
-        return out
+        return Settlement(self.deltas, tuple(self.transfers), tuple(self.won), self.ended,
+                          self.dealer_after() if self.ended else None)
 
     # -- persistence ----------------------------------------------------------
     def to_dict(self) -> dict:
@@ -623,7 +556,7 @@ class Round:
             and kong is not None and kong.kind == "direct"
         )
         if feeder_pays:
-            ctx = ctx._replace(zimo_fan=False)
+            ctx = context(self.rules, without="zimo")
         for k, w in enumerate(ev.winners):
             if w.patterns:
                 _check_given_patterns(w, k, ev, ctx, i)
@@ -731,7 +664,7 @@ class Round:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat} cannot win: {problem}")
         t = ev.tile.index
         evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx, t,
-                       ctx.kaertiao and t == KAERTIAO_TILE and only_wait(hand, t))
+                       ctx.asks_wait[t] and only_wait(hand, t))
         if evn is None:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
         return evn.raw_fan, tuple([p.id for p in evn.patterns])

@@ -26,27 +26,8 @@ sharing a short pot (§12's three worked examples):
 >>> two.coins_delta, two.pot, two.coins
 ((19, 6, -5, -20), 25, (119, 106, 0, 80))
 
-Readings where §12 is silent (documented choices):
-
-* Coins are settled from the round's net point deltas, once, when the round
-  ends (any way: 血战's last win, a draw, an escape, ``round_end``); a seat's
-  payments and receipts within the round are netted first.
-* The fee is charged for every ended round, to every seat (winners, losers,
-  seats whose delta is 0, a seat that escaped, a winner that left), after the
-  winners are paid; a seat holding less than the fee pays what it holds.  A
-  round voided away (its ``round_start`` voided) charges nothing.
-* A seat with no coins left still plays: it pays nothing more (a bankroll
-  never goes below 0) and its wins collect as any seat's do.  ``buy_in``
-  (between rounds) refills it.
-* Stakes are set when the table is created and never change; ``fee`` defaults
-  to 0; ``coin_per_point`` and one bankroll per seat are required.  Every
-  number is an integer (a JSON ``200.0`` is not); the coins at a table in all
-  (bankrolls, then buy-ins, less the fees taken) stay at most ``MAX_COINS`` =
-  10^15, so that every client, JavaScript's 2^53 included, counts them exactly
-  (``bad_stakes`` at creation, ``too_many_coins`` for a buy-in past it).
-* :func:`settle_coins` takes deltas that sum to zero, as every settlement's
-  do; other deltas are ``bad_stakes`` (winners could get more than their
-  nominal otherwise).
+The readings where §12 is silent (when coins are settled, the fee, an empty
+bankroll, the integers and their bounds) are docs/rules.md#s12's.
 """
 
 from __future__ import annotations

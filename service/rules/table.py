@@ -15,24 +15,7 @@ plain data (:meth:`TableState.to_dict`), so a store keeps it beside the log
 and appends without refolding; :func:`fold` rebuilds it from the log, which is
 the definition the stored state must always equal.
 
-Readings where docs/rules.md is silent (documented choices):
-
-* A round starts only by an explicit ``round_start``: a round event with no
-  round in progress is rejected (``no_round``); after a round has ended, the
-  next event must be a new ``round_start``.
-* ``round_start`` without ``dealer`` takes the previous round's next dealer
-  (the table's first dealer for round 1).  It is rejected while a round is
-  still being played (``round_in_progress``): post ``round_end`` first.
-* ``round_end`` closes a round that has not ended by its events; all payments
-  so far stand (no 流局 checks: post a ``draw`` for those), and the next
-  dealer follows the first win, or the dealer stays.
-* Transfers of a table name the ``seq`` of the record that caused them.
-* Voiding a record refolds the log without it; it is refused
-  (``void_conflict``) when a later record no longer validates without it.
-* A table seats as many players as its ruleset's ``players`` (4, or 3 for
-  三人两房): other numbers of names are ``bad_players`` (a first dealer outside
-  the seats ``seat_out_of_range``); every seat-indexed list (balances, deltas, ``voids``) has one
-  entry per seat, and with three players ``voids`` may only be null.
+The readings of a table's rounds, records and voids are docs/rules.md#s10's (and #s15's).
 
 Corrections (docs/rules.md#s15.2 has the readings; code-level ones here):
 

@@ -54,17 +54,6 @@ class Ting:
     waits: tuple[Wait, ...]
     dajiao: Dajiao | None
 
-    @classmethod
-    def _of(cls, ting: bool, huazhu: bool, waits: tuple, dajiao: "Dajiao | None") -> "Ting":
-        """Build one without the frozen ``__init__``'s per-field checks (the ting hot path)."""
-        obj = object.__new__(cls)
-        fields = obj.__dict__  # (the frozen dataclass's fields, as object.__setattr__ would set them)
-        fields["ting"] = ting
-        fields["huazhu"] = huazhu
-        fields["waits"] = waits
-        fields["dajiao"] = dajiao
-        return obj
-
 
 @dataclass(frozen=True, slots=True)
 class DiscardOption:
@@ -73,39 +62,12 @@ class DiscardOption:
     remaining: int
     dajiao: Dajiao
 
-    @classmethod
-    def _of(cls, discard: Tile, waits: tuple, remaining: int, dajiao: Dajiao) -> "DiscardOption":
-        """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
-        obj = _new(cls)
-        _SET_DISCARD(obj, discard)
-        _SET_WAITS(obj, waits)
-        _SET_REMAINING(obj, remaining)
-        _SET_DAJIAO(obj, dajiao)
-        return obj
-
-
-_new = object.__new__
-# each slot's own setter (what object.__setattr__ finds by the field's name, without the look-up)
-_SET_DISCARD, _SET_WAITS, _SET_REMAINING, _SET_DAJIAO = (
-    DiscardOption.__dict__[name].__set__ for name in ("discard", "waits", "remaining", "dajiao"))
-
 
 @dataclass(frozen=True, slots=True)
 class DiscardAdvice:
     options: tuple[DiscardOption, ...]
     complete: bool
     """The 14 tiles already win."""
-
-    @classmethod
-    def _of(cls, options: tuple, complete: bool) -> "DiscardAdvice":
-        """Build one without the frozen ``__init__``'s global look-ups (the discard-advice hot path)."""
-        obj = _new(cls)
-        _SET_OPTIONS(obj, options)
-        _SET_COMPLETE(obj, complete)
-        return obj
-
-
-_SET_OPTIONS, _SET_COMPLETE = (DiscardAdvice.__dict__[name].__set__ for name in ("options", "complete"))
 
 
 def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: FanContext, held, vis,
@@ -117,7 +79,7 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: FanContext, 
     out = []
     k0, k1, k2 = keys
     n = n_concealed + 1
-    if not (ctx.options or ctx.runs):  # no extra but 根: the value is the hand's facts' (discard_value)
+    if ctx.plain:  # no extra but 根 can hold: the value is the hand's facts' (discard_value)
         for t in tiles:
             add = POW_OF[t]
             raw, patterns, fan, points, capped = discard_value(
@@ -157,7 +119,7 @@ def dajiao_points(hand: Hand, ctx: FanContext, rules_dajiao: str) -> int | None:
     if not tiles:
         return None
     mi = meld_info(hand.melds)
-    if not (ctx.options or ctx.runs):  # the points alone, by discard_value (as _value_waits values them)
+    if ctx.plain:  # the points alone, by discard_value (as _value_waits values them)
         k0, k1, k2 = hand.keys
         n = len(hand.tiles) + 1
         points = [discard_value(k0 + POW_OF[t] if t < 9 else k0, k1 + POW_OF[t] if 9 <= t < 18 else k1,
@@ -230,10 +192,10 @@ def _ting_of_hand(hand: Hand, ctx: FanContext, rules: Ruleset, vis) -> Ting:
     tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask,
                        -1 if hand.void is None else SUITS.index(hand.void))
     if not tiles:
-        return Ting._of(False, hand.huazhu and rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
+        return Ting(False, hand.huazhu and rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
     mi = meld_info(hand.melds) if hand.melds else NO_MELDS
     waits = _value_waits(hand.keys, len(hand.tiles), mi, tiles, ctx, hand.held, vis)
-    return Ting._of(True, False, tuple(waits), dajiao_of(waits, rules.dajiao))
+    return Ting(True, False, tuple(waits), dajiao_of(waits, rules.dajiao))
 
 
 def _ting_by_parts(k0: int, k1: int, k2: int, ctx: FanContext, rules: Ruleset) -> Ting:
@@ -246,7 +208,7 @@ def _ting_by_parts(k0: int, k1: int, k2: int, ctx: FanContext, rules: Ruleset) -
     13's one odd count), valued on its own.  Three suits: 花猪, no wait (:func:`~.shapes.wait_tiles`).
     """
     if k0 and k1 and k2:
-        return Ting._of(False, rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
+        return Ting(False, rules.huazhu != 0, (), None)  # huazhu 0: no 花猪 (§7.2)
     c0, w0, o0 = INFO_MEMO.get(k0) or suit_info(k0)
     c1, w1, o1 = INFO_MEMO.get(k1) or suit_info(k1)
     c2, w2, o2 = INFO_MEMO.get(k2) or suit_info(k2)
@@ -279,8 +241,8 @@ def _ting_by_parts(k0: int, k1: int, k2: int, ctx: FanContext, rules: Ruleset) -
             waits = with_pair
             dajiao = dajiao_of(waits, rules.dajiao)
     if not waits:
-        return Ting._of(False, False, (), None)
-    return Ting._of(True, False, waits, dajiao)
+        return Ting(False, False, (), None)
+    return Ting(True, False, waits, dajiao)
 
 
 def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> DiscardAdvice:
@@ -307,7 +269,7 @@ def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visi
         require_valid(hand, 14, vis_tiles)
     if rules.players == 3:
         require_in_play(hand, 3, vis_tiles)
-    return DiscardAdvice._of(_options(hand, ctx, vis, rules.dajiao), is_win(hand))
+    return DiscardAdvice(_options(hand, ctx, vis, rules.dajiao), is_win(hand))
 
 
 def _options(hand: Hand, ctx: FanContext, vis, rules_dajiao: str) -> tuple[DiscardOption, ...]:
@@ -334,7 +296,7 @@ def _options(hand: Hand, ctx: FanContext, vis, rules_dajiao: str) -> tuple[Disca
         if not tiles:
             continue
         only = len(tiles) == 1
-        if ctx.kaertiao and held[d] == 4:  # 卡二条 asks whether the 13 left have a single wait (§4)
+        if ctx.waits_asked and held[d] == 4:  # an extra asks whether the 13 left have a single wait (§4)
             held13 = list(held)
             held13[d] -= 1
             only = len(wait_tiles(k, n, n_melds, held13, mask, void_suit)) == 1
@@ -357,7 +319,7 @@ def _options(hand: Hand, ctx: FanContext, vis, rules_dajiao: str) -> tuple[Disca
             waits = _value_waits(k, n, mi, tiles, ctx, held, vis, only)
             remaining = sum(map(_remaining, waits))
             dajiao = dajiao_of(waits, rules_dajiao)
-        out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], tuple(waits), remaining, dajiao)))
+        out.append(((-remaining, -dajiao[1], d), DiscardOption(TILES[d], tuple(waits), remaining, dajiao)))
     out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
     return tuple([option for _rank, option in out])
 
@@ -448,7 +410,7 @@ def _advice_by_parts(keys: tuple, ctx: FanContext, highest: bool) -> DiscardAdvi
                     d = 9 * s + r
                     waits, remaining, hi, lo = part_z if part_y is None else part_y
                     dajiao = hi if highest else lo
-                    out.append(((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)))
+                    out.append(((-remaining, -dajiao[1], d), DiscardOption(TILES[d], waits, remaining, dajiao)))
                     continue
             parts = [None if part_y is None else part_y[0], None if part_z is None else part_z[0]]
             parts.insert(s, None if own_r is None else own_r[1].waits)  # (suit order)
@@ -462,11 +424,11 @@ def _advice_by_parts(keys: tuple, ctx: FanContext, highest: bool) -> DiscardAdvi
             if waits:
                 out.append(_ranked_option(d, waits, highest))
     if not out:
-        return DiscardAdvice._of((), complete)
+        return DiscardAdvice((), complete)
     if len(out) == 1:
-        return DiscardAdvice._of((out[0][1],), complete)
+        return DiscardAdvice((out[0][1],), complete)
     out.sort()  # best first: most remaining, then highest 大叫 points, then tile order (d is unique)
-    return DiscardAdvice._of(tuple(map(_option, out)), complete)
+    return DiscardAdvice(tuple(map(_option, out)), complete)
 
 
 _option = itemgetter(1)  # (rank, option) -> option
@@ -485,7 +447,7 @@ def _pair_option(keys: tuple, d: int, t: int, ctx: FanContext) -> tuple | None:
     raw, patterns, fan, points, capped = discard_value(k[0], k[1], k[2], 14, NO_MELDS, ctx)
     left = 4 - held
     wait = _record(Wait, (TILES[t], fan, points, patterns, left, raw, capped))
-    return (-left, -points, d), DiscardOption._of(TILES[d], (wait,), left, _record(Dajiao, (fan, points)))
+    return (-left, -points, d), DiscardOption(TILES[d], (wait,), left, _record(Dajiao, (fan, points)))
 
 
 def _other_odd(infos: tuple, d: int) -> int:
@@ -512,7 +474,7 @@ def across_option(ctx: FanContext, x: int, kx: int, facts: int, ky: int, kz: int
         else:
             waits, remaining, hi, lo = part
             dajiao = hi if highest else lo
-            found = ((-remaining, -dajiao[1], d), DiscardOption._of(TILES[d], waits, remaining, dajiao))
+            found = ((-remaining, -dajiao[1], d), DiscardOption(TILES[d], waits, remaining, dajiao))
         if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
             memo.clear()
         memo[key] = found
@@ -540,7 +502,7 @@ def suit_options(ctx: FanContext, s: int, ks: int, ky: int, kz: int, highest: bo
                 waits, remaining, hi, lo = part
                 dajiao = hi if highest else lo
                 out.append(((-remaining, -dajiao[1], base + r),
-                            DiscardOption._of(TILES[base + r], waits, remaining, dajiao)))
+                            DiscardOption(TILES[base + r], waits, remaining, dajiao)))
         found = tuple(out)
         if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
             memo.clear()
@@ -600,7 +562,7 @@ def _ranked_option(d: int, waits: tuple, highest: bool) -> tuple:
         if best is None or (w[2] > best[2] if highest else w[2] < best[2]):
             best = w
     dajiao = _record(Dajiao, (best[1], best[2]))
-    return (-remaining, -best[2], d), DiscardOption._of(TILES[d], waits, remaining, dajiao)
+    return (-remaining, -best[2], d), DiscardOption(TILES[d], waits, remaining, dajiao)
 
 
 _MISSING = object()

@@ -4,7 +4,9 @@ Routes (none under ``/v1``; none carries a token in its path or query):
 
 * ``GET /`` — the app shell (``static/index.html``); tokens travel in the URL
   fragment (``#t=<id>&k=<token>``), which a browser never sends.
-* ``GET /web/<file>`` — the app's static files (revalidated by ETag).
+* ``GET /web/<file>`` — the app's static files (revalidated by ETag), and the
+  files the app factory hands to :func:`register`, made at serve time from the
+  code (``patterns.json``: the rules core's pattern registry).
 * ``GET /sw.js`` — the service worker, at the root so that its scope is the
   whole app; its first line names every shell file and a version hash of their
   contents, so any change of a file installs a new worker.
@@ -33,12 +35,13 @@ import importlib.resources
 import io
 import mimetypes
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import orjson
-from flask import Blueprint, Flask, Response, request
+from flask import Blueprint, Flask, Response, current_app, request
 from werkzeug.exceptions import BadRequest, NotFound, UnprocessableEntity, UnsupportedMediaType
 from werkzeug.security import safe_join
 
@@ -59,11 +62,19 @@ COMPRESSIBLE = {"text/javascript", "application/javascript", "text/css", "text/h
 GZIP_FROM = 512  # bytes: a smaller file is sent as it is (gzip would save next to nothing)
 
 blp = Blueprint("web", __name__)
+GENERATED = "web_generated"
+"""``app.extensions`` key of the files made from the code (name under ``/web/`` → text), see :func:`register`."""
 
 
-def register(app: Flask) -> None:
-    """Serve the app, its assets and the /docs assets on ``app``."""
+def register(app: Flask, generated: Mapping[str, str] | None = None) -> None:
+    """Serve the app, its assets and the /docs assets on ``app``; ``generated``: files made from the code
+    at serve time (name → text, served under ``/web/`` as the static files are, and cached by the worker)."""
+    app.extensions[GENERATED] = dict(generated or {})
     app.register_blueprint(blp)
+
+
+def _generated() -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(current_app.extensions.get(GENERATED, {}).items()))
 
 
 def _no_cache(response: Response) -> Response:
@@ -84,14 +95,18 @@ def shell_files() -> list[str]:
                   if p.is_file() and p.name != WORKER and not p.name.startswith("."))
 
 
-@lru_cache(maxsize=1)
-def worker_source() -> str:
-    """The service worker served as ``/sw.js``: ``self.SHELL`` (the app's files and a version, a hash of
-    their contents) then ``worker.js`` (read once: ``worker_source.cache_clear()`` reads them again)."""
+@lru_cache(maxsize=4)
+def worker_source(generated: tuple[tuple[str, str], ...] = ()) -> str:
+    """The service worker served as ``/sw.js``: ``self.SHELL`` (the app's files, the ``generated`` ones
+    (name, text) among them, and a version, a hash of their contents) then ``worker.js`` (read once:
+    ``worker_source.cache_clear()`` reads them again)."""
     digest = hashlib.sha256()
     for name in shell_files() + [WORKER]:
         digest.update(name.encode() + b"\0" + (STATIC / name).read_bytes())
-    shell = {"version": digest.hexdigest()[:16], "files": ["/"] + [f"/web/{n}" for n in shell_files()]}
+    for name, text in generated:
+        digest.update(name.encode() + b"\0" + text.encode())
+    files = sorted(shell_files() + [name for name, _text in generated])
+    shell = {"version": digest.hexdigest()[:16], "files": ["/"] + [f"/web/{n}" for n in files]}
     return f"self.SHELL = {orjson.dumps(shell).decode()};\n" + (STATIC / WORKER).read_text(encoding="utf-8")
 
 
@@ -150,14 +165,20 @@ def index() -> Response:
 
 @blp.route("/web/<path:filename>", methods=["GET"])
 def asset(filename: str) -> Response:
-    response = _send_file(STATIC, filename, TYPES.get(Path(filename).suffix))
+    mimetype = TYPES.get(Path(filename).suffix)
+    made = current_app.extensions.get(GENERATED, {}).get(filename)
+    if made is not None:  # (made from the code at serve time: compressed once, as a file is)
+        mimetype = mimetype or "application/octet-stream"
+        response = _send(_text_body(made, mimetype), mimetype)
+    else:
+        response = _send_file(STATIC, filename, mimetype)
     response.headers["X-Content-Type-Options"] = "nosniff"
     return _no_cache(response)
 
 
 @blp.route("/sw.js", methods=["GET"])
 def service_worker() -> Response:
-    response = _send(_text_body(worker_source(), "text/javascript"), "text/javascript")
+    response = _send(_text_body(worker_source(_generated()), "text/javascript"), "text/javascript")
     response.headers["X-Content-Type-Options"] = "nosniff"
     return _no_cache(response)
 

@@ -107,20 +107,12 @@ export function pointsFor(fan, ruleset, { selfDrawn = false } = {}) {
   return { fan: f, points: base * mult + (selfDrawn && ruleset.zimo === 'base' ? base : 0), capped };
 }
 
-// the extra patterns a room counts only when its option is on (the rest always count)
-const OPTION_OF = { haidi: 'haidi', jingoudiao: 'jingoudiao', menqing: 'menqing', zhongzhang: 'zhongzhang',
-  jiaxinwu: 'jiaxinwu', kaertiao: 'kaertiao', yitiaolong: 'yitiaolong' };
-
-// the patterns worth fan in this room: every base pattern of its fan table, and the extras it
-// has not switched off (自摸加番 only with zimo = fan)
+// the patterns worth fan in this room: those of its fan table whose ruleset option, if they have one,
+// is on (each pattern's `option` and the value `on` that turns it on: the rules core's registry, as
+// /web/patterns.json serves it; 自摸加番 is on with zimo = fan)
 export function roomPatterns(patterns, ruleset) {
   const table = (ruleset && ruleset.fan_table) || 'qq';
-  return patterns.filter((p) => {
-    if (!((p.fan[table] || 0) > 0)) return false;
-    if (p.id === 'zimo') return ruleset.zimo === 'fan';
-    if (p.id in OPTION_OF) return !!ruleset[OPTION_OF[p.id]];
-    return true;
-  });
+  return patterns.filter((p) => (p.fan[table] || 0) > 0 && (!p.option || (ruleset || {})[p.option] === p.on));
 }
 
 // -- one round, explained ----------------------------------------------------------------------

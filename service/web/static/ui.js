@@ -2,13 +2,20 @@
 // A = the app's actions (app.js): every handler calls one of them.
 import { h, field } from './dom.js';
 import { t } from './i18n.js';
-import { describe, transferWords, seatName, fanInfo } from './words.js';
+import { describe, transferWords, seatName, fanInfo, patternList, patternName } from './words.js';
 import { winsBySeat, drawStatuses, roundLog } from './round.js';
 import { ROUND_EVENTS, lastUndoable } from './state.js';
 import { renderEnd } from './end.js';
 
-const OPTION_FLAGS = ['haidi', 'jingoudiao', 'menqing', 'zhongzhang', 'jiaxinwu', 'kaertiao', 'yitiaolong', 'dianpao_pinghu',
-  'xueliu_dajiao_winners'];
+// the room's on/off options: the switch of each optional pattern (/web/patterns.json, made from the
+// rules core's pattern registry), then the two that are no pattern's
+const optionFlags = () => [...patternList().filter((p) => p.option && p.on === true).map((p) => p.option),
+  'dianpao_pinghu', 'xueliu_dajiao_winners'];
+// an option's words: its own, else the name of the pattern it turns on
+const optionName = (k) => {
+  const p = patternList().find((q) => q.option === k);
+  return t(k) === k && p ? patternName(p.id) : t(k);
+};
 // an option shown only where it means something
 const OPTION_SHOWN = { xueliu_dajiao_winners: (preset) => preset.mode === 'xueliu' };
 
@@ -57,9 +64,9 @@ function renderStart(s, A) {
     options.push(field(t('dianganghua'), h('select', { testid: 'opt-dianganghua', onchange: (e) => setOpt('dianganghua', e.target.value) },
       ['self_draw', 'discard'].map((v) => h('option', { value: v, selected: opt('dianganghua') === v }, t(`dgh_${v}`))))));
   }
-  for (const k of OPTION_FLAGS.filter((f) => f in preset && (!OPTION_SHOWN[f] || OPTION_SHOWN[f](preset)))) {
+  for (const k of optionFlags().filter((f) => f in preset && (!OPTION_SHOWN[f] || OPTION_SHOWN[f](preset)))) {
     options.push(h('label', { class: 'check' }, h('input', { type: 'checkbox', testid: `opt-${k}`, checked: !!opt(k),
-      onchange: (e) => setOpt(k, e.target.checked) }), t(k)));
+      onchange: (e) => setOpt(k, e.target.checked) }), optionName(k)));
   }
   options.push(field(t('api_key'), h('input', { type: 'password', testid: 'api-key', autocomplete: 'off', value: A.apiKey(),
     onchange: (e) => A.setApiKey(e.target.value.trim()) }), t('api_key_hint')));

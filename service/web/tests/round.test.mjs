@@ -3,9 +3,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseTiles, meldsBySeat, winsBySeat, keptHands, pointsFor, roomPatterns, roundLog, settleRequest,
   drawStatuses, roundAfterRecord, roundSoFar } from '../static/round.js';
-import { readFileSync } from 'node:fs';
+import { servedPatterns } from './setup.mjs';
 
-const PATTERNS = JSON.parse(readFileSync(new URL('../static/patterns.json', import.meta.url)));
+const PATTERNS = servedPatterns();
 const XUEZHAN = { preset: 'xuezhan', mode: 'xuezhan', fan_table: 'qq', scoring: 'exponential', base: 6, cap: null, zimo: 'none',
   haidi: false, jingoudiao: false, menqing: false, zhongzhang: false, jiaxinwu: false, kaertiao: false, yitiaolong: false };
 

@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
 // Globals the app's pure modules meet in a browser, for node --test: localStorage, window (for
 // the outbox's online listener) and a fetch that answers from a list of replies.
 const store = new Map();
@@ -21,4 +25,14 @@ export function fetchReplies(replies) {
       headers: { 'Content-Type': 'application/json' } });
   };
   return calls;
+}
+
+// the pattern table the service serves at /web/patterns.json, made from the rules core's registry
+// (service/rules/patterns.py as_json): PYTHON, else the project's .venv, else python3
+export function servedPatterns() {
+  const root = fileURLToPath(new URL('../../../', import.meta.url));
+  const venv = `${root}.venv/bin/python`;
+  const python = process.env.PYTHON || (existsSync(venv) ? venv : 'python3');
+  const code = 'from service.rules.patterns import as_json; print(as_json(), end="")';
+  return JSON.parse(execFileSync(python, ['-c', code], { cwd: root, encoding: 'utf8' }));
 }

@@ -1,13 +1,13 @@
 // The end of the evening in words: the settle-up, the plain text, the picture's drawing commands.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { servedPatterns } from './setup.mjs';
 import { setLang } from '../static/i18n.js';
 import { setPatterns } from '../static/words.js';
 import { settleUpWords, summaryText, summaryDrawing, drawingText, factWords, rankLine, ranked, PICTURE_MIN_TEXT, estimateWidth,
   wrapText } from '../static/summary.js';
 
-setPatterns(JSON.parse(readFileSync(new URL('../static/patterns.json', import.meta.url))));
+setPatterns(servedPatterns());
 
 const seat = (n, name, total, rank, more = {}) => ({ seat: n, name, total, rank, wins: 0, zimo: 0, dianpao_paid: 0,
   kongs: { direct: 0, added: 0, concealed: 0 }, huazhu_paid: 0, dajiao_paid: 0, escapes: 0, biggest_win: null, ...more });

@@ -1,11 +1,11 @@
 // The 胡 sheet's special wins: one control sets the flag and the pattern together (wins.js).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { servedPatterns } from './setup.mjs';
 import { impliedPatterns, winFlags, specialOn, toggleSpecial, fitFlags, roomFan, roomImplied, defaultFan, refan,
   entryPatterns, pickChip, patternsContradiction, specialProblem, SPECIALS } from '../static/wins.js';
 
-const PATTERNS = JSON.parse(readFileSync(new URL('../static/patterns.json', import.meta.url)));
+const PATTERNS = servedPatterns();
 const XUEZHAN = { preset: 'xuezhan', mode: 'xuezhan', fan_table: 'qq', scoring: 'exponential', base: 6, cap: null, zimo: 'none',
   haidi: false, jingoudiao: false, menqing: false, zhongzhang: false, jiaxinwu: false, kaertiao: false, yitiaolong: false };
 const HAIDI = { ...XUEZHAN, haidi: true, zimo: 'fan' };
