@@ -421,26 +421,138 @@ def load_hand(data: Mapping[str, Any], path: str) -> Hand:
     return Hand(tuple(tiles), melds, void)
 
 
+class Refused(NamedTuple):
+    """A field that loaded but that the rules core refused (its error), kept until every field has loaded:
+    a body that also breaks the schema is answered the schema's 422, as if the core had not been asked,
+    and otherwise the first refusal in the fields' order is raised (:func:`check_refusals`)."""
+
+    error: Exception
+
+
+def _core(path: str | None, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, or a :class:`Refused` when the core refuses it: a :class:`RuleError` names ``path``
+    (a :class:`FieldRuleError`; with no ``path`` it is kept as it is)."""
+    try:
+        return fn(*args)
+    except FieldRuleError as exc:
+        return Refused(exc)
+    except RuleError as exc:
+        return Refused(FieldRuleError(exc, path) if path else exc)
+
+
+def check_refusals(data: dict, names: tuple[str, ...]) -> dict:
+    """``data`` (a loaded body), or the first :class:`Refused` of the fields ``names``, in order, raised."""
+    for name in names:
+        value = data.get(name)
+        if type(value) is Refused:
+            raise value.error
+    return data
+
+
+def _nested(schema: type[ma.Schema], value: Any) -> dict:
+    """``value`` loaded by ``schema`` as a ``fields.Nested`` would (the same messages)."""
+    try:
+        return _instance(schema).load(value)
+    except ValidationError as exc:
+        raise ValidationError(exc.messages, valid_data=exc.valid_data) from None
+
+
+class HandField(DocumentedField):
+    """A hand (documented as :class:`HandSchema`), loaded to a core :class:`Hand`.
+
+    The common form, ``{"tiles": "<hand string>"}`` alone, is parsed by the core at once
+    (:func:`parse_hand`); melds, a ``void`` or a list of tiles are loaded by :class:`HandSchema`
+    (their messages are its own), then by :func:`load_hand`.  A core refusal is a :class:`Refused`.
+    """
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        path = self.name or "hand"
+        if type(value) is dict and len(value) == 1:
+            tiles = value.get("tiles")
+            if type(tiles) is str and len(tiles) <= MAX_HAND_CHARS:
+                return _core(f"{path}.tiles", parse_hand, tiles)
+        return _core(None, load_hand, _nested(HandSchema, value), path)
+
+    def openapi(self, converter) -> dict:
+        return converter.resolve_nested_schema(HandSchema)
+
+
+WIN_FLAGS = ("self_drawn", "after_kong", "robbing_kong", "last_tile", "heavenly", "earthly")
+
+
+def _win(tile: str, flags: dict) -> "Win | Refused":
+    parsed = _core("win.tile", Tile.from_str, tile)
+    return parsed if type(parsed) is Refused else _core("win", lambda: Win(parsed, **flags))
+
+
+class WinField(DocumentedField):
+    """How a hand won (documented as :class:`WinSchema`), loaded to a core :class:`Win`.
+
+    An object of a tile string and ``true``/``false`` flags is checked here and given to the core;
+    anything else is loaded by :class:`WinSchema` (its messages).  A core refusal is a :class:`Refused`.
+    """
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if type(value) is dict:
+            tile = value.get("tile")
+            if type(tile) is str and len(tile) <= MAX_TILE_CHARS:
+                flags = {k: v for k, v in value.items() if k != "tile"}
+                if all(k in WIN_FLAG_SET and (v is True or v is False) for k, v in flags.items()):
+                    return _win(tile, flags)
+        w = _nested(WinSchema, value)
+        return _win(w.pop("tile"), w)
+
+    def openapi(self, converter) -> dict:
+        return converter.resolve_nested_schema(WinSchema)
+
+
+WIN_FLAG_SET = frozenset(WIN_FLAGS)
+
+
+def _absent() -> None:
+    return None
+
+
+class VisibleField(DocumentedField):
+    """Tiles seen elsewhere: a hand string of at most :data:`MAX_VISIBLE_CHARS`, loaded to the core's tiles
+    (an empty string: None).  A core refusal is a :class:`Refused`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(load_default=_absent, **kwargs)  # (a callable: no ``null``, no documented default)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, str):
+            raise ValidationError("Not a valid string.")
+        if len(value) > MAX_VISIBLE_CHARS:
+            raise ValidationError(f"Longer than maximum length {MAX_VISIBLE_CHARS}.")
+        return _core("visible", parse_tiles, value) if value else None
+
+    def openapi(self, converter) -> dict:
+        return {"type": "string", "maxLength": MAX_VISIBLE_CHARS, "description": "tiles seen elsewhere (a hand string)"}
+
+
 # -- hand requests ----------------------------------------------------------------
 class _HandRequest(ma.Schema):
-    hand = fields.Nested(HandSchema, required=True)
+    """A hand operation's body.  Loaded alone (``schema.load``, the single endpoints) a core refusal is raised
+    by the ``post_load``; an instance made with ``many=True`` (a batch's, :mod:`service.api.batch_items`)
+    leaves :class:`Refused` values in each item for its caller to raise item by item
+    (:func:`check_refusals` with :attr:`CORE_FIELDS`), so that one refused item does not fail the others."""
+
+    CORE_FIELDS: tuple[str, ...] = ("hand", "visible")
+    hand = HandField(required=True)
     ruleset = RulesetField(load_default=DEFAULT_RULESET.get, metadata={"default": "xuezhan"})
 
     @post_load
     def _to_core(self, data: dict, **kwargs: Any) -> dict:
-        data["hand"] = load_hand(data["hand"], "hand")
-        if "visible" in self.fields:
-            visible = data.get("visible")
-            data["visible"] = _rule("visible", parse_tiles, visible) if visible else None
-        return data
+        return data if self.many else check_refusals(data, self.CORE_FIELDS)
 
 
 class ValidateRequest(_HandRequest):
-    visible = Str(MAX_VISIBLE_CHARS, metadata={"description": "tiles seen elsewhere (a hand string)"})
+    visible = VisibleField()
 
 
 class TingRequest(_HandRequest):
-    visible = Str(MAX_VISIBLE_CHARS, metadata={"description": "tiles seen elsewhere (a hand string)"})
+    visible = VisibleField()
 
 
 class DiscardsRequest(TingRequest):
@@ -461,15 +573,12 @@ class WinSchema(ma.Schema):
     earthly = StrictBoolean(load_default=False)
 
 
-class ScoreRequest(_HandRequest):
-    win = fields.Nested(WinSchema, required=True)
+assert tuple(WinSchema().fields)[1:] == WIN_FLAGS
 
-    @post_load
-    def _win(self, data: dict, **kwargs: Any) -> dict:
-        w = dict(data["win"])
-        w["tile"] = _rule("win.tile", Tile.from_str, w["tile"])
-        data["win"] = _rule("win", Win, **w)
-        return data
+
+class ScoreRequest(_HandRequest):
+    CORE_FIELDS = ("hand", "win")
+    win = WinField(required=True)
 
 
 # -- events (documentation: the rules core decides) ----------------------------------
