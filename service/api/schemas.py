@@ -32,8 +32,8 @@ tests check that the document and the core agree.  Every enumeration (preset
 names, kong kinds, reasons, pattern ids, the ruleset's choices) is one named
 schema, referenced wherever it is used.
 
->>> TingRequest().load({"hand": {"tiles": "1112345678999m"}})["hand"].size
-13
+>>> TingRequest().load({"hand": {"tiles": "1112345678999m"}, "visible": "5m"})["visible"]
+[Tile('5m')]
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from ..rules.events import (
     PENALTY_KINDS, STATUSES,
 )
 from ..rules.fan import Score, Win
-from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld, parse_hand
+from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld, parse_hand, suit_keys
 from ..rules.patterns import PATTERNS, PatternFan
 from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, PRESETS, Ruleset, ENUMS
 from ..rules.settle import Settlement
@@ -458,11 +458,20 @@ def _nested(schema: type[ma.Schema], value: Any) -> dict:
 
 
 class HandField(DocumentedField):
-    """A hand (documented as :class:`HandSchema`), loaded to a core :class:`Hand`.
+    """A hand (documented as :class:`HandSchema`), loaded for the core: a :class:`Hand`, or the hand string
+    itself when it is one the core reads straight from the string.
 
-    The common form, ``{"tiles": "<hand string>"}`` alone, is parsed by the core at once
-    (:func:`parse_hand`); melds, a ``void`` or a list of tiles are loaded by :class:`HandSchema`
-    (their messages are its own), then by :func:`load_hand`.  A core refusal is a :class:`Refused`.
+    The common form, ``{"tiles": "<hand string>"}`` alone: a string in canonical suit order with no count
+    over 4 (:func:`suit_keys` says so, from the core's memo of suits) is given to the operation as it is,
+    which reads it as it reads a string from the Python API (its suits' keys, not a :class:`Hand`), so the
+    string is parsed once; any other string is parsed by :func:`parse_hand`.  Melds, a ``void`` or a list
+    of tiles are loaded by :class:`HandSchema` (their messages are its own), then by :func:`load_hand`.
+    A core refusal is a :class:`Refused`.
+
+    >>> TingRequest().load({"hand": {"tiles": "1112345678999m"}})["hand"]
+    '1112345678999m'
+    >>> TingRequest().load({"hand": {"tiles": "1112345678999m", "void": "p"}})["hand"].void
+    'p'
     """
 
     def _deserialize(self, value, attr, data, **kwargs):
@@ -470,6 +479,8 @@ class HandField(DocumentedField):
         if type(value) is dict and len(value) == 1:
             tiles = value.get("tiles")
             if type(tiles) is str and len(tiles) <= MAX_HAND_CHARS:
+                if suit_keys(tiles) is not None:
+                    return tiles
                 return _core(f"{path}.tiles", parse_hand, tiles)
         return _core(None, load_hand, _nested(HandSchema, value), path)
 
@@ -534,17 +545,17 @@ class VisibleField(DocumentedField):
 # -- hand requests ----------------------------------------------------------------
 class _HandRequest(ma.Schema):
     """A hand operation's body.  Loaded alone (``schema.load``, the single endpoints) a core refusal is raised
-    by the ``post_load``; an instance made with ``many=True`` (a batch's, :mod:`service.api.batch_items`)
-    leaves :class:`Refused` values in each item for its caller to raise item by item
+    by the ``post_load``; loaded with ``many=True`` (a batch's items, :mod:`service.api.batch_items`) each item
+    keeps its :class:`Refused` values for the caller to raise item by item
     (:func:`check_refusals` with :attr:`CORE_FIELDS`), so that one refused item does not fail the others."""
 
     CORE_FIELDS: tuple[str, ...] = ("hand", "visible")
     hand = HandField(required=True)
     ruleset = RulesetField(load_default=DEFAULT_RULESET.get, metadata={"default": "xuezhan"})
 
-    @post_load
-    def _to_core(self, data: dict, **kwargs: Any) -> dict:
-        return data if self.many else check_refusals(data, self.CORE_FIELDS)
+    @post_load(pass_collection=True)  # (once per load: a batch's items are checked by their caller)
+    def _to_core(self, data: "dict | list[dict]", many: bool, **kwargs: Any) -> "dict | list[dict]":
+        return data if many else check_refusals(data, self.CORE_FIELDS)
 
 
 class ValidateRequest(_HandRequest):
