@@ -1,29 +1,32 @@
 """Request and response schemas: marshmallow at the HTTP edge only.
 
-*Load* schemas (``*Request``) check the JSON shape, reject unknown fields and
-bound every string, list and number; their ``post_load`` turns the payload
-into the core's value types (:class:`~service.rules.hand.Hand`,
-:class:`~service.rules.fan.Win`, :class:`~service.rules.ruleset.Ruleset`,
-tiles).  A :class:`~service.rules.errors.RuleError` met there is re-raised as
-:class:`~service.api.problems.FieldRuleError` naming the field.
+*Load* schemas (``*Request``) check the JSON shape, reject unknown fields and bound every string, list
+and number.  The hand, the win and ``visible`` are custom fields (:class:`HandField`, :class:`WinField`,
+:class:`VisibleField`: marshmallow's documented ``_deserialize`` extension point) that load straight to
+what the core takes: the common ``{"tiles": "<hand string>"}`` is handed to the core's own reading of a
+hand string, and only melds, a ``void`` or a list of tiles go through the nested :class:`HandSchema`
+(likewise :class:`WinSchema` only for a win that is not a tile string with ``true``/``false`` flags).  A
+:class:`~service.rules.errors.RuleError` met there becomes a
+:class:`~service.api.problems.FieldRuleError` naming the field, raised once every field has loaded
+(:class:`Refused`), so that a body the schema refuses gets the schema's messages whatever the core
+would say.  A batch loads the items of one operation together (``many=True``, each item still answered
+alone: :mod:`service.api.batch_items`).
 
-*Response* schemas (``*Response`` and the schemas they nest) are each answer's one source: the
-OpenAPI document is generated from them, and each dumps the core's value itself
-(``TingResponse().dump(ting(...))`` is the body of that ting answer, to the byte; a ``post_dump``
-leaves out what the body leaves out, such as a pattern's ``count`` but for 根), so a schema is its
-shape's reference serializer.  ``GET /v1/rulesets``, which is rarely called, is dumped by its schema
-(flask-smorest's ``@blp.response``).  The answers of the hand operations, of ``/v1/rounds/settle`` and
-of batch items (which must equal them) are written instead by the ``dump_*`` functions below: the
-request path's fast serializers, which build the same bodies straight from the core's values.
-tests/test_api_response_schemas.py proves them equal, byte for byte, to the schemas' dumps for
-generated hands and rounds, so that a change to a schema or to a ``dump_*`` alone fails it.
-
-Why two serializers: a marshmallow dump walks every field of every wait and pattern of an answer
-and costs many times what the core takes to compute that answer, where a ``dump_*`` function costs
-about what the core does.  Through ``schema.dump`` a ting request would cost a good deal more, and a
-batch item (held to a small multiple of the core's cost) many times more (docs/performance.md#history
-has the figures).  A wait's body is a function of an immutable value the core's memos share: it is
-built once and shared by the answers that list it (:func:`dump_wait`; bodies are read-only).
+*Response* schemas (``*Response`` and the schemas they nest) document each answer; they are not what
+writes it.  One serializer per shape runs: the ``dump_*`` functions below build each body straight from
+the core's value, for the single endpoints and for batch items alike (the views return the body, which
+flask-smorest passes through; ``@blp.response`` only documents it).  Chosen by measurement
+(``bench/serializers.py``, figures in docs/performance.md): a marshmallow dump of an answer walks every
+field of every wait and pattern and costs 20–40 times the ``dump_*`` function of the same answer, more
+than the core takes to compute it, where a batch item is held to a small multiple of the core's cost.
+So the schemas carry no serializer logic (no ``post_dump``, no attribute paths): each field is a member
+of the body, under the body's name.  tests/test_api_response_schemas.py keeps the two in agreement for
+generated hands and rounds: every body validates against its schema (no member missing, none
+undocumented, each of the documented type) and the schema's own dump of that body gives it back to the
+byte, and every documented member is written by some body.  The one shape a schema does write is
+``GET /v1/rulesets`` (:class:`RulesetsResponse`, rarely called, no ``dump_*``).  A wait's body is a
+function of an immutable value the core's memos share: it is built once and shared by the answers that
+list it (:func:`dump_wait`; bodies are read-only).
 
 *Events* are the rules core's to decide (:func:`service.rules.events.parse_event`
 and the table fold: a seat's range depends on the table's ruleset): the event
@@ -46,7 +49,7 @@ from dataclasses import fields as dc_fields
 from typing import Any, Callable, Mapping, NamedTuple
 
 import marshmallow as ma
-from marshmallow import ValidationError, fields, post_dump, post_load, validate
+from marshmallow import ValidationError, fields, post_load, validate
 
 from ..rules.codes import REASONS
 from ..rules.errors import RuleError
@@ -704,32 +707,26 @@ class SettleRequest(ma.Schema):
         return data
 
 
-# -- responses: each shape's one source, and its reference dump -------------------------
+# -- responses: each shape's documentation (the dump_* functions below write them) -----------
 class PatternSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.patterns.PatternFan`."""
+    """A :class:`~service.rules.patterns.PatternFan` (:func:`dump_patterns`)."""
 
     id = EnumField(PATTERN_ID, required=True)
-    name = fields.String(required=True, attribute="pattern.name", metadata={"description": "Chinese name"})
-    name_en = fields.String(required=True, attribute="pattern.name_en")
+    name = fields.String(required=True, metadata={"description": "Chinese name"})
+    name_en = fields.String(required=True)
     fan = fields.Integer(required=True, metadata={"description": "total fan of this pattern"})
     count = fields.Integer(metadata={"description": "how many (根 only)"})
 
-    @post_dump(pass_original=True)
-    def _count_of_gen_only(self, data: dict, original: PatternFan, **kwargs: Any) -> dict:
-        if original.id != "gen":
-            del data["count"]
-        return data
-
 
 class DajiaoSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.ting.Dajiao`."""
+    """Documents a :class:`~service.rules.ting.Dajiao`."""
 
     fan = fields.Integer(required=True)
     points = fields.Integer(required=True)
 
 
 class WaitSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.ting.Wait`."""
+    """Documents a :class:`~service.rules.ting.Wait`."""
 
     tile = fields.String(required=True)
     fan = fields.Integer(required=True)
@@ -739,14 +736,14 @@ class WaitSchema(ma.Schema):
 
 
 class HandProblemSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.hand.Problem`."""
+    """Documents a :class:`~service.rules.hand.Problem`."""
 
     code = fields.String(required=True)
     message = fields.String(required=True)
 
 
 class ValidateResponse(ma.Schema):
-    """Dumps a :class:`~service.rules.validate.Validation`."""
+    """Documents a :class:`~service.rules.validate.Validation`."""
 
     valid = fields.Boolean(required=True)
     size = fields.Integer(required=True)
@@ -758,7 +755,7 @@ class ValidateResponse(ma.Schema):
 
 
 class TingResponse(ma.Schema):
-    """Dumps a :class:`~service.rules.ting.Ting`."""
+    """Documents a :class:`~service.rules.ting.Ting`."""
 
     ting = fields.Boolean(required=True)
     huazhu = fields.Boolean(required=True)
@@ -767,7 +764,7 @@ class TingResponse(ma.Schema):
 
 
 class DiscardOptionSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.ting.DiscardOption`."""
+    """Documents a :class:`~service.rules.ting.DiscardOption`."""
 
     discard = fields.String(required=True)
     waits = fields.List(fields.Nested(WaitSchema), required=True)
@@ -776,14 +773,14 @@ class DiscardOptionSchema(ma.Schema):
 
 
 class DiscardsResponse(ma.Schema):
-    """Dumps a :class:`~service.rules.ting.DiscardAdvice`."""
+    """Documents a :class:`~service.rules.ting.DiscardAdvice`."""
 
     options = fields.List(fields.Nested(DiscardOptionSchema), required=True)
     complete = fields.Boolean(required=True, metadata={"description": "the 14 tiles already win"})
 
 
 class UsefulTileSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.shanten.UsefulTile`."""
+    """Documents a :class:`~service.rules.shanten.UsefulTile`."""
 
     tile = fields.String(required=True)
     remaining = fields.Integer(required=True, metadata={
@@ -791,7 +788,7 @@ class UsefulTileSchema(ma.Schema):
 
 
 class ShantenOptionSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.shanten.ShantenOption`."""
+    """Documents a :class:`~service.rules.shanten.ShantenOption`."""
 
     discard = fields.String(required=True)
     shanten = fields.Integer(required=True, metadata={"description": "the shanten of the 13 tiles left"})
@@ -801,7 +798,7 @@ class ShantenOptionSchema(ma.Schema):
 
 
 class ShantenResponse(ma.Schema):
-    """Dumps a :class:`~service.rules.shanten.Shanten` (13 tiles: ``tiles`` and ``remaining``) or a
+    """Documents a :class:`~service.rules.shanten.Shanten` (13 tiles: ``tiles`` and ``remaining``) or a
     :class:`~service.rules.shanten.ShantenOptions` (14 tiles: ``options``)."""
 
     shanten = fields.Integer(required=True, allow_none=True, metadata={
@@ -816,7 +813,7 @@ class ShantenResponse(ma.Schema):
 
 
 class ScoreResponse(ma.Schema):
-    """Dumps a :class:`~service.rules.fan.Score`."""
+    """Documents a :class:`~service.rules.fan.Score`."""
 
     fan = fields.Integer(required=True, metadata={"description": "after the cap"})
     raw_fan = fields.Integer(required=True)
@@ -828,10 +825,10 @@ class ScoreResponse(ma.Schema):
 
 
 class TransferSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.settle.Transfer`."""
+    """Documents a :class:`~service.rules.settle.Transfer`."""
 
-    from_ = fields.Integer(required=True, data_key="from", attribute="payer")
-    to = fields.Integer(required=True, attribute="payee")
+    from_ = fields.Integer(required=True, data_key="from", attribute="from")
+    to = fields.Integer(required=True)
     points = fields.Integer(required=True)
     reason = EnumField(REASON, required=True)
     event = fields.Integer(required=True, metadata={"description": "0-based index of the causing event"})
@@ -847,26 +844,20 @@ class SettledRound(NamedTuple):
 
 
 class SettleResponse(ma.Schema):
-    """Dumps a :class:`SettledRound`: ``coins_delta`` and ``fees`` only with stakes (null until the
-    round ends)."""
+    """A :class:`SettledRound` (:func:`dump_settle`): ``coins_delta`` and ``fees`` only with stakes (null
+    until the round ends)."""
 
-    deltas = fields.List(fields.Integer(), required=True, attribute="settlement.deltas",
+    deltas = fields.List(fields.Integer(), required=True,
                          validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
                          metadata={"description": "one per seat (three with players = 3)"})
-    transfers = fields.List(fields.Nested(TransferSchema), required=True, attribute="settlement.transfers")
-    winners = fields.List(fields.Integer(), required=True, attribute="settlement.winners")
-    ended = fields.Boolean(required=True, attribute="settlement.ended")
-    next_dealer = fields.Integer(required=True, allow_none=True, attribute="settlement.next_dealer")
-    coins_delta = fields.List(fields.Integer(), allow_none=True, attribute="coins.coins_delta", metadata={
+    transfers = fields.List(fields.Nested(TransferSchema), required=True)
+    winners = fields.List(fields.Integer(), required=True)
+    ended = fields.Boolean(required=True)
+    next_dealer = fields.Integer(required=True, allow_none=True)
+    coins_delta = fields.List(fields.Integer(), allow_none=True, metadata={
         "description": "(with `stakes`) each seat's change of coins, its fee included; null until the round ends"})
-    fees = fields.List(fields.Integer(), allow_none=True, attribute="coins.fees", metadata={
+    fees = fields.List(fields.Integer(), allow_none=True, metadata={
         "description": "(with `stakes`) what each seat paid the house; null until the round ends"})
-
-    @post_dump(pass_original=True)
-    def _coins_with_stakes_only(self, data: dict, original: SettledRound, **kwargs: Any) -> dict:
-        if original.stakes is not None and original.coins is None:
-            data["coins_delta"] = data["fees"] = None
-        return data
 
 
 def _required(f: fields.Field) -> fields.Field:
@@ -881,7 +872,7 @@ RulesetOut = ma.Schema.from_dict(
 
 
 class RulesetsResponse(ma.Schema):
-    """Dumps ``{"default": <preset name>, "presets": {<name>: Ruleset}}``."""
+    """Dumps ``{"default": <preset name>, "presets": {<name>: Ruleset}}`` (``GET /v1/rulesets``: flask-smorest runs it)."""
 
     default = EnumField(PRESET_NAME, required=True)
     presets = fields.Dict(keys=fields.String(), values=fields.Nested(RulesetOut), required=True)
@@ -1047,7 +1038,7 @@ class BatchResponse(ma.Schema):
                           metadata={"description": "one per item, in the items' order"})
 
 
-# -- dump: the request path's fast serializers (equal to the schemas' dumps: see the module) ---
+# -- dump: each answer's one serializer (its schema above documents it: see the module) ------
 def dump_patterns(patterns: tuple[PatternFan, ...]) -> list[dict]:
     return [p.as_dict() for p in patterns]
 
