@@ -200,12 +200,24 @@ class TooLong(NamedTuple):
     length: int
 
 
-def pieces(read: Callable[[int], bytes], max_line: int, size: int = READ_SIZE) -> Iterator[list]:
-    """The lines of a byte stream, one list per read: the lines that read completed (bytes, without their
-    newline), a :class:`TooLong` for a line longer than ``max_line`` (its bytes are dropped as they come).
-    Memory: one read and one line at most, whatever the stream's length."""
+PIECE_LINES = 64
+"""Lines answered at most in one piece of an NDJSON answer (one write of the server's)."""
+
+
+def pieces(read: Callable[[int], bytes], max_line: int, size: int = READ_SIZE,
+           most: int | None = None) -> Iterator[list]:
+    """The lines of a byte stream, in pieces: the lines each read completed (bytes, without their newline),
+    at most ``most`` a piece when given (a read's lines are then cut into several pieces, the next read made
+    only once they are all taken), a :class:`TooLong` for a line longer than ``max_line`` (its bytes are
+    dropped as they come).  Memory: one read, one line and one piece at most, whatever the stream's length.
+
+    >>> data = iter([b"a\\nb\\nc\\n", b"d\\ne\\n", b""])
+    >>> list(pieces(lambda n: next(data), 10, most=2))
+    [[b'a', b'b'], [b'c'], [b'd', b'e']]
+    """
     rest = b""
     skipped = -1  # >= 0 while dropping the rest of a line too long (the bytes dropped so far)
+    limit = most or -1
     while True:
         data = read(size)
         if not data:
@@ -224,6 +236,9 @@ def pieces(read: Callable[[int], bytes], max_line: int, size: int = READ_SIZE) -
                 rest = b""
                 out.append(line if len(line) <= max_line else TooLong(len(line)))
             start = end + 1
+            if len(out) == limit:
+                yield out
+                out = []
         tail = data[start:]
         if skipped >= 0:
             skipped += len(tail)
