@@ -30,7 +30,7 @@ Each item is answered by :mod:`service.api.batch_items` exactly as its single en
 
 Rate limit: a batch counts its items against ``CLIENT_BATCH_ITEMS_PER_MINUTE`` (per client: the API
 key, else the address), a JSON batch all at once before any item is run (a refused envelope counts
-1), an NDJSON job read by read before that read's lines are run.  The single hand endpoints are not
+1), an NDJSON job piece by piece before that piece's lines are run.  The single hand endpoints are not
 limited (a request each costs more than a batch item).
 """
 
