@@ -17,8 +17,9 @@ writes it.  One serializer per shape runs: the ``dump_*`` functions below build 
 the core's value, for the single endpoints and for batch items alike (the views return the body, which
 flask-smorest passes through; ``@blp.response`` only documents it).  Chosen by measurement
 (``bench/serializers.py``, figures in docs/performance.md): a marshmallow dump of an answer walks every
-field of every wait and pattern and costs 20–40 times the ``dump_*`` function of the same answer, more
-than the core takes to compute it, where a batch item is held to a small multiple of the core's cost.
+field of every wait and pattern and costs many times the ``dump_*`` function of the same answer (more
+than the core takes to compute most answers), where a batch item is held to a small multiple of the
+core's cost, and no view needs anything a schema's dump would add.
 So the schemas carry no serializer logic (no ``post_dump``, no attribute paths): each field is a member
 of the body, under the body's name.  tests/test_api_response_schemas.py keeps the two in agreement for
 generated hands and rounds: every body validates against its schema (no member missing, none
