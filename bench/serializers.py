@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[str, list[float]] = {"dump": [], "schema": [], "core": []}
         for _ in range(args.rounds):
             times["core"].append(per_item_us(core, loaded))
-            times["dump"].append(per_item_us(lambda v: dumps(dump(v)), values))
-            times["schema"].append(per_item_us(lambda b: dumps(schema.dump(b)), bodies))
+            times["dump"].append(per_item_us(lambda v, dump=dump: dumps(dump(v)), values))
+            times["schema"].append(per_item_us(lambda b, schema=schema: dumps(schema.dump(b)), bodies))
         m = {k: statistics.median(v) for k, v in times.items()}
         print(json.dumps({"op": name, "answers": len(values), "rounds": args.rounds, "core_us": round(m["core"], 2),
                           "dump_us": round(m["dump"], 2), "schema_us": round(m["schema"], 2),

@@ -82,7 +82,7 @@ def written(body: dict, prefix: str = "") -> set[str]:
 
 def same_body(op: str, request: dict) -> dict | None:
     """The body of ``request`` to ``op``, checked against its schema; None for a refused one."""
-    load, result, body_of, response = OPS[op]
+    load, _, body_of, response = OPS[op]
     try:
         args = load.load(request)
         body = body_of(args)
