@@ -26,6 +26,11 @@ rounds interleaved so that background load hits both alike.  Times are medians o
 * ``cli``: ``python -m service score FILE`` on ``--cli-n`` lines with ``--jobs 1`` and ``--jobs 2``;
   ``speedup`` = time of one job / time of two (the target: 1.6 at least on 2 cores).
 
+``--baseline DIR`` (``http``, ``ndjson``): DIR's ``service`` package (another tree, e.g. a ``git worktree``
+or ``git archive`` of the code before a change) is served beside this tree's, with the same requests
+in the same rounds: ``before_http_us`` and ``before_ratio`` (http), ``before_hands_per_s``,
+``before_ratio`` and ``before_end_kib`` (ndjson).
+
 Rate limits are off on the servers (``NO_LIMITS``): this measures the work, not the policy.
 """
 
@@ -49,6 +54,10 @@ sys.path.insert(0, str(ROOT))
 from bench.corpus import discard_hands, ting_hands, winning_hands  # noqa: E402
 from tests.loopback import cpu_seconds, rss_kib  # noqa: E402
 from tests.served import Served  # noqa: E402
+
+
+TARGETS = {"ting": 4.5, "score": 2.0, "discards": 3.0, "ndjson": 0.35}
+"""HTTP ÷ in-process at most (http, per operation); NDJSON ÷ in-process at least."""
 
 
 def emit(line: dict) -> None:
@@ -92,18 +101,21 @@ def http_phase(args, log_dir: Path) -> None:
     spec = json.loads(args.ruleset) if args.ruleset else None
     ruleset = None if spec is None else Ruleset.from_spec(spec)
 
-    server = Served(log_dir / "http.log", {"MAX_BODY_BYTES": str(1 << 20), "LOG_LEVEL": "WARNING"}, workers=1)
+    env = {"MAX_BODY_BYTES": str(1 << 20), "LOG_LEVEL": "WARNING"}
+    server = Served(log_dir / "http.log", env, workers=1)
+    before = Served(log_dir / "before.log", env, workers=1, root=Path(args.baseline)) if args.baseline else None
     try:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        before_conn = before and http.client.HTTPConnection("127.0.0.1", before.port, timeout=120)
         for op in ("ting", "score", "discards"):
             items, calls = corpus(op, args.batch)
             op_fn = getattr(service, op)
             fn = (lambda *a: op_fn(*a, ruleset=ruleset)) if ruleset is not None else op_fn
             body = dumps({"items": items} if spec is None else {"ruleset": spec, "items": items})
 
-            def post() -> bytes:
-                conn.request("POST", "/v1/batch", body=body, headers={"Content-Type": "application/json"})
-                response = conn.getresponse()
+            def post(c=conn) -> bytes:
+                c.request("POST", "/v1/batch", body=body, headers={"Content-Type": "application/json"})
+                response = c.getresponse()
                 data = response.read()
                 assert response.status == 200, data[:500]
                 return data
@@ -111,6 +123,9 @@ def http_phase(args, log_dir: Path) -> None:
             got = json.loads(post())["results"]  # warm-up (the core's memos, on both sides) and a check of the answers
             assert got == batch_items.answer_items(items, ruleset), f"{op}: HTTP and in-process differ"
             assert {r["status"] for r in got} == {200}, op
+            if before_conn:
+                assert json.loads(post(before_conn))["results"] == got, f"{op}: before and after differ"
+            before_wall: list[float] = []
             per_hand_us(fn, calls)
             schema = batch_items.OPS[op].schema
             bodies = [{k: v for k, v in item.items() if k != "op"} for item in items]
@@ -121,6 +136,10 @@ def http_phase(args, log_dir: Path) -> None:
                 post()
                 http_wall.append((time.perf_counter() - t0) / len(items) * 1e6)
                 http_cpu.append((cpu_seconds(server.proc.pid) - cpu0) / len(items) * 1e6)
+                if before_conn:
+                    t0 = time.perf_counter()
+                    post(before_conn)
+                    before_wall.append((time.perf_counter() - t0) / len(items) * 1e6)
                 t0 = time.perf_counter()
                 dumps({"results": batch_items.answer_items(items, ruleset)})
                 item.append((time.perf_counter() - t0) / len(items) * 1e6)
@@ -145,10 +164,14 @@ def http_phase(args, log_dir: Path) -> None:
                   "stages_us": {"parse": round(m["parse"], 2), "load": round(m["load"], 2),
                                 "core_dump": round(m["run"], 2), "encode": round(m["encode"], 2)},
                   "ratio": round(m["http"] / m["inproc"], 3), "cpu_ratio": round(m["cpu"] / m["inproc_cpu"], 3),
-                  "target": 1.25})
+                  "target": TARGETS[op],
+                  **({"before_http_us": round(statistics.median(before_wall), 2),
+                      "before_ratio": round(statistics.median(before_wall) / m["inproc"], 3)} if before_wall else {})})
         conn.close()
     finally:
         server.stop()
+        if before:
+            before.stop()
 
 
 # -- ndjson ----------------------------------------------------------------------------------------
@@ -159,20 +182,25 @@ def ndjson_phase(args, log_dir: Path) -> None:
     lines = [b'{"op":"ting","hand":{"tiles":"%s"}}\n' % h.encode() for h in distinct]
     n = args.ndjson_n
 
-    server = Served(log_dir / "ndjson.log", {"LOG_LEVEL": "WARNING"}, workers=1)
-    try:
-        # warm the worker's memos on the corpus once (so that both sides see warm memos)
-        warm = _job(server.port, lines, len(lines), None)
-        assert warm["results"] == len(lines), warm
-        rss = {"start_kib": rss_kib(server.proc.pid)}
-        marks = {n // 2: "middle_kib"}
-        cpu0 = cpu_seconds(server.proc.pid)
-        run = _job(server.port, lines, n, lambda: rss_kib(server.proc.pid), marks, rss)
-        server_cpu = cpu_seconds(server.proc.pid) - cpu0
-        rss["end_kib"] = rss_kib(server.proc.pid)
-    finally:
-        server.stop()
-    assert run["results"] == n and run["ok"] == n, run
+    def one_job(root: Path | None, name: str) -> tuple[dict, dict, float]:
+        server = Served(log_dir / f"{name}.log", {"LOG_LEVEL": "WARNING"}, workers=1, root=root)
+        try:
+            # warm the worker's memos on the corpus once (so that both sides see warm memos)
+            warm = _job(server.port, lines, len(lines), None)
+            assert warm["results"] == len(lines), warm
+            rss = {"start_kib": rss_kib(server.proc.pid)}
+            marks = {n // 2: "middle_kib"}
+            cpu0 = cpu_seconds(server.proc.pid)
+            run = _job(server.port, lines, n, lambda: rss_kib(server.proc.pid), marks, rss)
+            server_cpu = cpu_seconds(server.proc.pid) - cpu0
+            rss["end_kib"] = rss_kib(server.proc.pid)
+        finally:
+            server.stop()
+        assert run["results"] == n and run["ok"] == n, run
+        return run, rss, server_cpu
+
+    run, rss, server_cpu = one_job(None, "ndjson")
+    before = one_job(Path(args.baseline), "before") if args.baseline else None
     sample = [distinct[i % len(distinct)] for i in range(min(n, args.inproc_n))]
     for h in distinct:
         ting(h)
@@ -187,8 +215,11 @@ def ndjson_phase(args, log_dir: Path) -> None:
           "hands_per_s": round(rate), "inproc_hands_per_s": round(inproc_rate), "ratio": round(rate / inproc_rate, 3),
           "hands_per_cpu_s": round(cpu_rate), "inproc_hands_per_cpu_s": round(inproc_cpu_rate),
           "cpu_ratio": round(cpu_rate / inproc_cpu_rate, 3),
-          "target": 0.7, "first_result_s": round(run["first"], 3), **rss,
-          "bytes_sent": run["sent"], "bytes_received": run["received"]})
+          "target": TARGETS["ndjson"], "first_result_s": round(run["first"], 3), **rss,
+          "bytes_sent": run["sent"], "bytes_received": run["received"],
+          **({"before_hands_per_s": round(n / before[0]["seconds"]),
+              "before_ratio": round(n / before[0]["seconds"] / inproc_rate, 3),
+              "before_start_kib": before[1]["start_kib"], "before_end_kib": before[1]["end_kib"]} if before else {})})
 
 
 def _job(port: int, lines: list[bytes], n: int, probe, marks: dict | None = None, out: dict | None = None) -> dict:
@@ -295,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inproc-n", type=int, default=200_000, help="hands of the in-process rate (default 200,000)")
     parser.add_argument("--cli-n", type=int, default=200_000, help="lines of the CLI file (default 200,000)")
     parser.add_argument("--cli-rounds", type=int, default=3)
+    parser.add_argument("--baseline", metavar="DIR", help="also serve DIR's service package (the 'before')")
     args = parser.parse_args(argv)
     phases = [p.strip() for p in args.phases.split(",") if p.strip()]
     load = os.getloadavg()[0]

@@ -1,9 +1,10 @@
 """The slow-client attacks of the hostile review, one after another, against a real ``serve``.
 
     .venv/bin/python bench/hostile.py          # 50, 200 and 1,000 header tricklers, 200 body tricklers,
-                                               # 200 never-reading streams of a 20,000-record table
-    .venv/bin/python bench/hostile.py --headers 5 --bodies 5 --streams 3 --records 1000 \\
-        --keepalive 1 --request-timeout 2      # the smoke test's sizes (tests/test_bench_hostile.py)
+                                               # 200 never-reading streams of a 20,000-record table,
+                                               # 36 never-reading NDJSON jobs, one NDJSON line streamer
+    .venv/bin/python bench/hostile.py --headers 5 --bodies 5 --streams 3 --records 1000 --ndjson 3 \\
+        --streamer-seconds 3 --keepalive 1 --request-timeout 2   # the smoke test's sizes (tests/test_bench_hostile.py)
 
 One run, loopback only: a private ``redis-server`` and ``python -m service serve`` (``--workers``, 2)
 on it; a table of ``--records`` records (appended in-process through the store) and a small one.
@@ -18,6 +19,15 @@ Then each attack in turn, on fresh connections:
   receive buffer, and never a read.  What bounds them: a response of which the client accepts no
   byte for 30 s is dropped.  (``STREAM_MAX_PER_TABLE`` is raised to ``--streams`` for this run, so
   that one table takes them all: the bound per table is another defence.)
+* ``never_reading_ndjson`` (``--ndjson``, 36): ``POST /v1/batch`` as ``application/x-ndjson``, a chunked
+  body of ``--ndjson-bytes`` (64 KiB) of ``1`` lines (each answered by a 422 problem about 150 times
+  its size) with a 4 KiB receive buffer, and never a read.  What bounds them: the answer is written
+  in pieces and nothing more is read while a piece waits, so a job holds a piece, not the answer of
+  its lines; then the send timeout, as for the streams.  ``worker_growth_mb`` (every attack's line has
+  it) says what the attackers cost the workers' memory.
+* ``ndjson_streamer`` (``--streamer-seconds``, 20; not an attacker that is cut off): one client sending
+  ``1`` lines as fast as it can for that long and reading its answers; what the probe's requests meet
+  meanwhile on the same workers.
 
 Meanwhile a probe (its own process) makes ordinary requests one after another, each on a new
 connection: ``POST /v1/hands/ting`` and ``GET /v1/tables/{id}`` of the small table in turn.
@@ -29,7 +39,11 @@ off, or after ``--max-seconds`` (90).  For each attack one JSON line::
 
     {"attack", "attackers", "connected", "cut_off", "cut_off_s": {min, p50, max} (from each
      attacker's connection), "answers": {first status line or "none": count}, "408s",
-     "probe": {"requests", "errors", "p50_ms", "p99_ms", "max_ms"}, "server_errors_logged"}
+     "probe": {"requests", "errors", "p50_ms", "p99_ms", "max_ms"}, "server_errors_logged",
+     "worker_growth_mb": the most any worker's resident memory grew over its start}
+
+(the streamer's line: ``{"attack", "seconds", "lines_sent", "results", "probe", "server_errors_logged",
+"worker_growth_mb"}``).
 
 ``server_errors_logged`` counts the lines of the service's log with a traceback or at ERROR level
 written during the attack.  The figures depend on the machine (the probe and the attackers share
@@ -42,6 +56,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import select
 import socket
 import sys
 import tempfile
@@ -52,13 +67,45 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.loopback import (  # noqa: E402
-    PLAYERS, cycle, free_port, percentile, raise_fd_limit, start_service, stop_service,
+    PLAYERS, cycle, free_port, percentile, raise_fd_limit, start_service, stop_service, worker_pids,
 )
 
 TING = json.dumps({"hand": {"tiles": "1112345678999m"}}).encode()
 HEADER_LINES = b"X-Trickle: 1\r\n" * 10_000
 OPEN_STATES = frozenset({"01", "08"})  # ESTABLISHED, CLOSE_WAIT: the server has not closed its side
 RCVBUF = 4096
+NDJSON_HEAD = (b"POST /v1/batch HTTP/1.1\r\nHost: hostile\r\nContent-Type: application/x-ndjson\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n")
+
+
+def ndjson_chunk(size: int) -> bytes:
+    """A chunk of ``1`` lines (``size`` bytes of them), framed."""
+    data = b"1\n" * (size // 2)
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+class Memory:
+    """The workers' resident memory, from ``/proc``: each one's at the start and its peak while sampled."""
+
+    def __init__(self, master_pid: int) -> None:
+        self.pids = worker_pids(master_pid)
+        self.start = {pid: self.rss_kib(pid) for pid in self.pids}
+        self.peak = dict(self.start)
+
+    @staticmethod
+    def rss_kib(pid: int) -> int:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            return 0
+
+    def sample(self) -> None:
+        for pid in self.pids:
+            self.peak[pid] = max(self.peak[pid], self.rss_kib(pid))
+
+    def growth_mb(self) -> float:
+        return round(max((self.peak[p] - self.start[p] for p in self.pids), default=0) / 1024, 1)
 
 
 # -- the probe (its own process) --------------------------------------------------------------------
@@ -152,7 +199,8 @@ def log_errors(log_path: str) -> int:
 
 
 def run_attack(name: str, port: int, count: int, make, args, probe_target: tuple[str, str], log_path: str,
-               read_answers: bool) -> dict:
+               read_answers: bool, master_pid: int) -> dict:
+    memory = Memory(master_pid)
     stop = mp.get_context("fork").Event()
     parent, child = mp.Pipe()
     probe = mp.get_context("fork").Process(target=probe_process, args=(port, *probe_target, stop, child))
@@ -177,6 +225,7 @@ def run_attack(name: str, port: int, count: int, make, args, probe_target: tuple
         for attacker in attackers:
             if attacker.cut_at is None and states.get(attacker.local_port) not in OPEN_STATES:
                 attacker.cut(now, read_answers)
+        memory.sample()
         if all(a.cut_at is not None for a in attackers) or now - started > args.max_seconds:
             break
         time.sleep(0.1)
@@ -199,12 +248,61 @@ def run_attack(name: str, port: int, count: int, make, args, probe_target: tuple
         if cut else None,
         "answers": answers if read_answers else None,
         "408s": sum(n for line, n in answers.items() if line.split(" ")[1:2] == ["408"]),
-        "probe": {"requests": len(latencies), "errors": probe_errors,
-                  "p50_ms": round(percentile(latencies, 50) * 1000, 1),
-                  "p99_ms": round(percentile(latencies, 99) * 1000, 1),
-                  "max_ms": round(max(latencies) * 1000, 1) if latencies else None},
+        "probe": probe_summary(latencies, probe_errors),
         "server_errors_logged": log_errors(log_path) - errors_before,
+        "worker_growth_mb": memory.growth_mb(),
     }
+
+
+def probe_summary(latencies: list[float], errors: dict) -> dict:
+    return {"requests": len(latencies), "errors": errors,
+            "p50_ms": round(percentile(latencies, 50) * 1000, 1), "p99_ms": round(percentile(latencies, 99) * 1000, 1),
+            "max_ms": round(max(latencies) * 1000, 1) if latencies else None}
+
+
+def run_streamer(port: int, seconds: float, probe_target: tuple[str, str], log_path: str, master_pid: int) -> dict:
+    """One client sending ``1`` lines as fast as it can for ``seconds``, reading its answers; the probe meanwhile."""
+    memory = Memory(master_pid)
+    stop = mp.get_context("fork").Event()
+    parent, child = mp.Pipe()
+    probe = mp.get_context("fork").Process(target=probe_process, args=(port, *probe_target, stop, child))
+    errors_before = log_errors(log_path)
+    probe.start()
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(NDJSON_HEAD)
+    sock.setblocking(False)
+    chunk = ndjson_chunk(4096)
+    sent = results = 0
+    pending = b""
+    started = time.monotonic()
+    next_sample = started
+    while (now := time.monotonic()) - started < seconds:
+        readable, writable, _ = select.select([sock], [sock], [], 0.1)  # (waits: the client takes no core of its own)
+        if writable:
+            try:
+                n = sock.send(pending or chunk)
+                pending = (pending or chunk)[n:]
+                if not pending:
+                    sent += 2048
+            except BlockingIOError:
+                pass
+        if readable:
+            try:
+                while data := sock.recv(1 << 20):
+                    results += data.count(b'{"status":')
+            except BlockingIOError:
+                pass
+        if now >= next_sample:
+            memory.sample()
+            next_sample = now + 0.1
+    sock.close()
+    time.sleep(0.5)
+    stop.set()
+    latencies, probe_errors = parent.recv()
+    probe.join(timeout=30)
+    return {"attack": "ndjson_streamer", "seconds": seconds, "lines_sent": sent, "results": results,
+            "probe": probe_summary(latencies, probe_errors),
+            "server_errors_logged": log_errors(log_path) - errors_before, "worker_growth_mb": memory.growth_mb()}
 
 
 # -- main -----------------------------------------------------------------------------------------
@@ -214,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bodies", type=int, default=200, help="body tricklers (200)")
     parser.add_argument("--streams", type=int, default=200, help="never-reading streams (200)")
     parser.add_argument("--records", type=int, default=20_000, help="records of the streamed table (20,000)")
+    parser.add_argument("--ndjson", type=int, default=36, help="never-reading NDJSON jobs (36)")
+    parser.add_argument("--ndjson-bytes", type=int, default=65536, help="bytes of 1 lines each job sends (65,536)")
+    parser.add_argument("--streamer-seconds", type=float, default=20.0,
+                        help="how long the NDJSON line streamer runs (20; 0: not run)")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between a trickler's bytes (1)")
     parser.add_argument("--keepalive", type=int, default=5, help="the service's KEEPALIVE (its default, 5)")
     parser.add_argument("--request-timeout", type=int, default=10,
@@ -252,10 +354,15 @@ def main(argv: list[str] | None = None) -> int:
                          for n in args.headers.split(",") if n.strip()),
                        ("body_tricklers", args.bodies, lambda: Attacker(port, body_head + TING[:1], TING[1:-1]), True),
                        ("never_reading_streams", args.streams, lambda: Attacker(port, stream, b"", rcvbuf=RCVBUF),
+                        False),
+                       ("never_reading_ndjson", args.ndjson,
+                        lambda: Attacker(port, NDJSON_HEAD + ndjson_chunk(args.ndjson_bytes), b"", rcvbuf=RCVBUF),
                         False)]
             for name, count, make, read_answers in attacks:
                 if count > 0:
-                    out(run_attack(name, port, count, make, args, probe_target, log_path, read_answers))
+                    out(run_attack(name, port, count, make, args, probe_target, log_path, read_answers, proc.pid))
+            if args.streamer_seconds > 0:
+                out(run_streamer(port, args.streamer_seconds, probe_target, log_path, proc.pid))
         finally:
             stop_service(proc)
             r.close()

@@ -42,11 +42,11 @@ What gunicorn's own settings already bound, and the one mechanism added
   docs/performance.md.
 * A streamed body (``application/x-ndjson``: a batch job, :mod:`service.api.batch`) is the one
   exception: it has no overall size or deadline, so :class:`WholeBody` does not read it but hands it
-  to the app behind a :class:`DeadlineReader`: each read the app makes (64 KiB at a time) must be
-  served within ``REQUEST_TIMEOUT`` seconds, else it raises a 408 (a broken chunked body: a 400) that
-  the app answers as the job's last line, and the connection is closed after the response.  Each read
-  also yields to the worker's other greenlets, so a long job neither starves other clients nor the
-  worker's heartbeat.
+  to the app behind a :class:`DeadlineReader`: each read the app makes (``read1``: what has arrived, up
+  to 64 KiB) must be served within ``REQUEST_TIMEOUT`` seconds, else it raises a 408 (a broken chunked
+  body: a 400) that the app answers as the job's last line, and the connection is closed after the
+  response.  Each read also yields to the worker's other greenlets, so a long job neither starves other
+  clients nor the worker's heartbeat.
 * gunicorn's own answers (a malformed request line or header, an unsupported
   transfer coding, a head over the limits) are RFC 9457 problems like every
   other error (:meth:`ServiceWorker.handle_error`).  Each override of
@@ -69,7 +69,7 @@ from typing import Any, Callable, Iterable, Iterator
 import gevent
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
-from gunicorn.http.body import Body, ChunkedReader
+from gunicorn.http.body import Body, ChunkedReader, LengthReader
 from werkzeug.exceptions import BadRequest
 from werkzeug.exceptions import RequestTimeout as BodyTimeout
 from werkzeug.wsgi import get_current_url
@@ -180,9 +180,25 @@ class StrictChunkedReader(ChunkedReader):
     gunicorn's before anything of the body is read.
     """
 
-    def __init__(self, req: Any, unreader: Any, max_body: int | None) -> None:
+    def __init__(self, req: Any, unreader: Any, max_body: int | None, arriving: bool = False) -> None:
         super().__init__(req, unreader)
-        self.max_body, self.announced = max_body, 0
+        self.max_body, self.announced, self.arriving = max_body, 0, arriving
+
+    def read(self, size: int) -> bytes:
+        """gunicorn's read; for a streamed body (``arriving``) what has arrived, at most ``size`` bytes: the
+        next piece of a chunk once one is there, instead of waiting until ``size`` bytes have come (see
+        :class:`ArrivingLengthReader`)."""
+        if not self.arriving or size <= 0:
+            return super().read(size)
+        while self.parser and not self.buf.tell():
+            try:
+                self.buf.write(next(self.parser))
+            except StopIteration:
+                self.parser = None
+        data = self.buf.getvalue()
+        self.buf = io.BytesIO(data[size:])
+        self.buf.seek(0, io.SEEK_END)
+        return data[:size]
 
     def parse_chunk_size(self, unreader: Any, data: bytes | None = None) -> tuple[int, Any]:
         buf = bytearray(data or b"")
@@ -195,6 +211,25 @@ class StrictChunkedReader(ChunkedReader):
         if self.max_body is not None and self.announced > self.max_body:
             raise BodyTooLarge(self.announced, self.max_body)
         return size, rest
+
+
+class ArrivingLengthReader(LengthReader):
+    """gunicorn's reader of a body of known length, for a streamed body: a read gives what has arrived (one
+    receive of the connection, at most ``size`` bytes and never past the body's end) instead of waiting
+    until ``size`` bytes have come, so that an NDJSON job's lines are answered as they arrive: a client
+    sending a line at a time gets each line's result before it sends the next (with gunicorn's reader, its
+    lines waited for the next 64 KiB, or a 408)."""
+
+    def read(self, size: int) -> bytes:
+        size = min(self.length, size)
+        if size <= 0:
+            return b""
+        data = self.unreader.read()
+        if len(data) > size:
+            self.unreader.unread(data[size:])
+            data = data[:size]
+        self.length -= len(data)
+        return data
 
 
 STREAMED_TYPES = frozenset({"application/x-ndjson"})
@@ -239,6 +274,12 @@ class DeadlineReader:
 
     def read(self, size: int | None = -1) -> bytes:
         return self._call(self.raw.read, size)
+
+    def read1(self, size: int = -1) -> bytes:
+        """What has arrived of the body, at most ``size`` bytes, waiting only for its first byte (``b""``: the
+        body's end); as :meth:`io.BufferedIOBase.read1`.  The body's reader is the service's own
+        (:meth:`ServiceWorker.handle_request` gives a streamed body one that returns what has arrived)."""
+        return self._call(self.raw.reader.read, size if size and size > 0 else 65536)
 
     def readline(self, size: int | None = -1) -> bytes:
         return self._call(self.raw.readline, size)
@@ -438,7 +479,7 @@ class ServiceWorker(GeventWorker):
             return
         super().handle(listener, client, addr)
 
-    # Four things around gunicorn's own handling of a request, none of which a gunicorn setting gives:
+    # Five things around gunicorn's own handling of a request, none of which a gunicorn setting gives:
     # * a behaviour (the gunicorn-level errors): an HTTP version other than 1.0 and 1.1 is a 505 problem
     #   (gunicorn answers HTTP/1.2 as "HTTP/1.2 200");
     # * a behaviour (the framing tests): a wrong or oversized chunk-size line is a 400 / 413 at once
@@ -448,18 +489,24 @@ class ServiceWorker(GeventWorker):
     #   never-reading streams: 400 ERROR lines without this);
     # * a behaviour (tests/test_serving.py, the 413 of a chunked body over the limit, which failed without
     #   it): the connection of a body given up ends with Connection: close and a lingering close; closing
-    #   at once on the client's unread bytes resets the connection, and the client loses the answer.
+    #   at once on the client's unread bytes resets the connection, and the client loses the answer;
+    # * a behaviour (tests/test_batch_served.py, a sender of one line at a time): a streamed body's reads give
+    #   what has arrived (ArrivingLengthReader, StrictChunkedReader with ``arriving``), so that each NDJSON
+    #   line is answered when it arrives; gunicorn's readers wait for the whole size asked (a 408 instead).
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
         if req.version not in ((1, 0), (1, 1)):
             self._answer(sock, 505, "HTTP Version Not Supported",
                          f"HTTP/{req.version[0]}.{req.version[1]} is not served here: use HTTP/1.1")
             raise StopIteration  # (gunicorn's way to end the connection)
-        if type(getattr(req.body, "reader", None)) is ChunkedReader:  # (nothing of the body is read yet)
+        reader = type(getattr(req.body, "reader", None))
+        if reader is ChunkedReader:  # (nothing of the body is read yet)
             streamed = is_streamed(next((v for h, v in req.headers if h == "CONTENT-TYPE"), None))
             settings = getattr(self.app, "settings", None)
             max_body = None if streamed or settings is None else body_limit(
                 req.path, int(settings.max_body_bytes), int(settings.max_batch_bytes))
-            req.body = Body(StrictChunkedReader(req, req.unreader, max_body))
+            req.body = Body(StrictChunkedReader(req, req.unreader, max_body, arriving=streamed))
+        elif reader is LengthReader and is_streamed(next((v for h, v in req.headers if h == "CONTENT-TYPE"), None)):
+            req.body = Body(ArrivingLengthReader(req.unreader, req.body.reader.length))
         _REQUESTS[req.body] = req
         try:
             keep = super().handle_request(listener_name, req, sock, addr)

@@ -66,9 +66,10 @@ def wait_serving(proc: subprocess.Popen, port: int, log_path: Path, log_file, st
 
 
 class Served:
-    """``serve`` on a free port with ``env`` on top of this process's environment."""
+    """``serve`` on a free port with ``env`` on top of this process's environment (``root``: the tree whose
+    ``service`` package runs, default this one: a benchmark's ``--baseline``)."""
 
-    def __init__(self, log_path: Path, env: dict | None = None, workers: int = 2) -> None:
+    def __init__(self, log_path: Path, env: dict | None = None, workers: int = 2, root: Path | None = None) -> None:
         self.port = free_port()
         self.log_path = log_path
         full = {**os.environ, "LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1", **NO_LIMITS, **(env or {})}
@@ -76,7 +77,7 @@ class Served:
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "service", "serve", "--port", str(self.port), "--workers", str(workers)],
-            cwd=ROOT, env=full, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=root or ROOT, env=full, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         wait_serving(self.proc, self.port, log_path, self._log, self.stop, seconds=40)
 

@@ -1,12 +1,19 @@
-"""The response schemas are each answer's one source; the ``dump_*`` functions are a checked fast path.
+"""The ``dump_*`` functions write every answer; the response schemas document them, and agree.
 
 For generated hands and rounds, for every operation, the body the endpoint's code writes
 (``hands.*_body``, ``rounds.settle_body``: the ``dump_*`` functions of service/api/schemas.py, which
-batch items use too) equals, byte for byte once encoded as the service encodes it (orjson), the
-response schema's dump of the core's value (``hands.*_result``, ``rounds.settle_result``), and the
-schema's ``validate()`` of that body finds nothing.  So a change to a schema or to a ``dump_*`` alone
-fails here.  Each test also checks that its inputs reached the shapes that differ (a 根 with its
-``count``, no 大叫, stakes before and after the round's end, ...), not only rule errors.
+batch items use too):
+
+* validates against the operation's response schema (``validate()`` finds nothing: no required member
+  missing, no member the schema does not document, each of its documented type);
+* is given back to the byte (encoded as the service encodes it, orjson) by the schema's own dump of it:
+  the schema names each member as the body does;
+* and, over all the bodies of a test, every member the schema documents (nested ones too) was written
+  by some body: the schema documents nothing the service never writes.
+
+So a change to a schema or to a ``dump_*`` alone fails here.  Each test also checks that its inputs
+reached the shapes that differ (a 根 with its ``count``, no 大叫, stakes before and after the round's
+end, ...), not only rule errors.
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from marshmallow import ValidationError
+import marshmallow as ma
+from marshmallow import ValidationError, fields
 
 from service.api import hands, rounds
 from service.api import schemas as s
@@ -41,19 +49,55 @@ OPS = {
 }
 
 
+WRITTEN: dict[str, Counter] = {op: Counter() for op in OPS}
+"""op → the member paths its bodies were seen to write."""
+
+
+def documented(schema: ma.Schema, prefix: str = "") -> set[str]:
+    """The member paths a response schema documents (``waits[].patterns[].count``)."""
+    out = set()
+    for name, field in schema.fields.items():
+        path = prefix + (field.data_key or name)
+        out.add(path)
+        inner = field.inner if isinstance(field, fields.List) else field
+        if isinstance(inner, fields.Nested):
+            out |= documented(inner.schema, path + ("[]." if inner is not field else "."))
+    return out
+
+
+def written(body: dict, prefix: str = "") -> set[str]:
+    """The member paths of a body (objects in lists under ``name[]``)."""
+    out = set()
+    for name, value in body.items():
+        path = prefix + name
+        out.add(path)
+        if isinstance(value, dict):
+            out |= written(value, path + ".")
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    out |= written(item, path + "[].")
+    return out
+
+
 def same_body(op: str, request: dict) -> dict | None:
-    """The body of ``request`` to ``op``, checked equal to its schema's dump; None for a refused one."""
-    load, result, body_of, response = OPS[op]
+    """The body of ``request`` to ``op``, checked against its schema; None for a refused one."""
+    load, _, body_of, response = OPS[op]
     try:
         args = load.load(request)
-        value = result(args)
+        body = body_of(args)
     except (ValidationError, RuleError, FieldRuleError):
         return None
-    body = body_of(args)
     encoded = dumps(body)
-    assert encoded == dumps(response.dump(value)), op
-    assert response.validate(loads(encoded)) == {}, op
+    assert response.validate(loads(encoded)) == {}, (op, response.validate(loads(encoded)))
+    assert dumps(response.dump(body)) == encoded, op
+    WRITTEN[op].update(written(body))
     return body
+
+
+def all_documented_written(op: str) -> None:
+    missing = documented(OPS[op][3]) - set(WRITTEN[op])
+    assert not missing, (op, missing)
 
 
 def patterns_of(body: dict) -> list[dict]:
@@ -82,6 +126,7 @@ def test_validate():
 
     check()
     covered(seen, "problems", "no problems", "complete", "incomplete")
+    all_documented_written('validate')
 
 
 def test_ting():
@@ -98,6 +143,7 @@ def test_ting():
 
     check()
     covered(seen, "waits", "no waits", "dajiao", "no dajiao", "count", "no count")
+    all_documented_written('ting')
 
 
 def test_discards():
@@ -115,6 +161,7 @@ def test_discards():
 
     check()
     covered(seen, "options", "no options", "complete", "incomplete", "count", "no count")
+    all_documented_written('discards')
 
 
 def test_shanten():
@@ -131,6 +178,7 @@ def test_shanten():
 
     check()
     covered(seen, "options", "tiles", "null", "number", "useful", "none")
+    all_documented_written('shanten')
 
 
 flags = st.fixed_dictionaries({}, optional={
@@ -156,6 +204,7 @@ def test_score():
 
     check()
     covered(seen, "capped", "not capped", "count", "no count")
+    all_documented_written('score')
 
 
 def test_settle():
@@ -182,6 +231,7 @@ def test_settle():
 
     check()
     covered(seen, "transfers", "no transfers", "ended", "playing", "no stakes", "coins", "no coins yet")
+    all_documented_written('settle')
 
 
 def test_rulesets_dumped_by_their_schema():

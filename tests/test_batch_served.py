@@ -1,5 +1,8 @@
 """NDJSON jobs through a real ``python -m service serve``: results stream while the upload goes on, a
-slow sender is cut off, the job has no overall size limit, other clients are served meanwhile.
+slow sender is cut off, the job has no overall size limit, other clients are served meanwhile; a
+client cannot turn a job against the server: the answer comes in pieces of at most 64 results, a
+client sending a line at a time gets each result before it sends the next line, and clients that
+never read hold little of the worker's memory (nothing more is read of them).
 
 The client is a raw socket sending a chunked body and reading the chunked response on another thread,
 as a client piping a file through one request does.
@@ -13,7 +16,8 @@ import threading
 
 import pytest
 
-from service.api.batch_items import answer_line
+from service.api.batch_items import PIECE_LINES, answer_line
+from tests.loopback import rss_kib
 from tests.served import Served
 
 pytestmark = pytest.mark.slow
@@ -39,6 +43,7 @@ class Job:
         self.sock.sendall(b"POST /v1/batch HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-ndjson\r\n"
                           + headers + b"\r\n")
         self.lines: list[dict] = []
+        self.pieces: list[int] = []  # result lines begun in each chunk of the response
         self.status: int | None = None
         self.closed = threading.Event()  # the server closed the connection
         self.ended = threading.Event()   # the response's last chunk came
@@ -73,6 +78,8 @@ class Job:
                 while len(data) < size + 2:
                     data += self._recv()
                 body, data = body + data[:size], data[size + 2:]
+                if size:
+                    self.pieces.append(body.count(b"\n"))
                 *complete, body = body.split(b"\n")
                 with self.changed:
                     self.lines.extend(json.loads(line) for line in complete)
@@ -173,3 +180,75 @@ def test_a_json_batch_of_a_thousand_items(served):
     assert status == 200 and headers["Content-Type"] == "application/json"
     results = json.loads(body)["results"]
     assert len(results) == len(items) and {x["status"] for x in results} == {200, 422}
+
+
+def test_the_answer_comes_in_pieces_of_at_most_64_results(served):
+    job = Job(served.port)
+    try:
+        job.send(b"\n".join([TING, b"1"] * 1500) + b"\n")  # one send: far more lines than a piece
+        job.finish()
+        assert job.wait_for(3000) and job.ended.wait(30)
+        assert len(job.lines) == 3000 and [x["status"] for x in job.lines[:2]] == [200, 422]
+        assert max(job.pieces) <= PIECE_LINES and len(job.pieces) >= 3000 // PIECE_LINES, job.pieces[:20]
+    finally:
+        job.close()
+
+
+@pytest.mark.parametrize("framing", ["chunked", "length"])
+def test_a_line_at_a_time_gets_each_result_before_the_next_line(served, framing):
+    lines = [LINES[i % len(LINES)] + b"\n" for i in range(8)]
+    body = b"".join(lines)
+    job = Job(served.port, b"Transfer-Encoding: chunked\r\n" if framing == "chunked"
+              else b"Content-Length: %d\r\n" % len(body))
+    try:
+        for i, line in enumerate(lines):
+            job.send(line) if framing == "chunked" else job.sock.sendall(line)
+            # (a server that waited for more bytes would answer nothing, then cut the job at REQUEST_TIMEOUT)
+            assert job.wait_for(i + 1, timeout=30) and not job.closed.is_set(), (i, job.lines)
+            assert len(job.lines) == i + 1 and job.lines[i]["status"] != 408, job.lines
+        if framing == "chunked":
+            job.finish()
+        assert job.ended.wait(30)
+        assert [x["status"] for x in job.lines] == expected([line[:-1] for line in lines])
+    finally:
+        job.close()
+
+
+def test_clients_that_never_read_hold_little_memory_and_are_not_read_further(served):
+    """Each client sends an endless job of lines whose answers are far longer than they are (``1`` is a 422
+    problem of about 300 bytes) and never reads: the server stops reading each once its answer is not
+    taken, holding a piece, not the answer of a whole read (about 30,000 problems per 64 KiB read)."""
+    clients, chunk = 12, b"1\n" * 32768
+    before = rss_kib(served.proc.pid)
+    sent = [0] * clients
+    socks = []
+
+    def flood(i: int) -> None:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", served.port))
+        socks.append(sock)
+        sock.sendall(b"POST /v1/batch HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-ndjson\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n")
+        sock.settimeout(3)  # (a send blocked this long: the server reads no more of it)
+        try:
+            while sent[i] < 64 << 20:
+                sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                sent[i] += len(chunk)
+        except OSError:
+            pass
+
+    threads = [threading.Thread(target=flood, args=(i,), daemon=True) for i in range(clients)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        grown_mib = (rss_kib(served.proc.pid) - before) / 1024
+        assert all(s < 64 << 20 for s in sent), sent  # none could send its whole body: reading stopped
+        assert grown_mib < 16, (grown_mib, sent)  # (0.3 MiB in all here; answering whole reads held 4 MiB a client)
+        status, _, answer = served.request("POST", "/v1/hands/ting", {"hand": {"tiles": "1112345678999m"}})
+        assert status == 200 and json.loads(answer)["ting"] is True  # the worker still answers others
+    finally:
+        for sock in socks:
+            sock.close()

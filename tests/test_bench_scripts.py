@@ -126,3 +126,10 @@ def test_stream_opens_phase_prints_each_open_and_the_never_reading_streams():
     for worker in held["workers"]:
         assert worker["growth_kib"] == worker["rss_kib_peak"] - worker["rss_kib_before"] >= 0
     assert held["probe"]["requests"] > 0 and held["probe"]["errors"] == 0
+
+
+def test_serializers_prints_each_shape_with_both_costs():
+    out = run_bench("serializers.py", "--n", "40", "--rounds", "1")
+    assert set(out) == {"validate", "ting", "discards", "score", "shanten", "settle"}
+    for line in out.values():
+        assert line["answers"] > 0 and line["dump_us"] > 0 and line["schema_us"] > 0 and line["schema_over_dump"] > 0

@@ -15,9 +15,13 @@ Each item is answered by :mod:`service.api.batch_items` exactly as its single en
   one per item in order, written once (orjson).
 * ``application/x-ndjson``: one item a line, no item limit and no body limit (a line at most
   ``MAX_BODY_BYTES``), answered ``application/x-ndjson``, one result line per item in order,
-  streamed as the body is read: the body is read 64 KiB at a time (each read within
-  ``REQUEST_TIMEOUT``, see :mod:`service.serving`) and the lines of each read are answered before the
-  next, so memory stays bounded whatever the job's size.  A line that is not JSON is that line's 400
+  streamed as the body is read.  The body is read as it arrives (each read what has come, at most
+  64 KiB, within ``REQUEST_TIMEOUT``: see :mod:`service.serving`), so a client sending a line at a time
+  gets each line's result as it sends it.  The lines are answered in pieces of at most
+  :data:`~service.api.batch_items.PIECE_LINES` (64) results, each written before the next is worked
+  out, with the worker's other requests given their turn between two pieces; nothing more is read while
+  a piece waits for the client to take it.  So a job holds one read and one piece at most, whatever its
+  size and whether or not its client reads, and one job does not hold up the worker's other requests.  A line that is not JSON is that line's 400
   ``malformed_json`` result, one that is no item its 422 ``invalid_input`` result, one too long its 413
   result (``instance``: ``/v1/batch``); blank lines get none.  The response is 200 once it starts: a job
   cut short (a read that timed out, a broken chunked body, the client's item limit reached) ends with
@@ -26,13 +30,14 @@ Each item is answered by :mod:`service.api.batch_items` exactly as its single en
 
 Rate limit: a batch counts its items against ``CLIENT_BATCH_ITEMS_PER_MINUTE`` (per client: the API
 key, else the address), a JSON batch all at once before any item is run (a refused envelope counts
-1), an NDJSON job read by read before that read's lines are run.  The single hand endpoints are not
+1), an NDJSON job piece by piece before that piece's lines are run.  The single hand endpoints are not
 limited (a request each costs more than a batch item).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 
 from flask import Response, g, request, stream_with_context
 from marshmallow import ValidationError
@@ -176,13 +181,17 @@ def _stream() -> Response:
     # MAX_CONTENT_LENGTH", so the request's own limit is set past any body.
     request.max_content_length = sys.maxsize
     max_line = settings.current().max_body_bytes
-    stream, rid = request.stream, g.get("request_id")
+    raw, rid = request.environ.get("wsgi.input"), g.get("request_id")
+    # What has arrived, as the server gives it (service.serving: a body the server ends itself), else
+    # werkzeug's stream read 64 KiB at a time (the test client's, a server that does not end the body).
+    read = raw.read1 if request.environ.get("wsgi.input_terminated") and hasattr(raw, "read1") else request.stream.read
 
     def results():
         try:
-            for lines in batch_items.pieces(stream.read, max_line):
+            for lines in batch_items.pieces(read, max_line, most=batch_items.PIECE_LINES):
                 rate_limits.charge_batch(batch_items.count_items(lines))
                 yield batch_items.answer_piece(lines, max_line, rid)
+                time.sleep(0)  # (the worker's other requests' turn: a cooperative yield under gevent)
         except HTTPException as exc:  # the body cut short (408, 400) or the client's limit (429)
             yield batch_items.encode(batch_items.problem_result(exc, batch_items.BATCH_PATH, rid))
 

@@ -54,20 +54,27 @@ READ_SIZE = 64 * 1024
 
 
 class Op(NamedTuple):
-    """An operation of a batch: its request schema, its body function (loaded args → body), its path."""
+    """An operation of a batch: its request schema, its body function (loaded args → body), its path, and
+    (the hand operations) its schema made with ``many=True``, which loads a batch's items of that operation
+    at once and leaves each item's core refusal in it (:class:`~service.api.schemas.Refused`)."""
 
     schema: Any
     body: Callable[[dict], dict]
     path: str
+    many: Any = None
+
+
+def _hand_op(schema: type, body: Callable[[dict], dict], path: str) -> Op:
+    return Op(schema(), body, path, schema(many=True))
 
 
 OPS: dict[str, Op] = {
-    "validate": Op(s.ValidateRequest(), validate_body, "/v1/hands/validate"),
-    "ting": Op(s.TingRequest(), ting_body, "/v1/hands/ting"),
-    "discards": Op(s.DiscardsRequest(), discards_body, "/v1/hands/discards"),
-    "score": Op(s.ScoreRequest(), score_body, "/v1/hands/score"),
+    "validate": _hand_op(s.ValidateRequest, validate_body, "/v1/hands/validate"),
+    "ting": _hand_op(s.TingRequest, ting_body, "/v1/hands/ting"),
+    "discards": _hand_op(s.DiscardsRequest, discards_body, "/v1/hands/discards"),
+    "score": _hand_op(s.ScoreRequest, score_body, "/v1/hands/score"),
     "settle": Op(s.SettleRequest(), settle_body, "/v1/rounds/settle"),
-    "shanten": Op(s.ShantenRequest(), shanten_body, "/v1/hands/shanten"),
+    "shanten": _hand_op(s.ShantenRequest, shanten_body, "/v1/hands/shanten"),
 }
 assert tuple(OPS) == tuple(s.BATCH_ITEM_SCHEMAS)
 
@@ -117,13 +124,58 @@ def answer_value(item: Any, request_id: str | None = None) -> dict:
     return answer_item(item, request_id)
 
 
+def answer_many(op: str, bodies: list[dict], request_id: str | None = None) -> list[dict]:
+    """The results of ``bodies`` (items of the hand operation ``op``, without their ``op``), in order: loaded at
+    once by the operation's ``many=True`` schema, each answered as :func:`answer` answers it alone (a body the
+    schema refuses gets its own messages, one the core refuses its first refusal)."""
+    spec = OPS[op]
+    try:
+        loaded, errors = spec.many.load(bodies), {}
+    except ValidationError as exc:
+        loaded, errors = exc.valid_data, exc.messages
+    except Exception:  # noqa: BLE001 - not the schema's refusal (a bug): each item alone, its own 500
+        return [answer(op, body, request_id) for body in bodies]
+    core_fields = spec.schema.CORE_FIELDS
+    out = []
+    for i, args in enumerate(loaded):
+        try:
+            if i in errors:
+                raise invalid_input(errors[i])
+            out.append({"status": 200, "body": spec.body(s.check_refusals(args, core_fields))})
+        except Exception as exc:  # noqa: BLE001 - as in answer()
+            out.append(problem_result(exc, spec.path, request_id))
+    return out
+
+
+def answer_values(values: list, request_id: str | None = None) -> list[dict]:
+    """The results of any JSON values given as items (see :func:`answer_value`), in order: the items of each
+    hand operation loaded together (:func:`answer_many`)."""
+    out: list = [None] * len(values)
+    groups: dict[str, list[int]] = {}
+    for i, item in enumerate(values):
+        try:
+            s.check_batch_item(item)
+        except ValidationError as exc:
+            out[i] = problem_result(invalid_input(exc.messages), BATCH_PATH, request_id)
+            continue
+        if OPS[item["op"]].many is None:
+            out[i] = answer_item(item, request_id)
+        else:
+            groups.setdefault(item["op"], []).append(i)
+    for op, where in groups.items():
+        bodies = [{k: v for k, v in values[i].items() if k != "op"} for i in where]
+        for i, result in zip(where, answer_many(op, bodies, request_id)):
+            out[i] = result
+    return out
+
+
 def answer_items(items: list, ruleset: Ruleset | None = None, request_id: str | None = None) -> list[dict]:
     """The results of items (any JSON values: see :func:`answer_value`), in order; ``ruleset`` (loaded once:
     a batch envelope's) is that of every item without one, as if the item had given it."""
     if ruleset is None:
-        return [answer_value(item, request_id) for item in items]
+        return answer_values(items, request_id)
     with s.default_ruleset(ruleset):
-        return [answer_value(item, request_id) for item in items]
+        return answer_values(items, request_id)
 
 
 def answer_line(line: bytes, request_id: str | None = None) -> dict | None:
@@ -148,12 +200,24 @@ class TooLong(NamedTuple):
     length: int
 
 
-def pieces(read: Callable[[int], bytes], max_line: int, size: int = READ_SIZE) -> Iterator[list]:
-    """The lines of a byte stream, one list per read: the lines that read completed (bytes, without their
-    newline), a :class:`TooLong` for a line longer than ``max_line`` (its bytes are dropped as they come).
-    Memory: one read and one line at most, whatever the stream's length."""
+PIECE_LINES = 64
+"""Lines answered at most in one piece of an NDJSON answer (one write of the server's)."""
+
+
+def pieces(read: Callable[[int], bytes], max_line: int, size: int = READ_SIZE,
+           most: int | None = None) -> Iterator[list]:
+    """The lines of a byte stream, in pieces: the lines each read completed (bytes, without their newline),
+    at most ``most`` a piece when given (a read's lines are then cut into several pieces, the next read made
+    only once they are all taken), a :class:`TooLong` for a line longer than ``max_line`` (its bytes are
+    dropped as they come).  Memory: one read, one line and one piece at most, whatever the stream's length.
+
+    >>> data = iter([b"a\\nb\\nc\\n", b"d\\ne\\n", b""])
+    >>> list(pieces(lambda n: next(data), 10, most=2))
+    [[b'a', b'b'], [b'c'], [b'd', b'e']]
+    """
     rest = b""
     skipped = -1  # >= 0 while dropping the rest of a line too long (the bytes dropped so far)
+    limit = most or -1
     while True:
         data = read(size)
         if not data:
@@ -172,6 +236,9 @@ def pieces(read: Callable[[int], bytes], max_line: int, size: int = READ_SIZE) -
                 rest = b""
                 out.append(line if len(line) <= max_line else TooLong(len(line)))
             start = end + 1
+            if len(out) == limit:
+                yield out
+                out = []
         tail = data[start:]
         if skipped >= 0:
             skipped += len(tail)
@@ -191,17 +258,25 @@ def answer_lines(lines: list, max_line: int, request_id: str | None = None,
                  first_line: int | None = None) -> list[dict]:
     """The results of the lines of one piece (blank lines have none); with ``first_line`` (the number of
     the piece's first line in its stream, from 1) each result starts with its input's ``line``."""
-    out = []
+    slots: list = []  # (line index, its result, or None while its item waits in `values`)
+    values, at = [], []
     for i, line in enumerate(lines):
         if isinstance(line, TooLong):
-            result = problem_result(LineTooLong(f"the line has {line.length} bytes, more than the limit "
-                                                f"of {max_line} (MAX_BODY_BYTES)"), BATCH_PATH, request_id)
-        else:
-            result = answer_line(line, request_id)
-            if result is None:
+            slots.append((i, problem_result(LineTooLong(f"the line has {line.length} bytes, more than the limit "
+                                                        f"of {max_line} (MAX_BODY_BYTES)"), BATCH_PATH, request_id)))
+        elif line.strip():
+            try:
+                values.append(parse_json(line))
+            except ApiProblem as exc:
+                slots.append((i, problem_result(exc, BATCH_PATH, request_id)))
                 continue
-        out.append(result if first_line is None else {"line": first_line + i, **result})
-    return out
+            at.append(len(slots))
+            slots.append((i, None))
+    for where, result in zip(at, answer_values(values, request_id)):
+        slots[where] = (slots[where][0], result)
+    if first_line is None:
+        return [result for _, result in slots]
+    return [{"line": first_line + i, **result} for i, result in slots]
 
 
 def encode_all(results: list[dict]) -> bytes:

@@ -1,29 +1,33 @@
 """Request and response schemas: marshmallow at the HTTP edge only.
 
-*Load* schemas (``*Request``) check the JSON shape, reject unknown fields and
-bound every string, list and number; their ``post_load`` turns the payload
-into the core's value types (:class:`~service.rules.hand.Hand`,
-:class:`~service.rules.fan.Win`, :class:`~service.rules.ruleset.Ruleset`,
-tiles).  A :class:`~service.rules.errors.RuleError` met there is re-raised as
-:class:`~service.api.problems.FieldRuleError` naming the field.
+*Load* schemas (``*Request``) check the JSON shape, reject unknown fields and bound every string, list
+and number.  The hand, the win and ``visible`` are custom fields (:class:`HandField`, :class:`WinField`,
+:class:`VisibleField`: marshmallow's documented ``_deserialize`` extension point) that load straight to
+what the core takes: the common ``{"tiles": "<hand string>"}`` is handed to the core's own reading of a
+hand string, and only melds, a ``void`` or a list of tiles go through the nested :class:`HandSchema`
+(likewise :class:`WinSchema` only for a win that is not a tile string with ``true``/``false`` flags).  A
+:class:`~service.rules.errors.RuleError` met there becomes a
+:class:`~service.api.problems.FieldRuleError` naming the field, raised once every field has loaded
+(:class:`Refused`), so that a body the schema refuses gets the schema's messages whatever the core
+would say.  A batch loads the items of one operation together (``many=True``, each item still answered
+alone: :mod:`service.api.batch_items`).
 
-*Response* schemas (``*Response`` and the schemas they nest) are each answer's one source: the
-OpenAPI document is generated from them, and each dumps the core's value itself
-(``TingResponse().dump(ting(...))`` is the body of that ting answer, to the byte; a ``post_dump``
-leaves out what the body leaves out, such as a pattern's ``count`` but for 根), so a schema is its
-shape's reference serializer.  ``GET /v1/rulesets``, which is rarely called, is dumped by its schema
-(flask-smorest's ``@blp.response``).  The answers of the hand operations, of ``/v1/rounds/settle`` and
-of batch items (which must equal them) are written instead by the ``dump_*`` functions below: the
-request path's fast serializers, which build the same bodies straight from the core's values.
-tests/test_api_response_schemas.py proves them equal, byte for byte, to the schemas' dumps for
-generated hands and rounds, so that a change to a schema or to a ``dump_*`` alone fails it.
-
-Why two serializers: a marshmallow dump walks every field of every wait and pattern of an answer
-and costs many times what the core takes to compute that answer, where a ``dump_*`` function costs
-about what the core does.  Through ``schema.dump`` a ting request would cost a good deal more, and a
-batch item (held to a small multiple of the core's cost) many times more (docs/performance.md#history
-has the figures).  A wait's body is a function of an immutable value the core's memos share: it is
-built once and shared by the answers that list it (:func:`dump_wait`; bodies are read-only).
+*Response* schemas (``*Response`` and the schemas they nest) document each answer; they are not what
+writes it.  One serializer per shape runs: the ``dump_*`` functions below build each body straight from
+the core's value, for the single endpoints and for batch items alike (the views return the body, which
+flask-smorest passes through; ``@blp.response`` only documents it).  Chosen by measurement
+(``bench/serializers.py``, figures in docs/performance.md): a marshmallow dump of an answer walks every
+field of every wait and pattern and costs many times the ``dump_*`` function of the same answer (more
+than the core takes to compute most answers), where a batch item is held to a small multiple of the
+core's cost, and no view needs anything a schema's dump would add.
+So the schemas carry no serializer logic (no ``post_dump``, no attribute paths): each field is a member
+of the body, under the body's name.  tests/test_api_response_schemas.py keeps the two in agreement for
+generated hands and rounds: every body validates against its schema (no member missing, none
+undocumented, each of the documented type) and the schema's own dump of that body gives it back to the
+byte, and every documented member is written by some body.  The one shape a schema does write is
+``GET /v1/rulesets`` (:class:`RulesetsResponse`, rarely called, no ``dump_*``).  A wait's body is a
+function of an immutable value the core's memos share: it is built once and shared by the answers that
+list it (:func:`dump_wait`; bodies are read-only).
 
 *Events* are the rules core's to decide (:func:`service.rules.events.parse_event`
 and the table fold: a seat's range depends on the table's ruleset): the event
@@ -32,8 +36,8 @@ tests check that the document and the core agree.  Every enumeration (preset
 names, kong kinds, reasons, pattern ids, the ruleset's choices) is one named
 schema, referenced wherever it is used.
 
->>> TingRequest().load({"hand": {"tiles": "1112345678999m"}})["hand"].size
-13
+>>> TingRequest().load({"hand": {"tiles": "1112345678999m"}, "visible": "5m"})["visible"]
+[Tile('5m')]
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from dataclasses import fields as dc_fields
 from typing import Any, Callable, Mapping, NamedTuple
 
 import marshmallow as ma
-from marshmallow import ValidationError, fields, post_dump, post_load, validate
+from marshmallow import ValidationError, fields, post_load, validate
 
 from ..rules.codes import REASONS
 from ..rules.errors import RuleError
@@ -55,7 +59,7 @@ from ..rules.events import (
     PENALTY_KINDS, STATUSES,
 )
 from ..rules.fan import Score, Win
-from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld, parse_hand
+from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld, parse_hand, suit_keys
 from ..rules.patterns import PATTERNS, PatternFan
 from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, PRESETS, Ruleset, ENUMS
 from ..rules.settle import Settlement
@@ -421,26 +425,149 @@ def load_hand(data: Mapping[str, Any], path: str) -> Hand:
     return Hand(tuple(tiles), melds, void)
 
 
+class Refused(NamedTuple):
+    """A field that loaded but that the rules core refused (its error), kept until every field has loaded:
+    a body that also breaks the schema is answered the schema's 422, as if the core had not been asked,
+    and otherwise the first refusal in the fields' order is raised (:func:`check_refusals`)."""
+
+    error: Exception
+
+
+def _core(path: str | None, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, or a :class:`Refused` when the core refuses it: a :class:`RuleError` names ``path``
+    (a :class:`FieldRuleError`; with no ``path`` it is kept as it is)."""
+    try:
+        return fn(*args)
+    except FieldRuleError as exc:
+        return Refused(exc)
+    except RuleError as exc:
+        return Refused(FieldRuleError(exc, path) if path else exc)
+
+
+def check_refusals(data: dict, names: tuple[str, ...]) -> dict:
+    """``data`` (a loaded body), or the first :class:`Refused` of the fields ``names``, in order, raised."""
+    for name in names:
+        value = data.get(name)
+        if type(value) is Refused:
+            raise value.error
+    return data
+
+
+def _nested(schema: type[ma.Schema], value: Any) -> dict:
+    """``value`` loaded by ``schema`` as a ``fields.Nested`` would (the same messages)."""
+    try:
+        return _instance(schema).load(value)
+    except ValidationError as exc:
+        raise ValidationError(exc.messages, valid_data=exc.valid_data) from None
+
+
+class HandField(DocumentedField):
+    """A hand (documented as :class:`HandSchema`), loaded for the core: a :class:`Hand`, or the hand string
+    itself when it is one the core reads straight from the string.
+
+    The common form, ``{"tiles": "<hand string>"}`` alone: a string in canonical suit order with no count
+    over 4 (:func:`suit_keys` says so, from the core's memo of suits) is given to the operation as it is,
+    which reads it as it reads a string from the Python API (its suits' keys, not a :class:`Hand`), so the
+    string is parsed once; any other string is parsed by :func:`parse_hand`.  Melds, a ``void`` or a list
+    of tiles are loaded by :class:`HandSchema` (their messages are its own), then by :func:`load_hand`.
+    A core refusal is a :class:`Refused`.
+
+    >>> TingRequest().load({"hand": {"tiles": "1112345678999m"}})["hand"]
+    '1112345678999m'
+    >>> TingRequest().load({"hand": {"tiles": "1112345678999m", "void": "p"}})["hand"].void
+    'p'
+    """
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        path = self.name or "hand"
+        if type(value) is dict and len(value) == 1:
+            tiles = value.get("tiles")
+            if type(tiles) is str and len(tiles) <= MAX_HAND_CHARS:
+                if suit_keys(tiles) is not None:
+                    return tiles
+                return _core(f"{path}.tiles", parse_hand, tiles)
+        return _core(None, load_hand, _nested(HandSchema, value), path)
+
+    def openapi(self, converter) -> dict:
+        return converter.resolve_nested_schema(HandSchema)
+
+
+WIN_FLAGS = ("self_drawn", "after_kong", "robbing_kong", "last_tile", "heavenly", "earthly")
+
+
+def _win(tile: str, flags: dict) -> "Win | Refused":
+    parsed = _core("win.tile", Tile.from_str, tile)
+    return parsed if type(parsed) is Refused else _core("win", lambda: Win(parsed, **flags))
+
+
+class WinField(DocumentedField):
+    """How a hand won (documented as :class:`WinSchema`), loaded to a core :class:`Win`.
+
+    An object of a tile string and ``true``/``false`` flags is checked here and given to the core;
+    anything else is loaded by :class:`WinSchema` (its messages).  A core refusal is a :class:`Refused`.
+    """
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if type(value) is dict:
+            tile = value.get("tile")
+            if type(tile) is str and len(tile) <= MAX_TILE_CHARS:
+                flags = {k: v for k, v in value.items() if k != "tile"}
+                if all(k in WIN_FLAG_SET and (v is True or v is False) for k, v in flags.items()):
+                    return _win(tile, flags)
+        w = _nested(WinSchema, value)
+        return _win(w.pop("tile"), w)
+
+    def openapi(self, converter) -> dict:
+        return converter.resolve_nested_schema(WinSchema)
+
+
+WIN_FLAG_SET = frozenset(WIN_FLAGS)
+
+
+def _absent() -> None:
+    return None
+
+
+class VisibleField(DocumentedField):
+    """Tiles seen elsewhere: a hand string of at most :data:`MAX_VISIBLE_CHARS`, loaded to the core's tiles
+    (an empty string: None).  A core refusal is a :class:`Refused`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(load_default=_absent, **kwargs)  # (a callable: no ``null``, no documented default)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, str):
+            raise ValidationError("Not a valid string.")
+        if len(value) > MAX_VISIBLE_CHARS:
+            raise ValidationError(f"Longer than maximum length {MAX_VISIBLE_CHARS}.")
+        return _core("visible", parse_tiles, value) if value else None
+
+    def openapi(self, converter) -> dict:
+        return {"type": "string", "maxLength": MAX_VISIBLE_CHARS, "description": "tiles seen elsewhere (a hand string)"}
+
+
 # -- hand requests ----------------------------------------------------------------
 class _HandRequest(ma.Schema):
-    hand = fields.Nested(HandSchema, required=True)
+    """A hand operation's body.  Loaded alone (``schema.load``, the single endpoints) a core refusal is raised
+    by the ``post_load``; loaded with ``many=True`` (a batch's items, :mod:`service.api.batch_items`) each item
+    keeps its :class:`Refused` values for the caller to raise item by item
+    (:func:`check_refusals` with :attr:`CORE_FIELDS`), so that one refused item does not fail the others."""
+
+    CORE_FIELDS: tuple[str, ...] = ("hand", "visible")
+    hand = HandField(required=True)
     ruleset = RulesetField(load_default=DEFAULT_RULESET.get, metadata={"default": "xuezhan"})
 
-    @post_load
-    def _to_core(self, data: dict, **kwargs: Any) -> dict:
-        data["hand"] = load_hand(data["hand"], "hand")
-        if "visible" in self.fields:
-            visible = data.get("visible")
-            data["visible"] = _rule("visible", parse_tiles, visible) if visible else None
-        return data
+    @post_load(pass_collection=True)  # (once per load: a batch's items are checked by their caller)
+    def _to_core(self, data: "dict | list[dict]", many: bool, **kwargs: Any) -> "dict | list[dict]":
+        return data if many else check_refusals(data, self.CORE_FIELDS)
 
 
 class ValidateRequest(_HandRequest):
-    visible = Str(MAX_VISIBLE_CHARS, metadata={"description": "tiles seen elsewhere (a hand string)"})
+    visible = VisibleField()
 
 
 class TingRequest(_HandRequest):
-    visible = Str(MAX_VISIBLE_CHARS, metadata={"description": "tiles seen elsewhere (a hand string)"})
+    visible = VisibleField()
 
 
 class DiscardsRequest(TingRequest):
@@ -461,15 +588,12 @@ class WinSchema(ma.Schema):
     earthly = StrictBoolean(load_default=False)
 
 
-class ScoreRequest(_HandRequest):
-    win = fields.Nested(WinSchema, required=True)
+assert tuple(WinSchema().fields)[1:] == WIN_FLAGS
 
-    @post_load
-    def _win(self, data: dict, **kwargs: Any) -> dict:
-        w = dict(data["win"])
-        w["tile"] = _rule("win.tile", Tile.from_str, w["tile"])
-        data["win"] = _rule("win", Win, **w)
-        return data
+
+class ScoreRequest(_HandRequest):
+    CORE_FIELDS = ("hand", "win")
+    win = WinField(required=True)
 
 
 # -- events (documentation: the rules core decides) ----------------------------------
@@ -584,32 +708,26 @@ class SettleRequest(ma.Schema):
         return data
 
 
-# -- responses: each shape's one source, and its reference dump -------------------------
+# -- responses: each shape's documentation (the dump_* functions below write them) -----------
 class PatternSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.patterns.PatternFan`."""
+    """A :class:`~service.rules.patterns.PatternFan` (:func:`dump_patterns`)."""
 
     id = EnumField(PATTERN_ID, required=True)
-    name = fields.String(required=True, attribute="pattern.name", metadata={"description": "Chinese name"})
-    name_en = fields.String(required=True, attribute="pattern.name_en")
+    name = fields.String(required=True, metadata={"description": "Chinese name"})
+    name_en = fields.String(required=True)
     fan = fields.Integer(required=True, metadata={"description": "total fan of this pattern"})
     count = fields.Integer(metadata={"description": "how many (根 only)"})
 
-    @post_dump(pass_original=True)
-    def _count_of_gen_only(self, data: dict, original: PatternFan, **kwargs: Any) -> dict:
-        if original.id != "gen":
-            del data["count"]
-        return data
-
 
 class DajiaoSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.ting.Dajiao`."""
+    """Documents a :class:`~service.rules.ting.Dajiao`."""
 
     fan = fields.Integer(required=True)
     points = fields.Integer(required=True)
 
 
 class WaitSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.ting.Wait`."""
+    """Documents a :class:`~service.rules.ting.Wait`."""
 
     tile = fields.String(required=True)
     fan = fields.Integer(required=True)
@@ -619,14 +737,14 @@ class WaitSchema(ma.Schema):
 
 
 class HandProblemSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.hand.Problem`."""
+    """Documents a :class:`~service.rules.hand.Problem`."""
 
     code = fields.String(required=True)
     message = fields.String(required=True)
 
 
 class ValidateResponse(ma.Schema):
-    """Dumps a :class:`~service.rules.validate.Validation`."""
+    """Documents a :class:`~service.rules.validate.Validation`."""
 
     valid = fields.Boolean(required=True)
     size = fields.Integer(required=True)
@@ -638,7 +756,7 @@ class ValidateResponse(ma.Schema):
 
 
 class TingResponse(ma.Schema):
-    """Dumps a :class:`~service.rules.ting.Ting`."""
+    """Documents a :class:`~service.rules.ting.Ting`."""
 
     ting = fields.Boolean(required=True)
     huazhu = fields.Boolean(required=True)
@@ -647,7 +765,7 @@ class TingResponse(ma.Schema):
 
 
 class DiscardOptionSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.ting.DiscardOption`."""
+    """Documents a :class:`~service.rules.ting.DiscardOption`."""
 
     discard = fields.String(required=True)
     waits = fields.List(fields.Nested(WaitSchema), required=True)
@@ -656,14 +774,14 @@ class DiscardOptionSchema(ma.Schema):
 
 
 class DiscardsResponse(ma.Schema):
-    """Dumps a :class:`~service.rules.ting.DiscardAdvice`."""
+    """Documents a :class:`~service.rules.ting.DiscardAdvice`."""
 
     options = fields.List(fields.Nested(DiscardOptionSchema), required=True)
     complete = fields.Boolean(required=True, metadata={"description": "the 14 tiles already win"})
 
 
 class UsefulTileSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.shanten.UsefulTile`."""
+    """Documents a :class:`~service.rules.shanten.UsefulTile`."""
 
     tile = fields.String(required=True)
     remaining = fields.Integer(required=True, metadata={
@@ -671,7 +789,7 @@ class UsefulTileSchema(ma.Schema):
 
 
 class ShantenOptionSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.shanten.ShantenOption`."""
+    """Documents a :class:`~service.rules.shanten.ShantenOption`."""
 
     discard = fields.String(required=True)
     shanten = fields.Integer(required=True, metadata={"description": "the shanten of the 13 tiles left"})
@@ -681,7 +799,7 @@ class ShantenOptionSchema(ma.Schema):
 
 
 class ShantenResponse(ma.Schema):
-    """Dumps a :class:`~service.rules.shanten.Shanten` (13 tiles: ``tiles`` and ``remaining``) or a
+    """Documents a :class:`~service.rules.shanten.Shanten` (13 tiles: ``tiles`` and ``remaining``) or a
     :class:`~service.rules.shanten.ShantenOptions` (14 tiles: ``options``)."""
 
     shanten = fields.Integer(required=True, allow_none=True, metadata={
@@ -696,7 +814,7 @@ class ShantenResponse(ma.Schema):
 
 
 class ScoreResponse(ma.Schema):
-    """Dumps a :class:`~service.rules.fan.Score`."""
+    """Documents a :class:`~service.rules.fan.Score`."""
 
     fan = fields.Integer(required=True, metadata={"description": "after the cap"})
     raw_fan = fields.Integer(required=True)
@@ -708,10 +826,10 @@ class ScoreResponse(ma.Schema):
 
 
 class TransferSchema(ma.Schema):
-    """Dumps a :class:`~service.rules.settle.Transfer`."""
+    """Documents a :class:`~service.rules.settle.Transfer`."""
 
-    from_ = fields.Integer(required=True, data_key="from", attribute="payer")
-    to = fields.Integer(required=True, attribute="payee")
+    from_ = fields.Integer(required=True, data_key="from", attribute="from")
+    to = fields.Integer(required=True)
     points = fields.Integer(required=True)
     reason = EnumField(REASON, required=True)
     event = fields.Integer(required=True, metadata={"description": "0-based index of the causing event"})
@@ -727,26 +845,20 @@ class SettledRound(NamedTuple):
 
 
 class SettleResponse(ma.Schema):
-    """Dumps a :class:`SettledRound`: ``coins_delta`` and ``fees`` only with stakes (null until the
-    round ends)."""
+    """A :class:`SettledRound` (:func:`dump_settle`): ``coins_delta`` and ``fees`` only with stakes (null
+    until the round ends)."""
 
-    deltas = fields.List(fields.Integer(), required=True, attribute="settlement.deltas",
+    deltas = fields.List(fields.Integer(), required=True,
                          validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
                          metadata={"description": "one per seat (three with players = 3)"})
-    transfers = fields.List(fields.Nested(TransferSchema), required=True, attribute="settlement.transfers")
-    winners = fields.List(fields.Integer(), required=True, attribute="settlement.winners")
-    ended = fields.Boolean(required=True, attribute="settlement.ended")
-    next_dealer = fields.Integer(required=True, allow_none=True, attribute="settlement.next_dealer")
-    coins_delta = fields.List(fields.Integer(), allow_none=True, attribute="coins.coins_delta", metadata={
+    transfers = fields.List(fields.Nested(TransferSchema), required=True)
+    winners = fields.List(fields.Integer(), required=True)
+    ended = fields.Boolean(required=True)
+    next_dealer = fields.Integer(required=True, allow_none=True)
+    coins_delta = fields.List(fields.Integer(), allow_none=True, metadata={
         "description": "(with `stakes`) each seat's change of coins, its fee included; null until the round ends"})
-    fees = fields.List(fields.Integer(), allow_none=True, attribute="coins.fees", metadata={
+    fees = fields.List(fields.Integer(), allow_none=True, metadata={
         "description": "(with `stakes`) what each seat paid the house; null until the round ends"})
-
-    @post_dump(pass_original=True)
-    def _coins_with_stakes_only(self, data: dict, original: SettledRound, **kwargs: Any) -> dict:
-        if original.stakes is not None and original.coins is None:
-            data["coins_delta"] = data["fees"] = None
-        return data
 
 
 def _required(f: fields.Field) -> fields.Field:
@@ -761,7 +873,7 @@ RulesetOut = ma.Schema.from_dict(
 
 
 class RulesetsResponse(ma.Schema):
-    """Dumps ``{"default": <preset name>, "presets": {<name>: Ruleset}}``."""
+    """Dumps ``{"default": <preset name>, "presets": {<name>: Ruleset}}`` (``GET /v1/rulesets``: flask-smorest runs it)."""
 
     default = EnumField(PRESET_NAME, required=True)
     presets = fields.Dict(keys=fields.String(), values=fields.Nested(RulesetOut), required=True)
@@ -927,7 +1039,7 @@ class BatchResponse(ma.Schema):
                           metadata={"description": "one per item, in the items' order"})
 
 
-# -- dump: the request path's fast serializers (equal to the schemas' dumps: see the module) ---
+# -- dump: each answer's one serializer (its schema above documents it: see the module) ------
 def dump_patterns(patterns: tuple[PatternFan, ...]) -> list[dict]:
     return [p.as_dict() for p in patterns]
 
