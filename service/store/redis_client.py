@@ -22,9 +22,9 @@ URL names one Redis, whatever its topology:
                                                                       it starts: it learns the others)
 ===================================================================  =============================================
 
-These are the forms the ``limits`` library (Flask-Limiter's storage) reads
-too (:func:`service.store.limit_storage.storage_for` hands it the app's
-connection pool, or the cluster's URL).
+The ``limits`` library's counters (the per-client limits that the store's
+scripts do not count) use the same Redis (:func:`service.store.limit_storage.storage_for`
+hands it the app's connection pool, or the cluster's URL).
 
 Every client is built the same way: a 2 s socket timeout (longer when
 ``WAIT`` may block for longer), a 1 s connect timeout, a health check of
