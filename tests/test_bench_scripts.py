@@ -112,6 +112,17 @@ def test_ladder_prints_every_rung_and_its_piece():
     assert all("piece_us_median" in r for r in rungs[1:]) and 0 < lines[-1]["bare_over_service"] < 1
 
 
+def test_workers_measures_both_worker_classes_on_both_loads():
+    done = subprocess.run([sys.executable, "bench/workers.py", "--rounds", "1", "--duration", "0.5", "--warmup", "0.1",
+                           "--connections", "2"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    cells = {(x["worker"], x["load"]): x for x in lines if "worker" in x}
+    assert set(cells) == {(w, load) for w in ("gevent", "gthread") for load in ("ting", "append")}
+    assert all(x["errors"] == 0 and x["rps"] > 0 and x["cpu_us_per_request"] > 0 for x in cells.values())
+    assert {x["ratio"] for x in lines if "ratio" in x} == {"gthread/gevent ting 2", "gthread/gevent append 2"}
+
+
 def test_load_ting_runs_the_service_and_the_bare_app_without_an_error():
     out = run_bench("load_ting.py", "--duration", "0.5", "--rounds", "1", "--warmup", "0.1")
     for target in ("flask", "bare"):
