@@ -115,8 +115,6 @@ def service_app(redis_url: str | None, limits_on: bool, observed: bool):
 
 
 def build(redis_url: str) -> dict:
-    import logging
-
     from service.api import observe
     from service.config import load_settings
     from service.logs import configure_logging
@@ -149,7 +147,6 @@ def build(redis_url: str) -> dict:
         "metrics": quiet(service_app(redis_url, limits_on=True, observed=True)),
         "log": service_app(redis_url, limits_on=True, observed=True),
         "service": WholeBody(full, float(s.request_timeout), int(s.max_body_bytes), int(s.max_batch_bytes)),
-        "_logging": logging,
     }
 
 
@@ -171,7 +168,6 @@ def main(argv: list[str] | None = None) -> int:
         server = EmbeddedRedis(Path(data)).start()
         try:
             apps = build(server.url)
-            apps.pop("_logging")
             templates = [environ_for(i) for i in range(len(HANDS))]
             answers = {name: [json.loads(call(app, t)) for t in templates] for name, app in apps.items()}
             for name, got in answers.items():
