@@ -198,23 +198,14 @@ def test_events_and_reads_per_client(redis_url):
 
 
 def test_the_stateless_endpoints_make_no_redis_call_with_the_limits_on(redis_url):
-    """Flask-Limiter's request filter leaves the hand endpoints alone: they are never limited and
-    never ask Redis."""
+    """Only the views that declare a limit are wrapped: the hand endpoints are never limited and never ask
+    Redis."""
     app = create_app({"TESTING": True, "REDIS_URL": redis_url})
     c = app.test_client()
     answers = []
     assert round_trips(lambda: answers.extend(
         c.post("/v1/hands/ting", json={"hand": {"tiles": "1112345678999m"}}) for _ in range(5))) == 0
     assert all(r.status_code == 200 and "X-RateLimit-Limit" not in r.headers for r in answers)
-
-
-def test_flask_limiter_config_command_works(redis_url):
-    from flask_limiter.commands import cli
-
-    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 7})
-    result = app.test_cli_runner().invoke(cli, ["config"])
-    assert result.exit_code == 0 and result.exception is None, result.output
-    assert "Flask-Limiter Config" in result.output
 
 
 def test_limits_are_configured_from_the_environment():
@@ -269,9 +260,9 @@ def round_trips(run) -> int:
     return sent[0]
 
 
-def test_an_append_makes_three_redis_calls_with_the_limits_on_and_one_with_them_off(redis_url):
-    """The client's limit is Flask-Limiter's (a hit, then its window for the headers); the table's is
-    counted by the APPEND script itself. With every limit off, an append is the APPEND alone."""
+def test_an_append_makes_one_redis_call_with_the_limits_on_and_with_them_off(redis_url):
+    """The client's limit and the table's are counted by the APPEND script itself: an append is the APPEND
+    alone, with every limit on as with every limit off."""
     app = create_app({"TESTING": True, "REDIS_URL": redis_url, **OFF, "CLIENT_EVENTS_PER_MINUTE": 600,
                       "TABLE_EVENTS_PER_MINUTE": 5})
     c = app.test_client()
@@ -281,7 +272,7 @@ def test_an_append_makes_three_redis_calls_with_the_limits_on_and_one_with_them_
     answers = []
     trips = round_trips(lambda: answers.append(c.post(url, json=KONGS[0], headers=auth)))
     assert answers[0].status_code == 201 and answers[0].headers["X-RateLimit-Remaining"] == "3"  # the table's
-    assert trips == 3
+    assert trips == 1
     off = make_client(redis_url, **OFF)
     tid, auth = _table(off)
     assert off.post(f"/v1/tables/{tid}/events", json={"type": "round_start"}, headers=auth).status_code == 201
@@ -344,8 +335,8 @@ def test_a_view_declares_a_known_limit_or_a_reason():
 @pytest.mark.parametrize("name", ["client_events_per_minute", "client_voids_per_minute", "client_reads_per_minute",
                                   "table_reads_per_minute"])
 def test_each_endpoint_declaring_a_limit_is_refused_past_it(redis_url, redis_client, name):
-    """Every endpoint that declares one of Flask-Limiter's per-request limits is counted by it: with that
-    limit at 1, a second request to it (one the table answers, for a table's limit) is a 429 naming it."""
+    """Every endpoint that declares one of the per-request limits is counted by it: with that limit at 1, a
+    second request to it (one the table answers, for a table's limit) is a 429 naming it."""
     from service.api import rate_limits
     from service.config import LIMITS
 
@@ -382,3 +373,62 @@ def test_the_document_names_every_limit_a_429_may_name():
     from service.config import LIMITS
 
     assert sorted(NAMED) == sorted(limit_name(name) for name in LIMITS)
+
+
+# -- every documented limit refuses at its count -----------------------------------------------------
+def _events_of(c, tid, auth, n):
+    for ev in [{"type": "round_start"}, *KONGS[:n]]:
+        assert c.post(f"/v1/tables/{tid}/events", json=ev, headers=auth).status_code == 201
+
+
+def _requests(name, c):
+    """``(the requests that count, the one more that must be refused)`` for a limit at 3 (each a callable)."""
+    if name == "tables_per_hour":
+        make = lambda: c.post("/v1/tables", json=PLAYERS)  # noqa: E731
+        return [make] * 3, make
+    tables = [_table(c) for _ in range(5)]
+    (t0, a0), (t1, a1), (t2, a2), (t3, a3), (t4, a4) = tables
+    ev = lambda tid, auth, body: lambda: c.post(f"/v1/tables/{tid}/events", json=body, headers=auth)  # noqa: E731
+    void = lambda tid, auth, seq: lambda: c.post(f"/v1/tables/{tid}/events/{seq}/void", headers=auth)  # noqa: E731
+    read = lambda tid, auth: lambda: c.get(f"/v1/tables/{tid}", headers=auth)  # noqa: E731
+    if name == "client_events_per_minute":  # an append, a finish and a club's write share it (one counter)
+        return ([ev(t0, a0, {"type": "round_start"}), lambda: c.post(f"/v1/tables/{t1}/finish", headers=a1),
+                 lambda: c.post("/v1/clubs", json={"name": "周五"})], ev(t2, a2, {"type": "round_start"}))
+    if name == "table_events_per_minute":
+        return [ev(t0, a0, body) for body in ({"type": "round_start"}, *KONGS[:2])], ev(t0, a0, KONGS[2])
+    if name in ("client_voids_per_minute", "table_voids_per_minute"):
+        for tid, auth in tables:
+            _events_of(c, tid, auth, 4)
+        correction = lambda: c.put(f"/v1/tables/{t3}/rounds/1/events", headers=a3,  # noqa: E731
+                                   json={"events": [KONGS[0]]})
+        if name == "client_voids_per_minute":  # a void and a correction share it
+            return [void(t0, a0, 5), void(t1, a1, 5), correction], void(t2, a2, 5)
+        return [void(t4, a4, 5), void(t4, a4, 4), void(t4, a4, 3)], void(t4, a4, 2)
+    if name == "client_reads_per_minute":
+        return [read(t0, a0), read(t1, a1), lambda: c.get(f"/v1/tables/{t2}/events", headers=a2)], read(t3, a3)
+    if name == "table_reads_per_minute":
+        return [read(t0, a0), lambda: c.get(f"/v1/tables/{t0}/events", headers=a0),
+                lambda: c.get(f"/v1/tables/{t0}/summary", headers=a0)], read(t0, a0)
+    assert name == "client_batch_items_per_minute"
+    batch = lambda n: lambda: c.post("/v1/batch", json={"items": [{"op": "ting", "hand": "1112345678999m"}] * n})  # noqa: E731
+    return [batch(2), batch(1)], batch(1)
+
+
+@pytest.mark.parametrize("name", ["tables_per_hour", "client_events_per_minute", "client_voids_per_minute",
+                                  "client_reads_per_minute", "table_events_per_minute", "table_voids_per_minute",
+                                  "table_reads_per_minute", "client_batch_items_per_minute"])
+def test_each_documented_limit_refuses_at_its_count(redis_url, name):
+    """Each limit of docs/api.md at 3: its three requests (items, for the batch) are answered, the next is a 429
+    naming it, with Retry-After and the limit's headers.  (The webhook endpoints' two: tests/test_webhooks_recovery.py.)"""
+    from service.api.rate_limits import limit_name
+    from service.config import LIMITS
+
+    c = limited(redis_url, **({"TABLES_PER_HOUR": 0} if name != "tables_per_hour" else {}), **{LIMITS[name][0]: 3})
+    counted, one_more = _requests(name, c)
+    answers = [request() for request in counted]
+    assert all(r.status_code < 300 for r in answers), [(r.status_code, r.get_data(as_text=True)) for r in answers]
+    assert answers[-1].headers["X-RateLimit-Limit"] == "3" and answers[-1].headers["X-RateLimit-Remaining"] == "0"
+    r = one_more()
+    body = problem(r, 429, "too_many_requests")
+    assert body["limit"] == limit_name(name) and 0 < int(r.headers["Retry-After"]) <= (3600 if "hour" in name else 120)
+    assert (r.headers["X-RateLimit-Limit"], r.headers["X-RateLimit-Remaining"]) == ("3", "0")

@@ -101,6 +101,28 @@ def test_store_versus_runs_both_loads_without_an_error_and_appends_in_one_round_
     assert 1.0 <= line["redis_commands_per_append"] < 1.1
 
 
+def test_ladder_prints_every_rung_and_its_piece():
+    done = subprocess.run([sys.executable, "bench/ladder.py", "--rounds", "2", "--requests", "20"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    rungs = [line for line in lines if "rung" in line]
+    assert [r["rung"] for r in rungs] == ["bare", "flask", "schemas", "limiter", "metrics", "log", "service"]
+    assert all(r["us_p10"] <= r["us_median"] <= r["us_p90"] for r in rungs)
+    assert all("piece_us_median" in r for r in rungs[1:]) and 0 < lines[-1]["bare_over_service"] < 1
+
+
+def test_workers_measures_both_worker_classes_on_both_loads():
+    done = subprocess.run([sys.executable, "bench/workers.py", "--rounds", "1", "--duration", "0.5", "--warmup", "0.1",
+                           "--connections", "2"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    cells = {(x["worker"], x["load"]): x for x in lines if "worker" in x}
+    assert set(cells) == {(w, load) for w in ("gevent", "gthread") for load in ("ting", "append")}
+    assert all(x["errors"] == 0 and x["rps"] > 0 and x["cpu_us_per_request"] > 0 for x in cells.values())
+    assert {x["ratio"] for x in lines if "ratio" in x} == {"gthread/gevent ting 2", "gthread/gevent append 2"}
+
+
 def test_load_ting_runs_the_service_and_the_bare_app_without_an_error():
     out = run_bench("load_ting.py", "--duration", "0.5", "--rounds", "1", "--warmup", "0.1")
     for target in ("flask", "bare"):

@@ -140,6 +140,22 @@ def test_creation_replays_and_the_rate_limit_on_the_cluster(cluster_url):
     assert limiter_keys
 
 
+def test_the_clients_write_limits_on_the_cluster(cluster_url):
+    """On a cluster the client's hash is not in a table's slot: the store counts it with HIT before the
+    APPEND (two calls), on tables of any node, and a finish shares the count."""
+    c = app_client(cluster_url, CLIENT_EVENTS_PER_MINUTE=3, TABLE_EVENTS_PER_MINUTE=0)
+    c.environ_base["REMOTE_ADDR"] = "10.20.30.41"  # (a client of its own: the other tests' events count for theirs)
+    tables = [create(c) for _ in range(4)]
+    assert [post(c, t, {"type": "round_start"}).status_code for t in tables[:2]] == [201, 201]
+    assert c.post(f"/v1/tables/{tables[2]['id']}/finish", headers=bearer(tables[2])).status_code == 200
+    r = post(c, tables[3], {"type": "round_start"})
+    assert r.status_code == 429 and r.get_json()["limit"] == "client_events"
+    assert log_of(c, tables[3]) == []  # refused: nothing written
+    counted = [k for node in redis_client.primaries(redis_client.connect(cluster_url))
+               for k in node.scan_iter(match=keys.client_limits("addr:10.20.30.41"))]
+    assert len(counted) == 1
+
+
 def test_every_script_runs_on_its_tables_node(redis_cluster, cluster_url):
     """The cluster refuses a script that reaches a key outside its node; every write and read of a table
     (the scripts included) works on tables owned by each primary, so each declares its keys."""

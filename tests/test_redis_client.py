@@ -231,6 +231,11 @@ def _wait_calls(client: redis.Redis) -> int:
     return client.info("commandstats").get("cmdstat_wait", {}).get("calls", 0)
 
 
+def _script_calls(client: redis.Redis) -> int:
+    """SCRIPT calls of any subcommand (EXISTS, LOAD, ...): Redis 7 counts each apart, 6.2 as one."""
+    return sum(v.get("calls", 0) for k, v in client.info("commandstats").items() if k.startswith("cmdstat_script"))
+
+
 def _replicas_online(client: redis.Redis) -> int:
     info = client.info("replication")
     return sum(1 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online")
@@ -238,8 +243,8 @@ def _replicas_online(client: redis.Redis) -> int:
 
 def test_a_durable_write_runs_its_script_then_wait_on_the_same_connection(tmp_path):
     """With REDIS_MIN_REPLICAS a write script and WAIT go in one pipeline on the primary: a write is on the
-    replica once it is acknowledged; a script the primary lost (SCRIPT FLUSH, as after a restart) is
-    loaded again by the pipeline; without a replica the write is refused (NotReplicated) though the
+    replica once it is acknowledged; the scripts are loaded at start (no SCRIPT EXISTS before each write),
+    and one the primary lost (SCRIPT FLUSH, as after a restart) is loaded again on NOSCRIPT; without a replica the write is refused (NotReplicated) though the
     primary holds it."""
     from service.store import keys
     from service.store.errors import NotReplicated
@@ -258,11 +263,16 @@ def test_a_durable_write_runs_its_script_then_wait_on_the_same_connection(tmp_pa
         store = TableStore(connect(a.url), min_replicas=1, wait_timeout_ms=5000)
         t = store.create(["a", "b", "c", "d"], "xuezhan")
         assert replica.exists(keys.meta(t.id))  # acknowledged: the replica has it
-        primary.script_flush()
-        waits = _wait_calls(primary)
-        w = store.append(t.id, {"type": "round_start"})
+        waits, scripts = _wait_calls(primary), _script_calls(primary)
+        w = store.append(t.id, {"type": "round_start"})  # (the scripts were loaded at start: no SCRIPT call)
         assert w.seq == 1 and replica.llen(keys.log(t.id)) == 1
-        assert _wait_calls(primary) == waits + 1  # one WAIT, after the script the pipeline loaded again
+        assert (_wait_calls(primary), _script_calls(primary)) == (waits + 1, scripts)  # EVALSHA and WAIT
+        primary.script_flush()
+        waits, scripts = _wait_calls(primary), _script_calls(primary)
+        w = store.append(t.id, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"})
+        assert w.seq == 2 and replica.llen(keys.log(t.id)) == 2
+        # NOSCRIPT (nothing run; its WAIT waited for nothing new), SCRIPT LOAD, then EVALSHA and WAIT again
+        assert (_wait_calls(primary), _script_calls(primary)) == (waits + 2, scripts + 1)
         replica.replicaof("NO", "ONE")
         while _replicas_online(primary):
             assert time.monotonic() < deadline, primary.info("replication")
@@ -270,7 +280,7 @@ def test_a_durable_write_runs_its_script_then_wait_on_the_same_connection(tmp_pa
         alone = TableStore(connect(a.url), min_replicas=1, wait_timeout_ms=100)
         with pytest.raises(NotReplicated):
             alone.append(t.id, {"type": "round_end"})
-        assert primary.llen(keys.log(t.id)) == 2  # written on the primary, not acknowledged
+        assert primary.llen(keys.log(t.id)) == 3  # written on the primary, not acknowledged
     finally:
         primary.close()
         replica.close()

@@ -37,6 +37,21 @@ def test_the_api_and_readiness_over_sentinel(redis_sentinel):
     assert redis.Redis.from_url(replica.url).exists("{t:" + t["id"] + "}:log")
 
 
+def test_the_clients_write_limits_over_sentinel(redis_sentinel):
+    """Over Sentinel the APPEND counts the client's limits in its one call; with REDIS_MIN_REPLICAS the count
+    reaches the replica with the write (one EVALSHA and its WAIT)."""
+    c = create_app({"TESTING": True, "REDIS_URL": redis_sentinel.url, "TABLES_PER_HOUR": 0,
+                    "CLIENT_EVENTS_PER_MINUTE": 2, "REDIS_MIN_REPLICAS": 1}).test_client()
+    tables = [c.post("/v1/tables", json=PLAYERS).get_json() for _ in range(3)]
+    client = {"REMOTE_ADDR": "10.20.30.40"}  # (a client of its own: the other tests' events count for theirs)
+    answers = [c.post(f"/v1/tables/{t['id']}/events", json={"type": "round_start"}, environ_base=client,
+                      headers={"Authorization": "Bearer " + t["token"]}) for t in tables]
+    assert [r.status_code for r in answers] == [201, 201, 429]
+    assert answers[2].get_json()["limit"] == "client_events" and answers[1].headers["X-RateLimit-Remaining"] == "0"
+    replica = next(s for s in redis_sentinel.servers if s.port != redis_sentinel.master_port())
+    assert redis.Redis.from_url(replica.url).exists("rl:client:addr:10.20.30.40")
+
+
 def test_a_graceful_fail_over_is_followed(redis_sentinel):
     c = create_app({"TESTING": True, "REDIS_URL": redis_sentinel.url, "TABLES_PER_HOUR": 0}).test_client()
     t = c.post("/v1/tables", json=PLAYERS).get_json()

@@ -62,7 +62,8 @@ def request_id(environ: dict) -> str:
     return rid if rid is not None and _REQUEST_ID.fullmatch(rid) is not None else os.urandom(16).hex()
 
 
-def _begin() -> None:
+def begin_request() -> None:
+    """The request id and the start time (the first before_request hook: :func:`install`)."""
     ctx_g = g._get_current_object()  # (one proxy lookup; this runs on every request)
     environ = request.environ
     ctx_g.start = time.perf_counter()
@@ -82,7 +83,8 @@ def _series(rule: str, method: str, status: int) -> tuple:
     return REQUESTS.labels(rule, method, str(status)), LATENCY.labels(rule, method)
 
 
-def _finish(response: Response) -> Response:
+def finish_request(response: Response) -> Response:
+    """The request id header, the metrics and the access line (the last after_request hook)."""
     ctx_g = g._get_current_object()
     req = request._get_current_object()  # type: ignore[attr-defined]
     rid = getattr(ctx_g, "request_id", None) or os.urandom(16).hex()
@@ -117,8 +119,8 @@ def record(rule: str, method: str, path: str, status: int, elapsed: float, rid: 
 
 def install(app: Flask) -> None:
     """Register the request-id / log / metrics hooks (first before, last after)."""
-    app.before_request_funcs.setdefault(None, []).insert(0, _begin)
-    app.after_request(_finish)
+    app.before_request_funcs.setdefault(None, []).insert(0, begin_request)
+    app.after_request(finish_request)
 
 
 def metrics_response(collectors: Iterable[Collector] = ()) -> Response:

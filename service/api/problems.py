@@ -48,8 +48,7 @@ from typing import Any, Mapping
 import time
 
 from flask import Flask, Response, current_app, g, has_app_context, has_request_context, request
-from flask_limiter import RateLimitExceeded
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, TooManyRequests
 
 import redis.exceptions
 
@@ -387,13 +386,21 @@ def describe_http_exception(exc: HTTPException, path: str = "", method: str = "G
     return Problem(status, code, title, detail, headers=headers)
 
 
+class RateLimitExceeded(TooManyRequests):
+    """A rate limit refused the request (:mod:`.rate_limits`): 429, ``limit`` names it, ``rate`` says it
+    ("60 per 1 hour"), ``rate_headers`` are its ``X-RateLimit-*`` and ``Retry-After``.  An HTTPException, as a
+    body cut short is, so that an NDJSON job answers either as its last line."""
+
+    def __init__(self, limit: str, rate: str, headers: Mapping[str, str]) -> None:
+        super().__init__(description=f"rate limit {rate} ({limit}) reached")
+        self.limit, self.rate, self.rate_headers = limit, rate, dict(headers)
+
+
 def describe_rate_limit(exc: RateLimitExceeded) -> Problem:
-    """429 from Flask-Limiter: ``limit`` names the limit that refused (its scope: the setting's name)."""
-    scope = exc.limit.scope if isinstance(exc.limit.scope, str) else "client"
-    headers = {k: v for k, v in exc.get_headers() if k.lower() not in ("content-type", "content-length")}
+    """429 from a client's (or a table's reads) limit: ``limit`` names the limit that refused."""
     return Problem(429, "too_many_requests", "Too many requests",
-                   f"rate limit {exc.limit.limit} ({scope}) reached; retry after Retry-After",
-                   extra={"limit": scope}, headers=headers)
+                   f"rate limit {exc.rate} ({exc.limit}) reached; retry after Retry-After",
+                   extra={"limit": exc.limit}, headers=exc.rate_headers)
 
 
 def describe_bug(exc: BaseException) -> Problem:

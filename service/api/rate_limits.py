@@ -30,55 +30,71 @@ Each view declares its limits where it is defined (``@rate_limits.limited("clien
 (``@rate_limits.unlimited("...")``); :data:`OTHER_VIEWS` does so for the endpoints of Flask,
 flask-smorest and the companion app.  ``tests/test_api_limits.py`` walks the URL map: a new endpoint without a declaration fails it.
 
-* The client limits and the table's reads are Flask-Limiter's (its public
-  decorators, put on each view that declares them by :func:`install`, a sliding
-  window counter, counters on the service's Redis:
-  :mod:`service.store.limit_storage`).  A table's reads count only the
-  requests the table answered (not 401/403/404), so that nobody without its
-  tokens can use them up.  Flask-Limiter runs only for the endpoints that
-  declare one of its limits (a request filter).
-* A table's events and voids a minute are counted by the store's APPEND script
-  in the same call that appends (:mod:`service.store.table_store`): a refused
-  or failed write is not counted, and an append with the default limits on
-  makes three Redis calls in all (the client's hit and its window for the
-  headers, then the APPEND).
-* Every limited response has the ``X-RateLimit-*`` headers of the limit closest
-  to refusing (or of the one that refused), and a refused one ``Retry-After``.
+Only the views that declare a limit that is on are wrapped (:func:`install`): a request to any other
+endpoint does no limiter work at all.  Who counts what:
+
+* **The store's scripts** count a table's events and voids a minute (in the APPEND that appends: a refused
+  or failed write is not counted) and the client's own events and voids a minute (:mod:`service.store.charges`):
+  an append counts them in its APPEND too, first, whatever its outcome, so an append with every limit on is
+  one Redis call.  A request of such a view that ends before its APPEND (a malformed event, a wrong token, the
+  rules' 422) is counted afterwards by the HIT script, and answered 429 instead if that refuses (as the limit
+  refuses before anything else); a finish and a club's writes are counted by HIT before the view.  On a Redis
+  Cluster the client's hash is not in the table's slot: the store counts it with HIT before the APPEND.
+* **The** ``limits`` **library** (its sliding window counter, ``limits.strategies.SlidingWindowCounterRateLimiter``,
+  on the service's Redis: :mod:`service.store.limit_storage`) counts the others: tables an hour, reads, the
+  webhook endpoints' calls and sends, before the view (``hit``).  A table's reads count only the requests the
+  table answered (not 401/403/404: nobody without its tokens can use them up): tested before the view, counted
+  after it.
+* Every limited response has the ``X-RateLimit-*`` headers of the limit closest to refusing (or of the one that
+  refused), and a refused one ``Retry-After``.
 
 * Batch items: ``CLIENT_BATCH_ITEMS_PER_MINUTE`` (per client, 600,000 by default) counts the items of
-  ``POST /v1/batch``, not its requests: a JSON batch all its items at once before any is run (Flask-
-  Limiter's ``cost``; a refused envelope counts 1), an NDJSON job each read's lines before they are run
-  (:func:`charge_batch`, the same limit called on a plain function).  The single hand endpoints stay
-  unlimited: a batch is the way to send many items, so it is what is counted.
+  ``POST /v1/batch``, not its requests: a JSON batch all its items at once before any is run (a refused
+  envelope counts 1), an NDJSON job each read's lines before they are run (:func:`charge_batch`).  The single
+  hand endpoints stay unlimited: a batch is the way to send many items, so it is what is counted.
 
-If Redis cannot be asked, Flask-Limiter logs a warning and counts its limits
-in each worker's memory until Redis answers again (``in_memory_fallback``):
-they never silently turn off.  (A table's own limits need Redis anyway: without
-it nothing is written.)
+If Redis cannot be asked, the ``limits`` library's counters are kept in each worker's memory (a warning) until
+Redis answers again (checked every :data:`RECHECK_SECONDS`): they never silently turn off.  (The store's limits
+need Redis anyway: without it nothing is written.)
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import logging
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from flask import Flask, current_app, g, request
+import limits
+from flask import Flask, after_this_request, current_app, g, request
+from limits.storage import MemoryStorage
+from limits.strategies import SlidingWindowCounterRateLimiter
 
 from ..config import CLIENT_LIMITS, LIMITS
 from ..store import keys, limit_storage
+from ..store.charges import Charge, ClientLimit
+from ..store.errors import RateLimited
 from . import settings
 from .callers import api_key, client_key
+from .problems import RateLimitExceeded, describe_store_error, respond
+
+log = logging.getLogger("service.api")
 
 View = TypeVar("View", bound=Callable[..., Any])
 
 BY_THE_STORE = frozenset({"table_events_per_minute", "table_voids_per_minute"})
-"""Limits the store's APPEND script counts (in the call that appends): a view declares them, nothing wraps it."""
+"""Limits the store's APPEND script counts (in the call that appends): a view declares them, the store counts
+them; a view that declares one appends, and its client's own write limits are counted in the same APPEND."""
+CLIENT_WRITES = frozenset({"client_events_per_minute", "client_voids_per_minute"})
+"""The client's own write limits: the store's scripts count them (:mod:`service.store.charges`)."""
 BY_THE_VIEW = frozenset({"client_batch_items_per_minute"})
 """Limits the view charges itself (:func:`charge_batch`: a batch counts its items, not its requests)."""
 BY_THE_TABLE = frozenset({"table_reads_per_minute"})
-"""Flask-Limiter's limits counted per table (the ``table_id`` of the path), and only for the requests the table
-answered (not 401/403/404: nobody without its tokens can use them up); the others are counted per client."""
+"""The ``limits`` library's limits counted per table (the ``table_id`` of the path), and only for the requests the
+table answered (not 401/403/404: nobody without its tokens can use them up); the others are counted per client."""
 _NOT_ANSWERED = (401, 403, 404)
 DECLARATION = "rate_limits"
 """The attribute of a view function that holds its :class:`Declared` (set by :func:`limited`, :func:`unlimited`)."""
@@ -95,11 +111,13 @@ OTHER_VIEWS: dict[str, str] = {
 """The endpoints whose views are not this layer's, each unlimited and why: Flask's, flask-smorest's and the
 companion app's (:mod:`service.web` imports no other floor, so it cannot declare them itself)."""
 QUOTA = "table_quota"
-"""Where a view leaves the store's :class:`~service.store.table_store.Quota` of a write (in ``g``)."""
-BATCH_COST = "batch_items"
-"""Where :func:`charge_batch` leaves the number of items it counts (in ``g``)."""
-CHARGE = "batch_charge"
-"""``app.extensions`` key of the batch items' limit (a plain function under Flask-Limiter's shared limit)."""
+"""Where a view leaves the store's :class:`~service.store.charges.Quota` of a write (in ``g``)."""
+COUNTED = "rate_limits_counted"
+"""Where a limited request keeps what it counted (in ``g``: its :class:`_Counted`)."""
+EXTENSION = "rate_limits"
+"""``app.extensions`` key of the :class:`Limits` (when any limit is on)."""
+RECHECK_SECONDS = 5.0
+"""How often a worker counting in memory (Redis did not answer) asks Redis again."""
 
 
 @dataclass(frozen=True)
@@ -151,114 +169,241 @@ def limit_name(setting: str) -> str:
 
 
 def install(app: Flask, client: Any, url: str) -> None:
-    """Install the configured limits on ``app``: each view's declared ones (none configured: nothing is
-    installed)."""
+    """Wrap each view that declares a limit that is on (for some client) with its counting; nothing is
+    installed for the others, nor at all when every limit is off."""
     s = settings.current(app)
     api_keys = s.api_keys
     setting = {name: getattr(s, name) for name in LIMITS}
-    if not any(setting.values()) and not any(api_keys.limits.values()):
+    keyed = {name for per_key in api_keys.limits.values() for name, value in per_key.items() if value}
+
+    def on(name: str) -> bool:
+        return bool(setting[name]) or name in keyed
+
+    if not any(on(name) for name in LIMITS):
         return
-    limiter = None
-
-    @app.after_request
-    def _limits_in_headers(response):
-        # (registered before the limiter: after_request hooks run in reverse, so this runs after its own)
-        if response.status_code not in (429, 503):  # Retry-After means something only there
-            response.headers.pop("Retry-After", None)
-        return _tightest_in_headers(limiter, response)
-
-    if not any(v for name, v in setting.items() if name not in BY_THE_STORE) and not any(api_keys.limits.values()):
-        return  # only the table's own limits: the store counts them
-    from flask_limiter import Limiter
-
-    storage_uri, storage_options = limit_storage.storage_for(client, url)
-    limiter = Limiter(
-        client_key, app=app, storage_uri=storage_uri, storage_options=storage_options,
-        strategy="sliding-window-counter", key_prefix=keys.RATE_LIMIT_PREFIX, headers_enabled=True,
-        swallow_errors=True, in_memory_fallback_enabled=True,
-    )
-    app.extensions["rate_limits"] = limiter
-
-    def current(name: str) -> int:
-        return api_keys.limit(api_key(), name, setting[name]) if name in CLIENT_LIMITS else setting[name]
-
-    shared: dict[tuple, Any] = {}  # one shared limit per setting (and exemption): its views count together
-
-    def decorator(name: str, exempt_when: Callable[[], bool] | None) -> Any:
-        if (name, exempt_when) not in shared:
-            per = {"key_func": _table_key, "deduct_when": _answered} if name in BY_THE_TABLE else \
-                {"key_func": client_key}
-            shared[name, exempt_when] = limiter.shared_limit(
-                lambda: f"{current(name)}/{'hour' if name.endswith('_hour') else 'minute'}", scope=limit_name(name),
-                exempt_when=lambda: current(name) == 0 or (exempt_when is not None and exempt_when()), **per)
-        return shared[name, exempt_when]
-
-    counted: set[str] = set()  # the endpoints Flask-Limiter counts (it is not run for the others)
+    counters = Limits(limit_storage.storage_for(client, url), setting, api_keys)
+    app.extensions[EXTENSION] = counters
     for endpoint, view in list(app.view_functions.items()):
         found = declared(view)
-        names = [name for name in found.limits if name not in BY_THE_STORE] if found is not None else []
-        if names:
-            counted.add(endpoint)
-        for name in names:
-            if name not in BY_THE_VIEW:
-                app.view_functions[endpoint] = view = decorator(name, found.exempt_when)(view)
-    limiter.request_filter(lambda: request.endpoint not in counted)
-    items = "client_batch_items_per_minute"
-    app.extensions[CHARGE] = limiter.shared_limit(
-        lambda: f"{current(items)}/minute", scope=limit_name(items), key_func=client_key,
-        cost=lambda: g.get(BATCH_COST, 1), exempt_when=lambda: current(items) == 0)(_count_items)
+        if found is None or not any(on(name) for name in found.limits):
+            continue
+        plan = Plan(
+            counted=tuple(n for n in found.limits if on(n) and n not in BY_THE_STORE | CLIENT_WRITES | BY_THE_VIEW),
+            writes=tuple(n for n in found.limits if on(n) and n in CLIENT_WRITES),
+            in_append=any(n in BY_THE_STORE for n in found.limits),
+            exempt_when=found.exempt_when)
+        app.view_functions[endpoint] = _wrapped(view, plan)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a limited view counts: the ``limits`` library's limits (in order), the client's own write limits
+    (the store's: in the view's APPEND when ``in_append``, else by HIT before the view), and when a request is
+    exempt from them."""
+
+    counted: tuple[str, ...]
+    writes: tuple[str, ...]
+    in_append: bool
+    exempt_when: Callable[[], bool] | None
+
+
+class Limits:
+    """The ``limits`` library's sliding window counters on the service's Redis, and the amounts in force.
+
+    A storage error (Redis away) is logged and the counting goes on in the worker's memory (``limits``'
+    ``MemoryStorage``) until Redis answers again (asked every :data:`RECHECK_SECONDS`)."""
+
+    def __init__(self, storage: Any, setting: dict[str, int], api_keys: Any) -> None:
+        self.storage = storage
+        self.setting, self.api_keys = setting, api_keys
+        self._redis = SlidingWindowCounterRateLimiter(storage)
+        self._memory = SlidingWindowCounterRateLimiter(MemoryStorage())
+        self._errors = storage.base_exceptions
+        self._recheck: float | None = None  # (when counting in memory: when to ask Redis again)
+        self._lock = threading.Lock()
+
+    def amount(self, name: str) -> int:
+        """The limit ``name`` for this request's client (its API key's own, if it has one)."""
+        default = self.setting[name]
+        return self.api_keys.limit(api_key(), name, default) if name in CLIENT_LIMITS else default
+
+    def _limiter(self) -> SlidingWindowCounterRateLimiter:
+        recheck = self._recheck
+        if recheck is None:
+            return self._redis
+        if time.monotonic() >= recheck:
+            with self._lock:
+                self._recheck = time.monotonic() + RECHECK_SECONDS
+            if self.storage.check():
+                log.info("rate limit storage recovered: counting on Redis again")
+                self._recheck = None
+                return self._redis
+        return self._memory
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        limiter = self._limiter()
+        try:
+            return getattr(limiter, method)(*args, **kwargs)
+        except self._errors as exc:
+            if limiter is not self._redis:
+                raise
+            log.warning("Rate limit storage unreachable (%s) - falling back to in-memory storage until it answers",
+                        type(exc).__name__)
+            self._recheck = time.monotonic() + RECHECK_SECONDS
+            return getattr(self._memory, method)(*args, **kwargs)
+
+    def hit(self, item: Any, *ids: str, cost: int = 1) -> bool:
+        return self._call("hit", item, *ids, cost=cost)
+
+    def test(self, item: Any, *ids: str) -> bool:
+        return self._call("test", item, *ids)
+
+    def stats(self, item: Any, *ids: str) -> tuple[int, int]:
+        """``(remaining, reset)``: what the headers say of a limit (reset: a UNIX time in s)."""
+        window = self._call("get_window_stats", item, *ids)
+        return window.remaining, int(window.reset_time + 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _item(amount: int, per: str) -> Any:
+    return limits.parse(f"{amount}/{per}")
+
+
+class _Counted:
+    """What one limited request counted: the ``limits`` library's limits (for the headers), those to count
+    after the view (a table's reads), and its client's :class:`~service.store.charges.Charge`."""
+
+    __slots__ = ("counted", "deferred", "charge")
+
+    def __init__(self) -> None:
+        self.counted: list[tuple[Any, tuple[str, ...]]] = []
+        self.deferred: list[tuple[Any, tuple[str, ...]]] = []
+        self.charge: Charge | None = None
+
+
+def _wrapped(view: Callable[..., Any], plan: Plan) -> Callable[..., Any]:
+    @functools.wraps(view)
+    def limited_view(*args: Any, **kwargs: Any) -> Any:
+        counters: Limits = current_app.extensions[EXTENSION]
+        if plan.exempt_when is not None and plan.exempt_when():
+            return view(*args, **kwargs)
+        state = g.setdefault(COUNTED, _Counted())
+        after_this_request(functools.partial(_after, plan, state))
+        writes = [ClientLimit(limit_name(n), amount) for n in plan.writes if (amount := counters.amount(n))]
+        if writes:
+            state.charge = Charge(client_key(), writes)
+            if not plan.in_append:
+                _tables().charge(state.charge)
+        for name in plan.counted:
+            amount = counters.amount(name)
+            if not amount:
+                continue
+            item = _item(amount, "hour" if name.endswith("_hour") else "minute")
+            scope = limit_name(name)
+            ids = (keys.RATE_LIMIT_PREFIX, _table_key() if name in BY_THE_TABLE else client_key(), scope)
+            if name in BY_THE_TABLE:
+                ok = counters.test(item, *ids)
+                state.deferred.append((item, ids))
+            else:
+                ok = counters.hit(item, *ids)
+            state.counted.append((item, ids))
+            if not ok:
+                raise _refused(counters, item, ids, scope)
+        return view(*args, **kwargs)
+
+    return limited_view
+
+
+def _refused(counters: Limits, item: Any, ids: tuple[str, ...], scope: str) -> RateLimitExceeded:
+    remaining, reset = counters.stats(item, *ids)
+    return RateLimitExceeded(scope, str(item), {
+        "X-RateLimit-Limit": str(item.amount), "X-RateLimit-Remaining": str(remaining),
+        "X-RateLimit-Reset": str(reset), "Retry-After": str(int(reset - time.time()))})
+
+
+def _tables() -> Any:
+    return current_app.extensions["tables"]
+
+
+def _after(plan: Plan, state: _Counted, response: Any) -> Any:
+    """After a limited view: the client's own write limits if no script counted them (a request refused before
+    its APPEND: answered 429 instead if they refuse), a table's reads if it answered, then the headers."""
+    counters: Limits = current_app.extensions[EXTENSION]
+    charge = state.charge
+    if charge is not None and not charge.counted:
+        try:
+            _tables().charge(charge)
+        except RateLimited as exc:
+            if response.status_code >= 400:
+                return respond(describe_store_error(exc))
+        except Exception as exc:  # noqa: BLE001 - Redis trouble: the answer stands (it says so if it is the store's)
+            log.warning("the client's write limits were not counted (%s)", type(exc).__name__)
+    if response.status_code not in _NOT_ANSWERED:
+        for item, ids in state.deferred:
+            counters.hit(item, *ids)
+    if response.status_code == 429:  # (the refusing limit's headers)
+        return response
+    return _tightest_in_headers(counters, state, response)
+
+
+def limit_name(setting: str) -> str:
+    """A limit's name as a 429 problem's ``limit`` says it: the setting without ``_per_...``.
+
+    >>> limit_name("client_events_per_minute"), limit_name("tables_per_hour")
+    ('client_events', 'tables_per_hour')
+    """
+    return setting if setting == "tables_per_hour" else setting.rsplit("_per_", 1)[0]
+
+
+def charge() -> Charge | None:
+    """The client's own write limits this request counts, for the view to hand to the store's write (its APPEND
+    counts them); None when none is on."""
+    state = g.get(COUNTED)
+    return state.charge if state is not None else None
 
 
 def charge_batch(items: int) -> None:
-    """Count ``items`` batch items against the client's limit (RateLimitExceeded, a 429, when they would
-    exceed it); nothing when no limit is installed or ``items`` is 0."""
-    charge = current_app.extensions.get(CHARGE)
-    if charge is None or items <= 0:
+    """Count ``items`` batch items against the client's limit (:class:`~.problems.RateLimitExceeded`, a 429,
+    when they would exceed it); nothing when no limit is on or ``items`` is 0."""
+    counters: Limits | None = current_app.extensions.get(EXTENSION)
+    if counters is None or items <= 0:
         return
-    setattr(g, BATCH_COST, items)
-    charge()
+    name = "client_batch_items_per_minute"
+    amount = counters.amount(name)
+    if not amount:
+        return
+    item, scope = _item(amount, "minute"), limit_name(name)
+    ids = (keys.RATE_LIMIT_PREFIX, client_key(), scope)
+    state = g.get(COUNTED)
+    if state is not None and (item, ids) not in state.counted:
+        state.counted.append((item, ids))
+    if not counters.hit(item, *ids, cost=items):
+        raise _refused(counters, item, ids, scope)
 
 
-def _count_items() -> None:
-    """What Flask-Limiter's batch limit decorates: the count is its ``cost``, the call is the check."""
-
-
-def _tightest_in_headers(limiter: Any, response: Any) -> Any:
-    """The ``X-RateLimit-*`` headers describe the limit closest to refusing.
-
-    Flask-Limiter's headers describe the first limit of the request when none is
-    breached; the table's own limit of a write (the store's quota) may be
-    closer: a client pacing itself on ``Remaining`` must not meet a 429 with
-    hundreds "remaining".  A refused request keeps the refusing limit's headers.
-    """
-    if response.status_code == 429:
-        return response
+def _tightest_in_headers(counters: Limits, state: _Counted, response: Any) -> Any:
+    """The ``X-RateLimit-*`` headers describe the limit closest to refusing (the first of equals): the table's
+    own (the store's quota of a write), the client's own write limits, then the others in their order."""
     candidates = []
+    now = int(time.time())
     quota = g.get(QUOTA)
     if quota is not None:
-        candidates.append((quota.remaining, quota.limit, int(quota.reset_ms / 1000) + _now()))
+        candidates.append((quota.remaining, quota.limit, int(quota.reset_ms / 1000) + now))
+    if state.charge is not None and state.charge.quotas:
+        candidates.extend((q.remaining, q.limit, int(q.reset_ms / 1000) + now) for q in state.charge.quotas)
     try:
-        for lim in limiter.current_limits if limiter is not None else ():
-            candidates.append((lim.remaining, lim.limit.amount, lim.reset_at))
-    except Exception:  # noqa: BLE001 - Redis trouble: Flask-Limiter's own headers stay
-        return response
-    if len(candidates) > 1 or (quota is not None and candidates):
-        remaining, amount, reset = min(candidates, key=lambda c: c[0])  # the first of equals
+        for item, ids in state.counted:
+            remaining, reset = counters.stats(item, *ids)
+            candidates.append((remaining, item.amount, reset))
+    except Exception as exc:  # noqa: BLE001 - Redis trouble: the headers of what is known
+        log.warning("rate limit headers without the limits' windows (%s)", type(exc).__name__)
+    if candidates:
+        remaining, amount, reset = min(candidates, key=lambda c: c[0])
         response.headers["X-RateLimit-Limit"] = str(amount)
         response.headers["X-RateLimit-Remaining"] = str(remaining)
         response.headers["X-RateLimit-Reset"] = str(reset)
     return response
 
 
-def _now() -> int:
-    import time
-
-    return int(time.time())
-
-
 def _table_key() -> str:
     return "table:" + str((request.view_args or {}).get("table_id", "-"))[:64]
-
-
-def _answered(response: Any) -> bool:
-    return response.status_code not in _NOT_ANSWERED

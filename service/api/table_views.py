@@ -353,7 +353,8 @@ def post_event(table_id, idempotency_key=None, if_match=None):
     body = _json_body()
     written = s.append(tid, body, if_match=versions(if_match), idempotency_key=idempotency_key,
                        fp=fingerprint("POST", request.path, body) if idempotency_key else "",  # (only a key is bound)
-                       access=access(write=True))  # (the token is checked in the store's one read)
+                       access=access(write=True),  # (the token is checked in the store's one read)
+                       charge=rate_limits.charge())  # (the client's own limits: counted by the same APPEND)
     return _written(tid, written)
 
 
@@ -532,7 +533,7 @@ def correct_round(args, table_id, number, idempotency_key=None, if_match=None):
     try:
         written = s.correct(tid, number, args, if_match=versions(if_match), idempotency_key=idempotency_key,
                             fp=fingerprint("PUT", request.path, request.get_json(silent=True)) if idempotency_key
-                            else "", access=access(write=True))
+                            else "", access=access(write=True), charge=rate_limits.charge())
     except CorrectionError as exc:
         if "field" not in exc.context:  # an event that cannot happen: `event` says which
             raise
@@ -577,7 +578,8 @@ def void_event(table_id, seq, idempotency_key=None, if_match=None):
     s = store()
     tid = table_id_of(table_id)
     written = s.void(tid, seq, if_match=versions(if_match), idempotency_key=idempotency_key,
-                     fp=fingerprint("POST", request.path, None), access=access(write=True))
+                     fp=fingerprint("POST", request.path, None), access=access(write=True),
+                     charge=rate_limits.charge())
     return _written(tid, written)
 
 

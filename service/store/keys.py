@@ -63,8 +63,12 @@ key                            type    holds
                                        ``longest``, ``oldest`` (ms of the oldest entry; 0: none), ``at`` (ms)
 ``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
                                        ``deleted``, ``rotated`` (PUBLISH, or SPUBLISH on a cluster: same slot)
-``rl:...``                     -       the per-client rate limits (Flask-Limiter's, with the ``limits``
-                                       library's key names under :data:`RATE_LIMIT_PREFIX`)
+``rl:client:<client>``         hash    a client's own write limits (events, voids a minute; :func:`client_limits`),
+                                       counted by the APPEND script (or HIT): fields as the table's ``limits``
+                                       hash; it expires two minutes after its last write
+``LIMITS:{LIMITER/rl/...}``    -       the other per-client limits and the tables' reads (the ``limits``
+                                       library's sliding window counters, its key names under
+                                       :data:`RATE_LIMIT_PREFIX`; :mod:`service.api.rate_limits`)
 =============================  ======  ==================================================
 
 The version of a table is the length of its log; the state stored beside the
@@ -309,10 +313,23 @@ def table_of_channel(name: str) -> str:
     return name[len("{t:"): name.index("}")]
 
 
+def client_limits(client: str) -> str:
+    """A client's own write limits (events, voids a minute): a hash of sliding window counters.
+
+    No hash tag: on a Redis Cluster it is in a slot of its own (the APPEND script cannot reach it there,
+    and the store counts it with HIT before the APPEND); elsewhere the APPEND script counts it.
+
+    >>> client_limits("addr:10.0.0.1")
+    'rl:client:addr:10.0.0.1'
+    """
+    return RATE_LIMIT_PREFIX + ":client:" + client
+
+
 SNAPSHOT_EVERY = 128
 """A version that is a multiple of this keeps its state in the table's snapshots."""
 RATE_LIMIT_PREFIX = "rl"
-"""The key prefix of the per-client rate limits (Flask-Limiter's ``key_prefix``)."""
+"""The key prefix of the per-client rate limits (the ``limits`` library's first identifier, and the clients'
+own write limits: :func:`client_limits`)."""
 
 PUBLISH = "PUBLISH"  # a plain Redis (the embedded 6.2 included)
 SPUBLISH = "SPUBLISH"  # Redis Cluster (7.0+): the message stays on the channel's slot's shard
@@ -373,6 +390,85 @@ return 1
 """
 
 
+# window(l, w, now): one more hit of a sliding window counter (the weighted count of the previous window
+# and this one), kept in three hash fields <name>:w (the window's start, ms), <name>:c (its count) and
+# <name>:p (the previous window's count), as read by HMGET (fields(l)) into w.
+# l: {name, amount, period (ms)}; now: ms.  Answers the field/value pairs to HSET when one more fits, the
+# remaining count after it and the ms to the window's end; or nil and the ms to wait before one more fits.
+WINDOW_FN = """
+local function fields(l) return l.name .. ':w', l.name .. ':c', l.name .. ':p' end
+local function window(l, w, now)
+  local period = l.period
+  local start = now - now % period
+  local count, previous = tonumber(w[2]) or 0, tonumber(w[3]) or 0
+  local was = tonumber(w[1])
+  if was ~= start then
+    if was == start - period then previous = count else previous = 0 end
+    count = 0
+  end
+  local elapsed = now - start
+  local weighted = previous * (period - elapsed) / period + count
+  if weighted + 1 > l.amount then
+    local wait
+    if count + 1 > l.amount then  -- this window is full: into the next one, then its share
+      wait = period - elapsed + math.ceil(period * math.max(0, 1 - (l.amount - 1) / count))
+    else  -- the previous window's share must fall enough
+      wait = math.ceil(period * (1 - (l.amount - 1 - count) / previous)) - elapsed
+    end
+    return nil, math.max(1, wait)
+  end
+  return {l.name .. ':w', start, l.name .. ':c', count + 1, l.name .. ':p', previous},
+         math.max(0, math.floor(l.amount - weighted - 1)), period - elapsed
+end
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+"""
+
+# client(key, limits, now): count one hit of each of a client's limits in its hash (KEYS[...] passed as key
+# by every caller), all or none: answers the quota ({remaining, reset ms, ...} in the limits' order), or nil,
+# the refusing limit's name and the ms to wait (nothing counted)
+CLIENT_FN = """
+local function client(limits, w, now)
+  local writes, quota = {}, {}
+  for i = 1, #limits do
+    local set, remaining, reset = window(limits[i], {w[3 * i - 2], w[3 * i - 1], w[3 * i]}, now)
+    if not set then return nil, limits[i].name, remaining end
+    for j = 1, #set do writes[#writes + 1] = set[j] end
+    quota[#quota + 1] = remaining
+    quota[#quota + 1] = reset
+  end
+  return writes, quota
+end
+local function client_fields(limits)
+  local names = {}
+  for i = 1, #limits do
+    local c, n, p = fields(limits[i])
+    names[#names + 1], names[#names + 2], names[#names + 3] = c, n, p
+  end
+  return names
+end
+"""
+CLIENT_TTL_MS = 2 * 60_000
+"""How long a client's own limits hash outlives its last write (two windows of a minute)."""
+
+# HIT: count one request against a client's own write limits (events or voids a minute) where the APPEND
+# script does not (a finish, a club's write, a request refused before its append; on a Redis Cluster, every
+# one: the client's hash is not in the table's slot).
+# KEYS[1] the client's limits hash (client_limits())
+# a: limits ([{name, amount, period (ms)}, ...]), ttl (ms: the hash's)
+# answers {outcome: "ok", client: {remaining, reset (ms), ...} in the limits' order} |
+#         {outcome: "limited", limit: the name, retry_ms} (nothing counted)
+HIT = WINDOW_FN + CLIENT_FN + ARGS + """
+local writes, quota, wait = client(a.limits, redis.call('HMGET', KEYS[1], unpack(client_fields(a.limits))), clock())
+if not writes then return {'outcome', 'limited', 'limit', quota, 'retry_ms', wait} end
+redis.call('HSET', KEYS[1], unpack(writes))
+redis.call('PEXPIRE', KEYS[1], a.ttl)
+return {'outcome', 'ok', 'client', quota}
+"""
+
+
 # CREATE: a new table, unless the id is taken (then what a replay needs).
 # KEYS: meta, log, state, rounds, idem, created, snapshots, limits (as every()), KEYS[9] outbox
 # KEYS[10] the table's rotation record (rotation())
@@ -406,11 +502,12 @@ end
 return {'outcome', 'created'}
 """
 
-# APPEND: one record, atomically: incarnation check, idempotency replay, the table's rate limit,
-# version check, append, state update, rounds update, snapshot, idempotency record, TTL refresh, publish.
-# KEYS: meta, log, state, rounds, idem, channel, snapshots, limits, outbox (as appended()), and KEYS[10]
-# WEBHOOKS_DUE, KEYS[11] WEBHOOKS_WAKE on a Redis that is not a cluster (there the hint is written by the
-# script itself)
+# APPEND: one record, atomically: the client's own limits, incarnation check, idempotency replay, the
+# table's rate limit, version check, append, state update, rounds update, snapshot, idempotency record, TTL
+# refresh, publish.
+# KEYS: meta, log, state, rounds, idem, channel, snapshots, limits, outbox (as appended()), and on a Redis
+# that is not a cluster KEYS[10] WEBHOOKS_DUE, KEYS[11] WEBHOOKS_WAKE (there the hint is written by the
+# script itself) and KEYS[12] the client's limits hash (client_limits(); with ``client`` only)
 # a (absent members: off):
 #   version   the log length the record was validated against
 #   record    the record as stored (JSON text, codec.record)
@@ -432,6 +529,9 @@ return {'outcome', 'created'}
 #   limit     {"name", "amount", "period"} (period in ms): the table's own limit for this kind of write
 #             (events or voids), a sliding window counter in the limits hash; a refused write is not
 #             counted
+#   client    [{"name", "amount", "period"}, ...]: the client's own limits of this kind of write (events or
+#             voids), counted in KEYS[12] first, whatever the outcome (every request of a client counts);
+#             one that refuses answers "limited" and nothing is counted or written
 #   snapshot  the snapshot interval: a version that is a multiple of it keeps its state in snapshots
 #   outbox    [[type, data JSON], ...]: the webhook notifications of the record, added to the outbox
 #             (in order) when the table has an owner; outbox_ttl: the outbox's TTL in seconds (0: none);
@@ -442,13 +542,24 @@ return {'outcome', 'created'}
 #         hinted) else 0} | {outcome: "replay", idem: the idem value, from: the snapshot's version, snapshot:
 #         its state or false, records: those after it up to the replayed seq} | {outcome: "conflict",
 #         version, state (JSON)} | {outcome: "missing"} | {outcome: "denied"} | {outcome: "finished", at}
-#         | {outcome: "full", version} | {outcome: "limited", retry_ms}
+#         | {outcome: "full", version} | {outcome: "limited", limit: the refusing limit's name, retry_ms};
+#         with ``client`` counted, every answer ends with client: {remaining, reset (ms), ...} in its order
 # (a conflict answers the state at the current version, so that the caller can plan again without
 # another round trip; a replay answers what rebuilds the first answer without a fold of the log: the
 # state at the snapshot before it and the few records from there.  An idempotency record whose log
 # entry is not there, or is another record (a fail-over lost the write), is not replayed: the
 # request is taken as new)
-APPEND = TOUCH_FN + UNHEX_FN + ARGS + """
+APPEND = TOUCH_FN + UNHEX_FN + WINDOW_FN + CLIENT_FN + ARGS + """
+local now, quota
+if a.client then
+  now = clock()
+  local writes, got, wait = client(a.client, redis.call('HMGET', KEYS[12], unpack(client_fields(a.client))), now)
+  if not writes then return {'outcome', 'limited', 'limit', got, 'retry_ms', wait} end
+  redis.call('HSET', KEYS[12], unpack(writes))
+  redis.call('PEXPIRE', KEYS[12], a.client_ttl)
+  quota = got
+end
+local function append()
 -- a deleted table keeps a tombstone meta hash (with 'deleted') but no state
 if redis.call('EXISTS', KEYS[3]) == 0 then return {'outcome', 'missing'} end
 local meta = redis.call('HMGET', KEYS[1], 'token', 'finished', 'owner')
@@ -483,30 +594,11 @@ if a.state_sha then
   if redis.sha1hex(stored) ~= a.state_sha then return {'outcome', 'conflict', 'version', version, 'state', stored} end
 end
 if a.max and version >= a.max then return {'outcome', 'full', 'version', version} end
-local now, start, count, previous, weighted
+local counted, remaining, reset = nil, -1, 0
 if a.limit then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local period, name = a.limit.period, a.limit.name
-  start = now - now % period
-  local w = redis.call('HMGET', KEYS[8], name .. ':w', name .. ':c', name .. ':p')
-  count, previous = tonumber(w[2]) or 0, tonumber(w[3]) or 0
-  local was = tonumber(w[1])
-  if was ~= start then
-    if was == start - period then previous = count else previous = 0 end
-    count = 0
-  end
-  local elapsed = now - start
-  weighted = previous * (period - elapsed) / period + count
-  if weighted + 1 > a.limit.amount then
-    local wait
-    if count + 1 > a.limit.amount then  -- this window is full: into the next one, then its share
-      wait = period - elapsed + math.ceil(period * math.max(0, 1 - (a.limit.amount - 1) / count))
-    else  -- the previous window's share must fall enough
-      wait = math.ceil(period * (1 - (a.limit.amount - 1 - count) / previous)) - elapsed
-    end
-    return {'outcome', 'limited', 'retry_ms', math.max(1, wait)}
-  end
+  now = now or clock()
+  counted, remaining, reset = window(a.limit, redis.call('HMGET', KEYS[8], fields(a.limit)), now)
+  if not counted then return {'outcome', 'limited', 'limit', a.limit.name, 'retry_ms', remaining} end
 end
 redis.call('RPUSH', KEYS[2], a.record)
 redis.call('SET', KEYS[3], a.state)
@@ -527,13 +619,7 @@ end
 if field then
   redis.call('HSET', KEYS[5], field, unhex(a.fp) .. unhex(redis.sha1hex(a.record):sub(1, 8)) .. tostring(version + 1))
 end
-local remaining, reset = -1, 0
-if a.limit then
-  local name, period = a.limit.name, a.limit.period
-  redis.call('HSET', KEYS[8], name .. ':w', start, name .. ':c', count + 1, name .. ':p', previous)
-  remaining = math.max(0, math.floor(a.limit.amount - weighted - 1))
-  reset = period - (now - start)
-end
+if counted then redis.call('HSET', KEYS[8], unpack(counted)) end
 if a.ttl and a.ttl > 0 then
   for i = 1, 5 do redis.call('EXPIRE', KEYS[i], a.ttl) end
   for i = 7, 8 do
@@ -562,6 +648,13 @@ if a.outbox and meta[3] then
   end
 end
 return {'outcome', 'ok', 'version', version + 1, 'remaining', remaining, 'reset', reset, 'noted', noted}
+end
+local out = append()
+if quota then
+  out[#out + 1] = 'client'
+  out[#out + 1] = quota
+end
+return out
 """
 
 # FINISH: mark a table finished (read-only from then on), if its log is still at the version checked;

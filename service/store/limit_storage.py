@@ -1,7 +1,8 @@
-"""Where the per-client rate limits count: a ``limits`` storage on the service's Redis.
+"""Where the ``limits`` library counts: a storage on the service's Redis (:func:`storage_for`).
 
-Flask-Limiter keeps its counters with the ``limits`` library, given a storage
-URI and options (:func:`storage_for`):
+The per-client limits other than the clients' own write limits (which the
+store's scripts count: :mod:`.charges`), and a table's reads, are ``limits``'
+sliding window counters (:mod:`service.api.rate_limits`):
 
 * a plain Redis or a Sentinel-managed master: ``limits``' Redis storage over
   the service's own connection pool (``connection_pool``), so the limits use
@@ -11,17 +12,12 @@ URI and options (:func:`storage_for`):
   made, and a worker must start even while the cluster is away (it answers 503
   until the cluster answers).
 
-Flask-Limiter turns a storage error into a warning and counts the limits in
-each worker's memory until the storage answers again
-(``in_memory_fallback_enabled``): the limits never silently turn off.
-
 >>> import redis
 >>> client = redis.Redis()
->>> uri, options = storage_for(client, "redis://localhost:6379/0")
->>> uri, options["connection_pool"] is client.connection_pool
-('redis://', True)
->>> storage_for(None, "redis+cluster://10.0.0.1:7000,10.0.0.2:7000")[0]
-'mahjong+cluster://10.0.0.1:7000,10.0.0.2:7000'
+>>> storage_for(client, "redis://localhost:6379/0").get_connection().connection_pool is client.connection_pool
+True
+>>> type(storage_for(None, "redis+cluster://10.0.0.1:7000,10.0.0.2:7000")).__name__
+'LazyClusterStorage'
 """
 
 from __future__ import annotations
@@ -29,7 +25,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from limits.storage import RedisClusterStorage, Storage
+from limits.storage import RedisClusterStorage, RedisStorage, Storage
 from limits.storage.base import MovingWindowSupport, SlidingWindowCounterSupport
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -39,11 +35,12 @@ from . import redis_client
 LAZY_CLUSTER = "mahjong+cluster"
 
 
-def storage_for(client: Any, url: str) -> tuple[str, dict[str, Any]]:
-    """``(storage_uri, storage_options)`` for Flask-Limiter, counting on the Redis that ``url`` names."""
+def storage_for(client: Any, url: str) -> Storage:
+    """A ``limits`` storage counting on the Redis that ``url`` names (``client``'s connections, but on a
+    cluster)."""
     if redis_client.parse(url).kind == "cluster":
-        return LAZY_CLUSTER + "://" + url.split("://", 1)[1], {}
-    return "redis://", {"connection_pool": client.connection_pool}
+        return LazyClusterStorage(LAZY_CLUSTER + "://" + url.split("://", 1)[1])
+    return RedisStorage("redis://", connection_pool=client.connection_pool)
 
 
 class LazyClusterStorage(Storage, MovingWindowSupport, SlidingWindowCounterSupport):

@@ -22,9 +22,9 @@ URL names one Redis, whatever its topology:
                                                                       it starts: it learns the others)
 ===================================================================  =============================================
 
-These are the forms the ``limits`` library (Flask-Limiter's storage) reads
-too (:func:`service.store.limit_storage.storage_for` hands it the app's
-connection pool, or the cluster's URL).
+The ``limits`` library's counters (the per-client limits that the store's
+scripts do not count) use the same Redis (:func:`service.store.limit_storage.storage_for`
+hands it the app's connection pool, or the cluster's URL).
 
 Every client is built the same way: a 2 s socket timeout (longer when
 ``WAIT`` may block for longer), a 1 s connect timeout, a health check of
@@ -386,25 +386,33 @@ def clock_ms(client: Client, key: str) -> int:
 
 def acknowledged(client: Client, script: Script, keys: Sequence, args: Sequence, replicas: int,
                  timeout_ms: int, wrote: Callable[[Any], bool]) -> Any:
-    """Run ``script`` and then ``WAIT replicas timeout_ms`` on the same connection, in one pipeline.
+    """Run ``script`` and then ``WAIT replicas timeout_ms`` on the same connection, in one round trip.
 
     ``WAIT`` confirms that the replicas have everything *its* connection wrote
     (the script's writes, and everything written before them: replication is in
-    order), hence one pipeline on the primary that holds the keys (:func:`on_node`): the script,
-    then ``WAIT`` right after it.  The script runs as redis-py runs a ``Script``
-    in a pipeline: the pipeline makes sure the server has it (``SCRIPT EXISTS``,
-    ``SCRIPT LOAD`` if not) on that connection before it sends the two.  When
-    ``wrote(result)`` says the result acknowledges a write and fewer than
-    ``replicas`` confirmed in time: :class:`NotReplicated`.
+    order), hence one pipeline on the primary that holds the keys (:func:`on_node`): ``EVALSHA`` of
+    the script, then ``WAIT`` right after it.  The script is expected to be loaded (the store loads
+    its scripts at start); a server that answers ``NOSCRIPT`` (restarted, flushed, a new primary) has
+    nothing run, is given the script (``SCRIPT LOAD``) and the two are sent again.  (redis-py's
+    ``Script`` in a pipeline would ask ``SCRIPT EXISTS`` first, a round trip on every write.)  When
+    ``wrote(result)`` says the result acknowledges a write and fewer than ``replicas`` confirmed in
+    time: :class:`NotReplicated`.
     """
     def run(node: redis.Redis) -> Any:
-        with node.pipeline(transaction=False) as pipe:
-            script(keys=keys, args=args, client=pipe)
-            pipe.wait(replicas, timeout_ms)
-            result, confirmed = pipe.execute()
-        if wrote(result) and confirmed < replicas:
-            raise NotReplicated(confirmed, replicas)
-        return result
+        for attempt in range(2):
+            with node.pipeline(transaction=False) as pipe:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+                pipe.wait(replicas, timeout_ms)
+                try:
+                    result, confirmed = pipe.execute()
+                except redis.exceptions.NoScriptError:
+                    if attempt:
+                        raise
+                    node.script_load(script.script)
+                    continue
+            if wrote(result) and confirmed < replicas:
+                raise NotReplicated(confirmed, replicas)
+            return result
 
     return on_node(client, keys[0], run)
 

@@ -19,7 +19,10 @@ makes status codes, ``Location`` and ``ETag`` of them.
 
 A table's own limits (events and voids a minute) are counted by the same
 APPEND call that appends (a refused or failed write is not counted); its
-answer carries what the headers need (:class:`Quota`).
+answer carries what the headers need (:class:`Quota`).  So are the client's own
+write limits, given as a :class:`~.charges.Charge` (every request counts, refused
+ones included: they are counted first, whatever the outcome; on a Redis Cluster
+by a HIT call before the APPEND, the client's hash being in another slot).
 
 Webhooks (a transactional outbox): at a table an API key created (its meta
 ``owner``), the script that writes a record, a creation, a finish or a
@@ -72,7 +75,8 @@ from ..rules.table import (
     ROUND_EVENTS, BetweenRounds, CorrectionConflict, History, MissingHistory, TableState, VoidConflict, corrected_by,
     explain_round, fold, fold_from, labelled, refold_round, refold_start, round_info,
 )
-from . import codec, keys, redis_client
+from . import charges, codec, keys, redis_client
+from .charges import Charge, Quota
 from .errors import (
     Busy, Conflict, EventNotFound, Forbidden, IdempotencyMismatch, NotReplicated, PreconditionFailed,
     RateLimited, RoundNotFound, StoreEvicting, StoreFull, TableNotFound, Unauthorized,
@@ -172,17 +176,6 @@ class Rotated:
 
     def as_dict(self) -> dict:
         return {"token": self.token, "read_token": self.read_token}
-
-
-@dataclass(frozen=True)
-class Quota:
-    """Where a table's own limit stands after a write it counted: ``limit`` writes a minute,
-    ``remaining`` before it refuses, the window's end in ``reset_ms`` from now."""
-
-    name: str
-    limit: int
-    remaining: int
-    reset_ms: int
 
 
 @dataclass(frozen=True)
@@ -360,6 +353,28 @@ class TableStore:
         self._hint_script = client.register_script(keys.HINT)
         self._rotate = client.register_script(keys.ROTATE)
         self._round = client.register_script(keys.ROUND)
+        self._hit = client.register_script(keys.HIT)
+        # the client's own write limits are counted in the APPEND script where its hash shares the server
+        self._client_in_script = self._hint_in_script
+        self._load_scripts()
+
+    def _load_scripts(self) -> None:
+        """Load the scripts at start (best effort: a Redis away now, a cluster made on first use, or
+        one restarted later answers NOSCRIPT, and the script is loaded then), so that a pipelined
+        ``EVALSHA`` and ``WAIT`` (:func:`~.redis_client.acknowledged`) finds them."""
+        if redis_client.kind(self.r) == "cluster":
+            return
+        try:
+            for script in (self._append, self._create, self._finish, self._delete, self._rotate, self._hit,
+                           self._reads, self._repair, self._hint_script, self._round):
+                self.r.script_load(script.script)
+        except redis.exceptions.RedisError as exc:
+            log.info("the store's scripts are loaded on first use (%s)", type(exc).__name__)
+
+    def charge(self, charge: Charge) -> None:
+        """Count a request against its client's own write limits (the HIT script, one call), where no APPEND
+        counts it; :class:`~.errors.RateLimited` when one refuses."""
+        charges.hit(self._hit, self.r, charge)
 
     def _read(self, *reads: tuple) -> list:
         """Several reads (``(command, key, *args)``) at one moment, in one round trip (see keys.READ)."""
@@ -754,28 +769,33 @@ class TableStore:
 
     # -- write ---------------------------------------------------------------------------
     def append(self, table_id: str, body: Mapping[str, Any], *, if_match: "int | tuple[int, ...] | None" = None,
-               idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Written:
-        """Validate ``body`` against the table's state and append it; see the module doc."""
+               idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None,
+               charge: Charge | None = None) -> Written:
+        """Validate ``body`` against the table's state and append it; see the module doc.  ``charge``: the
+        client's own limits this request counts (counted once, by the first script call)."""
         return self._write(table_id, if_match, idempotency_key, fp, access, "table_events",
-                           lambda st, version: self._plan_event(st, version, body))
+                           lambda st, version: self._plan_event(st, version, body), charge=charge)
 
     def void(self, table_id: str, target: int, *, if_match: "int | tuple[int, ...] | None" = None,
-             idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None) -> Written:
+             idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None,
+             charge: Charge | None = None) -> Written:
         """Append a void record for ``target``; the state is refolded without it."""
         # (planned on a read, never on a kept state: a void reads the log anyway, and a refusal,
         # its common answer, is decided on a read)
         return self._write(table_id, if_match, idempotency_key, fp, access, "table_voids",
-                           lambda st, version: self._plan_void(table_id, st, version, target), use_kept=False)
+                           lambda st, version: self._plan_void(table_id, st, version, target), use_kept=False,
+                           charge=charge)
 
     def correct(self, table_id: str, number: int, body: Mapping[str, Any], *,
                 if_match: "int | tuple[int, ...] | None" = None, idempotency_key: str | None = None, fp: str = "",
-                access: "Access | None" = None) -> Written:
+                access: "Access | None" = None, charge: Charge | None = None) -> Written:
         """Append a correction of round ``number`` (docs/rules.md#s15.2): ``body`` is ``{"events", "dealer"?,
         "voids"?, "note"?}``.  Round ``number`` unknown: :class:`RoundNotFound`; an event of it that cannot
         happen: the core's :class:`~service.rules.table.CorrectionError` (``event``: its index); a later
         round that would break: ``correction_conflict`` (``round``, ``event``: its record's seq)."""
         return self._write(table_id, if_match, idempotency_key, fp, access, "table_voids",
-                           lambda st, version: self._plan_correction(table_id, st, version, number, body))
+                           lambda st, version: self._plan_correction(table_id, st, version, number, body),
+                           charge=charge)
 
     def finish(self, table_id: str, access: "Access | None" = None) -> dict:
         """Finish the table (idempotent): it takes no more events or voids and stays readable.
@@ -820,7 +840,8 @@ class TableStore:
         return summarize(st, codec.read_summaries(rounds, 1), None if fields[4] is None else fields[4].decode(),
                          table_id=table_id).as_dict()
 
-    def _write(self, table_id, if_match, idem_key, fp, access, limit: str, plan, use_kept: bool = True) -> Written:
+    def _write(self, table_id, if_match, idem_key, fp, access, limit: str, plan, use_kept: bool = True,
+               charge: Charge | None = None) -> Written:
         """Plan the write against a state, then one script call appends it if the log is still there.
 
         The state comes from the worker's :class:`~.states.StateCache` when it holds
@@ -840,13 +861,15 @@ class TableStore:
         if kept is not None and not self._may_use(kept, access, if_match):
             kept = None
         amount = self.limits.get(limit, 0)
+        if charge is not None and not charge.counted and not self._client_in_script:
+            self.charge(charge)  # (a cluster: the client's hash is not in the table's slot)
         for attempt in range(MAX_RETRIES):
             if kept is None:
                 loaded = self._load(table_id, access)
                 st, version, hashes, digest_of_state = loaded.state, loaded.version, loaded.hashes, loaded.digest
                 guess = False
                 if loaded.finished_at is not None:
-                    replayed = self._replay_of(table_id, field, digest, fp, hashes) if field else None
+                    replayed = self._replay_of(table_id, field, digest, fp, hashes, charge) if field else None
                     if replayed is not None:
                         return replayed
                     raise Conflict("table_finished", f"the table was finished at {loaded.finished_at}: it takes "
@@ -865,7 +888,7 @@ class TableStore:
                 if guess:  # refused by a kept state: decide on the state Redis holds
                     continue
                 if field:  # refused now, but a retry of a write that was taken is answered as it was
-                    replayed = self._replay_of(table_id, field, digest, fp, hashes)
+                    replayed = self._replay_of(table_id, field, digest, fp, hashes, charge)
                     if replayed is not None:
                         return replayed
                 raise
@@ -895,7 +918,7 @@ class TableStore:
                 # table can always end its round and be finished
                 mending = record["type"] in ("void", "correction")
                 args["max"] = self.max_events - (0 if mending else min(CORRECTIONS, self.max_events // 2))
-            res = self._run_append(table_id, args, field, digest, hashes)
+            res = self._run_append(table_id, args, field, digest, hashes, charge)
             outcome = res["outcome"]
             if outcome == b"ok":
                 self._states.put(table_id, Kept(version + 1, new_state, hashes, _sha1(stored_state)))
@@ -949,8 +972,10 @@ class TableStore:
             return [["event.recorded", data], ["round.ended", data]]
         return [["event.recorded", data]]
 
-    def _run_append(self, table_id: str, args: dict, field: str | None, digest: str | None, hashes) -> dict:
-        """One APPEND call with ``args`` and the request's key, token and durability: its answer by name."""
+    def _run_append(self, table_id: str, args: dict, field: str | None, digest: str | None, hashes,
+                    charge: Charge | None = None) -> dict:
+        """One APPEND call with ``args`` and the request's key, token, durability and client's limits (when not
+        counted yet): its answer by name (:class:`RateLimited` when a client's limit refused)."""
         if field:
             args |= {"idem": field, "fp": digest}
         if hashes[0]:
@@ -959,17 +984,24 @@ class TableStore:
             args["durable"] = True
         args["ttl"], args["snapshot"] = self.table_ttl, keys.SNAPSHOT_EVERY
         names = keys.appended(table_id)
-        if "due" in args:
+        if self._client_in_script:
             names += [keys.WEBHOOKS_DUE, keys.WEBHOOKS_WAKE]
-        return keys.reply(self._run(self._append, names, keys.args(**args),
-                                    wrote=lambda raw: keys.reply(raw)["outcome"] in (b"ok", b"replay")))
+            if charge is not None and not charge.counted:
+                args["client"], args["client_ttl"] = charge.args(), keys.CLIENT_TTL_MS
+                names.append(charge.key)
+        res = keys.reply(self._run(self._append, names, keys.args(**args),
+                                   wrote=lambda raw: keys.reply(raw)["outcome"] in (b"ok", b"replay")))
+        if "client" in args:
+            charge.settle(res)
+        return res
 
-    def _replay_of(self, table_id: str, field: str, digest: str, fp: str, hashes) -> Written | None:
+    def _replay_of(self, table_id: str, field: str, digest: str, fp: str, hashes,
+                   charge: Charge | None = None) -> Written | None:
         """The first answer of the write an Idempotency-Key made, or None: it made none (that is in the log).
 
         One APPEND call that appends nothing (its version is never the log's): the key's
         record, checked against the log entry it names, in one read of one server."""
-        res = self._run_append(table_id, {"version": -1}, field, digest, hashes)
+        res = self._run_append(table_id, {"version": -1}, field, digest, hashes, charge)
         if res["outcome"] == b"replay":
             return self._replay(table_id, res["idem"], fp, int(res["from"]), res["snapshot"], res["records"])
         if res["outcome"] == b"missing":
