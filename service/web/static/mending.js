@@ -58,7 +58,7 @@ const mend = {
         h('div', { class: 'chips' }, ADDABLE.map((k) => h('button', { type: 'button', class: 'chip', testid: `mend-add-${k}`,
           onclick: () => A.mend.sheet(k, f.at, false) }, t(k === 'penalty' ? 'penalty' : k))))),
       h('div', { class: 'scroll' }, h('table', { class: 'rounds mend-pay', testid: 'mend-payments' },
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('deltas')), h('th', { scope: 'col' }, t('mend_before')),
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, ''), h('th', { scope: 'col' }, t('mend_before')),
           h('th', { scope: 'col' }, t('mend_after')), h('th', { scope: 'col' }, t('mend_change')))),
         h('tbody', {}, rows))),
       f.afterError ? h('p', { class: 'bad small', testid: 'mend-after-error' }, f.afterError) : null,
