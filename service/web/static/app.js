@@ -227,6 +227,7 @@ function canAgain(s, body) {
   const inRound = (i) => i == null || !ctx.out(i);
   if (body.type === 'hu') return (body.winners || []).every((w) => inRound(w.seat)) && inRound(body.from);
   if (body.type === 'peng') return inRound(body.seat) && inRound(body.from);
+  if (body.type === 'penalty') return inRound(body.seat); // (a second 诈胡 of the same seat can happen)
   return false;
 }
 

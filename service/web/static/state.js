@@ -139,7 +139,7 @@ export function sameEvent(a, b) {
 // `windowMs` (by when this phone first had it), or null
 export function recentDuplicate(s, body, now, windowMs = 30000) {
   const round = s.view && s.view.round;
-  if (!round || !['peng', 'kong', 'hu', 'escape', 'draw'].includes(body.type)) return null;
+  if (!round || !['peng', 'kong', 'hu', 'escape', 'draw', 'penalty'].includes(body.type)) return null;
   for (let i = s.records.length - 1; i >= 0; i -= 1) {
     const r = s.records[i];
     if (r.round !== round.number) break;
