@@ -134,6 +134,23 @@ def test_the_forgotten_kong_is_put_where_it_happened(client, doc, store):
     t.check(store)
 
 
+def test_a_round_keeps_its_own_events_when_an_earlier_round_is_corrected_during_it(client, doc, store):
+    """Round 2 is being played (its 暗杠 seq 5) when round 1 is corrected (seq 6), then round 2 ends: the
+    correction lies in round 2's span of the log but is round 1's, so round 2 explains only its own kong."""
+    t = Table(client, doc)
+    t.post(start(), hu("5p", 0, 2), END, start(dealer=0), kong(1, "concealed", "1m"))
+    t.correct(1, {"events": [kong(2, "concealed", "7s"), hu("5p", 0, 2)]})
+    mine = [(5, None, "kong")]
+    assert [(e["seq"], e.get("index"), e["type"]) for e in t.round(2)["events"]] == mine
+    assert t.round(2)["corrected_by"] == [] and t.round(2)["deltas"] == [-12, 36, -12, -12]
+    t.post(END)
+    for rnd in (t.round(2), t.rounds()["rounds"][1]):
+        assert [(e["seq"], e.get("index"), e["type"]) for e in rnd["events"]] == mine
+        assert sum(tr["points"] for tr in rnd["transfers"]) == 36
+    assert [(e["seq"], e["index"]) for e in t.round(1)["events"]] == [(6, 0), (6, 1)]
+    t.check(store)
+
+
 def test_every_round_explained(client, doc, store):
     t = Table(client, doc)
     t.post(start(), kong(1, "direct", "5m", frm=2), hu("9p", 0, 2, frm=3), END, start(dealer=0),

@@ -668,7 +668,11 @@ class TableStore:
         """Round ``number`` explained from ``records`` (by seq: its span of the log and its corrections)."""
         lo, hi = (summary["first_seq"], summary["last_seq"]) if summary is not None else (st.round_meta["start"],
                                                                                            st.version)
-        mine = [records[seq] for seq in range(lo, hi + 1)] + [records[c] for c in corrected_by(st, number) if c > hi]
+        # (a round's span of the log may hold a correction of an earlier round, made while it was played:
+        # that one is not this round's)
+        mine = [rec for rec in (records[seq] for seq in range(lo, hi + 1))
+                if rec.get("type") != "correction" or rec.get("round") == number]
+        mine += [records[c] for c in corrected_by(st, number) if c > hi]
         dealer = summary["dealer"] if summary is not None else st.round.dealer
         explained = explain_round(st.ruleset, dealer, mine, st.voided, summary is not None)
         return self._round_of(st, number, summary, explained["events"], explained["voids"])

@@ -12,7 +12,8 @@ import { call, tablePath, uuid4, ApiError, apiKey, setApiKey } from './api.js';
 import { t, getLang, setLang } from './i18n.js';
 import { patch } from './dom.js';
 import { TableLive } from './live.js';
-import { meldsBySeat, keptHands, settleRequest, roundLog, roundSoFar } from './round.js';
+import { settleRequest, roundLog, roundSoFar } from './round.js';
+import { roundCtx, mendCtx } from './mend.js';
 import { Outbox } from './outbox.js';
 import { describe, setPatterns } from './words.js';
 import { createStore } from './store.js';
@@ -22,6 +23,7 @@ import { DIALOGS, renderDialog, undoForm } from './dialogs.js';
 import { scoreHand, tingHand } from './picker.js';
 import { endActions } from './end.js';
 import { winFlags } from './wins.js';
+import { mendActions } from './mendapp.js';
 
 const store = createStore(initialState(getLang()), transitions);
 const S = () => store.state;
@@ -70,32 +72,24 @@ const toast = (text) => dispatch('toast/show', text);
 // the phone holds the round's log: the view's round follows a record by up to a second, and a sheet
 // must not ask about a seat that has just won. Without the log (a phone just opened), the view says.
 function dialogCtx(s) {
+  if (s.dialog && s.dialog.mend) return mendCtx(s.view, s.mySeat, s.dialog.mend.form, s.dialog.mend.at); // (an entry of a correction)
   const view = s.view;
   const round = view.round || { won: [], left: [], voids: [] };
-  const xueliu = view.ruleset.mode === 'xueliu';
   const n = view.players.length;
-  const recs = s.records.filter((r) => r.round === round.number && !r.voided);
-  const melds = meldsBySeat(recs, n);
-  const kept = keptHands(recs, n);
   const so = roundSoFar(s.records, s.pending, round.number, n);
   const logged = s.records.some((r) => r.type === 'round_start' && r.round === round.number);
-  const won = (i) => so.won[i] || (!logged && round.won.includes(i));
-  const left = (i) => so.left[i] || (!logged && round.left.includes(i));
-  return {
-    view, players: view.players, ruleset: view.ruleset, voids: round.voids || [], xueliu, mySeat: s.mySeat,
-    suits: n === 3 ? ['p', 's'] : ['m', 'p', 's'], // 三人两房: 筒 and 条 only
-    round: { last: so.last, events: so.events.length, claims: so.claims, dealer: round.dealer ?? null },
-    out: (i) => left(i) || (!xueliu && won(i)), // (血流: a winner plays on, §13.1)
-    won,
-    claims: (i) => !(xueliu && won(i)), // 血流: a seat that has won may not 碰 or 直杠 (§13.2)
-    melds: (i) => melds[i].map((m) => ({ ...m })),
-    pengs: (i) => melds[i].filter((m) => m.type === 'peng').map((m) => m.tile),
-    kept: (i) => (xueliu ? kept[i] : null),
-  };
+  return roundCtx({ view, mySeat: s.mySeat, events: so.events, voids: round.voids || [], dealer: round.dealer ?? null,
+    won: (i) => !logged && round.won.includes(i), left: (i) => !logged && round.left.includes(i) });
 }
 
 // -- actions: what the screens call ------------------------------------------------------------------
+// the correction sheet (mendapp.js); a correction written: the log and the view read at once (the
+// stream brings the record too: each phone's rounds, balances and history follow it)
+const mend = mendActions({ S, dispatch, dialogs: DIALOGS, errorText: (e) => errorText(e), nextId: () => { fx.dialogSeq += 1; return fx.dialogSeq; },
+  written: () => { if (fx.live) fx.live.catchUp().then(() => fx.live && fx.live.refresh()); } });
+
 const dialogActions = {
+  mend,
   edit: (fn) => dispatch('dialog/edit', fn),
   close: () => A.closeDialog(),
   confirm: () => A.confirmDialog(),
@@ -130,6 +124,7 @@ const A = {
   },
   closeDialog() {
     const d = S().dialog;
+    if (d && d.mend) { mend.back(); return; } // (a sheet opened from the correction sheet: back to it)
     if (d && d.kind === 'whoAmI' && S().mySeat == null) A.setSeat(-1); // asked once: "just watching"
     dispatch('dialog/close');
     if (fx.returnFocus && fx.returnFocus.isConnected) fx.returnFocus.focus();
@@ -157,6 +152,7 @@ const A = {
   // the refusal in words for the sheet to show
   record(body, { force = false } = {}) {
     const s = S();
+    if (s.dialog && s.dialog.mend) return mend.put(body); // (an entry of a correction: into its list, not sent)
     const dup = force ? null : recentDuplicate(s, body, Date.now());
     if (dup) {
       const what = `#${dup.seq} ${describe(dup, s.view.players)}`;
@@ -205,6 +201,7 @@ const A = {
   },
   discardDraft: (key) => setDrafts(S().drafts.filter((x) => x.key !== key)),
   expandRound: (n) => dispatch('round/expand', n),
+  openMend: (n) => { fx.returnFocus = document.activeElement; mend.open(n); },
   showQr: () => showQr(),
   openSummary: () => { location.hash = `${location.hash.replace(/^#/, '').replace(/&end=1/, '')}&end=1`; },
   ...endActions({ S, dispatch, toast, errorText, saved, createTable: (body, busy) => createTableRequest(body, busy), openCreated: (tb, body) => openCreated(tb, body) }),
@@ -230,6 +227,7 @@ function canAgain(s, body) {
   const inRound = (i) => i == null || !ctx.out(i);
   if (body.type === 'hu') return (body.winners || []).every((w) => inRound(w.seat)) && inRound(body.from);
   if (body.type === 'peng') return inRound(body.seat) && inRound(body.from);
+  if (body.type === 'penalty') return inRound(body.seat); // (a second 诈胡 of the same seat can happen)
   return false;
 }
 
@@ -551,7 +549,9 @@ async function finishTable() {
 async function explainRound(s, n) {
   const ruleset = s.view.ruleset;
   const out = {};
-  const { body, seqs } = settleRequest(s.records, n, ruleset);
+  const known = [...(s.view.rounds || []), s.view.round].find((r) => r && r.number === n);
+  const dealer = known ? known.dealer : null; // (a round_start that names no dealer)
+  const { body, seqs } = settleRequest(s.records, n, ruleset, null, dealer);
   if (seqs.length) {
     const res = await call('POST', '/v1/rounds/settle', { body });
     for (const q of seqs) out[q] = [];
@@ -562,7 +562,7 @@ async function explainRound(s, n) {
     if (!target || !ROUND_EVENTS.includes(target.type)) continue;
     if (s.transfers[target.seq] && n === (s.view.round || {}).number) { out[`v${v.seq}`] = s.transfers[target.seq]; continue; }
     try {
-      const before = settleRequest(s.records, n, ruleset, target.seq);
+      const before = settleRequest(s.records, n, ruleset, target.seq, dealer);
       const res = await call('POST', '/v1/rounds/settle', { body: before.body });
       const at = before.seqs.indexOf(target.seq);
       out[`v${v.seq}`] = res.data.transfers.filter((tr) => tr.event === at).map((tr) => ({ ...tr, event: target.seq }));
@@ -669,6 +669,7 @@ function effects(s, prev) {
     setTimeout(() => { if (S().route === 'table' && S().table && S().table.id === tableId) A.openSummary(); });
   }
   if (s.route !== 'table') return;
+  mend.effects(s);
   // what the current round's records paid, whenever they change
   if (s.view && (s.records !== prev.records || s.view.round !== (prev.view && prev.view.round))) currentTransfers();
   if (s.expanded != null && (s.expanded !== prev.expanded || s.records !== prev.records)) roundDetails();

@@ -5,6 +5,7 @@
 //                             the message above its buttons), or nothing (it moved on with A.edit);
 //                             may be async (A.record answers once the service has: see app.js).
 //   cancel(form, ctx, A)   (optional) what the cancel button does before the sheet closes
+//   edit(event, ctx)       (optional) the form of an event entered again (a correction: mending.js)
 // A (the app's actions for a dialog): edit(fn) changes the form; record(body) and
 // voidRecord(rec) go through the outbox (record answers as confirm does); checkHand(path, how)
 // asks the server about the hand at form[path…] once it is whole; setSeat(seat).
@@ -19,6 +20,8 @@ import { seatButtons, tilePicker, handEditor, handJson, handSize, breakdown } fr
 import { pointsFor, roomPatterns } from './round.js';
 import { SPECIALS, SPECIAL_IDS, FLAGS, specialOn, toggleSpecial, fitFlags, roomFan, roomImplied, defaultFan, refan,
   entryPatterns, pickChip, patternsContradiction, specialProblem } from './wins.js';
+import { parseTiles } from './round.js';
+import { MEND_DIALOGS } from './mending.js';
 
 const missing = (names) => t('missing', { what: names.join(t('and')) });
 const mine = (ctx, ok = () => true) => (ctx.mySeat != null && ctx.mySeat >= 0 && ctx.mySeat < ctx.players.length && ok(ctx.mySeat) ? ctx.mySeat : null);
@@ -80,6 +83,7 @@ const roundStart = {
 // -- peng ------------------------------------------------------------------------------------
 const peng = {
   form: (ctx) => ({ seat: mine(ctx, (i) => !ctx.out(i) && ctx.claims(i)), from: null, tile: null }),
+  edit: (e) => ({ seat: e.seat ?? null, from: e.from ?? null, tile: e.tile || null }),
   title: () => t('peng'),
   body: (f, ctx, A) => [
     seatButtons({ prefix: 'seat', players: ctx.players, label: t('who_peng'), pressed: (i) => i === f.seat,
@@ -103,6 +107,7 @@ const addedTile = (ctx, seat) => { const p = seat == null ? [] : ctx.pengs(seat)
 
 const kong = {
   form: (ctx) => ({ seat: mine(ctx, (i) => !ctx.out(i)), kind: null, from: null, tile: null }),
+  edit: (e) => ({ seat: e.seat ?? null, kind: e.kind || null, from: e.from ?? null, tile: e.tile || null, tileAuto: false }),
   title: () => t('kong'),
   body: (f, ctx, A) => {
     const pick = (fn) => A.edit((x) => {
@@ -263,6 +268,22 @@ const hu = {
   form: (ctx) => {
     const me = mine(ctx, (i) => !ctx.out(i));
     return { step: 0, selfDrawn: false, from: null, winners: me == null ? [] : [me], guess: me != null, tile: null, flags: {}, entries: {} };
+  },
+  // (a win entered again: as it was given — its flags, and each winner's fan and chips, or its hand)
+  edit: (e, ctx) => {
+    const f = { step: 0, selfDrawn: e.from == null, from: e.from ?? null, winners: (e.winners || []).map((w) => w.seat), guess: false,
+      tile: e.tile || null, flags: {}, entries: {} };
+    for (const k of FLAGS) if (e[k]) f.flags[k] = true;
+    for (const w of e.winners || []) {
+      const entry = newEntry(ctx, w.seat, f);
+      if (w.hand) Object.assign(entry, { mode: 'hand', hand: { ...entry.hand, tiles: parseTiles(w.hand.tiles), melds: (w.hand.melds || []).map((m) => ({ ...m })) } });
+      else {
+        Object.assign(entry, { mode: 'fan', fan: w.fan });
+        for (const id of w.patterns || []) if (!SPECIAL_IDS.has(id)) entry.picked[id] = (entry.picked[id] || 0) + 1;
+      }
+      f.entries[w.seat] = entry;
+    }
+    return f;
   },
   title: (f, ctx) => (f.step === 0 ? t('hu') : t('fan_for', { name: seatName(ctx.players, f.winners[f.step - 1]) })),
   confirmLabel: (f, ctx) => {
@@ -521,7 +542,7 @@ const glossary = {
   confirm: () => true,
 };
 
-export const DIALOGS = { roundStart, peng, kong, hu, draw, escape, buyIn, whoAmI, ask, glossary };
+export const DIALOGS = { roundStart, peng, kong, hu, draw, escape, buyIn, whoAmI, ask, glossary, ...MEND_DIALOGS };
 
 export function undoForm(rec, players) {
   return { title: t('undo'), text: `${t('undo_q')} #${rec.seq}: ${describe(rec, players)}`, then: 'void', seq: rec.seq };

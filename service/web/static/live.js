@@ -234,6 +234,11 @@ export class TableLive {
   // (a record is never changed in place: a voided one is replaced by a copy, so that a snapshot
   // of the log handed out before stays as it was)
   append(rec) {
+    // a correction rewrites its round: that round (and the ones after it, whose figures a fold may
+    // move) is read again with the next view GET
+    if (rec.type === 'correction' && this.view && Array.isArray(this.view.rounds)) {
+      this.view = { ...this.view, rounds: this.view.rounds.filter((r) => r.number < (rec.round ?? 1)) };
+    }
     if (rec.type === 'void') {
       const at = this.records.findIndex((x) => x.seq === rec.target);
       const target = at >= 0 ? this.records[at] : null;

@@ -2,7 +2,7 @@
 // and (血流成河, docs/rules.md#s13.2) the hand a winner keeps. `recs` are the round's records in
 // log order, voided ones left out; `n` the number of seats.
 
-const SETTLED = ['peng', 'kong', 'hu', 'draw', 'escape']; // (the events of a round that settle)
+const SETTLED = ['peng', 'kong', 'hu', 'draw', 'escape', 'penalty']; // (the events of a round that settle)
 
 // tiles of a hand string ("123m55p", "1m2m3m") or list (["1m", "2m"]) → ["1m", "2m", ...]
 export function parseTiles(tiles) {
@@ -79,7 +79,7 @@ export function keptHands(recs, n) {
 // last one (what a 抢杠胡, 杠上花 or 杠上炮 follows), whether any 碰 or 杠 stands (地胡 comes before
 // any), and each seat's wins and escape. `pending` the outbox's items ({body}); `n` the seats.
 export function roundSoFar(records, pending, number, n) {
-  const events = records.filter((r) => r.round === number && !r.voided && SETTLED.includes(r.type));
+  const events = standingEvents(records, number).map((x) => x.record || x.event);
   for (const item of pending || []) {
     const b = item.body;
     if (b && (b.type === 'round_start' || b.type === 'round_end')) break; // (what follows is another round's)
@@ -124,15 +124,51 @@ export function roundLog(records, n) {
 
 const eventBody = (r) => Object.fromEntries(Object.entries(r).filter(([k]) => !['seq', 'at', 'round', 'voided'].includes(k)));
 
+// The events of round n that stand, in order (docs/rules.md#s15.2): those of its latest standing
+// correction (a `correction` record, whose `round` is the round it rewrote), then its own events
+// recorded after that correction; without a correction, all its own. Each as {key, seq, event}
+// (`key`: the record's seq, or "seq.index" for the index-th event of a correction, as GET …/rounds/{n}
+// numbers them; a record of the round's own also `record`). With `upTo`: as they stood when record `upTo` was made (what a void took back).
+export function standingEvents(records, n, upTo = null) {
+  const standing = (r) => (upTo == null ? !r.voided : r.seq <= upTo && (r.seq === upTo || !voidedBefore(records, r.seq, upTo)));
+  const recs = records.filter((r) => r.round === n && standing(r));
+  const fixes = recs.filter((r) => r.type === 'correction');
+  const latest = fixes.length ? fixes[fixes.length - 1] : null;
+  const out = latest ? (latest.events || []).map((event, i) => ({ key: `${latest.seq}.${i}`, seq: latest.seq, index: i, event })) : [];
+  for (const r of recs) {
+    if (SETTLED.includes(r.type) && r.seq > (latest ? latest.seq : 0)) out.push({ key: r.seq, seq: r.seq, event: eventBody(r), record: r });
+  }
+  return out;
+}
+
+// the seqs of round n's records that a standing correction replaced (shown as such, paying nothing)
+export function replacedSeqs(records, n) {
+  const fixes = records.filter((r) => r.round === n && !r.voided && r.type === 'correction');
+  if (!fixes.length) return new Set();
+  const last = fixes[fixes.length - 1].seq;
+  return new Set(records.filter((r) => r.round === n && r.seq < last && (SETTLED.includes(r.type) || r.type === 'correction')).map((r) => r.seq));
+}
+
+// the round's dealer and 定缺 as its round_start and its standing corrections give them
+function roundSetup(records, n) {
+  const recs = records.filter((r) => r.round === n && !r.voided && (r.type === 'round_start' || r.type === 'correction'));
+  let dealer = null, voids = null;
+  for (const r of recs) {
+    if (r.dealer != null) dealer = r.dealer;
+    if (Array.isArray(r.voids)) voids = r.voids;
+  }
+  return { dealer, voids };
+}
+
 // POST /v1/rounds/settle's body for the events of round n that stand (or, with `upTo`, for the
-// ones that stood when record `upTo` was made: what a void took back), and the seq of each index
-export function settleRequest(records, n, ruleset, upTo = null) {
-  const start = records.find((r) => r.type === 'round_start' && r.round === n && !r.voided);
-  const standing = (r) => (upTo == null ? !r.voided : r.seq === upTo || !voidedBefore(records, r.seq, upTo));
-  const recs = records.filter((r) => r.round === n && SETTLED.includes(r.type) && (upTo == null || r.seq <= upTo) && standing(r));
-  const body = { ruleset, dealer: start ? start.dealer ?? 0 : 0, events: recs.map(eventBody) };
-  if (start && Array.isArray(start.voids) && start.voids.some((v) => v)) body.voids = start.voids;
-  return { body, seqs: recs.map((r) => r.seq) };
+// ones that stood when record `upTo` was made: what a void took back), and the key of each index
+// (standingEvents); `dealer`: the round's dealer when its records do not name it
+export function settleRequest(records, n, ruleset, upTo = null, dealer = null) {
+  const evs = standingEvents(records, n, upTo);
+  const setup = roundSetup(records, n);
+  const body = { ruleset, dealer: setup.dealer ?? dealer ?? 0, events: evs.map((x) => x.event) };
+  if (Array.isArray(setup.voids) && setup.voids.some((v) => v)) body.voids = setup.voids;
+  return { body, seqs: evs.map((x) => x.key) };
 }
 
 // was record `seq` voided by a void made before record `before`?

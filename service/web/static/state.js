@@ -103,13 +103,15 @@ export const transitions = {
   // -- the dialog on top (one at a time) -------------------------------------------------------
   'dialog/open': (s, { kind, form = {}, ...rest }) => set(s, { dialog: { kind, form, msg: '', busy: false, ...rest }, toast: null }),
   'dialog/edit': (s, fn) => (s.dialog ? set(s, { dialog: { ...s.dialog, form: edit(s.dialog.form, fn), msg: '' } }) : s),
+  // (an answer that arrives for the open sheet: its form changes, its message stays)
+  'dialog/set': (s, { id, fn }) => (s.dialog && s.dialog.id === id ? set(s, { dialog: { ...s.dialog, form: edit(s.dialog.form, fn) } }) : s),
   'dialog/msg': (s, msg) => (s.dialog ? set(s, { dialog: { ...s.dialog, msg: msg || '' } }) : s),
   'dialog/busy': (s, busy) => (s.dialog ? set(s, { dialog: { ...s.dialog, busy } }) : s),
   'dialog/close': (s) => (s.dialog ? set(s, { dialog: null }) : s),
 };
 
 // -- selectors (pure) ----------------------------------------------------------------------------
-export const ROUND_EVENTS = ['peng', 'kong', 'hu', 'draw', 'escape'];
+export const ROUND_EVENTS = ['peng', 'kong', 'hu', 'draw', 'escape', 'penalty'];
 
 export const roundRecords = (s, n) => s.records.filter((r) => r.round === n && !r.voided);
 
@@ -137,7 +139,7 @@ export function sameEvent(a, b) {
 // `windowMs` (by when this phone first had it), or null
 export function recentDuplicate(s, body, now, windowMs = 30000) {
   const round = s.view && s.view.round;
-  if (!round || !['peng', 'kong', 'hu', 'escape', 'draw'].includes(body.type)) return null;
+  if (!round || !['peng', 'kong', 'hu', 'escape', 'draw', 'penalty'].includes(body.type)) return null;
   for (let i = s.records.length - 1; i >= 0; i -= 1) {
     const r = s.records[i];
     if (r.round !== round.number) break;

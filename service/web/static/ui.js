@@ -3,7 +3,7 @@
 import { h, field } from './dom.js';
 import { t } from './i18n.js';
 import { describe, transferWords, seatName, fanInfo, patternList, patternName } from './words.js';
-import { winsBySeat, drawStatuses, roundLog } from './round.js';
+import { winsBySeat, drawStatuses, roundLog, standingEvents, replacedSeqs } from './round.js';
 import { ROUND_EVENTS, lastUndoable } from './state.js';
 import { renderEnd } from './end.js';
 
@@ -157,7 +157,7 @@ function renderBoard(s) {
   const ps = view.players;
   const round = view.round;
   const playing = !!(round && round.status === 'playing');
-  const wins = round ? winsBySeat(s.records.filter((r) => r.round === round.number && !r.voided), ps.length) : [];
+  const wins = round ? winsBySeat(standingEvents(s.records, round.number).map((x) => x.event), ps.length) : [];
   return h('section', { class: `board seats-${ps.length}`, 'aria-label': t('balance'), key: 'board' }, ps.map((name, i) => {
     const tags = [];
     if (i === s.mySeat) tags.push(t('me'));
@@ -185,6 +185,7 @@ function actionBar(s, A, playing, finished) {
   if (!playing) {
     return h('section', { class: 'actions', key: 'actions' }, btn('round-start', t('round_start'), () => A.openDialog('roundStart'), 'primary wide'),
       s.view.coins ? btn('buy-in', t('buy_in'), () => A.openDialog('buyIn'), 'secondary') : null, undo,
+      s.view.round ? btn('record-adjust', t('adjust'), () => A.openDialog('adjust'), 'secondary') : null,
       s.view.round ? btn('finish', t('finish'), () => A.askFinish(), 'secondary wide') : null);
   }
   return h('section', { class: 'actions', key: 'actions' },
@@ -193,6 +194,7 @@ function actionBar(s, A, playing, finished) {
     btn('record-peng', t('peng'), () => A.openDialog('peng')),
     btn('record-draw', t('draw'), () => A.openDialog('draw')),
     btn('record-escape', t('escape'), () => A.openDialog('escape')),
+    btn('record-penalty', t('penalty'), () => A.openDialog('penalty')),
     undo,
     btn('round-end', t('end_round'), () => A.askRoundEnd(), 'secondary wide-2'));
 }
@@ -222,17 +224,35 @@ function winInfo(s, rec) {
   return (seat) => {
     const w = (rec.winners || []).find((x) => x.seat === seat);
     if (!w) return null;
-    if (w.hand) return s.scores[`${rec.seq}:${seat}`] || null;
+    if (w.hand) return rec.seq == null ? null : s.scores[`${rec.seq}:${seat}`] || null;
     return fanInfo(w.fan, w.patterns, s.view.ruleset.cap);
   };
 }
 
-// one record as a list item: its words, what it paid (from `transfers`), and for a void what it took back
-function recordItem(s, r, transfers, testid) {
+// one record as a list item: its words, what it paid (from `transfers`), and for a void what it took back;
+// a correction lists its events, each with what it paid (keyed "seq.index"); `replaced`: the seqs of
+// records a correction replaced (shown as such: they pay nothing now)
+function recordItem(s, r, transfers, testid, replaced = new Set()) {
   const ps = s.view.players;
   const lines = [];
   let words = describe(r, ps);
-  if (r.type === 'void') {
+  if (replaced.has(r.seq)) {
+    return h('li', { testid, key: r.seq, class: 'replaced' }, h('div', { class: 'ev' }, h('span', { class: 'seq' }, `#${r.seq}`), words,
+      h('span', { class: 'tag' }, t('replaced'))));
+  }
+  if (r.type === 'correction') {
+    const evs = (r.events || []).map((e, i) => {
+      const trs = transfers[`${r.seq}.${i}`];
+      return h('li', { testid: `${testid}-${i}` }, describe(e, ps),
+        trs ? h('ul', { class: 'transfers' }, trs.length ? trs.map((tr) => h('li', {}, transferWords(tr, ps, winInfo(s, e))))
+          : h('li', {}, t('nothing_paid'))) : null);
+    });
+    return h('li', { testid, key: r.seq }, h('div', { class: 'ev' }, h('span', { class: 'seq' }, `#${r.seq}`), words),
+      evs.length ? h('ol', { class: 'transfers corrected' }, evs) : h('ul', { class: 'transfers' }, h('li', {}, t('mend_emptied'))));
+  }
+  if (r.type === 'adjust') { // (its transfers are the record's own)
+    for (const tr of r.transfers || []) lines.push(h('li', {}, transferWords({ ...tr, reason: 'adjust' }, ps, null)));
+  } else if (r.type === 'void') {
     const target = s.records.find((x) => x.seq === r.target);
     if (target) words = t('ev_void_of', { target: r.target, what: describe(target, ps) });
     const removed = transfers[`v${r.seq}`];
@@ -263,9 +283,12 @@ function historySection(s, A) {
   let recs = [];
   if (round) {
     const startSeq = (s.records.find((r) => r.type === 'round_start' && r.round === round.number && !r.voided) || {}).seq || 0;
-    recs = s.records.filter((r) => (r.round === round.number || (r.type === 'void' && r.seq > startSeq)) && !r.voided);
+    // (with the voids and the corrections made since it started: a correction of an earlier round too)
+    recs = s.records.filter((r) => (r.round === round.number || (['void', 'correction'].includes(r.type) && r.seq > startSeq)) && !r.voided);
   }
-  const items = recs.slice().reverse().map((r) => recordItem(s, r, s.transfers, `event-${r.seq}`));
+  const replaced = round ? replacedSeqs(s.records, round.number) : new Set();
+  const items = recs.slice().reverse().map((r) => recordItem(s, r, s.transfers, `event-${r.seq}`, replaced));
+  const canMend = !!(s.table.token && !(s.finished || view.finished_at));
   const head = h('tr', {}, h('th', { scope: 'col' }, t('rounds')), ps.map((n) => h('th', { scope: 'col' }, n)));
   const rows = [];
   for (const r of view.rounds) {
@@ -274,7 +297,7 @@ function historySection(s, A) {
       h('th', { scope: 'row' }, h('button', { type: 'button', class: 'link-btn', testid: `round-row-${r.number}`, 'aria-expanded': String(open),
         onclick: () => A.expandRound(r.number) }, t('round_n', { n: r.number }))),
       r.deltas.map((d) => h('td', { class: d < 0 ? 'neg' : d > 0 ? 'pos' : '' }, String(d)))));
-    if (open) rows.push(h('tr', { class: 'detail', key: `d${r.number}` }, h('td', { colspan: ps.length + 1 }, roundDetails(s, r))));
+    if (open) rows.push(h('tr', { class: 'detail', key: `d${r.number}` }, h('td', { colspan: ps.length + 1 }, roundDetails(s, r, canMend ? A : null))));
   }
   if (round && round.status === 'playing') {
     rows.push(h('tr', { class: 'current', key: 'current' }, h('th', { scope: 'row' }, t('this_round')), round.deltas.map((d) => h('td', {}, String(d)))));
@@ -282,20 +305,25 @@ function historySection(s, A) {
   rows.push(h('tr', { class: 'total', key: 'total' }, h('th', { scope: 'row' }, t('totals')), view.balances.map((b) => h('td', {}, String(b)))));
   if (view.coins) rows.push(h('tr', { class: 'coins', key: 'coins' }, h('th', { scope: 'row' }, t('coins')), view.coins.map((c) => h('td', {}, String(c)))));
   return h('section', { class: 'history', key: 'history' },
-    h('h2', {}, t('history')),
+    h('div', { class: 'history-head' }, h('h2', {}, t('history')),
+      round && canMend ? h('button', { type: 'button', class: 'small', testid: `mend-round-${round.number}`, onclick: () => A.openMend(round.number) },
+        t('mend_this_round', { n: round.number })) : null),
     items.length ? h('ol', { class: 'events', testid: 'events', reversed: true }, items) : h('p', { class: 'muted', testid: 'no-events' }, t('no_events')),
     h('div', { class: 'scroll' }, h('table', { class: 'rounds', testid: 'rounds' }, h('thead', {}, head), h('tbody', {}, rows))),
     view.rounds.length ? h('p', { class: 'muted small' }, t('rounds_hint')) : null);
 }
 
 // an ended round: its records with what each paid, the draw's standings, the round's deltas
-function roundDetails(s, r) {
+// (A: the actions, when this phone may correct it)
+function roundDetails(s, r, A) {
   const ps = s.view.players;
   const d = s.details[r.number] || { transfers: {} };
   const recs = roundLog(s.records, r.number).filter((x) => !x.voided);
+  const replaced = replacedSeqs(s.records, r.number);
   return h('div', { class: 'round-detail', testid: `round-detail-${r.number}` },
-    h('h3', {}, t('round_detail', { n: r.number })),
-    recs.length ? h('ol', { class: 'events' }, recs.map((x) => recordItem(s, x, d.transfers, `round-${r.number}-event-${x.seq}`))) : h('p', { class: 'muted' }, t('loading')),
+    h('div', { class: 'history-head' }, h('h3', {}, t('round_detail', { n: r.number })),
+      A ? h('button', { type: 'button', class: 'small', testid: `mend-round-${r.number}`, onclick: () => A.openMend(r.number) }, t('mend_round')) : null),
+    recs.length ? h('ol', { class: 'events' }, recs.map((x) => recordItem(s, x, d.transfers, `round-${r.number}-event-${x.seq}`, replaced))) : h('p', { class: 'muted' }, t('loading')),
     h('p', { class: 'deltas', testid: `round-${r.number}-deltas` }, `${t('deltas')}: `,
       r.deltas.map((x, i) => `${seatName(ps, i)} ${x > 0 ? '+' : ''}${x}`).join(t('and'))));
 }

@@ -41,6 +41,9 @@ export function describe(rec, players, roundNumber) {
     case 'escape': return t('ev_escape', { seat: s(rec.seat) });
     case 'void': return t('ev_void', { target: rec.target });
     case 'buy_in': return t('ev_buy_in', { seat: s(rec.seat), coins: rec.coins });
+    case 'penalty': return t(`ev_penalty_${rec.kind}`, { seat: s(rec.seat) });
+    case 'adjust': return rec.note ? t('ev_adjust_note', { note: rec.note }) : t('ev_adjust');
+    case 'correction': return rec.note ? t('ev_correction_note', { n: rec.round, note: rec.note }) : t('ev_correction', { n: rec.round });
     default: return rec.type;
   }
 }

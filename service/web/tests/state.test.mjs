@@ -121,6 +121,16 @@ test('a duplicate is another phone’s, in this round, seen in the last 30 s', (
   assert.equal(recentDuplicate(store.state, body, 20000), null);                          // this phone's own
 });
 
+test('the same penalty from two phones is a duplicate: the same seat and kind', () => {
+  const store = fresh();
+  store.dispatch('route/table', { id: 't', token: 'k', view: VIEW });
+  const zhahu = { seq: 2, type: 'penalty', round: 1, seat: 3, kind: 'zhahu' };
+  store.dispatch('records/changed', { records: [{ seq: 1, type: 'round_start', round: 1 }, zhahu], now: 1000 });
+  assert.equal(recentDuplicate(store.state, { type: 'penalty', seat: 3, kind: 'zhahu' }, 20000).seq, 2);
+  assert.equal(recentDuplicate(store.state, { type: 'penalty', seat: 3, kind: 'xianggong' }, 20000), null);
+  assert.equal(recentDuplicate(store.state, { type: 'penalty', seat: 2, kind: 'zhahu' }, 20000), null);
+});
+
 test('a record of the log read at start-up counts from its own time', () => {
   const store = fresh();
   store.dispatch('route/table', { id: 't', token: 'k', view: VIEW });
