@@ -302,11 +302,12 @@ STREAM_DOC = {
                 "lists it plus `version` and `balances` after it (and `coins` with stakes: the table's "
                 "bankrolls after it; a `buy_in` record's own coins bought then travel as `amount`). A comment line "
                 "(`: keep-alive`) every 15 s at most. `event: deleted` when the table is deleted (or expired: about "
-                "`STREAM_HEARTBEAT` seconds after its expiry at most), `event: finished` (`data: {\"finished_at\"}`) "
-                "when the table is finished and `event: next` (`data: {\"next\"}`) when a finished table gets its next "
-                "table (`POST /v1/tables/{table_id}/next`; the stream goes on for both), `event: resync` "
-                "when this client fell behind (reconnect with `Last-Event-ID`); both end the stream, and so does "
+                "`STREAM_HEARTBEAT` seconds after its expiry at most), `event: resync` when this client "
+                "fell behind (reconnect with `Last-Event-ID`); both end the stream, and so does "
                 "`event: rotated` when the table's tokens were rotated and this stream's token is an old one. "
+                "`event: finished` (`data: {\"finished_at\"}`) when the table is finished and `event: next` "
+                "(`data: {\"next\"}`) when a finished table gets its next table (`POST /v1/tables/{table_id}/next`): "
+                "the stream goes on after either. "
                 "Any instance of the service delivers what any instance recorded."),
             "content": {"text/event-stream": {
                 # the frames' `data`, by their `event:` name (JSON Schema's contentSchema: what the text holds)

@@ -211,6 +211,16 @@ class RotateHeaders(ma.Schema):
                                  "kept."})
 
 
+class NextHeaders(ma.Schema):
+    idempotency_key = fields.String(
+        data_key="Idempotency-Key",
+        validate=validate.Regexp(IDEMPOTENCY_KEY, error="1-128 visible ASCII characters"),
+        metadata={"description": "1-128 visible ASCII characters (a random UUID is best): a retry with the same key "
+                                 "and body answers the first response (`Idempotent-Replayed: true`) as long as the "
+                                 "next table lives; without it (or with another body) a retry is 409 "
+                                 "`table_followed`, which names the table all the same."})
+
+
 class ReadHeaders(ma.Schema):
     if_none_match = fields.String(
         data_key="If-None-Match", validate=validate.Length(max=2048),

@@ -393,7 +393,7 @@ def finish_table(table_id):
               (422, "the body breaks the schema or a rule (`invalid_input`, `bad_players`, ...), or a malformed "
                     "Idempotency-Key (`invalid_input`)"),
               _LIMITED, _STORE_DOWN, _FULL)
-@blp.arguments(ts.RotateHeaders(), location="headers", as_kwargs=True)
+@blp.arguments(ts.NextHeaders(), location="headers", as_kwargs=True)
 @blp.doc(security=WRITE_OR_KEY, operationId="nextTable",
          responses={201: {"links": {"GetTable": {"operationId": "getTable", "parameters": {
              "path.table_id": "$response.body#/id", "header.Authorization": "$request.header.Authorization"}}}}})
