@@ -842,6 +842,21 @@ def test_a_table_with_stakes_shows_the_apis_coins(service, api, phones):
     coins_synced([27800, 5000, 16000, 16000])
     a.wait(lambda: "5000" in a.text("events"), "the buy-in in the history")
     a.screenshot("stakes-table")
+    # the end of the evening: one coin figure per person (its coin result) and the payments in coins, the summary's
+    a.tap("finish")
+    a.tap("confirm")
+    a.wait(lambda: a.has("ranking") and a.text("settle-up"), "the end screen")
+    status, _, body = request(service.port, "GET", f"/v1/tables/{table['t']}/summary",
+                              headers={"Authorization": f"Bearer {table['k']}"})
+    summary = json.loads(body)
+    assert status == 200 and [s["coins"] for s in summary["seats"]] == [8200, -1000, -3600, -3600]  # (18 points × 200 each; 南 lost only its 1,000)
+    for s in summary["seats"]:
+        line = a.text(f"rank-{s['seat']}").splitlines()[0]
+        assert line.endswith(f" · {s['coins']:+,} coins"), line
+    names = summary["players"]
+    assert a.text("settle-up").splitlines() == [f"{names[p['from']]} pays {names[p['to']]} {p['coins']:,} coins"
+                                                for p in summary["settle_up"]]
+    a.screenshot("stakes-end")
 
 
 def dialog_title(phone: Phone) -> str:
