@@ -19,7 +19,7 @@ import { createStore } from './store.js';
 import { initialState, transitions, ROUND_EVENTS, lastUndoable, recentDuplicate } from './state.js';
 import { renderApp, shareLinks } from './ui.js';
 import { DIALOGS, renderDialog, undoForm } from './dialogs.js';
-import { scoreHand, tingHand } from './picker.js';
+import { scoreHand, tingHand, shantenHand } from './picker.js';
 import { endActions } from './end.js';
 import { winFlags } from './wins.js';
 
@@ -315,7 +315,9 @@ async function checkHand(path, how, seat) {
       editHand((x) => { x.checking = false; x.score = score; });
     } else {
       const ting = await tingHand(hand, { ruleset: ctx.ruleset, voidSuit: ctx.voids[winner] });
-      editHand((x) => { x.checking = false; x.ting = ting; });
+      let shanten = null; // (not ting: how far from it, said instead of only "not ting")
+      if (!ting.ting) shanten = await shantenHand(hand, { ruleset: ctx.ruleset, voidSuit: ctx.voids[winner] }).catch(() => null);
+      editHand((x) => { x.checking = false; x.ting = ting; x.shanten = shanten; });
     }
   } catch (e) {
     editHand((x) => { x.checking = false; x.score = null; x.ting = null; x.error = errorText(e); });

@@ -45,7 +45,7 @@ const STRINGS = {
     draw_for: '{name}：听牌了吗？', draw_for_winner: '{name}（已胡）：报大叫吗？', st_unlisted: '不报',
     draw_none: '每位都胡过了：没有要报的。', xueliu_no_claims: '血流成河：已胡的玩家不能碰、不能明杠，只能暗杠或补杠。',
     kept_hand: '已经胡过：手牌是上次胡时留下的（已填好，加上这张）。', st_ting: '听牌（番数）', st_hand: '听牌（手牌）', st_not_ting: '没听', st_huazhu: '花猪',
-    dajiao_fan: '大叫番数', ting_waits: '听 {tiles}，大叫 {fan} 番', not_ting: '没听牌',
+    dajiao_fan: '大叫番数', ting_waits: '听 {tiles}，大叫 {fan} 番', not_ting: '没听牌', not_ting_shanten: '没听牌（{zh}向听）',
     who_escapes: '谁逃跑', last_four: '牌墙只剩四张以内', undo_q: '撤销这一条？', end_round_q: '现在结束本局？（已付的都算）',
 
     connecting: '连接中…', me: '我', my_seat: '我的座位', my_seat_q: '这台手机是谁的？', my_seat_none: '只看，不选',
@@ -183,6 +183,7 @@ const STRINGS = {
     draw_none: 'Everyone has won: nobody to list.', xueliu_no_claims: 'Bloody river (血流): a player who has won cannot peng or make a direct kong, only concealed or added kongs.',
     kept_hand: 'Has won before: the hand it kept is filled in, with this tile.', st_ting: 'Ting (fan)', st_hand: 'Ting (hand)', st_not_ting: 'Not ting', st_huazhu: 'Flower pig (花猪)',
     dajiao_fan: 'Best wait (大叫) fan', ting_waits: 'Waits {tiles}, best {fan} fan', not_ting: 'Not ting',
+    not_ting_shanten: { one: 'Not ting ({n} tile from ready)', other: 'Not ting ({n} tiles from ready)' },
     who_escapes: 'Who leaves', last_four: 'Four tiles or fewer left in the wall', undo_q: 'Undo this record?', end_round_q: 'End this round now? (payments so far stand)',
 
     connecting: 'connecting…', me: 'me', my_seat: 'My seat', my_seat_q: 'Whose phone is this?', my_seat_none: 'Just watching',
