@@ -451,6 +451,27 @@ def test_a_finished_table_tells_its_streams_and_they_go_on(pair):
     stream.close()
 
 
+def test_a_finished_tables_next_table_is_told_on_its_streams_and_they_go_on(pair):
+    """Another instance starts the next table: a stream of the finished table (its read token) hears
+    ``event: next`` naming it, and the same read token opens the next table's stream."""
+    a, b = pair
+    table = Table(a)
+    auth = {"Authorization": f"Bearer {table.token}"}
+    assert b.request("POST", f"/v1/tables/{table.id}/finish", headers=auth)[0] == 200
+    stream = Stream(a.port, table.id, table.read_token, last_event_id=0)
+    assert stream.status == 200
+    status, _, raw = b.request("POST", f"/v1/tables/{table.id}/next", {}, auth)
+    assert status == 201, raw
+    next_id = json.loads(raw)["id"]
+    block = next_event(stream, within=5.0)
+    assert block["event"] == "next" and json.loads(block["data"]) == {"next": next_id}
+    assert next_event(stream, within=1.5)["comments"] == ["keep-alive"]  # (it goes on)
+    stream.close()
+    follow = Stream(a.port, next_id, table.read_token, last_event_id=0)
+    assert follow.status == 200
+    follow.close()
+
+
 def test_a_reload_ends_the_streams_at_once_and_the_new_workers_serve_everything(tmp_path, redis_server):
     """SIGHUP: the old worker ends its streams at once (not at the graceful timeout, 10 s) and
     exits; the new one answers every request, ``/metrics`` included (the metrics directory the

@@ -231,6 +231,9 @@ def test_a_whole_xuezhan_round_on_two_phones(service, api, phones):
     a.type("fan-input", "2")
     a.tap("confirm")
     a.tap("status-hand")
+    a.tiles("111234567899m5p")  # (not ting: POST /v1/hands/shanten says 1 tile from ready)
+    a.wait(lambda: a.text("hand-result") == "Not ting (1 tile from ready)", "how far the hand is from ting")
+    a.tap("clear-hand")
     a.tiles("1112345678999m")
     a.wait(lambda: "4" in a.text("hand-result"), "the waits of 南's hand")
     a.screenshot("draw-hand")
@@ -842,6 +845,21 @@ def test_a_table_with_stakes_shows_the_apis_coins(service, api, phones):
     coins_synced([27800, 5000, 16000, 16000])
     a.wait(lambda: "5000" in a.text("events"), "the buy-in in the history")
     a.screenshot("stakes-table")
+    # the end of the evening: one coin figure per person (its coin result) and the payments in coins, the summary's
+    a.tap("finish")
+    a.tap("confirm")
+    a.wait(lambda: a.has("ranking") and a.text("settle-up"), "the end screen")
+    status, _, body = request(service.port, "GET", f"/v1/tables/{table['t']}/summary",
+                              headers={"Authorization": f"Bearer {table['k']}"})
+    summary = json.loads(body)
+    assert status == 200 and [s["coins"] for s in summary["seats"]] == [8200, -1000, -3600, -3600]  # (18 points × 200 each; 南 lost only its 1,000)
+    for s in summary["seats"]:
+        line = a.text(f"rank-{s['seat']}").splitlines()[0]
+        assert line.endswith(f" · {s['coins']:+,} coins"), line
+    names = summary["players"]
+    assert a.text("settle-up").splitlines() == [f"{names[p['from']]} pays {names[p['to']]} {p['coins']:,} coins"
+                                                for p in summary["settle_up"]]
+    a.screenshot("stakes-end")
 
 
 def dialog_title(phone: Phone) -> str:
@@ -1661,9 +1679,11 @@ def test_the_end_of_the_evening(service, api, phones):
     view = api.table(again["t"], again["k"])
     assert view["players"] == ["老王", "小李", "阿珍", "大刘"] and view["ruleset"] == ruleset and view["finished_at"] is None
     assert view["balances"] == [0, 0, 0, 0]
-    # the first table's end screen, then home
+    assert (again["k"], again["r"]) == (table["k"], table["r"])  # (the next table: the same tokens)
+    # the first table's end screen (opened again, it stays: it names its next table), then home
     a.js("location.hash = '#t=%s&k=%s&end=1'" % (table["t"], table["k"]))
-    a.wait(lambda: a.has("ranking") and a.has("home"), "the end screen again")
+    a.wait(lambda: a.has("ranking") and a.has("home") and a.has("to-next"), "the end screen again")
+    assert not a.has("again") and fragment(a.d.current_url)["t"] == table["t"]
     a.tap("home")
     a.wait(lambda: a.has("create-table"), "the start page")
 
@@ -1730,6 +1750,52 @@ def test_a_finished_table_is_finished_on_every_phone(service, api, phones):
         d.wait(lambda: d.has("ranking"), "the end screen again")
     finally:
         proxy.close()
+
+
+def test_the_other_phones_follow_to_the_next_table(service, api, phones):
+    """One phone finishes the evening and starts the next table (原班人马再来一桌): a player's phone on the
+    finished table's end screen and an onlooker's follow it by themselves, without a reload, with the
+    tokens they hold (no new link; the player's seat is not asked again), and record on it."""
+    a = phones("a")
+    table = create_table(a, service.url)
+    share, read = a.el("share-link").get_attribute("href"), a.el("share-read-link").get_attribute("href")
+    auth = {"Authorization": f"Bearer {table['k']}"}
+    for event in ({"type": "round_start"}, {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}, {"type": "round_end"}):
+        assert request(service.port, "POST", f"/v1/tables/{table['t']}/events", event, auth)[0] == 201
+    b = phones("b")
+    join(b, share, seat=2)
+    c = phones("c")
+    c.d.get(read)
+    for p in (a, b, c):
+        p.wait_balances([-12, -12, 36, -12])
+        p.js("window.sameDocument = true")  # (gone if the page were loaded again)
+    a.tap("finish")
+    a.tap("confirm")
+    for p in (a, b, c):
+        p.wait(lambda: p.has("ranking"), f"the end screen on phone {p.name}", timeout=30)
+    assert b.has("again") and not c.has("again")  # (a player's phone may start it too; an onlooker's not)
+    a.tap("again")
+    a.wait(lambda: fragment(a.d.current_url).get("t") not in (None, table["t"]), "the next table on phone a")
+    nxt = fragment(a.d.current_url)
+    assert (nxt["k"], nxt["r"]) == (table["k"], table["r"])
+    for p in (b, c):
+        p.wait(lambda: fragment(p.d.current_url).get("t") == nxt["t"], f"phone {p.name} on the next table", timeout=20)
+        p.wait(lambda: p.has("balance-0") and not p.has("ranking"), f"the next table's screen on phone {p.name}")
+        assert p.js("return window.sameDocument") is True
+    assert fragment(b.d.current_url) == {"t": nxt["t"], "k": table["k"], "r": table["r"]}
+    assert fragment(c.d.current_url) == {"t": nxt["t"], "r": table["r"]}  # (the onlooker still only watches)
+    assert not b.has("dlg-whoAmI") and b.text("my-seat").endswith("西")  # (its seat, kept)
+    view = api.table(nxt["t"], table["k"])
+    assert view["players"] == ["东", "南", "西", "北"] and view["balances"] == [0, 0, 0, 0] and view["finished_at"] is None
+    assert api.table(table["t"], table["r"])["next"] == nxt["t"]
+    # phone b records on it with the token it held; the onlooker sees it
+    before = c.text("round-line")
+    b.tap("round-start")
+    b.tap("confirm")
+    for p in (a, b):
+        p.wait(lambda: p.has("record-hu"), f"the next table's first round on phone {p.name}")
+    c.wait(lambda: c.text("round-line") != before, "the next table's first round on the onlooker's phone")
+    assert [e["type"] for e in api.events(nxt["t"], table["r"])] == ["round_start"]
 
 
 def test_a_link_to_no_table_says_so(service, phones):

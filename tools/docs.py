@@ -652,6 +652,14 @@ def _table_walk(rec: Recorder, client: Any) -> None:
         "Per seat: its total, rank and facts (wins, 自摸, 点炮 paid, kongs, 花猪 and 大叫 paid, escapes, the "
         "biggest win); then who pays whom in the fewest payments (`settle_up`). How each fact is counted: "
         "[rules.md §10.1](rules.md#s10.1).", headers=read, example="evening")
+    from service.store.table_store import next_table_id
+    rec.names.name(next_table_id(table["id"]), "<next id>")
+    rec(client, "POST", f"{base}/next", "The next table",
+        "after a finished one: the same players, ruleset and coins (each member given replaces the finished "
+        "table's), and the same tokens, which is why none are shown. The finished table names it (`next`).",
+        json_body={"dealer": 1}, headers=write, example="next")
+    rec(client, "POST", f"{base}/next", "Another start of the next table", "is a 409 (`table_followed`) naming it.",
+        json_body={}, headers=write)
     rec(client, "DELETE", base, "Delete the table", "with its whole log (the write token only).", headers=write)
     rec(client, "GET", base, "A deleted table", "is a 404 for its own tokens.", headers=read)
 

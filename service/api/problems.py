@@ -206,6 +206,9 @@ MEANINGS: dict[str, str] = {
     "table_full": "the table has `MAX_TABLE_EVENTS` records (`version` says how many): a void or a round's end still "
                   "fits; start a new table for more rounds",
     "table_finished": "the table was finished: it takes no more events or voids, and stays readable",
+    "table_not_finished": "the table is still being played: only a finished table has a next table (finish it first)",
+    "table_followed": "the finished table already has its next table (`next` names it): open that one, with the "
+                      "same tokens",
     "already_voided": "the record named is already voided",
     "not_voidable": "the record named is a void itself (void the event again instead: it cannot be unvoided)",
     "too_many_streams": "this table has `STREAM_MAX_PER_TABLE` open streams on this instance: close one, or retry "
@@ -361,6 +364,8 @@ def describe_store_error(exc: "store_errors.StoreError") -> Problem:
         extra["event"] = exc.context["event"]
     if "round" in exc.context:  # (correction_conflict: the later round that would break)
         extra["round"] = exc.context["round"]
+    if "next" in exc.context:  # (table_followed: the table that follows)
+        extra["next"] = exc.context["next"]
     return Problem(status, exc.code, title, exc.message, extra=extra, headers=headers,
                    errors=exc.context.get("errors"))
 

@@ -103,8 +103,9 @@ def record_frame(item: dict) -> Frame:
     return Frame(item["seq"], b"id: %d\nevent: record\ndata: %b\n\n" % (item["seq"], jsonio.dumps(item)))
 
 
-class Finished:
-    """The table was finished (its frame: ``event: finished``; the stream goes on, the table stays readable)."""
+class Notice:
+    """A word about the table that is not a record, whose frame every subscriber sends as it is and goes on:
+    the table was finished (``event: finished``), or has a next table (``event: next``)."""
 
     __slots__ = ("data",)
 
@@ -115,14 +116,16 @@ class Finished:
 ROTATED = "rotated"  # the table's tokens were rotated: a stream re-checks its own
 
 
-def parse_message(data: bytes) -> "Frame | Finished | str":
-    """A channel message as what subscribers send: a record's frame, the table's finish, or
+def parse_message(data: bytes) -> "Frame | Notice | str":
+    """A channel message as what subscribers send: a record's frame, the table's finish or next table, or
     :data:`ROTATED` (a rotation)."""
     if data == keys.ROTATED.encode():
         return ROTATED
     item = codec.loads(data)
+    if "next" in item:
+        return Notice(b"event: next\ndata: %b\n\n" % jsonio.dumps(item))
     if "seq" not in item:
-        return Finished(b"event: finished\ndata: %b\n\n" % jsonio.dumps(item))
+        return Notice(b"event: finished\ndata: %b\n\n" % jsonio.dumps(item))
     return record_frame(item)
 
 
@@ -234,7 +237,7 @@ def _frames(s: TableStore, h: StreamHub, table_id: str, sub: Subscription, last:
                     out.append(_deleted(table_id))
                     yield b"".join(out)
                     return
-                if isinstance(item, Finished):
+                if isinstance(item, Notice):
                     out.append(item.data)
                     continue
                 if item is ROTATED:  # still this table's token?
@@ -299,10 +302,12 @@ STREAM_DOC = {
                 "lists it plus `version` and `balances` after it (and `coins` with stakes: the table's "
                 "bankrolls after it; a `buy_in` record's own coins bought then travel as `amount`). A comment line "
                 "(`: keep-alive`) every 15 s at most. `event: deleted` when the table is deleted (or expired: about "
-                "`STREAM_HEARTBEAT` seconds after its expiry at most), `event: finished` (`data: {\"finished_at\"}`) "
-                "when the table is finished (the stream goes on), `event: resync` "
-                "when this client fell behind (reconnect with `Last-Event-ID`); both end the stream, and so does "
+                "`STREAM_HEARTBEAT` seconds after its expiry at most), `event: resync` when this client "
+                "fell behind (reconnect with `Last-Event-ID`); both end the stream, and so does "
                 "`event: rotated` when the table's tokens were rotated and this stream's token is an old one. "
+                "`event: finished` (`data: {\"finished_at\"}`) when the table is finished and `event: next` "
+                "(`data: {\"next\"}`) when a finished table gets its next table (`POST /v1/tables/{table_id}/next`): "
+                "the stream goes on after either. "
                 "Any instance of the service delivers what any instance recorded."),
             "content": {"text/event-stream": {
                 # the frames' `data`, by their `event:` name (JSON Schema's contentSchema: what the text holds)

@@ -43,17 +43,36 @@ class CreateTableRequest(ma.Schema):
 
     @post_load
     def _to_core(self, data: dict, **kwargs: Any) -> dict:
-        """The core checks the seats (as many names as the ruleset's ``players``), the dealer and the stakes."""
         data.setdefault("ruleset", PRESETS["xuezhan"])
-        try:
-            table = TableState.new(data["players"], data["ruleset"], data["dealer"], data.get("stakes"))
-        except StakesError as exc:
-            field = exc.context.get("field")
-            raise FieldRuleError(exc, "stakes" if field in (None, "stakes") else f"stakes.{field}") from None
-        except TableSetupError as exc:
-            raise FieldRuleError(exc, "dealer" if exc.code == Code.SEAT_OUT_OF_RANGE else "players") from None
-        data["stakes"] = table.stakes
-        return data
+        return table_setup(data)
+
+
+def table_setup(data: dict) -> dict:
+    """A table's ``players``, ``ruleset``, ``dealer`` and ``stakes`` checked by the core (as many names as
+    the ruleset's ``players``, the dealer, the stakes): a refusal is a 422 naming the member."""
+    try:
+        table = TableState.new(data["players"], data["ruleset"], data["dealer"], data.get("stakes"))
+    except StakesError as exc:
+        field = exc.context.get("field")
+        raise FieldRuleError(exc, "stakes" if field in (None, "stakes") else f"stakes.{field}") from None
+    except TableSetupError as exc:
+        raise FieldRuleError(exc, "dealer" if exc.code == Code.SEAT_OUT_OF_RANGE else "players") from None
+    return {**data, "stakes": table.stakes}
+
+
+class NextTableRequest(ma.Schema):
+    """The table that follows a finished one: each member left out is the finished table's."""
+
+    players = fields.List(
+        fields.String(validate=validate.Length(min=1, max=MAX_PLAYER_CHARS)),
+        validate=validate.Length(min=min(PLAYERS), max=max(PLAYERS)),
+        metadata={"description": "the seats' names, seat 0 first; left out: the finished table's"})
+    ruleset = RulesetField(metadata={"description": "a preset name, or an object overriding a preset's fields; "
+                                                    "left out: the finished table's ruleset"})
+    dealer = Int(0, 3, load_default=0, metadata={"description": "the first round's dealer (0-2 with three players)"})
+    stakes = StakesField(allow_none=True, metadata={
+        "description": "the coin settings (docs/rules.md#s12); left out: the finished table's (its bankrolls as "
+                       "they were set at its start); null: no coins"})
 
 
 class RoundStartEvent(ma.Schema):
@@ -192,6 +211,16 @@ class RotateHeaders(ma.Schema):
                                  "kept."})
 
 
+class NextHeaders(ma.Schema):
+    idempotency_key = fields.String(
+        data_key="Idempotency-Key",
+        validate=validate.Regexp(IDEMPOTENCY_KEY, error="1-128 visible ASCII characters"),
+        metadata={"description": "1-128 visible ASCII characters (a random UUID is best): a retry with the same key "
+                                 "and body answers the first response (`Idempotent-Replayed: true`) as long as the "
+                                 "next table lives; without it (or with another body) a retry is 409 "
+                                 "`table_followed`, which names the table all the same."})
+
+
 class ReadHeaders(ma.Schema):
     if_none_match = fields.String(
         data_key="If-None-Match", validate=validate.Length(max=2048),
@@ -252,6 +281,18 @@ class TableCreated(ma.Schema):
     coins = _Coins("(with stakes) each seat's bankroll")
 
 
+class NextTableCreated(ma.Schema):
+    id = fields.String(required=True)
+    follows = fields.String(required=True, metadata={
+        "description": "the finished table it follows: its write and read tokens are this table's too"})
+    players = fields.List(fields.String(), required=True)
+    ruleset = fields.Nested(RulesetOut, required=True)
+    dealer = fields.Integer(required=True)
+    version = fields.Integer(required=True)
+    balances = fields.List(fields.Integer(), required=True)
+    coins = _Coins("(with stakes) each seat's bankroll")
+
+
 class TableView(ma.Schema):
     id = fields.String(required=True)
     players = fields.List(fields.String(), required=True)
@@ -268,6 +309,9 @@ class TableView(ma.Schema):
     finished_at = fields.String(required=True, allow_none=True, metadata={
         "format": "date-time", "description": "when the table was finished (it then takes no more events); "
                                               "null while it is not"})
+    next = fields.String(metadata={
+        "description": "(a finished table another follows) the table that follows it: it takes the same tokens "
+                       "(`POST /v1/tables/{table_id}/next`)"})
 
 
 class KongCounts(ma.Schema):
@@ -324,6 +368,7 @@ class TableSummaryOfEvening(ma.Schema):
         "description": "the fewest payments that bring every balance to 0 (at most one fewer than the "
                        "seats), by payer then payee; with stakes, in coins, squaring each seat's `coins`; how "
                        "ties are broken: docs/rules.md#s10.1"})
+    next = fields.String(metadata={"description": "(a finished table another follows) the table that follows it"})
 
 
 class EventAppended(ma.Schema):

@@ -384,6 +384,50 @@ def finish_table(table_id):
     return jsonify(view)
 
 
+@blp.route("/<table_id>/next", methods=["POST"])
+@blp.arguments(ts.NextTableRequest(), example={})
+@blp.response(201, ts.NextTableCreated, headers={"Location": {"schema": {"type": "string"}}})
+@blp.problems(400, NO_TOKEN, _READ_TOKEN_ON_WRITE, NO_TABLE,
+              (409, "the table is still being played (`table_not_finished`), or it has its next table already "
+                    "(`table_followed`, with `next`: open that one)"),
+              413, 415,
+              (422, "the body breaks the schema or a rule (`invalid_input`, `bad_players`, ...), or a malformed "
+                    "Idempotency-Key (`invalid_input`)"),
+              _LIMITED, _STORE_DOWN, _FULL)
+@blp.arguments(ts.NextHeaders(), location="headers", as_kwargs=True)
+@blp.doc(security=WRITE_OR_KEY, operationId="nextTable",
+         responses={201: {"links": {"GetTable": {"operationId": "getTable", "parameters": {
+             "path.table_id": "$response.body#/id", "header.Authorization": "$request.header.Authorization"}}}}})
+@rate_limits.limited("tables_per_hour")
+def next_table(args, table_id, idempotency_key=None):
+    """Start the next table after a finished one: the same phones go on with the same tokens.
+
+    The finished table's write token (or the API key that created it). The new table takes over the
+    finished table's write and read tokens (so no tokens are in this answer) and its API key; each member
+    of the body left out is the finished table's (`{}`: the same players, ruleset and coins), `dealer`
+    0. The finished table then names it: its view and summary gain `next`, and its stream sends
+    `event: next` (`data: {"next"}`), so every phone can open the new table by itself. A table has one
+    next table: another start is 409 `table_followed` naming it, except a retry with the same
+    `Idempotency-Key` and body, which answers the first response again (`Idempotent-Replayed: true`).
+    """
+    s = store()
+    tid = table_id_of(table_id)
+
+    def setup(old: dict) -> dict:
+        return ts.table_setup({"players": args.get("players", old["players"]),
+                               "ruleset": args.get("ruleset", old["ruleset"]), "dealer": args["dealer"],
+                               "stakes": args["stakes"] if "stakes" in args else old["stakes"]})
+
+    followed = s.follow(tid, access(write=True), setup, idempotency_key=idempotency_key,
+                        fp=fingerprint("POST", request.path, request.get_json(silent=True)) if idempotency_key else "")
+    response = jsonify(followed.as_dict())
+    response.status_code = 201
+    response.headers["Location"] = f"/v1/tables/{followed.id}"
+    if followed.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
 class TokensRotated(ma.Schema):
     token = fields.String(required=True, metadata={"description": "the new write token"})
     read_token = fields.String(required=True, metadata={"description": "the new read token"})
@@ -620,6 +664,10 @@ def document(api) -> None:
         "properties": {"finished_at": {"type": "string", "format": "date-time"}},
         "description": "The `data` of `event: finished` (the table was finished: it takes no more events; the "
                        "stream goes on)."})
+    spec.components.schema("StreamNext", component={
+        "type": "object", "required": ["next"], "additionalProperties": False, "properties": {"next": {"type": "string"}},
+        "description": "The `data` of `event: next` (the finished table has a next table, which its tokens open: "
+                       "`POST /v1/tables/{table_id}/next`; the stream goes on)."})
     spec.components.schema("StreamRotated", component={
         "type": "object", "required": ["id"], "additionalProperties": False, "properties": {"id": {"type": "string"}},
         "description": "The `data` of `event: rotated` (the table's tokens were rotated and this stream's token is "
@@ -628,7 +676,7 @@ def document(api) -> None:
         "type": "object", "additionalProperties": False,
         "description": "The frames of a table's stream by their `event:` name, each with the schema of its `data`.",
         "properties": {name: {"$ref": f"#/components/schemas/Stream{name.title()}"}
-                       for name in ("record", "finished", "deleted", "resync", "rotated")}})
+                       for name in ("record", "finished", "next", "deleted", "resync", "rotated")}})
     spec.components.security_scheme("tableToken", {
         "type": "http", "scheme": "bearer",
         "description": "A table's token from its creation: the write token, or the read token (reads only). "

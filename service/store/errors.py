@@ -79,7 +79,7 @@ class IdempotencyMismatch(StoreError):
 
 CONFLICT_CODES = ("table_full", "table_finished", "round_in_progress", "void_conflict", "already_voided",
                   "not_voidable", "table_deleted", "idempotency_key_expired", "correction_conflict",
-                  "tokens_rotated", "name_taken", "already_imported")
+                  "tokens_rotated", "name_taken", "already_imported", "table_not_finished", "table_followed")
 """Every code a :class:`Conflict` may carry."""
 
 

@@ -8,7 +8,9 @@ key                            type    holds
 =============================  ======  ==================================================
 ``{t:<id>}:meta``              hash    players, ruleset, first dealer, stakes (if any), token hashes, created,
                                        ``owner`` (the API key that created it), ``finished`` (when),
-                                       ``rotated`` (when its tokens were last rotated)
+                                       ``rotated`` (when its tokens were last rotated), ``next`` (the
+                                       table that follows it: FOLLOW), ``follows`` (the table it follows)
+                                       and ``follow_fp`` (its creation's request, hex :func:`fp_digest`)
                                        (after DELETE: only the token hashes, owner and ``deleted``, 24 h)
 ``{t:<id>}:log``               list    the log: one record per seq, seq n at index n - 1 (append-only;
                                        :mod:`~service.store.codec`: ``[at ms, round, event]``)
@@ -62,7 +64,8 @@ key                            type    holds
 ``{wh}:outboxes``              hash    the outboxes as the last sweep found them: ``outboxes``, ``entries``,
                                        ``longest``, ``oldest`` (ms of the oldest entry; 0: none), ``at`` (ms)
 ``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
-                                       ``deleted``, ``rotated`` (PUBLISH, or SPUBLISH on a cluster: same slot)
+                                       ``deleted``, ``rotated``, ``{"finished_at"}``, ``{"next"}`` (PUBLISH, or SPUBLISH on a
+                                       cluster: same slot)
 ``rl:client:<client>``         hash    a client's own write limits (events, voids a minute; :func:`client_limits`),
                                        counted by the APPEND script (or HIT): fields as the table's ``limits``
                                        hash; it expires two minutes after its last write
@@ -757,6 +760,27 @@ if field then
   redis.call('EXPIRE', KEYS[5], a.kept)
 end
 redis.call(a.publish, KEYS[4], 'rotated')
+return {'outcome', 'ok'}
+"""
+
+# FOLLOW: a finished table names the table that follows it (``next``), once: a second, other next table
+# is refused ("taken"); the same one again is "ok" (a retry: the channel is told again).  The next table
+# was created first (CREATE, in its own slot) with this table's token hashes, read before: the script
+# checks that they are still this table's (a rotation between the two leaves the next table unnamed:
+# "denied", and the store deletes it).  The channel is told ({"next": id}).
+# KEYS: meta, state, the table's channel
+# a: next (the next table's id), token and read_token (the hashes the next table took), message (what to
+#    publish), publish (PUBLISH or SPUBLISH)
+# answers {outcome: "ok"} | {outcome: "taken", next: the table named before} | {outcome: "unfinished"} |
+#         {outcome: "denied"} | {outcome: "missing"}
+FOLLOW = ARGS + """
+if redis.call('EXISTS', KEYS[2]) == 0 then return {'outcome', 'missing'} end
+local meta = redis.call('HMGET', KEYS[1], 'token', 'read_token', 'finished', 'next')
+if meta[1] ~= a.token or meta[2] ~= a.read_token then return {'outcome', 'denied'} end
+if not meta[3] then return {'outcome', 'unfinished'} end
+if meta[4] and meta[4] ~= a.next then return {'outcome', 'taken', 'next', meta[4]} end
+redis.call('HSET', KEYS[1], 'next', a.next)
+redis.call(a.publish, KEYS[3], a.message)
 return {'outcome', 'ok'}
 """
 

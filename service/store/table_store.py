@@ -111,8 +111,9 @@ class Access:
     owner: str | None = None
 
 
-AUTH_FIELDS = ("token", "read_token", "deleted", "owner", "finished")
-"""The meta hash fields an access is checked against, in this order (see :func:`_check_access`)."""
+AUTH_FIELDS = ("token", "read_token", "deleted", "owner", "finished", "next")
+"""The meta hash fields an access is checked against, in this order (see :func:`_check_access`); ``finished``
+and ``next`` (the table that follows it) are what a read shows of them."""
 
 
 def _check_access(table_id: str, fields, access: Access) -> None:
@@ -164,6 +165,37 @@ class Created:
                "ruleset": self.ruleset, "dealer": self.dealer, "version": self.version,
                "balances": self.balances}
         return out if self.coins is None else out | {"coins": self.coins}
+
+
+@dataclass(frozen=True)
+class Followed:
+    """The table that follows a finished one (:meth:`TableStore.follow`): as a creation answers it, without
+    tokens (they are the followed table's, which the service keeps only as hashes)."""
+
+    id: str
+    follows: str
+    players: list[str]
+    ruleset: dict
+    dealer: int
+    version: int
+    balances: list[int]
+    replayed: bool = False  # a retry under the same Idempotency-Key: the first answer again
+    coins: list[int] | None = None
+
+    def as_dict(self) -> dict:
+        out = {"id": self.id, "follows": self.follows, "players": self.players, "ruleset": self.ruleset,
+               "dealer": self.dealer, "version": self.version, "balances": self.balances}
+        return out if self.coins is None else out | {"coins": self.coins}
+
+
+def next_table_id(table_id: str) -> str:
+    """The id of the table that follows ``table_id``: derived from it, so that two phones starting the next
+    table at once, or a retry after a lost answer, reach the same table (an id is no secret: the tokens are).
+
+    >>> next_table_id("0123456789abcdef") == next_table_id("0123456789abcdef"), len(next_table_id("0" * 16))
+    (True, 16)
+    """
+    return hashlib.sha256(b"mahjong-service next table:" + table_id.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -271,6 +303,7 @@ class Loaded(NamedTuple):
     digest: str  # SHA-1 (hex) of the stored state
     finished_at: str | None
     rounds: list  # a page of stored round summaries, when asked for
+    next: str | None = None  # the table that follows it (a finished table's next: POST .../next)
 
 
 STREAM_CHUNK = 200
@@ -354,6 +387,7 @@ class TableStore:
         self._rotate = client.register_script(keys.ROTATE)
         self._round = client.register_script(keys.ROUND)
         self._hit = client.register_script(keys.HIT)
+        self._follow = client.register_script(keys.FOLLOW)
         # the client's own write limits are counted in the APPEND script where its hash shares the server
         self._client_in_script = self._hint_in_script
         self._load_scripts()
@@ -366,7 +400,7 @@ class TableStore:
             return
         try:
             for script in (self._append, self._create, self._finish, self._delete, self._rotate, self._hit,
-                           self._reads, self._repair, self._hint_script, self._round):
+                           self._reads, self._repair, self._hint_script, self._round, self._follow):
                 self.r.script_load(script.script)
         except redis.exceptions.RedisError as exc:
             log.info("the store's scripts are loaded on first use (%s)", type(exc).__name__)
@@ -567,7 +601,8 @@ class TableStore:
         if st.version != version:  # never expected: the script writes both at once
             st = self.rebuild(table_id)[0]
         return Loaded(st, version, (fields[0], fields[1], fields[3]), _sha1(state),
-                      None if fields[4] is None else fields[4].decode(), res[3] if rounds else [])
+                      None if fields[4] is None else fields[4].decode(), res[3] if rounds else [],
+                      None if fields[5] is None else fields[5].decode())
 
     def get(self, table_id: str, access: "Access | None" = None, *, rounds_after: int = 0,
             rounds_limit: int = ROUNDS_PAGE) -> dict:
@@ -579,13 +614,15 @@ class TableStore:
         page = [{k: v for k, v in summary.items() if k not in ("facts", "adjusted")}
                 for summary in codec.read_summaries(done[:rounds_limit], rounds_after + 1)]
         more = len(done) > rounds_limit
-        return self._view(table_id, st, loaded.finished_at) | {
+        return self._view(table_id, st, loaded.finished_at, loaded.next) | {
             "rounds": page, "rounds_next": rounds_after + rounds_limit if more else None}
 
-    def _view(self, table_id: str, st: TableState, finished_at: str | None = None) -> dict:
+    def _view(self, table_id: str, st: TableState, finished_at: str | None = None, next_id: str | None = None) -> dict:
         view = {"id": table_id, "players": st.players, "ruleset": st.ruleset.as_dict(),
                 "dealer": st.dealer, "version": st.version, "balances": st.balances,
                 "round": st.round_view(), "finished_at": finished_at}
+        if next_id is not None:  # (a finished table that another follows)
+            view["next"] = next_id
         return view if st.coins is None else view | {"coins": st.coins}
 
     def events(self, table_id: str, after: int = 0, limit: int = 100, access: "Access | None" = None) -> dict:
@@ -831,6 +868,98 @@ class TableStore:
             return self.get(table_id)
         raise Busy("too many concurrent writes to this table; retry")
 
+    # -- the next table ---------------------------------------------------------------------------
+    def follow(self, table_id: str, access: Access, setup: Callable[[dict], dict], *,
+               idempotency_key: str | None = None, fp: str = "") -> Followed:
+        """Start the table that follows the finished table ``table_id`` (docs/api.md#nexttable): it takes over
+        the finished table's token hashes (every phone's tokens work on it; nothing plain is kept) and its
+        owner, and the finished table names it (``next``, once) and tells its streams (``event: next``).
+
+        ``setup(old)`` answers the new table's ``players``, ``ruleset``, ``dealer`` and ``stakes`` from the
+        finished table's (``old``: its players, ruleset and stakes), checked.  The write token (or the
+        creating API key) of the finished table; 409 ``table_not_finished`` before it is finished, 409
+        ``table_followed`` (with ``next``) when it has its next table already, unless this is a retry under
+        the same ``idempotency_key`` (and request ``fp``): then the first answer again (``replayed``).
+
+        Two writes in two slots, in an order that never shows a table that is not there: CREATE of the next
+        table (its id derived from this one's: :func:`next_table_id`, so a concurrent or repeated start finds
+        it), then FOLLOW names it here.  A crash between them leaves the next table unnamed; the next
+        attempt finds it and names it.
+        """
+        meta = self.r.hmget(keys.meta(table_id), *AUTH_FIELDS, "players", "ruleset", "stakes")
+        _check_access(table_id, meta, replace(access, write=True))
+        if meta[0] is None or meta[6] is None:
+            raise TableNotFound(f"no table {table_id!r}")
+        if meta[4] is None:
+            raise Conflict("table_not_finished", f"table {table_id!r} is still being played: finish it "
+                           f"(POST /v1/tables/{table_id}/finish) before starting the next one")
+        next_id = next_table_id(table_id)
+        digest = keys.fp_digest(fp + "\n" + idempotency_key).hex() if idempotency_key else None
+        if meta[5] is not None:  # named already: a retry, or another phone's
+            return self._followed(table_id, meta[5].decode(), digest)
+        spec = setup({"players": codec.loads(meta[6]), "ruleset": codec.loads(meta[7]), "stakes": _stakes(meta[8])})
+        state = TableState.new(spec["players"], spec["ruleset"], spec["dealer"], spec["stakes"])
+        owner = None if meta[3] is None else meta[3].decode()
+        fields = {"players": _dumps(list(state.players)), "ruleset": _dumps(state.ruleset.as_dict()),
+                  "dealer": str(state.first_dealer), "token": meta[0].decode(), "read_token": meta[1].decode(),
+                  "created": _now(), "follows": table_id}
+        if state.stakes is not None:
+            fields["stakes"] = _dumps(state.stakes.as_dict())
+        if owner is not None:
+            fields["owner"] = owner
+        if digest is not None:
+            fields["follow_fp"] = digest
+        notify = owner is not None and self.webhooks
+        res = keys.reply(self._run(
+            self._create, [*keys.every(next_id), keys.outbox(next_id), keys.rotation(next_id)], keys.args(
+                state=codec.state(state.to_dict()).decode(), ttl=self.table_ttl,
+                meta=[x for kv in fields.items() for x in kv], durable=self._durable or None,
+                owner=owner if notify else None, outbox_ttl=self.outbox_ttl,
+                data=self._notification(next_id, None, 0, None, state.balances) if notify else None)))
+        created = res["outcome"] == b"created"
+        self._name_next(table_id, next_id, meta, drop=created)
+        if not created:  # a concurrent start, or an attempt that stopped before naming it
+            return self._followed(table_id, next_id, digest)
+        if notify:
+            self._hint(next_id)
+        if owner is not None:
+            self._index(owner, next_id)
+        return Followed(next_id, table_id, list(state.players), state.ruleset.as_dict(), state.first_dealer,
+                        state.version, state.balances, coins=state.coins)
+
+    def _name_next(self, table_id: str, next_id: str, meta: list, drop: bool) -> None:
+        """The FOLLOW script: the finished table names ``next_id`` and tells its streams; refused (its tokens
+        rotated, or the table deleted, since ``meta`` was read): the next table just created (``drop``) goes."""
+        res = keys.reply(self._run(
+            self._follow, [keys.meta(table_id), keys.state(table_id), keys.channel(table_id)],
+            keys.args(next=next_id, token=meta[0].decode(), read_token=meta[1].decode(),
+                      message=codec.dumps({"next": next_id}).decode(), publish=self.publish_command),
+            wrote=lambda raw: keys.reply(raw)["outcome"] == b"ok"))
+        outcome = res["outcome"]
+        if outcome == b"ok":
+            return
+        if drop:
+            self.delete(next_id)
+        if outcome == b"taken":  # (never with a derived id: a table named by another version of the service)
+            raise Conflict("table_followed", f"table {table_id!r} is followed by {res['next'].decode()!r}",
+                           next=res["next"].decode())
+        if outcome == b"denied":
+            raise Unauthorized("the token is not valid for this table (or there is no such table)")
+        raise TableNotFound(f"no table {table_id!r}")
+
+    def _followed(self, table_id: str, next_id: str, digest: str | None) -> Followed:
+        """The answer when ``table_id`` is followed already: the first answer again for a retry under the same
+        Idempotency-Key and request, else 409 ``table_followed`` naming the next table."""
+        found = self.r.hmget(keys.meta(next_id), "players", "ruleset", "dealer", "stakes", "follows", "follow_fp")
+        players, ruleset, dealer, stakes, follows, kept = found
+        if (digest is not None and kept is not None and players is not None and follows == table_id.encode()
+                and hmac.compare_digest(kept, digest.encode())):
+            state = TableState.new(codec.loads(players), codec.loads(ruleset), int(dealer), _stakes(stakes))
+            return Followed(next_id, table_id, state.players, state.ruleset.as_dict(), state.first_dealer,
+                            state.version, state.balances, replayed=True, coins=state.coins)
+        raise Conflict("table_followed", f"table {table_id!r} has its next table already: {next_id!r} (open it "
+                       "with the same tokens)", next=next_id)
+
     def summary(self, table_id: str, access: "Access | None" = None) -> dict:
         """The evening's summary (:mod:`service.rules.summary`): from the state and the ended rounds'
         summaries, read at one moment (never a fold of the log)."""
@@ -841,8 +970,9 @@ class TableStore:
         if fields[0] is None or state is None:
             raise TableNotFound(f"no table {table_id!r}")
         st = TableState.from_dict(codec.read_state(state))
-        return summarize(st, codec.read_summaries(rounds, 1), None if fields[4] is None else fields[4].decode(),
-                         table_id=table_id).as_dict()
+        out = summarize(st, codec.read_summaries(rounds, 1), None if fields[4] is None else fields[4].decode(),
+                        table_id=table_id).as_dict()
+        return out if fields[5] is None else out | {"next": fields[5].decode()}
 
     def _write(self, table_id, if_match, idem_key, fp, access, limit: str, plan, use_kept: bool = True,
                charge: Charge | None = None) -> Written:

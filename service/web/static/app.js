@@ -20,7 +20,7 @@ import { createStore } from './store.js';
 import { initialState, transitions, ROUND_EVENTS, lastUndoable, recentDuplicate } from './state.js';
 import { renderApp, shareLinks } from './ui.js';
 import { DIALOGS, renderDialog, undoForm } from './dialogs.js';
-import { scoreHand, tingHand } from './picker.js';
+import { scoreHand, tingHand, shantenHand } from './picker.js';
 import { endActions } from './end.js';
 import { winFlags } from './wins.js';
 import { mendActions } from './mendapp.js';
@@ -204,7 +204,8 @@ const A = {
   openMend: (n) => { fx.returnFocus = document.activeElement; mend.open(n); },
   showQr: () => showQr(),
   openSummary: () => { location.hash = `${location.hash.replace(/^#/, '').replace(/&end=1/, '')}&end=1`; },
-  ...endActions({ S, dispatch, toast, errorText, saved, createTable: (body, busy) => createTableRequest(body, busy), openCreated: (tb, body) => openCreated(tb, body) }),
+  followNext: (id) => followNext(id),
+  ...endActions({ S, dispatch, toast, errorText, saved, startNext: () => startNext() }),
 };
 
 function send({ path, body, label }) {
@@ -312,7 +313,9 @@ async function checkHand(path, how, seat) {
       editHand((x) => { x.checking = false; x.score = score; });
     } else {
       const ting = await tingHand(hand, { ruleset: ctx.ruleset, voidSuit: ctx.voids[winner] });
-      editHand((x) => { x.checking = false; x.ting = ting; });
+      let shanten = null; // (not ting: how far from it, said instead of only "not ting")
+      if (!ting.ting) shanten = await shantenHand(hand, { ruleset: ctx.ruleset, voidSuit: ctx.voids[winner] }).catch(() => null);
+      editHand((x) => { x.checking = false; x.ting = ting; x.shanten = shanten; });
     }
   } catch (e) {
     editHand((x) => { x.checking = false; x.score = null; x.ting = null; x.error = errorText(e); });
@@ -365,6 +368,7 @@ function leaveTable() {
   fx.qrAsked = false;
   fx.seatAsked = false;
   fx.endShown = false;
+  fx.heard = null;
 }
 
 async function loadRulesets(again) {
@@ -432,6 +436,36 @@ export function openCreated(tb, body) {
   location.hash = `t=${tb.id}&k=${tb.token}&r=${tb.read_token}`;
 }
 
+// -- the next table ------------------------------------------------------------------------------
+// POST …/next (the finished table's write token): the same names, room, options and coins; the new
+// table takes this one's tokens, so this phone (and every other, see effects) opens it with them.
+// Another phone's start first (409 table_followed) names the same table: it is opened all the same.
+let nextKey = { table: null, key: null };
+async function startNext() {
+  const s = S();
+  if (!s.table || !s.table.token) return;
+  if (nextKey.table !== s.table.id) nextKey = { table: s.table.id, key: uuid4() };
+  try {
+    const res = await call('POST', tablePath(s.table.id, '/next'), { body: {}, token: s.table.token, headers: { 'Idempotency-Key': nextKey.key } });
+    followNext(res.data.id);
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 'table_followed' && e.problem && e.problem.next) followNext(e.problem.next);
+    else toast(t('err.create_failed') + errorText(e));
+  }
+}
+
+// open the table that follows this one with the tokens this phone holds (and its seat: not asked again)
+function followNext(nextId) {
+  const s = S();
+  if (!s.table || !nextId || nextId === s.table.id) return;
+  if (s.mySeat != null) saved.set(`mj.seat.${nextId}`, s.mySeat);
+  const known = saved.get('mj.tables', []).find((x) => x.id === s.table.id) || {};
+  remember({ id: nextId, token: s.table.token, read: s.table.read, players: s.view ? s.view.players : null, created: known.created || null });
+  const k = s.table.token ? `&k=${s.table.token}` : '';
+  const r = s.table.read ? `&r=${s.table.read}` : '';
+  location.hash = `t=${nextId}${k}${r}`;
+}
+
 // -- the table ---------------------------------------------------------------------------------
 function openTable(id, token, read) {
   leaveTable();
@@ -477,6 +511,7 @@ function openTable(id, token, read) {
     onView: (v) => {
       if (fx.live !== live) return;
       dispatch('view/received', v);
+      fx.heard = id; // (the service has answered this table's view in this visit: see effects)
       if (fx.outbox) fx.outbox.flush();
     },
     onRecords: () => {
@@ -663,6 +698,12 @@ function effects(s, prev) {
   // a finished table (opened so, finished here, or learnt from the server): the end screen, once;
   // from there 看各局记录 comes back to the table, which then stays
   const finished = !!(s.finished || (s.view && s.view.finished_at));
+  // another phone started the next table while this one looked at the finished one: it follows (a
+  // finished table opened later, whose first answer names its next already, stays: 去下一桌 leads on)
+  if (s.view && s.view.next && prev.view && !prev.view.next && fx.heard === tableId && prev.table && prev.table.id === tableId) {
+    setTimeout(() => { if (S().table && S().table.id === tableId) followNext(s.view.next); });
+    return;
+  }
   if (finished && s.route === 'end') fx.endShown = true;
   else if (finished && s.route === 'table' && !fx.endShown) {
     fx.endShown = true;

@@ -15,7 +15,7 @@
 import { h, field } from './dom.js';
 import { t } from './i18n.js';
 import { tileName } from './tiles.js';
-import { describe, patternList, patternName, seatName } from './words.js';
+import { describe, patternList, patternName, seatName, shantenWords } from './words.js';
 import { seatButtons, tilePicker, handEditor, handJson, handSize, breakdown } from './picker.js';
 import { pointsFor, roomPatterns } from './round.js';
 import { SPECIALS, SPECIAL_IDS, FLAGS, specialOn, toggleSpecial, fitFlags, roomFan, roomImplied, defaultFan, refan,
@@ -414,7 +414,7 @@ function statusStep(f, seat, ctx, A) {
     const r = e.hand.ting;
     parts.push(handEditor({
       hand: e.hand, size: 13, suits: ctx.suits,
-      result: r ? (r.ting ? t('ting_waits', { tiles: r.waits.map((w) => tileName(w.tile)).join(' '), fan: r.dajiao ? r.dajiao.fan : '' }) : t('not_ting')) : '',
+      result: r ? (r.ting ? t('ting_waits', { tiles: r.waits.map((w) => tileName(w.tile)).join(' '), fan: r.dajiao ? r.dajiao.fan : '' }) : shantenWords(e.hand.shanten)) : '',
       change: (fn, check = true) => {
         A.edit((x) => { x.entries[seat] ||= newReport(ctx, seat); const hd = x.entries[seat].hand; fn(hd); if (check) Object.assign(hd, { ting: null, error: null }); });
         if (check) A.checkHand(['entries', String(seat), 'hand'], 'ting', seat);

@@ -28,7 +28,8 @@ export function renderEnd(s, A, top) {
       h('button', { type: 'button', class: 'primary', testid: 'share-picture', disabled: !s.picture, onclick: () => A.sharePicture() },
         A.canShareFiles() ? t('share_pic') : t('save_pic')),
       h('button', { type: 'button', testid: 'copy-text', onclick: () => A.copyText() }, t('copy_text')),
-      s.table && s.table.token ? h('button', { type: 'button', class: 'primary', testid: 'again', onclick: () => A.again() }, t('again')) : null,
+      s.view && s.view.next ? h('button', { type: 'button', class: 'primary', testid: 'to-next', onclick: () => A.followNext(s.view.next) }, t('to_next'))
+        : s.table && s.table.token ? h('button', { type: 'button', class: 'primary', testid: 'again', onclick: () => A.again() }, t('again')) : null,
       h('button', { type: 'button', testid: 'end-rounds', onclick: () => A.tableScreen() }, t('end_rounds')),
       h('button', { type: 'button', testid: 'home', onclick: () => A.home() }, t('home'))),
     h('pre', { class: 'end-text', testid: 'end-text' }, summaryText(sum)))];
@@ -65,7 +66,7 @@ export function paint(drawing, scale = 3) {
 }
 
 // the end screen's actions (effects: requests, the canvas, sharing, the clipboard)
-export function endActions({ S, dispatch, toast, errorText, saved, createTable, openCreated }) {
+export function endActions({ S, dispatch, toast, errorText, saved, startNext }) {
   let blob = null;
   let drawn = 0; // (the drawings asked for)
   const actions = {
@@ -131,18 +132,9 @@ export function endActions({ S, dispatch, toast, errorText, saved, createTable, 
       }
       toast(t('copied'));
     },
-    // a new table: the same names, room and options (and the stakes, where this phone made them)
-    async again() {
-      const s = S();
-      const view = s.view;
-      const known = saved.get('mj.tables', []).find((x) => x.id === s.table.id) || {};
-      const body = { players: view.players.slice(), ruleset: view.ruleset };
-      if (known.created && known.created.stakes) body.stakes = known.created.stakes;
-      const tb = await createTable(body, () => {});
-      if (!tb) return;
-      if (s.mySeat != null) saved.set(`mj.seat.${tb.id}`, s.mySeat); // (the same phone, the same seat: not asked again)
-      openCreated(tb, body);
-    },
+    // the next table (POST …/next): the same names, room, options and coins, the same tokens; every
+    // phone looking at this one follows it (app.js)
+    again: () => startNext(),
     // back to the table (its rounds and history), from the end screen
     tableScreen: () => { location.hash = location.hash.replace(/^#/, '').replace(/&end=1/, ''); },
     home: () => { location.hash = ''; },

@@ -28,6 +28,9 @@
 // visible, the phone therefore GETs the view without If-None-Match every FINISH_CHECK_MS (and as
 // the page becomes visible again) until it says `finished_at`; so does a write refused with 409
 // `table_finished` (refresh({fresh: true})). Between rounds that is 6 reads a minute a phone.
+// A finished table is read so on until it names its next table (`next`: another phone started
+// it, POST …/next), which its stream also tells (`event: next`, like `event: finished`: the view
+// is read at once).
 //
 // Rate limits (per table, by default 600 reads and 120 events a minute): the stream itself is
 // one long request and not a read; streaming, a phone reads at most 60000 / REFRESH_GAP_MS = 60
@@ -78,10 +81,11 @@ export class TableLive {
     this.run();
   }
 
-  // between rounds, on a visible page: a GET of the view that a 304 cannot answer (see the top)
+  // between rounds (or finished, until it names its next table), on a visible page: a GET of the
+  // view that a 304 cannot answer (see the top)
   checkFinished() {
     const v = this.view;
-    if (this.stopped || this.fullVersion == null || !v || v.finished_at || (v.round && v.round.status === 'playing')) return null;
+    if (this.stopped || this.fullVersion == null || !v || v.next || (v.round && v.round.status === 'playing' && !v.finished_at)) return null;
     if (typeof document !== 'undefined' && document.visibilityState === 'hidden') return null;
     return this.refresh({ fresh: true });
   }
@@ -198,7 +202,7 @@ export class TableLive {
       }
       view.rounds = list;
       view.rounds_next = null;
-      if (fresh && view.version === this.fullVersion && !view.finished_at && !this.view.finished_at) return; // (what a 304 would say)
+      if (fresh && view.version === this.fullVersion && view.finished_at == this.view.finished_at && view.next == this.view.next) return; // (what a 304 would say)
       this.fullVersion = view.version;
       if (this.view && this.view.version > view.version) { // a record seen on the stream is newer
         const last = view.rounds.length ? view.rounds[view.rounds.length - 1].number : 0;
@@ -361,6 +365,8 @@ export class TableLive {
             } else if (ev.event === 'deleted') {
               this.giveUp();
               this.onStatus(true, new ApiError(404, { code: 'table_not_found' }));
+            } else if (ev.event === 'finished' || ev.event === 'next') { // (the version does not move)
+              this.refresh({ fresh: true });
             } else if (ev.event === 'resync') {
               resync = true;
             }

@@ -105,4 +105,10 @@ export async function tingHand(entry, { ruleset, voidSuit }) {
   return res.data;
 }
 
+// how far a hand that is not ting is from ting (向听: POST /v1/hands/shanten), or null
+export async function shantenHand(entry, { ruleset, voidSuit }) {
+  const res = await call('POST', '/v1/hands/shanten', { body: { hand: handJson(entry, voidSuit), ruleset } });
+  return res.data.shanten;
+}
+
 export { seatName };

@@ -3,7 +3,9 @@
 //
 // summary = {id, players, rounds, finished_at, seats: [{seat, name, total, rank, wins, zimo,
 //   dianpao_paid, kongs: {direct, added, concealed}, huazhu_paid, dajiao_paid, escapes,
-//   biggest_win: {round, fan, patterns, points} | null, coins?}], settle_up: [{from, to, points, coins?}]}
+//   biggest_win: {round, fan, patterns, points} | null, coins?}], settle_up: [{from, to, points} | {from, to, coins}]}
+// With stakes a seat's `coins` is its coin result over the evening and the settle-up is in coins
+// (docs/rules.md §10.1): each person shows one coin figure, and the payments are coins.
 import { t } from './i18n.js';
 import { patternName } from './words.js';
 
@@ -14,12 +16,15 @@ const nameOf = (summary, seat) => {
 const signed = (n) => (n > 0 ? `+${n}` : String(n));
 const grouped = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
-// "小李 付给 老王 84" (with stakes: "… 84（1,680 游戏币）"), one line per payment
+// "小李 付给 老王 84" (with stakes, in coins: "小李 付给 老王 1,680 游戏币"), one line per payment
 export function settleUpWords(summary) {
   return (summary.settle_up || []).map((p) => (p.coins != null
-    ? t('pays_to_coins', { from: nameOf(summary, p.from), to: nameOf(summary, p.to), points: p.points, coins: grouped(p.coins) })
+    ? t('pays_to_coins', { from: nameOf(summary, p.from), to: nameOf(summary, p.to), coins: grouped(p.coins) })
     : t('pays_to', { from: nameOf(summary, p.from), to: nameOf(summary, p.to), points: p.points })));
 }
+
+// a seat's coin result ("+2,400 游戏币"; a table without stakes: null)
+export const coinResult = (seat) => (seat.coins != null ? `${seat.coins > 0 ? '+' : ''}${grouped(seat.coins)} ${t('coins')}` : null);
 
 // the seats best first (by rank, then seat)
 export const ranked = (summary) => [...(summary.seats || [])].sort((a, b) => a.rank - b.rank || a.seat - b.seat);
@@ -44,9 +49,9 @@ export function factWords(seat) {
   return out;
 }
 
-// "第1名 老王 +120 分" (with stakes: " · 2,400 游戏币")
+// "第1名 老王 +120 分" (with stakes, its coin result: " · +2,400 游戏币")
 export function rankLine(seat) {
-  const coins = seat.coins != null ? ` · ${grouped(seat.coins)} ${t('coins')}` : '';
+  const coins = seat.coins != null ? ` · ${coinResult(seat)}` : '';
   return `${t('rank_n', { n: seat.rank })} ${seat.name} ${t('total_pts', { points: signed(seat.total) })}${coins}`;
 }
 
@@ -135,7 +140,7 @@ export function summaryDrawing(summary, { width = 360, measure = (text, size) =>
   y = 84;
   const inner = width - 2 * pad - 20; // (a row's text, inside its card)
   for (const s of ranked(summary)) {
-    const facts = factWords(s).join(t('list_sep'));
+    const facts = [coinResult(s), ...factWords(s)].filter(Boolean).join(t('list_sep'));
     const lines = facts ? wrapText(facts, fits(15, 400, inner)) : [];
     const total = signed(s.total);
     const nameX = pad + 66;

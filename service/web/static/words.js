@@ -50,6 +50,14 @@ export function describe(rec, players, roundNumber) {
 
 // a winner's fan as scored: {fan (after the cap), raw_fan, capped, patterns} from the fan it
 // was given (declared: the cap applied here) — `cap` the ruleset's (null: none)
+// a hand at a draw that is not ting, in words: how far it is (向听) when known — "没听牌（一向听）",
+// "Not ting (1 tile from ready)" — else only "没听牌"
+const ZH_NUMBERS = ['零', '一', '二', '三', '四', '五', '六', '七', '八', '九', '十'];
+export function shantenWords(shanten) {
+  if (!Number.isInteger(shanten) || shanten < 1) return t('not_ting');
+  return t('not_ting_shanten', { n: shanten, zh: ZH_NUMBERS[shanten] ?? String(shanten) });
+}
+
 export function fanInfo(fan, patterns, cap) {
   const capped = cap != null && fan > cap;
   return { fan: capped ? cap : fan, raw_fan: fan, capped, patterns: patterns || [] };

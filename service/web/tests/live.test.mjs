@@ -67,10 +67,26 @@ test('between rounds the view is read without If-None-Match until it says finish
   assert.equal(calls[2].headers['If-None-Match'], undefined);
   assert.equal(views.at(-1).finished_at, '2026-03-01T23:41:07Z');
   assert.deepEqual(views.at(-1).rounds.map((r) => r.number), [1]);
-  assert.equal(l.checkFinished(), null); // finished: nothing more to ask
   l.view = { ...ended, round: { ...ended.round, status: 'playing' } };
   assert.equal(l.checkFinished(), null); // a round being played: it cannot be finished
   assert.equal(calls.length, 3);
+});
+
+test('a finished table is read until it names its next table (another phone started it); then no more', async () => {
+  const done = { ...VIEW, version: 4, round: { ...VIEW.round, status: 'ended' }, rounds: [{ number: 1, status: 'ended', deltas: [0, 0, 0, 0] }],
+    finished_at: '2026-03-01T23:41:07Z' };
+  const views = [];
+  const l = new TableLive({ id: 't', token: 'k', view: done, onView: (v) => views.push(v), onRecords() {}, onStatus() {} });
+  l.fullVersion = 4;
+  const calls = fetchReplies([{ status: 200, body: { ...done, rounds: [], rounds_next: null } },
+    { status: 200, body: { ...done, rounds: [], rounds_next: null, next: 'n1' } }]);
+  await l.checkFinished();
+  assert.equal(calls[0].headers['If-None-Match'], undefined);
+  assert.equal(views.length, 0); // (nothing new: nothing drawn again)
+  await l.checkFinished();
+  assert.equal(views.at(-1).next, 'n1');
+  assert.equal(l.checkFinished(), null); // named: nothing more to ask
+  assert.equal(calls.length, 2);
 });
 
 test('a table that is gone (401 on the view) stops the phone for good: it says so and asks nothing more', async () => {

@@ -30,10 +30,29 @@ test('the settle-up in words, both languages', () => {
   assert.deepEqual(settleUpWords(SUMMARY), ['小李 pays 老王 84', '大刘 pays 老王 36']);
 });
 
-test('with stakes, the coins of each payment', () => {
+// a table with stakes (docs/rules.md §10.1): each seat's `coins` is its coin result, the settle-up squares
+// them in coins; 小李 ran short (扣尽): down 84 points, it lost only its 1,000 coins
+const STAKED = {
+  ...SUMMARY,
+  seats: SUMMARY.seats.map((x) => ({ ...x, coins: { 0: 2400, 1: -1000, 2: -20, 3: -1380 }[x.seat] })),
+  settle_up: [{ from: 1, to: 0, coins: 1000 }, { from: 2, to: 0, coins: 20 }, { from: 3, to: 0, coins: 1380 }],
+};
+
+test('with stakes, one coin figure per person and the payments in coins', () => {
   setLang('zh');
-  const withCoins = { ...SUMMARY, settle_up: [{ from: 1, to: 0, points: 84, coins: 16800 }] };
-  assert.deepEqual(settleUpWords(withCoins), ['小李 付给 老王 84（16,800 游戏币）']);
+  assert.deepEqual(settleUpWords(STAKED), ['小李 付给 老王 1,000 游戏币', '阿珍 付给 老王 20 游戏币', '大刘 付给 老王 1,380 游戏币']);
+  assert.deepEqual(ranked(STAKED).map(rankLine), ['第1名 老王 +120 分 · +2,400 游戏币', '第2名 阿珍 0 分 · -20 游戏币',
+    '第3名 大刘 -36 分 · -1,380 游戏币', '第4名 小李 -84 分 · -1,000 游戏币']);
+  assert.equal(STAKED.seats.reduce((a, x) => a + x.coins, 0), 0);
+  const text = summaryText(STAKED);
+  assert.ok(!/undefined|null|NaN/.test(text), text);
+  assert.ok(text.includes('老王 +120 分 · +2,400 游戏币') && text.includes('小李 付给 老王 1,000 游戏币'), text);
+  // the picture: each person's coin result with its facts, the payments in coins
+  const words = drawingText(summaryDrawing(STAKED)).join('\n');
+  for (const x of ['+2,400 游戏币', '-20 游戏币', '-1,380 游戏币', '-1,000 游戏币', '大刘 付给 老王 1,380 游戏币']) assert.ok(words.includes(x), x);
+  setLang('en');
+  assert.deepEqual(settleUpWords(STAKED)[0], '小李 pays 老王 1,000 coins');
+  assert.equal(rankLine(STAKED.seats[1]), '#4 小李 -84 points · -1,000 coins');
 });
 
 test('the ranking and each seat’s facts', () => {
