@@ -656,8 +656,9 @@ function effects(s, prev) {
   }
   if (s.records !== prev.records && s.records.length) saved.set(`mj.log.${tableId}`, s.records.slice(-LOG_KEPT));
   // the end screen's picture: drawn for the summary shown, in the phone's language
-  if (s.route === 'end' && s.summary && (fx.drawn.summary !== s.summary || fx.drawn.lang !== s.lang)) {
-    fx.drawn = { summary: s.summary, lang: s.lang };
+  const rounds = s.view && s.view.rounds ? s.view.rounds.map((r) => `${r.number}:${r.status}:${r.deltas}`).join(';') : ''; // (the chart's)
+  if (s.route === 'end' && s.summary && (fx.drawn.summary !== s.summary || fx.drawn.lang !== s.lang || fx.drawn.rounds !== rounds)) {
+    fx.drawn = { summary: s.summary, lang: s.lang, rounds };
     A.drawPicture();
   }
   // a finished table (opened so, finished here, or learnt from the server): the end screen, once;
