@@ -22,8 +22,10 @@ import { DIALOGS, renderDialog, undoForm } from './dialogs.js';
 import { scoreHand, tingHand } from './picker.js';
 import { endActions } from './end.js';
 import { winFlags } from './wins.js';
+import { clubTransitions, parseClubHash, renderClub, renderClubHome } from './club.js';
+import { clubActions } from './clubs.js';
 
-const store = createStore(initialState(getLang()), transitions);
+const store = createStore(initialState(getLang()), { ...transitions, ...clubTransitions });
 const S = () => store.state;
 const dispatch = (name, payload) => store.dispatch(name, payload);
 const fx = { live: null, outbox: null, qrAsked: false, seatAsked: false, returnFocus: null, dialogSeq: 0, toastTimer: null, drawn: {} };
@@ -208,6 +210,7 @@ const A = {
   showQr: () => showQr(),
   openSummary: () => { location.hash = `${location.hash.replace(/^#/, '').replace(/&end=1/, '')}&end=1`; },
   ...endActions({ S, dispatch, toast, errorText, saved, createTable: (body, busy) => createTableRequest(body, busy), openCreated: (tb, body) => openCreated(tb, body) }),
+  ...clubActions({ S, dispatch, toast, errorText, saved, openCreated: (tb, body) => openCreated(tb, body), rulesets: () => S().rulesets }),
 };
 
 function send({ path, body, label }) {
@@ -343,6 +346,13 @@ function parseHash() {
 }
 
 function route() {
+  const club = parseClubHash(location.hash);
+  if (club) {
+    leaveTable();
+    A.openClubRoute(club);
+    loadRulesets(false); // (a club's table: its room's seats)
+    return;
+  }
   const { id, token, read, end } = parseHash();
   const s = S();
   if (id && (token || read)) {
@@ -625,7 +635,8 @@ const roundDetails = serial(async () => {
 
 // -- drawing and the effects that follow the state ------------------------------------------------
 function draw(s) {
-  patch(document.getElementById('app'), renderApp(s, A));
+  const screens = { club: renderClub, clubs: renderClubHome };
+  patch(document.getElementById('app'), (screens[s.route] || renderApp)(s, A));
   const o = document.getElementById('overlay');
   if (s.dialog) {
     const ctx = s.dialog.kind === 'glossary' || !s.view ? null : dialogCtx(s);
