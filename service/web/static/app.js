@@ -350,7 +350,7 @@ function route() {
   if (club) {
     leaveTable();
     A.openClubRoute(club);
-    loadRulesets(false); // (a club's table: its room's seats)
+    loadRulesets(false).then(() => A.clubSeats()); // (a club's table: its room's seats)
     return;
   }
   const { id, token, read, end } = parseHash();

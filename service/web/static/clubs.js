@@ -64,8 +64,15 @@ export function clubActions({ S, dispatch, toast, errorText, saved, openCreated,
     return call('POST', path, { body, token: club().token, headers: keyed ? { 'Idempotency-Key': keyed.key } : {} });
   }
 
+  // as many seats as the club's room has (the seats tapped so far kept, when they are as many)
+  function seatsOfRoom() {
+    const n = seatCount(club().data, rulesets());
+    if (club().seating.seats.length !== n) dispatch('club/seating', n);
+  }
+
   const actions = {
     knownClubs: () => saved.get(CLUBS, []),
+    clubSeats: () => { if (club().data) seatsOfRoom(); },
     editClub: (fn) => dispatch('club/edit', fn),
 
     openClubRoute(route) {
@@ -74,13 +81,12 @@ export function clubActions({ S, dispatch, toast, errorText, saved, openCreated,
       const before = S().club;
       const fresh = !before || before.id !== route.id || S().route !== 'club';
       dispatch('club/open', route);
-      if (fresh || !club().data) loadClub().then((data) => { if (data && route.view === 'seat') actions.resetSeating(); });
+      if (fresh || !club().data) loadClub().then((data) => { if (data) seatsOfRoom(); });
       if (route.view === 'standings') loadStandings();
       if (route.view === 'player') loadPlayer(route.player);
-      if (route.view === 'seat' && club().data && !club().seating.seats.some(Boolean)) actions.resetSeating();
+      if (club().data) seatsOfRoom();
       if (route.view === 'share' && !club().qr) actions.clubQr(club().token ? 'write' : 'read');
     },
-    resetSeating: () => dispatch('club/seating', seatCount(club().data, rulesets())),
 
     async createClub() {
       const f = club().form;
