@@ -6,7 +6,7 @@ import { t } from './i18n.js';
 import { blankClub, clubHash, clubLinks, seatCount, seatWho, tableBody } from './club.js';
 
 const CLUBS = 'mj.clubs';             // the clubs this phone knows: [{id, token, read, name, at}]
-const clubPath = (id, rest = '') => `/v1/clubs/${encodeURIComponent(id)}${rest}`;
+const enc = encodeURIComponent;
 
 export function clubActions({ S, dispatch, toast, errorText, saved, openCreated, rulesets }) {
   const club = () => S().club || blankClub();
@@ -46,16 +46,16 @@ export function clubActions({ S, dispatch, toast, errorText, saved, openCreated,
   }
 
   const loadClub = async () => {
-    const data = await load('data', clubPath(club().id), cacheKey('data'));
+    const data = await load('data', `/v1/clubs/${enc(club().id)}`, cacheKey('data'));
     if (data) remember({ id: data.id, name: data.name, token: club().token, read: club().read });
     return data;
   };
   const loadStandings = () => {
     const order = club().order;
-    return load('standings', clubPath(club().id, `/seasons/current/standings${order ? `?order=${order}` : ''}`),
+    return load('standings', `/v1/clubs/${enc(club().id)}/seasons/current/standings` + (order ? `?order=${order}` : ''),
       cacheKey('standings', order ? `.${order}` : ''));
   };
-  const loadPlayer = (pid) => load('page', clubPath(club().id, `/players/${encodeURIComponent(pid)}`), cacheKey('player.', pid));
+  const loadPlayer = (pid) => load('page', `/v1/clubs/${enc(club().id)}/players/${enc(pid)}`, cacheKey('player.', pid));
 
   // POST with an Idempotency-Key (the same body retried keeps its key: a retry is the same request)
   async function post(path, body, keyed) {
@@ -122,7 +122,7 @@ export function clubActions({ S, dispatch, toast, errorText, saved, openCreated,
       const name = club().newPlayer.trim();
       if (!name) return;
       try {
-        await post(clubPath(club().id, '/players'), { name });
+        await post(`/v1/clubs/${enc(club().id)}/players`, { name });
         dispatch('club/edit', (x) => { x.newPlayer = ''; });
         await loadClub();
       } catch (e) { toast(errorText(e)); }
@@ -132,7 +132,7 @@ export function clubActions({ S, dispatch, toast, errorText, saved, openCreated,
       const r = club().rename;
       if (!r || !r.name.trim()) return;
       try {
-        await call('PATCH', clubPath(club().id, `/players/${encodeURIComponent(r.id)}`), { body: { name: r.name.trim() }, token: club().token });
+        await call('PATCH', `/v1/clubs/${enc(club().id)}/players/${enc(r.id)}`, { body: { name: r.name.trim() }, token: club().token });
         dispatch('club/edit', (x) => { x.rename = null; });
         await loadClub();
       } catch (e) { toast(errorText(e)); }
@@ -149,7 +149,7 @@ export function clubActions({ S, dispatch, toast, errorText, saved, openCreated,
       let err = null;
       for (let attempt = 0; attempt < 3 && !res; attempt += 1) {
         try {
-          res = await post(clubPath(c.id, '/tables'), body, tableKey);
+          res = await post(`/v1/clubs/${enc(c.id)}/tables`, body, tableKey);
         } catch (e) {
           err = e;
           if (!e.retryable) break;
@@ -181,7 +181,7 @@ export function clubActions({ S, dispatch, toast, errorText, saved, openCreated,
     async standingsCsv() {
       const c = club();
       try {
-        const res = await fetch(clubPath(c.id, `/seasons/current/standings${c.order ? `?order=${c.order}` : ''}`), {
+        const res = await fetch(`/v1/clubs/${enc(c.id)}/seasons/current/standings` + (c.order ? `?order=${c.order}` : ''), {
           headers: { Accept: 'text/csv', Authorization: `Bearer ${auth()}`, 'X-Request-ID': requestId(), ...(apiKey() ? { 'X-API-Key': apiKey() } : {}) },
           cache: 'no-store', credentials: 'omit' });
         if (!res.ok) throw new ApiError(res.status, {});
