@@ -159,6 +159,11 @@ def test_a_clubs_season_on_two_phones(service, phones):
         a.js("location.hash = arguments[0]", f"#c={club['c']}&k={club['k']}&r={club['r']}")
         a.wait(lambda: shown_standings(a) == api_standings(standings), "the standings as the API has them")
         assert shown_standings(a)[-1][0] == "–"  # (大刘: 2 rounds of the 3 needed, unranked)
+        a.allow_downloads()
+        a.tap("standings-csv")  # saved for a spreadsheet: the service's CSV, UTF-8 with a BOM
+        status, _, csv_body = request(service.port, "GET", f"/v1/clubs/{club['c']}/seasons/current/standings",
+                                      headers={"Authorization": f"Bearer {club['r']}", "Accept": "text/csv"})
+        assert status == 200 and a.downloaded(".csv") == csv_body and csv_body.startswith("\ufeff".encode())
 
         # a second phone joins by the read link the QR code shows
         a.tap("club-tab-share")
