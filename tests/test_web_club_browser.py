@@ -159,6 +159,13 @@ def test_a_clubs_season_on_two_phones(service, phones):
         a.js("location.hash = arguments[0]", f"#c={club['c']}&k={club['k']}&r={club['r']}")
         a.wait(lambda: shown_standings(a) == api_standings(standings), "the standings as the API has them")
         assert shown_standings(a)[-1][0] == "–"  # (大刘: 2 rounds of the 3 needed, unranked)
+        a.tap(f"standing-name-{li}")  # a player's chart on this phone too
+        li_page = get(service, f"/v1/clubs/{club['c']}/players/{li}", club["r"])
+        a.wait(lambda: a.text("player-name") == "小李" and a.has("player-chart"), "小李's page")
+        assert a.js("return Number(document.querySelector('[data-testid=player-chart] polyline').dataset.last)") == \
+            li_page["lifetime"]["total"]
+        a.tap("club-back")
+        a.wait(lambda: shown_standings(a) == api_standings(standings), "the standings again")
         a.allow_downloads()
         a.tap("standings-csv")  # saved for a spreadsheet: the service's CSV, UTF-8 with a BOM
         status, _, csv_body = request(service.port, "GET", f"/v1/clubs/{club['c']}/seasons/current/standings",

@@ -173,7 +173,7 @@ export function renderClub(s, A) {
   let body;
   if (!data) body = h('p', { testid: 'club-loading' }, c.offline ? t('err.offline') : t('loading'));
   else if (c.view === 'roster') body = renderRoster(c, A);
-  else if (c.view === 'seat') body = renderSeating(s, A);
+  else if (c.view === 'seat' && c.token) body = renderSeating(s, A); // (the organiser's phone only)
   else if (c.view === 'share') body = renderShare(c, A);
   else if (c.view === 'player') body = renderPlayer(c, A);
   else body = renderStandings(c, A);

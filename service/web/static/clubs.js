@@ -38,7 +38,10 @@ export function clubActions({ S, dispatch, toast, errorText, saved, openCreated,
       return res.data;
     } catch (e) {
       if (club().id !== id) return null;
-      if (e.offline && kept) { dispatch('club/offline', true); return kept.body; }
+      if (e.offline && kept) {
+        dispatch('club/loaded', { what, body: kept.body, at: kept.at, offline: true });
+        return kept.body;
+      }
       if (e.offline) dispatch('club/offline', true);
       else toast(errorText(e));
       return null;
