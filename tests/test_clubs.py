@@ -4,6 +4,8 @@ before its count counts the table once; imports all or nothing; the problems; AP
 
 from __future__ import annotations
 
+import csv
+import io
 import threading
 
 import orjson
@@ -480,6 +482,43 @@ def test_a_tables_rounds_as_csv(client, evening):
     assert text[0] == "round,seat,player,dealer,delta,running"
     assert text[1:5] == ["1,0,老王,1,36,36", "1,1,小李,0,-12,-12", "1,2,阿珍,0,-12,-12", "1,3,客人,0,-12,-12"]
     assert text[5] == "2,0,老王,1,36,72" and len(text) == 9
+
+
+DIANPAO = [{"type": "hu", "tile": "7s", "from": 2, "winners": [{"seat": 1, "fan": 3}]}]
+
+
+@pytest.mark.parametrize("stakes", [None, {"coin_per_point": 10, "fee": 5, "bankrolls": [900, 900, 900, 900]}])
+def test_get_rounds_as_csv_opens_in_a_spreadsheet_with_the_jsons_figures(client, stakes):
+    club = new_club(client)
+    players = [add(client, club, n) for n in ("老王", "小李", "阿珍")]
+    table = play(client, club, [{"player": p} for p in players] + [{"guest": "客人"}], [ZIMO, DIANPAO, ZIMO],
+                 finish=False, **({"stakes": stakes} if stakes else {}))
+    for event in ({"type": "round_start"}, *DIANPAO):  # a round being played: in the JSON, not in the CSV
+        assert client.post(f"/v1/tables/{table['id']}/events", json=event,
+                           headers=bearer(table["token"])).status_code == 201
+    url = f"/v1/tables/{table['id']}/rounds"
+    r = client.get(url, query_string={"limit": 1}, headers={**bearer(table["read_token"]), "Accept": "text/csv"})
+    assert r.status_code == 200 and r.headers["Content-Type"] == "text/csv; charset=utf-8"
+    assert r.headers["Content-Disposition"] == f'attachment; filename="rounds-{table["id"]}.csv"'
+    assert r.data.startswith("\ufeff".encode()) and b"\r\n" in r.data
+    rows = list(csv.DictReader(io.StringIO(r.data.decode("utf-8-sig"), newline="")))
+    explained = client.get(url, headers=bearer(table["read_token"])).get_json()["rounds"]
+    ended = [x for x in explained if x["status"] == "ended"]
+    assert len(ended) == 3 and len(explained) == 4 and len(rows) == 3 * 4
+    names = ["老王", "小李", "阿珍", "客人"]
+    running = [0] * 4
+    for row, (rnd, seat) in zip(rows, [(x, i) for x in ended for i in range(4)]):
+        running[seat] += rnd["deltas"][seat]
+        assert (int(row["round"]), int(row["seat"]), row["player"]) == (rnd["number"], seat, names[seat])
+        assert int(row["dealer"]) == int(rnd["dealer"] == seat)
+        assert (int(row["delta"]), int(row["running"])) == (rnd["deltas"][seat], running[seat])
+        if stakes:
+            assert (int(row["coins_delta"]), int(row["fees"])) == (rnd["coins_delta"][seat], rnd["fees"][seat])
+        else:
+            assert "coins_delta" not in row
+    view = client.get(f"/v1/tables/{table['id']}", headers=bearer(table["token"])).get_json()
+    assert running == [b - d for b, d in zip(view["balances"], explained[-1]["deltas"])]  # (the round played)
+    problem(client.get(url, headers={"Accept": "text/csv"}), 401, "unauthorized")  # (a problem, as JSON)
 
 
 # -- API keys and webhooks ---------------------------------------------------------------------------------

@@ -1513,15 +1513,16 @@ PNG = b"\x89PNG\r\n\x1a\n"
 # picture's own blob: URL cannot be read by the page: its Content-Security-Policy allows connect-src
 # 'self' only, and fetch() of a blob: URL is a connection. The test compares bytes instead.)
 PAINT_AGAIN = """
-    const [summary, done] = arguments;
+    const [summary, rounds, done] = arguments;
     Promise.all([import('/web/end.js'), import('/web/summary.js')]).then(async ([end, sum]) => {
       const img = document.querySelector('[data-testid=end-picture]');
       await img.decode();
-      const drawing = end.pictureDrawing(summary);
+      const drawing = end.pictureDrawing(summary, rounds);
       const bytes = new Uint8Array(await (await end.paint(drawing)).arrayBuffer());
       let bin = '';
       for (const b of bytes) bin += String.fromCharCode(b);
-      done([sum.drawingText(drawing), btoa(bin), img.naturalWidth, img.naturalHeight, img.src]);
+      const own = sum.drawingText(end.pictureDrawing(summary)); // (the summary's words; the chart's follow them)
+      done([own, btoa(bin), img.naturalWidth, img.naturalHeight, img.src, sum.drawingText(drawing).slice(own.length)]);
     }).catch((e) => done(['error', String(e)]));
 """
 
@@ -1532,9 +1533,9 @@ PAINT_AGAIN = """
 # small print was); and, for the lines of the smallest size, the height of the ink painted for it in
 # the PNG (the rows between its top and its baseline that hold dark pixels), in CSS px of that screen.
 TEXT_SIZES = """
-    const [summary, done] = arguments;
+    const [summary, rounds, done] = arguments;
     import('/web/end.js').then(async (end) => {
-      const drawing = end.pictureDrawing(summary);
+      const drawing = end.pictureDrawing(summary, rounds);
       const blob = await end.paint(drawing);
       const bitmap = await createImageBitmap(blob);
       const scale = bitmap.width / drawing.width;
@@ -1567,11 +1568,11 @@ TEXT_SIZES = """
 """
 
 
-def check_picture_text(phone: Phone, summary: dict) -> None:
+def check_picture_text(phone: Phone, summary: dict, rounds: list | None = None) -> None:
     """The picture reads on a phone: 1080 px wide (3 px per CSS px of a 360 px screen), no text under
     15 px of that screen, none squeezed into less room than it needs, and the smallest lines painted
     with ink at least 10 px high there (the small print was 11 px, squeezed to fit one line)."""
-    got = phone.d.execute_async_script(TEXT_SIZES, summary)
+    got = phone.d.execute_async_script(TEXT_SIZES, summary, rounds)
     assert got[0] != "error", got
     png_width, css_width, lines = got
     assert (png_width, css_width) == (1080, 360)
@@ -1587,17 +1588,21 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-def check_end_picture(phone: Phone, summary: dict, pays: str) -> str:
+def check_end_picture(phone: Phone, summary: dict, pays: str, rounds: list) -> str:
     """The end screen's picture, saved with its button: a PNG of a sane size, the very one this phone
-    paints of the API's `summary` (the same bytes), whose words are the ranking and the settle-up
-    ("小李 付给 老王 84" with pays="付给"). Answers the picture's URL."""
+    paints of the API's `summary` and the table's `rounds` (the same bytes), whose words are the ranking
+    and the settle-up ("小李 付给 老王 84" with pays="付给"), then the chart's: its title, its axes, and
+    each seat's name with its total. Answers the picture's URL."""
     phone.tap("share-picture")
     saved = phone.downloaded(".png")
     width, height = png_size(saved)
     assert width == 1080 and 900 < height < 3000 and 5_000 < len(saved) < 3_000_000, (width, height, len(saved))
-    got = phone.d.execute_async_script(PAINT_AGAIN, summary)
+    got = phone.d.execute_async_script(PAINT_AGAIN, summary, rounds)
     assert got[0] != "error", got
-    words, painted, shown_w, shown_h, src = got
+    words, painted, shown_w, shown_h, src, chart_words = got
+    by_seat = {s["seat"]: s for s in summary["seats"]}
+    assert chart_words[-len(by_seat):] == [f"{by_seat[i]['name']} {by_seat[i]['total']:+d}".replace(" +0", " 0")
+                                            for i in range(len(by_seat))], chart_words
     assert base64.b64decode(painted) == saved  # the picture is the drawing of the API's summary
     assert (shown_w, shown_h) == (width, height) and src.startswith("blob:")
     names = summary["players"]
@@ -1607,7 +1612,7 @@ def check_end_picture(phone: Phone, summary: dict, pays: str) -> str:
     for s in sorted(summary["seats"], key=lambda s: (s["rank"], s["seat"])):  # best first, each name and total
         at = words.index(s["name"], at)
         assert words[at + 1] == f"{s['total']:+d}".replace("+0", "0"), words
-    check_picture_text(phone, summary)
+    check_picture_text(phone, summary, rounds)
     return src
 
 
@@ -1654,7 +1659,13 @@ def test_the_end_of_the_evening(service, api, phones):
     pays = [f"{names[p['from']]} pays {names[p['to']]} {p['points']}" for p in summary["settle_up"]]
     assert a.text("settle-up").splitlines() == pays
     assert a.text("share-picture") == "Save picture"  # (a desktop Chromium shares no files: it saves)
-    src = check_end_picture(a, summary, "pays")
+    # the evening in numbers: each seat's balance after each round, ending at its total
+    rounds = api.table(table["t"], table["k"])["rounds"]
+    assert len(rounds) == summary["rounds"] == 1
+    lines = a.js("return Array.from(document.querySelectorAll('[data-testid=balance-chart] polyline'), "
+                 "(p) => [Number(p.dataset.seat), Number(p.dataset.last), p.getAttribute('points').split(' ').length])")
+    assert sorted(lines) == [[s["seat"], s["total"], 2] for s in sorted(summary["seats"], key=lambda s: s["seat"])]
+    src = check_end_picture(a, summary, "pays", rounds)
     assert all(p in a.text("end-text") for p in (pays[0], "老王"))
     a.screenshot("end-of-evening")
     # in Chinese: the screen, the picture (drawn again) and the text
@@ -1662,7 +1673,7 @@ def test_the_end_of_the_evening(service, api, phones):
     zh = [f"{names[p['from']]} 付给 {names[p['to']]} {p['points']}" for p in summary["settle_up"]]
     a.wait(lambda: a.text("settle-up").splitlines() == zh, "the settle-up in Chinese")
     a.wait(lambda: a.el("end-picture").get_attribute("src") != src, "the picture drawn again")
-    check_end_picture(a, summary, "付给")
+    check_end_picture(a, summary, "付给", rounds)
     assert zh[0] in a.text("end-text") and "排名" in a.text("end-text")
     a.screenshot("end-of-evening-zh")
     # a finished table takes no more events
@@ -1861,9 +1872,12 @@ def test_the_summary_picture_is_drawn_on_the_phone(service, phones):
                            biggest_win={"round": 14, "fan": 6, "patterns": ["qingyise", "qidui", "gen"], "points": 192}),
                       seat(1, "小李", -84, 4, escapes=1), seat(2, "阿珍", -360, 3), seat(3, "大刘", -36, 2)],
             "settle_up": [{"from": 1, "to": 0, "points": 84}, {"from": 2, "to": 0, "points": 360}, {"from": 3, "to": 0, "points": 36}]}
+    rounds = [{"number": n, "status": "ended", "deltas": [s["total"] if n == 1 else 0 for s in busy["seats"]]}
+              for n in range(1, 17)]
     for lang in ("zh", "en"):
         a.d.execute_async_script("import('/web/i18n.js').then((m) => { m.setLang(arguments[0]); arguments[1](); })", lang)
         check_picture_text(a, busy)
+        check_picture_text(a, busy, rounds)  # (with the chart of its 16 rounds)
 
 
 # -- recording: each special win one control; refusals on the sheet; two phones at once (issue 33) ------

@@ -36,6 +36,7 @@ from . import club_schemas as cs
 from . import rate_limits
 from . import table_schemas as ts
 from .callers import api_key
+from .csv_answers import CSV, csv_response, wants_csv
 from .problems import FieldRuleError, UnsupportedMediaType
 from .smorest import Blueprint
 from .table_views import RESPONSE_EXAMPLES, StoreNotConfigured, creation_key, token
@@ -54,7 +55,6 @@ _NO_PLAYER = (404, "no such club (`club_not_found`) or player of it (`player_not
 _LIMITED = (429, "a rate limit (`too_many_requests`): see `Retry-After`")
 _STORE_DOWN = (503, "the store (Redis) is unavailable (`store_unavailable`, `busy`); retry after `Retry-After`")
 _FULL = (507, "the store is full (`store_full`): nothing was written; retry later")
-CSV = "text/csv"
 
 
 def clubs() -> ClubStore:
@@ -92,20 +92,6 @@ def _created(body: dict, location: str) -> Response:
     response.headers["Location"] = location
     if replayed:
         response.headers["Idempotent-Replayed"] = "true"
-    return response
-
-
-def wants_csv() -> bool:
-    """Whether the request prefers ``text/csv`` to JSON (its ``Accept``)."""
-    return request.accept_mimetypes.best_match(["application/json", CSV], default="application/json") == CSV
-
-
-def csv_response(data: bytes, filename: str) -> Response:
-    """A CSV answer (UTF-8 with a BOM, :mod:`service.spreadsheets`), offered as a file to save."""
-    response = Response(data, mimetype=CSV)
-    response.headers["Content-Type"] = "text/csv; charset=utf-8"
-    response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
-    response.headers["Vary"] = "Accept"
     return response
 
 

@@ -37,7 +37,9 @@ from ..rules.table import CorrectionError, TableError
 from ..store.errors import TableNotFound, Unauthorized
 from ..store.table_store import Access, Created, TableStore, Written, fingerprint
 from . import table_schemas as ts
+from ..spreadsheets import table_rounds_csv
 from .callers import API_KEY_HEADER, api_key
+from .csv_answers import CSV, csv_response, wants_csv
 from .problems import ApiProblem, FieldRuleError, InvalidInput, WithoutApiKeys
 from . import rate_limits
 from .rate_limits import QUOTA
@@ -505,11 +507,17 @@ def list_events(args, table_id, if_none_match=None):
     return _with_etag(jsonify(page), version, if_none_match)
 
 
+ROUNDS_CSV_DOC = {"responses": {200: {"content": {CSV: {
+    "schema": {"type": "string", "contentMediaType": CSV},
+    "example": "\ufeffround,seat,player,dealer,delta,running\r\n1,0,老王,1,36,36\r\n1,1,小李,0,-12,-12\r\n",
+}}}}}
+
+
 @blp.route("/<table_id>/rounds", methods=["GET"])
 @blp.arguments(ts.RoundsQuery(), location="query")
 @blp.response(200, ts.RoundsPage, examples=RESPONSE_EXAMPLES.get("listRounds"))
 @blp.problems(NO_TOKEN, NO_TABLE, (422, "a query parameter out of range (`invalid_input`)"), _LIMITED, _STORE_DOWN)
-@blp.doc(security=READ_OR_KEY, operationId="listRounds")
+@blp.doc(security=READ_OR_KEY, operationId="listRounds", **ROUNDS_CSV_DOC)
 @rate_limits.limited("client_reads_per_minute", "table_reads_per_minute")
 def list_rounds(args, table_id):
     """Every round explained, oldest first, a page at a time: at most `limit` after `cursor`.
@@ -518,9 +526,15 @@ def list_rounds(args, table_id):
     its figures, its events each with the transfers it made (`seq`: its record's; an event of a
     correction also `index`), all its transfers, and `corrected_by`. The round being played comes
     last (`status: playing`).
+
+    With `Accept: text/csv`, every ended round at once (`cursor` and `limit` are not used) for a
+    spreadsheet: one row per round and seat (`round`, `seat`, `player`, `dealer`, `delta`, `running`,
+    and `coins_delta`, `fees` with stakes), UTF-8 with a byte order mark, for Excel.
     """
     s = store()
     tid = table_id_of(table_id)
+    if wants_csv():
+        return csv_response(table_rounds_csv(s, tid, access(write=False)), f"rounds-{tid}.csv")
     return jsonify(s.rounds(tid, int(args.get("cursor", 0)), args["limit"], access=access(write=False)))
 
 

@@ -24,8 +24,10 @@ import { scoreHand, tingHand, shantenHand } from './picker.js';
 import { endActions } from './end.js';
 import { winFlags } from './wins.js';
 import { mendActions } from './mendapp.js';
+import { clubTransitions, parseClubHash, renderClub, renderClubHome } from './club.js';
+import { clubActions } from './clubs.js';
 
-const store = createStore(initialState(getLang()), transitions);
+const store = createStore(initialState(getLang()), { ...transitions, ...clubTransitions });
 const S = () => store.state;
 const dispatch = (name, payload) => store.dispatch(name, payload);
 const fx = { live: null, outbox: null, qrAsked: false, seatAsked: false, returnFocus: null, dialogSeq: 0, toastTimer: null, drawn: {} };
@@ -206,6 +208,7 @@ const A = {
   openSummary: () => { location.hash = `${location.hash.replace(/^#/, '').replace(/&end=1/, '')}&end=1`; },
   followNext: (id) => followNext(id),
   ...endActions({ S, dispatch, toast, errorText, saved, startNext: () => startNext() }),
+  ...clubActions({ S, dispatch, toast, errorText, saved, openCreated: (tb, body) => openCreated(tb, body), rulesets: () => S().rulesets }),
 };
 
 function send({ path, body, label }) {
@@ -344,6 +347,13 @@ function parseHash() {
 }
 
 function route() {
+  const club = parseClubHash(location.hash);
+  if (club) {
+    leaveTable();
+    A.openClubRoute(club);
+    loadRulesets(false).then(() => A.clubSeats()); // (a club's table: its room's seats)
+    return;
+  }
   const { id, token, read, end } = parseHash();
   const s = S();
   if (id && (token || read)) {
@@ -660,7 +670,8 @@ const roundDetails = serial(async () => {
 
 // -- drawing and the effects that follow the state ------------------------------------------------
 function draw(s) {
-  patch(document.getElementById('app'), renderApp(s, A));
+  const screens = { club: renderClub, clubs: renderClubHome };
+  patch(document.getElementById('app'), (screens[s.route] || renderApp)(s, A));
   const o = document.getElementById('overlay');
   if (s.dialog) {
     const ctx = s.dialog.kind === 'glossary' || !s.view ? null : dialogCtx(s);
@@ -691,8 +702,9 @@ function effects(s, prev) {
   }
   if (s.records !== prev.records && s.records.length) saved.set(`mj.log.${tableId}`, s.records.slice(-LOG_KEPT));
   // the end screen's picture: drawn for the summary shown, in the phone's language
-  if (s.route === 'end' && s.summary && (fx.drawn.summary !== s.summary || fx.drawn.lang !== s.lang)) {
-    fx.drawn = { summary: s.summary, lang: s.lang };
+  const rounds = s.view && s.view.rounds ? s.view.rounds.map((r) => `${r.number}:${r.status}:${r.deltas}`).join(';') : ''; // (the chart's)
+  if (s.route === 'end' && s.summary && (fx.drawn.summary !== s.summary || fx.drawn.lang !== s.lang || fx.drawn.rounds !== rounds)) {
+    fx.drawn = { summary: s.summary, lang: s.lang, rounds };
     A.drawPicture();
   }
   // a finished table (opened so, finished here, or learnt from the server): the end screen, once;

@@ -5,6 +5,7 @@ import { h } from './dom.js';
 import { t } from './i18n.js';
 import { call, tablePath } from './api.js';
 import { ranked, rankLine, factWords, settleUpWords, summaryText, summaryDrawing } from './summary.js';
+import { balanceSeries, chartGeometry, chartSvg, withChart } from './chart.js';
 
 const FONTS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Micro Hei", sans-serif';
 
@@ -15,6 +16,7 @@ export function renderEnd(s, A, top) {
       h('div', { class: 'end-buttons' }, h('button', { type: 'button', testid: 'home', onclick: () => A.home() }, t('home'))))];
   }
   const pay = settleUpWords(sum);
+  const chart = eveningChart(sum, s.view && s.view.rounds);
   return [top, h('main', { class: 'page end', key: 'end' },
     h('h2', {}, t('ranking')),
     h('ol', { class: 'ranking', testid: 'ranking' }, ranked(sum).map((x) => h('li', { key: x.seat, testid: `rank-${x.seat}`, class: x.total < 0 ? 'neg' : '' },
@@ -22,6 +24,7 @@ export function renderEnd(s, A, top) {
       h('div', { class: 'muted small' }, factWords(x).join(t('list_sep')))))),
     h('h2', {}, t('settle_up')),
     h('ul', { class: 'settle', testid: 'settle-up' }, (pay.length ? pay : [t('settle_none')]).map((line, i) => h('li', { key: i }, line))),
+    chart ? [h('h2', {}, t('chart_title')), chartSvg(chart.geometry, { names: chart.names, label: t('chart_label'), testid: 'balance-chart' })] : null,
     s.picture ? h('img', { class: 'end-picture', src: s.picture.url, alt: t('end_pic_alt'), testid: 'end-picture',
       width: s.picture.width, height: s.picture.height }) : null,
     h('div', { class: 'end-buttons' },
@@ -43,8 +46,24 @@ export function measureText(text, size, weight = 400) {
   return measurer.measureText(text).width;
 }
 
-// the picture of a summary: 360 CSS px wide (a phone's width), its lines wrapped by the system's fonts
-export const pictureDrawing = (summary) => summaryDrawing(summary, { width: 360, measure: measureText });
+// the evening's chart: each seat's balance after each round, when the phone holds every ended round
+// (the table's view: app.js reads them all); null without rounds
+export function eveningChart(summary, rounds, width = 340) {
+  const n = (summary.players || []).length;
+  const ended = (rounds || []).filter((r) => r.status !== 'playing');
+  if (!n || !ended.length || ended.length !== summary.rounds) return null;
+  const totals = Array.from({ length: n }, (_, i) => ((summary.seats || []).find((x) => x.seat === i) || {}).total ?? 0);
+  const names = Array.from({ length: n }, (_, i) => ((summary.seats || []).find((x) => x.seat === i) || {}).name || summary.players[i]);
+  return { geometry: chartGeometry(balanceSeries(ended, n, totals), { width }), names };
+}
+
+// the picture of a summary: 360 CSS px wide (a phone's width), its lines wrapped by the system's fonts,
+// the evening's chart at its foot (when the rounds are known)
+export function pictureDrawing(summary, rounds) {
+  const drawing = summaryDrawing(summary, { width: 360, measure: measureText });
+  const chart = eveningChart(summary, rounds, 328);
+  return chart ? withChart(drawing, chart.geometry, { title: t('chart_title'), names: chart.names }) : drawing;
+}
 
 // draw the commands of summaryDrawing on a canvas; → a PNG blob (at 3 px per CSS px: 1080 px wide,
 // a phone screen's width in device pixels, so that the picture is sharp shown full width)
@@ -56,6 +75,15 @@ export function paint(drawing, scale = 3) {
   g.scale(scale, scale);
   for (const o of drawing.ops) {
     if (o.op === 'rect') { g.fillStyle = o.fill; g.fillRect(o.x, o.y, o.w, o.h); continue; }
+    if (o.op === 'line') {
+      g.strokeStyle = o.stroke;
+      g.lineWidth = o.width;
+      g.lineJoin = 'round';
+      g.beginPath();
+      o.points.forEach(([x, y], i) => (i ? g.lineTo(x, y) : g.moveTo(x, y)));
+      g.stroke();
+      continue;
+    }
     g.fillStyle = o.fill;
     g.font = `${o.weight} ${o.size}px ${FONTS}`;
     g.textAlign = o.align;
@@ -96,7 +124,7 @@ export function endActions({ S, dispatch, toast, errorText, saved, startNext }) 
       if (!sum) return;
       const seq = ++drawn;
       const lang = S().lang;
-      const drawing = pictureDrawing(sum);
+      const drawing = pictureDrawing(sum, S().view && S().view.rounds);
       const b = await paint(drawing);
       if (seq !== drawn || !b || S().summary !== sum) return;
       const old = S().picture;

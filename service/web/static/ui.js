@@ -97,6 +97,7 @@ function renderStart(s, A) {
   return [
     bar(t('app'), A),
     h('main', { class: 'page', key: 'start' }, h('h2', {}, t('start_title')), form,
+      h('p', { class: 'club-entry' }, h('a', { href: '#clubs', class: 'link', testid: 'clubs-open' }, t('club.entry'))),
       recent.length ? h('section', { class: 'recent' }, h('h2', {}, t('recent')), h('ul', {}, recent.map((r) => h('li', { key: r.id },
         h('a', { href: `#t=${r.id}${r.token ? `&k=${r.token}` : ''}${r.read ? `&r=${r.read}` : ''}` },
           (r.players || []).join(' · ') || r.id))))) : null),
