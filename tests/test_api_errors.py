@@ -9,18 +9,10 @@ import pytest
 from service.api import create_app
 from tests.problems import problem
 
+pytestmark = pytest.mark.app(store=False)
+
 PROBLEM = "application/problem+json"
 TING = "/v1/hands/ting"
-
-
-@pytest.fixture(scope="module")
-def app():
-    return create_app({"TESTING": True})
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 def post_raw(client, path, data, content_type="application/json", **kw):

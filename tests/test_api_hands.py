@@ -5,16 +5,12 @@ from __future__ import annotations
 import pytest
 
 from service import discards, parse_hand, score, ting
-from service.api import create_app
 from service.rules.fan import Win
 from service.rules.patterns import PATTERNS
 
+pytestmark = pytest.mark.app(store=False)
+
 PATTERN_KEYS = {"id", "name", "name_en", "fan"}
-
-
-@pytest.fixture(scope="module")
-def client():
-    return create_app({"TESTING": True}).test_client()
 
 
 def ok(response) -> dict:

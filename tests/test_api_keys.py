@@ -20,16 +20,7 @@ BETA = "beta-" + "b" * 40
 KEYS = f"acme={ACME},beta={BETA}"
 PLAYERS = {"players": ["东", "南", "西", "北"]}
 TING = {"hand": {"tiles": "1112345678999m"}}
-
-
-@pytest.fixture
-def app(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, "API_KEYS": KEYS, "TABLES_PER_HOUR": 0})
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
+pytestmark = pytest.mark.app(API_KEYS=KEYS)
 
 
 def key(k: str) -> dict:

@@ -27,11 +27,6 @@ def doc():
 
 
 @pytest.fixture
-def client(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, **{v: 0 for v in NO_LIMITS}}).test_client()
-
-
-@pytest.fixture
 def store(redis_client):
     return TableStore(redis_client)
 

@@ -12,15 +12,7 @@ from service.api import create_app
 from service.api import settings
 from service.api.ops import register_readiness_check
 
-
-@pytest.fixture
-def app():
-    return create_app({"TESTING": True})
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
+pytestmark = pytest.mark.app(store=False, fresh=True)
 
 
 def test_healthz(client):

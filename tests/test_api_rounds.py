@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.api import create_app
+
+pytestmark = pytest.mark.app(store=False)
 
 SETTLE = "/v1/rounds/settle"
-
-
-@pytest.fixture(scope="module")
-def client():
-    return create_app({"TESTING": True}).test_client()
 
 
 def settle(client, events, dealer=0, **extra):

@@ -14,7 +14,6 @@ import pytest
 
 from service.api import create_app
 from service.api.app import openapi_dict
-from service.config import NO_LIMITS
 from service.store.table_store import TableStore
 from tests.problems import problem
 
@@ -27,11 +26,6 @@ NORMAL_ZIMO_BASE = {"preset": "normal", "zimo": "base"}   # 自摸 2 fan = 12 + 
 @pytest.fixture(scope="module")
 def doc():
     return openapi_dict(create_app({"TESTING": True}))
-
-
-@pytest.fixture
-def client(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, **{v: 0 for v in NO_LIMITS}}).test_client()
 
 
 @pytest.fixture

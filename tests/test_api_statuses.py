@@ -24,13 +24,9 @@ DOC = openapi_dict()
 OPERATIONS = {op["operationId"]: op for item in DOC["paths"].values() for m, op in item.items() if m != "parameters"}
 
 
-@pytest.fixture
-def client(redis_url):
-    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "API_KEYS": KEY, "MAX_TABLE_EVENTS": 8,
-                      "TABLES_PER_HOUR": 8, "TABLE_READS_PER_MINUTE": 6, "TABLE_EVENTS_PER_MINUTE": 3,
-                      "TABLE_VOIDS_PER_MINUTE": 1, "CLIENT_READS_PER_MINUTE": 0, "CLIENT_EVENTS_PER_MINUTE": 0,
-                      "CLIENT_VOIDS_PER_MINUTE": 0, "MAX_CONTENT_LENGTH": 4096})
-    return app.test_client()
+pytestmark = pytest.mark.app(limits=True, API_KEYS=KEY, MAX_TABLE_EVENTS=8, TABLES_PER_HOUR=8, TABLE_READS_PER_MINUTE=6,
+                            TABLE_EVENTS_PER_MINUTE=3, TABLE_VOIDS_PER_MINUTE=1, CLIENT_READS_PER_MINUTE=0,
+                            CLIENT_EVENTS_PER_MINUTE=0, CLIENT_VOIDS_PER_MINUTE=0, MAX_CONTENT_LENGTH=4096)
 
 
 class Seen:

@@ -8,16 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.api import create_app
 from tests.problems import problem
 
 PLAYERS = ["东", "南", "西", "北"]
 PROBLEM = "application/problem+json"
-
-
-@pytest.fixture
-def client(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 0}).test_client()
 
 
 def test_settle_section_13_and_14_examples_over_http(client):

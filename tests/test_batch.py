@@ -27,16 +27,13 @@ from service.api import batch_items
 from service.api import create_app
 from service.api.app import openapi_dict
 
+pytestmark = pytest.mark.app(store=False)
+
 ROOT = Path(__file__).resolve().parent.parent
 NDJSON = "application/x-ndjson"
 TING = {"op": "ting", "hand": {"tiles": "1112345678999m"}}
 BAD_TING = {"op": "ting", "hand": {"tiles": "12x"}}
 SCORE = {"op": "score", "hand": {"tiles": "11122233344455m"}, "win": {"tile": "5m"}}
-
-
-@pytest.fixture(scope="module")
-def client():
-    return create_app({"TESTING": True}).test_client()
 
 
 def lines_of(response) -> list[dict]:

@@ -44,44 +44,12 @@ def acme(**extra) -> dict:
     return {"X-API-Key": ACME, **extra}
 
 
+APP_CONFIG = {"API_KEYS": KEYS, "WEBHOOK_ALLOW_PRIVATE": True, "WEBHOOK_TIMEOUT": 1}
+pytestmark = pytest.mark.app(**APP_CONFIG)
+
+
 def make_app(url: str, **config):
-    return create_app({"TESTING": True, "REDIS_URL": url, "API_KEYS": KEYS, "WEBHOOK_ALLOW_PRIVATE": True,
-                       "WEBHOOK_TIMEOUT": 1, **{var: 0 for var in NO_LIMITS}, **config})
-
-
-@pytest.fixture
-def app(redis_url):
-    return make_app(redis_url)
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
-
-
-@pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.close()
-
-
-@pytest.fixture
-def dispatchers(app, redis_url):
-    """Start dispatchers on the app's registry (``start(client=None, **options)``: ``client``, the
-    dispatcher's redis-py client, else one of its own); all stopped at the end."""
-    made: list[Dispatcher] = []
-
-    def start(client=None, **options) -> Dispatcher:
-        opts = DispatcherOptions(**{"timeout": 1.0, "backoff_ms": 50, "poll": 0.02, "sweep_every": 3600.0,
-                                    "allow_private": True, **options})
-        d = Dispatcher(client or connect(redis_url), app.extensions["webhooks"], opts).start()
-        made.append(d)
-        return d
-
-    yield start
-    for d in made:
-        d.stop(wait=3.0)
+    return create_app({"TESTING": True, "REDIS_URL": url, **APP_CONFIG, **{var: 0 for var in NO_LIMITS}, **config})
 
 
 def register(client, url: str, events=ALL, key=ACME, **extra) -> dict:
@@ -209,7 +177,6 @@ def test_any_url_is_parsed_or_refused(url):
         parse_target(url)
     except TargetRefused:
         pass
-
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254",
