@@ -32,6 +32,7 @@ Rate limits are off on the servers (``NO_LIMITS``): this measures the work, not 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import socket
@@ -98,10 +99,10 @@ def http_phase(args, log_dir: Path) -> None:
         for op in ("ting", "score", "discards"):
             items, calls = corpus(op, args.batch)
             op_fn = getattr(service, op)
-            fn = (lambda *a: op_fn(*a, ruleset=ruleset)) if ruleset is not None else op_fn
+            fn = functools.partial(op_fn, ruleset=ruleset) if ruleset is not None else op_fn
             body = dumps({"items": items} if spec is None else {"ruleset": spec, "items": items})
 
-            def post() -> bytes:
+            def post(body: bytes = body) -> bytes:
                 conn.request("POST", "/v1/batch", body=body, headers={"Content-Type": "application/json"})
                 response = conn.getresponse()
                 data = response.read()
@@ -271,7 +272,7 @@ def cli_phase(args, log_dir: Path) -> None:
             usage = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "service", "score", str(path), "--jobs", str(jobs)],
-                                  cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+                                  cwd=ROOT, capture_output=True, check=True)
             times[jobs].append(time.perf_counter() - t0)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu[jobs].append(after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime)

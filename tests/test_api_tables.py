@@ -489,7 +489,7 @@ def test_tokens(client):
     # the scheme is case-insensitive; the write token reads too
     assert client.get(f"{TABLES}/{t['id']}", headers={"Authorization": "bearer " + t["token"]}).status_code == 200
     # and this table's tokens never work on the other table
-    for method, url, body, write in endpoints(other):
+    for method, url, body, _write in endpoints(other):
         for tok in (t["token"], t["read_token"]):
             problem(call(client, method, url, body, bearer(tok)), 401, "unauthorized")
 

@@ -82,7 +82,7 @@ EVENT_TYPES = ("round_start", "peng", "kong", "hu", "draw", "escape", "round_end
 def test_api_page_shows_every_event_type_answered(generated):
     page = generated["api.md"]
     for kind in EVENT_TYPES:
-        assert re.search(r'\{"type":"%s"' % kind, page), kind
+        assert re.search(r'\{"type":"' + kind + '"', page), kind
         assert f'<a id="event-{kind}"></a>' in page, kind
     void = re.search(r"POST /v1/tables/<id>/events/(\d+)/void", page)
     assert void and f'"voided":{void.group(1)}' in page and '<a id="event-void"></a>' in page
@@ -252,7 +252,7 @@ def test_rules_page_anchors_every_section_before_its_heading():
     for number in SECTIONS:
         heading = anchors.get(f"s{number}")
         assert heading is not None, f"no anchor s{number}"
-        assert re.match(r"#{2,4} %s\.? " % re.escape(number), heading), (number, heading)
+        assert re.match(r"#{2,4} " + re.escape(number) + r"\.? ", heading), (number, heading)
     assert "codes" in anchors
     for target in re.findall(r"\]\(#([^)]+)\)", RULE_BOOK):  # the contents and every link within the page
         assert target in anchors, target
@@ -273,7 +273,7 @@ def test_rule_book_describes_every_ruleset_field():
     section = RULE_BOOK.split('<a id="s9"></a>', 1)[1].split('<a id="s10"></a>', 1)[0]
     prose = docs.BLOCK.sub("", section)
     for name in Ruleset.__dataclass_fields__:
-        assert re.search(r"^\|[^|\n]*`%s`" % name, prose, re.M), name  # a row of the field table
+        assert re.search(r"^\|[^|\n]*`" + name + "`", prose, re.M), name  # a row of the field table
 
 
 def test_rule_book_names_no_source_outside_the_repository():

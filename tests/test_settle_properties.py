@@ -1079,7 +1079,7 @@ def test_table_balances_are_the_fold_of_its_log(case, more):
     state = TableState.new(names, spec, dealer=m.dealer)
     log, seq = [], 0
     want = [0] * m.n
-    for rnd_ in range(1 + len(more)):
+    for _ in range(1 + len(more)):
         start = {"type": "round_start", "dealer": m.dealer, "voids": voids_arg(m)}
         body = [start] + m.events + ([] if m.ended else [{"type": "round_end"}])
         for rec in body:

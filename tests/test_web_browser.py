@@ -1662,7 +1662,7 @@ def test_the_end_of_the_evening(service, api, phones):
     assert view["players"] == ["老王", "小李", "阿珍", "大刘"] and view["ruleset"] == ruleset and view["finished_at"] is None
     assert view["balances"] == [0, 0, 0, 0]
     # the first table's end screen, then home
-    a.js("location.hash = '#t=%s&k=%s&end=1'" % (table["t"], table["k"]))
+    a.js(f"location.hash = '#t={table['t']}&k={table['k']}&end=1'")
     a.wait(lambda: a.has("ranking") and a.has("home"), "the end screen again")
     a.tap("home")
     a.wait(lambda: a.has("create-table"), "the start page")
@@ -1744,7 +1744,10 @@ def test_a_link_to_no_table_says_so(service, phones):
     # nothing to follow: the phone stops for good and says so (no retry, no polling)
     a.wait(lambda: live_mode(a) == "stopped", "the phone to stop following the table")
     assert a.text("live-mode") == "not following"
-    asked = lambda: [c for c in a.js("return window.__calls") if c["path"].startswith("/v1/tables/")]
+
+    def asked():
+        return [c for c in a.js("return window.__calls") if c["path"].startswith("/v1/tables/")]
+
     before = asked()
     assert before and {c["method"] for c in before} == {"GET"}
     # what makes a phone that follows a table ask at once (back online, the page shown again) asks nothing

@@ -147,7 +147,7 @@ class RoundsQuery(ma.Schema):
 
 
 # -- headers -------------------------------------------------------------------------
-IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % MAX_IDEMPOTENCY_KEY)
+IDEMPOTENCY_KEY = re.compile(rf"^[\x21-\x7e]{{1,{MAX_IDEMPOTENCY_KEY}}}$")
 # a creation's Idempotency-Key: a UUID of version 4 (random) or 7 (time and random), RFC 9562
 CREATION_KEY = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[47][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$")
 

@@ -612,9 +612,9 @@ class Dispatcher:
                     now = now_ms()
                     sent += 1
 
-                    def record(status: str) -> tuple[str, str]:
-                        return message_id, delivery_record(message_id, kind, table_id, data.get("seq"), entry_id,
-                                                           fields[b"d"], status, attempts, view)
+                    def record(status: str) -> tuple[str, str]:  # called within this iteration only
+                        return message_id, delivery_record(message_id, kind, table_id, data.get("seq"),  # noqa: B023
+                                                           entry_id, fields[b"d"], status, attempts, view)  # noqa: B023
 
                     if result.ok:
                         lane = Lane(entry_id)
