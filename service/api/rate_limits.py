@@ -28,7 +28,8 @@ request of a client counts, refused ones included.  0 turns a limit off.
 Each view declares its limits where it is defined (``@rate_limits.limited("client_events_per_minute",
 "table_events_per_minute")`` under its ``@blp.route``), or declares that it has none and why
 (``@rate_limits.unlimited("...")``); :data:`OTHER_VIEWS` does so for the endpoints of Flask,
-flask-smorest and the companion app.  ``tests/test_api_limits.py`` walks the URL map: a new endpoint without a declaration fails it.
+flask-smorest and the companion app.  ``tests/test_api_limits.py`` walks the URL map: a new endpoint without
+a declaration fails it.
 
 * The client limits and the table's reads are Flask-Limiter's (its public
   decorators, put on each view that declares them by :func:`install`, a sliding

@@ -297,7 +297,8 @@ class SeatSummary(ma.Schema):
     dajiao_paid = fields.Integer(required=True, metadata={"description": "points paid at 查大叫"})
     escapes = fields.Integer(required=True)
     biggest_win = fields.Nested(BiggestWin, required=True, allow_none=True)
-    penalties_paid = fields.Integer(required=True, metadata={"description": "points paid for 诈胡 (docs/rules.md#s15.3)"})
+    penalties_paid = fields.Integer(required=True,
+                                    metadata={"description": "points paid for 诈胡 (docs/rules.md#s15.3)"})
     adjusted = fields.Integer(required=True, metadata={"description": "net points of adjustments (received less "
                                                                       "paid; in `total`, docs/rules.md#s15.5)"})
     coins = fields.Integer(metadata={"description": "(with stakes) the seat's coin result: coins now - bankroll - "

@@ -1024,7 +1024,8 @@ class TableStore:
         history = History({s["number"]: s for s in summaries})
         number = record["round"]
         for k in (number, number + 1):
-            starts = [r for r in log[:-1] if r["type"] == "round_start" and r.get("round") == k and r["seq"] not in voided]
+            starts = [r for r in log[:-1]
+                      if r["type"] == "round_start" and r.get("round") == k and r["seq"] not in voided]
             if starts:
                 history.info[k] = round_info(starts[-1], [log[c - 1] for c in corrected_by(st, k)])
         body = {k: v for k, v in record.items() if k not in ("seq", "round", "at")}
