@@ -118,10 +118,10 @@ def http_phase(args, log_dir: Path) -> None:
             inproc, inproc_cpu, http_wall, http_cpu, item, load, parse, run, encode = ([] for _ in range(9))
             for _ in range(args.rounds):
                 inproc.append(per_hand_us(fn, calls, inproc_cpu))
-                cpu0, t0 = cpu_seconds(server.proc.pid), time.perf_counter()
+                cpu0, t0 = cpu_seconds(server.pid), time.perf_counter()
                 post()
                 http_wall.append((time.perf_counter() - t0) / len(items) * 1e6)
-                http_cpu.append((cpu_seconds(server.proc.pid) - cpu0) / len(items) * 1e6)
+                http_cpu.append((cpu_seconds(server.pid) - cpu0) / len(items) * 1e6)
                 t0 = time.perf_counter()
                 dumps({"results": batch_items.answer_items(items, ruleset)})
                 item.append((time.perf_counter() - t0) / len(items) * 1e6)
@@ -165,12 +165,12 @@ def ndjson_phase(args, log_dir: Path) -> None:
         # warm the worker's memos on the corpus once (so that both sides see warm memos)
         warm = _job(server.port, lines, len(lines), None)
         assert warm["results"] == len(lines), warm
-        rss = {"start_kib": rss_kib(server.proc.pid)}
+        rss = {"start_kib": rss_kib(server.pid)}
         marks = {n // 2: "middle_kib"}
-        cpu0 = cpu_seconds(server.proc.pid)
-        run = _job(server.port, lines, n, lambda: rss_kib(server.proc.pid), marks, rss)
-        server_cpu = cpu_seconds(server.proc.pid) - cpu0
-        rss["end_kib"] = rss_kib(server.proc.pid)
+        cpu0 = cpu_seconds(server.pid)
+        run = _job(server.port, lines, n, lambda: rss_kib(server.pid), marks, rss)
+        server_cpu = cpu_seconds(server.pid) - cpu0
+        rss["end_kib"] = rss_kib(server.pid)
     finally:
         server.stop()
     assert run["results"] == n and run["ok"] == n, run

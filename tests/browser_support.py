@@ -311,7 +311,8 @@ class Phone:
 
 
 def _split_tiles(hand: str) -> list[str]:
-    out, ranks = [], []
+    out: list[str] = []
+    ranks: list[str] = []
     for ch in hand:
         if ch.isdigit():
             ranks.append(ch)

@@ -189,7 +189,7 @@ def at_table_read(monkeypatch):
     def install(client, action, *, after: bool = False) -> None:
         read = client.register_script(keys.READ).sha
         real = client.evalsha
-        fired = []
+        fired: list[bool] = []
 
         def evalsha(sha, numkeys, *keys_and_args):
             if sha != read or fired:

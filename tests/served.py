@@ -83,7 +83,7 @@ class Served:
     It exited early or was not ready in ``timeout`` s: RuntimeError with its log.
     """
 
-    def __init__(self, log_path: Path, env: dict | None = None, workers: int = 2, *, port: int | None = None,
+    def __init__(self, log_path: str | Path, env: dict | None = None, workers: int = 2, *, port: int | None = None,
                  ready: str = "/healthz", all_workers: bool = False, root: str | Path | None = None,
                  timeout: float = 40, start: bool = True) -> None:
         self.port = port if port is not None else free_port()
@@ -200,7 +200,7 @@ class Stream:
 
     def records(self, count: int) -> list[dict]:
         """The next ``count`` record events (comments skipped), as (id, data) checked and decoded."""
-        out = []
+        out: list[dict] = []
         while len(out) < count:
             block = self.next()
             assert block is not None, f"the stream ended after {len(out)} of {count} records"
