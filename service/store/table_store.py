@@ -81,6 +81,8 @@ from .sealing import created_id, seal, seal_rotation, unseal, unseal_rotation
 from .states import STATES_KEPT, Kept, StateCache
 
 log = logging.getLogger("service.store")
+# the retries' jitter: its own generator, so a host process's global random state is neither used nor moved
+_JITTER = random.Random()
 
 IDEMPOTENCY_TTL = 24 * 3600  # how long a keyed creation's first response (its tokens) is kept
 TOMBSTONE_TTL = 24 * 3600
@@ -934,7 +936,7 @@ class TableStore:
                 if not self._may_use(kept, access, if_match):
                     kept = None
             if attempt:
-                time.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
+                time.sleep(_JITTER.uniform(0, 0.002 * min(attempt, 10)))
         raise Busy("too many concurrent writes to this table; retry")
 
     def _notifications(self, table_id: str, record: dict, written: Written, rounds: dict | None) -> list:
