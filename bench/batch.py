@@ -17,8 +17,8 @@ rounds interleaved so that background load hits both alike.  Times are medians o
   included), ``load_us`` its schema load alone, and ``stages_us`` each stage apart (``parse``: the JSON
   body's, per item; ``load``; ``core_dump``: the operation from loaded arguments to the body; ``encode``:
   the answer's, per item): where the difference goes.  ``--ruleset`` (a JSON ruleset, e.g. ``'{"cap": 4}'``) is sent as
-  the envelope's ruleset, and given (loaded) to the in-process calls.  The server runs with ``MAX_BODY_BYTES`` of 1 MiB, as 1,000 score
-  or discards items are more than the default 64 KiB.
+  the envelope's ruleset, and given (loaded) to the in-process calls.  The server runs with ``MAX_BODY_BYTES`` of
+  1 MiB, as 1,000 score or discards items are more than the default 64 KiB.
 * ``ndjson``: one request of ``--ndjson-n`` ting lines (a corpus of ``--distinct`` hands, repeated)
   streamed to a one-worker ``serve`` by a client thread while another reads the results; hands per
   second against the in-process rate of ``service.ting`` on the same lines (the target: 0.7 at least),

@@ -159,7 +159,9 @@ class Api:
         self.port = port
 
     def table(self, table_id: str, token: str) -> dict:
-        status, _, body = request(self.port, "GET", f"/v1/tables/{table_id}", headers={"Authorization": f"Bearer {token}"})
+        status, _, body = request(
+            self.port, "GET", f"/v1/tables/{table_id}", headers={"Authorization": f"Bearer {token}"}
+        )
         assert status == 200, body
         return json.loads(body)
 
@@ -260,13 +262,18 @@ class Phone:
                        "return e && e.offsetParent !== null ? e.innerText : '';", testid) or ""
 
     def balances(self, seats: int = 4) -> list[int | None]:
-        texts = self.js("return Array.from({length: arguments[0]}, (_, i) => {"
-                        "const e = document.querySelector(`[data-testid='balance-${i}']`); return e ? e.textContent : ''; })",
-                        seats)
+        texts = self.js(
+            "return Array.from({length: arguments[0]}, (_, i) => {"
+            "const e = document.querySelector(`[data-testid='balance-${i}']`); return e ? e.textContent : ''; })",
+            seats,
+        )
         return [int(t) if t.strip().lstrip("-").isdigit() else None for t in texts]
 
     def wait_balances(self, expected: list[int]) -> None:
-        self.wait(lambda: self.balances(len(expected)) == expected, f"balances {expected} (shown: {self.balances(len(expected))})")
+        self.wait(
+            lambda: self.balances(len(expected)) == expected,
+            f"balances {expected} (shown: {self.balances(len(expected))})",
+        )
 
     def tiles(self, tiles: str) -> None:
         """Tap tiles of a hand string like '123m55p' in the tile picker."""
@@ -282,7 +289,9 @@ class Phone:
     def allow_downloads(self) -> Path:
         """Let the phone save files (an ``<a download>`` the app clicks) into a folder of its own."""
         self.downloads = Path(tempfile.mkdtemp(prefix=f"downloads-{self.name}-"))
-        self.d.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(self.downloads)})
+        self.d.execute_cdp_cmd(
+            "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(self.downloads)}
+        )
         return self.downloads
 
     def downloaded(self, suffix: str) -> bytes:

@@ -92,7 +92,9 @@ def test_a_table_token_stands_in_for_the_key(client):
     t = client.post("/v1/tables", json=PLAYERS, headers=key(ACME)).get_json()
     phone = {"Authorization": f"Bearer {t['token']}"}
     assert client.post(f"/v1/tables/{t['id']}/events", json={"type": "round_start"}, headers=phone).status_code == 201
-    assert client.get(f"/v1/tables/{t['id']}", headers={"Authorization": f"Bearer {t['read_token']}"}).status_code == 200
+    assert (
+        client.get(f"/v1/tables/{t['id']}", headers={"Authorization": f"Bearer {t['read_token']}"}).status_code == 200
+    )
     # no token and no key: the key is asked for; a wrong key with a token is still refused
     problem(client.get(f"/v1/tables/{t['id']}"), 401, "api_key_required")
     problem(client.get(f"/v1/tables/{t['id']}", headers={**phone, **key("x" * 40)}), 401, "api_key_invalid")

@@ -133,7 +133,9 @@ def test_ndjson_answers_a_line_per_item_in_order(client):
     single = client.post("/v1/hands/ting", data=b"not json", content_type="application/json").get_json()
     assert results[3]["problem"] | {"instance": "/v1/hands/ting", "request_id": single["request_id"]} == single
     assert results[4]["problem"]["errors"] == {"op": ["An item is an object whose `op` names an operation."]}
-    assert results[5]["problem"]["errors"] == {"op": ["Must be one of: validate, ting, discards, score, settle, shanten."]}
+    assert results[5]["problem"]["errors"] == {
+        "op": ["Must be one of: validate, ting, discards, score, settle, shanten."]
+    }
     assert results[6]["problem"]["errors"] == {"op": ["Missing data for required field."]}
     assert {x["problem"]["instance"] for x in results[3:]} == {"/v1/batch"}
 

@@ -98,8 +98,11 @@ def test_api_page_has_a_section_and_an_example_for_every_operation(generated):
 
     page = generated["api.md"]
     reference = page.split("<!-- generated: api-reference -->", 1)[1].split("<!-- end generated -->", 1)[0]
-    sections = dict(re.findall(r'<a id="([a-z]+)"></a>\n\n#### `[A-Z]+ [^`]+`\n(.*?)(?=<a id="[a-z]+"></a>\n\n#### |\Z)',
-                               reference, re.S))
+    sections = dict(
+        re.findall(
+            r'<a id="([a-z]+)"></a>\n\n#### `[A-Z]+ [^`]+`\n(.*?)(?=<a id="[a-z]+"></a>\n\n#### |\Z)', reference, re.S
+        )
+    )
     missing = []
     for _, method, path, op in docs.operations(openapi_dict()):
         section = sections.get(docs.anchor(op["operationId"]))
@@ -170,7 +173,9 @@ def test_openapi_response_examples_are_the_recorded_answers(recorded):
             if method == "parameters":
                 continue
             responses = op.get("responses", {})
-            content = (responses.get("200") or responses.get("201") or {}).get("content", {}).get("application/json", {})
+            content = (
+                (responses.get("200") or responses.get("201") or {}).get("content", {}).get("application/json", {})
+            )
             if "examples" not in content:
                 continue
             assert content["examples"] == examples[op["operationId"]], (method, path)

@@ -810,9 +810,11 @@ def merged_exp(exp):
     return {k: v for k, v in c.items() if v}
 
 
-PROPS = settings(max_examples=int(os.environ.get("SETTLE_PROP_EXAMPLES", "200")), deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                          HealthCheck.filter_too_much,
-                                                                          HealthCheck.data_too_large])
+PROPS = settings(
+    max_examples=int(os.environ.get("SETTLE_PROP_EXAMPLES", "200")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 
 
 # =========================================================================

@@ -13,9 +13,31 @@ import pytest
 
 from service.store import keys
 
-SCRIPTS = {name: getattr(keys, name) for name in ("CREATE", "APPEND", "DELETE", "READ", "REPAIR", "TOUCH", "FINISH",
-                                                 "ROTATE", "RENEW", "RELEASE", "ADVANCE", "TRIM", "REGISTER", "UNREGISTER", "REVISE", "HINT",
-                                                 "NOTE", "ROUND", "CLUB_CREATE", "CLUB_APPLY")}
+SCRIPTS = {
+    name: getattr(keys, name)
+    for name in (
+        "CREATE",
+        "APPEND",
+        "DELETE",
+        "READ",
+        "REPAIR",
+        "TOUCH",
+        "FINISH",
+        "ROTATE",
+        "RENEW",
+        "RELEASE",
+        "ADVANCE",
+        "TRIM",
+        "REGISTER",
+        "UNREGISTER",
+        "REVISE",
+        "HINT",
+        "NOTE",
+        "ROUND",
+        "CLUB_CREATE",
+        "CLUB_APPLY",
+    )
+}
 MULTI_KEY = {"DEL", "EXISTS", "UNLINK", "TOUCH"}  # every argument is a key
 CALL = re.compile(r"redis\.p?call\((?P<args>[^()]*(?:\([^()]*\)[^()]*)*)\)")
 

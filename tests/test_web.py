@@ -191,7 +191,9 @@ def test_the_page_speaks_only_the_public_api(client):
 
 def test_tablepath_calls_name_documented_operations(client):
     documented = client.get("/openapi.json").get_json()["paths"]
-    suffixes = set(re.findall(r"tablePath\([^,)]+, `?'?(/[^'`)?]*)", "".join(p.read_text() for p in STATIC.glob("*.js"))))
+    suffixes = set(
+        re.findall(r"tablePath\([^,)]+, `?'?(/[^'`)?]*)", "".join(p.read_text() for p in STATIC.glob("*.js")))
+    )
     assert "/stream" in suffixes and "/events" in suffixes
     for suffix in suffixes:
         path = "/v1/tables/{table_id}" + re.sub(r"\$\{[^}]+\}", "{seq}", suffix)

@@ -409,7 +409,9 @@ def test_deliveries_are_signed_in_seq_order_and_carry_the_record_as_listed(clien
     assert [w.status_code for w in written] == [201] * 5, [w.get_json() for w in written]
     written = [w.get_json() for w in written]
     listed = client.get(f"/v1/tables/{t['id']}/events", headers=acme()).get_json()["events"]
-    assert listed[1]["voided"] is True and listed[3]["winners"][0]["hand"]["tiles"] == win["winners"][0]["hand"]["tiles"]
+    assert (
+        listed[1]["voided"] is True and listed[3]["winners"][0]["hand"]["tiles"] == win["winners"][0]["hand"]["tiles"]
+    )
     view = client.post(f"/v1/tables/{t['id']}/finish", headers=acme()).get_json()
     assert client.delete(f"/v1/tables/{t['id']}", headers=acme()).status_code == 204
     receiver.wait(lambda r: len(r.received) == 9, what="9 deliveries")
@@ -575,7 +577,9 @@ def test_the_status_follows_the_order_of_the_outcomes_not_the_clocks_of_the_disp
     assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "failing"
     real = registry_module.now_ms
     monkeypatch.setattr(registry_module, "now_ms", lambda: real() - 5_000)  # a dispatcher whose clock is 5 s behind
-    assert registry.note(hook, {**attempt, "ok": True, "status": 200, "error": None}, "ok")  # (noted after the dead letter)
+    assert registry.note(
+        hook, {**attempt, "ok": True, "status": 200, "error": None}, "ok"
+    )  # (noted after the dead letter)
     assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "ok"
 
 
@@ -802,11 +806,18 @@ def test_the_webhook_settings_and_the_dispatcher_inside_serve(redis_url, redis_c
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
                     max_leaves=12)
-BODIES = st.fixed_dictionaries({}, optional={
-    "url": st.sampled_from(["http://127.0.0.1:9/x", "https://[::1]/", "http://[zz]/", "ftp://x/"]) | st.text(max_size=40),
-    "events": st.lists(st.sampled_from(ALL) | st.text(max_size=12), max_size=8) | JSON,
-    "tables": st.lists(st.text(alphabet="0123456789abcdef", min_size=16, max_size=16), max_size=3) | JSON,
-}) | JSON
+BODIES = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "url": st.sampled_from(["http://127.0.0.1:9/x", "https://[::1]/", "http://[zz]/", "ftp://x/"])
+            | st.text(max_size=40),
+            "events": st.lists(st.sampled_from(ALL) | st.text(max_size=12), max_size=8) | JSON,
+            "tables": st.lists(st.text(alphabet="0123456789abcdef", min_size=16, max_size=16), max_size=3) | JSON,
+        },
+    )
+    | JSON
+)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # (one Redis: at most 20 webhooks, then 409)
