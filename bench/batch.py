@@ -17,8 +17,8 @@ rounds interleaved so that background load hits both alike.  Times are medians o
   included), ``load_us`` its schema load alone, and ``stages_us`` each stage apart (``parse``: the JSON
   body's, per item; ``load``; ``core_dump``: the operation from loaded arguments to the body; ``encode``:
   the answer's, per item): where the difference goes.  ``--ruleset`` (a JSON ruleset, e.g. ``'{"cap": 4}'``) is sent as
-  the envelope's ruleset, and given (loaded) to the in-process calls.  The server runs with ``MAX_BODY_BYTES`` of 1 MiB, as 1,000 score
-  or discards items are more than the default 64 KiB.
+  the envelope's ruleset, and given (loaded) to the in-process calls.  The server runs with ``MAX_BODY_BYTES`` of
+  1 MiB, as 1,000 score or discards items are more than the default 64 KiB.
 * ``ndjson``: one request of ``--ndjson-n`` ting lines (a corpus of ``--distinct`` hands, repeated)
   streamed to a one-worker ``serve`` by a client thread while another reads the results; hands per
   second against the in-process rate of ``service.ting`` on the same lines (the target: 0.7 at least),
@@ -37,6 +37,7 @@ Rate limits are off on the servers (``NO_LIMITS``): this measures the work, not 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import socket
@@ -110,7 +111,7 @@ def http_phase(args, log_dir: Path) -> None:
         for op in ("ting", "score", "discards"):
             items, calls = corpus(op, args.batch)
             op_fn = getattr(service, op)
-            fn = (lambda *a: op_fn(*a, ruleset=ruleset)) if ruleset is not None else op_fn
+            fn = functools.partial(op_fn, ruleset=ruleset) if ruleset is not None else op_fn
             body = dumps({"items": items} if spec is None else {"ruleset": spec, "items": items})
 
             def post(c=conn) -> bytes:
@@ -132,7 +133,7 @@ def http_phase(args, log_dir: Path) -> None:
             inproc, inproc_cpu, http_wall, http_cpu, item, load, parse, run, encode = ([] for _ in range(9))
             for _ in range(args.rounds):
                 inproc.append(per_hand_us(fn, calls, inproc_cpu))
-                cpu0, t0 = cpu_seconds(server.proc.pid), time.perf_counter()
+                cpu0, t0 = cpu_seconds(server.pid), time.perf_counter()
                 post()
                 http_wall.append((time.perf_counter() - t0) / len(items) * 1e6)
                 http_cpu.append((cpu_seconds(server.proc.pid) - cpu0) / len(items) * 1e6)
@@ -302,7 +303,7 @@ def cli_phase(args, log_dir: Path) -> None:
             usage = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "service", "score", str(path), "--jobs", str(jobs)],
-                                  cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+                                  cwd=ROOT, capture_output=True, check=True)
             times[jobs].append(time.perf_counter() - t0)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu[jobs].append(after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime)

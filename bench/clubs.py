@@ -45,8 +45,11 @@ def season(app, tables: int, players: int, rng: random.Random) -> tuple[str, str
         created, _ = clubs.create_table(club["id"], owner, seats)
         for _ in range(2):
             winner, fan = rng.randrange(4), rng.randrange(1, 4)
-            for event in ({"type": "round_start"}, {"type": "hu", "tile": "5p", "winners": [{"seat": winner, "fan": fan}]},
-                          {"type": "round_end"}):
+            for event in (
+                {"type": "round_start"},
+                {"type": "hu", "tile": "5p", "winners": [{"seat": winner, "fan": fan}]},
+                {"type": "round_end"},
+            ):
                 store.append(created.id, event)
         store.finish(created.id)
         assert clubs.count(club["id"], created.id) == "counted"

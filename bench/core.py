@@ -27,7 +27,8 @@ hand strings, beside our from-string figures: op "peer_ting" is
 ``check_riichi_candidates`` on the 14 tiles (the discards that leave tenpai, no waits) and that
 plus ``get_waits()`` of each candidate's 13 (the discards with their waits, unvalued) against our
 ``discards(s)`` (each option's waits valued and ranked); op "peer_shanten" is
-``calculate_shanten(parse_hand(s)[0])`` (and on its tile ids parsed beforehand) against ``shanten(s)``.  Riichi rules differ (no 缺一门 / 花猪):
+``calculate_shanten(parse_hand(s)[0])`` (and on its tile ids parsed beforehand) against ``shanten(s)``.
+Riichi rules differ (no 缺一门 / 花猪):
 the corpora are one- and two-suit hands.  riichienv is installed in the benchmark's own
 environment only (see bench/peer-requirements.txt); without it the line says so.
 
@@ -83,7 +84,9 @@ def table_build_cost() -> tuple[float, float, float, float]:
               "print(tracemalloc.get_traced_memory()[1]/2**20)")
     pre = "from service.rules.shanten_table import load;"
     load_s = min(run(pre + "import time;t=time.perf_counter();load();print(time.perf_counter()-t)") for _ in range(3))
-    load_mib = run(pre + "import tracemalloc;tracemalloc.start();t=load();print(tracemalloc.get_traced_memory()[0]/2**20)")
+    load_mib = run(
+        pre + "import tracemalloc;tracemalloc.start();t=load();print(tracemalloc.get_traced_memory()[0]/2**20)"
+    )
     return seconds, mib, load_s, load_mib
 
 
@@ -98,7 +101,8 @@ def first_seen(n: int) -> dict:
         "from bench.corpus import discard_hands,ting_hands,shanten_hands;"
         f"T=[str(h) for h in ting_hands({n},seed=11)];D=[str(h) for h in discard_hands({n},seed=11)];"
         f"S=[str(h) for h in shanten_hands({n},seed=12)];F=[str(h) for h in shanten_hands({n},seed=13,size=14)];"
-        "import service.rules.shanten as m_;[d.clear() for d in (m_.COMBINED,m_.PAIRED,m_.RAISED,m_.LISTED,m_.SUIT_USEFUL)];"
+        "import service.rules.shanten as m_;"
+        "[d.clear() for d in (m_.COMBINED,m_.PAIRED,m_.RAISED,m_.LISTED,m_.SUIT_USEFUL)];"
         "m_.GROUPS.clear();m_.GROUPS['']=0;import service.rules.shanten_table as t_;t_.RAISES.clear();"
         "c=time.perf_counter_ns\n"
         "def m(f,xs):\n s=[]\n for x in xs:\n  t=c();f(x);s.append((c()-t)/1000)\n return statistics.median(s)\n"
@@ -132,7 +136,15 @@ def baseline(args) -> None:
     runs: dict[str, list[dict]] = {"before": [], "after": []}
     for i in range(args.runs):
         for side in (("before", "after") if i % 2 == 0 else ("after", "before")):
-            cmd = [sys.executable, os.path.abspath(__file__), "--core-only", "--n", str(args.n), "--reps", str(args.reps)]
+            cmd = [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--core-only",
+                "--n",
+                str(args.n),
+                "--reps",
+                str(args.reps),
+            ]
             if side == "before":
                 cmd += ["--service-from", args.baseline]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT).stdout
@@ -151,8 +163,16 @@ def peer(n: int, reps: int) -> None:
     try:
         import riichienv
     except ImportError:
-        print(json.dumps({"op": "peer", "riichienv": None, "note": "riichienv is not importable here: "
-                          "python3 -m venv bench/.venv && bench/.venv/bin/pip install -e . -r bench/peer-requirements.txt"}))
+        print(
+            json.dumps(
+                {
+                    "op": "peer",
+                    "riichienv": None,
+                    "note": "riichienv is not importable here: "
+                    "python3 -m venv bench/.venv && bench/.venv/bin/pip install -e . -r bench/peer-requirements.txt",
+                }
+            )
+        )
         return
     from importlib.metadata import version
 

@@ -32,7 +32,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from service.store.embedded import free_port  # noqa: E402
 from tests.loopback import cpu_seconds  # noqa: E402
 
 PATH = "/v1/hands/ting"
@@ -54,12 +54,6 @@ HANDS = [  # 13-size hands, most of them ting, a mix of wait counts
     "1112223334567s",
     "123456789p1122m",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- the bare WSGI app ------------------------------------------------------------

@@ -75,7 +75,7 @@ def run(redis_url: str, rounds: int, samples: int, stakes: bool) -> dict:
 
     middle = rounds // 2
     for i in range(samples):
-        timed("correct_round_1", lambda: web.put(f"/v1/tables/{corrected}/rounds/1/events",
+        timed("correct_round_1", lambda i=i: web.put(f"/v1/tables/{corrected}/rounds/1/events",
                                                  json=variants[i % 2], headers=auth))
         timed("append", lambda: web.post(f"/v1/tables/{appended}/events", json=next(events), headers=auth2))
         timed("get_round", lambda: web.get(f"/v1/tables/{corrected}/rounds/{middle}", headers=auth))

@@ -422,7 +422,7 @@ def _bytes(raw: str | None, default: int, name: str) -> int:
     Traceback (most recent call last):
     ...
     service.config.ConfigError: X must be 0 or a size from 1mb to 1024gb (bytes, or a number with kb, mb or gb); got '12k'
-    """
+    """  # noqa: E501 - a doctest's expected error line
     if raw is None:
         return default
     number = raw.rstrip("bBkKmMgG")

@@ -85,7 +85,7 @@ def configure_logging(level: str = "INFO") -> None:
     thread and multiprocessing names): collecting them costs time on every
     request line (the logging HOWTO's "Optimization" section).
     """
-    logging._srcfile = None  # type: ignore[attr-defined]
+    logging._srcfile = None
     logging.logThreads = False
     logging.logMultiprocessing = False
     logger = logging.getLogger("service")

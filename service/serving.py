@@ -415,7 +415,8 @@ class ServiceWorker(GeventWorker):
     # RFC 9457 problem like every other error of the service.  gunicorn writes its own text/html page,
     # and no setting changes it.
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
-        if not isinstance(exc, (http_errors.ParseException, OSError)) or isinstance(exc, http_errors.ConfigurationProblem):
+        if (not isinstance(exc, (http_errors.ParseException, OSError))
+                or isinstance(exc, http_errors.ConfigurationProblem)):
             super().handle_error(req, client, addr, exc)  # the app's own failure: gunicorn's 500
             return
         status, reason = next(((s, r) for cls, s, r in _HTTP_ERRORS if isinstance(exc, cls)), (400, "Bad Request"))

@@ -119,7 +119,8 @@ def rounds_csv(players: Sequence[str], rounds: Iterable[Mapping[str, Any]]) -> b
             running[seat] += r["deltas"][seat]
             row = [r["number"], seat, name, int(r["dealer"] == seat), r["deltas"][seat], running[seat]]
             if coins:
-                row += [(r.get("coins_delta") or [""] * len(players))[seat], (r.get("fees") or [""] * len(players))[seat]]
+                row += [(r.get("coins_delta") or [""] * len(players))[seat],
+                        (r.get("fees") or [""] * len(players))[seat]]
             out.append(row)
     return _write(header, out)
 

@@ -1,6 +1,6 @@
 """Helpers of the browser tests: the real service, headless Chromium phones, a flaky network.
 
-* :func:`start_service` runs ``python -m service serve`` as a subprocess on a free port.
+* :class:`Service` runs ``python -m service serve`` (:class:`tests.served.Served`) on a free port.
 * :class:`Phone` is one headless Chromium (Debian's ``chromium`` + ``chromium-driver``,
   driven by Selenium; both paths are given, so Selenium Manager never runs or downloads
   anything) with a 360×640 mobile viewport and a fresh profile.
@@ -19,10 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -30,7 +27,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.served import free_port, request, wait_serving
+from service.config import NO_LIMITS
+from tests.served import Served, request
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CHROMIUM_BIN", "/usr/bin/chromium")
@@ -59,32 +57,14 @@ def require_browser() -> None:
 
 
 
-class Service:
-    """``python -m service serve`` in a subprocess (its log in ``log``)."""
+class Service(Served):
+    """:class:`tests.served.Served` on ``redis_url`` with the rate limits as configured but for table
+    creation (its log in ``log``)."""
 
     def __init__(self, redis_url: str, log_dir: Path, env: dict[str, str] | None = None):
-        self.port = free_port()
-        self.log = log_dir / "service.log"
-        env = {**os.environ, "REDIS_URL": redis_url, "TABLES_PER_HOUR": "0", "PYTHONUNBUFFERED": "1", **(env or {})}
-        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        self._log = open(self.log, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--workers", "2"],
-            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-        )
-        wait_serving(self.proc, self.port, self.log, self._log, self.stop, seconds=60)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
+        super().__init__(log_dir / "service.log", {**dict.fromkeys(NO_LIMITS), "REDIS_URL": redis_url,
+                                                   "TABLES_PER_HOUR": "0", **(env or {})}, timeout=60)
+        self.log = self.log_path
 
 
 class FlakyProxy:
@@ -179,7 +159,9 @@ class Api:
         self.port = port
 
     def table(self, table_id: str, token: str) -> dict:
-        status, _, body = request(self.port, "GET", f"/v1/tables/{table_id}", headers={"Authorization": f"Bearer {token}"})
+        status, _, body = request(
+            self.port, "GET", f"/v1/tables/{table_id}", headers={"Authorization": f"Bearer {token}"}
+        )
         assert status == 200, body
         return json.loads(body)
 
@@ -280,13 +262,18 @@ class Phone:
                        "return e && e.offsetParent !== null ? e.innerText : '';", testid) or ""
 
     def balances(self, seats: int = 4) -> list[int | None]:
-        texts = self.js("return Array.from({length: arguments[0]}, (_, i) => {"
-                        "const e = document.querySelector(`[data-testid='balance-${i}']`); return e ? e.textContent : ''; })",
-                        seats)
+        texts = self.js(
+            "return Array.from({length: arguments[0]}, (_, i) => {"
+            "const e = document.querySelector(`[data-testid='balance-${i}']`); return e ? e.textContent : ''; })",
+            seats,
+        )
         return [int(t) if t.strip().lstrip("-").isdigit() else None for t in texts]
 
     def wait_balances(self, expected: list[int]) -> None:
-        self.wait(lambda: self.balances(len(expected)) == expected, f"balances {expected} (shown: {self.balances(len(expected))})")
+        self.wait(
+            lambda: self.balances(len(expected)) == expected,
+            f"balances {expected} (shown: {self.balances(len(expected))})",
+        )
 
     def tiles(self, tiles: str) -> None:
         """Tap tiles of a hand string like '123m55p' in the tile picker."""
@@ -302,7 +289,9 @@ class Phone:
     def allow_downloads(self) -> Path:
         """Let the phone save files (an ``<a download>`` the app clicks) into a folder of its own."""
         self.downloads = Path(tempfile.mkdtemp(prefix=f"downloads-{self.name}-"))
-        self.d.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(self.downloads)})
+        self.d.execute_cdp_cmd(
+            "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(self.downloads)}
+        )
         return self.downloads
 
     def downloaded(self, suffix: str) -> bytes:
@@ -331,7 +320,8 @@ class Phone:
 
 
 def _split_tiles(hand: str) -> list[str]:
-    out, ranks = [], []
+    out: list[str] = []
+    ranks: list[str] = []
     for ch in hand:
         if ch.isdigit():
             ranks.append(ch)

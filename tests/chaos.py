@@ -455,8 +455,18 @@ def shared(tables: int = 4, writers: int = 4, duration: float = 8.0, topology: s
             auth = {"Authorization": "Bearer " + t["token"]}
             while time.monotonic() < stop_at:
                 r = rng.random()
-                body = {"type": "round_start"} if r < 0.2 else {"type": "round_end"} if r < 0.3 else {
-                    "type": "kong", "seat": rng.randrange(4), "kind": "concealed", "tile": str(TILES[rng.randrange(27)])}
+                body = (
+                    {"type": "round_start"}
+                    if r < 0.2
+                    else {"type": "round_end"}
+                    if r < 0.3
+                    else {
+                        "type": "kong",
+                        "seat": rng.randrange(4),
+                        "kind": "concealed",
+                        "tile": str(TILES[rng.randrange(27)]),
+                    }
+                )
                 key = uuid.uuid4().hex
                 while True:
                     conn = conns[n % len(conns)] if rng.random() < 0.5 else rng.choice(conns)
@@ -503,7 +513,9 @@ def shared(tables: int = 4, writers: int = 4, duration: float = 8.0, topology: s
             if len(log) != len(acked[t["id"]]):
                 problems.append(f"{t['id']}: {len(log)} records for {len(acked[t['id']])} acknowledged events")
             report = store.check(t["id"])
-            status, _, view = c.request("GET", f"/v1/tables/{t['id']}", headers={"Authorization": "Bearer " + t["token"]})
+            status, _, view = c.request(
+                "GET", f"/v1/tables/{t['id']}", headers={"Authorization": "Bearer " + t["token"]}
+            )
             if not report["ok"] or view["balances"] != report["balances"] or view["version"] != len(log):
                 problems.append(f"{t['id']}: the stored state or the balances differ from the fold")
         c.close()

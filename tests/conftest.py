@@ -1,16 +1,26 @@
 """Shared pytest fixtures and Hypothesis profiles.
 
-Only the embedded Redis helper is imported here (lazily, inside fixtures), so
-collection never depends on the Flask application modules.
+The service's modules are imported here lazily, inside fixtures, so collection never depends on
+the Flask application modules.
+
+The app under test: the ``app`` fixture (and ``client``, its test client) is the one way the tests
+make it.  By default it runs on the session's Redis (emptied before the test) with every rate limit
+off; a module or a test states what it needs with the ``app`` marker, whose keyword arguments are
+configuration on top (``pytest.mark.app(API_KEYS=KEYS, MAX_TABLE_EVENTS=8)``), plus:
+
+* ``store=False``: no Redis (the stateless endpoints only); such an app is made once per module
+  and configuration, unless ``fresh=True`` (a test that changes the app itself);
+* ``limits=True``: the rate limits as configured (default: off).
 """
 
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from service.store.embedded import free_port as _free_port
 
 settings.register_profile(
     "ci",
@@ -29,12 +39,6 @@ def pytest_configure(config):
     """The fast lane (``-m "not slow"``) runs each property on fewer examples (the full run: all of them)."""
     if "not slow" in (config.getoption("markexpr") or ""):
         settings.load_profile("fast")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -99,6 +103,77 @@ def redis_clients(redis_url):
         client.close()
 
 
+def app_config(marker: pytest.Mark | None) -> tuple[dict, bool, bool]:
+    """(configuration, store, fresh) that an ``app`` marker states."""
+    from service.config import NO_LIMITS
+
+    config = dict(marker.kwargs) if marker is not None else {}
+    store, fresh, limits = config.pop("store", True), config.pop("fresh", False), config.pop("limits", False)
+    base = {"TESTING": True} if limits else {"TESTING": True, **{var: 0 for var in NO_LIMITS}}
+    return {**base, **config}, store, fresh
+
+
+@pytest.fixture(scope="session")
+def _stateless_apps() -> dict:
+    return {}
+
+
+@pytest.fixture
+def app(request, _stateless_apps):
+    """The Flask app under test (see the module's docstring for the ``app`` marker)."""
+    from service.api import create_app
+
+    config, store, fresh = app_config(request.node.get_closest_marker("app"))
+    if not store:
+        key = (request.module.__name__, repr(sorted(config.items())))
+        if fresh or key not in _stateless_apps:
+            _stateless_apps[key] = create_app(config)
+        yield _stateless_apps[key]
+        return
+    made = create_app({**config, "REDIS_URL": request.getfixturevalue("redis_url")})
+    yield made
+    hub = made.extensions.get("stream_hub")  # the live streams' listener, when a test started it
+    if hub is not None:
+        hub.close()
+
+
+@pytest.fixture
+def client(app):
+    """A test client of ``app``."""
+    return app.test_client()
+
+
+@pytest.fixture
+def receiver():
+    """A webhook receiver on loopback (tests/receivers.py), closed after the test."""
+    from tests.receivers import Receiver
+
+    r = Receiver()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def dispatchers(app, redis_url):
+    """Start dispatchers on the app's registry (``start(client=None, **options)``: ``client``, the
+    dispatcher's redis-py client, else one of its own); all stopped at the end."""
+    from service.store.redis_client import connect
+    from service.webhooks.dispatcher import Dispatcher, DispatcherOptions
+
+    made: list[Dispatcher] = []
+
+    def start(client=None, **options) -> Dispatcher:
+        opts = DispatcherOptions(**{"timeout": 1.0, "backoff_ms": 50, "poll": 0.02, "sweep_every": 3600.0,
+                                    "allow_private": True, **options})
+        d = Dispatcher(client or connect(redis_url), app.extensions["webhooks"], opts).start()
+        made.append(d)
+        return d
+
+    yield start
+    for d in made:
+        d.stop(wait=3.0)
+
+
 @pytest.fixture
 def at_table_read(monkeypatch):
     """``at_table_read(client, action, after=False)``: run ``action()`` once, at the next read of a table
@@ -114,7 +189,7 @@ def at_table_read(monkeypatch):
     def install(client, action, *, after: bool = False) -> None:
         read = client.register_script(keys.READ).sha
         real = client.evalsha
-        fired = []
+        fired: list[bool] = []
 
         def evalsha(sha, numkeys, *keys_and_args):
             if sha != read or fired:

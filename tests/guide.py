@@ -44,7 +44,9 @@ def _blocks(page: str) -> list[re.Match]:
     found = list(BLOCK.finditer(page))
     if len(found) != len(MARK.findall(page)):
         taken = {m.start() for m in found}
-        raise ValueError(f"a mark without its block: {[m.group(0) for m in MARK.finditer(page) if m.start() not in taken]}")
+        raise ValueError(
+            f"a mark without its block: {[m.group(0) for m in MARK.finditer(page) if m.start() not in taken]}"
+        )
     return found
 
 

@@ -6,20 +6,14 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from service.store.embedded import free_port  # noqa: F401 - the tests' one free_port, imported from here too
+from tests.served import Served
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Client:
@@ -56,46 +50,18 @@ class Client:
 
 def start_service(port: int, redis_url: str, workers: int = 2,
                   extra_env: dict | None = None, log_path: str | None = None,
-                  root: "str | Path | None" = None) -> subprocess.Popen:
-    """``python -m service serve`` on ``port`` against ``redis_url``; waits for /readyz.
+                  root: "str | Path | None" = None) -> Served:
+    """:class:`tests.served.Served` on ``port`` against ``redis_url`` (WARNING logs), ready once
+    ``/readyz`` answers and every worker is up (:func:`wait_workers_up`).
 
     ``root``: the tree whose ``service`` package runs (default: this one; a benchmark's
     ``--baseline``)."""
-    from service.config import NO_LIMITS
-
-    root = Path(root) if root is not None else ROOT
-    env = {**os.environ, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING", **NO_LIMITS,
-           **(extra_env or {}), "PYTHONPATH": str(root)}
-    out = open(log_path, "ab") if log_path else subprocess.DEVNULL
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port), "--workers", str(workers)],
-        cwd=root, env=env, stdout=out, stderr=out, start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    c = Client(port, timeout=2)
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the service exited with {proc.returncode}")
-        try:
-            if c.request("GET", "/readyz")[0] == 200:
-                c.close()
-                wait_workers_up(proc.pid, workers, deadline - time.monotonic())
-                return proc
-        except (OSError, http.client.HTTPException):
-            pass
-        time.sleep(0.1)
-    stop_service(proc)
-    raise RuntimeError("the service did not become ready in 30 s")
+    return Served(log_path or os.devnull, {"REDIS_URL": redis_url, "LOG_LEVEL": "WARNING", **(extra_env or {})},
+                  workers, port=port, ready="/readyz", all_workers=True, root=root, timeout=30)
 
 
-def stop_service(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+def stop_service(served: Served) -> None:
+    served.stop(timeout=20)
 
 
 def worker_pids(master_pid: int) -> list[int]:

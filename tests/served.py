@@ -1,4 +1,5 @@
-"""A real ``python -m service serve`` in a subprocess, for the tests that need sockets."""
+"""A real ``python -m service serve`` in a subprocess (:class:`Served`), for the tests and benchmarks that
+need sockets; a request to it; a client of a table's live stream."""
 
 from __future__ import annotations
 
@@ -14,14 +15,9 @@ from pathlib import Path
 
 from service.config import NO_LIMITS
 from service.store import keys
+from service.store.embedded import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def request(port, method, path, body=None, headers=None, timeout=10):
@@ -46,40 +42,95 @@ def expire_table(client, table_id: str, ms: int = 50) -> None:
         client.pexpire(key, ms)
 
 
-def wait_serving(proc: subprocess.Popen, port: int, log_path: Path, log_file, stop, seconds: float) -> None:
-    """Wait until ``serve`` (``proc`` on ``port``) answers ``/healthz``; it exited (its log closed) or
-    did not answer within ``seconds`` (then ``stop()``): RuntimeError with its log."""
-    deadline = time.monotonic() + seconds
-    while True:
-        if proc.poll() is not None:
-            log_file.close()
-            raise RuntimeError(f"serve exited early:\n{log_path.read_text(errors='replace')}")
+def service_env(**overrides: str | None) -> dict[str, str]:
+    """The environment of a served service: this process's, with every rate limit off, unbuffered
+    output, INFO logs and neither an inherited ``REDIS_URL`` (unset: the embedded redis-server) nor a
+    Prometheus directory; ``overrides`` on top (None removes a variable)."""
+    env = {**os.environ, "LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1", **NO_LIMITS}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    env.pop("REDIS_URL", None)
+    for name, value in overrides.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = str(value)
+    return env
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 30) -> int:
+    """SIGTERM, wait ``timeout`` s, else SIGKILL (its process group when it leads one); the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
         try:
-            if request(port, "GET", "/healthz", timeout=1)[0] == 200:
-                return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            stop()
-            raise RuntimeError(f"serve did not start in {seconds:g} s:\n{log_path.read_text(errors='replace')}")
-        time.sleep(0.1)
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 class Served:
-    """``serve`` on a free port with ``env`` on top of this process's environment (``root``: the tree whose
-    ``service`` package runs, default this one: a benchmark's ``--baseline``)."""
+    """``python -m service serve`` in a subprocess on 127.0.0.1: the one way the tests (and the
+    benchmarks) run the real server.
 
-    def __init__(self, log_path: Path, env: dict | None = None, workers: int = 2, root: Path | None = None) -> None:
-        self.port = free_port()
-        self.log_path = log_path
-        full = {**os.environ, "LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1", **NO_LIMITS, **(env or {})}
-        full.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        self._log = open(log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(self.port), "--workers", str(workers)],
-            cwd=root or ROOT, env=full, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        wait_serving(self.proc, self.port, log_path, self._log, self.stop, seconds=40)
+    ``env``: on top of :func:`service_env`.  ``port``: a free one unless given; ``stop()`` then
+    ``start()`` restarts it on the same port.  It is ready once ``ready`` answers 200 (``/healthz``,
+    or ``/readyz``: its Redis is reachable too) and, with ``all_workers``, every worker waits in its
+    event loop.  ``root``: the tree whose ``service`` package runs (a benchmark's baseline).
+    It exited early or was not ready in ``timeout`` s: RuntimeError with its log.
+    """
+
+    def __init__(self, log_path: str | Path, env: dict | None = None, workers: int = 2, *, port: int | None = None,
+                 ready: str = "/healthz", all_workers: bool = False, root: str | Path | None = None,
+                 timeout: float = 40, start: bool = True) -> None:
+        self.port = port if port is not None else free_port()
+        self.log_path = Path(log_path)
+        self.env = service_env(**(env or {}))
+        self.workers, self.ready, self.all_workers, self.timeout = workers, ready, all_workers, timeout
+        self.root = Path(root) if root is not None else ROOT
+        if root is not None:
+            self.env["PYTHONPATH"] = str(self.root)
+        self.proc: subprocess.Popen | None = None
+        if start:
+            self.start()
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "not started"
+        return self.proc.pid
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float | None = None) -> "Served":
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                 "--workers", str(self.workers)],
+                cwd=self.root, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"serve exited early:\n{self.log_tail()}")
+            try:
+                if request(self.port, "GET", self.ready, timeout=1)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"serve was not ready in {timeout or self.timeout:g} s:\n{self.log_tail()}")
+            time.sleep(0.1)
+        if self.all_workers:
+            from tests.loopback import wait_workers_up
+
+            wait_workers_up(self.proc.pid, self.workers, deadline - time.monotonic())
+        return self
 
     def request(self, method, path, body=None, headers=None, timeout=10):
         return request(self.port, method, path, body, headers, timeout)
@@ -87,16 +138,18 @@ class Served:
     def log_lines(self) -> list[str]:
         return self.log_path.read_text(errors="replace").splitlines()
 
-    def stop(self) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self._log.close()
-        return self.proc.returncode
+    def log_tail(self, chars: int = 5000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def stop(self, timeout: float = 30) -> int | None:
+        """SIGTERM and wait (then SIGKILL); the exit status (None: it was not running)."""
+        return None if self.proc is None else stop_process(self.proc, timeout)
+
+    def __enter__(self) -> "Served":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 class Stream:
@@ -147,7 +200,7 @@ class Stream:
 
     def records(self, count: int) -> list[dict]:
         """The next ``count`` record events (comments skipped), as (id, data) checked and decoded."""
-        out = []
+        out: list[dict] = []
         while len(out) < count:
             block = self.next()
             assert block is not None, f"the stream ended after {len(out)} of {count} records"

@@ -1,20 +1,15 @@
-"""``python -m service serve`` in a subprocess for the tests, and a JSON request to it."""
+"""The real server for the tables API tests (:class:`tests.served.Served`, restartable on its port), and a
+JSON request to it."""
 
 from __future__ import annotations
 
 import http.client
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import pytest
-
-from service.config import NO_LIMITS
+from service.store.embedded import free_port  # noqa: F401 - the tests' one free_port, imported from here too
+from tests.served import Served, service_env  # noqa: F401 - service_env: imported from here by the tests
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAYERS = ["东", "南", "西", "北"]
@@ -35,64 +30,12 @@ def request(port, method, path, body=None, headers=None, timeout=15):
         conn.close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def service_env(**overrides) -> dict:
-    env = {**os.environ, **NO_LIMITS, "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    env.pop("REDIS_URL", None)
-    env.update({k: v for k, v in overrides.items() if v is not None})
-    return env
-
-
-class Service:
-    """``python -m service serve`` in a subprocess, startable and stoppable on one port."""
+class Service(Served):
+    """:class:`tests.served.Served` on ``port``, started by ``start()`` and ready once ``/readyz`` answers
+    (its Redis reachable), whose ``request`` parses the JSON body (:func:`request`)."""
 
     def __init__(self, port: int, env: dict, log: Path) -> None:
-        self.port, self.env, self.log_path = port, env, log
-        self.proc: subprocess.Popen | None = None
-
-    def start(self, timeout: float = 30) -> "Service":
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--workers", "2"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-        )
-        log.close()
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                pytest.fail(f"the service exited early:\n{self.log_path.read_text(errors='replace')[-3000:]}")
-            try:
-                if request(self.port, "GET", "/readyz", timeout=1)[0] == 200:
-                    return self
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.proc.kill()
-                self.proc.wait()
-                pytest.fail(f"the service was not ready in {timeout} s")
-            time.sleep(0.1)
-
-    def stop(self) -> int | None:
-        """SIGTERM and wait; the exit status."""
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                return proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                pytest.fail("the service did not stop on SIGTERM within 30 s")
-        return proc.returncode
+        super().__init__(log, env, port=port, ready="/readyz", timeout=30, start=False)
 
     def request(self, *args, **kwargs):
         return request(self.port, *args, **kwargs)

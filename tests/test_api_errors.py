@@ -9,18 +9,10 @@ import pytest
 from service.api import create_app
 from tests.problems import problem
 
+pytestmark = pytest.mark.app(store=False)
+
 PROBLEM = "application/problem+json"
 TING = "/v1/hands/ting"
-
-
-@pytest.fixture(scope="module")
-def app():
-    return create_app({"TESTING": True})
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
 
 
 def post_raw(client, path, data, content_type="application/json", **kw):
@@ -115,7 +107,9 @@ def test_non_json_content_type_is_415(client, content_type):
     problem(response, 415, "unsupported_media_type")
 
 
-@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "application/problem+json", "APPLICATION/JSON"])
+@pytest.mark.parametrize(
+    "content_type", ["application/json; charset=utf-8", "application/problem+json", "APPLICATION/JSON"]
+)
 def test_json_content_types_are_accepted(client, content_type):
     response = client.post(TING, data=b'{"hand": {"tiles": "1112345678999m"}}', headers={"Content-Type": content_type})
     assert response.status_code == 200
@@ -150,7 +144,10 @@ def test_non_object_body_is_422(client, payload):
         ({"hand": {"tiles": "1m" * 101}}, "hand.tiles"),
         ({"hand": {"tiles": ["1m"] * 65}}, "hand.tiles"),
         ({"hand": {"tiles": ["1m" * 9]}}, "hand.tiles.0"),
-        ({"hand": {"tiles": "1m", "melds": [{"type": "peng", "tile": "1m"}] * 9}}, "hand.melds"),  # (over the bound of 8: 5 is a wrong size, reported by the rules)
+        (
+            {"hand": {"tiles": "1m", "melds": [{"type": "peng", "tile": "1m"}] * 9}},
+            "hand.melds",
+        ),  # (over the bound of 8: 5 is a wrong size, reported by the rules)
         ({"hand": {"tiles": "1m", "void": "m" * 9}}, "hand.void"),
         ({"hand": {"tiles": "1m"}, "visible": "1m" * 101}, "visible"),
         ({"hand": {"tiles": "1m"}, "ruleset": {"base": 10**7}}, "ruleset.base"),

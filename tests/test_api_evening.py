@@ -13,11 +13,6 @@ KEY, OTHER = "k" * 40, "o" * 40
 
 
 @pytest.fixture
-def client(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, **{v: 0 for v in NO_LIMITS}}).test_client()
-
-
-@pytest.fixture
 def keyed(redis_url):
     return create_app({"TESTING": True, "REDIS_URL": redis_url, **{v: 0 for v in NO_LIMITS},
                        "API_KEYS": f"acme={KEY},other={OTHER}"}).test_client()

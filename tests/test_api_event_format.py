@@ -138,7 +138,7 @@ def test_breaking_an_event_as_the_document_forbids_is_rejected_by_both(event, da
     try:
         core_accepts_broken = core_accepts(broken)
     except Exception as exc:  # pragma: no cover - a crash is a failure
-        raise AssertionError(f"the core crashed on {broken}: {exc!r}")
+        raise AssertionError(f"the core crashed on {broken}: {exc!r}") from exc
     assert not core_accepts_broken, broken
     try:
         if broken["type"] in ("round_start", "round_end", "buy_in"):

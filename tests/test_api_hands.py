@@ -5,16 +5,12 @@ from __future__ import annotations
 import pytest
 
 from service import discards, parse_hand, score, ting
-from service.api import create_app
 from service.rules.fan import Win
 from service.rules.patterns import PATTERNS
 
+pytestmark = pytest.mark.app(store=False)
+
 PATTERN_KEYS = {"id", "name", "name_en", "fan"}
-
-
-@pytest.fixture(scope="module")
-def client():
-    return create_app({"TESTING": True}).test_client()
 
 
 def ok(response) -> dict:
@@ -133,7 +129,10 @@ def test_ting_void(client):
 
 
 def test_ting_with_melds(client):
-    hand = {"tiles": "2344567p", "melds": [{"type": "peng", "tile": "9s"}, {"type": "kong", "kind": "direct", "tile": "1s"}]}
+    hand = {
+        "tiles": "2344567p",
+        "melds": [{"type": "peng", "tile": "9s"}, {"type": "kong", "kind": "direct", "tile": "1s"}],
+    }
     body = ok(client.post("/v1/hands/ting", json={"hand": hand}))
     assert body["ting"] is True
     for w in body["waits"]:
@@ -233,7 +232,9 @@ def test_rulesets_lists_every_preset_with_every_field(client):
     assert body["presets"]["chengdu-points"]["scoring"] == "linear"
 
 
-@pytest.mark.parametrize("override", [{"cap": None}, {"base": 1}, {"haidi": True}, {"preset": "normal", "zimo": "base"}])
+@pytest.mark.parametrize(
+    "override", [{"cap": None}, {"base": 1}, {"haidi": True}, {"preset": "normal", "zimo": "base"}]
+)
 def test_ruleset_overrides_accepted(client, override):
     ok(client.post("/v1/hands/ting", json={"hand": {"tiles": "1112345678999m"}, "ruleset": override}))
 
@@ -241,17 +242,27 @@ def test_ruleset_overrides_accepted(client, override):
 def test_score_gangshanghua_without_a_kong_is_422(client):
     # a self-drawn after_kong needs a kong among the melds (docs/rules.md#s5.1); a peng is not one
     hand = {"tiles": "123345m999p66p", "melds": [{"type": "peng", "tile": "2p"}]}
-    r = client.post("/v1/hands/score", json={"hand": hand, "win": {"tile": "6p", "self_drawn": True, "after_kong": True}})
+    r = client.post(
+        "/v1/hands/score", json={"hand": hand, "win": {"tile": "6p", "self_drawn": True, "after_kong": True}}
+    )
     assert r.status_code == 422 and r.mimetype == "application/problem+json"
     assert r.get_json()["code"] == "contradictory_flags"
     hand["melds"] = [{"type": "kong", "kind": "added", "tile": "2p"}]
-    body = ok(client.post("/v1/hands/score", json={"hand": hand, "win": {"tile": "6p", "self_drawn": True, "after_kong": True}}))
+    body = ok(
+        client.post(
+            "/v1/hands/score", json={"hand": hand, "win": {"tile": "6p", "self_drawn": True, "after_kong": True}}
+        )
+    )
     assert [p["id"] for p in body["patterns"]] == ["pinghu", "gen", "gangshanghua"]
 
 
 def test_carriage_returns_in_hand_strings(client):
     # docs/rules.md#s1 allows \r among the white space between groups
-    body = ok(client.post("/v1/hands/validate", json={"hand": {"tiles": "123m\r\n456p\r\n789p\r\n11m\r\n", "void": "\r\ns\r"}}))
+    body = ok(
+        client.post(
+            "/v1/hands/validate", json={"hand": {"tiles": "123m\r\n456p\r\n789p\r\n11m\r\n", "void": "\r\ns\r"}}
+        )
+    )
     assert body["tiles"] == "11123m456789p" and body["size"] == 11
     r = client.post("/v1/hands/validate", json={"hand": {"tiles": "12\r3m"}})
     assert r.status_code == 422 and r.get_json()["code"] == "missing_suit"
@@ -264,7 +275,9 @@ def test_rulesets_list_the_issue_16_presets_and_fields(client):
     assert (sanren["players"], sanren["dianpao_pinghu"], sanren["huazhu"], sanren["direct_kong"], sanren["cap"]) == (
         3, False, 0, 2, 4)
     for preset in body["presets"].values():
-        assert {"players", "dianpao_pinghu", "xueliu_dajiao_winners", "jiaxinwu", "kaertiao", "yitiaolong"} <= set(preset)
+        assert {"players", "dianpao_pinghu", "xueliu_dajiao_winners", "jiaxinwu", "kaertiao", "yitiaolong"} <= set(
+            preset
+        )
     r = client.post("/v1/hands/ting", json={"hand": {"tiles": "1112345678999p"}, "ruleset": {"players": 2}})
     assert r.status_code == 422 and r.mimetype == "application/problem+json"
 

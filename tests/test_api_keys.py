@@ -20,16 +20,7 @@ BETA = "beta-" + "b" * 40
 KEYS = f"acme={ACME},beta={BETA}"
 PLAYERS = {"players": ["东", "南", "西", "北"]}
 TING = {"hand": {"tiles": "1112345678999m"}}
-
-
-@pytest.fixture
-def app(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, "API_KEYS": KEYS, "TABLES_PER_HOUR": 0})
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
+pytestmark = pytest.mark.app(API_KEYS=KEYS)
 
 
 def key(k: str) -> dict:
@@ -101,7 +92,9 @@ def test_a_table_token_stands_in_for_the_key(client):
     t = client.post("/v1/tables", json=PLAYERS, headers=key(ACME)).get_json()
     phone = {"Authorization": f"Bearer {t['token']}"}
     assert client.post(f"/v1/tables/{t['id']}/events", json={"type": "round_start"}, headers=phone).status_code == 201
-    assert client.get(f"/v1/tables/{t['id']}", headers={"Authorization": f"Bearer {t['read_token']}"}).status_code == 200
+    assert (
+        client.get(f"/v1/tables/{t['id']}", headers={"Authorization": f"Bearer {t['read_token']}"}).status_code == 200
+    )
     # no token and no key: the key is asked for; a wrong key with a token is still refused
     problem(client.get(f"/v1/tables/{t['id']}"), 401, "api_key_required")
     problem(client.get(f"/v1/tables/{t['id']}", headers={**phone, **key("x" * 40)}), 401, "api_key_invalid")

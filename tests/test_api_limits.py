@@ -297,7 +297,8 @@ def test_a_redis_that_lost_the_limiters_scripts_still_counts(redis_url, redis_cl
 # -- every endpoint declares its limits ------------------------------------------------------------
 def test_every_endpoint_is_limited_or_says_why_not():
     """Walk the URL map: each endpoint declares its rate limits at its view (``rate_limits.limited``), or that
-    it has none and why (``rate_limits.unlimited``; Flask's, flask-smorest's and the companion app's: ``OTHER_VIEWS``)."""
+    it has none and why (``rate_limits.unlimited``; Flask's, flask-smorest's and the companion app's:
+    ``OTHER_VIEWS``)."""
     from service.api import rate_limits
     from service.config import LIMITS
 

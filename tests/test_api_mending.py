@@ -27,11 +27,6 @@ def doc():
 
 
 @pytest.fixture
-def client(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, **{v: 0 for v in NO_LIMITS}}).test_client()
-
-
-@pytest.fixture
 def store(redis_client):
     return TableStore(redis_client)
 
@@ -118,7 +113,12 @@ def test_the_forgotten_kong_is_put_where_it_happened(client, doc, store):
     assert body["seq"] == body["version"] == 6
     assert body["balances"] == [12, 12, 12, -36] and body["changes"] == [-12, -12, 36, -12]
     rnd = body["round"]
-    assert (rnd["number"], rnd["status"], rnd["ended_by"], rnd["deltas"]) == (1, "ended", "round_end", [24, -24, 24, -24])
+    assert (rnd["number"], rnd["status"], rnd["ended_by"], rnd["deltas"]) == (
+        1,
+        "ended",
+        "round_end",
+        [24, -24, 24, -24],
+    )
     assert [(e["seq"], e["index"], e["type"]) for e in rnd["events"]] == [(6, 0, "kong"), (6, 1, "hu")]
     assert rnd["events"][0]["transfers"] == [{"from": s, "to": 2, "points": 12, "reason": "kong_concealed", "event": 6}
                                              for s in (0, 1, 3)]

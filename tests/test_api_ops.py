@@ -12,15 +12,7 @@ from service.api import create_app
 from service.api import settings
 from service.api.ops import register_readiness_check
 
-
-@pytest.fixture
-def app():
-    return create_app({"TESTING": True})
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
+pytestmark = pytest.mark.app(store=False, fresh=True)
 
 
 def test_healthz(client):
@@ -100,7 +92,12 @@ def test_one_json_access_log_line_per_request(client, caplog):
     text = JsonFormatter().format(records[0])  # the line as written
     line = json.loads(text)
     assert {"method", "path", "status", "duration_ms", "request_id"} <= set(line)
-    assert (line["method"], line["path"], line["status"], line["request_id"]) == ("POST", "/v1/hands/ting", 200, "log-1")
+    assert (line["method"], line["path"], line["status"], line["request_id"]) == (
+        "POST",
+        "/v1/hands/ting",
+        200,
+        "log-1",
+    )
     assert line["logger"] == "service.access" and line["level"] == "INFO"
     assert isinstance(line["duration_ms"], float)
     assert "secret" not in text and "1112345678999m" not in text

@@ -241,19 +241,37 @@ def test_score_examples_conform(tiles):
 seats = st.integers(0, 3)
 tiles = st.builds(lambda r, s: f"{r}{s}", st.integers(1, 9), st.sampled_from(SUITS))
 events = st.one_of(
-    st.builds(lambda seat, kind, tile, frm: {"type": "kong", "seat": seat, "kind": kind, "tile": tile,
-                                             **({"from": frm} if kind == "direct" else {})},
-              seats, st.sampled_from(["direct", "added", "concealed"]), tiles, seats),
+    st.builds(
+        lambda seat, kind, tile, frm: {
+            "type": "kong",
+            "seat": seat,
+            "kind": kind,
+            "tile": tile,
+            **({"from": frm} if kind == "direct" else {}),
+        },
+        seats,
+        st.sampled_from(["direct", "added", "concealed"]),
+        tiles,
+        seats,
+    ),
     st.builds(lambda seat, tile, frm: {"type": "peng", "seat": seat, "tile": tile, "from": frm}, seats, tiles, seats),
-    st.builds(lambda frm, tile, winners, flags: {"type": "hu", "from": frm, "tile": tile, "winners": winners, **flags},
-              st.one_of(st.none(), seats), tiles,
-              st.lists(st.builds(lambda s, f: {"seat": s, "fan": f}, seats, st.integers(1, 8)), min_size=1, max_size=3),
-              st.fixed_dictionaries({}, optional={k: st.booleans() for k in ("after_kong", "robbing_kong", "last_tile")})),
-    st.builds(lambda entries: {"type": "draw", "seats": entries},
-              st.lists(st.one_of(
-                  st.builds(lambda s, f: {"seat": s, "status": "ting", "dajiao_fan": f}, seats, st.integers(1, 6)),
-                  st.builds(lambda s, k: {"seat": s, "status": k}, seats, st.sampled_from(["not_ting", "huazhu"])),
-              ), max_size=4)),
+    st.builds(
+        lambda frm, tile, winners, flags: {"type": "hu", "from": frm, "tile": tile, "winners": winners, **flags},
+        st.one_of(st.none(), seats),
+        tiles,
+        st.lists(st.builds(lambda s, f: {"seat": s, "fan": f}, seats, st.integers(1, 8)), min_size=1, max_size=3),
+        st.fixed_dictionaries({}, optional={k: st.booleans() for k in ("after_kong", "robbing_kong", "last_tile")}),
+    ),
+    st.builds(
+        lambda entries: {"type": "draw", "seats": entries},
+        st.lists(
+            st.one_of(
+                st.builds(lambda s, f: {"seat": s, "status": "ting", "dajiao_fan": f}, seats, st.integers(1, 6)),
+                st.builds(lambda s, k: {"seat": s, "status": k}, seats, st.sampled_from(["not_ting", "huazhu"])),
+            ),
+            max_size=4,
+        ),
+    ),
     st.builds(lambda seat, last: {"type": "escape", "seat": seat, "last_four": last}, seats, st.booleans()),
 )
 SETTLE_VALIDATOR = response_validator("SettleResponse")

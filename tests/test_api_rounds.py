@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.api import create_app
+
+pytestmark = pytest.mark.app(store=False)
 
 SETTLE = "/v1/rounds/settle"
-
-
-@pytest.fixture(scope="module")
-def client():
-    return create_app({"TESTING": True}).test_client()
 
 
 def settle(client, events, dealer=0, **extra):
@@ -148,24 +144,50 @@ KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}
         ({"type": "hu", "tile": "5m", "winners": []}, "bad_event", "winners"),
         ({"type": "hu", "tile": "5m", "winners": {"seat": 0, "fan": 2}}, "bad_event", "winners"),
         ({"type": "hu", "tile": "5m", "winners": [{"seat": 0}]}, "bad_event", "winners.0"),
-        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 2, "hand": {"tiles": ""}}]},
-         "bad_event", "winners.0"),
+        (
+            {"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 2, "hand": {"tiles": ""}}]},
+            "bad_event",
+            "winners.0",
+        ),
         ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 0}]}, "bad_event", "winners.0.fan"),
-        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 2, "patterns": ["x"]}]},
-         "bad_event", "winners.0.patterns.0"),
+        (
+            {"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 2, "patterns": ["x"]}]},
+            "bad_event",
+            "winners.0.patterns.0",
+        ),
         ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "fan": 2, "bogus": 1}]}, "bad_event", "winners.0.bogus"),
-        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "1m", "x": 1}}]},
-         "bad_event", "winners.0.hand.x"),
-        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "1m" * 101}}]},
-         "bad_event", "winners.0.hand.tiles"),
-        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "1m", "melds": [{"type": 1}]}}]},
-         "bad_event", "winners.0.hand.melds.0.tile"),
-        ({"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "12x"}}]}, "bad_hand", "winners.0.hand"),
-        ({"type": "hu", "tile": "5m", "last_tile": "yes", "winners": [{"seat": 0, "fan": 2}]}, "bad_event", "last_tile"),
+        (
+            {"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "1m", "x": 1}}]},
+            "bad_event",
+            "winners.0.hand.x",
+        ),
+        (
+            {"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "1m" * 101}}]},
+            "bad_event",
+            "winners.0.hand.tiles",
+        ),
+        (
+            {"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "1m", "melds": [{"type": 1}]}}]},
+            "bad_event",
+            "winners.0.hand.melds.0.tile",
+        ),
+        (
+            {"type": "hu", "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "12x"}}]},
+            "bad_hand",
+            "winners.0.hand",
+        ),
+        (
+            {"type": "hu", "tile": "5m", "last_tile": "yes", "winners": [{"seat": 0, "fan": 2}]},
+            "bad_event",
+            "last_tile",
+        ),
         ({"type": "hu", "tile": "5m", "last_tile": None, "winners": [{"seat": 0, "fan": 2}]}, "bad_event", "last_tile"),
         ({"type": "draw", "seats": [{"seat": 0, "status": "ting"}]}, "bad_event", "seats.0.dajiao_fan"),
-        ({"type": "draw", "seats": [{"seat": 0, "status": "not_ting", "dajiao_fan": 2}]},
-         "bad_event", "seats.0.dajiao_fan"),
+        (
+            {"type": "draw", "seats": [{"seat": 0, "status": "not_ting", "dajiao_fan": 2}]},
+            "bad_event",
+            "seats.0.dajiao_fan",
+        ),
         ({"type": "draw", "seats": [{"seat": 0, "status": "maybe"}]}, "bad_event", "seats.0.status"),
         ({"type": "escape", "seat": 0, "bogus": True}, "bad_event", "bogus"),
         ({"type": "escape", "seat": 0, "seats": None}, "bad_event", "seats"),

@@ -8,55 +8,26 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tests.served import request
+from service.config import NO_LIMITS
+from tests.served import Served, request
 
 pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-
 @pytest.fixture
-def server(free_port, redis_url, tmp_path):
-    env = {**os.environ, "REDIS_URL": redis_url, "LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"}
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    log = open(tmp_path / "server.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(free_port),
-         "--workers", "2"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        if proc.poll() is not None:
-            log.close()
-            pytest.fail(f"server exited early:\n{(tmp_path / 'server.log').read_text()}")
-        try:
-            if request(free_port, "GET", "/healthz", timeout=1)[0] == 200:
-                break
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("server did not start in 30 s")
-        time.sleep(0.1)
+def server(redis_url, tmp_path):
+    served = Served(tmp_path / "server.log", {**dict.fromkeys(NO_LIMITS), "REDIS_URL": redis_url}, timeout=30)
     try:
-        yield free_port, proc, tmp_path / "server.log"
+        yield served.port, served.proc, served.log_path
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
+        served.stop(timeout=20)
 
 
 def test_serve_end_to_end(server):
@@ -125,31 +96,20 @@ def test_serve_rejects_bad_configuration(free_port):
     assert result.returncode == 2 and "WORKERS" in result.stderr
 
 
-def test_gunicorn_level_errors_are_problems_too(redis_url, free_port):
+def test_gunicorn_level_errors_are_problems_too(redis_url):
     """A request line over gunicorn's limit never reaches Flask: it is still problem+json."""
-    env = {**os.environ, "REDIS_URL": redis_url, "TABLES_PER_HOUR": "0"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(free_port), "--workers", "1"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    served = Served(os.devnull, {**dict.fromkeys(NO_LIMITS), "REDIS_URL": redis_url, "TABLES_PER_HOUR": "0"},
+                    workers=1, timeout=30)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if request(free_port, "GET", "/healthz")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.1)
         # a long but acceptable query string reaches the app: a 422 problem for the bad value
-        status, headers, body = request(free_port, "GET", "/v1/tables/0123456789abcdef/events?limit=" + "9" * 5000)
+        status, headers, body = request(served.port, "GET", "/v1/tables/0123456789abcdef/events?limit=" + "9" * 5000)
         assert status in (401, 422) and headers["Content-Type"] == "application/problem+json"
         # one over the limit is refused by gunicorn itself, as a problem
-        status, headers, body = request(free_port, "GET", "/healthz?x=" + "a" * 9000)
+        status, headers, body = request(served.port, "GET", "/healthz?x=" + "a" * 9000)
         assert status == 414 and headers["Content-Type"] == "application/problem+json"
         problem = json.loads(body)
-        assert problem["status"] == 414 and problem["type"] == f"http://127.0.0.1:{free_port}/problems/uri_too_long"
-        status, _, body = request(free_port, "GET", "/problems/uri_too_long", headers={"Accept": "application/json"})
+        assert problem["status"] == 414 and problem["type"] == f"http://127.0.0.1:{served.port}/problems/uri_too_long"
+        status, _, body = request(served.port, "GET", "/problems/uri_too_long", headers={"Accept": "application/json"})
         assert status == 200 and json.loads(body)["statuses"] == [414]  # (the type's page)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=20)
+        served.stop(timeout=20)

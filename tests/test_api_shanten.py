@@ -10,14 +10,10 @@ import orjson
 import pytest
 
 from service import parse_hand, shanten_options, useful_tiles
-from service.api import create_app
+
+pytestmark = pytest.mark.app(store=False)
 
 PATH = "/v1/hands/shanten"
-
-
-@pytest.fixture(scope="module")
-def client():
-    return create_app({"TESTING": True}).test_client()
 
 
 def ok(response) -> dict:

@@ -14,7 +14,6 @@ import pytest
 
 from service.api import create_app
 from service.api.app import openapi_dict
-from service.config import NO_LIMITS
 from service.store.table_store import TableStore
 from tests.problems import problem
 
@@ -27,11 +26,6 @@ NORMAL_ZIMO_BASE = {"preset": "normal", "zimo": "base"}   # 自摸 2 fan = 12 + 
 @pytest.fixture(scope="module")
 def doc():
     return openapi_dict(create_app({"TESTING": True}))
-
-
-@pytest.fixture
-def client(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, **{v: 0 for v in NO_LIMITS}}).test_client()
 
 
 @pytest.fixture
@@ -123,7 +117,9 @@ def test_a_table_without_stakes_shows_no_coins_and_refuses_buy_ins(client, doc):
 
 
 def test_multi_round_table_with_a_bankrupt_seat_a_buy_in_and_voids(client, doc, store):
-    t = Table(client, doc, ruleset="normal", stakes={"coin_per_point": 10, "fee": 20, "bankrolls": [500, 100, 500, 500]})
+    t = Table(
+        client, doc, ruleset="normal", stakes={"coin_per_point": 10, "fee": 20, "bankrolls": [500, 100, 500, 500]}
+    )
     # round 1: seat 0 自摸 3 fan, 24 from each = 240 coins each; seat 1 holds 100 and goes bankrupt
     t.post({"type": "round_start"})
     assert t.post(zimo(0, 3))["coins"] == [1060, 0, 240, 240]      # 500 + 580 − 20; 0 (no fee); 500 − 240 − 20

@@ -24,13 +24,9 @@ DOC = openapi_dict()
 OPERATIONS = {op["operationId"]: op for item in DOC["paths"].values() for m, op in item.items() if m != "parameters"}
 
 
-@pytest.fixture
-def client(redis_url):
-    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "API_KEYS": KEY, "MAX_TABLE_EVENTS": 8,
-                      "TABLES_PER_HOUR": 8, "TABLE_READS_PER_MINUTE": 6, "TABLE_EVENTS_PER_MINUTE": 3,
-                      "TABLE_VOIDS_PER_MINUTE": 1, "CLIENT_READS_PER_MINUTE": 0, "CLIENT_EVENTS_PER_MINUTE": 0,
-                      "CLIENT_VOIDS_PER_MINUTE": 0, "MAX_CONTENT_LENGTH": 4096})
-    return app.test_client()
+pytestmark = pytest.mark.app(limits=True, API_KEYS=KEY, MAX_TABLE_EVENTS=8, TABLES_PER_HOUR=8, TABLE_READS_PER_MINUTE=6,
+                            TABLE_EVENTS_PER_MINUTE=3, TABLE_VOIDS_PER_MINUTE=1, CLIENT_READS_PER_MINUTE=0,
+                            CLIENT_EVENTS_PER_MINUTE=0, CLIENT_VOIDS_PER_MINUTE=0, MAX_CONTENT_LENGTH=4096)
 
 
 class Seen:
@@ -56,11 +52,13 @@ class Seen:
 def test_every_answer_is_documented(client):
     seen = Seen()
     big = json.dumps({"x": "y" * 5000})
-    for op, path, body in (("validateHand", "/v1/hands/validate", {"hand": {"tiles": "1m"}}),
-                           ("tingHand", "/v1/hands/ting", {"hand": {"tiles": "1112345678999m"}}),
-                           ("discardAdvice", "/v1/hands/discards", {"hand": {"tiles": "11122233344456m"}}),
-                           ("scoreHand", "/v1/hands/score", {"hand": {"tiles": "11122233344455m"}, "win": {"tile": "5m"}}),
-                           ("settleRound", "/v1/rounds/settle", {"dealer": 0, "events": []})):
+    for op, path, body in (
+        ("validateHand", "/v1/hands/validate", {"hand": {"tiles": "1m"}}),
+        ("tingHand", "/v1/hands/ting", {"hand": {"tiles": "1112345678999m"}}),
+        ("discardAdvice", "/v1/hands/discards", {"hand": {"tiles": "11122233344456m"}}),
+        ("scoreHand", "/v1/hands/score", {"hand": {"tiles": "11122233344455m"}, "win": {"tile": "5m"}}),
+        ("settleRound", "/v1/rounds/settle", {"dealer": 0, "events": []}),
+    ):
         seen(op, client.post(path, json=body, headers=HEADERS))
         seen(op, client.post(path, json=body))
         seen(op, client.post(path, data=b"{", content_type="application/json", headers=HEADERS))
@@ -71,7 +69,9 @@ def test_every_answer_is_documented(client):
     seen("getRulesets", client.get("/v1/rulesets"))
 
     idem = str(uuid.uuid4())
-    t = seen("createTable", client.post("/v1/tables", json=PLAYERS, headers={**HEADERS, "Idempotency-Key": idem})).get_json()
+    t = seen(
+        "createTable", client.post("/v1/tables", json=PLAYERS, headers={**HEADERS, "Idempotency-Key": idem})
+    ).get_json()
     seen("createTable", client.post("/v1/tables", json=PLAYERS))
     seen("createTable", client.post("/v1/tables", json={"players": []}, headers=HEADERS))
     seen("createTable", client.post("/v1/tables", data=b"{", content_type="application/json", headers=HEADERS))
@@ -104,7 +104,9 @@ def test_every_answer_is_documented(client):
     for _ in range(3):  # (refused: not counted)
         seen("voidEvent", client.post(url + "/events/1/void", headers=write))      # the table's 1 void: 429
     seen("postEvent", client.post(url + "/events", json={"type": "round_end"}, headers=write))  # the 4th record
-    seen("postEvent", client.post(url + "/events", json={"type": "round_start"}, headers=write))  # full (room kept for corrections): 409
+    seen(
+        "postEvent", client.post(url + "/events", json={"type": "round_start"}, headers=write)
+    )  # full (room kept for corrections): 409
     o_url, o_write = f"/v1/tables/{other['id']}", {"Authorization": f"Bearer {other['token']}"}
     for body in ({"type": "round_start"}, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"},
                  {"type": "kong", "seat": 1, "kind": "concealed", "tile": "2m"}, {"type": "round_end"}):
@@ -126,10 +128,17 @@ def test_every_answer_is_documented(client):
     seen("listTables", client.get("/v1/tables", headers=HEADERS))
     seen("listTables", client.get("/v1/tables"))
     seen("listTables", client.get("/v1/tables?limit=0", headers=HEADERS))
-    seen("deleteTable", client.delete(f"/v1/tables/{other['id']}", headers={"Authorization": f"Bearer {other['read_token']}"}))
+    seen(
+        "deleteTable",
+        client.delete(f"/v1/tables/{other['id']}", headers={"Authorization": f"Bearer {other['read_token']}"}),
+    )
     seen("deleteTable", client.delete(f"/v1/tables/{other['id']}"))
-    seen("deleteTable", client.delete(f"/v1/tables/{other['id']}", headers={"Authorization": f"Bearer {other['token']}"}))
-    seen("deleteTable", client.delete(f"/v1/tables/{other['id']}", headers={"Authorization": f"Bearer {other['token']}"}))
+    seen(
+        "deleteTable", client.delete(f"/v1/tables/{other['id']}", headers={"Authorization": f"Bearer {other['token']}"})
+    )
+    seen(
+        "deleteTable", client.delete(f"/v1/tables/{other['id']}", headers={"Authorization": f"Bearer {other['token']}"})
+    )
     seen("deleteTable", client.delete(url, headers=write))
     seen("createTable", client.post("/v1/tables", json=PLAYERS, headers={**HEADERS, "Idempotency-Key": idem}))
     for _ in range(2):

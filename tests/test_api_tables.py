@@ -275,7 +275,9 @@ def test_winner_rule_dealer_rotation(client):
     assert ok(client, t, {"type": "round_end"})["round"]["next_dealer"] == 1  # the first winner
     assert view(client, t)["dealer"] == 1
     assert ok(client, t, {"type": "round_start"})["round"]["dealer"] == 1
-    b = ok(client, t, {"type": "hu", "from": 0, "tile": "5p", "winners": [{"seat": 2, "fan": 1}, {"seat": 3, "fan": 2}]})
+    b = ok(
+        client, t, {"type": "hu", "from": 0, "tile": "5p", "winners": [{"seat": 2, "fan": 1}, {"seat": 3, "fan": 2}]}
+    )
     assert b["round"]["deltas"] == [-18, 0, 6, 12] and b["balances"] == [-24, 6, -6, 24]
     assert ok(client, t, {"type": "round_end"})["round"]["next_dealer"] == 0  # 一炮多响: the discarder
     assert ok(client, t, {"type": "round_start"})["round"]["dealer"] == 0
@@ -299,7 +301,9 @@ def test_discarder_rule_dealer_rotation(client):
     b = ok(client, t, {"type": "hu", "from": None, "tile": "5p", "winners": [{"seat": 3, "fan": 1}]})
     assert b["round"]["next_dealer"] == 3  # self-drawn: the winner
     assert ok(client, t, {"type": "round_start"})["round"]["dealer"] == 3
-    b = ok(client, t, {"type": "hu", "from": 1, "tile": "5p", "winners": [{"seat": 0, "fan": 1}, {"seat": 2, "fan": 1}]})
+    b = ok(
+        client, t, {"type": "hu", "from": 1, "tile": "5p", "winners": [{"seat": 0, "fan": 1}, {"seat": 2, "fan": 1}]}
+    )
     assert b["round"]["next_dealer"] == 1
     assert ok(client, t, {"type": "round_start"})["round"]["dealer"] == 1
     b = ok(client, t, {"type": "draw", "seats": [{"seat": s, "status": "not_ting"} for s in range(4)]})
@@ -489,7 +493,7 @@ def test_tokens(client):
     # the scheme is case-insensitive; the write token reads too
     assert client.get(f"{TABLES}/{t['id']}", headers={"Authorization": "bearer " + t["token"]}).status_code == 200
     # and this table's tokens never work on the other table
-    for method, url, body, write in endpoints(other):
+    for method, url, body, _write in endpoints(other):
         for tok in (t["token"], t["read_token"]):
             problem(call(client, method, url, body, bearer(tok)), 401, "unauthorized")
 
@@ -648,14 +652,23 @@ def test_idempotent_create_replays_the_same_table_and_tokens(client, redis_clien
     body = {"players": PLAYERS, "ruleset": "normal", "dealer": 1}
     first = client.post(TABLES, json=body, headers={"Idempotency-Key": "4f1c7a52-8d3e-4b6a-9c1f-0e2d3c4b5a69"})
     assert first.status_code == 201 and "Idempotent-Replayed" not in first.headers
-    again = client.post(TABLES, json=dict(reversed(list(body.items()))), headers={"Idempotency-Key": "4f1c7a52-8d3e-4b6a-9c1f-0e2d3c4b5a69"})
+    again = client.post(
+        TABLES,
+        json=dict(reversed(list(body.items()))),
+        headers={"Idempotency-Key": "4f1c7a52-8d3e-4b6a-9c1f-0e2d3c4b5a69"},
+    )
     assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
     assert again.get_json() == first.get_json() and again.headers["Location"] == first.headers["Location"]
     t = again.get_json()
     assert view(client, t)["dealer"] == 1 and view(client, t, t["read_token"])["version"] == 0  # the tokens work
     assert len(redis_client.keys("{t:*}:meta")) == 1
-    problem(client.post(TABLES, json={**body, "dealer": 2}, headers={"Idempotency-Key": "4f1c7a52-8d3e-4b6a-9c1f-0e2d3c4b5a69"}),
-            422, "idempotency_key_reused")
+    problem(
+        client.post(
+            TABLES, json={**body, "dealer": 2}, headers={"Idempotency-Key": "4f1c7a52-8d3e-4b6a-9c1f-0e2d3c4b5a69"}
+        ),
+        422,
+        "idempotency_key_reused",
+    )
     other = client.post(TABLES, json=body, headers={"Idempotency-Key": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"})
     assert other.status_code == 201 and other.get_json()["id"] != t["id"]
 

@@ -9,19 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from service.api import create_app
-from service.config import NO_LIMITS
 from tests.service_process import Service, free_port, service_env
 from tests.problems import problem
 
 THREE = ["东", "南", "西"]
 PROBLEM = "application/problem+json"
 DIRECT_5P = {"type": "kong", "seat": 0, "kind": "direct", "tile": "5p", "from": 1}
-
-
-@pytest.fixture
-def client(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, **{v: 0 for v in NO_LIMITS}}).test_client()
 
 
 def new_table(client, **body) -> tuple[str, dict]:

@@ -8,16 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.api import create_app
 from tests.problems import problem
 
 PLAYERS = ["东", "南", "西", "北"]
 PROBLEM = "application/problem+json"
-
-
-@pytest.fixture
-def client(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 0}).test_client()
 
 
 def test_settle_section_13_and_14_examples_over_http(client):
@@ -37,15 +31,25 @@ def test_settle_section_13_and_14_examples_over_http(client):
     assert body["deltas"] == [60, 0, -60] and body["ended"] and body["next_dealer"] == 1
 
 
-@pytest.mark.parametrize("payload, status, code", [
-    ({"dealer": 0, "events": [{"type": "kong", "seat": 3, "kind": "concealed", "tile": "5p"}]}, 422, "seat_out_of_range"),
-    ({"dealer": 3, "events": []}, 422, "seat_out_of_range"),
-    ({"dealer": 0, "voids": ["p", None, None], "events": []}, 422, "void_not_allowed"),
-    ({"dealer": 0, "voids": [None] * 4, "events": []}, 422, "bad_event"),
-    ({"dealer": 0, "events": [{"type": "peng", "seat": 0, "tile": "5m", "from": 1}]}, 422, "suit_not_in_play"),
-    ({"dealer": 0, "events": [{"type": "hu", "from": 2, "tile": "3s", "winners": [{"seat": 1, "fan": 1}]}]},
-     422, "dianpao_pinghu"),
-])
+@pytest.mark.parametrize(
+    "payload, status, code",
+    [
+        (
+            {"dealer": 0, "events": [{"type": "kong", "seat": 3, "kind": "concealed", "tile": "5p"}]},
+            422,
+            "seat_out_of_range",
+        ),
+        ({"dealer": 3, "events": []}, 422, "seat_out_of_range"),
+        ({"dealer": 0, "voids": ["p", None, None], "events": []}, 422, "void_not_allowed"),
+        ({"dealer": 0, "voids": [None] * 4, "events": []}, 422, "bad_event"),
+        ({"dealer": 0, "events": [{"type": "peng", "seat": 0, "tile": "5m", "from": 1}]}, 422, "suit_not_in_play"),
+        (
+            {"dealer": 0, "events": [{"type": "hu", "from": 2, "tile": "3s", "winners": [{"seat": 1, "fan": 1}]}]},
+            422,
+            "dianpao_pinghu",
+        ),
+    ],
+)
 def test_settle_three_player_refusals(client, payload, status, code):
     body = problem(client.post("/v1/rounds/settle", json={"ruleset": "sanren-liangfang", **payload}), status, code)
     assert body["event"] == 0

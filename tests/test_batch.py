@@ -27,16 +27,13 @@ from service.api import batch_items
 from service.api import create_app
 from service.api.app import openapi_dict
 
+pytestmark = pytest.mark.app(store=False)
+
 ROOT = Path(__file__).resolve().parent.parent
 NDJSON = "application/x-ndjson"
 TING = {"op": "ting", "hand": {"tiles": "1112345678999m"}}
 BAD_TING = {"op": "ting", "hand": {"tiles": "12x"}}
 SCORE = {"op": "score", "hand": {"tiles": "11122233344455m"}, "win": {"tile": "5m"}}
-
-
-@pytest.fixture(scope="module")
-def client():
-    return create_app({"TESTING": True}).test_client()
 
 
 def lines_of(response) -> list[dict]:
@@ -136,7 +133,9 @@ def test_ndjson_answers_a_line_per_item_in_order(client):
     single = client.post("/v1/hands/ting", data=b"not json", content_type="application/json").get_json()
     assert results[3]["problem"] | {"instance": "/v1/hands/ting", "request_id": single["request_id"]} == single
     assert results[4]["problem"]["errors"] == {"op": ["An item is an object whose `op` names an operation."]}
-    assert results[5]["problem"]["errors"] == {"op": ["Must be one of: validate, ting, discards, score, settle, shanten."]}
+    assert results[5]["problem"]["errors"] == {
+        "op": ["Must be one of: validate, ting, discards, score, settle, shanten."]
+    }
     assert results[6]["problem"]["errors"] == {"op": ["Missing data for required field."]}
     assert {x["problem"]["instance"] for x in results[3:]} == {"/v1/batch"}
 

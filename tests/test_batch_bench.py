@@ -27,9 +27,13 @@ def test_each_phase_prints_its_figures():
     http = {line["op"]: line for line in lines if line.get("phase") == "http"}
     assert set(http) == {"ting", "score", "discards"}
     for line in http.values():
-        assert line["items"] == 40 and line["ratio"] == pytest.approx(line["http_us"] / line["inproc_us"], rel=0.01, abs=0.002)
+        assert line["items"] == 40 and line["ratio"] == pytest.approx(
+            line["http_us"] / line["inproc_us"], rel=0.01, abs=0.002
+        )
     ndjson = next(line for line in lines if line.get("phase") == "ndjson")
     assert ndjson["hands"] == 2000 and ndjson["start_kib"] > 0 and ndjson["middle_kib"] > 0 and ndjson["end_kib"] > 0
     assert ndjson["ratio"] == pytest.approx(ndjson["hands_per_s"] / ndjson["inproc_hands_per_s"], rel=0.01, abs=0.002)
     cli = next(line for line in lines if line.get("phase") == "cli")
-    assert cli["lines"] == 1000 and cli["speedup"] == pytest.approx(cli["jobs1_s"] / cli["jobs2_s"], rel=0.02, abs=0.002)
+    assert cli["lines"] == 1000 and cli["speedup"] == pytest.approx(
+        cli["jobs1_s"] / cli["jobs2_s"], rel=0.02, abs=0.002
+    )

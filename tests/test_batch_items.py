@@ -13,6 +13,8 @@ import pytest
 from service.api.app import create_app
 from service.serving import WholeBody, body_limit
 
+pytestmark = pytest.mark.app(store=False)
+
 NDJSON = "application/x-ndjson"
 TING = {"op": "ting", "hand": {"tiles": "1112345678999m"}}
 NOT_ITEMS = [7, "ting", None, [TING], {}, {"hand": {"tiles": "1m"}}, {"op": "tingg"}, {"op": 3}]
@@ -25,11 +27,6 @@ ORDINARY = [
         {"type": "kong", "seat": 1, "kind": "direct", "tile": "5m", "from": 2},
         {"type": "hu", "from": 3, "tile": "5p", "winners": [{"seat": 0, "fan": 2}]}]},
 ]
-
-
-@pytest.fixture
-def client():
-    return create_app({"TESTING": True}).test_client()
 
 
 def test_an_item_that_is_no_item_is_its_own_422_exactly_as_its_ndjson_line(client):

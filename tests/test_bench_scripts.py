@@ -131,8 +131,26 @@ def test_load_ting_runs_the_service_and_the_bare_app_without_an_error():
 
 
 def test_stream_opens_phase_prints_each_open_and_the_never_reading_streams():
-    done = subprocess.run([sys.executable, "bench/stream.py", "--phases", "opens", "--records", "300", "--opens", "2",
-                           "--never-reading", "4", "--hold", "1"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/stream.py",
+            "--phases",
+            "opens",
+            "--records",
+            "300",
+            "--opens",
+            "2",
+            "--never-reading",
+            "4",
+            "--hold",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert [line["phase"] for line in lines] == ["opens_setup", "stream_open", "stream_open", "stream_open",

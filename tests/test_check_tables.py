@@ -86,7 +86,9 @@ def test_check_tables_survives_tables_vanishing_mid_scan(redis_url, redis_client
     assert all(line["skipped"] for line in lines[1:])
 
 
-def test_a_table_in_a_format_this_version_does_not_read_is_reported_not_a_traceback(redis_url, redis_client, monkeypatch, capsys):
+def test_a_table_in_a_format_this_version_does_not_read_is_reported_not_a_traceback(
+    redis_url, redis_client, monkeypatch, capsys
+):
     from service.__main__ import check_tables
 
     store = TableStore(redis_client)

@@ -370,7 +370,9 @@ def test_an_import_is_all_rows_or_none(client, redis_client):
     assert set(body["errors"]) == {"2", "3", "4", "5"}
     assert standings(client, club) == before
     excel = ("\ufeff日期,玩家,总分\r\n2025/11/21,老王,+12\r\n2025/11/21,阿珍,-12\r\n").encode("gb18030")
-    r = client.post(f"/v1/clubs/{club['id']}/import", data=excel, content_type="text/csv", headers=bearer(club["token"]))
+    r = client.post(
+        f"/v1/clubs/{club['id']}/import", data=excel, content_type="text/csv", headers=bearer(club["token"])
+    )
     assert r.status_code == 201, r.get_data(as_text=True)
     problem(imported(client, club, good, club["read_token"]), 403, "forbidden")
     problem(client.post(f"/v1/clubs/{club['id']}/import", json={"rows": []}, headers=bearer(club["token"])),

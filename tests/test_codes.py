@@ -53,7 +53,11 @@ def test_event_error_refuses_a_made_up_code():
 def _string_args_of_error_calls(path: Path):
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.endswith(("Error", "Conflict")):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id.endswith(("Error", "Conflict"))
+        ):
             if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
                 yield node.func.id, node.args[0].value
 

@@ -291,12 +291,15 @@ def test_adjusts_move_points_between_rounds_only_and_never_a_round_s_deltas():
     assert t.state.coins == [0, 0, 400, 0]  # (扣尽: 100 each, not 120; the adjusts move no coins)
     s = summarize(t.state, t.summaries)
     assert [x.adjusted for x in s.seats] == [-5, 10, -10, 5] and [x.total for x in s.seats] == t.state.balances
-    for bad, field in [({"transfers": []}, "transfers"), ({"transfers": [{"from": 0, "to": 0, "points": 1}]}, "transfers.0"),
-                       ({"transfers": [{"from": 0, "to": 4, "points": 1}]}, "transfers.0.to"),
-                       ({"transfers": [{"from": 0, "to": 1, "points": 0}]}, "transfers.0.points"),
-                       ({"transfers": [{"from": 0, "to": 1}]}, "transfers.0"),
-                       ({"transfers": [{"from": 0, "to": 1, "points": 1}], "note": 7}, "note"),
-                       ({"transfers": [{"from": 0, "to": 1, "points": 1}], "x": 1}, "x")]:
+    for bad, field in [
+        ({"transfers": []}, "transfers"),
+        ({"transfers": [{"from": 0, "to": 0, "points": 1}]}, "transfers.0"),
+        ({"transfers": [{"from": 0, "to": 4, "points": 1}]}, "transfers.0.to"),
+        ({"transfers": [{"from": 0, "to": 1, "points": 0}]}, "transfers.0.points"),
+        ({"transfers": [{"from": 0, "to": 1}]}, "transfers.0"),
+        ({"transfers": [{"from": 0, "to": 1, "points": 1}], "note": 7}, "note"),
+        ({"transfers": [{"from": 0, "to": 1, "points": 1}], "x": 1}, "x"),
+    ]:
         with pytest.raises(TableError) as exc:
             t.post({"type": "adjust", **bad})
         assert exc.value.context["field"] == field

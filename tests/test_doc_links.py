@@ -135,7 +135,8 @@ def test_the_checks_find_what_is_broken(tmp_path, monkeypatch):
     assert "no anchor #s99" in broken(page, "rules.md#s99", DOCS)
     assert "no docs/nowhere.md" in broken(page, "nowhere.md", DOCS)
     assert broken(page, "../openapi.yaml", DOCS) is None
-    text = "See [a](b.md) and `service/nowhere.py`, `bench/core.py --n 3`, `tests/...`.\n```\n[c](d.md) `bench/x.py`\n```\n"
+    text = ("See [a](b.md) and `service/nowhere.py`, `bench/core.py --n 3`, `tests/...`.\n"
+            "```\n[c](d.md) `bench/x.py`\n```\n")
     assert links("[1.0.0]: docs/operations.md#upgrading-1.0.0\n") == ["docs/operations.md#upgrading-1.0.0"]
     assert links(text) == ["b.md"] and repo_paths(text) == ["service/nowhere.py", "bench/core.py"]
     repeats = tmp_path / "r.md"

@@ -82,7 +82,7 @@ EVENT_TYPES = ("round_start", "peng", "kong", "hu", "draw", "escape", "round_end
 def test_api_page_shows_every_event_type_answered(generated):
     page = generated["api.md"]
     for kind in EVENT_TYPES:
-        assert re.search(r'\{"type":"%s"' % kind, page), kind
+        assert re.search(r'\{"type":"' + kind + '"', page), kind
         assert f'<a id="event-{kind}"></a>' in page, kind
     void = re.search(r"POST /v1/tables/<id>/events/(\d+)/void", page)
     assert void and f'"voided":{void.group(1)}' in page and '<a id="event-void"></a>' in page
@@ -98,8 +98,11 @@ def test_api_page_has_a_section_and_an_example_for_every_operation(generated):
 
     page = generated["api.md"]
     reference = page.split("<!-- generated: api-reference -->", 1)[1].split("<!-- end generated -->", 1)[0]
-    sections = dict(re.findall(r'<a id="([a-z]+)"></a>\n\n#### `[A-Z]+ [^`]+`\n(.*?)(?=<a id="[a-z]+"></a>\n\n#### |\Z)',
-                               reference, re.S))
+    sections = dict(
+        re.findall(
+            r'<a id="([a-z]+)"></a>\n\n#### `[A-Z]+ [^`]+`\n(.*?)(?=<a id="[a-z]+"></a>\n\n#### |\Z)', reference, re.S
+        )
+    )
     missing = []
     for _, method, path, op in docs.operations(openapi_dict()):
         section = sections.get(docs.anchor(op["operationId"]))
@@ -170,7 +173,9 @@ def test_openapi_response_examples_are_the_recorded_answers(recorded):
             if method == "parameters":
                 continue
             responses = op.get("responses", {})
-            content = (responses.get("200") or responses.get("201") or {}).get("content", {}).get("application/json", {})
+            content = (
+                (responses.get("200") or responses.get("201") or {}).get("content", {}).get("application/json", {})
+            )
             if "examples" not in content:
                 continue
             assert content["examples"] == examples[op["operationId"]], (method, path)
@@ -252,7 +257,7 @@ def test_rules_page_anchors_every_section_before_its_heading():
     for number in SECTIONS:
         heading = anchors.get(f"s{number}")
         assert heading is not None, f"no anchor s{number}"
-        assert re.match(r"#{2,4} %s\.? " % re.escape(number), heading), (number, heading)
+        assert re.match(r"#{2,4} " + re.escape(number) + r"\.? ", heading), (number, heading)
     assert "codes" in anchors
     for target in re.findall(r"\]\(#([^)]+)\)", RULE_BOOK):  # the contents and every link within the page
         assert target in anchors, target
@@ -273,7 +278,7 @@ def test_rule_book_describes_every_ruleset_field():
     section = RULE_BOOK.split('<a id="s9"></a>', 1)[1].split('<a id="s10"></a>', 1)[0]
     prose = docs.BLOCK.sub("", section)
     for name in Ruleset.__dataclass_fields__:
-        assert re.search(r"^\|[^|\n]*`%s`" % name, prose, re.M), name  # a row of the field table
+        assert re.search(r"^\|[^|\n]*`" + name + "`", prose, re.M), name  # a row of the field table
 
 
 def test_rule_book_names_no_source_outside_the_repository():

@@ -6,6 +6,8 @@ give the reasoning); none is read back from the code under test.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from service import Ruleset, parse_hand, score
@@ -605,7 +607,7 @@ def test_ruleset_spec_of_a_wrong_type():
 
 def test_rulesets_are_immutable_values():
     r = Ruleset.from_preset("xuezhan")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         r.cap = 3  # type: ignore[misc]
     assert r.replace(cap=3).cap == 3 and r.cap is None
 

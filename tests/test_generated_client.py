@@ -421,7 +421,9 @@ def test_a_whole_table_through_the_generated_client(generated, served):
     view = mods["get_table"].sync_detailed(table.id, client=reader)
     assert view.status_code == 200 and isinstance(view.parsed, m.TableView)
     assert view.parsed.version == 4 and view.parsed.round_.status == m.RoundStatus.PLAYING
-    assert mods["get_table"].sync_detailed(table.id, client=reader, if_none_match=view.headers["ETag"]).status_code == 304
+    assert (
+        mods["get_table"].sync_detailed(table.id, client=reader, if_none_match=view.headers["ETag"]).status_code == 304
+    )
     assert post(m.RoundEndEvent(type_="round_end")).status_code == 201
     assert mods["get_table"].sync_detailed(table.id, client=reader, if_none_match='"4"').status_code == 200
     forbidden = mods["post_event"].sync_detailed(table.id, client=reader, body=m.RoundEndEvent(type_="round_end"))

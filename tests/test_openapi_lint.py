@@ -80,8 +80,11 @@ export const all = [posted, problem];
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert tsc.returncode == 0, tsc.stdout + tsc.stderr
     wrong = tmp_path / "wrong.ts"
-    wrong.write_text('import type { components } from "./mahjong";\n'
-                     'export const k: components["schemas"]["KongEvent"] = { type: "kong", seat: 0, kind: "sideways", tile: "5m" };\n',
-                     encoding="utf-8")
+    wrong.write_text(
+        'import type { components } from "./mahjong";\n'
+        'export const k: components["schemas"]["KongEvent"] = '
+        '{ type: "kong", seat: 0, kind: "sideways", tile: "5m" };\n',
+        encoding="utf-8",
+    )
     assert subprocess.run([str(npm_tools / "tsc"), "--noEmit", "--strict", str(wrong)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300).returncode != 0

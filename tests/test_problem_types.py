@@ -16,12 +16,9 @@ from service.config import ConfigError, Settings
 from service.rules.codes import Code
 from tests.problems import problem
 
+pytestmark = pytest.mark.app(store=False)
+
 NOT_A_WIN = {"hand": {"tiles": "11122233345m99p5s"}, "win": {"tile": "5s"}}
-
-
-@pytest.fixture(scope="module")
-def client():
-    return create_app({"TESTING": True}).test_client()
 
 
 def test_a_problems_type_is_a_page_that_describes_its_code(client):

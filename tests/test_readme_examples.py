@@ -260,8 +260,10 @@ def test_every_example_gives_the_output_it_shows(served, page):
     examples = examples_of(page.read_text(encoding="utf-8"))
     assert len(examples) >= 5 and any(KEY_LINE.match(e.command) for e in examples), page
     problems = mismatches(page.name, replay(served.port, examples))
-    assert not problems, (f"{len(problems)} example(s) differ from the service (`python "
-                          f"tests/test_readme_examples.py --record` writes the real output):\n\n" + "\n\n".join(problems))
+    assert not problems, (
+        f"{len(problems)} example(s) differ from the service (`python "
+        f"tests/test_readme_examples.py --record` writes the real output):\n\n" + "\n\n".join(problems)
+    )
 
 
 @pytest.mark.slow  # (real servers: the fast lane leaves it out)

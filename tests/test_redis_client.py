@@ -238,7 +238,9 @@ def _script_calls(client: redis.Redis) -> int:
 
 def _replicas_online(client: redis.Redis) -> int:
     info = client.info("replication")
-    return sum(1 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online")
+    return sum(
+        1 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online"
+    )
 
 
 def test_a_durable_write_runs_its_script_then_wait_on_the_same_connection(tmp_path):

@@ -17,25 +17,12 @@ BETA = "beta-" + "b" * 40
 KEYS = f"acme={ACME},beta={BETA}"
 PLAYERS = ["东", "南", "西", "北"]
 KONG = {"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"}
+APP_CONFIG = {"API_KEYS": KEYS, "STREAM_HEARTBEAT": 1}
+pytestmark = pytest.mark.app(**APP_CONFIG)
 
 
 def make_app(url, **config):
-    return create_app({"TESTING": True, "REDIS_URL": url, "API_KEYS": KEYS, "STREAM_HEARTBEAT": 1,
-                       **{var: 0 for var in NO_LIMITS}, **config})
-
-
-@pytest.fixture
-def app(redis_url):
-    app = make_app(redis_url)
-    yield app
-    hub = app.extensions.get("stream_hub")
-    if hub is not None:
-        hub.close()
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
+    return create_app({"TESTING": True, "REDIS_URL": url, **APP_CONFIG, **{var: 0 for var in NO_LIMITS}, **config})
 
 
 def bearer(token: str) -> dict:

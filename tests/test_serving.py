@@ -187,7 +187,9 @@ def test_connection_close_is_honoured_at_once(default_served):
 
 
 # -- bodies and framing ---------------------------------------------------------------------------
-CHUNKED = b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+CHUNKED = (
+    b"POST /v1/hands/ting HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
 
 
 @pytest.mark.parametrize("body, half_close", [
@@ -255,7 +257,9 @@ def test_framing_that_cannot_be_told_from_a_slow_sender_is_408_at_the_deadline(q
 
 def test_chunked_and_pipelined_requests_and_100_continue_work(default_served):
     port = default_served.port
-    chunked = CHUNKED + b"%x\r\n" % 10 + TING[:10] + b"\r\n%x;note=1\r\n" % (len(TING) - 10) + TING[10:] + b"\r\n0\r\n\r\n"
+    chunked = (
+        CHUNKED + b"%x\r\n" % 10 + TING[:10] + b"\r\n%x;note=1\r\n" % (len(TING) - 10) + TING[10:] + b"\r\n0\r\n\r\n"
+    )
     (status, _, payload), = responses(raw(port, chunked.replace(b"Host: t\r\n", b"Host: t\r\nConnection: close\r\n")))
     assert status == 200 and json.loads(payload)["ting"] is True
     # three requests in one write on one connection: three answers in order

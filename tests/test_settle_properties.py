@@ -804,9 +804,11 @@ def merged_exp(exp):
     return {k: v for k, v in c.items() if v}
 
 
-PROPS = settings(max_examples=int(os.environ.get("SETTLE_PROP_EXAMPLES", "200")), deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                          HealthCheck.filter_too_much,
-                                                                          HealthCheck.data_too_large])
+PROPS = settings(
+    max_examples=int(os.environ.get("SETTLE_PROP_EXAMPLES", "200")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 
 
 # =========================================================================
@@ -1073,7 +1075,7 @@ def test_table_balances_are_the_fold_of_its_log(case, more):
     state = TableState.new(names, spec, dealer=m.dealer)
     log, seq = [], 0
     want = [0] * m.n
-    for rnd_ in range(1 + len(more)):
+    for _ in range(1 + len(more)):
         start = {"type": "round_start", "dealer": m.dealer, "voids": voids_arg(m)}
         body = [start] + m.events + ([] if m.ended else [{"type": "round_end"}])
         for rec in body:

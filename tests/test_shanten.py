@@ -263,7 +263,9 @@ def near_wins(draw, size: int = 13):
     for t in range(27):
         if counts[t] >= 3 and rng.random() < 0.3:
             counts[t] -= 3
-            melds.append(Meld.kong(TILES[t], "direct") if counts[t] == 0 and rng.random() < 0.3 else Meld.peng(TILES[t]))
+            melds.append(
+                Meld.kong(TILES[t], "direct") if counts[t] == 0 and rng.random() < 0.3 else Meld.peng(TILES[t])
+            )
     tiles = [t for t in range(27) for _ in range(counts[t])]
     rng.shuffle(tiles)
     if size == 13:

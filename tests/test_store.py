@@ -11,7 +11,15 @@ import redis
 from service.rules.errors import EventError
 from service.store import codec, keys
 from service.store.table_store import TableStore, fingerprint
-from service.store.errors import Conflict, EventNotFound, Forbidden, IdempotencyMismatch, PreconditionFailed, TableNotFound, Unauthorized
+from service.store.errors import (
+    Conflict,
+    EventNotFound,
+    Forbidden,
+    IdempotencyMismatch,
+    PreconditionFailed,
+    TableNotFound,
+    Unauthorized,
+)
 
 PLAYERS = ["东", "南", "西", "北"]
 KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}

@@ -97,7 +97,12 @@ def test_a_correction_after_a_snapshot_streams_and_replays_from_further_back(red
     body = {"events": [{"type": "kong", "seat": 0, "kind": "concealed", "tile": "1m"}]}
     fp = fingerprint("PUT", "/v1/tables/x/rounds/1/events", body)
     first = store.correct(tid, 1, body, idempotency_key="late", fp=fp)
-    assert first.seq == 161 and first.changes == [0, -6, 6, 0]  # (round 1's direct kong, 6 from seat 2 to seat 1, is gone)
+    assert first.seq == 161 and first.changes == [
+        0,
+        -6,
+        6,
+        0,
+    ]  # (round 1's direct kong, 6 from seat 2 to seat 1, is gone)
     frames = [f for chunk in store.stream_records(tid, 150) for f in chunk]
     assert [f["seq"] for f in frames] == list(range(151, 162))
     assert frames[-1]["type"] == "correction" and frames[-1]["balances"] == first.balances

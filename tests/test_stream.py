@@ -59,7 +59,9 @@ class Table:
         return out
 
     def delete(self, served: Served) -> None:
-        status, _, _ = served.request("DELETE", f"/v1/tables/{self.id}", headers={"Authorization": f"Bearer {self.token}"})
+        status, _, _ = served.request(
+            "DELETE", f"/v1/tables/{self.id}", headers={"Authorization": f"Bearer {self.token}"}
+        )
         assert status == 204
 
     def listed(self, served: Served) -> list[dict]:
@@ -443,7 +445,9 @@ def test_a_finished_table_tells_its_streams_and_they_go_on(pair):
     table = Table(a)
     table.post(b, [{"type": "round_start"}, {"type": "round_end"}])
     stream = Stream(a.port, table.id, table.read_token, last_event_id=2)
-    status, _, raw = b.request("POST", f"/v1/tables/{table.id}/finish", headers={"Authorization": f"Bearer {table.token}"})
+    status, _, raw = b.request(
+        "POST", f"/v1/tables/{table.id}/finish", headers={"Authorization": f"Bearer {table.token}"}
+    )
     assert status == 200
     block = next_event(stream, within=5.0)
     assert block["event"] == "finished" and json.loads(block["data"]) == {"finished_at": json.loads(raw)["finished_at"]}

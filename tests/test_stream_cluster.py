@@ -17,7 +17,10 @@ from service.store import keys
 from tests.served import Served, Stream
 from tests.test_stream import Table, check_frames, event_bodies
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(server_version() < (7,), reason="sharded pub/sub (SPUBLISH) needs Redis 7")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(server_version() < (7,), reason="sharded pub/sub (SPUBLISH) needs Redis 7"),
+]
 
 
 @pytest.fixture
@@ -49,7 +52,9 @@ def test_streams_on_a_cluster_use_each_tables_shard(redis_cluster, pair):
         channel = keys.channel(t.id)
         for node in redis_cluster.primaries():
             reply = redis.Redis(port=node.port).pubsub_shardnumsub(channel)
-            counts = dict(reply) if reply and isinstance(reply[0], (tuple, list)) else dict(zip(reply[::2], reply[1::2]))
+            counts = (
+                dict(reply) if reply and isinstance(reply[0], (tuple, list)) else dict(zip(reply[::2], reply[1::2]))
+            )
             here = node.port == redis_cluster.owner(keys.meta(t.id)).port
             assert counts[channel.encode()] == (1 if here else 0), (channel, node.port)
 

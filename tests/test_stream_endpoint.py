@@ -3,19 +3,9 @@ request leaves behind in the process's hub once its response is closed."""
 
 from __future__ import annotations
 
-import pytest
 
 from service.api import create_app
 from service.config import NO_LIMITS
-
-
-@pytest.fixture
-def app(redis_url):
-    app = create_app({"TESTING": True, "REDIS_URL": redis_url, **{var: 0 for var in NO_LIMITS}})
-    yield app
-    hub = app.extensions.get("stream_hub")
-    if hub is not None:
-        hub.close()
 
 
 def _table(client) -> dict:

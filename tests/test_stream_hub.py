@@ -47,7 +47,9 @@ def new_table(store: TableStore) -> tuple[str, list[dict]]:
     table_id = created.id
     replies = [store.append(table_id, {"type": "round_start"}).as_dict()]
     for seat, tile in [(0, "5m"), (1, "6m"), (2, "7p"), (0, "8s")]:
-        replies.append(store.append(table_id, {"type": "kong", "seat": seat, "kind": "concealed", "tile": tile}).as_dict())
+        replies.append(
+            store.append(table_id, {"type": "kong", "seat": seat, "kind": "concealed", "tile": tile}).as_dict()
+        )
     return table_id, replies
 
 

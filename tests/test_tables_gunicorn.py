@@ -161,7 +161,9 @@ def test_acknowledged_events_survive_a_service_restart_and_a_redis_kill(redis_se
 
         assert srv.stop() == 0
         srv.start()
-        status, _, after = srv.request("GET", f"/v1/tables/{t['id']}", headers={"Authorization": "Bearer " + t["read_token"]})
+        status, _, after = srv.request(
+            "GET", f"/v1/tables/{t['id']}", headers={"Authorization": "Bearer " + t["read_token"]}
+        )
         assert status == 200 and after == before
         assert all_events(srv, t, auth) == log_before
 
@@ -226,7 +228,9 @@ def test_serve_without_redis_url_runs_an_embedded_redis_that_keeps_tables(tmp_pa
 
         srv.start()
         assert len(redis_servers_on(data)) == 1
-        status, _, after = srv.request("GET", f"/v1/tables/{t['id']}", headers={"Authorization": "Bearer " + t["read_token"]})
+        status, _, after = srv.request(
+            "GET", f"/v1/tables/{t['id']}", headers={"Authorization": "Bearer " + t["read_token"]}
+        )
         assert status == 200 and after == before
         assert append(srv, t, auth, {"type": "round_end"})["version"] == 3
     finally:

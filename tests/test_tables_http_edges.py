@@ -11,11 +11,6 @@ PLAYERS = ["东", "南", "西", "北"]
 PROBLEM = "application/problem+json"
 
 
-@pytest.fixture
-def client(redis_url):
-    return create_app({"TESTING": True, "REDIS_URL": redis_url, "TABLES_PER_HOUR": 0}).test_client()
-
-
 def _table(client) -> dict:
     r = client.post("/v1/tables", json={"players": PLAYERS})
     assert r.status_code == 201

@@ -19,17 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from service.api import create_app
 from service.web import views
+
+pytestmark = pytest.mark.app(store=False)
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "service" / "web" / "static"
 PAGE_BUDGET = 128 * 1024  # bytes as sent: gzipped, as the service sends them to a browser that accepts it
-
-
-@pytest.fixture(scope="module")
-def client():
-    return create_app({"TESTING": True}).test_client()
 
 
 def test_the_app_shell_is_served_at_the_root(client):

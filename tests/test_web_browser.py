@@ -118,8 +118,10 @@ def test_create_share_and_join(service, api, phones):
     assert a.el("share-qr").get_attribute("src").startswith("blob:")
     a.screenshot("share")
     # the app came gzipped (fewer bytes on the wire than in the file), and its status line in plain words
-    sizes = a.js("return performance.getEntriesByType('resource').filter((e) => /[/]web[/](app|i18n|dialogs)[.]js$/.test(e.name))"
-                 ".map((e) => [e.encodedBodySize, e.decodedBodySize])")
+    sizes = a.js(
+        "return performance.getEntriesByType('resource').filter((e) => /[/]web[/](app|i18n|dialogs)[.]js$/.test(e.name))"
+        ".map((e) => [e.encodedBodySize, e.decodedBodySize])"
+    )
     assert len(sizes) == 3 and all(0 < sent < 0.6 * size for sent, size in sizes), sizes
     status = a.js("return document.getElementById('status').innerText")
     assert not re.search(r"\bv\d+|live|stream|polling", status), status
@@ -172,7 +174,10 @@ def test_a_whole_xuezhan_round_on_two_phones(service, api, phones):
     b.tap("confirm")
     b.wait(lambda: b.text("dialog-message"), "the refusal")
     assert "7s" in b.text("dialog-message") or "four" in b.text("dialog-message")
-    assert b.el("kind-concealed").get_attribute("aria-pressed") == "true" and b.el("tile-7s").get_attribute("aria-pressed") == "true"
+    assert (
+        b.el("kind-concealed").get_attribute("aria-pressed") == "true"
+        and b.el("tile-7s").get_attribute("aria-pressed") == "true"
+    )
     b.screenshot("refused")
     b.tap("cancel")
     assert api.table(table["t"], table["k"])["version"] == version
@@ -410,8 +415,10 @@ def test_read_only_link_cannot_write(service, api, phones):
     a.tap("confirm")
     # 东 leaves: 16 units × 6 to each of the three others; the round ends
     synced(api, table, a, watcher, expect=[-300, 84, 84, 132])
-    watcher.wait(lambda: "东 escapes" in watcher.text("event-4") and "东 pays 北 96 — escape" in watcher.text("event-4"),
-                 "the escape in words")
+    watcher.wait(
+        lambda: "东 escapes" in watcher.text("event-4") and "东 pays 北 96 — escape" in watcher.text("event-4"),
+        "the escape in words",
+    )
 
 
 def test_both_languages(service, api, phones):
@@ -664,7 +671,11 @@ def test_the_live_stream_between_two_phones(service, api, phones):
         # second after the one of the round start: let it land before the quiet period)
         from selenium.common.exceptions import TimeoutException
         try:
-            b.wait(lambda: requests_of(b, service, mark).count(("GET", table_path, 200)) >= 2, "the second view GET", timeout=3)
+            b.wait(
+                lambda: requests_of(b, service, mark).count(("GET", table_path, 200)) >= 2,
+                "the second view GET",
+                timeout=3,
+            )
         except TimeoutException:
             pass  # (both records came in one burst: one GET)
         seen = requests_of(b, service, mark)
@@ -709,12 +720,16 @@ def test_the_live_stream_between_two_phones(service, api, phones):
         events = api.events(table["t"], table["k"])
         assert [e["seq"] for e in events] == [1, 2, 3, 4, 5, 6] and events[4]["voided"] and events[5]["type"] == "void"
         shown = b.js("return Array.from(document.querySelectorAll('[data-testid^=event-]'), (e) => e.dataset.testid)")
-        assert shown == ["event-6", "event-4", "event-3", "event-2", "event-1"], shown  # each once; the undone kong hidden
+        assert shown == ["event-6", "event-4", "event-3", "event-2", "event-1"], (
+            shown
+        )  # each once; the undone kong hidden
         b.wait(lambda: "南 pengs 6 Dots (from 东)" in b.text("event-3") and "东 pays 北 6" in b.text("event-4"),
                "the missed records in words")
         resumed = requests_of(b, service, mark)
         assert ("GET", f"{table_path}/stream", 200) in resumed, resumed
-        assert not [r for r in resumed if r[1] == f"{table_path}/events"], resumed  # not from the log: the stream resumed
+        assert not [r for r in resumed if r[1] == f"{table_path}/events"], (
+            resumed
+        )  # not from the log: the stream resumed
         b.screenshot("stream-resumed")
     finally:
         proxy.close()
@@ -780,7 +795,9 @@ def test_an_api_key_entered_once_goes_with_every_call(service, phones):
     calls = [r for r in a.js("return window.__calls") if r["path"].startswith("/v1/")]
     assert calls[0] == {"path": "/v1/rulesets", "auth": None, "method": "GET", "key": None}  # before it was entered
     after = calls[1:]
-    assert {"/v1/rulesets", "/v1/tables", f"/v1/tables/{fragment(a.d.current_url)['t']}/stream"} <= {r["path"] for r in after}
+    assert {"/v1/rulesets", "/v1/tables", f"/v1/tables/{fragment(a.d.current_url)['t']}/stream"} <= {
+        r["path"] for r in after
+    }
     assert all(r["key"] == "k" * 40 for r in after), after
 
 
@@ -1103,7 +1120,9 @@ def test_round_history_follows_rounds_next(service, api, phones):
         end = post({"type": "round_end"})
         a.wait(lambda: len(rows()) == 103 and rows()[101] == ["Round 102", "-12", "-12", "-12", "36"], "round 102")
         post(None, f"/events/{end['seq']}/void")
-        a.wait(lambda: len(rows()) == 103 and rows()[101][0] == "this round" and a.has("record-kong"), "round 102 reopened")
+        a.wait(
+            lambda: len(rows()) == 103 and rows()[101][0] == "this round" and a.has("record-kong"), "round 102 reopened"
+        )
         assert rows()[-1] == ["Totals", *map(str, api.table(t["id"], t["token"])["balances"])]
     finally:
         conn.close()
@@ -1193,7 +1212,12 @@ def test_this_round_moves_with_the_balance(service, api, phones):
     b.js(ROUND_CHECK)
     # two kongs within the second between two view reads: the second one's round comes late
     for seat, tile in ((2, "7s"), (1, "4p"), (3, "9m")):
-        assert request(service.port, "POST", path, {"type": "kong", "seat": seat, "kind": "concealed", "tile": tile}, auth)[0] == 201
+        assert (
+            request(
+                service.port, "POST", path, {"type": "kong", "seat": seat, "kind": "concealed", "tile": tile}, auth
+            )[0]
+            == 201
+        )
     b.wait_balances([-36, 12, 12, 12])
     b.wait(lambda: b.text("delta-2") == "this round +12", "this round on phone b")
     assert request(service.port, "POST", path, {"type": "round_end"}, auth)[0] == 201
@@ -1258,7 +1282,10 @@ def test_the_share_screen_and_the_new_round_fit_the_phone(service, api, phones):
     a.js("window.scrollTo(0, document.body.scrollHeight)")
     a.tap("round-start")
     a.tap("confirm")
-    a.wait(lambda: a.has("record-hu") and in_view(a, "record-hu") and in_view(a, "round-end"), "the round's buttons in sight")
+    a.wait(
+        lambda: a.has("record-hu") and in_view(a, "record-hu") and in_view(a, "round-end"),
+        "the round's buttons in sight",
+    )
     a.screenshot("round-started-in-view")
 
 
@@ -1323,7 +1350,9 @@ def test_the_same_event_from_two_phones(service, api, phones):
     b.tiles("3p")
     b.tap("fan-2")
     b.tap("confirm")
-    b.wait(lambda: b.has("dlg-ask") and "Another phone has just recorded this" in b.text("confirm-text"), "the question")
+    b.wait(
+        lambda: b.has("dlg-ask") and "Another phone has just recorded this" in b.text("confirm-text"), "the question"
+    )
     b.screenshot("same-event-twice")
     assert api.table(table["t"], table["k"])["balances"] == [-24, 72, -24, -24]
     b.tap("confirm")
@@ -1498,11 +1527,16 @@ def test_every_round_explained_on_every_phone(service, api, phones):
     b.wait(lambda: b.has("round-row-1"), "the round ended")
     deltas = api.table(table["t"], table["k"])["rounds"][0]["deltas"]
     b.tap("round-row-1")
-    b.wait(lambda: "capped at 4 fan" in b.text("round-detail-1") and "taken back" in b.text("round-detail-1"), "round 1 explained")
+    b.wait(
+        lambda: "capped at 4 fan" in b.text("round-detail-1") and "taken back" in b.text("round-detail-1"),
+        "round 1 explained",
+    )
     detail = b.text("round-detail-1")
     assert "南 kongs 1 Dots concealed" in detail and "东 pays 南 12 — concealed kong" in detail
     assert "南: ting (best wait 2 fan)" in detail and "西: not ting" in detail and "北: flower pig (花猪)" in detail
-    assert b.text("round-1-deltas") == "This round: " + " & ".join(f"{n} {d:+d}" if d else f"{n} 0" for n, d in zip("东南西北", deltas))
+    assert b.text("round-1-deltas") == "This round: " + " & ".join(
+        f"{n} {d:+d}" if d else f"{n} 0" for n, d in zip("东南西北", deltas)
+    )
     b.screenshot("round-explained")
 
 
@@ -1642,8 +1676,11 @@ def test_the_end_of_the_evening(service, api, phones):
     assert ruleset["preset"] == "normal" and ruleset["cap"] == 4 and ruleset["zimo"] == "base"
     auth = {"Authorization": f"Bearer {table['k']}"}
     path = f"/v1/tables/{table['t']}/events"
-    for event in ({"type": "round_start"}, {"type": "kong", "seat": 0, "kind": "concealed", "tile": "7s"},
-                  {"type": "hu", "from": 1, "tile": "5p", "winners": [{"seat": 0, "fan": 3}]}):  # (普通场: the win ends it)
+    for event in (
+        {"type": "round_start"},
+        {"type": "kong", "seat": 0, "kind": "concealed", "tile": "7s"},
+        {"type": "hu", "from": 1, "tile": "5p", "winners": [{"seat": 0, "fan": 3}]},
+    ):  # (普通场: the win ends it)
         assert request(service.port, "POST", path, event, auth)[0] == 201
     a.wait(lambda: a.has("finish"), "the round over")
     a.tap("finish")
@@ -1653,7 +1690,9 @@ def test_the_end_of_the_evening(service, api, phones):
     summary = json.loads(body)
     assert status == 200 and summary["finished_at"] and summary["settle_up"]
     for s in summary["seats"]:
-        assert s["name"] in a.text(f"rank-{s['seat']}") and f"{s['total']:+d}".replace("+0", "0") in a.text(f"rank-{s['seat']}")
+        assert s["name"] in a.text(f"rank-{s['seat']}") and f"{s['total']:+d}".replace("+0", "0") in a.text(
+            f"rank-{s['seat']}"
+        )
     assert "1 win, 1 kong (0 direct, 0 added, 1 concealed)" in a.text("rank-0")  # (one of each: no "1 kongs")
     names = summary["players"]
     pays = [f"{names[p['from']]} pays {names[p['to']]} {p['points']}" for p in summary["settle_up"]]
@@ -1688,7 +1727,11 @@ def test_the_end_of_the_evening(service, api, phones):
     a.wait(lambda: a.text("my-seat") == f"我：{seat_name}", "the seat kept on the new table")  # (in Chinese now)
     assert not a.has("dlg-whoAmI")
     view = api.table(again["t"], again["k"])
-    assert view["players"] == ["老王", "小李", "阿珍", "大刘"] and view["ruleset"] == ruleset and view["finished_at"] is None
+    assert (
+        view["players"] == ["老王", "小李", "阿珍", "大刘"]
+        and view["ruleset"] == ruleset
+        and view["finished_at"] is None
+    )
     assert view["balances"] == [0, 0, 0, 0]
     assert (again["k"], again["r"]) == (table["k"], table["r"])  # (the next table: the same tokens)
     # the first table's end screen (opened again, it stays: it names its next table), then home
@@ -1713,7 +1756,11 @@ def test_a_finished_table_is_finished_on_every_phone(service, api, phones):
     table = create_table(a, service.url)
     share, read = a.el("share-link").get_attribute("href"), a.el("share-read-link").get_attribute("href")
     auth = {"Authorization": f"Bearer {table['k']}"}
-    for event in ({"type": "round_start"}, {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}, {"type": "round_end"}):
+    for event in (
+        {"type": "round_start"},
+        {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"},
+        {"type": "round_end"},
+    ):
         assert request(service.port, "POST", f"/v1/tables/{table['t']}/events", event, auth)[0] == 201
     proxy = FlakyProxy(service.port)
     try:
@@ -1734,7 +1781,11 @@ def test_a_finished_table_is_finished_on_every_phone(service, api, phones):
         a.tap("confirm")
         a.wait(lambda: a.has("ranking"), "the end screen on phone a")
         # the onlooker sees it by itself
-        c.wait(lambda: c.has("ranking") and c.text("settle-up") == a.text("settle-up"), "the end screen on phone c", timeout=30)
+        c.wait(
+            lambda: c.has("ranking") and c.text("settle-up") == a.text("settle-up"),
+            "the end screen on phone c",
+            timeout=30,
+        )
         c.tap("end-rounds")
         c.wait(lambda: c.text("round-line") == "finished", "the table screen says finished")
         assert not [x for x in RECORD_BUTTONS if c.has(x)] and c.has("open-summary")
@@ -1821,7 +1872,10 @@ def test_a_link_to_no_table_says_so(service, phones):
     # nothing to follow: the phone stops for good and says so (no retry, no polling)
     a.wait(lambda: live_mode(a) == "stopped", "the phone to stop following the table")
     assert a.text("live-mode") == "not following"
-    asked = lambda: [c for c in a.js("return window.__calls") if c["path"].startswith("/v1/tables/")]
+
+    def asked():
+        return [c for c in a.js("return window.__calls") if c["path"].startswith("/v1/tables/")]
+
     before = asked()
     assert before and {c["method"] for c in before} == {"GET"}
     # what makes a phone that follows a table ask at once (back online, the page shown again) asks nothing
@@ -1858,7 +1912,10 @@ def test_the_summary_picture_is_drawn_on_the_phone(service, phones):
     kind, size, width, height, css_height, words = got
     assert kind == "image/png" and 5_000 < size < 3_000_000 and width == 1080 and height == 3 * css_height, got[:5]
     assert "小李 付给 老王 84" in words and "大刘 付给 老王 36" in words and "老王" in words
-    later = a.js("return performance.getEntriesByType('resource').slice(arguments[0]).map((e) => new URL(e.name).pathname)", marks)
+    later = a.js(
+        "return performance.getEntriesByType('resource').slice(arguments[0]).map((e) => new URL(e.name).pathname)",
+        marks,
+    )
     assert set(later) <= {"/web/end.js", "/web/summary.js", "/web/i18n.js"}, later  # (no request but the modules)
     a.screenshot("summary-picture")
     # a seat with many facts and a long name: every line still reads on a phone, in either language
@@ -1875,7 +1932,9 @@ def test_the_summary_picture_is_drawn_on_the_phone(service, phones):
     rounds = [{"number": n, "status": "ended", "deltas": [s["total"] if n == 1 else 0 for s in busy["seats"]]}
               for n in range(1, 17)]
     for lang in ("zh", "en"):
-        a.d.execute_async_script("import('/web/i18n.js').then((m) => { m.setLang(arguments[0]); arguments[1](); })", lang)
+        a.d.execute_async_script(
+            "import('/web/i18n.js').then((m) => { m.setLang(arguments[0]); arguments[1](); })", lang
+        )
         check_picture_text(a, busy)
         check_picture_text(a, busy, rounds)  # (with the chart of its 16 rounds)
 
@@ -1902,7 +1961,9 @@ def post_events(service, table: dict, *events: dict) -> None:
 
 def settled(service, ruleset: str | dict, dealer: int, events: list[dict]) -> list[int]:
     """The deltas POST /v1/rounds/settle gives for a round of `events` (the rule book's worked answer)."""
-    status, _, body = request(service.port, "POST", "/v1/rounds/settle", {"ruleset": ruleset, "dealer": dealer, "events": events})
+    status, _, body = request(
+        service.port, "POST", "/v1/rounds/settle", {"ruleset": ruleset, "dealer": dealer, "events": events}
+    )
     assert status == 200, body
     return json.loads(body)["deltas"]
 
@@ -1927,8 +1988,12 @@ def test_each_special_win_is_one_control_and_pays_by_the_rules(service, api, pho
         number = len(rounds) + 1
         post_events(service, table, {"type": "round_start", "dealer": 0}, *setup)
         last = api.events(table["t"], table["k"])[-1]["seq"]
-        a.wait(lambda: a.text("round-line").startswith(f"Round {number}") and a.has("record-hu") and a.has(f"event-{last}"),
-               f"round {number} and its records on the phone")
+        a.wait(
+            lambda: (
+                a.text("round-line").startswith(f"Round {number}") and a.has("record-hu") and a.has(f"event-{last}")
+            ),
+            f"round {number} and its records on the phone",
+        )
         a.tap("record-hu")
         for x in taps:
             a.tap(x)
@@ -1948,7 +2013,9 @@ def test_each_special_win_is_one_control_and_pays_by_the_rules(service, api, pho
     hu = play([peng, added], ["special-qiangganghu"], [12, -12, 0, 0], "robbing_kong",
               {"type": "hu", "from": 1, "tile": "5m", "robbing_kong": True, "winners": [{"seat": 0, "fan": 2}]})
     assert (hu["from"], hu["tile"], [w["seat"] for w in hu["winners"]]) == (1, "5m", [0])
-    assert documented_taps()["a robbed kong (抢杠胡)"] == len(["record-hu", "special-qiangganghu", "confirm"])  # (as tapped)
+    assert documented_taps()["a robbed kong (抢杠胡)"] == len(
+        ["record-hu", "special-qiangganghu", "confirm"]
+    )  # (as tapped)
     # 杠上花 with 清一色 tapped: 西's concealed kong, then 西 wins on its replacement: 3 + 1 fan from each
     kong = {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"}
     hu = play([kong], ["special-gangshanghua", "tile-3s", "pattern-qingyise"], [-60, -60, 180, -60], "after_kong",
@@ -1995,7 +2062,12 @@ def test_a_refusal_stays_on_the_sheet_above_its_buttons(service, api, phones):
     table = api_table(service)
     a = phones("a")
     join(a, f"{service.url}/#t={table['t']}&k={table['k']}&r={table['r']}", seat=0)
-    post_events(service, table, {"type": "round_start", "dealer": 0}, {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"})
+    post_events(
+        service,
+        table,
+        {"type": "round_start", "dealer": 0},
+        {"type": "kong", "seat": 2, "kind": "concealed", "tile": "7s"},
+    )
     a.wait_balances([-12, -12, 36, -12])
     # 抢杠胡 with no added kong just before: said on the sheet, nothing sent
     a.tap("record-hu")
@@ -2004,11 +2076,21 @@ def test_a_refusal_stays_on_the_sheet_above_its_buttons(service, api, phones):
     a.tap("special-qiangganghu")
     a.tap("fan-3")
     a.tap("confirm")
-    a.wait(lambda: a.text("dialog-message").startswith("Robbing a kong: the record just before must be"), "the sheet's refusal")
+    a.wait(
+        lambda: a.text("dialog-message").startswith("Robbing a kong: the record just before must be"),
+        "the sheet's refusal",
+    )
     where = message_in_sight(a)
-    assert where["seen"] and where["height"] > 0 and 0 <= where["top"] and where["bottom"] <= where["confirmTop"] <= where["screen"], where
+    assert (
+        where["seen"]
+        and where["height"] > 0
+        and 0 <= where["top"]
+        and where["bottom"] <= where["confirmTop"] <= where["screen"]
+    ), where
     a.screenshot("refusal-above-confirm")
-    assert a.el("fan-3").get_attribute("aria-pressed") == "true" and a.el("from-1").get_attribute("aria-pressed") == "true"
+    assert (
+        a.el("fan-3").get_attribute("aria-pressed") == "true" and a.el("from-1").get_attribute("aria-pressed") == "true"
+    )
     # the service's refusal: 东 self-drawn with 99 fan typed (the service takes 1 to 64): 422, on the sheet
     a.tap("special-qiangganghu")  # (off again)
     a.tap("self-drawn")
@@ -2019,7 +2101,9 @@ def test_a_refusal_stays_on_the_sheet_above_its_buttons(service, api, phones):
     where = message_in_sight(a)
     assert where["seen"] and where["bottom"] <= where["confirmTop"] <= where["screen"], where
     assert [e["type"] for e in api.events(table["t"], table["k"])] == ["round_start", "kong"]
-    assert a.el("fan-input").get_attribute("value") == "99" and a.el("self-drawn").get_attribute("aria-pressed") == "true"
+    assert (
+        a.el("fan-input").get_attribute("value") == "99" and a.el("self-drawn").get_attribute("aria-pressed") == "true"
+    )
     assert a.el("tile-5m").get_attribute("aria-pressed") == "true"
     # corrected on the same sheet: recorded (3 fan self-drawn: 24 from each)
     a.tap("fan-3")
@@ -2053,7 +2137,10 @@ def test_the_same_win_on_two_phones_at_once(service, api, phones):
                 p.d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/stream*"]})
             for x in ("record-hu", "self-drawn", "seat-2", "tile-3p", "fan-2"):
                 p.tap(x)
-        both = [threading.Thread(target=p.js, args=("document.querySelector('[data-testid=confirm]').click()",)) for p in (a, b)]
+        both = [
+            threading.Thread(target=p.js, args=("document.querySelector('[data-testid=confirm]').click()",))
+            for p in (a, b)
+        ]
         for th in both:
             th.start()
         for th in both:
@@ -2065,14 +2152,19 @@ def test_the_same_win_on_two_phones_at_once(service, api, phones):
         a.wait(lambda: len(hus()) == 1 and (settled_phone(a) or settled_phone(b)), "one of the two recorded")
         first, second = (a, b) if settled_phone(a) else (b, a)
         if twice:
-            second.wait(lambda: second.has("dlg-ask") and "Another phone has just recorded this" in second.text("confirm-text"),
-                        "the question, with its buttons")
+            second.wait(
+                lambda: second.has("dlg-ask") and "Another phone has just recorded this" in second.text("confirm-text"),
+                "the question, with its buttons",
+            )
             assert second.text("confirm") == "Record again" and second.text("cancel") == "Don\u2019t"
             second.tap("confirm")
             second.wait(lambda: not second.has("dlg-ask") and len(hus()) == 2, "recorded again")
             expect = [-24, -24, 72, -24]
         else:
-            second.wait(lambda: "Another phone has already recorded this" in second.text("dialog-message"), "already recorded, on the sheet")
+            second.wait(
+                lambda: "Another phone has already recorded this" in second.text("dialog-message"),
+                "already recorded, on the sheet",
+            )
             second.screenshot("same-win-at-once")
             second.tap("cancel")
             expect = [-12, -12, 36, -12]
@@ -2095,7 +2187,9 @@ def test_the_draw_sheet_asks_only_seats_still_in(service, api, phones):
     b.wait(lambda: b.has("record-draw"), "the round")
     b.tap("record-draw")
     b.wait(lambda: dialog_title(b) == "东: ready (ting)?", "the first seat asked")
-    post_events(service, table, {"type": "hu", "from": None, "tile": "2m", "winners": [{"seat": 0, "fan": 1}]})  # 东 wins meanwhile
+    post_events(
+        service, table, {"type": "hu", "from": None, "tile": "2m", "winners": [{"seat": 0, "fan": 1}]}
+    )  # 东 wins meanwhile
     b.wait(lambda: dialog_title(b) == "南: ready (ting)?", "东 no longer asked")
     b.tap("status-ting")
     b.tap("fan-2")

@@ -44,44 +44,12 @@ def acme(**extra) -> dict:
     return {"X-API-Key": ACME, **extra}
 
 
+APP_CONFIG = {"API_KEYS": KEYS, "WEBHOOK_ALLOW_PRIVATE": True, "WEBHOOK_TIMEOUT": 1}
+pytestmark = pytest.mark.app(**APP_CONFIG)
+
+
 def make_app(url: str, **config):
-    return create_app({"TESTING": True, "REDIS_URL": url, "API_KEYS": KEYS, "WEBHOOK_ALLOW_PRIVATE": True,
-                       "WEBHOOK_TIMEOUT": 1, **{var: 0 for var in NO_LIMITS}, **config})
-
-
-@pytest.fixture
-def app(redis_url):
-    return make_app(redis_url)
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
-
-
-@pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.close()
-
-
-@pytest.fixture
-def dispatchers(app, redis_url):
-    """Start dispatchers on the app's registry (``start(client=None, **options)``: ``client``, the
-    dispatcher's redis-py client, else one of its own); all stopped at the end."""
-    made: list[Dispatcher] = []
-
-    def start(client=None, **options) -> Dispatcher:
-        opts = DispatcherOptions(**{"timeout": 1.0, "backoff_ms": 50, "poll": 0.02, "sweep_every": 3600.0,
-                                    "allow_private": True, **options})
-        d = Dispatcher(client or connect(redis_url), app.extensions["webhooks"], opts).start()
-        made.append(d)
-        return d
-
-    yield start
-    for d in made:
-        d.stop(wait=3.0)
+    return create_app({"TESTING": True, "REDIS_URL": url, **APP_CONFIG, **{var: 0 for var in NO_LIMITS}, **config})
 
 
 def register(client, url: str, events=ALL, key=ACME, **extra) -> dict:
@@ -209,7 +177,6 @@ def test_any_url_is_parsed_or_refused(url):
         parse_target(url)
     except TargetRefused:
         pass
-
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254",
@@ -442,7 +409,9 @@ def test_deliveries_are_signed_in_seq_order_and_carry_the_record_as_listed(clien
     assert [w.status_code for w in written] == [201] * 5, [w.get_json() for w in written]
     written = [w.get_json() for w in written]
     listed = client.get(f"/v1/tables/{t['id']}/events", headers=acme()).get_json()["events"]
-    assert listed[1]["voided"] is True and listed[3]["winners"][0]["hand"]["tiles"] == win["winners"][0]["hand"]["tiles"]
+    assert (
+        listed[1]["voided"] is True and listed[3]["winners"][0]["hand"]["tiles"] == win["winners"][0]["hand"]["tiles"]
+    )
     view = client.post(f"/v1/tables/{t['id']}/finish", headers=acme()).get_json()
     assert client.delete(f"/v1/tables/{t['id']}", headers=acme()).status_code == 204
     receiver.wait(lambda r: len(r.received) == 9, what="9 deliveries")
@@ -608,7 +577,9 @@ def test_the_status_follows_the_order_of_the_outcomes_not_the_clocks_of_the_disp
     assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "failing"
     real = registry_module.now_ms
     monkeypatch.setattr(registry_module, "now_ms", lambda: real() - 5_000)  # a dispatcher whose clock is 5 s behind
-    assert registry.note(hook, {**attempt, "ok": True, "status": 200, "error": None}, "ok")  # (noted after the dead letter)
+    assert registry.note(
+        hook, {**attempt, "ok": True, "status": 200, "error": None}, "ok"
+    )  # (noted after the dead letter)
     assert client.get(f"/v1/webhooks/{made['id']}", headers=acme()).get_json()["status"] == "ok"
 
 
@@ -835,11 +806,18 @@ def test_the_webhook_settings_and_the_dispatcher_inside_serve(redis_url, redis_c
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
                     max_leaves=12)
-BODIES = st.fixed_dictionaries({}, optional={
-    "url": st.sampled_from(["http://127.0.0.1:9/x", "https://[::1]/", "http://[zz]/", "ftp://x/"]) | st.text(max_size=40),
-    "events": st.lists(st.sampled_from(ALL) | st.text(max_size=12), max_size=8) | JSON,
-    "tables": st.lists(st.text(alphabet="0123456789abcdef", min_size=16, max_size=16), max_size=3) | JSON,
-}) | JSON
+BODIES = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "url": st.sampled_from(["http://127.0.0.1:9/x", "https://[::1]/", "http://[zz]/", "ftp://x/"])
+            | st.text(max_size=40),
+            "events": st.lists(st.sampled_from(ALL) | st.text(max_size=12), max_size=8) | JSON,
+            "tables": st.lists(st.text(alphabet="0123456789abcdef", min_size=16, max_size=16), max_size=3) | JSON,
+        },
+    )
+    | JSON
+)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # (one Redis: at most 20 webhooks, then 409)

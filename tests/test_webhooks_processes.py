@@ -16,9 +16,8 @@ import pytest
 from service.store import keys, redis_client
 from service.store.embedded import EmbeddedRedis, free_port
 from service.webhooks.dispatcher import Dispatcher, DispatcherOptions
-from tests.loopback import stop_service
 from tests.receivers import Receiver, wait_until
-from tests.served import Served
+from tests.served import Served, stop_process
 from tests.test_webhooks import (
     ALL,
     KEYS,
@@ -73,7 +72,7 @@ def test_delivery_resumes_after_the_dispatcher_process_is_sigkilled(redis_url, t
     finally:
         for proc in (first, second):
             if proc is not None:
-                stop_service(proc)
+                stop_process(proc)
         receiver.close()
 
 

@@ -24,20 +24,9 @@ from service.webhooks import registry as registry_module
 from service.webhooks.dispatcher import Dispatcher, DispatcherOptions
 from tests.problems import problem
 from tests.receivers import Receiver, wait_until
-from tests.test_webhooks import (  # noqa: F401 - the fixtures app, client, receiver, dispatchers
-    BETA,
-    KONG,
-    acme,
-    app,
-    client,
-    dispatchers,
-    kong,
-    make_app,
-    new_table,
-    post,
-    receiver,
-    register,
-)
+from tests.test_webhooks import APP_CONFIG, BETA, KONG, acme, kong, make_app, new_table, post, register
+
+pytestmark = pytest.mark.app(**APP_CONFIG)
 
 
 def view(client, hook_id: str) -> dict:

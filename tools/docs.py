@@ -598,7 +598,13 @@ def _hands(rec: Recorder, client: Any) -> None:
         "(`application/x-ndjson`): one item a line, one result line per item, streamed back as they are "
         "computed.", headers={"Content-Type": "application/x-ndjson"},
         data=b"".join(orjson.dumps(line) + b"\n" for line in lines))
-    rec(client, "GET", "/v1/rulesets", "Every preset with every field", "([rules.md §9](rules.md#s9) says what each means).")
+    rec(
+        client,
+        "GET",
+        "/v1/rulesets",
+        "Every preset with every field",
+        "([rules.md §9](rules.md#s9) says what each means).",
+    )
 
 
 def _table_walk(rec: Recorder, client: Any) -> None:
@@ -759,7 +765,9 @@ def _stream(rec: Recorder, app: Any) -> None:
     finally:
         response.close()
     status = f"{response.status_code} {response.status.split(' ', 1)[1]}"
-    lines = [status] + [f"{k}: {response.headers[k]}" for k in ("Content-Type", "Cache-Control") if k in response.headers]
+    lines = [status] + [
+        f"{k}: {response.headers[k]}" for k in ("Content-Type", "Cache-Control") if k in response.headers
+    ]
     names = rec.names
     rec.add("streamTable", _stream_text(names, headers, live, lines, text, table))
 
@@ -816,7 +824,10 @@ def _mending(rec: Recorder, client: Any) -> None:
     write = {"Authorization": f"Bearer {table['token']}"}
     read = {"Authorization": f"Bearer {table['read_token']}"}
     base = f"/v1/tables/{table['id']}"
-    for event in ({"type": "round_start"}, {"type": "hu", "from": None, "tile": "5p", "winners": [{"seat": 0, "fan": 2}]}):
+    for event in (
+        {"type": "round_start"},
+        {"type": "hu", "from": None, "tile": "5p", "winners": [{"seat": 0, "fan": 2}]},
+    ):
         assert client.post(f"{base}/events", json=event, headers=write).status_code == 201
     rec(client, "POST", f"{base}/events", "`penalty`, 诈胡",
         "A seat that declared a win it did not have pays each other seat still in the round a win of `zhahu_fan` "
@@ -977,10 +988,16 @@ def _webhooks(rec: Recorder, client: Any, keys: dict[str, str]) -> None:
                 "`WEBHOOK_ALLOW_PRIVATE`; its URL is shown as the public one it stands for.)",
                 json_body={"url": url, "events": ["round.ended", "table.finished"]}, headers=acme)
         hook = r.get_json()
-        rec(client, "POST", "/v1/webhooks", "A URL the service does not send to",
+        rec(
+            client,
+            "POST",
+            "/v1/webhooks",
+            "A URL the service does not send to",
             "is refused: only `http` and `https` URLs whose host resolves to public addresses (loopback, "
-            "private and link-local ones too unless `WEBHOOK_ALLOW_PRIVATE`).", json_body={"url": "ftp://backend.example/mahjong", "events": ["round.ended"]},
-            headers=acme)
+            "private and link-local ones too unless `WEBHOOK_ALLOW_PRIVATE`).",
+            json_body={"url": "ftp://backend.example/mahjong", "events": ["round.ended"]},
+            headers=acme,
+        )
         rec(client, "GET", "/v1/webhooks", "The key's webhooks", "oldest first.", headers=acme)
         rec(client, "POST", f"/v1/webhooks/{hook['id']}/test", "A test message, sent now",
             "(one attempt): the answer is the webhook with that attempt as `last_delivery`.", headers=acme,

@@ -87,7 +87,8 @@ BATCH_DOC = {
     "requestBody": {
         "required": True,
         "description": "`application/json`: an envelope of at most `BATCH_MAX_ITEMS` items (1,000 by default) "
-                       "within `MAX_BATCH_BYTES` (1 MiB by default).\n\nOr `Content-Type: application/x-ndjson`: one item (a "
+                       "within `MAX_BATCH_BYTES` (1 MiB by default).\n\n"
+                       "Or `Content-Type: application/x-ndjson`: one item (a "
                        "`BatchItem`) a line, any number of lines (each at most `MAX_BODY_BYTES`), read and "
                        "answered as they arrive, e.g.\n\n```\n" + NDJSON_EXAMPLE + "```\n\n(OpenAPI 3.1 has "
                        "no way to type a sequence of JSON values, so that body is described here only.)",

@@ -5,7 +5,8 @@
   ``api_key_required`` without one, ``api_key_invalid`` for an unknown one),
   except a request to one table (``/v1/tables/{id}...``) that carries its table
   token (``Authorization: Bearer``), or to one club (``/v1/clubs/{id}...``)
-  with its club token: the phones at a table hold only its tokens.  A key sent along with a table token is checked all the same.  The
+  with its club token: the phones at a table hold only its tokens.  A key sent along with a table token is
+  checked all the same.  The
   key's name is ``g.api_key``; rate limits then count per key and
   ``GET /v1/tables`` lists the key's tables.  Only the keys' SHA-256 digests
   are kept.

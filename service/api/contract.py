@@ -135,7 +135,8 @@ class ContractPlugin(BasePlugin):
                 continue
             responses = operation.get("responses", {})
             limited = any(str(status) == "429" for status in responses)
-            keyed = any(isinstance(p, dict) and p.get("name") == "Idempotency-Key" for p in operation.get("parameters", ()))
+            keyed = any(isinstance(p, dict) and p.get("name") == "Idempotency-Key"
+                        for p in operation.get("parameters", ()))
             for status, response in responses.items():
                 if not isinstance(response, dict) or "$ref" in response:
                     continue

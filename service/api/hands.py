@@ -14,7 +14,8 @@ from . import schemas as s
 from .smorest import JSON_BODY, Blueprint
 from .table_views import RESPONSE_EXAMPLES
 
-blp = Blueprint("hands", __name__, url_prefix="/v1/hands", description="Validate, ting, discard advice, shanten and scoring of one hand.")
+blp = Blueprint("hands", __name__, url_prefix="/v1/hands",
+                description="Validate, ting, discard advice, shanten and scoring of one hand.")
 
 KEYED = [{"apiKey": []}, {}]  # X-API-Key when the service has API keys
 NO_KEY = (401, "with API keys on: no `X-API-Key`, or not a key of the service (`api_key_required`, "
@@ -68,7 +69,8 @@ def ting_result(args: dict) -> Ting:
 
 
 @blp.route("/discards", methods=["POST"])
-@blp.arguments(s.DiscardsRequest(), example={"hand": {"tiles": "11122233344456m"}, "ruleset": {"preset": "xuezhan", "cap": 4}})
+@blp.arguments(s.DiscardsRequest(),
+               example={"hand": {"tiles": "11122233344456m"}, "ruleset": {"preset": "xuezhan", "cap": 4}})
 @blp.response(200, s.DiscardsResponse)
 @errors
 @blp.doc(operationId="discardAdvice", security=KEYED)

@@ -38,7 +38,7 @@ METRICS_COLLECTORS = "metrics_collectors"
 def register_readiness_check(app: Flask, check: ReadinessCheck, name: str | None = None) -> None:
     """Add ``check`` to the app's readiness checks (``name`` defaults to its ``__name__``)."""
     if name is not None:
-        check.__dict__.setdefault("readiness_name", name)  # type: ignore[union-attr]
+        check.__dict__.setdefault("readiness_name", name)
     app.extensions.setdefault("readiness_checks", []).append(check)
 
 

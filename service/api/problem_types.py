@@ -158,7 +158,8 @@ def page(code: str) -> Response:
     if request.accept_mimetypes.best_match(["text/html", "application/json"]) == "application/json":
         response = jsonify(described.as_dict(url))
     else:
-        meaning = re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(described.meaning[:1].upper() + described.meaning[1:]))
+        meaning = re.sub(r"`([^`]+)`", r"<code>\1</code>",
+                         escape(described.meaning[:1].upper() + described.meaning[1:]))
         response = Response(_PAGE.format(
             code=escape(code), title=escape(described.title), meaning=meaning + ".",
             statuses=", ".join(map(str, described.statuses)), docs=escape(request.root_url + "docs")),

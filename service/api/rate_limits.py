@@ -28,7 +28,8 @@ request of a client counts, refused ones included.  0 turns a limit off.
 Each view declares its limits where it is defined (``@rate_limits.limited("client_events_per_minute",
 "table_events_per_minute")`` under its ``@blp.route``), or declares that it has none and why
 (``@rate_limits.unlimited("...")``); :data:`OTHER_VIEWS` does so for the endpoints of Flask,
-flask-smorest and the companion app.  ``tests/test_api_limits.py`` walks the URL map: a new endpoint without a declaration fails it.
+flask-smorest and the companion app.  ``tests/test_api_limits.py`` walks the URL map: a new endpoint without
+a declaration fails it.
 
 Only the views that declare a limit that is on are wrapped (:func:`install`): a request to any other
 endpoint does no limiter work at all.  Who counts what:

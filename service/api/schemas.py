@@ -196,7 +196,8 @@ class TilesField(DocumentedField):
             if len(value) > MAX_HAND_TILES:
                 raise ValidationError(f"Longer than maximum length {MAX_HAND_TILES}.")
             errors = {
-                i: ["Not a valid string."] if not isinstance(t, str) else [f"Longer than maximum length {MAX_TILE_CHARS}."]
+                i: ["Not a valid string."] if not isinstance(t, str)
+                else [f"Longer than maximum length {MAX_TILE_CHARS}."]
                 for i, t in enumerate(value)
                 if not isinstance(t, str) or len(t) > MAX_TILE_CHARS
             }
@@ -982,7 +983,7 @@ def check_batch_item(value: Any) -> dict:
     Traceback (most recent call last):
     ...
     marshmallow.exceptions.ValidationError: {'op': ['An item is an object whose `op` names an operation.']}
-    """
+    """  # noqa: E501 - a doctest's expected error line
     if not isinstance(value, dict):
         raise ValidationError({"op": ["An item is an object whose `op` names an operation."]})
     if "op" not in value:

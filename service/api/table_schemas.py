@@ -166,7 +166,7 @@ class RoundsQuery(ma.Schema):
 
 
 # -- headers -------------------------------------------------------------------------
-IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % MAX_IDEMPOTENCY_KEY)
+IDEMPOTENCY_KEY = re.compile(rf"^[\x21-\x7e]{{1,{MAX_IDEMPOTENCY_KEY}}}$")
 # a creation's Idempotency-Key: a UUID of version 4 (random) or 7 (time and random), RFC 9562
 CREATION_KEY = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[47][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$")
 
@@ -341,7 +341,8 @@ class SeatSummary(ma.Schema):
     dajiao_paid = fields.Integer(required=True, metadata={"description": "points paid at 查大叫"})
     escapes = fields.Integer(required=True)
     biggest_win = fields.Nested(BiggestWin, required=True, allow_none=True)
-    penalties_paid = fields.Integer(required=True, metadata={"description": "points paid for 诈胡 (docs/rules.md#s15.3)"})
+    penalties_paid = fields.Integer(required=True,
+                                    metadata={"description": "points paid for 诈胡 (docs/rules.md#s15.3)"})
     adjusted = fields.Integer(required=True, metadata={"description": "net points of adjustments (received less "
                                                                       "paid; in `total`, docs/rules.md#s15.5)"})
     coins = fields.Integer(metadata={"description": "(with stakes) the seat's coin result: coins now - bankroll - "

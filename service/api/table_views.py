@@ -227,7 +227,8 @@ def list_tables(args):
 
 
 @blp.route("", methods=["POST"])
-@blp.arguments(ts.CreateTableRequest(), example={"players": ["东", "南", "西", "北"], "ruleset": "xuezhan", "dealer": 0})
+@blp.arguments(ts.CreateTableRequest(),
+               example={"players": ["东", "南", "西", "北"], "ruleset": "xuezhan", "dealer": 0})
 @blp.response(201, ts.TableCreated, headers={"Location": {"schema": {"type": "string"}}})
 @blp.problems(400, (401, "with API keys on: no `X-API-Key`, or not a key of the service "
                          "(`api_key_required`, `api_key_invalid`)"),
@@ -290,7 +291,8 @@ def get_table(args, table_id, if_none_match=None):
     view = s.get(tid, access(write=False), rounds_after=args["rounds_after"],
                  rounds_limit=args["rounds_limit"])
     etag = f'"{view["version"]}"'
-    if if_none_match is not None and parse_etags(if_none_match).contains_weak(str(view["version"])):  # weak comparison (RFC 9110 §13.1.2)
+    # weak comparison (RFC 9110 §13.1.2)
+    if if_none_match is not None and parse_etags(if_none_match).contains_weak(str(view["version"])):
         response = _no_content(304)
     else:
         response = jsonify(view)
@@ -659,8 +661,8 @@ def document(api) -> None:
 
     from .schemas import EVENT_SCHEMAS
 
-    union("Event", EVENT_SCHEMAS, "A round event (docs/api.md, the events): checked by the rules against the round as it "
-                            "stands.")
+    union("Event", EVENT_SCHEMAS,
+          "A round event (docs/api.md, the events): checked by the rules against the round as it stands.")
     union("TableEvent", ts.TABLE_EVENT_SCHEMAS,
           "An event of a table: a round event, round_start, round_end or buy_in (with stakes, between rounds).")
     union("StreamRecord", ts.STREAM_RECORD_SCHEMAS,
@@ -670,7 +672,8 @@ def document(api) -> None:
         "type": "object", "required": ["id"], "additionalProperties": False, "properties": {"id": {"type": "string"}},
         "description": "The `data` of `event: deleted` (the table was deleted or expired; the stream ends)."})
     spec.components.schema("StreamResync", component={
-        "type": "object", "required": ["after"], "additionalProperties": False, "properties": {"after": {"type": "integer"}},
+        "type": "object", "required": ["after"], "additionalProperties": False,
+        "properties": {"after": {"type": "integer"}},
         "description": "The `data` of `event: resync` (this client fell behind; the stream ends: reconnect with "
                        "`Last-Event-ID` = `after`)."})
     spec.components.schema("StreamFinished", component={

@@ -135,7 +135,8 @@ class UpdateWebhookRequest(ma.Schema):
     url = fields.String(validate=validate.Length(min=1, max=MAX_URL_CHARS), metadata={
         "description": "where to POST from now on (checked as in a registration); what the webhook was not given "
                        "yet goes there"})
-    events = fields.List(fields.String(validate=validate.OneOf(EVENTS)), validate=validate.Length(min=1, max=len(EVENTS)),
+    events = fields.List(fields.String(validate=validate.OneOf(EVENTS)),
+                         validate=validate.Length(min=1, max=len(EVENTS)),
                          metadata={"description": "the notification types to send: one added is sent from now on"})
     tables = fields.List(fields.String(validate=[validate.Length(equal=16), validate.Regexp(r"^[0-9a-f]{16}$")]),
                          allow_none=True, validate=validate.Length(min=1, max=MAX_TABLES), metadata={

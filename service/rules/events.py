@@ -15,7 +15,7 @@ service.rules.errors.EventError: event 3: a hu needs at least one winner
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any, Mapping
 
 from .codes import Code
 from .errors import EventError, RuleError
@@ -105,7 +105,7 @@ class Penalty:
     type = "penalty"
 
 
-Event = Union[Peng, Kong, Hu, Draw, Escape, Penalty]
+Event = Peng | Kong | Hu | Draw | Escape | Penalty
 EVENT_TYPES = ("peng", "kong", "hu", "draw", "escape", "penalty")
 
 # The JSON form's fields (required, optional) per object, and its bounds: what an

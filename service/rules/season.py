@@ -124,7 +124,7 @@ class SeatResult:
     def from_dict(cls, d: Mapping[str, Any]) -> "SeatResult":
         kongs = d.get("kongs") or {}
         return cls(d.get("player"), d["name"], d["total"], d["rank"], d.get("wins", 0), d.get("zimo", 0),
-                   d.get("dianpao_paid", 0), tuple(kongs.get(k, 0) for k in KONG_KINDS),  # type: ignore[arg-type]
+                   d.get("dianpao_paid", 0), tuple(kongs.get(k, 0) for k in KONG_KINDS),
                    d.get("huazhu_paid", 0), d.get("dajiao_paid", 0), d.get("penalties", 0),
                    d.get("biggest_win"), d.get("coins"))
 
@@ -160,7 +160,7 @@ class TableResult:
             kongs = s["kongs"]
             seats.append(SeatResult(
                 player, s["name"], s["total"], s["rank"], s["wins"], s["zimo"], s["dianpao_paid"],
-                tuple(kongs[k] for k in KONG_KINDS), s["huazhu_paid"], s["dajiao_paid"],  # type: ignore[arg-type]
+                tuple(kongs[k] for k in KONG_KINDS), s["huazhu_paid"], s["dajiao_paid"],
                 s.get("penalties_paid", 0), s["biggest_win"], s.get("coins")))
         return cls(table_id or summary["id"], finished_at, summary["rounds"], tuple(seats))
 
@@ -222,7 +222,7 @@ class Standing:
     def from_dict(cls, d: Mapping[str, Any]) -> "Standing":
         kongs = d["kongs"]
         return cls(d["player"], d["evenings"], d["rounds"], d["total"], d.get("coins"), d["wins"], d["zimo"],
-                   d["dianpao_paid"], tuple(kongs[k] for k in KONG_KINDS), d["huazhu_paid"],  # type: ignore[arg-type]
+                   d["dianpao_paid"], tuple(kongs[k] for k in KONG_KINDS), d["huazhu_paid"],
                    d["dajiao_paid"], d["penalties"], d["biggest_win"],
                    Rating(d["rating"]["mu"], d["rating"]["sigma"]))
 

@@ -194,7 +194,8 @@ class Round:
             if len(v) != n:
                 raise EventError(Code.BAD_EVENT, 0, f"voids must list {n} seats")
             if n == 3 and any(x is not None for x in v):
-                raise EventError(Code.VOID_NOT_ALLOWED, 0, "a three-player room (三人两房) has no 定缺: voids must be null")
+                raise EventError(Code.VOID_NOT_ALLOWED, 0,
+                                 "a three-player room (三人两房) has no 定缺: voids must be null")
             self.voids = [None if x is None else parse_suit(x) for x in v]
         self.n = 0                      # events applied
         self.won: list[int] = []        # seats that have won, in the order of their first win
@@ -256,7 +257,8 @@ class Round:
         return {
             "ruleset": self.rules.as_dict(), "dealer": self.dealer, "voids": self.voids,
             "n": self.n, "won": self.won, "left": self.left, "ended": self.ended,
-            "first_win": None if self.first_win is None else self.first_win.to_dict(), "kongs": {str(k): v.to_dict() for k, v in self.kongs.items()},
+            "first_win": None if self.first_win is None else self.first_win.to_dict(),
+            "kongs": {str(k): v.to_dict() for k, v in self.kongs.items()},
             "melds": self.melds, "logged": self.logged, "pengs": self.pengs,
             "pengs_logged": self.pengs_logged, "any_meld": self.any_meld,
             "hand_melds": self.hand_melds, "concealed": self.concealed,
@@ -291,7 +293,8 @@ class Round:
         return Round.from_dict(self.to_dict())
 
     # -- applying events --------------------------------------------------------
-    def apply(self, event: "Mapping[str, Any] | Event", index: int | None = None) -> tuple["Round", tuple[Transfer, ...]]:
+    def apply(self, event: "Mapping[str, Any] | Event",
+              index: int | None = None) -> tuple["Round", tuple[Transfer, ...]]:
         """A new round with ``event`` applied, and the transfers it caused (self is unchanged)."""
         new = self.copy()
         return new, new.step(event, index)
@@ -481,7 +484,8 @@ class Round:
         self._make_kong(ev.seat, ev.kind, ev.tile, ev.from_, i)
 
     def _make_kong(self, seat: int, kind: str, tile: Tile, frm: int | None, i: int) -> None:
-        """A kong event by its fields (:meth:`_advance` gives a plain kong object's without building a :class:`Kong`)."""
+        """A kong event by its fields (:meth:`_advance` gives a plain kong object's without building a
+        :class:`Kong`)."""
         t = tile.index
         if self.left or self.won:  # (no seat has left or won: every seat is active)
             self._require_active(seat, i, "kong")
@@ -795,7 +799,8 @@ class Round:
             for seat in self.won:
                 if seat in seats and seat not in out:  # a winner not listed: ting, its 大叫 from its kept hand
                     kept = self.kept[seat]
-                    out[seat] = Standing("ting", 0 if kept is None else dajiao_points(kept, ctx, self.rules.dajiao) or 0)
+                    points = 0 if kept is None else dajiao_points(kept, ctx, self.rules.dajiao) or 0
+                    out[seat] = Standing("ting", points)
         for seat in self.xianggong:  # §15.4: not ting whatever is said of its hand (a 花猪 stays one)
             if seat in out and out[seat].status == "ting":
                 out[seat] = Standing("not_ting")

@@ -263,7 +263,8 @@ def lanes(code: int) -> int:
     """An encoded row with its ten cells in 4-bit lanes, cell ``i`` at bit ``4 * i``: cells compare and
     subtract lane by lane (no cell exceeds 14, no lane carries).
 
-    >>> lanes(encode((0, 3, 5, 5, 5, 2, 5, 5, 5, 5))) == sum(v << (4 * i) for i, v in enumerate((0, 3, 5, 5, 5, 2, 5, 5, 5, 5)))
+    >>> counts = (0, 3, 5, 5, 5, 2, 5, 5, 5, 5)
+    >>> lanes(encode(counts)) == sum(v << (4 * i) for i, v in enumerate(counts))
     True
     """
     low = code & 0xFFFFF

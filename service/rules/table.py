@@ -510,7 +510,8 @@ class TableState:
 
     def step(self, record: Mapping[str, Any], seq: int) -> tuple[Transfer, ...]:
         if not isinstance(record, Mapping):
-            raise TableError(Code.BAD_EVENT, seq, f"an event is an object, got {type(record).__name__}", field="_schema")
+            raise TableError(Code.BAD_EVENT, seq, f"an event is an object, got {type(record).__name__}",
+                             field="_schema")
         kind = record.get("type")
         if kind == "round_start":
             out: tuple[Transfer, ...] = ()
@@ -578,8 +579,8 @@ class TableState:
             except RuleError as exc:
                 raise TableError(Code.BAD_EVENT, seq, f"voids: {exc}", field=f"voids.{i}") from None
         if n == 3 and any(v is not None for v in voids):
-            raise TableError(Code.VOID_NOT_ALLOWED, seq, "a three-player room (三人两房) has no 定缺: voids must be null",
-                             field="voids")
+            raise TableError(Code.VOID_NOT_ALLOWED, seq,
+                             "a three-player room (三人两房) has no 定缺: voids must be null", field="voids")
         return dealer, voids
 
     def _round_end(self, record: Mapping[str, Any], seq: int) -> None:
@@ -865,7 +866,8 @@ def _summary_order(summary: Mapping[str, Any]) -> list[str]:
     return [k for k in _SUMMARY_KEYS if k in summary] + [k for k in summary if k not in _SUMMARY_KEYS]
 
 
-def _replay_events(ruleset: Ruleset, dealer: int, voids: list, events: list, seq: int) -> tuple[Round, RoundFacts, list]:
+def _replay_events(ruleset: Ruleset, dealer: int, voids: list, events: list,
+                   seq: int) -> tuple[Round, RoundFacts, list]:
     """A round from ``dealer`` and ``voids`` through the events of the correction ``seq``: the round, its
     facts and, per event, the transfers it made.  An event that cannot happen (or is no round event) is a
     :class:`CorrectionError` naming its index."""

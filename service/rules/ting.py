@@ -457,7 +457,8 @@ def _other_odd(infos: tuple, d: int) -> int:
     return odd[odd[0] == d]
 
 
-def across_option(ctx: FanContext, x: int, kx: int, facts: int, ky: int, kz: int, d: int, highest: bool) -> tuple | None:
+def across_option(ctx: FanContext, x: int, kx: int, facts: int, ky: int, kz: int, d: int,
+                  highest: bool) -> tuple | None:
     """``(rank, option)`` of discarding tile ``d`` (from suit ``y`` or ``z``) when the 13 left have waits in
     suit ``x`` alone, its key ``kx`` and the two other suits (keys ``ky``, ``kz``, ``facts``:
     ``_facts(ky, kz)``) complete: the waits of :func:`wait_part` as they are (None: no wait).

@@ -547,7 +547,8 @@ class ClubStore:
         writes.append(("DEL", keys.club_lifetime(club_id)))
         writes += [("HSET", keys.club_lifetime(club_id), p_id, _json(st.as_dict()))
                    for p_id, st in sorted(lifetime.items())]
-        history = [self._entry(TableResult.from_dict(s["result"]), s["season"], s["seq"], into, s.get("imported", False))
+        history = [self._entry(TableResult.from_dict(s["result"]), s["season"], s["seq"], into,
+                               s.get("imported", False))
                    for s in every if into in TableResult.from_dict(s["result"]).players()]
         writes.append(("DEL", keys.club_history(club_id, into)))
         writes.append(("DEL", keys.club_history(club_id, pid)))
@@ -604,7 +605,8 @@ class ClubStore:
                 resolved.append({"guest": seat["guest"].strip()})
                 names.append(seat["guest"].strip())
         if errors:
-            code = "player_not_in_club" if any("not a player" in m[0] for m in errors.values()) else "player_seated_twice"
+            not_in_club = any("not a player" in m[0] for m in errors.values())
+            code = "player_not_in_club" if not_in_club else "player_seated_twice"
             raise ClubInputError(code, "the seats name players that are not this club's, or one player twice",
                                  errors=errors)
         settings = c.settings()

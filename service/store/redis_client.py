@@ -81,7 +81,7 @@ Traceback (most recent call last):
 ...
 service.store.redis_client.RedisUrlError: REDIS_URL: a redis+sentinel:// URL names the master's service after the hosts: \
 redis+sentinel://host:port[,host:port...]/<service_name>[/db]
-"""
+"""  # noqa: E501 - a doctest's expected error line
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ def parse(url: str) -> RedisTarget:
     ...
     service.store.redis_client.RedisUrlError: REDIS_URL must start with redis://, rediss://, unix://, redis+sentinel:// \
 or redis+cluster://; got 'http://...'
-    """
+    """  # noqa: E501 - a doctest's expected error line
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme not in SCHEMES:
         shown = scheme + "://..." if scheme else url[:20]

@@ -120,5 +120,6 @@ def seal_secret(key_digest: str, owner: str, hook_id: str, secret: str) -> str:
 def unseal_secret(key_digest: str, owner: str, hook_id: str, sealed: str) -> str:
     """What :func:`seal_secret` sealed; ``InvalidTag`` under another key digest, owner or webhook."""
     raw = base64.b64decode(sealed)
-    return _webhook_cipher(key_digest).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], f"{owner}\0{hook_id}".encode()).decode()
+    associated = f"{owner}\0{hook_id}".encode()
+    return _webhook_cipher(key_digest).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], associated).decode()
 

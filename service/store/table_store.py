@@ -85,6 +85,8 @@ from .sealing import created_id, seal, seal_rotation, unseal, unseal_rotation
 from .states import STATES_KEPT, Kept, StateCache
 
 log = logging.getLogger("service.store")
+# the retries' jitter: its own generator, so a host process's global random state is neither used nor moved
+_JITTER = random.Random()
 
 IDEMPOTENCY_TTL = 24 * 3600  # how long a keyed creation's first response (its tokens) is kept
 TOMBSTONE_TTL = 24 * 3600
@@ -1091,7 +1093,7 @@ class TableStore:
                 if not self._may_use(kept, access, if_match):
                     kept = None
             if attempt:
-                time.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
+                time.sleep(_JITTER.uniform(0, 0.002 * min(attempt, 10)))
         raise Busy("too many concurrent writes to this table; retry")
 
     def _notifications(self, table_id: str, record: dict, written: Written, rounds: dict | None) -> list:
@@ -1190,7 +1192,8 @@ class TableStore:
         history = History({s["number"]: s for s in summaries})
         number = record["round"]
         for k in (number, number + 1):
-            starts = [r for r in log[:-1] if r["type"] == "round_start" and r.get("round") == k and r["seq"] not in voided]
+            starts = [r for r in log[:-1]
+                      if r["type"] == "round_start" and r.get("round") == k and r["seq"] not in voided]
             if starts:
                 history.info[k] = round_info(starts[-1], [log[c - 1] for c in corrected_by(st, k)])
         body = {k: v for k, v in record.items() if k not in ("seq", "round", "at")}

@@ -53,6 +53,9 @@ from .outbox import MARGIN_MS, Lane, id_parts, message_body, next_id
 from .registry import Registry, Webhook, delivery_record, now_ms
 
 log = logging.getLogger("service.webhooks")
+# the lanes' order and the retries' jitter: its own generator, so a host process's global random state is
+# neither used nor moved
+_JITTER = random.Random()
 
 VISIT_LEASE_MS = 5_000
 VISIT_EVERY = 0.1
@@ -271,7 +274,7 @@ class Dispatcher:
         :data:`VISIT_EVERY` seconds: a table written all the time is due all the time, and its lane jobs
         follow its new entries themselves); how many it visited."""
         due = [m.decode() for m in self.r.zrangebyscore(keys.WEBHOOKS_DUE, "-inf", now_ms(), start=0, num=100)]
-        random.shuffle(due)
+        _JITTER.shuffle(due)
         visited = 0
         now = time.monotonic()
         for table_id in due:
@@ -612,9 +615,9 @@ class Dispatcher:
                     now = now_ms()
                     sent += 1
 
-                    def record(status: str) -> tuple[str, str]:
-                        return message_id, delivery_record(message_id, kind, table_id, data.get("seq"), entry_id,
-                                                           fields[b"d"], status, attempts, view)
+                    def record(status: str) -> tuple[str, str]:  # called within this iteration only
+                        return message_id, delivery_record(message_id, kind, table_id, data.get("seq"),  # noqa: B023
+                                                           entry_id, fields[b"d"], status, attempts, view)  # noqa: B023
 
                     if result.ok:
                         lane = Lane(entry_id)
@@ -651,7 +654,7 @@ class Dispatcher:
                         continue
                     delay = min(opts.backoff_ms * 2 ** lane.attempts, BACKOFF_CAP_MS)
                     lane = replace(lane, attempts=attempts, since=since,
-                                   at=now + int(delay * random.uniform(0.8, 1.2)))
+                                   at=now + int(delay * _JITTER.uniform(0.8, 1.2)))
                     metrics.counted("retrying")
                     self._store_lane(table_id, hook, token, lane)
                     self.registry.note(hook, view, "failed", deliveries=[*logged, record("retrying")])

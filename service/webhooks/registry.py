@@ -27,7 +27,8 @@ A registration keeps, beside what it takes (``events``, ``tables``), from when
 it takes it: a notification is sent to a webhook only if the webhook took it
 when it was written (its outbox entry's time, by the Redis clock; on a Redis
 Cluster, whose nodes' clocks may differ a little, a change counts from
-:data:`~.outbox.CLOCK_SLACK_MS` before it, as a registration always does).  So an event type or a table added by a change is sent
+:data:`~.outbox.CLOCK_SLACK_MS` before it, as a registration always does).  So an event type or a table
+added by a change is sent
 from the change on (nothing written before it), one taken away is not sent
 from then on (its notifications still waiting included), and a webhook
 disabled (``enabled: false``) is sent nothing; re-enabled, it is sent what is
