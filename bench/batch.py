@@ -56,7 +56,6 @@ from bench.corpus import discard_hands, ting_hands, winning_hands  # noqa: E402
 from tests.loopback import cpu_seconds, rss_kib  # noqa: E402
 from tests.served import Served  # noqa: E402
 
-
 TARGETS = {"ting": 4.5, "score": 2.0, "discards": 3.0, "ndjson": 0.35}
 """HTTP ÷ in-process at most (http, per operation); NDJSON ÷ in-process at least."""
 
@@ -114,7 +113,7 @@ def http_phase(args, log_dir: Path) -> None:
             fn = functools.partial(op_fn, ruleset=ruleset) if ruleset is not None else op_fn
             body = dumps({"items": items} if spec is None else {"ruleset": spec, "items": items})
 
-            def post(c=conn) -> bytes:
+            def post(c=conn, body: bytes = body) -> bytes:
                 c.request("POST", "/v1/batch", body=body, headers={"Content-Type": "application/json"})
                 response = c.getresponse()
                 data = response.read()
@@ -136,7 +135,7 @@ def http_phase(args, log_dir: Path) -> None:
                 cpu0, t0 = cpu_seconds(server.pid), time.perf_counter()
                 post()
                 http_wall.append((time.perf_counter() - t0) / len(items) * 1e6)
-                http_cpu.append((cpu_seconds(server.proc.pid) - cpu0) / len(items) * 1e6)
+                http_cpu.append((cpu_seconds(server.pid) - cpu0) / len(items) * 1e6)
                 if before_conn:
                     t0 = time.perf_counter()
                     post(before_conn)
@@ -189,12 +188,12 @@ def ndjson_phase(args, log_dir: Path) -> None:
             # warm the worker's memos on the corpus once (so that both sides see warm memos)
             warm = _job(server.port, lines, len(lines), None)
             assert warm["results"] == len(lines), warm
-            rss = {"start_kib": rss_kib(server.proc.pid)}
+            rss = {"start_kib": rss_kib(server.pid)}
             marks = {n // 2: "middle_kib"}
-            cpu0 = cpu_seconds(server.proc.pid)
-            run = _job(server.port, lines, n, lambda: rss_kib(server.proc.pid), marks, rss)
-            server_cpu = cpu_seconds(server.proc.pid) - cpu0
-            rss["end_kib"] = rss_kib(server.proc.pid)
+            cpu0 = cpu_seconds(server.pid)
+            run = _job(server.port, lines, n, lambda: rss_kib(server.pid), marks, rss)
+            server_cpu = cpu_seconds(server.pid) - cpu0
+            rss["end_kib"] = rss_kib(server.pid)
         finally:
             server.stop()
         assert run["results"] == n and run["ok"] == n, run

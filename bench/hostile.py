@@ -67,7 +67,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.loopback import (  # noqa: E402
-    PLAYERS, cycle, free_port, percentile, raise_fd_limit, start_service, stop_service, worker_pids,
+    PLAYERS,
+    cycle,
+    free_port,
+    percentile,
+    raise_fd_limit,
+    start_service,
+    stop_service,
+    worker_pids,
 )
 
 TING = json.dumps({"hand": {"tiles": "1112345678999m"}}).encode()

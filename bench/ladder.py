@@ -104,7 +104,7 @@ def service_app(redis_url: str | None, limits_on: bool, observed: bool):
     from service.api.app import create_app
     from service.config import NO_LIMITS
 
-    config = {"REDIS_URL": redis_url or ""}
+    config: dict[str, object] = {"REDIS_URL": redis_url or ""}
     if not limits_on:
         config.update({k: 0 for k in NO_LIMITS})
     app = create_app(config)

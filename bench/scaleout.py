@@ -39,9 +39,8 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.loopback import Client, free_port, start_service, stop_service  # noqa: E402
 from bench.store import http_phase
-from tests.loopback import PLAYERS, cycle  # noqa: E402
+from tests.loopback import PLAYERS, Client, cycle, free_port, start_service, stop_service  # noqa: E402  # noqa: E402
 from tests.topologies import Cluster, SentinelGroup  # noqa: E402
 
 

@@ -62,7 +62,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tests.loopback import PLAYERS, Client, cycle, free_port, percentile, start_service, stop_service  # noqa: E402
 
-
 HIGH_LIMITS = {var: "1000000" for var in ("TABLES_PER_HOUR", "CLIENT_EVENTS_PER_MINUTE", "CLIENT_VOIDS_PER_MINUTE",
                                          "CLIENT_READS_PER_MINUTE", "TABLE_EVENTS_PER_MINUTE",
                                          "TABLE_VOIDS_PER_MINUTE", "TABLE_READS_PER_MINUTE")}
@@ -266,10 +265,9 @@ def get_phase(redis_url: str, rounds: int = 200, samples: int = 300) -> dict:
     """The server-side cost of ``GET /v1/tables/{id}`` of a table with ``rounds`` ended rounds."""
     import redis
 
-    from service.store.table_store import Access, TableStore
-
     from service.api import create_app
     from service.config import NO_LIMITS
+    from service.store.table_store import Access, TableStore
 
     store = TableStore(redis.Redis.from_url(redis_url))
     created = store.create(PLAYERS, "xuezhan")
@@ -369,8 +367,8 @@ def replay_phase(redis_url: str, length: int = 6000, samples: int = 200) -> dict
 def void_phase(redis_url: str, length: int = 4000, samples: int = 200) -> dict:
     import redis
 
-    from service.store.table_store import TableStore
     from service.store.errors import Conflict
+    from service.store.table_store import TableStore
 
     store = TableStore(redis.Redis.from_url(redis_url))
 

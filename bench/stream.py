@@ -63,11 +63,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.load_ting import drive, summarize  # noqa: E402  (drive: in ting_process)
 from tests.loopback import (  # noqa: E402
-    Client, cpu_seconds, cycle, free_port, percentile, raise_fd_limit, rss_kib, start_service, stop_service,
+    Client,
+    cpu_seconds,
+    cycle,
+    free_port,
+    percentile,
+    raise_fd_limit,
+    rss_kib,
+    start_service,
+    stop_service,
     worker_pids,
 )
-from bench.load_ting import drive, summarize  # noqa: E402  (drive: in ting_process)
 
 SEATS = [0, 0, 1, 2, 0, 3, 1, 0]
 TILES = ["1m", "2m", "3m", "4m", "5m", "6m", "7m", "8m"]

@@ -32,13 +32,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.load_ting import HANDS, read_response  # noqa: E402
 from bench.store import HIGH_LIMITS, create_tables  # noqa: E402
-from tests.loopback import Client, cpu_seconds, cycle, free_port, percentile, stop_service, wait_workers_up  # noqa: E402
+from tests.loopback import Client, cpu_seconds, cycle, free_port, percentile, wait_workers_up  # noqa: E402
+from tests.served import stop_process  # noqa: E402
 
 WORKERS = ("gevent", "gthread")
 LOADS = ("ting", "append")
@@ -85,7 +87,7 @@ def start(kind: str, port: int, redis_url: str, workers: int, threads: int) -> s
         except Exception:  # noqa: BLE001 - not up yet
             pass
         time.sleep(0.1)
-    stop_service(proc)
+    stop_process(proc, timeout=20)
     raise RuntimeError(f"{kind} did not become ready")
 
 
@@ -146,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     from service.store.embedded import EmbeddedRedis
 
     most = max(args.connections)
-    cells = {(w, load, n): {"lat": [], "errors": 0, "sent": 0, "cpu": 0.0, "seconds": 0.0}
+    cells: dict[tuple, dict[str, Any]] = {(w, load, n): {"lat": [], "errors": 0, "sent": 0, "cpu": 0.0, "seconds": 0.0}
              for w in WORKERS for load in LOADS for n in args.connections}
     with tempfile.TemporaryDirectory(prefix="workers-redis-") as data:
         redis = EmbeddedRedis(Path(data)).start()
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                             cell["seconds"] += args.duration
         finally:
             for proc, _ in servers.values():
-                stop_service(proc)
+                stop_process(proc, timeout=20)
             redis.stop()
     out = {}
     for (kind, load, n), cell in cells.items():

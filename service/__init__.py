@@ -8,8 +8,21 @@ True
 """
 
 from .rules.api import (
-    Ruleset, Stakes, Validation, discards, is_win, parse_hand, score, settle, settle_coins, shanten, shanten_analysis,
-    shanten_options, ting, useful_tiles, validate,
+    Ruleset,
+    Stakes,
+    Validation,
+    discards,
+    is_win,
+    parse_hand,
+    score,
+    settle,
+    settle_coins,
+    shanten,
+    shanten_analysis,
+    shanten_options,
+    ting,
+    useful_tiles,
+    validate,
 )
 
 __all__ = ["Ruleset", "Stakes", "Validation", "discards", "is_win", "parse_hand", "score", "settle",

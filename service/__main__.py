@@ -110,9 +110,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from .config import ConfigError, Settings, load_settings
 

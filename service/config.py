@@ -34,8 +34,9 @@ import hashlib
 import ipaddress
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Mapping
+from typing import Any
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 MIN_API_KEY_CHARS = 32
@@ -145,7 +146,7 @@ class ApiKeys:
         return self.limits.get(name, {}).get(setting, default)
 
     @classmethod
-    def parse(cls, text: str | None, limits: str | None = None) -> "ApiKeys":
+    def parse(cls, text: str | None, limits: str | None = None) -> ApiKeys:
         names: dict[str, str] = {}
         for i, entry in enumerate(x.strip() for x in (text or "").split(",")):
             if not entry:
@@ -209,7 +210,7 @@ class TrustedProxies:
         return bool(self.count or self.networks)
 
     @classmethod
-    def parse(cls, text: str | None, header: str | None = None) -> "TrustedProxies":
+    def parse(cls, text: str | None, header: str | None = None) -> TrustedProxies:
         header = (header or "x-forwarded-for").strip().lower()
         if header not in PROXY_HEADERS:
             raise ConfigError(f"PROXY_HEADER must be one of {', '.join(PROXY_HEADERS)}; got {header!r}")
@@ -283,10 +284,10 @@ class Settings:
     webhook_sweep_seconds: int = 60
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         return cls().with_env(os.environ if environ is None else environ)
 
-    def with_env(self, env: Mapping[str, str]) -> "Settings":
+    def with_env(self, env: Mapping[str, str]) -> Settings:
         """These settings with the variables ``env`` sets (text, as an environment holds them; a variable
         absent or blank keeps its setting, except ``REDIS_URL``, which blank means none), each checked."""
 
@@ -314,7 +315,7 @@ class Settings:
             **flags,
         )
 
-    def with_config(self, config: Mapping[str, Any]) -> "Settings":
+    def with_config(self, config: Mapping[str, Any]) -> Settings:
         """These settings with a Flask-style config on top (:func:`service.api.app.create_app`'s ``config``): the
         settings' variables by name (``MAX_CONTENT_LENGTH``, Flask's own name, for ``MAX_BODY_BYTES``), each a
         text as in the environment (checked as there) or a value of the setting's type (taken as it is: a test
@@ -336,7 +337,7 @@ class Settings:
                 raise ConfigError(f"{name} must be a {wanted.__name__}; got {value!r}")
         return replace(self.with_env(texts), **typed)
 
-    def with_overrides(self, **overrides: Any) -> "Settings":
+    def with_overrides(self, **overrides: Any) -> Settings:
         """Command-line options over the environment (``None`` values are ignored), within the same bounds.
 
         >>> Settings().with_overrides(port=9000, workers=None).port

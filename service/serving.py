@@ -63,19 +63,20 @@ import shutil
 import socket
 import tempfile
 import weakref
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import gevent
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
 from gunicorn.http.body import Body, ChunkedReader, LengthReader
-from werkzeug.exceptions import BadRequest
-from werkzeug.exceptions import RequestTimeout as BodyTimeout
-from werkzeug.wsgi import get_current_url
 
 # (imports gevent; patching happens in the workers only)
 from gunicorn.workers.ggevent import GeventWorker
+from werkzeug.exceptions import BadRequest
+from werkzeug.exceptions import RequestTimeout as BodyTimeout
+from werkzeug.wsgi import get_current_url
 
 from .config import Settings
 
@@ -180,6 +181,9 @@ class StrictChunkedReader(ChunkedReader):
     gunicorn's before anything of the body is read.
     """
 
+    parser: Any  # gunicorn's ChunkedReader's: the chunks' generator (None once the body has ended)
+    buf: io.BytesIO  # and what it has parsed that is not read yet
+
     def __init__(self, req: Any, unreader: Any, max_body: int | None, arriving: bool = False) -> None:
         super().__init__(req, unreader)
         self.max_body, self.announced, self.arriving = max_body, 0, arriving
@@ -239,9 +243,9 @@ STREAMED_TYPES = frozenset({"application/x-ndjson"})
 def is_streamed(content_type: str | None) -> bool:
     """Whether a body of this ``Content-Type`` streams to the app (no overall size or deadline)."""
     return (content_type or "").split(";", 1)[0].strip().lower() in STREAMED_TYPES
-_CUT: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_CUT: weakref.WeakSet[Any] = weakref.WeakSet()
 """Request bodies given up (:func:`give_up`): their connections are not reused."""
-_REQUESTS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_REQUESTS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 """gunicorn's request of each body being served (:meth:`ServiceWorker.handle_request`), for :func:`give_up`."""
 
 

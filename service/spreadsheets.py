@@ -30,8 +30,9 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .store.clubs import ImportRow
 

@@ -59,10 +59,10 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.loopback import Client, free_port, percentile, start_service, stop_service, worker_pids  # noqa: E402
 from service.rules.errors import EventError  # noqa: E402
 from service.rules.table import TableState  # noqa: E402
 from service.rules.tiles import TILES  # noqa: E402
+from tests.loopback import Client, free_port, percentile, start_service, stop_service, worker_pids  # noqa: E402
 
 PLAYERS = ["东", "南", "西", "北"]
 RULESETS = ["xuezhan", "normal", {"preset": "xuezhan", "zimo": "base", "cap": 4}]
@@ -126,7 +126,7 @@ class Table:
 
 
 class Runner:
-    def __init__(self, ports: "int | list[int]", deadline: float, seed: int) -> None:
+    def __init__(self, ports: int | list[int], deadline: float, seed: int) -> None:
         self.ports = [ports] if isinstance(ports, int) else list(ports)
         self.deadline, self.seed = deadline, seed
         self.latencies: list[float] = []

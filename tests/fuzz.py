@@ -27,10 +27,10 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.loopback import free_port, start_service, stop_service  # noqa: E402
-
 import schemathesis  # noqa: E402
 from schemathesis import checks as _checks  # noqa: E402
+
+from tests.loopback import free_port, start_service, stop_service  # noqa: E402
 
 
 @schemathesis.check

@@ -50,7 +50,7 @@ class Client:
 
 def start_service(port: int, redis_url: str, workers: int = 2,
                   extra_env: dict | None = None, log_path: str | None = None,
-                  root: "str | Path | None" = None) -> Served:
+                  root: str | Path | None = None) -> Served:
     """:class:`tests.served.Served` on ``port`` against ``redis_url`` (WARNING logs), ready once
     ``/readyz`` answers and every worker is up (:func:`wait_workers_up`).
 

@@ -6,8 +6,8 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 from standardwebhooks import Webhook
 
@@ -69,7 +69,7 @@ class Receiver:
         return [json.loads(r["body"]) | {"_id": r["headers"]["webhook-id"]} for r in items
                 if not answered_ok or (isinstance(r["answered"], int) and 200 <= r["answered"] < 300)]
 
-    def wait(self, predicate: Callable[["Receiver"], bool], timeout: float = 20.0, what: str = "") -> None:
+    def wait(self, predicate: Callable[[Receiver], bool], timeout: float = 20.0, what: str = "") -> None:
         """Until ``predicate(self)`` holds (checked at each request), or AssertionError after ``timeout``."""
         deadline = time.monotonic() + timeout
         with self._changed:

@@ -106,7 +106,7 @@ class Served:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float | None = None) -> "Served":
+    def start(self, timeout: float | None = None) -> Served:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(self.port),
@@ -145,7 +145,7 @@ class Served:
         """SIGTERM and wait (then SIGKILL); the exit status (None: it was not running)."""
         return None if self.proc is None else stop_process(self.proc, timeout)
 
-    def __enter__(self) -> "Served":
+    def __enter__(self) -> Served:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from service.api import create_app
 from service.api.jsonio import OUT_OF_RANGE, NotJson, OutOfRange, dumps, loads

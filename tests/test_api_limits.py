@@ -420,7 +420,8 @@ def _requests(name, c):
                                   "table_reads_per_minute", "client_batch_items_per_minute"])
 def test_each_documented_limit_refuses_at_its_count(redis_url, name):
     """Each limit of docs/api.md at 3: its three requests (items, for the batch) are answered, the next is a 429
-    naming it, with Retry-After and the limit's headers.  (The webhook endpoints' two: tests/test_webhooks_recovery.py.)"""
+    naming it, with Retry-After and the limit's headers.  (The webhook endpoints' two:
+    tests/test_webhooks_recovery.py.)"""
     from service.api.rate_limits import limit_name
     from service.config import LIMITS
 

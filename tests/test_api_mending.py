@@ -170,7 +170,7 @@ def test_every_round_explained(client, doc, store):
     assert t.rounds(cursor="1") == {"rounds": [second], "next": None}
     problem(client.get(f"{t.url}/rounds/3", headers=t.read), 404, "round_not_found")
     problem(client.get(f"{t.url}/rounds/0", headers=t.read), 404, "round_not_found")
-    problem(client.get(f"/v1/tables/0123456789abcdef/rounds/1", headers=t.read), 401, "unauthorized")
+    problem(client.get("/v1/tables/0123456789abcdef/rounds/1", headers=t.read), 401, "unauthorized")
 
 
 def test_bad_corrections_change_nothing(client, doc, store):
@@ -178,7 +178,7 @@ def test_bad_corrections_change_nothing(client, doc, store):
     t.post(start(), hu("5p", 1, 1, frm=0), END, start())
     version = t.view()["version"]
     assert problem(t.correct(9, {"events": []}, status=404), 404, "round_not_found")
-    assert problem(client.put(f"/v1/tables/0123456789abcdef/rounds/1/events", json={"events": []},
+    assert problem(client.put("/v1/tables/0123456789abcdef/rounds/1/events", json={"events": []},
                               headers=t.auth), 401, "unauthorized")
     assert problem(t.correct(1, {"events": []}, status=412, **{"If-Match": '"2"'}), 412,
                    "version_mismatch")["version"] == version

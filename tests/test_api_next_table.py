@@ -45,14 +45,20 @@ def finished_table(client, **extra) -> dict:
     table = r.get_json()
     for event in ({"type": "round_start"}, {"type": "kong", "seat": 3, "kind": "concealed", "tile": "1m"},
                   {"type": "round_end"}):
-        assert client.post(f"/v1/tables/{table['id']}/events", json=event, headers=bearer(table["token"])).status_code == 201
+        assert (
+            client.post(f"/v1/tables/{table['id']}/events", json=event, headers=bearer(table["token"])).status_code
+            == 201
+        )
     assert client.post(f"/v1/tables/{table['id']}/finish", headers=bearer(table["token"])).status_code == 200
     return table
 
 
 def start_next(client, table, body=None, token=None, **headers):
-    return client.post(f"/v1/tables/{table['id']}/next", json={} if body is None else body,
-                       headers={**bearer(token or table["token"]), **headers})
+    return client.post(
+        f"/v1/tables/{table['id']}/next",
+        json={} if body is None else body,
+        headers={**bearer(token or table["token"]), **headers},
+    )
 
 
 def test_the_next_table_takes_the_finished_tables_tokens_and_is_named_by_it(client, redis_client):
@@ -60,17 +66,33 @@ def test_the_next_table_takes_the_finished_tables_tokens_and_is_named_by_it(clie
     r = start_next(client, old)
     assert r.status_code == 201, r.get_json()
     new = r.get_json()
-    assert new == {"id": new["id"], "follows": old["id"], "players": PLAYERS, "ruleset": new["ruleset"],
-                   "dealer": 0, "version": 0, "balances": [0, 0, 0, 0]}
-    assert new["ruleset"] == old["ruleset"] and new["ruleset"]["preset"] == "chengdu-points"  # (left out: the old one's)
+    assert new == {
+        "id": new["id"],
+        "follows": old["id"],
+        "players": PLAYERS,
+        "ruleset": new["ruleset"],
+        "dealer": 0,
+        "version": 0,
+        "balances": [0, 0, 0, 0],
+    }
+    assert (
+        new["ruleset"] == old["ruleset"] and new["ruleset"]["preset"] == "chengdu-points"
+    )  # (left out: the old one's)
     assert r.headers["Location"] == f"/v1/tables/{new['id']}" and new["id"] == next_table_id(old["id"])
     assert "token" not in new and "read_token" not in new
     # every phone's tokens work on it: the write token writes, the read token reads (and may not write)
-    assert client.post(f"/v1/tables/{new['id']}/events", json={"type": "round_start"},
-                       headers=bearer(old["token"])).status_code == 201
+    assert (
+        client.post(
+            f"/v1/tables/{new['id']}/events", json={"type": "round_start"}, headers=bearer(old["token"])
+        ).status_code
+        == 201
+    )
     assert client.get(f"/v1/tables/{new['id']}", headers=bearer(old["read_token"])).get_json()["version"] == 1
-    problem(client.post(f"/v1/tables/{new['id']}/events", json={"type": "round_end"}, headers=bearer(old["read_token"])),
-            403, "forbidden")
+    problem(
+        client.post(f"/v1/tables/{new['id']}/events", json={"type": "round_end"}, headers=bearer(old["read_token"])),
+        403,
+        "forbidden",
+    )
     # the finished table names it, in its view and its summary (either token)
     for token in (old["token"], old["read_token"]):
         assert client.get(f"/v1/tables/{old['id']}", headers=bearer(token)).get_json()["next"] == new["id"]
@@ -79,8 +101,11 @@ def test_the_next_table_takes_the_finished_tables_tokens_and_is_named_by_it(clie
     # nothing plain is kept: the new table's meta holds the same SHA-256 digests as the old one's
     digests = [hashlib.sha256(old[k].encode()).hexdigest().encode() for k in ("token", "read_token")]
     assert redis_client.hmget(keys.meta(new["id"]), "token", "read_token") == digests
-    assert not any(old[k].encode() in v for k in ("token", "read_token")
-                   for v in redis_client.hgetall(keys.meta(new["id"])).values())
+    assert not any(
+        old[k].encode() in v
+        for k in ("token", "read_token")
+        for v in redis_client.hgetall(keys.meta(new["id"])).values()
+    )
 
 
 def test_the_body_overrides_the_finished_tables_players_ruleset_and_coins(client):
@@ -88,8 +113,9 @@ def test_the_body_overrides_the_finished_tables_players_ruleset_and_coins(client
     same = start_next(client, old).get_json()
     assert same["coins"] == [500, 500, 500, 500]  # (the bankrolls as they were set, not as they ended)
     other = finished_table(client, stakes=STAKES)
-    r = start_next(client, other, {"players": ["甲", "乙", "丙"], "ruleset": "sanren-liangfang", "dealer": 2,
-                                   "stakes": None})
+    r = start_next(
+        client, other, {"players": ["甲", "乙", "丙"], "ruleset": "sanren-liangfang", "dealer": 2, "stakes": None}
+    )
     assert r.status_code == 201, r.get_json()
     body = r.get_json()
     assert body["players"] == ["甲", "乙", "丙"] and body["dealer"] == 2 and "coins" not in body
@@ -115,10 +141,16 @@ def test_who_may_start_the_next_table(client):
     assert client.get(f"/v1/tables/{next_table_id(old['id'])}", headers=bearer(old["token"])).status_code == 401
 
 
-@pytest.mark.parametrize("body, field, code", [
-    ({"players": ["a", "b"]}, "players", "invalid_input"), ({"ruleset": "no-such"}, "ruleset", "unknown_ruleset"),
-    ({"stakes": {"coin_per_point": 0, "fee": 0, "bankrolls": [1, 1, 1, 1]}}, "stakes.coin_per_point", "bad_stakes"),
-    ({"dealer": 4}, "dealer", "invalid_input"), ({"players": ["a", "b", "c"]}, "players", "bad_players")])
+@pytest.mark.parametrize(
+    "body, field, code",
+    [
+        ({"players": ["a", "b"]}, "players", "invalid_input"),
+        ({"ruleset": "no-such"}, "ruleset", "unknown_ruleset"),
+        ({"stakes": {"coin_per_point": 0, "fee": 0, "bankrolls": [1, 1, 1, 1]}}, "stakes.coin_per_point", "bad_stakes"),
+        ({"dealer": 4}, "dealer", "invalid_input"),
+        ({"players": ["a", "b", "c"]}, "players", "bad_players"),
+    ],
+)
 def test_a_bad_body_is_refused_and_starts_nothing(client, body, field, code):
     old = finished_table(client)
     r = start_next(client, old, body)
@@ -136,8 +168,11 @@ def test_one_next_table_a_retry_with_its_key_replays_and_another_start_is_told_w
     assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
     assert again.get_json() == first.get_json()
     next_id = first.get_json()["id"]
-    for body, headers in (({"dealer": 1}, {}), ({"dealer": 2}, {"Idempotency-Key": "phone-1:next"}),
-                          ({}, {"Idempotency-Key": "phone-2:next"})):
+    for body, headers in (
+        ({"dealer": 1}, {}),
+        ({"dealer": 2}, {"Idempotency-Key": "phone-1:next"}),
+        ({}, {"Idempotency-Key": "phone-2:next"}),
+    ):
         answer = problem(start_next(client, old, body, **headers), 409, "table_followed")
         assert answer["next"] == next_id
     # the next table was not touched by them
@@ -197,8 +232,9 @@ def test_the_channel_message_is_an_event_next_frame():
 
 def test_with_api_keys_the_creating_key_may_start_it_and_owns_it(redis_url):
     key = "k" * 40
-    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "API_KEYS": f"club={key}",
-                      **{var: 0 for var in NO_LIMITS}})
+    app = create_app(
+        {"TESTING": True, "REDIS_URL": redis_url, "API_KEYS": f"club={key}", **{var: 0 for var in NO_LIMITS}}
+    )
     client = app.test_client()
     old = finished_table_with_key(client, key)
     r = client.post(f"/v1/tables/{old['id']}/next", json={}, headers={"X-API-Key": key})

@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-from service.api import create_app
-from service.api import settings
+from service.api import create_app, settings
 from service.api.ops import register_readiness_check
 
 pytestmark = pytest.mark.app(store=False, fresh=True)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+import marshmallow as ma
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import marshmallow as ma
 from marshmallow import ValidationError, fields
 
 from service.api import hands, rounds

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-
 pytestmark = pytest.mark.app(store=False)
 
 SETTLE = "/v1/rounds/settle"

@@ -19,10 +19,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.fuzz import negative_data_rejected  # counts 413 as a rejection
 from service.api import create_app
-
 from service.store.embedded import EmbeddedRedis
+from tests.fuzz import negative_data_rejected  # counts 413 as a rejection
 
 pytestmark = pytest.mark.slow  # (long: generated clients, fuzzing or a state machine)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.service_process import Service, free_port, service_env
 from tests.problems import problem
+from tests.service_process import Service, free_port, service_env
 
 THREE = ["东", "南", "西"]
 PROBLEM = "application/problem+json"

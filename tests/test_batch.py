@@ -23,8 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.api import batch_items
-from service.api import create_app
+from service.api import batch_items, create_app
 from service.api.app import openapi_dict
 
 pytestmark = pytest.mark.app(store=False)

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from service.__main__ import main as cli
 from service.api import create_app
 from service.api.batch_items import OPS
-from tests.test_api_properties import events, hands, rulesets, ting_hands, tiles, winning_hands
+from tests.test_api_properties import events, hands, rulesets, tiles, ting_hands, winning_hands
 
 app = create_app({"TESTING": True})
 client = app.test_client()

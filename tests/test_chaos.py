@@ -5,13 +5,11 @@ Each starts a real redis-server and ``python -m service serve`` (2 workers) on l
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import redis
 
-from tests import chaos
 from service.store import codec, keys
+from tests import chaos
 
 pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
 

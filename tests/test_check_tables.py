@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from service.store import keys
 from service.store.table_store import TableStore
 

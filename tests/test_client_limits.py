@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from service.store import keys
-from tests.test_api_limits import round_trips
 from service.store.charges import Charge, ClientLimit
 from service.store.errors import RateLimited
 from service.store.table_store import TableStore
+from tests.test_api_limits import round_trips
 
 PLAYERS = ["a", "b", "c", "d"]
 KONGS = [{"type": "kong", "seat": i % 4, "kind": "concealed", "tile": f"{i % 9 + 1}m"} for i in range(8)]

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -22,8 +22,7 @@ import pytest
 import redis
 
 from service.api import create_app
-from service.store import redis_client
-from service.store import keys
+from service.store import keys, redis_client
 
 pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
 

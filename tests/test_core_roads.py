@@ -14,10 +14,10 @@ from __future__ import annotations
 from hypothesis import assume, event, given, note, settings
 from hypothesis import strategies as st
 
-from tests import reference as ref
 from service import Ruleset, discards, parse_hand, ting
 from service.rules.hand import suit_keys
 from service.rules.tiles import TILES
+from tests import reference as ref
 
 plain_rulesets = st.fixed_dictionaries(
     {

@@ -10,14 +10,26 @@ voids refolded from the round they reach) always equals the fold of its log from
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import event as hypothesis_event
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import strategies as st
 
 from service.rules.errors import EventError
 from service.rules.summary import summarize
 from service.rules.table import (
-    BetweenRounds, CorrectionConflict, CorrectionError, History, TableError, TableState, VoidConflict,
-    corrected_by, explain_round, fold, refold_round, refold_start, round_info,
+    BetweenRounds,
+    CorrectionConflict,
+    CorrectionError,
+    History,
+    TableError,
+    TableState,
+    VoidConflict,
+    corrected_by,
+    explain_round,
+    fold,
+    refold_round,
+    refold_start,
+    round_info,
 )
 from tests.test_settle_properties import rounds, voids_arg
 

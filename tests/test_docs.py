@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tools import docs
 from service.rules.patterns import PATTERNS
 from service.rules.ruleset import ENUMS
+from tools import docs
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -886,7 +886,7 @@ def test_ting_still_lists_one_fan_waits_under_dianpao_pinghu():
 def test_per_key_memos_are_bounded(monkeypatch):
     """The decomposition and tile-flag memos hold at most MEMO_LIMIT keys (a full memo is emptied),
     and a key looked up again after that gives the same answer."""
-    from service.rules import fan, shapes
+    from service.rules import shapes
 
     monkeypatch.setattr(shapes, "MEMO_LIMIT", 8)
     monkeypatch.setattr(shapes, "FEATURES_MEMO", {})

@@ -9,8 +9,8 @@ from service.rules.errors import (
     BadMeld,
     BadRulesetValue,
     HandSizeError,
-    NotAWin,
     NotationError,
+    NotAWin,
     TooManyCopies,
     UnknownSuit,
 )

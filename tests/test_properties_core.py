@@ -12,12 +12,12 @@ import pytest
 from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
-from tests import reference as ref
 from service import discards, parse_hand, score, ting, validate
 from service.rules.errors import ContradictoryFlags, NotAWin
 from service.rules.fan import Win, is_win
 from service.rules.hand import Meld
 from service.rules.patterns import HAND, REGISTRY, RUNS, SWITCHES
+from tests import reference as ref
 
 KINDS = ("peng", "direct", "added", "concealed")
 

@@ -10,13 +10,19 @@ import time
 
 import pytest
 import redis
-from redis.cluster import RedisCluster
 
 from service.api import create_app
-from service.store.redis_client import (
-    FollowPrimaryConnection, FollowPrimarySSLConnection, LazyCluster, RedisTarget, RedisUrlError, connect, kind, parse,
-)
 from service.store.embedded import EmbeddedRedis, free_port
+from service.store.redis_client import (
+    FollowPrimaryConnection,
+    FollowPrimarySSLConnection,
+    LazyCluster,
+    RedisTarget,
+    RedisUrlError,
+    connect,
+    kind,
+    parse,
+)
 from tests.service_process import ROOT, service_env
 
 PLAYERS = {"players": ["a", "b", "c", "d"]}
@@ -246,8 +252,8 @@ def _replicas_online(client: redis.Redis) -> int:
 def test_a_durable_write_runs_its_script_then_wait_on_the_same_connection(tmp_path):
     """With REDIS_MIN_REPLICAS a write script and WAIT go in one pipeline on the primary: a write is on the
     replica once it is acknowledged; the scripts are loaded at start (no SCRIPT EXISTS before each write),
-    and one the primary lost (SCRIPT FLUSH, as after a restart) is loaded again on NOSCRIPT; without a replica the write is refused (NotReplicated) though the
-    primary holds it."""
+    and one the primary lost (SCRIPT FLUSH, as after a restart) is loaded again on NOSCRIPT; without a
+    replica the write is refused (NotReplicated) though the primary holds it."""
     from service.store import keys
     from service.store.errors import NotReplicated
     from service.store.table_store import TableStore

@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 from openskill.models import PlackettLuce
 
 from service.rules.season import (
-    PRIOR, SeatResult, Standing, TableResult, fold, ranks_of, standings_table, step,
+    PRIOR,
+    SeatResult,
+    Standing,
+    TableResult,
+    fold,
+    ranks_of,
+    standings_table,
+    step,
 )
 
 POOL = ["p1", "p2", "p3", "p4", "p5", "p6"]

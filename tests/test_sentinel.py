@@ -4,11 +4,10 @@ without a restart; a graceful fail-over too; readiness means "connected to the c
 
 from __future__ import annotations
 
-import pytest
-
 import time
 import uuid
 
+import pytest
 import redis
 
 from service.api import create_app

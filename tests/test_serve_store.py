@@ -7,17 +7,16 @@ Redis by itself (item 8); the embedded Redis has a memory bound (item 12).
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import socket
 import subprocess
 import sys
 
+import pytest
 import redis
 
 from service.store.embedded import running_url
-from tests.service_process import ROOT, Service, free_port, append, new_table, redis_servers_on, service_env
+from tests.service_process import ROOT, Service, append, free_port, new_table, redis_servers_on, service_env
 
 pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)
 

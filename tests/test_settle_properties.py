@@ -31,13 +31,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tests import reference as ref
 from service.rules.errors import EventError
 from service.rules.patterns import SWITCHES
 from service.rules.settle import Round, settle
 from service.rules.table import TableState, fold
+from tests import reference as ref
 
 SUIT = "mps"                       # tile index = suit * 9 + rank - 1 (canonical m, p, s)
 REASONS = {"kong_direct", "kong_added", "kong_concealed", "kong_void", "dianpao", "zimo",

@@ -169,7 +169,7 @@ def test_rows_never_fall():
 
 
 # -- the definition: an exchange search ---------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def holds_sets(counts: tuple, sets: int, pairs: int) -> bool:
     """Whether ``sets`` sets and ``pairs`` pairs can be taken from these tiles (the rest left over)."""
     if not sets and not pairs:

@@ -11,7 +11,8 @@ import os
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from service.rules.errors import EventError
 from service.rules.stakes import MAX_COINS, Stakes, StakesError, settle_coins

@@ -6,11 +6,9 @@ import json
 import threading
 
 import pytest
-import redis
 
 from service.rules.errors import EventError
 from service.store import codec, keys
-from service.store.table_store import TableStore, fingerprint
 from service.store.errors import (
     Conflict,
     EventNotFound,
@@ -20,6 +18,7 @@ from service.store.errors import (
     TableNotFound,
     Unauthorized,
 )
+from service.store.table_store import TableStore, fingerprint
 
 PLAYERS = ["东", "南", "西", "北"]
 KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}

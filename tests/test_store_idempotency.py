@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.loopback import cycle
 from service.rules.errors import EventError
 from service.store import keys
+from service.store.errors import Conflict, EventNotFound, IdempotencyMismatch, StoreError
 from service.store.sealing import created_id, unseal
 from service.store.table_store import TableStore, fingerprint
-from service.store.errors import Conflict, EventNotFound, IdempotencyMismatch, StoreError
+from tests.loopback import cycle
 
 PLAYERS = ["东", "南", "西", "北"]
 KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}

@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from service.store import codec, keys
-from service.store.table_store import Access, TableStore
+from service.store import keys
 from service.store.errors import Forbidden, PreconditionFailed, TableNotFound, Unauthorized
+from service.store.table_store import Access, TableStore
 
 PLAYERS = ["东", "南", "西", "北"]
 KONG = {"type": "kong", "seat": 1, "kind": "concealed", "tile": "5m"}

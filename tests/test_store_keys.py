@@ -13,9 +13,33 @@ import pytest
 
 from service.store import keys
 
-SCRIPTS = {name: getattr(keys, name) for name in ("CREATE", "APPEND", "DELETE", "READ", "REPAIR", "TOUCH", "FINISH",
-                                                 "ROTATE", "RENEW", "RELEASE", "ADVANCE", "TRIM", "REGISTER", "UNREGISTER", "REVISE", "HINT",
-                                                 "NOTE", "ROUND", "FOLLOW", "CLUB_CREATE", "CLUB_APPLY", "HIT")}
+SCRIPTS = {
+    name: getattr(keys, name)
+    for name in (
+        "CREATE",
+        "APPEND",
+        "DELETE",
+        "READ",
+        "REPAIR",
+        "TOUCH",
+        "FINISH",
+        "ROTATE",
+        "RENEW",
+        "RELEASE",
+        "ADVANCE",
+        "TRIM",
+        "REGISTER",
+        "UNREGISTER",
+        "REVISE",
+        "HINT",
+        "NOTE",
+        "ROUND",
+        "FOLLOW",
+        "CLUB_CREATE",
+        "CLUB_APPLY",
+        "HIT",
+    )
+}
 MULTI_KEY = {"DEL", "EXISTS", "UNLINK", "TOUCH"}  # every argument is a key
 CALL = re.compile(r"redis\.p?call\((?P<args>[^()]*(?:\([^()]*\)[^()]*)*)\)")
 
@@ -56,8 +80,9 @@ def test_every_key_a_script_touches_is_in_keys(name):
         command = args[0].strip("'\"").upper()
         targets = args[1:] if command in MULTI_KEY else args[1:2]
         for target in targets:
-            assert re.fullmatch(r"KEYS\[[^\]]+\]", target) or target in allowed, \
+            assert re.fullmatch(r"KEYS\[[^\]]+\]", target) or target in allowed, (
                 f"{name}: redis.call({args_text}) touches {target!r}, which is not one of KEYS"
+            )
 
 
 def test_the_check_catches_a_key_built_in_lua():

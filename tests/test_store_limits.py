@@ -11,14 +11,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
-import redis
 
-from tests.loopback import cycle
 from service.api import create_app
 from service.config import NO_LIMITS
 from service.store import keys
-from service.store.table_store import TableStore
 from service.store.errors import Conflict, EventNotFound
+from service.store.table_store import TableStore
+from tests.loopback import cycle
 
 PLAYERS = ["东", "南", "西", "北"]
 PROBLEM = "application/problem+json"

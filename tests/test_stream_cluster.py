@@ -12,10 +12,10 @@ import json
 import pytest
 import redis
 
-from tests.topologies import server_version
 from service.store import keys
 from tests.served import Served, Stream
 from tests.test_stream import Table, check_frames, event_bodies
+from tests.topologies import server_version
 
 pytestmark = [
     pytest.mark.slow,

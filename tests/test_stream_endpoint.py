@@ -3,7 +3,6 @@ request leaves behind in the process's hub once its response is closed."""
 
 from __future__ import annotations
 
-
 from service.api import create_app
 from service.config import NO_LIMITS
 

@@ -10,8 +10,8 @@ import pytest
 import redis
 
 from service.api.stream import Frame, parse_message
-from service.store.streams import CHECK, DELETED, StreamHub, make_hub
 from service.store import codec, keys
+from service.store.streams import CHECK, DELETED, StreamHub, make_hub
 from service.store.table_store import TableStore
 from tests.served import expire_table
 

@@ -13,7 +13,8 @@ from collections import deque
 
 import pytest
 from hypothesis import event as hypothesis_event
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from service.rules.errors import EventError
 from service.rules.fan import Win, score

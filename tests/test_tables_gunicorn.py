@@ -7,23 +7,22 @@ life cycle when ``REDIS_URL`` is unset.
 
 from __future__ import annotations
 
-import http.client
-import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from service.config import NO_LIMITS
-
 from tests.service_process import (  # noqa: F401
-    PLAYERS, ROOT, Service, append, free_port, new_table, redis_servers_on, request, service_env,
+    PLAYERS,
+    ROOT,
+    Service,
+    append,
+    free_port,
+    new_table,
+    redis_servers_on,
+    request,
+    service_env,
 )
 
 pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane leaves it out)

@@ -17,7 +17,7 @@ from service.rules.errors import EventError, RuleError, SuitNotInPlay, VoidNotAl
 from service.rules.fan import Win
 from service.rules.hand import Meld, parse_hand
 from service.rules.settle import Round, settle
-from service.rules.table import TableState, TableSetupError
+from service.rules.table import TableSetupError, TableState
 
 
 # -- builders --------------------------------------------------------------------------------

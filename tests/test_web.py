@@ -202,7 +202,8 @@ def test_the_page_speaks_only_the_public_api(client):
 
 def test_tablepath_calls_name_documented_operations(client):
     documented = [re.sub(r"\{[^}]+\}", "{}", p) for p in client.get("/openapi.json").get_json()["paths"]]
-    suffixes = set(re.findall(r"tablePath\([^,)]+, `?'?(/[^'`)?]*)", "".join(p.read_text() for p in STATIC.glob("*.js"))))
+    sources = "".join(p.read_text() for p in STATIC.glob("*.js"))
+    suffixes = set(re.findall(r"tablePath\([^,)]+, `?'?(/[^'`)?]*)", sources))
     assert {"/stream", "/events", "/rounds/${number}", "/rounds/${f.number}/events"} <= suffixes, suffixes
     for suffix in suffixes:
         path = "/v1/tables/{}" + re.sub(r"\$\{[^}]+\}", "{}", suffix)
@@ -220,7 +221,13 @@ def test_pattern_names_are_the_services(client):
     for p in shown:
         q = PATTERNS[p["id"]]
         assert (p["name"], p["name_en"], p["base"], p["fan"], p["option"], p["on"]) == (
-            q.name, q.name_en, q.base, {t: q.fan(t) for t in ENUMS["fan_table"]}, q.option, q.on), p["id"]
+            q.name,
+            q.name_en,
+            q.base,
+            {t: q.fan(t) for t in ENUMS["fan_table"]},
+            q.option,
+            q.on,
+        ), p["id"]
     options = {p["option"]: p["on"] for p in shown if p["option"]}
     assert options["haidi"] is True and options["zimo"] == "fan"
     assert all(getattr(XUEZHAN, name) != on for name, on in options.items())  # each off in the default room
@@ -248,8 +255,11 @@ def test_the_docs_command_writes_the_response_examples(tmp_path, monkeypatch):
 def test_the_web_package_imports_no_other_floor():
     for path in (ROOT / "service" / "web").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                ["." * node.level + (node.module or "")] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else (["." * node.level + (node.module or "")] if isinstance(node, ast.ImportFrom) else [])
+            )
             for name in names:
                 assert not name.startswith("..") and not name.startswith("service"), f"{path.name} imports {name}"
 
@@ -257,13 +267,30 @@ def test_the_web_package_imports_no_other_floor():
 def test_test_hooks_of_the_issue_exist_in_the_modules():
     """The data-testid contract: each hook is named in the app's modules."""
     text = "".join(p.read_text(encoding="utf-8") for p in STATIC.iterdir() if p.suffix in (".js", ".html"))
-    fixed = ["ruleset", "create-table", "round-start", "record-kong", "record-hu", "record-draw", "record-escape",
-             "record-peng", "self-drawn", "fan-input", "confirm", "cancel", "undo", "share-link",
-             "share-read-link", "pending-count", "lang", "error"]
+    fixed = [
+        "ruleset",
+        "create-table",
+        "round-start",
+        "record-kong",
+        "record-hu",
+        "record-draw",
+        "record-escape",
+        "record-peng",
+        "self-drawn",
+        "fan-input",
+        "confirm",
+        "cancel",
+        "undo",
+        "share-link",
+        "share-read-link",
+        "pending-count",
+        "lang",
+        "error",
+    ]
     for hook in fixed:
         assert re.search(rf"""['"]{re.escape(hook)}['"]""", text), hook
     for template in ("player-${i}", "seat-${i}", "from-${i}", "kind-${k}", "tile-${tile}", "balance-${i}"):
-        assert f"`{template}`" in text or f"`${{prefix}}-${{i}}`" in text, template
+        assert f"`{template}`" in text or "`${prefix}-${i}`" in text, template
     assert "prefix: 'seat'" in text and "prefix: 'from'" in text
 
 
@@ -294,7 +321,6 @@ def test_the_apps_pure_modules_pass_their_node_tests():
 
     node = shutil.which("node")
     assert node, "Node.js is needed for the app's unit tests (.ci/run installs Debian's nodejs)"
-    done = subprocess.run([node, "--test", "service/web/tests/"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([node, "--test", "service/web/tests/"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "# fail 0" in done.stdout and "# pass 0" not in done.stdout, done.stdout[-1000:]

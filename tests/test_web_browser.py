@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import Api, FlakyProxy, Phone, Service, fragment, require_browser, request
+from tests.browser_support import Api, FlakyProxy, Phone, Service, fragment, request, require_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -1735,7 +1735,7 @@ def test_the_end_of_the_evening(service, api, phones):
     assert view["balances"] == [0, 0, 0, 0]
     assert (again["k"], again["r"]) == (table["k"], table["r"])  # (the next table: the same tokens)
     # the first table's end screen (opened again, it stays: it names its next table), then home
-    a.js("location.hash = '#t=%s&k=%s&end=1'" % (table["t"], table["k"]))
+    a.js(f"location.hash = '#t={table['t']}&k={table['k']}&end=1'")
     a.wait(lambda: a.has("ranking") and a.has("home") and a.has("to-next"), "the end screen again")
     assert not a.has("again") and fragment(a.d.current_url)["t"] == table["t"]
     a.tap("home")

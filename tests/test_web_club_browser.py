@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.browser_support import FlakyProxy, Phone, Service, fragment, require_browser, request
+from tests.browser_support import FlakyProxy, Phone, Service, fragment, request, require_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -146,7 +146,7 @@ def test_a_clubs_season_on_two_phones(service, phones):
 
         # two evenings: the same four players, then three of them and a guest
         dianpao = {"type": "hu", "tile": "7s", "from": 2, "winners": [{"seat": 1, "fan": 3}]}
-        first = seat_and_play(a, service, club, [wang, li, zhen, liu], [[ZIMO], [dianpao]])
+        seat_and_play(a, service, club, [wang, li, zhen, liu], [[ZIMO], [dianpao]])
         second = seat_and_play(a, service, club, [li, ("guest", "小张"), wang, zhen], [[ZIMO], [ZIMO], [dianpao]])
         assert get(service, f"/v1/tables/{second['t']}", second["r"])["players"] == ["小李", "小张", "老王", "阿珍"]
         a.js("document.querySelector('[data-testid=balance-chart]').scrollIntoView({block: 'center'})")

@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from service.api import create_app
 from service.config import NO_LIMITS
+from service.store import keys
+from service.store.redis_client import connect
 from service.webhooks import delivery
 from service.webhooks.delivery import TargetRefused, address_refused, deliver, parse_target, resolve
-from service.store import keys
 from service.webhooks.dispatcher import Dispatcher, DispatcherOptions
 from service.webhooks.registry import Registry
-from service.store.redis_client import connect
 from tests.problems import problem
 from tests.receivers import Receiver, wait_until
 

@@ -146,7 +146,7 @@ class Cluster(_Group):
     def url(self) -> str:
         return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         for node in self.nodes:
             node.start()
         if not all((n.data_dir / "nodes.conf").exists() and self._known(n) for n in self.nodes):
@@ -241,7 +241,7 @@ class SentinelGroup(_Group):
     def url(self) -> str:
         return "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports) + "/" + self.NAME
 
-    def start(self) -> "SentinelGroup":
+    def start(self) -> SentinelGroup:
         for s in self.servers:
             s.start()
         for i, port in enumerate(self.sentinel_ports):

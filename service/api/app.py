@@ -23,8 +23,9 @@ the resulting :class:`~service.config.Settings` for the layer to read
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import metadata
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Flask
 
@@ -183,9 +184,8 @@ def _install_store(app: Flask) -> None:
     app.extensions["clubs"] = ClubStore(client, app.extensions["tables"], webhooks=s.webhooks,
                                         min_replicas=s.redis_min_replicas, wait_timeout_ms=wait_ms)
     if s.api_keys and s.webhooks:  # (webhooks belong to API keys)
-        from ..webhooks.registry import Registry
-
         from ..webhooks.metrics import OutboxFigures
+        from ..webhooks.registry import Registry
 
         app.extensions["webhooks"] = Registry(client, s.api_keys.digests(), allow_private=s.webhook_allow_private)
         app.extensions.setdefault(ops.METRICS_COLLECTORS, []).append(OutboxFigures(client))

@@ -21,7 +21,8 @@ Each item is answered by :mod:`service.api.batch_items` exactly as its single en
   :data:`~service.api.batch_items.PIECE_LINES` (64) results, each written before the next is worked
   out, with the worker's other requests given their turn between two pieces; nothing more is read while
   a piece waits for the client to take it.  So a job holds one read and one piece at most, whatever its
-  size and whether or not its client reads, and one job does not hold up the worker's other requests.  A line that is not JSON is that line's 400
+  size and whether or not its client reads, and one job does not hold up the worker's other requests.
+  A line that is not JSON is that line's 400
   ``malformed_json`` result, one that is no item its 422 ``invalid_input`` result, one too long its 413
   result (``instance``: ``/v1/batch``); blank lines get none.  The response is 200 once it starts: a job
   cut short (a read that timed out, a broken chunked body, the client's item limit reached) ends with
@@ -44,8 +45,7 @@ from marshmallow import ValidationError
 from webargs import core
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from . import batch_items
-from . import rate_limits, settings
+from . import batch_items, rate_limits, settings
 from . import schemas as s
 from .hands import KEYED, NO_KEY
 from .jsonio import dumps
@@ -185,7 +185,8 @@ def _stream() -> Response:
     raw, rid = request.environ.get("wsgi.input"), g.get("request_id")
     # What has arrived, as the server gives it (service.serving: a body the server ends itself), else
     # werkzeug's stream read 64 KiB at a time (the test client's, a server that does not end the body).
-    read = raw.read1 if request.environ.get("wsgi.input_terminated") and hasattr(raw, "read1") else request.stream.read
+    read1 = getattr(raw, "read1", None) if request.environ.get("wsgi.input_terminated") else None
+    read = read1 or request.stream.read
 
     def results():
         try:

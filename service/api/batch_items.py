@@ -130,7 +130,7 @@ def answer_many(op: str, bodies: list[dict], request_id: str | None = None) -> l
     schema refuses gets its own messages, one the core refuses its first refusal)."""
     spec = OPS[op]
     try:
-        loaded, errors = spec.many.load(bodies), {}
+        loaded, errors = spec.many.load(bodies), dict[int, Any]()
     except ValidationError as exc:
         loaded, errors = exc.valid_data, exc.messages
     except Exception:  # noqa: BLE001 - not the schema's refusal (a bug): each item alone, its own 500

@@ -25,8 +25,8 @@ from typing import Any
 
 from flask import Response, current_app, jsonify, request
 
-from ..rules.stakes import StakesError
 from ..rules.codes import Code
+from ..rules.stakes import StakesError
 from ..rules.table import TableSetupError, TableState
 from ..spreadsheets import read_evenings, standings_csv
 from ..store.clubs import ClubStore

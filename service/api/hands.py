@@ -140,6 +140,6 @@ def shanten_body(args: dict) -> dict:
     return s.dump_shanten(shanten_result(args))
 
 
-def shanten_result(args: dict) -> "Shanten | ShantenOptions":
+def shanten_result(args: dict) -> Shanten | ShantenOptions:
     """The core's answer to the loaded ``args`` (:class:`~service.api.schemas.ShantenResponse` dumps it)."""
     return shanten_analysis(args["hand"], ruleset=args["ruleset"], visible=args["visible"])

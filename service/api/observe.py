@@ -23,7 +23,7 @@ import logging
 import os
 import re
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from flask import Flask, Response, g, request
 
@@ -35,7 +35,12 @@ access_log = logging.getLogger("service.access")
 
 # Metric objects are process-wide (prometheus-client registers them once).
 from prometheus_client import (  # noqa: E402  (after the module docstring on purpose)
-    CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest,
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
 )
 from prometheus_client.registry import Collector  # noqa: E402
 

@@ -17,7 +17,7 @@ figures of the custom collectors in ``app.extensions[METRICS_COLLECTORS]``
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from flask import Flask, current_app, jsonify
 

@@ -35,7 +35,6 @@ from ..rules.errors import RuleError
 from ..store import errors as store_errors
 from . import problems
 
-
 _RULE_CODES = frozenset(c.value for c in Code)
 
 

@@ -43,21 +43,25 @@ request id, not returned.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
-
 import time
+from collections.abc import Mapping
+from typing import Any
 
+import redis.exceptions
 from flask import Flask, Response, current_app, g, has_app_context, has_request_context, request
 from werkzeug.exceptions import HTTPException, TooManyRequests
 
-import redis.exceptions
-
+from ..rules.errors import (
+    EventError,
+    HandError,
+    NotationError,
+    RuleError,
+    RulesetError,
+    WinError,
+)
 from ..store import errors as store_errors
 from . import settings
 from .jsonio import dumps
-from ..rules.errors import (
-    EventError, HandError, NotationError, RuleError, RulesetError, WinError,
-)
 
 PROBLEMS_PATH = "/problems/"
 """Where the pages of the problems' codes are (``GET /problems/{code}``): a problem's ``type``."""
@@ -344,7 +348,7 @@ def describe_field_rule_error(exc: FieldRuleError) -> Problem:
     return describe_rule_error(exc.error, exc.path)
 
 
-def describe_store_error(exc: "store_errors.StoreError") -> Problem:
+def describe_store_error(exc: store_errors.StoreError) -> Problem:
     status, title = next(((s, t) for cls, s, t in STORE_STATUS if isinstance(exc, cls)), (500, "Store error"))
     headers: dict[str, str] = {}
     extra: dict[str, Any] = {}
@@ -370,7 +374,7 @@ def describe_store_error(exc: "store_errors.StoreError") -> Problem:
                    errors=exc.context.get("errors"))
 
 
-def describe_redis_error(exc: "redis.exceptions.RedisError") -> Problem:
+def describe_redis_error(exc: redis.exceptions.RedisError) -> Problem:
     # unreachable, loading, read-only, out of memory, MISCONF...: the store cannot
     # take the request now, which says nothing about the request itself
     return Problem(503, "store_unavailable", "Tables store unavailable",
@@ -476,7 +480,7 @@ def _on_http_exception(exc: HTTPException):
     return make_problem(problem.body(path, request_id), problem.status, problem.headers)
 
 
-def _on_store_error(exc: "store_errors.StoreError") -> Response:
+def _on_store_error(exc: store_errors.StoreError) -> Response:
     problem = describe_store_error(exc)
     if problem.status >= 500:  # the store cannot take the request now (full, busy): not a bug
         path, method, request_id = _where()
@@ -485,7 +489,7 @@ def _on_store_error(exc: "store_errors.StoreError") -> Response:
     return respond(problem)
 
 
-def _on_redis_error(exc: "redis.exceptions.RedisError") -> Response:
+def _on_redis_error(exc: redis.exceptions.RedisError) -> Response:
     path, method, request_id = _where()
     log.warning("tables store unavailable (%s: %s) on %s %s (request %s)",
                 type(exc).__name__, exc, method, path, request_id)

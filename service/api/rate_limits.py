@@ -66,8 +66,9 @@ import inspect
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import limits
 from flask import Flask, after_this_request, current_app, g, request
@@ -345,15 +346,6 @@ def _after(plan: Plan, state: _Counted, response: Any) -> Any:
     if response.status_code == 429:  # (the refusing limit's headers)
         return response
     return _tightest_in_headers(counters, state, response)
-
-
-def limit_name(setting: str) -> str:
-    """A limit's name as a 429 problem's ``limit`` says it: the setting without ``_per_...``.
-
-    >>> limit_name("client_events_per_minute"), limit_name("tables_per_hour")
-    ('client_events', 'tables_per_hour')
-    """
-    return setting if setting == "tables_per_hour" else setting.rsplit("_per_", 1)[0]
 
 
 def charge() -> Charge | None:

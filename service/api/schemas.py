@@ -43,11 +43,11 @@ schema, referenced wherever it is used.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import fields as dc_fields
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import marshmallow as ma
 from marshmallow import ValidationError, fields, post_load, validate
@@ -55,13 +55,21 @@ from marshmallow import ValidationError, fields, post_load, validate
 from ..rules.codes import REASONS
 from ..rules.errors import RuleError
 from ..rules.events import (
-    HU_FLAGS, MAX_FAN, MAX_HAND_CHARS, MAX_HAND_TILES, MAX_MELDS, MAX_PATTERNS, MAX_SUIT_CHARS, MAX_TILE_CHARS,
-    PENALTY_KINDS, STATUSES,
+    HU_FLAGS,
+    MAX_FAN,
+    MAX_HAND_CHARS,
+    MAX_HAND_TILES,
+    MAX_MELDS,
+    MAX_PATTERNS,
+    MAX_SUIT_CHARS,
+    MAX_TILE_CHARS,
+    PENALTY_KINDS,
+    STATUSES,
 )
 from ..rules.fan import Score, Win
 from ..rules.hand import KONG_KINDS, MELD_TYPES, Hand, Meld, parse_hand, suit_keys
 from ..rules.patterns import PATTERNS, PatternFan
-from ..rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, PRESETS, Ruleset, ENUMS
+from ..rules.ruleset import ENUMS, MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, PRESETS, Ruleset
 from ..rules.settle import Settlement
 from ..rules.shanten import USEFUL, Shanten, ShantenOptions, UsefulTile
 from ..rules.stakes import MAX_COINS, CoinSettlement, Stakes, StakesError
@@ -124,7 +132,7 @@ ENUMS_DOC: dict[str, tuple[str, ...]] = {}
 """Every named enumeration of the document: schema name → values (registered by app.py)."""
 
 
-def named_enum(name: str, values: "tuple[str, ...] | list[str]", description: str) -> str:
+def named_enum(name: str, values: tuple[str, ...] | list[str], description: str) -> str:
     ENUMS_DOC[name] = tuple(values)
     ENUM_DESCRIPTIONS[name] = description
     return name
@@ -496,7 +504,7 @@ class HandField(DocumentedField):
 WIN_FLAGS = ("self_drawn", "after_kong", "robbing_kong", "last_tile", "heavenly", "earthly")
 
 
-def _win(tile: str, flags: dict) -> "Win | Refused":
+def _win(tile: str, flags: dict) -> Win | Refused:
     parsed = _core("win.tile", Tile.from_str, tile)
     return parsed if type(parsed) is Refused else _core("win", lambda: Win(parsed, **flags))
 
@@ -559,8 +567,10 @@ class _HandRequest(ma.Schema):
     ruleset = RulesetField(load_default=DEFAULT_RULESET.get, metadata={"default": "xuezhan"})
 
     @post_load(pass_collection=True)  # (once per load: a batch's items are checked by their caller)
-    def _to_core(self, data: "dict | list[dict]", many: bool, **kwargs: Any) -> "dict | list[dict]":
-        return data if many else check_refusals(data, self.CORE_FIELDS)
+    def _to_core(self, data: dict | list[dict], many: bool, **kwargs: Any) -> dict | list[dict]:
+        if many or isinstance(data, list):
+            return data
+        return check_refusals(data, self.CORE_FIELDS)
 
 
 class ValidateRequest(_HandRequest):
@@ -874,7 +884,8 @@ RulesetOut = ma.Schema.from_dict(
 
 
 class RulesetsResponse(ma.Schema):
-    """Dumps ``{"default": <preset name>, "presets": {<name>: Ruleset}}`` (``GET /v1/rulesets``: flask-smorest runs it)."""
+    """Dumps ``{"default": <preset name>, "presets": {<name>: Ruleset}}`` (``GET /v1/rulesets``: flask-smorest
+    runs it)."""
 
     default = EnumField(PRESET_NAME, required=True)
     presets = fields.Dict(keys=fields.String(), values=fields.Nested(RulesetOut), required=True)
@@ -1103,7 +1114,7 @@ def dump_useful(tiles: tuple[UsefulTile, ...]) -> list[dict]:
     return [_USEFUL_BODIES[t] for t in tiles]
 
 
-def dump_shanten(r: "Shanten | ShantenOptions") -> dict:
+def dump_shanten(r: Shanten | ShantenOptions) -> dict:
     if type(r) is Shanten:
         return {"shanten": r.shanten, "tiles": dump_useful(r.tiles), "remaining": r.remaining}
     return {"shanten": r.shanten, "options": [

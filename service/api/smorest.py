@@ -156,7 +156,7 @@ class Blueprint(flask_smorest.Blueprint):
 
     ARGUMENTS_PARSER = PARSER
 
-    def problems(self, *statuses: "int | tuple[int, str]"):
+    def problems(self, *statuses: int | tuple[int, str]):
         """Document the problem+json responses an operation gives besides its success.
 
         A status alone is documented with its reason phrase; ``(status,

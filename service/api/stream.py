@@ -60,12 +60,13 @@ from __future__ import annotations
 
 import logging
 import re
+import select
 import threading
 import time
+from collections.abc import Iterator
 from functools import partial
-import select
 from socket import MSG_PEEK, SO_SNDBUF, SOL_SOCKET
-from typing import Any, Iterator
+from typing import Any
 
 import redis
 from flask import Response, current_app, request
@@ -116,7 +117,7 @@ class Notice:
 ROTATED = "rotated"  # the table's tokens were rotated: a stream re-checks its own
 
 
-def parse_message(data: bytes) -> "Frame | Notice | str":
+def parse_message(data: bytes) -> Frame | Notice | str:
     """A channel message as what subscribers send: a record's frame, the table's finish or next table, or
     :data:`ROTATED` (a rotation)."""
     if data == keys.ROTATED.encode():

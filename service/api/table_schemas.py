@@ -9,19 +9,42 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields, post_load, validate
 
-from ..rules.ruleset import PLAYERS, PRESETS
 from ..rules.codes import Code
+from ..rules.ruleset import PLAYERS, PRESETS
 from ..rules.stakes import MAX_COINS, StakesError
 from ..rules.table import (
-    MAX_ADJUST_POINTS, MAX_ADJUST_TRANSFERS, MAX_CORRECTION_EVENTS, MAX_NOTE_CHARS, TableSetupError, TableState,
+    MAX_ADJUST_POINTS,
+    MAX_ADJUST_TRANSFERS,
+    MAX_CORRECTION_EVENTS,
+    MAX_NOTE_CHARS,
+    TableSetupError,
+    TableState,
 )
 from ..store.table_store import ROUNDS_PAGE
-from .schemas import (
-    EVENT_SCHEMAS, ROUND_STATUS, Const, DrawEvent, EnumField, EscapeEvent, HuEvent, Int, KongEvent, OneOf,
-    PenaltyEvent, PengEvent, Ref, RulesetField, RulesetOut, Seat, StakesField, Str, SUIT, TransferSchema,
-    MAX_SUIT_CHARS,
-)
 from .problems import FieldRuleError
+from .schemas import (
+    EVENT_SCHEMAS,
+    MAX_SUIT_CHARS,
+    ROUND_STATUS,
+    SUIT,
+    Const,
+    DrawEvent,
+    EnumField,
+    EscapeEvent,
+    HuEvent,
+    Int,
+    KongEvent,
+    OneOf,
+    PenaltyEvent,
+    PengEvent,
+    Ref,
+    RulesetField,
+    RulesetOut,
+    Seat,
+    StakesField,
+    Str,
+    TransferSchema,
+)
 
 MAX_PLAYER_CHARS = 40
 MAX_PAGE = 500

@@ -34,14 +34,14 @@ from marshmallow import fields
 from werkzeug.http import parse_etags
 
 from ..rules.table import CorrectionError, TableError
+from ..spreadsheets import table_rounds_csv
 from ..store.errors import TableNotFound, Unauthorized
 from ..store.table_store import Access, Created, TableStore, Written, fingerprint
+from . import rate_limits
 from . import table_schemas as ts
-from ..spreadsheets import table_rounds_csv
 from .callers import API_KEY_HEADER, api_key
 from .csv_answers import CSV, csv_response, wants_csv
 from .problems import ApiProblem, FieldRuleError, InvalidInput, WithoutApiKeys
-from . import rate_limits
 from .rate_limits import QUOTA
 from .smorest import Blueprint, read_json_body
 
@@ -681,26 +681,56 @@ def document(api) -> None:
         "properties": {"finished_at": {"type": "string", "format": "date-time"}},
         "description": "The `data` of `event: finished` (the table was finished: it takes no more events; the "
                        "stream goes on)."})
-    spec.components.schema("StreamNext", component={
-        "type": "object", "required": ["next"], "additionalProperties": False, "properties": {"next": {"type": "string"}},
-        "description": "The `data` of `event: next` (the finished table has a next table, which its tokens open: "
-                       "`POST /v1/tables/{table_id}/next`; the stream goes on)."})
-    spec.components.schema("StreamRotated", component={
-        "type": "object", "required": ["id"], "additionalProperties": False, "properties": {"id": {"type": "string"}},
-        "description": "The `data` of `event: rotated` (the table's tokens were rotated and this stream's token is "
-                       "an old one; the stream ends)."})
-    spec.components.schema("StreamEvents", component={
-        "type": "object", "additionalProperties": False,
-        "description": "The frames of a table's stream by their `event:` name, each with the schema of its `data`.",
-        "properties": {name: {"$ref": f"#/components/schemas/Stream{name.title()}"}
-                       for name in ("record", "finished", "next", "deleted", "resync", "rotated")}})
-    spec.components.security_scheme("tableToken", {
-        "type": "http", "scheme": "bearer",
-        "description": "A table's token from its creation: the write token, or the read token (reads only). "
-                       "An operation's role says which: `read` accepts either token, `write` only the write token.",
-    })
-    spec.components.security_scheme("apiKey", {
-        "type": "apiKey", "in": "header", "name": "X-API-Key",
-        "description": "Needed on every /v1/ call without a table token when the service runs with API keys "
-                       "(`API_KEYS`); rate limits then count per key. Without API keys it is not needed.",
-    })
+    spec.components.schema(
+        "StreamNext",
+        component={
+            "type": "object",
+            "required": ["next"],
+            "additionalProperties": False,
+            "properties": {"next": {"type": "string"}},
+            "description": "The `data` of `event: next` (the finished table has a next table, which its tokens open: "
+            "`POST /v1/tables/{table_id}/next`; the stream goes on).",
+        },
+    )
+    spec.components.schema(
+        "StreamRotated",
+        component={
+            "type": "object",
+            "required": ["id"],
+            "additionalProperties": False,
+            "properties": {"id": {"type": "string"}},
+            "description": "The `data` of `event: rotated` (the table's tokens were rotated and this stream's token is "
+            "an old one; the stream ends).",
+        },
+    )
+    spec.components.schema(
+        "StreamEvents",
+        component={
+            "type": "object",
+            "additionalProperties": False,
+            "description": "The frames of a table's stream by their `event:` name, each with the schema of its `data`.",
+            "properties": {
+                name: {"$ref": f"#/components/schemas/Stream{name.title()}"}
+                for name in ("record", "finished", "next", "deleted", "resync", "rotated")
+            },
+        },
+    )
+    spec.components.security_scheme(
+        "tableToken",
+        {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A table's token from its creation: the write token, or the read token (reads only). "
+            "An operation's role says which: `read` accepts either token, `write` only the write token.",
+        },
+    )
+    spec.components.security_scheme(
+        "apiKey",
+        {
+            "type": "apiKey",
+            "in": "header",
+            "name": "X-API-Key",
+            "description": "Needed on every /v1/ call without a table token when the service runs with API keys "
+            "(`API_KEYS`); rate limits then count per key. Without API keys it is not needed.",
+        },
+    )

@@ -54,7 +54,14 @@ from marshmallow import fields, validate, validates_schema
 
 from ..webhooks.delivery import MAX_URL_CHARS, TargetRefused
 from ..webhooks.registry import (
-    EVENTS, KEEP, MAX_TABLES, Busy, DeliveryNotFound, NotTheOwnersTable, Registry, TooManyWebhooks,
+    EVENTS,
+    KEEP,
+    MAX_TABLES,
+    Busy,
+    DeliveryNotFound,
+    NotTheOwnersTable,
+    Registry,
+    TooManyWebhooks,
 )
 from . import rate_limits, settings
 from .callers import api_key

@@ -3,13 +3,20 @@
 from .fan import Score, Win, is_win, score
 from .hand import Hand, Meld, parse_hand
 from .ruleset import PRESETS, Ruleset
-from .shanten import Shanten, ShantenOption, ShantenOptions, UsefulTile, shanten, shanten_analysis, shanten_options
-from .shanten import useful_tiles
+from .settle import Settlement, Transfer, settle
+from .shanten import (
+    Shanten,
+    ShantenOption,
+    ShantenOptions,
+    UsefulTile,
+    shanten,
+    shanten_analysis,
+    shanten_options,
+    useful_tiles,
+)
+from .stakes import CoinSettlement, Stakes, settle_coins
 from .ting import DiscardAdvice, Ting, discards, ting
 from .validate import Validation, validate
-
-from .settle import Settlement, Transfer, settle
-from .stakes import CoinSettlement, Stakes, settle_coins
 
 __all__ = [
     "Hand", "Meld", "PRESETS", "Ruleset", "Score", "Win", "Ting", "DiscardAdvice", "Validation",

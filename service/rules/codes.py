@@ -20,8 +20,8 @@ documented tables are generated from here (:func:`code_table`,
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from enum import StrEnum
-from typing import Iterator
 
 
 class _Documented(StrEnum):
@@ -29,7 +29,7 @@ class _Documented(StrEnum):
 
     meaning: str
 
-    def __new__(cls, value: str, meaning: str) -> "_Documented":
+    def __new__(cls, value: str, meaning: str) -> _Documented:
         member = str.__new__(cls, value)
         member._value_ = value
         member.meaning = meaning

@@ -132,7 +132,7 @@ class EventError(RuleError):
     on the way); ``event`` is the 0-based index of the offending event.
     """
 
-    def __init__(self, code: "Code | str", event: int, message: str, **context: object) -> None:
+    def __init__(self, code: Code | str, event: int, message: str, **context: object) -> None:
         super().__init__(f"event {event}: {message}", **context)
         self.code = Code(code)
         self.event = event

@@ -14,8 +14,9 @@ service.rules.errors.EventError: event 3: a hu needs at least one winner
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .codes import Code
 from .errors import EventError, RuleError
@@ -134,7 +135,7 @@ MAX_MELDS = 8  # more than 4 melds is a wrong size (validate reports it: 200, va
 MAX_PATTERNS = 32
 
 
-def parse_event(data: "Mapping[str, Any] | Event", index: int, voids=None, players: int = 4) -> Event:
+def parse_event(data: Mapping[str, Any] | Event, index: int, voids=None, players: int = 4) -> Event:
     """Build a typed event from its docs/api.md mapping; ``index`` is for error messages.
 
     ``voids`` (a suit letter or None per seat) gives each seat's 定缺 suit for
@@ -381,7 +382,7 @@ def _plain_kong(data: dict, players: int) -> Kong | None:
     return None if fields is None else Kong(*fields)
 
 
-def plain_kong_fields(data: dict, players: int) -> "tuple[int, str, Tile, int | None] | None":
+def plain_kong_fields(data: dict, players: int) -> tuple[int, str, Tile, int | None] | None:
     """``(seat, kind, tile, from)`` of a kong object that passes every check of :func:`parse_event` (the
     common case, checked at once: its members, seats in range and a tile in canonical spelling), else None.
 
@@ -407,7 +408,7 @@ MELD_OBJECTS_LIMIT = 1024
 _ABSENT = object()
 
 
-def _meld_object(m: Any) -> "Meld | None":
+def _meld_object(m: Any) -> Meld | None:
     """The :class:`Meld` of a meld object that passes every check of :meth:`_Parser.hand` and parses
     (the common case), else None (the caller then takes the checked road, which reports the error).
 

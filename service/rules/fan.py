@@ -22,15 +22,46 @@ from itertools import product
 from typing import NamedTuple
 
 from .errors import ContradictoryFlags, DianpaoPinghu, NotAWin, WinTileNotInHand
-from .hand import Hand, Meld, POW5, require_in_play, require_valid
+from .hand import POW5, Hand, Meld, require_in_play, require_valid
 from .patterns import (
-    BASE_ORDER, COUNTED, EARTHLY, EXTRA_ORDER, FACT_BITS, FLUSH, FOUR, HAND, HEAVENLY, KAERTIAO_TILE, ONLY258, PAIRS,
-    PATTERNS, RUNS, STANDARD, TERMINALS, TRIPLETS, PatternFan, WinFacts, base_candidates, extras_on, pattern_fan,
+    BASE_ORDER,
+    COUNTED,
+    EARTHLY,
+    EXTRA_ORDER,
+    FACT_BITS,
+    FLUSH,
+    FOUR,
+    HAND,
+    HEAVENLY,
+    ONLY258,
+    PAIRS,
+    PATTERNS,
+    RUNS,
+    STANDARD,
+    TERMINALS,
+    TRIPLETS,
+    PatternFan,
+    WinFacts,
+    base_candidates,
+    extras_on,
+    pattern_fan,
 )
 from .ruleset import XUEZHAN, Ruleset
 from .shapes import (
-    DECOMPOSITIONS, EVEN_KEYS, F_TRIP, F_YAO, GEN_SHIFT, NOT258, SHAPES, TRIP, YAO,
-    describe_pairs, notate, suit_features, suit_flags, waits_without,
+    DECOMPOSITIONS,
+    EVEN_KEYS,
+    F_TRIP,
+    F_YAO,
+    GEN_SHIFT,
+    NOT258,
+    SHAPES,
+    TRIP,
+    YAO,
+    describe_pairs,
+    notate,
+    suit_features,
+    suit_flags,
+    waits_without,
 )
 from .tiles import SUITS, TILES, Tile
 
@@ -452,7 +483,7 @@ def _points(raw_fan: int, ctx: FanContext) -> Points:
     return Points(fan, mult, ctx.base * mult, fan != raw_fan)
 
 
-def score(hand: "Hand | str", win: "Win | Tile | str", *, ruleset: "Ruleset | str | None" = None) -> Score:
+def score(hand: Hand | str, win: Win | Tile | str, *, ruleset: Ruleset | str | None = None) -> Score:
     """Score a 14-size winning hand (the winning tile included in ``hand``).
 
     ``win`` is a :class:`Win` or just the winning tile (a plain win by discard).

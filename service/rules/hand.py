@@ -12,9 +12,9 @@ True
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import mul
-from typing import Iterable, Mapping, Sequence
 
 from .codes import Code
 from .errors import BadMeld, HandSizeError, NotationError, SuitNotInPlay, TooManyCopies, VoidNotAllowed
@@ -55,15 +55,15 @@ class Meld:
             raise BadMeld(f"a peng has no kind, got {self.kind!r}", text=str(self.kind))
 
     @classmethod
-    def peng(cls, tile: Tile | str) -> "Meld":
+    def peng(cls, tile: Tile | str) -> Meld:
         return cls("peng", tile if isinstance(tile, Tile) else Tile.from_str(tile))
 
     @classmethod
-    def kong(cls, tile: Tile | str, kind: str) -> "Meld":
+    def kong(cls, tile: Tile | str, kind: str) -> Meld:
         return cls("kong", tile if isinstance(tile, Tile) else Tile.from_str(tile), kind)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, object]) -> "Meld":
+    def from_mapping(cls, data: Mapping[str, object]) -> Meld:
         """Build from the API shape ``{"type", "tile", "kind"?}``.
 
         Melds are values of a small domain: one built from the same three strings is reused
@@ -159,7 +159,7 @@ class Hand:
         )
 
     @classmethod
-    def _of(cls, tiles: tuple, counts: tuple, keys: "tuple | None", mask: int, top: int) -> "Hand":
+    def _of(cls, tiles: tuple, counts: tuple, keys: tuple | None, mask: int, top: int) -> Hand:
         """A hand of concealed tiles only, from its parts already derived (the parse hot path).
 
         ``tiles`` in canonical order; the same value ``Hand(tiles)`` builds, without
@@ -180,7 +180,7 @@ class Hand:
         fields["size"] = len(tiles)
         return obj
 
-    def _with(self, melds: "tuple[Meld, ...]", void: str | None) -> "Hand":
+    def _with(self, melds: tuple[Meld, ...], void: str | None) -> Hand:
         """This hand of concealed tiles only (as :meth:`_of` builds it) with ``melds`` and a parsed ``void``:
         the value ``Hand(self.tiles, melds, void)`` is."""
         held = list(self.counts)
@@ -224,8 +224,8 @@ def _index(t: Tile) -> int:
 
 
 def parse_hand(
-    text: "str | Sequence[str] | Hand",
-    melds: Iterable["Meld | Mapping[str, object]"] = (),
+    text: str | Sequence[str] | Hand,
+    melds: Iterable[Meld | Mapping[str, object]] = (),
     void: str | None = None,
 ) -> Hand:
     """Parse a hand string (or a list of tile strings) with optional melds and void.
@@ -402,7 +402,7 @@ def hand_problems(hand: Hand, visible: Iterable[Tile] = (), sizes: tuple[int, ..
     return out
 
 
-def require_valid(hand: Hand, size: int | tuple[int, ...], visible: "tuple[Tile, ...]" = ()) -> None:
+def require_valid(hand: Hand, size: int | tuple[int, ...], visible: tuple[Tile, ...] = ()) -> None:
     """Raise the narrow error for the first problem of ``hand``."""
     sizes = (size,) if isinstance(size, int) else size
     if hand.size in sizes and hand.max_held <= 4 and not visible:
@@ -412,7 +412,7 @@ def require_valid(hand: Hand, size: int | tuple[int, ...], visible: "tuple[Tile,
         raise cls(problem.message, text=str(hand))
 
 
-def require_in_play(hand: Hand, players: int, visible: "Iterable[Tile]" = ()) -> None:
+def require_in_play(hand: Hand, players: int, visible: Iterable[Tile] = ()) -> None:
     """With three players (三人两房, §14), a 万 tile anywhere or a 定缺 void is bad input.
 
     >>> require_in_play(parse_hand("123p"), 3)

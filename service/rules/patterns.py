@@ -26,8 +26,9 @@ A new pattern is one more entry here (its rules in docs/rules.md#s5).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from .shapes import F_123, F_456, F_LONG, HAS19
 

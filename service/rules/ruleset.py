@@ -21,9 +21,10 @@ service.rules.errors.UnknownRulesetField: unknown ruleset field 'bogus'
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import BadRulesetValue, UnknownRuleset, UnknownRulesetField
 from .patterns import SWITCHES
@@ -127,7 +128,7 @@ class Ruleset:
         return self._hash  # type: ignore[attr-defined]  # (set by __post_init__)
 
     @classmethod
-    def from_preset(cls, name: str) -> "Ruleset":
+    def from_preset(cls, name: str) -> Ruleset:
         """The preset called ``name``."""
         try:
             return PRESETS[name]
@@ -137,7 +138,7 @@ class Ruleset:
             ) from None
 
     @classmethod
-    def from_spec(cls, spec: "str | Mapping[str, Any] | Ruleset | None") -> "Ruleset":
+    def from_spec(cls, spec: str | Mapping[str, Any] | Ruleset | None) -> Ruleset:
         """A preset name, ``{"preset": name, field: value, ...}``, a Ruleset, or None (xuezhan)."""
         if spec is None:
             return PRESETS["xuezhan"]
@@ -158,7 +159,7 @@ class Ruleset:
             return self.zhahu_fan
         return 3 if self.cap is None else self.cap
 
-    def replace(self, **overrides: Any) -> "Ruleset":
+    def replace(self, **overrides: Any) -> Ruleset:
         """This ruleset with ``overrides``; with three players ``huazhu`` is 0 whatever is asked
         (docs/rules.md#s14.2)."""
         known = {f.name for f in fields(self)} - {"preset"}
@@ -174,7 +175,7 @@ class Ruleset:
         return dict(_items(self))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Ruleset":
+    def from_dict(cls, data: Mapping[str, Any]) -> Ruleset:
         """The inverse of :meth:`as_dict` (every field given); cached, since stored states repeat it."""
         return _from_items(tuple(sorted(data.items())))
 

@@ -59,8 +59,9 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from openskill.models import PlackettLuce
 
@@ -121,7 +122,7 @@ class SeatResult:
         return out if self.coins is None else out | {"coins": self.coins}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SeatResult":
+    def from_dict(cls, d: Mapping[str, Any]) -> SeatResult:
         kongs = d.get("kongs") or {}
         return cls(d.get("player"), d["name"], d["total"], d["rank"], d.get("wins", 0), d.get("zimo", 0),
                    d.get("dianpao_paid", 0), tuple(kongs.get(k, 0) for k in KONG_KINDS),
@@ -150,7 +151,7 @@ class TableResult:
 
     @classmethod
     def from_summary(cls, summary: Mapping[str, Any], players: Sequence[str | None], finished_at: str,
-                     table_id: str | None = None) -> "TableResult":
+                     table_id: str | None = None) -> TableResult:
         """The result of a table from its evening summary (``GET /v1/tables/{id}/summary``'s body) and
         the club's player at each seat (None: a guest)."""
         if len(players) != len(summary["seats"]):
@@ -166,7 +167,7 @@ class TableResult:
 
     @classmethod
     def imported(cls, result_id: str, finished_at: str, rows: Sequence[tuple[str, str, int]],
-                 rounds: int = 0) -> "TableResult":
+                 rounds: int = 0) -> TableResult:
         """An evening without rounds (an import): ``rows`` of (player, name, total); ranks from the totals."""
         ranks = ranks_of([total for _, _, total in rows])
         return cls(result_id, finished_at, rounds,
@@ -176,7 +177,7 @@ class TableResult:
         """The club's players at the table (guests left out), seat order."""
         return [s.player for s in self.seats if s.player is not None]
 
-    def with_player(self, old: str, new: str) -> "TableResult":
+    def with_player(self, old: str, new: str) -> TableResult:
         """The result with player ``old`` counted as ``new`` (a merge)."""
         return replace(self, seats=tuple(replace(s, player=new) if s.player == old else s for s in self.seats))
 
@@ -185,7 +186,7 @@ class TableResult:
                 "seats": [s.as_dict() for s in self.seats]}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "TableResult":
+    def from_dict(cls, d: Mapping[str, Any]) -> TableResult:
         return cls(d["id"], d["finished_at"], d["rounds"], tuple(SeatResult.from_dict(s) for s in d["seats"]))
 
 
@@ -219,7 +220,7 @@ class Standing:
         return out if self.coins is None else out | {"coins": self.coins}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Standing":
+    def from_dict(cls, d: Mapping[str, Any]) -> Standing:
         kongs = d["kongs"]
         return cls(d["player"], d["evenings"], d["rounds"], d["total"], d.get("coins"), d["wins"], d["zimo"],
                    d["dianpao_paid"], tuple(kongs[k] for k in KONG_KINDS), d["huazhu_paid"],
@@ -309,7 +310,7 @@ class Season:
         return {"id": self.id, "name": self.name, "started": self.started, "ended": self.ended}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Season":
+    def from_dict(cls, d: Mapping[str, Any]) -> Season:
         return cls(d["id"], d["name"], d["started"], d.get("ended"))
 
 

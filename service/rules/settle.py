@@ -20,23 +20,33 @@ The readings where the rules are silent are docs/rules.md's, beside the rules th
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from operator import add, attrgetter, itemgetter, sub
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from .codes import Code, Reason
 from .errors import EventError, RuleError
-from .events import Draw, Escape, Event, Hu, Kong, Peng, Penalty, SeatReport, parse_event, plain_kong_fields
+from .events import Draw, Escape, Event, Hu, Kong, Penalty, Peng, SeatReport, parse_event, plain_kong_fields
 from .fan import (
-    DIANPAO_PINGHU, GANGSHANGHUA_NEEDS_KONG, FanContext, context, evaluate, meld_info, only_wait, points_of, suit_problem,
+    DIANPAO_PINGHU,
+    GANGSHANGHUA_NEEDS_KONG,
+    FanContext,
     Win,
+    context,
+    evaluate,
+    meld_info,
+    only_wait,
+    points_of,
+    suit_problem,
 )
 from .hand import Hand, Meld, hand_problems, parse_hand
 from .patterns import PATTERNS
 from .ruleset import Ruleset
-from .tiles import TILES, Tile, parse_suit
 from .shapes import wait_tiles
+from .tiles import TILES, Tile, parse_suit
 from .ting import dajiao_points
+
 
 class KongRecord(NamedTuple):
     """A kong made this round, as settlement remembers it (an immutable record).
@@ -64,7 +74,7 @@ class KongRecord(NamedTuple):
                 "void": self.void, "transferred": self.transferred}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "KongRecord":
+    def from_dict(cls, d: Mapping[str, Any]) -> KongRecord:
         return cls(d["seat"], d["kind"], d["tile"], d["from"],
                    tuple((payer, points) for payer, points in d["paid"]), d["void"], d["transferred"])
 
@@ -84,7 +94,7 @@ class LastEvent(NamedTuple):
                 "tile": self.tile, "from": self.from_}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "LastEvent":
+    def from_dict(cls, d: Mapping[str, Any]) -> LastEvent:
         return cls(d["type"], d["index"], d["seat"], d["kind"], d["tile"], d["from"])
 
 
@@ -118,7 +128,7 @@ class FirstWin(NamedTuple):
         return {"seats": list(self.seats), "from": self.from_}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "FirstWin":
+    def from_dict(cls, d: Mapping[str, Any]) -> FirstWin:
         return cls(tuple(d["seats"]), d["from"])
 
 
@@ -178,7 +188,7 @@ class Round:
     beside the log and resume without refolding.
     """
 
-    def __init__(self, ruleset: "Ruleset | str | Mapping | None" = None, dealer: int = 0,
+    def __init__(self, ruleset: Ruleset | str | Mapping | None = None, dealer: int = 0,
                  voids: Iterable[str | None] | None = None) -> None:
         self.rules = Ruleset.from_spec(ruleset)
         n = self.rules.players
@@ -269,7 +279,7 @@ class Round:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Round":
+    def from_dict(cls, d: Mapping[str, Any]) -> Round:
         r = cls(Ruleset.from_dict(d["ruleset"]), d["dealer"], d["voids"])
         r.n, r.won, r.left, r.ended = d["n"], list(d["won"]), list(d["left"]), d["ended"]
         r.first_win = None if d["first_win"] is None else FirstWin.from_dict(d["first_win"])
@@ -289,17 +299,17 @@ class Round:
         r.transfers = [Transfer(*t) for t in d["transfers"]]
         return r
 
-    def copy(self) -> "Round":
+    def copy(self) -> Round:
         return Round.from_dict(self.to_dict())
 
     # -- applying events --------------------------------------------------------
-    def apply(self, event: "Mapping[str, Any] | Event",
-              index: int | None = None) -> tuple["Round", tuple[Transfer, ...]]:
+    def apply(self, event: Mapping[str, Any] | Event,
+              index: int | None = None) -> tuple[Round, tuple[Transfer, ...]]:
         """A new round with ``event`` applied, and the transfers it caused (self is unchanged)."""
         new = self.copy()
         return new, new.step(event, index)
 
-    def step(self, event: "Mapping[str, Any] | Event", index: int | None = None) -> tuple[Transfer, ...]:
+    def step(self, event: Mapping[str, Any] | Event, index: int | None = None) -> tuple[Transfer, ...]:
         """Apply one event in place, as event ``index`` (default: the count so far).
 
         On error the state may be half-changed: use :meth:`apply` to keep the old one.
@@ -308,7 +318,7 @@ class Round:
         self._advance(event, index)
         return tuple(self.transfers[start:])
 
-    def _advance(self, event: "Mapping[str, Any] | Event", index: int | None = None) -> None:
+    def _advance(self, event: Mapping[str, Any] | Event, index: int | None = None) -> None:
         """:meth:`step` without building its answer (the fold's loop)."""
         i = self.n if index is None else index
         if self.ended:
@@ -403,7 +413,7 @@ class Round:
             self.copies = list(map(add, map(sub, self.copies, self.hand_melds[seat]), counts))
         self.hand_melds[seat] = counts
 
-    def _check_copies(self, i: int, touched: "list[int | Hand]") -> None:
+    def _check_copies(self, i: int, touched: list[int | Hand]) -> None:
         """No tile among ``touched`` (those the event added) appears more than 4 times in the round.
 
         ``touched``: tile indices, and hands given (a hand stands for its concealed tiles, then
@@ -498,7 +508,7 @@ class Round:
             if frm == seat:
                 raise EventError(Code.SELF_DISCARD, i, f"seat {seat} cannot kong its own discard")
             self._add_meld(seat, t, 4)
-            payers: "tuple[int, ...] | list[int]" = (frm,)
+            payers: tuple[int, ...] | list[int] = (frm,)
             unit = rules.direct_kong * rules.base
         else:
             kept = self.kept[seat]
@@ -981,8 +991,8 @@ def _tile_list(tiles: list[int]) -> str:
     return "[" + ", ".join(str(TILES[t]) for t in tiles) + "]"
 
 
-def settle(events: Iterable["Mapping[str, Any] | Event"], *, dealer: int,
-           ruleset: "Ruleset | str | Mapping | None" = None,
+def settle(events: Iterable[Mapping[str, Any] | Event], *, dealer: int,
+           ruleset: Ruleset | str | Mapping | None = None,
            voids: Iterable[str | None] | None = None) -> Settlement:
     """Settle a round: fold its events into transfers, deltas, winners and the next dealer.
 

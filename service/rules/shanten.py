@@ -83,7 +83,7 @@ class ShantenOption:
     remaining: int
 
     @classmethod
-    def _of(cls, discard: Tile, shanten: int, tiles: tuple, remaining: int) -> "ShantenOption":
+    def _of(cls, discard: Tile, shanten: int, tiles: tuple, remaining: int) -> ShantenOption:
         """Build one without the frozen ``__init__``'s look-ups (the options' hot path)."""
         obj = _new(cls)
         _SET_DISCARD(obj, discard)
@@ -405,7 +405,7 @@ def _checked(hand, rules: Ruleset, sizes: tuple[int, ...], vis_tiles=()) -> Hand
     return hand
 
 
-def shanten(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None) -> int | None:
+def shanten(hand: Hand | str, *, ruleset: Ruleset | str | None = None) -> int | None:
     """The shanten of a hand of 13 or 14 tiles (melds counted as 3): 0 ting, −1 a win of 14; None when
     its melds alone break 缺一门 or hold the void suit.
 
@@ -455,7 +455,7 @@ def shanten(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None) -> in
     return 13 - 3 * len(h.melds) - _best(h.keys, limits, pairs, len(h.melds))
 
 
-def useful_tiles(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> Shanten:
+def useful_tiles(hand: Hand | str, *, ruleset: Ruleset | str | None = None, visible=None) -> Shanten:
     """The shanten of a 13-tile hand and its useful tiles, each with its copies left (``visible``: tiles
     seen elsewhere, a hand string or tiles).
 
@@ -480,7 +480,7 @@ def useful_tiles(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, 
 _RANK = itemgetter(0)
 
 
-def shanten_options(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None
+def shanten_options(hand: Hand | str, *, ruleset: Ruleset | str | None = None, visible=None
                     ) -> ShantenOptions:
     """The shanten of a 14-tile hand and, for each distinct discard, the shanten and useful tiles of the
     13 left (the discarded copy counted as seen), best first.
@@ -530,8 +530,8 @@ def shanten_options(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = Non
 _OPTION = itemgetter(1)
 
 
-def shanten_analysis(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None
-                     ) -> "Shanten | ShantenOptions":
+def shanten_analysis(hand: Hand | str, *, ruleset: Ruleset | str | None = None, visible=None
+                     ) -> Shanten | ShantenOptions:
     """What ``POST /v1/hands/shanten`` answers: :func:`useful_tiles` of 13 tiles, :func:`shanten_options`
     of 14 (another size, a fifth copy, bad notation: the errors :func:`~service.rules.ting.ting` gives)."""
     rules = _rules(ruleset)

@@ -32,8 +32,9 @@ bankroll, the integers and their bounds) are docs/rules.md#s12's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .codes import Code
 from .errors import RuleError
@@ -84,7 +85,7 @@ class Stakes:
                               field="bankrolls")
 
     @classmethod
-    def from_spec(cls, spec: "Stakes | Mapping[str, Any]", players: int) -> "Stakes":
+    def from_spec(cls, spec: Stakes | Mapping[str, Any], players: int) -> Stakes:
         """Stakes from their JSON shape (docs/api.md): one bankroll per seat, ``fee`` optional (0)."""
         if isinstance(spec, Stakes):
             stakes = spec

@@ -118,8 +118,9 @@ BiggestWin(round=1, fan=2, patterns=(), points=36)
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .table import FACT_COUNTS, RoundFacts, WinFact
 
@@ -304,7 +305,7 @@ def _settle_group(group: dict[int, int]) -> list[tuple[int, int, int]]:
 
 
 # -- the summary ---------------------------------------------------------------------------
-def summarize(state: "TableState", ended_round_summaries: Iterable[Mapping[str, Any]],
+def summarize(state: TableState, ended_round_summaries: Iterable[Mapping[str, Any]],
               finished_at: str | None = None, *, table_id: str | None = None) -> Summary:
     """A table's evening from its state and the summaries of its ended rounds (oldest first, all of
     them: ``state.rounds_done``, else ValueError).  ``finished_at`` (an ISO time, or None for a table

@@ -86,13 +86,14 @@ Three players for coins: seat 2 escapes owing 96 points to each of the others
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from .codes import Code, Reason
 from .errors import EventError, RuleError
-from .ruleset import Ruleset
 from .events import MAX_SUIT_CHARS, parse_event
+from .ruleset import Ruleset
 from .settle import Round, Scored, Transfer
 from .stakes import MAX_COINS, Stakes, settle_coins
 from .tiles import parse_suit
@@ -156,7 +157,7 @@ class WinFact(NamedTuple):
     patterns: tuple[str, ...]
     points: int
 
-    def beats(self, other: "WinFact | None") -> bool:
+    def beats(self, other: WinFact | None) -> bool:
         """More points, or as many and more fan (so on a tie the earlier win stays the biggest)."""
         return other is None or (self.points, self.fan) > (other.points, other.fan)
 
@@ -164,7 +165,7 @@ class WinFact(NamedTuple):
         return {"seq": self.seq, "fan": self.fan, "patterns": list(self.patterns), "points": self.points}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "WinFact":
+    def from_dict(cls, d: Mapping[str, Any]) -> WinFact:
         return cls(d["seq"], d["fan"], tuple(d["patterns"]), d["points"])
 
 
@@ -194,12 +195,12 @@ class RoundFacts(NamedTuple):
     biggest_win: tuple[WinFact | None, ...]
 
     @classmethod
-    def empty(cls, n: int) -> "RoundFacts":
+    def empty(cls, n: int) -> RoundFacts:
         zeros = (0,) * n
         return cls(*(zeros,) * len(FACT_COUNTS), (None,) * n)
 
     def after(self, record: Mapping[str, Any], seq: int, transfers: Iterable[Transfer],
-              scored: Iterable[Scored]) -> "RoundFacts":
+              scored: Iterable[Scored]) -> RoundFacts:
         """The facts once ``record`` (a round event the round took as ``seq``) has caused
         ``transfers``; ``scored``: its winners as scored, for a ``hu``."""
         kind = record["type"]
@@ -231,7 +232,7 @@ class RoundFacts(NamedTuple):
         return out
 
     @classmethod
-    def from_dict(cls, d: "Mapping[str, Any] | None", n: int) -> "RoundFacts":
+    def from_dict(cls, d: Mapping[str, Any] | None, n: int) -> RoundFacts:
         """From :meth:`to_dict`'s shape; a member left out (all of them for None: a summary or a state
         stored before the facts were kept) is 0 (None) for every seat."""
         d = d or {}
@@ -390,8 +391,8 @@ class TableState:
             self.adjusted = [0] * len(self.players)
 
     @classmethod
-    def new(cls, players: list[str], ruleset: "Ruleset | str | Mapping | None", dealer: int = 0,
-            stakes: "Stakes | Mapping | None" = None) -> "TableState":
+    def new(cls, players: list[str], ruleset: Ruleset | str | Mapping | None, dealer: int = 0,
+            stakes: Stakes | Mapping | None = None) -> TableState:
         """A table before its first record: ``players`` names one seat each, as many as the ruleset seats.
 
         ``stakes`` (§12, optional): ``{"coin_per_point", "fee", "bankrolls"}``, one bankroll per seat.
@@ -482,7 +483,7 @@ class TableState:
             {"corrections": self.corrections} if self.corrections else {})
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "TableState":
+    def from_dict(cls, d: Mapping[str, Any]) -> TableState:
         return cls(
             players=list(d["players"]), ruleset=Ruleset.from_dict(d["ruleset"]),
             first_dealer=d["first_dealer"], dealer=d["dealer"], version=d["version"],
@@ -498,11 +499,11 @@ class TableState:
             corrections=[list(c) for c in d.get("corrections", ())],
         )
 
-    def copy(self) -> "TableState":
+    def copy(self) -> TableState:
         return TableState.from_dict(self.to_dict())
 
     # -- applying records ---------------------------------------------------------------
-    def apply(self, record: Mapping[str, Any], seq: int) -> tuple["TableState", tuple[Transfer, ...]]:
+    def apply(self, record: Mapping[str, Any], seq: int) -> tuple[TableState, tuple[Transfer, ...]]:
         """A new state with ``record`` (an event body) applied as ``seq``; self is unchanged."""
         new = self.copy()
         out = new.step(record, seq)
@@ -552,7 +553,7 @@ class TableState:
             self.round_meta["adjusted"] = list(self.adjusted)
 
     def _dealer_and_voids(self, record: Mapping[str, Any], seq: int, dealer: int,
-                          voids: "list | None") -> tuple[int, list]:
+                          voids: list | None) -> tuple[int, list]:
         """A round_start's (or a correction's) ``dealer`` and ``voids``, checked; those not given (or null)
         are ``dealer`` and ``voids`` (None: no 定缺)."""
         n = self.ruleset.players
@@ -680,7 +681,7 @@ class TableState:
 
     # -- corrections (§15.2) ------------------------------------------------------------
     def correct(self, number: int, record: Mapping[str, Any], seq: int,
-                history: "History | None" = None) -> "Corrected":
+                history: History | None = None) -> Corrected:
         """Apply the correction ``record`` (``{"type": "correction", "events", "dealer"?, "voids"?,
         "note"?}``) of round ``number`` as ``seq``, in place: the round's events are now the record's.
 
@@ -725,7 +726,7 @@ class TableState:
         return self._correct_past(number, r, facts, made, ended_by, seq, history)
 
     def _correct_latest(self, number: int, r: Round, facts: RoundFacts, made: list, ended_by: str | None,
-                        was_ended: bool, seq: int, history: "History | None") -> "Corrected":
+                        was_ended: bool, seq: int, history: History | None) -> Corrected:
         before = self.balances
         m = self.round_meta
         old_coins_delta = m.get("coins_delta")
@@ -748,7 +749,7 @@ class TableState:
         return Corrected(number, seq, made, summaries, [a - b for a, b in zip(self.balances, before)])
 
     def _correct_past(self, number: int, r: Round, facts: RoundFacts, made: list, ended_by: str,
-                      seq: int, history: History) -> "Corrected":
+                      seq: int, history: History) -> Corrected:
         before = self.balances
         old = [history.summaries[k] for k in range(number, self.rounds_done + 1)]
         new = dict(old[0]) | {
@@ -903,7 +904,7 @@ def _no_unknown(record: Mapping[str, Any], known: tuple[str, ...], seq: int) -> 
 
 
 def fold(players: list[str], ruleset, dealer: int, records: Iterable[Mapping[str, Any]],
-         stakes: "Stakes | Mapping | None" = None) -> tuple[TableState, list[dict]]:
+         stakes: Stakes | Mapping | None = None) -> tuple[TableState, list[dict]]:
     """Rebuild a table's state from its whole log; also the summaries of its ended rounds.
 
     Void records remove their targets; every other record is re-validated (a correction is applied
@@ -1028,7 +1029,7 @@ def _fold_on(st: TableState, records: Iterable[Mapping[str, Any]], voided: set[i
     return st, summaries
 
 
-def explain_round(ruleset: "Ruleset | str | Mapping", dealer: int, records: Iterable[Mapping[str, Any]],
+def explain_round(ruleset: Ruleset | str | Mapping, dealer: int, records: Iterable[Mapping[str, Any]],
                   voided: Iterable[int], ended: bool) -> dict:
     """One round as it stands, each of its events with the transfers it made (the rounds view).
 

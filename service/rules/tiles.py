@@ -20,7 +20,7 @@ service.rules.errors.UnknownSuit: unknown suit mark 'z' in '1z' at position 1
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from .errors import InvalidRank, MissingSuit, NotationError, UnexpectedCharacter, UnknownSuit
 
@@ -66,11 +66,11 @@ class Tile:
         raise AttributeError("Tile is immutable")
 
     @staticmethod
-    def of(index: int) -> "Tile":
+    def of(index: int) -> Tile:
         return TILES[index]
 
     @classmethod
-    def from_str(cls, text: str) -> "Tile":
+    def from_str(cls, text: str) -> Tile:
         """Parse one tile; surrounding white space is allowed."""
         tile = _BY_TEXT.get(text) if type(text) is str else None
         if tile is not None:
@@ -90,7 +90,7 @@ class Tile:
     def __repr__(self) -> str:
         return f"Tile({self._text!r})"
 
-    def __lt__(self, other: "Tile") -> bool:
+    def __lt__(self, other: Tile) -> bool:
         return self.index < other.index
 
     def __reduce__(self):

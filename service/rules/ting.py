@@ -17,12 +17,27 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple
 
-from .fan import NO_MELDS, DISCARD_WIN, FanContext, context, discard_value, evaluate, is_win, meld_info, points_of
-from .hand import POW_OF, SUIT_OF, Hand, POW5, count_tiles, parse_hand, require_in_play, require_valid, suit_keys
+from .fan import DISCARD_WIN, NO_MELDS, FanContext, context, discard_value, evaluate, is_win, meld_info, points_of
+from .hand import POW5, POW_OF, SUIT_OF, Hand, count_tiles, parse_hand, require_in_play, require_valid, suit_keys
 from .patterns import PatternFan
 from .ruleset import XUEZHAN, Ruleset
-from .shapes import DISCARD_MEMO, INFO_MEMO, EVEN_KEYS, GEN_SHIFT, MEMO_LIMIT, NOT258, SHAPES, HAS19, TRIP, YAO, WAITS
-from .shapes import present_ranks, suit_discards, suit_info, wait_tiles
+from .shapes import (
+    DISCARD_MEMO,
+    EVEN_KEYS,
+    GEN_SHIFT,
+    HAS19,
+    INFO_MEMO,
+    MEMO_LIMIT,
+    NOT258,
+    SHAPES,
+    TRIP,
+    WAITS,
+    YAO,
+    present_ranks,
+    suit_discards,
+    suit_info,
+    wait_tiles,
+)
 from .tiles import SUITS, TILES, Tile, parse_tiles
 
 _record = tuple.__new__  # builds a record (a NamedTuple) from all its fields: the hot paths
@@ -98,7 +113,7 @@ def _value_waits(keys, n_concealed: int, mi, tiles: list[int], ctx: FanContext, 
     return out
 
 
-def dajiao_of(waits: "list[Wait]", rules_dajiao: str) -> Dajiao | None:
+def dajiao_of(waits: list[Wait], rules_dajiao: str) -> Dajiao | None:
     """The first wait with the highest points (``dajiao = min``: the lowest), as a :class:`Dajiao`."""
     if not waits:
         return None
@@ -144,7 +159,7 @@ def _void_index(hand: Hand) -> int:
     return -1 if hand.void is None else SUITS.index(hand.void)
 
 
-def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> Ting:
+def ting(hand: Hand | str, *, ruleset: Ruleset | str | None = None, visible=None) -> Ting:
     """Ting of a 13-size hand: each wait with fan, points, patterns and ``remaining``.
 
     ``visible``: tiles seen elsewhere (a hand string or tiles), for ``remaining``.
@@ -176,7 +191,7 @@ def ting(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=
     return _ting_of_hand(hand, ctx, rules, vis)
 
 
-def _concealed(hand: "Hand | str | object") -> tuple[int, int, int, int] | None:
+def _concealed(hand: Hand | str | object) -> tuple[int, int, int, int] | None:
     """``(k0, k1, k2, n)`` (:func:`~.hand.suit_keys`) of a hand of concealed tiles only, with no 定缺 and
     no count over 4, given as a hand string in canonical suit order or as a :class:`Hand`; else None."""
     if type(hand) is str:
@@ -245,7 +260,7 @@ def _ting_by_parts(k0: int, k1: int, k2: int, ctx: FanContext, rules: Ruleset) -
     return Ting(True, False, waits, dajiao)
 
 
-def discards(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> DiscardAdvice:
+def discards(hand: Hand | str, *, ruleset: Ruleset | str | None = None, visible=None) -> DiscardAdvice:
     """Discard advice for a 14-size hand: the discards that leave it ting, best first.
 
     Best = most tiles remaining, then highest 大叫 points, then canonical tile order.

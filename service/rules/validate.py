@@ -31,7 +31,7 @@ class Validation:
     problems: tuple[Problem, ...]
 
 
-def validate(hand: "Hand | str", *, ruleset: "Ruleset | str | None" = None, visible=None) -> Validation:
+def validate(hand: Hand | str, *, ruleset: Ruleset | str | None = None, visible=None) -> Validation:
     """Check a hand against §2. Notation errors raise; rule breaches are reported.
 
     ``valid`` means size 13 or 14 and at most 4 copies of any tile (``visible``

@@ -17,8 +17,9 @@ each limit stands, for the ``X-RateLimit-*`` headers).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from . import keys
 from .errors import RateLimited

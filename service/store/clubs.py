@@ -56,21 +56,40 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import orjson
 import redis
 from cryptography.exceptions import InvalidTag
 
 from ..rules.season import (
-    MIN_ROUNDS, ORDERS, Season, Standing, TableResult, fold, season_at, standings_table, step,
+    MIN_ROUNDS,
+    ORDERS,
+    Season,
+    Standing,
+    TableResult,
+    fold,
+    season_at,
+    standings_table,
+    step,
 )
 from . import keys, redis_client
 from .errors import (
-    Busy, ClubInputError, ClubNotFound, Conflict, Forbidden, IdempotencyMismatch, NotReplicated, PlayerNotFound,
-    SeasonNotFound, StoreFull, TableNotFound, Unauthorized,
+    Busy,
+    ClubInputError,
+    ClubNotFound,
+    Conflict,
+    Forbidden,
+    IdempotencyMismatch,
+    NotReplicated,
+    PlayerNotFound,
+    SeasonNotFound,
+    StoreFull,
+    TableNotFound,
+    Unauthorized,
 )
 from .sealing import seal, unseal
 from .table_store import Access, Created, TableStore
@@ -163,7 +182,7 @@ class ClubStore:
     """Clubs kept beside the tables (the same Redis); ``tables`` is the tables' store (a club's tables are
     tables).  ``webhooks``: whether a club an API key owns gets ``season.updated`` notifications."""
 
-    def __init__(self, client: "redis_client.Client", tables: TableStore, *, webhooks: bool = True,
+    def __init__(self, client: redis_client.Client, tables: TableStore, *, webhooks: bool = True,
                  idempotency_ttl: int = IDEMPOTENCY_TTL, min_replicas: int = 0, wait_timeout_ms: int = 1000) -> None:
         self.r = client
         self.tables = tables

@@ -52,7 +52,7 @@ STDIO_NAME = "redis-stdio.log"
 LOCK_NAME = "embedded.lock"
 HOST = "127.0.0.1"
 
-_RUNNING: "weakref.WeakSet[EmbeddedRedis]" = weakref.WeakSet()
+_RUNNING: weakref.WeakSet[EmbeddedRedis] = weakref.WeakSet()
 
 
 class EmbeddedRedisError(RuntimeError):
@@ -182,7 +182,7 @@ def _is_redis_on(pid: int, data_dir: Path) -> bool:
 def _tail(path: Path, lines: int = 30) -> str:
     """Return the last *lines* lines of the text file *path* ("" if absent)."""
     try:
-        with open(path, "r", encoding="utf-8", errors="replace") as fh:
+        with open(path, encoding="utf-8", errors="replace") as fh:
             return "".join(deque(fh, maxlen=lines))
     except OSError:
         return ""
@@ -316,7 +316,7 @@ class EmbeddedRedis:
         ]
 
     # ------------------------------------------------------------- lifecycle
-    def start(self) -> "EmbeddedRedis":
+    def start(self) -> EmbeddedRedis:
         """Start the server and wait until it answers ``PING``.
 
         Does nothing if it is already running.  Returns ``self``.
@@ -394,7 +394,7 @@ class EmbeddedRedis:
         """
         self._terminate(hard=True)
 
-    def restart(self) -> "EmbeddedRedis":
+    def restart(self) -> EmbeddedRedis:
         """Stop the server if running, then start it again.
 
         Same port, same data directory (kept locked meanwhile): the data is
@@ -403,7 +403,7 @@ class EmbeddedRedis:
         self._terminate(hard=False)
         return self.start()
 
-    def __enter__(self) -> "EmbeddedRedis":
+    def __enter__(self) -> EmbeddedRedis:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -524,7 +524,7 @@ def _stop_orphan(pid: int, timeout: float) -> None:
         time.sleep(0.05)
 
 
-_LOCKED: "weakref.WeakSet[EmbeddedRedis]" = weakref.WeakSet()
+_LOCKED: weakref.WeakSet[EmbeddedRedis] = weakref.WeakSet()
 
 
 def _forget_in_child() -> None:

@@ -64,8 +64,8 @@ key                            type    holds
 ``{wh}:outboxes``              hash    the outboxes as the last sweep found them: ``outboxes``, ``entries``,
                                        ``longest``, ``oldest`` (ms of the oldest entry; 0: none), ``at`` (ms)
 ``{t:<id>}:events``            channel pub/sub: every appended record as the stream sends it, and
-                                       ``deleted``, ``rotated``, ``{"finished_at"}``, ``{"next"}`` (PUBLISH, or SPUBLISH on a
-                                       cluster: same slot)
+                                       ``deleted``, ``rotated``, ``{"finished_at"}``, ``{"next"}``
+                                       (PUBLISH, or SPUBLISH on a cluster: same slot)
 ``rl:client:<client>``         hash    a client's own write limits (events, voids a minute; :func:`client_limits`),
                                        counted by the APPEND script (or HIT): fields as the table's ``limits``
                                        hash; it expires two minutes after its last write

@@ -88,9 +88,10 @@ from __future__ import annotations
 import logging
 import threading
 import urllib.parse
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Union
 
 import redis
 import redis.sentinel

@@ -61,9 +61,10 @@ import logging
 import random
 import secrets
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 import redis
@@ -72,14 +73,38 @@ from cryptography.exceptions import InvalidTag
 from ..config import Settings
 from ..rules.summary import summarize
 from ..rules.table import (
-    ROUND_EVENTS, BetweenRounds, CorrectionConflict, History, MissingHistory, TableState, VoidConflict, corrected_by,
-    explain_round, fold, fold_from, labelled, refold_round, refold_start, round_info,
+    ROUND_EVENTS,
+    BetweenRounds,
+    CorrectionConflict,
+    History,
+    MissingHistory,
+    TableState,
+    VoidConflict,
+    corrected_by,
+    explain_round,
+    fold,
+    fold_from,
+    labelled,
+    refold_round,
+    refold_start,
+    round_info,
 )
 from . import charges, codec, keys, redis_client
 from .charges import Charge, Quota
 from .errors import (
-    Busy, Conflict, EventNotFound, Forbidden, IdempotencyMismatch, NotReplicated, PreconditionFailed,
-    RateLimited, RoundNotFound, StoreEvicting, StoreFull, TableNotFound, Unauthorized,
+    Busy,
+    Conflict,
+    EventNotFound,
+    Forbidden,
+    IdempotencyMismatch,
+    NotReplicated,
+    PreconditionFailed,
+    RateLimited,
+    RoundNotFound,
+    StoreEvicting,
+    StoreFull,
+    TableNotFound,
+    Unauthorized,
 )
 from .sealing import created_id, seal, seal_rotation, unseal, unseal_rotation
 from .states import STATES_KEPT, Kept, StateCache
@@ -264,11 +289,11 @@ def _sha1(stored: bytes) -> str:
     return hashlib.sha1(stored).hexdigest()
 
 
-def _matches(if_match: "int | tuple[int, ...] | frozenset[int]", version: int) -> bool:
+def _matches(if_match: int | tuple[int, ...] | frozenset[int], version: int) -> bool:
     return version in if_match if isinstance(if_match, (tuple, frozenset, set)) else version == if_match
 
 
-def _show(if_match: "int | tuple[int, ...] | frozenset[int]") -> str:
+def _show(if_match: int | tuple[int, ...] | frozenset[int]) -> str:
     if isinstance(if_match, (tuple, frozenset, set)):
         if_match = tuple(sorted(if_match))
         return " or ".join(str(v) for v in if_match if v >= 0) or "a weak tag"
@@ -316,7 +341,7 @@ class StreamedLog:
     """The records after a seq as the stream sends them (:meth:`TableStore.stream_records`): iterate
     for lists of at most ``chunk`` records, each read and folded when it is asked for."""
 
-    def __init__(self, store: "TableStore", table_id: str, after: int, version: int, voided: frozenset[int],
+    def __init__(self, store: TableStore, table_id: str, after: int, version: int, voided: frozenset[int],
                  chunk: int) -> None:
         self.store, self.table_id, self.after, self.chunk = store, table_id, after, chunk
         self.version = version  # the table's version when it was read
@@ -350,7 +375,7 @@ class TableStore:
     writes publish with ``SPUBLISH``.
     """
 
-    def __init__(self, client: "redis_client.Client", *, table_ttl: int = 0, max_events: int = 0,
+    def __init__(self, client: redis_client.Client, *, table_ttl: int = 0, max_events: int = 0,
                  idempotency_ttl: int = IDEMPOTENCY_TTL, sharded_pubsub: bool | None = None,
                  min_replicas: int = 0, wait_timeout_ms: int = 1000, states_kept: int = STATES_KEPT,
                  events_per_minute: int = 0, voids_per_minute: int = 0, webhooks: bool = True,
@@ -481,7 +506,7 @@ class TableStore:
     # -- create ------------------------------------------------------------------
     def create(self, players: list[str], ruleset: Any, dealer: int = 0, *, stakes: Any = None,
                idempotency_key: str | None = None, fp: str = "", owner: str | None = None,
-               meta: Mapping[str, str] | None = None, reserve: "Callable[[str], None] | None" = None) -> Created:
+               meta: Mapping[str, str] | None = None, reserve: Callable[[str], None] | None = None) -> Created:
         """A new table; its tokens are returned here only (Redis keeps their SHA-256).
 
         With an ``Idempotency-Key`` the table id is derived from the key, so a retry
@@ -570,7 +595,7 @@ class TableStore:
         return bool(record) and hmac.compare_digest(record[:8], keys.fp_digest(fp))
 
     # -- auth ------------------------------------------------------------------------
-    def authorize(self, table_id: str, token: "str | Access | None", *, write: bool = False) -> None:
+    def authorize(self, table_id: str, token: str | Access | None, *, write: bool = False) -> None:
         """Raise unless the access (a token, or an :class:`Access`) may read or write the table (see
         :func:`_check_access`)."""
         if isinstance(token, Access):
@@ -587,7 +612,7 @@ class TableStore:
         return [None if v is None else v.decode() for v in found]
 
     # -- read --------------------------------------------------------------------------
-    def _load(self, table_id: str, access: "Access | None", rounds: tuple[int, int] | None = None) -> Loaded:
+    def _load(self, table_id: str, access: Access | None, rounds: tuple[int, int] | None = None) -> Loaded:
         """One round trip: the table's meta fields, state and version, and a page of its rounds."""
         reads = [("HMGET", keys.meta(table_id), *AUTH_FIELDS),
                  ("GET", keys.state(table_id)), ("LLEN", keys.log(table_id))]
@@ -606,7 +631,7 @@ class TableStore:
                       None if fields[4] is None else fields[4].decode(), res[3] if rounds else [],
                       None if fields[5] is None else fields[5].decode())
 
-    def get(self, table_id: str, access: "Access | None" = None, *, rounds_after: int = 0,
+    def get(self, table_id: str, access: Access | None = None, *, rounds_after: int = 0,
             rounds_limit: int = ROUNDS_PAGE) -> dict:
         """The table view with one page of its ended rounds: those after round ``rounds_after``,
         at most ``rounds_limit``; ``rounds_next`` is the ``rounds_after`` of the next page (or None)."""
@@ -627,7 +652,7 @@ class TableStore:
             view["next"] = next_id
         return view if st.coins is None else view | {"coins": st.coins}
 
-    def events(self, table_id: str, after: int = 0, limit: int = 100, access: "Access | None" = None) -> dict:
+    def events(self, table_id: str, after: int = 0, limit: int = 100, access: Access | None = None) -> dict:
         fields, raw, state = self._read(("HMGET", keys.meta(table_id), *AUTH_FIELDS),
                                         ("LRANGE", keys.log(table_id), after, after + limit),
                                         ("GET", keys.state(table_id)))
@@ -643,7 +668,7 @@ class TableStore:
         return {"events": items, "next": nxt, "version": int(codec.read_state(state)["version"]) if state else 0}
 
     # -- rounds explained ------------------------------------------------------------------------
-    def rounds(self, table_id: str, after: int = 0, limit: int = ROUNDS_PAGE, access: "Access | None" = None) -> dict:
+    def rounds(self, table_id: str, after: int = 0, limit: int = ROUNDS_PAGE, access: Access | None = None) -> dict:
         """The table's rounds after round ``after``, at most ``limit``, oldest first, each explained (its
         live events with the transfers each made, as corrected): ``{"rounds": [...], "next"}``.  The round
         being played is the last of them.  Two reads, whatever the table's length: the state and the
@@ -659,7 +684,7 @@ class TableStore:
         return {"rounds": self._explained(table_id, st, version, page, {s["number"]: s for s in summaries}),
                 "next": str(page[-1]) if more else None}
 
-    def round(self, table_id: str, number: int, access: "Access | None" = None) -> dict:
+    def round(self, table_id: str, number: int, access: Access | None = None) -> dict:
         """Round ``number`` explained, as :meth:`rounds` lists it (:class:`RoundNotFound` for no such round):
         one round trip (the ROUND script reads the state, the round's summary and its records at once)."""
         names = [keys.meta(table_id), keys.state(table_id), keys.log(table_id), keys.rounds(table_id)]
@@ -677,7 +702,7 @@ class TableStore:
         return self._explain(st, number, summary, records)
 
     @staticmethod
-    def _readable(table_id: str, res: list, access: "Access | None") -> tuple[TableState, int]:
+    def _readable(table_id: str, res: list, access: Access | None) -> tuple[TableState, int]:
         """The state a read found (``res``: the meta fields, the state and the log's length first)."""
         fields, state, version = res[0], res[1], res[2]
         if access is not None:
@@ -738,7 +763,7 @@ class TableStore:
                                    ("LLEN", keys.log(table_id)))
         return None if meta[0] is None or meta[1] else version
 
-    def stream_records(self, table_id: str, after: int, chunk: int = STREAM_CHUNK) -> "StreamedLog | None":
+    def stream_records(self, table_id: str, after: int, chunk: int = STREAM_CHUNK) -> StreamedLog | None:
         """The records after seq ``after`` as the stream sends them, read and folded a chunk at a time.
 
         The balances after each record are the fold of the log up to it (what the
@@ -811,16 +836,16 @@ class TableStore:
         return fold(codec.loads(players), codec.loads(ruleset), int(dealer), (), _stakes(stakes))[0]
 
     # -- write ---------------------------------------------------------------------------
-    def append(self, table_id: str, body: Mapping[str, Any], *, if_match: "int | tuple[int, ...] | None" = None,
-               idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None,
+    def append(self, table_id: str, body: Mapping[str, Any], *, if_match: int | tuple[int, ...] | None = None,
+               idempotency_key: str | None = None, fp: str = "", access: Access | None = None,
                charge: Charge | None = None) -> Written:
         """Validate ``body`` against the table's state and append it; see the module doc.  ``charge``: the
         client's own limits this request counts (counted once, by the first script call)."""
         return self._write(table_id, if_match, idempotency_key, fp, access, "table_events",
                            lambda st, version: self._plan_event(st, version, body), charge=charge)
 
-    def void(self, table_id: str, target: int, *, if_match: "int | tuple[int, ...] | None" = None,
-             idempotency_key: str | None = None, fp: str = "", access: "Access | None" = None,
+    def void(self, table_id: str, target: int, *, if_match: int | tuple[int, ...] | None = None,
+             idempotency_key: str | None = None, fp: str = "", access: Access | None = None,
              charge: Charge | None = None) -> Written:
         """Append a void record for ``target``; the state is refolded without it."""
         # (planned on a read, never on a kept state: a void reads the log anyway, and a refusal,
@@ -830,8 +855,8 @@ class TableStore:
                            charge=charge)
 
     def correct(self, table_id: str, number: int, body: Mapping[str, Any], *,
-                if_match: "int | tuple[int, ...] | None" = None, idempotency_key: str | None = None, fp: str = "",
-                access: "Access | None" = None, charge: Charge | None = None) -> Written:
+                if_match: int | tuple[int, ...] | None = None, idempotency_key: str | None = None, fp: str = "",
+                access: Access | None = None, charge: Charge | None = None) -> Written:
         """Append a correction of round ``number`` (docs/rules.md#s15.2): ``body`` is ``{"events", "dealer"?,
         "voids"?, "note"?}``.  Round ``number`` unknown: :class:`RoundNotFound`; an event of it that cannot
         happen: the core's :class:`~service.rules.table.CorrectionError` (``event``: its index); a later
@@ -840,7 +865,7 @@ class TableStore:
                            lambda st, version: self._plan_correction(table_id, st, version, number, body),
                            charge=charge)
 
-    def finish(self, table_id: str, access: "Access | None" = None) -> dict:
+    def finish(self, table_id: str, access: Access | None = None) -> dict:
         """Finish the table (idempotent): it takes no more events or voids and stays readable.
         409 ``round_in_progress`` while a round is being played.  Answers the table view (:meth:`get`)."""
         for _ in range(MAX_RETRIES):
@@ -962,7 +987,7 @@ class TableStore:
         raise Conflict("table_followed", f"table {table_id!r} has its next table already: {next_id!r} (open it "
                        "with the same tokens)", next=next_id)
 
-    def summary(self, table_id: str, access: "Access | None" = None) -> dict:
+    def summary(self, table_id: str, access: Access | None = None) -> dict:
         """The evening's summary (:mod:`service.rules.summary`): from the state and the ended rounds'
         summaries, read at one moment (never a fold of the log)."""
         fields, state, rounds = self._read(("HMGET", keys.meta(table_id), *AUTH_FIELDS),
@@ -1145,7 +1170,7 @@ class TableStore:
         return None
 
     @staticmethod
-    def _may_use(kept: Kept, access: "Access | None", if_match) -> bool:
+    def _may_use(kept: Kept, access: Access | None, if_match) -> bool:
         """Whether a write may be planned on a kept state: the token given is the kept write token, or
         no token and the key that created the table (anything else is decided on a read), and an
         If-Match names the kept version."""
@@ -1370,7 +1395,7 @@ class TableStore:
 
     @staticmethod
     def _round_of(st: TableState, number: int, summary: dict | None, events: list[dict],
-                  voids: "list | None" = None) -> dict:
+                  voids: list | None = None) -> dict:
         """A round as the rounds view shows it: its summary's figures (the round view's, for the round being
         played), its live ``events`` with their transfers, all its transfers and its live corrections."""
         if summary is None:  # the round being played

@@ -31,9 +31,10 @@ import ssl
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from standardwebhooks.webhooks import Webhook as Signer
 

@@ -150,7 +150,7 @@ class Dispatcher:
     """Delivers the outboxes' notifications (see the module doc); :meth:`start` runs it in threads
     (greenlets under gevent) until :meth:`stop`.  Any number may run at once, in any processes."""
 
-    def __init__(self, client: "redis_client.Client", registry: Registry, options: DispatcherOptions | None = None,
+    def __init__(self, client: redis_client.Client, registry: Registry, options: DispatcherOptions | None = None,
                  *, name: str | None = None) -> None:
         self.r = client
         self.registry = registry
@@ -173,7 +173,7 @@ class Dispatcher:
         self._hooks: Lru[str, tuple[float, Any]] = Lru(OWNERS_KEPT)  # owner -> (when read, its webhooks)
 
     # -- running ------------------------------------------------------------------------------
-    def start(self) -> "Dispatcher":
+    def start(self) -> Dispatcher:
         for target, name in ((self._poll_loop, "webhooks-poll"), (self._sweep_loop, "webhooks-sweep")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -415,7 +415,7 @@ class Dispatcher:
         return tail, next_at, starts
 
     # -- a lane job ---------------------------------------------------------------------------
-    def _census(self) -> "_Census":
+    def _census(self) -> _Census:
         """The lane jobs running, counted (under ``self._lock``; one pass over them)."""
         now = time.monotonic()
         slow = {j.hook for j in self._jobs if self._slow.get(j.hook)
@@ -429,7 +429,7 @@ class Dispatcher:
                 census.slow += 1
         return census
 
-    def _has_room(self, owner: str, hook_id: str, census: "_Census | None" = None) -> bool:
+    def _has_room(self, owner: str, hook_id: str, census: _Census | None = None) -> bool:
         """Room for a lane job of this webhook (under ``self._lock``; ``census``: the jobs counted already): see
         the module doc."""
         opts = self.options
@@ -441,7 +441,7 @@ class Dispatcher:
             return True
         return c.slow_per_key.get(owner, 0) < max(1, opts.key_cap() // 2) and c.slow < opts.slow_cap()
 
-    def _reserve(self, table_id: str, hook: Webhook) -> tuple[str, float, "_Job"] | None:
+    def _reserve(self, table_id: str, hook: Webhook) -> tuple[str, float, _Job] | None:
         """Room for a lane job and its lease: (its token, when it was taken, the job), or None: no room (the
         table waits in line for it), or another dispatcher holds the lane."""
         with self._lock:
@@ -481,7 +481,7 @@ class Dispatcher:
             busy = len(self._jobs) * 2 > self.options.concurrency
         return not busy and not self._in_line()
 
-    def _done(self, job: "_Job") -> None:
+    def _done(self, job: _Job) -> None:
         with self._lock:
             self._jobs.discard(job)
 
@@ -495,7 +495,7 @@ class Dispatcher:
                     return table_id
         return None
 
-    def _lane_job(self, table_id: str, hook: Webhook, token: str, failing: bool, taken: float, job: "_Job") -> None:
+    def _lane_job(self, table_id: str, hook: Webhook, token: str, failing: bool, taken: float, job: _Job) -> None:
         lease = keys.lease(table_id, hook.id)
         lane = None
         outcome = "end"
@@ -539,7 +539,7 @@ class Dispatcher:
         self._slow.put(hook.id, result.ms >= SLOW_MS or (result.error or "").startswith("timeout"))
 
     def _deliver_lane(self, table_id: str, hook: Webhook, token: str, failing: bool, taken: float,
-                      job: "_Job") -> tuple[Lane, str]:
+                      job: _Job) -> tuple[Lane, str]:
         """Deliver the lane's entries in order; (the lane as left, ``end`` | ``backoff`` | ``more`` | ``lost``).
 
         Each delivery moves the cursor (ADVANCE) before the next one is sent.  The lease is renewed

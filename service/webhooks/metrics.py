@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import redis
 from prometheus_client import Counter
@@ -44,7 +44,7 @@ def counted(status: str) -> None:
 class OutboxFigures(Collector):
     """A collector of the outboxes' figures (see the module doc), read from ``client`` at each scrape."""
 
-    def __init__(self, client: "redis_client.Client") -> None:
+    def __init__(self, client: redis_client.Client) -> None:
         self.r = client
 
     def describe(self) -> list:

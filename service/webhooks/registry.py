@@ -60,17 +60,18 @@ import functools
 import os
 import secrets
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import orjson
 import redis
 from cryptography.exceptions import InvalidTag
 
-from .delivery import Attempt, Lookup, LookupTimeout, Sender, TargetRefused, deliver, resolve, sign
-from .outbox import CLOCK_SLACK_MS, id_parts, message_body
 from ..store import codec, keys, redis_client
 from ..store.sealing import seal_secret, unseal_secret
+from .delivery import Attempt, Lookup, LookupTimeout, Sender, TargetRefused, deliver, resolve, sign
+from .outbox import CLOCK_SLACK_MS, id_parts, message_body
 
 EVENTS = ("event.recorded", "event.voided", "round.ended", "round.corrected", "table.created", "table.finished",
           "table.deleted", "season.updated")
@@ -151,7 +152,7 @@ class Webhook:
         return self.others_from_ms or self.created_ms - CLOCK_SLACK_MS
 
     def revised(self, now: int, url: str | None = None, events: Iterable[str] | None = None,
-                tables: Any = KEEP, enabled: bool | None = None) -> "Webhook":
+                tables: Any = KEEP, enabled: bool | None = None) -> Webhook:
         """The webhook after a change made at ``now`` (Redis ms; see the module doc).
 
         >>> hook = Webhook("wh_1", "acme", "https://x/", ("event.recorded",), ("a",), "", 10_000, "")
@@ -197,7 +198,7 @@ class Webhook:
         return orjson.dumps(found | {k: v for k, v in optional.items() if v is not None})
 
     @classmethod
-    def load(cls, owner: str, hook_id: str, raw: bytes) -> "Webhook":
+    def load(cls, owner: str, hook_id: str, raw: bytes) -> Webhook:
         d = orjson.loads(raw)
         return cls(hook_id, owner, d["url"], tuple(d["events"]), None if d["tables"] is None else tuple(d["tables"]),
                    d["created"], int(d["created_ms"]), d["secret"], bool(d.get("enabled", True)),
@@ -253,7 +254,7 @@ class Registry:
     webhooks' secrets (see the module doc).
     """
 
-    def __init__(self, client: "redis_client.Client", digests: Mapping[str, str], *,
+    def __init__(self, client: redis_client.Client, digests: Mapping[str, str], *,
                  allow_private: bool = False, lookup_timeout: float = REGISTRATION_LOOKUP_S,
                  lookup: Lookup | None = None) -> None:
         self.r = client
