@@ -294,6 +294,22 @@ class LazyCluster(RedisClusterCommands):
     def register_script(self, script: str) -> Script:
         return Script(self, script)
 
+    def script_load(self, script: str) -> Any:
+        """``SCRIPT LOAD`` on each primary that answers; the script's SHA1.  (A Script given ``NOSCRIPT`` loads
+        itself with this.  The cluster client sends it to every primary as one command that fails when one
+        of them is down, which would stop every script on the others while a fail-over is under way: the
+        primaries are asked one by one instead.)  A ``ConnectionError`` only when none took it."""
+        sha, failure = None, None
+        for node in self.client.get_primaries():
+            try:
+                with _cluster_errors():
+                    sha = self.client.execute_command("SCRIPT LOAD", script, target_nodes=node)
+            except redis.exceptions.ConnectionError as exc:
+                failure = exc
+        if sha is None:
+            raise failure or ClusterUnavailable("no primary took the script")
+        return sha
+
     def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         with _cluster_errors():
             return self.client.execute_command(*args, **kwargs)

@@ -1023,7 +1023,12 @@ class TableStore:
             kept = None
         amount = self.limits.get(limit, 0)
         if charge is not None and not charge.counted and not self._client_in_script:
-            self.charge(charge)  # (a cluster: the client's hash is not in the table's slot)
+            # (a cluster: the client's hash is not in the table's slot.)  The node that holds it may be down
+            # while the table's is up: the write goes on uncounted, as a limit whose Redis is away counts nothing
+            try:
+                self.charge(charge)
+            except redis.exceptions.RedisError as exc:
+                log.warning("the client's write limits were not counted (%s)", type(exc).__name__)
         for attempt in range(MAX_RETRIES):
             if kept is None:
                 loaded = self._load(table_id, access)
