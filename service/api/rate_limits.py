@@ -229,7 +229,8 @@ class Limits:
         default = self.setting[name]
         return self.api_keys.limit(api_key(), name, default) if name in CLIENT_LIMITS else default
 
-    def _limiter(self) -> SlidingWindowCounterRateLimiter:
+    def counting_limiter(self) -> SlidingWindowCounterRateLimiter:
+        """The limiter counting now: on Redis, or in this worker's memory while Redis is away."""
         recheck = self._recheck
         if recheck is None:
             return self._redis
@@ -243,7 +244,7 @@ class Limits:
         return self._memory
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        limiter = self._limiter()
+        limiter = self.counting_limiter()
         try:
             return getattr(limiter, method)(*args, **kwargs)
         except self._errors as exc:
