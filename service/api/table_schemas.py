@@ -194,16 +194,22 @@ IDEMPOTENCY_KEY = re.compile(rf"^[\x21-\x7e]{{1,{MAX_IDEMPOTENCY_KEY}}}$")
 CREATION_KEY = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[47][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$")
 
 
+
+def idempotency_key_field(description: str) -> fields.String:
+    """An ``Idempotency-Key`` header of 1-128 visible ASCII characters, with what it does at its endpoint."""
+    return fields.String(data_key="Idempotency-Key",
+                         validate=validate.Regexp(IDEMPOTENCY_KEY, error="1-128 visible ASCII characters"),
+                         metadata={"description": description})
+
+
 class WriteHeaders(ma.Schema):
     """The headers of a write to a table (loaded from the request's headers; others are ignored)."""
 
-    idempotency_key = fields.String(
-        data_key="Idempotency-Key",
-        validate=validate.Regexp(IDEMPOTENCY_KEY, error="1-128 visible ASCII characters"),
-        metadata={"description": "1-128 visible ASCII characters, unique per write of this table: a retry with "
+    idempotency_key = idempotency_key_field(
+        "1-128 visible ASCII characters, unique per write of this table: a retry with "
                                  "the same key and body returns the first response (`Idempotent-Replayed: true`) "
                                  "and records nothing; the same key with another body: 422 "
-                                 "`idempotency_key_reused`. Kept as long as the table."})
+                                 "`idempotency_key_reused`. Kept as long as the table.")
     if_match = fields.String(
         data_key="If-Match", validate=validate.Length(max=2048),
         metadata={"description": 'the version the write expects, as "<version>" (a list: any of them; "*": any); '
@@ -223,25 +229,21 @@ class CreateHeaders(ma.Schema):
 
 
 class RotateHeaders(ma.Schema):
-    idempotency_key = fields.String(
-        data_key="Idempotency-Key",
-        validate=validate.Regexp(IDEMPOTENCY_KEY, error="1-128 visible ASCII characters"),
-        metadata={"description": "1-128 visible ASCII characters (a random UUID is best), made afresh for this "
+    idempotency_key = idempotency_key_field(
+        "1-128 visible ASCII characters (a random UUID is best), made afresh for this "
                                  "one rotation: a retry with the same key and the same credential (the old write "
                                  "token, which works for that retry only, or the API key) within 24 h answers "
                                  "the same new tokens (`Idempotent-Replayed: true`); the same key with another "
                                  "credential: 422 `idempotency_key_reused`. Only the table's last rotation is "
-                                 "kept."})
+                                 "kept.")
 
 
 class NextHeaders(ma.Schema):
-    idempotency_key = fields.String(
-        data_key="Idempotency-Key",
-        validate=validate.Regexp(IDEMPOTENCY_KEY, error="1-128 visible ASCII characters"),
-        metadata={"description": "1-128 visible ASCII characters (a random UUID is best): a retry with the same key "
+    idempotency_key = idempotency_key_field(
+        "1-128 visible ASCII characters (a random UUID is best): a retry with the same key "
                                  "and body answers the first response (`Idempotent-Replayed: true`) as long as the "
                                  "next table lives; without it (or with another body) a retry is 409 "
-                                 "`table_followed`, which names the table all the same."})
+                                 "`table_followed`, which names the table all the same.")
 
 
 class ReadHeaders(ma.Schema):
