@@ -125,6 +125,8 @@ def test_a_past_round_corrected_on_one_phone_is_followed_on_another(service, api
     b.wait(lambda: "Round 1 corrected: the 暗杠 came first" in b.text(f"event-{correction}"), "the correction in b's history")
     b.tap("round-row-1")
     b.wait(lambda: "西 kongs 7 Bamboo concealed" in b.text(f"round-1-event-{correction}"), "round 1 as corrected on phone b")
+    # (its payments come with the round's explained read, which may land a moment after its events)
+    b.wait(lambda: "东 pays 西 12 — concealed kong" in b.text("round-detail-1"), "round 1's payments as corrected on phone b")
     detail = b.text("round-detail-1")
     assert "东 pays 西 12 — concealed kong" in detail and "corrected away" in b.text(f"round-1-event-{log[1]['seq']}")
     b.wait(lambda: b.text("round-1-deltas") == "This round: 东 +24 & 南 -24 & 西 +24 & 北 -24", "round 1's deltas as corrected")

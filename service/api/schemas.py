@@ -55,6 +55,7 @@ from marshmallow import ValidationError, fields, post_load, validate
 from ..rules.codes import REASONS
 from ..rules.errors import RuleError
 from ..rules.events import (
+    EVENT_TYPES,
     HU_FLAGS,
     MAX_FAN,
     MAX_HAND_CHARS,
@@ -690,6 +691,7 @@ EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
     "peng": PengEvent, "kong": KongEvent, "hu": HuEvent, "draw": DrawEvent, "escape": EscapeEvent,
     "penalty": PenaltyEvent,
 }
+assert set(EVENT_SCHEMAS) == set(EVENT_TYPES), "every event of the rules core has its schema"
 assert set(HU_FLAGS) <= set(HuEvent().fields)
 
 

@@ -17,6 +17,7 @@ from ..rules.table import (
     MAX_ADJUST_TRANSFERS,
     MAX_CORRECTION_EVENTS,
     MAX_NOTE_CHARS,
+    TABLE_EVENTS,
     TableSetupError,
     TableState,
 )
@@ -140,6 +141,7 @@ TABLE_EVENT_SCHEMAS: dict[str, type[ma.Schema]] = {
     **EVENT_SCHEMAS, "round_start": RoundStartEvent, "round_end": RoundEndEvent, "buy_in": BuyInEvent,
     "adjust": AdjustEvent,
 }
+assert set(TABLE_EVENT_SCHEMAS) == set(TABLE_EVENTS), "every event of a table has its schema"
 
 
 class CorrectionRequest(ma.Schema):
@@ -484,6 +486,7 @@ LOG_RECORD_SCHEMAS: dict[str, type[ma.Schema]] = {
     "round_start": RoundStartRecord, "round_end": RoundEndRecord, "buy_in": BuyInRecord, "void": VoidRecord,
     "penalty": PenaltyRecord, "adjust": AdjustRecord, "correction": CorrectionRecord,
 }
+assert set(LOG_RECORD_SCHEMAS) == {*TABLE_EVENTS, "void", "correction"}, "every record of the log has its schema"
 
 
 class _Streamed(ma.Schema):

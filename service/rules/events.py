@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from .codes import Code
 from .errors import EventError, RuleError
@@ -107,7 +107,8 @@ class Penalty:
 
 
 Event = Peng | Kong | Hu | Draw | Escape | Penalty
-EVENT_TYPES = ("peng", "kong", "hu", "draw", "escape", "penalty")
+# a round's event types, from the union (a new event is a class above and its member of ``Event``)
+EVENT_TYPES: tuple[str, ...] = tuple(cls.type for cls in get_args(Event))
 
 # The JSON form's fields (required, optional) per object, and its bounds: what an
 # event *is* is decided here only (the HTTP layer documents it, it does not re-check).

@@ -92,13 +92,13 @@ from typing import Any, NamedTuple
 
 from .codes import Code, Reason
 from .errors import EventError, RuleError
-from .events import MAX_SUIT_CHARS, parse_event
+from .events import EVENT_TYPES, MAX_SUIT_CHARS, parse_event
 from .ruleset import Ruleset
 from .settle import Round, Scored, Transfer
 from .stakes import MAX_COINS, Stakes, settle_coins
 from .tiles import parse_suit
 
-ROUND_EVENTS = ("peng", "kong", "hu", "draw", "escape", "penalty")
+ROUND_EVENTS = EVENT_TYPES  # (the events of a round: docs/rules.md §6)
 TABLE_EVENTS = ROUND_EVENTS + ("round_start", "round_end", "buy_in", "adjust")
 BUY_IN_FIELDS = ("type", "seat", "coins")
 ADJUST_FIELDS = ("type", "transfers", "note")

@@ -140,5 +140,3 @@ export function mendCtx(view, mySeat, f, at) {
   return roundCtx({ view, mySeat, events, voids: f.voids || [], dealer: f.dealer });
 }
 
-// which recording sheet enters an event of this type again
-export const SHEET_OF = { peng: 'peng', kong: 'kong', hu: 'hu', draw: 'draw', escape: 'escape', penalty: 'penalty' };

@@ -7,6 +7,7 @@ import { t } from './i18n.js';
 import { describe, seatName, transferWords, fanInfo } from './words.js';
 import { seatButtons } from './picker.js';
 import { pointsFor } from './round.js';
+import { ROUND_EVENTS } from './state.js';
 import { moveEntry, removeEntry, payments, afterKey, changed } from './mend.js';
 
 const missing = (names) => t('missing', { what: names.join(t('and')) });
@@ -19,7 +20,7 @@ const winInfoOf = (event, cap) => (seat) => {
 };
 
 // the kinds of entry the sheet can add, each entered on its own recording sheet
-const ADDABLE = ['hu', 'kong', 'peng', 'draw', 'escape', 'penalty'];
+const ADDABLE = ROUND_EVENTS;
 
 // -- the correction of a round -------------------------------------------------------------------
 const mend = {

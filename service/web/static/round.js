@@ -2,7 +2,7 @@
 // and (血流成河, docs/rules.md#s13.2) the hand a winner keeps. `recs` are the round's records in
 // log order, voided ones left out; `n` the number of seats.
 
-const SETTLED = ['peng', 'kong', 'hu', 'draw', 'escape', 'penalty']; // (the events of a round that settle)
+import { ROUND_EVENTS as SETTLED } from './state.js';
 
 // tiles of a hand string ("123m55p", "1m2m3m") or list (["1m", "2m"]) → ["1m", "2m", ...]
 export function parseTiles(tiles) {

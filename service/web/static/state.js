@@ -111,7 +111,9 @@ export const transitions = {
 };
 
 // -- selectors (pure) ----------------------------------------------------------------------------
-export const ROUND_EVENTS = ['peng', 'kong', 'hu', 'draw', 'escape', 'penalty'];
+// the events of a round, each settled, in the order the correction sheet offers them (a win first:
+// the most often forgotten); every other list of them in the app is this one
+export const ROUND_EVENTS = ['hu', 'kong', 'peng', 'draw', 'escape', 'penalty'];
 
 export const roundRecords = (s, n) => s.records.filter((r) => r.round === n && !r.voided);
 
