@@ -114,6 +114,12 @@ SENTINEL_TIMEOUT = 0.5  # each sentinel asked for the master
 SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "redis+cluster")
 
 
+def text(reply: bytes | str) -> str:
+    """A reply's string (redis-py types a reply ``bytes | str``, by ``decode_responses``: the service's
+    clients answer bytes)."""
+    return reply.decode() if isinstance(reply, bytes) else reply
+
+
 class RedisUrlError(ValueError):
     """``REDIS_URL`` is not one of the forms above."""
 
