@@ -57,7 +57,8 @@ def season(app, tables: int, players: int, rng: random.Random) -> tuple[str, str
 
 
 def medians(read_small, read_large, reads: int) -> tuple[float, float]:
-    small, large = [], []
+    small: list[float] = []
+    large: list[float] = []
     for _ in range(10):  # warm up
         read_small(), read_large()
     for _ in range(reads):

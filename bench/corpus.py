@@ -103,7 +103,7 @@ def shanten_hands(n: int, seed: int = 5, size: int = 13) -> list[Hand]:
     from service.rules.shanten import shanten
 
     rng = random.Random(seed)
-    out = []
+    out: list[Hand] = []
     while len(out) < n:
         want = len(out) % 4
         c = _remove_random(rng, _winning_counts(rng))

@@ -109,7 +109,11 @@ def serve_bare(port: int, workers: int) -> None:
 def start(target: str, port: int, workers: int, log_level: str, baseline: str | None = None) -> subprocess.Popen:
     """Start ``flask`` (this tree's service), ``bare``, or ``before`` (``baseline``'s service)."""
     common = ["--port", str(port), "--workers", str(workers)]
-    root = Path(baseline) if target == "before" else ROOT
+    root = ROOT
+    if target == "before":
+        if baseline is None:
+            raise ValueError("the target 'before' needs a baseline tree")
+        root = Path(baseline)
     if target in ("flask", "before"):
         cmd = [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", *common]
     else:
@@ -269,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         check_same_answers(ports["flask"], ports["bare"])
         # One target at a time (they share the machine), alternating in short
         # rounds so that drifting background load affects both alike.
-        collected = {t: ([], 0) for t in ports}
+        collected: dict[str, tuple[list[float], int]] = {t: ([], 0) for t in ports}  # latencies, errors
         cpu = {t: [0.0, 0] for t in ports}  # worker CPU seconds, requests (warm-ups included)
         load_before = os.getloadavg()[0]
         for _ in range(args.rounds):

@@ -43,7 +43,7 @@ def _take(pool: list[int], counts: list[int]) -> None:
         pool[t] -= c
 
 
-def _round(rng: random.Random) -> dict | None:
+def _round(rng: random.Random) -> dict:
     pool = [4] * 27
     dealer = rng.randrange(4)
     order = rng.sample(range(4), 4)

@@ -57,6 +57,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -372,7 +373,7 @@ def void_phase(redis_url: str, length: int = 4000, samples: int = 200) -> dict:
 
     store = TableStore(redis.Redis.from_url(redis_url))
 
-    def fill() -> tuple[str, object]:
+    def fill() -> tuple[str, Iterator[dict]]:
         tid = store.create(PLAYERS, "xuezhan").id
         events = cycle()
         for _ in range(length // 4 * 4 - 4):  # whole rounds
@@ -418,8 +419,8 @@ def memory_phase(redis_url: str) -> dict:
             events = cycle()
             for _ in range(n):
                 store.append(tid, next(events), idempotency_key=str(uuid.uuid4()) if keyed else None, fp="bench")
-            usage = {k.decode().rsplit(":", 1)[1]: client.memory_usage(k, samples=0)
-                     for k in client.keys("{t:" + tid + "}*")}
+            names = [k.decode() if isinstance(k, bytes) else k for k in client.keys("{t:" + tid + "}*")]
+            usage = {k.rsplit(":", 1)[1]: client.memory_usage(k, samples=0) for k in names}
             out[f"{n}_{'keyed' if keyed else 'unkeyed'}"] = {"total": sum(usage.values()), **usage}
         out[f"{n}_ratio"] = round(out[f"{n}_keyed"]["total"] / out[f"{n}_unkeyed"]["total"], 3)
     return out

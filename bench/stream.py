@@ -147,7 +147,7 @@ def subscribers_process(port: int, tables: list, per_table: int, conn) -> None:
         received: list = []
         ready, stop = asyncio.Event(), asyncio.Event()
         opened = [len(tables) * per_table]  # [expected, then one item per opened stream]
-        tasks = []
+        tasks: list[asyncio.Future[None]] = []
         for table_id, _, read_token in tables:
             for _ in range(per_table):
                 tasks.append(asyncio.ensure_future(_subscriber(len(tasks), port, table_id, read_token, received,
@@ -227,7 +227,9 @@ def run_in_process(target, *args):
 # -- phase "delivery": subscribers of many tables while they are written ----------------------------
 def delivery_phase(args, port: int, proc, r, out) -> None:
     client = Client(port)
-    tables, quiet = [], []  # followed tables; tables written to without subscribers
+    # followed tables; tables written to without subscribers: (id, token, read token) each
+    tables: list[tuple[str, str, str]] = []
+    quiet: list[tuple[str, str, str]] = []
     for group in (tables, quiet):
         for _ in range(args.tables):
             status, _, body = client.request("POST", "/v1/tables", {"players": ["东", "南", "西", "北"]})

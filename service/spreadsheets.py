@@ -180,7 +180,7 @@ def read_evenings(data: bytes) -> tuple[list[ImportRow], dict[str, list[str]]]:
                 columns = named
                 continue
         if len(cells) <= max(columns[c] for c in ("date", "player", "total")) or any(len(c) > MAX_CELL for c in cells):
-            errors[str(line)] = [f"expected the columns {', '.join(sorted(columns, key=columns.get))}"
+            errors[str(line)] = [f"expected the columns {', '.join(sorted(columns, key=columns.__getitem__))}"
                                  f" (at most {MAX_CELL} characters each)"]
             continue
         cells += [""] * (max(columns.values()) + 1 - len(cells))  # (an optional column left empty)

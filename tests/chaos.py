@@ -56,6 +56,7 @@ import tempfile
 import threading
 import time
 import uuid
+from typing import NotRequired, TypedDict
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -74,6 +75,8 @@ def candidate(st: TableState, rng: random.Random) -> dict:
         return {"type": "round_start"} if rng.random() < 0.7 else {
             "type": "round_start", "dealer": rng.randrange(4),
             "voids": [rng.choice(["m", "p", "s", None]) for _ in range(4)]}
+    if st.round is None:  # (a table playing has its round)
+        raise ValueError("a table playing without its round")
     active = st.round.active
     seat = rng.choice(active)
     others = [s for s in active if s != seat] or [seat]
@@ -118,11 +121,24 @@ def next_event(st: TableState, rng: random.Random) -> dict:
     return {"type": "round_end"} if st.playing else {"type": "round_start"}
 
 
+class Attempt(TypedDict):
+    """The posting of one logical event: its body and key; its status (None until known); when ok, its seq,
+    when it was acked and when that request was sent (monotonic); when it was first sent."""
+
+    body: dict
+    key: str
+    status: str | None
+    seq: int | None
+    at: float | None
+    first_sent: float | None
+    sent: NotRequired[float]
+
+
 class Table:
     def __init__(self, tid: str, token: str, ruleset) -> None:
         self.id, self.token = tid, token
         self.state = TableState.new(PLAYERS, ruleset, 0)
-        self.attempts: list[dict] = []  # one per logical event: body, key, status, seq, at (monotonic, acked)
+        self.attempts: list[Attempt] = []  # one per logical event
 
 
 class Runner:
@@ -142,7 +158,7 @@ class Runner:
             t = rng.choice(tables)
             body = next_event(t.state, rng)
             key = uuid.uuid4().hex
-            attempt = {"body": body, "key": key, "status": None, "seq": None, "at": None, "first_sent": None}
+            attempt: Attempt = {"body": body, "key": key, "status": None, "seq": None, "at": None, "first_sent": None}
             t.attempts.append(attempt)
             first = True
             while True:
@@ -166,7 +182,8 @@ class Runner:
                         self.rejected += 1
                 first = False
                 if outcome == "ok":
-                    attempt.update(status="ok", seq=resp["seq"], at=time.monotonic(), sent=sent)
+                    attempt["status"], attempt["seq"], attempt["sent"] = "ok", resp["seq"], sent
+                    attempt["at"] = time.monotonic()
                     t.state.step(body, resp["seq"])
                     break
                 if outcome == "failed":
@@ -176,8 +193,10 @@ class Runner:
                     attempt["status"] = "unknown"
                     break
                 time.sleep(0.05)
+            final = attempt["status"]
+            assert final is not None  # (every way out of the loop above sets it)
             with self.lock:
-                self.final[attempt["status"]] += 1
+                self.final[final] += 1
             if attempt["status"] != "ok":
                 self.resync(c, t)
         for c in clients:
@@ -407,7 +426,7 @@ def run(tables: int = 200, clients: int = 16, duration: float = 60.0, with_fault
         if with_failover and "killed_at" in fo:
             on_victim = set(fo["tables_on_victim"])
             after = [a["at"] for t in all_tables if t.id in on_victim for a in t.attempts
-                     if a["status"] == "ok" and a["sent"] > fo["killed_at"]]
+                     if a["status"] == "ok" and a["at"] is not None and a["sent"] > fo["killed_at"]]
             out.update(promoted_s=fo.get("promoted_s"), rejoined_s=fo.get("rejoined_s"),
                        first_write_after_kill_s=round(min(after) - fo["killed_at"], 2) if after else None)
             if "cut_at" in fo:  # acknowledged while only the primary could have them

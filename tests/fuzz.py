@@ -77,13 +77,13 @@ def run(examples: int = 150, scenarios: int = 300, steps: int = 12, seed: int = 
         schema = schemathesis.openapi.from_url(f"http://127.0.0.1:{port}/openapi.json")
         # generate only: the service is external state, so replaying or shrinking a
         # scenario would not see the same responses (Hypothesis calls that flaky)
-        common = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None,
-                      derandomize=False, phases=[Phase.explicit, Phase.generate])
+        common = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None,
+                          derandomize=False, phases=[Phase.explicit, Phase.generate])  # the parent of both
         for op in schema.get_all_operations():
             operation = op.ok()
 
             @given(case=operation.as_strategy())
-            @settings(max_examples=examples, **common)
+            @settings(common, max_examples=examples)
             def one(case):
                 counts["stateless"] += 1
                 response = case.call()
@@ -115,7 +115,7 @@ def run(examples: int = 150, scenarios: int = 300, steps: int = 12, seed: int = 
         while done < scenarios:
             batch = min(10, scenarios - done)
             try:
-                Machine.run(settings=settings(max_examples=batch, stateful_step_count=steps, **common))
+                Machine.run(settings=settings(common, max_examples=batch, stateful_step_count=steps))
             except FlakyStrategyDefinition:
                 counts["flaky_restarts"] += 1
             except BaseException as exc:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from service.store.embedded import free_port  # noqa: F401 - the tests' one free_port, imported from here too
@@ -142,7 +143,7 @@ def _ppid(pid: int) -> int | None:
         return None
 
 
-def percentile(values: list[float], p: float) -> float:
+def percentile(values: Sequence[float], p: float) -> float:
     if not values:
         return float("nan")
     s = sorted(values)

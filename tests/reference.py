@@ -316,19 +316,22 @@ def best_fan(counts, melds, flags: dict, rules: dict, win_tile: int | None = Non
     if rules.get("zhongzhang", False) and not any(_has19(i) for i in range(27) if held[i]):
         extras["zhongzhang"] = extra_table["zhongzhang"]
 
-    best = None
-    for pid, runs in candidates:
+    best: tuple[tuple[int, int, int], str, int, tuple[str, ...]] | None = None  # (rank, pattern, gens, runs)
+    for pid, run_ids in candidates:
         gens = fours - (1 if table == "qq" and pid in ("longqidui", "qinglongqidui") else 0)
-        total = base_table[pid] + gens * extra_table["gen"] + sum(extras.values()) + sum(extra_table[r] for r in runs)
+        total = (base_table[pid] + gens * extra_table["gen"] + sum(extras.values())
+                 + sum(extra_table[r] for r in run_ids))
         rank = (total, base_table[pid], -BASE_ORDER.index(pid))
         if best is None or rank > best[0]:
-            best = (rank, pid, gens, runs)
-    (raw, base_fan, _), pid, gens, runs = best
+            best = (rank, pid, gens, run_ids)
+    if best is None:
+        raise ValueError("no reading of the hand wins (the caller checks it wins)")
+    (raw, base_fan, _), pid, gens, run_ids = best
     listed = {pid: base_fan}
     if gens:
         listed["gen"] = gens * extra_table["gen"]
     listed.update(extras)
-    listed.update({r: extra_table[r] for r in runs})
+    listed.update({r: extra_table[r] for r in run_ids})
     listed = {k: v for k, v in listed.items() if v}
 
     cap = rules.get("cap")
@@ -341,6 +344,6 @@ def best_fan(counts, melds, flags: dict, rules: dict, win_tile: int | None = Non
         "capped": cap is not None and raw > cap,
         "points": rules.get("base", 6) * mult,
         "gens": gens,
-        "runs": runs,
+        "runs": run_ids,
         "patterns": listed,
     }

@@ -21,7 +21,7 @@ from service.api.problems import InvalidInput, MalformedJSON
 from service.api.smorest import parse_json
 
 # JSON values orjson and json agree on: 64-bit integers, finite floats, strings without lone surrogates
-_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),
                      st.floats(allow_nan=False, allow_infinity=False), _text)
 _values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),

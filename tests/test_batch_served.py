@@ -107,7 +107,12 @@ class Job:
 
 
 def expected(lines: list[bytes]) -> list[int]:
-    return [answer_line(line)["status"] for line in lines]
+    statuses = []
+    for line in lines:
+        answer = answer_line(line)
+        assert answer is not None, f"a blank line: {line!r}"
+        statuses.append(answer["status"])
+    return statuses
 
 
 def test_results_stream_back_before_the_upload_ends(served):

@@ -17,6 +17,7 @@ from service.rules.errors import ContradictoryFlags, NotAWin
 from service.rules.fan import Win, is_win
 from service.rules.hand import Meld
 from service.rules.patterns import HAND, REGISTRY, RUNS, SWITCHES
+from service.rules.tiles import Tile
 from tests import reference as ref
 
 KINDS = ("peng", "direct", "added", "concealed")
@@ -33,7 +34,7 @@ RANK_STYLES = {
 
 
 def to_melds(melds) -> list[Meld]:
-    return [Meld(kind, ref.tile_name(tile), k) for kind, tile, k in melds]
+    return [Meld(kind, Tile.from_str(ref.tile_name(tile)), k) for kind, tile, k in melds]
 
 
 def service_hand(counts, melds=(), void=None):

@@ -70,7 +70,7 @@ def examples_of(text: str) -> list[Example]:
     the next command or the block's end."""
     lines = text.splitlines()
     examples: list[Example] = []
-    fenced = False
+    fenced: bool | None = False  # in a console block; None: in another block
     current: tuple[int, str] | None = None
     out: list[str] = []
 
@@ -136,14 +136,16 @@ class Shell:
     def __init__(self, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(["bash", "--norc", "--noprofile"], cwd=ROOT, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # (both piped)
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.selector = selectors.DefaultSelector()
-        self.selector.register(self.proc.stdout, selectors.EVENT_READ)
+        self.selector.register(self.stdout, selectors.EVENT_READ)
 
     def run(self, command: str, timeout: float = 30) -> tuple[str, int]:
         mark = f"__done_{uuid.uuid4().hex}__"
         # (printf's newline first: an output without one, such as a JSON body, still ends its line)
-        self.proc.stdin.write(f"{command}\nprintf '\\n{mark} %s\\n' \"$?\"\n".encode())
-        self.proc.stdin.flush()
+        self.stdin.write(f"{command}\nprintf '\\n{mark} %s\\n' \"$?\"\n".encode())
+        self.stdin.flush()
         buf = b""
         deadline = time.monotonic() + timeout
         pattern = re.compile(rb"\n" + mark.encode() + rb" (\d+)\n\Z")
@@ -153,19 +155,19 @@ class Shell:
                 so_far = buf.decode(errors="replace")
                 raise AssertionError(f"`{command}` did not finish in {timeout} s; so far:\n{so_far}")
             if self.selector.select(left):
-                buf += os.read(self.proc.stdout.fileno(), 65536)
+                buf += os.read(self.stdout.fileno(), 65536)
         # (a terminal shows HTTP's CRLF header lines as lines, as the pages do)
         return buf[:found.start()].decode().replace("\r\n", "\n"), int(found.group(1))
 
     def close(self) -> None:
         self.selector.close()
-        self.proc.stdin.close()
+        self.stdin.close()
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.proc.stdout.close()
+        self.stdout.close()
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ def result(rid: str, seats: list[tuple[str | None, int]], rounds: int = 8, **fac
     """A result: (player or None for a guest, total) per seat, ranks from the totals."""
     ranks = ranks_of([t for _, t in seats])
     return TableResult(rid, f"2025-01-{len(rid):02d}T20:00:00.000Z", rounds, tuple(
-        SeatResult(p, p or "客人", t, r, **facts.get(p, {})) for (p, t), r in zip(seats, ranks)))
+        SeatResult(p, p or "客人", t, r, **(facts.get(p, {}) if p is not None else {}))
+        for (p, t), r in zip(seats, ranks)))
 
 
 def test_the_rating_is_openskill_plackett_luce_on_the_seats_ranks():

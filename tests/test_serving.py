@@ -79,7 +79,9 @@ def read_one(sock: socket.socket) -> tuple[int, dict, bytes]:
         assert chunk, f"closed before a whole response: {data!r}"
         data += chunk
     head = data.partition(b"\r\n\r\n")[0]
-    length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+    found = re.search(rb"(?i)content-length: *(\d+)", head)
+    assert found, f"no Content-Length: {head!r}"
+    length = int(found.group(1))
     while len(data) < len(head) + 4 + length:
         chunk = sock.recv(65536)
         assert chunk, f"closed before a whole response: {data!r}"

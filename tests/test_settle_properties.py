@@ -160,7 +160,7 @@ def build_win(rnd: random.Random, melds, void, avail, need=None, suits_in_play=(
         suits.add(rnd.choice(allowed))
     if not suits:
         suits.add(rnd.choice(allowed))
-    suits = sorted(suits)
+    in_hand = sorted(suits)
     n_sets = 4 - len(melds)
     for _ in range(40):
         a = list(avail)
@@ -176,7 +176,7 @@ def build_win(rnd: random.Random, melds, void, avail, need=None, suits_in_play=(
                     t = need
                     s, r = t // 9, t % 9
                 else:
-                    s = rnd.choice(suits)
+                    s = rnd.choice(in_hand)
                     r = rnd.randrange(9)
                     t = s * 9 + r
                 if piece == "pair":
@@ -284,6 +284,10 @@ class Model:
         return n * self.R["base"]
 
 
+Transfer = tuple[int, int, int, str]
+"""An expected transfer: (payer, payee, points, reason)."""
+
+
 def pay(out, payer, payee, pts, reason):
     if pts and payer != payee:
         out.append((payer, payee, pts, reason))
@@ -315,7 +319,7 @@ def gen_kong(m: Model, draw, rnd) -> bool:
     seat = draw(st.sampled_from(act))
     others = [s for s in act if s != seat]
     i = len(m.events)
-    exp = []
+    exp: list[Transfer] = []
     if m.has_won(seat) and m.kept[seat] is not None:
         options = kept_kong_options(m, seat)
         if not options:
@@ -414,7 +418,9 @@ def winner_entries(m: Model, draw, rnd, seats, tile, counted_once, allow_melds=T
     A 血流 winner with a kept hand gives that hand plus the tile, when the tile is one of its waits.
     Under dianpao_pinghu = false a win on a discard worth 1 fan (by the reference) is never emitted.
     Returns (entries, fans-or-None per winner, concealed counts-or-None per winner, the tile)."""
-    entries, fans, hands = [], [], []
+    entries: list[dict] = []
+    fans: list[int | None] = []
+    hands: list[list[int] | None] = []
     first_hand = True
     no_one_fan = counted_once and not m.R["dianpao_pinghu"]
     for s in seats:
@@ -475,11 +481,12 @@ def gen_hu(m: Model, draw, rnd) -> bool:
         kinds.append("earthly")                       # (血流: 天胡/地胡 only for the round's first win)
     kind = draw(st.sampled_from(kinds))
     flags = {}
-    kong = None
+    kong: dict | None = None  # the kong the win follows (gangshangpao, gangshanghua) or robs
     if kind in ("discard", "gangshangpao", "robbing"):
         if kind == "discard":
             frm = draw(st.sampled_from(act))
         else:
+            assert last is not None  # (those kinds only right after a kong)
             frm = last[1]
             kong = m.kongs[last[5]]
         others = [s for s in act if s != frm]
@@ -487,6 +494,7 @@ def gen_hu(m: Model, draw, rnd) -> bool:
             return False
         seats = draw(st.lists(st.sampled_from(others), min_size=1, max_size=len(others), unique=True))
         if kind == "robbing":
+            assert last is not None and kong is not None
             t = last[3]
             flags["robbing_kong"] = True
             # the robbed kong counts as a peng from now on
@@ -512,6 +520,7 @@ def gen_hu(m: Model, draw, rnd) -> bool:
     else:
         frm = None
         if kind == "gangshanghua":
+            assert last is not None  # (only right after a kong)
             seat = last[1]
             kong = m.kongs[last[5]]
             flags["after_kong"] = True
@@ -539,18 +548,20 @@ def gen_hu(m: Model, draw, rnd) -> bool:
 
     # -- expected transfers (only when every winner declared its fan) --------------------
     R = m.R
-    exp = []
+    exp: list[Transfer] = []
     if kind == "robbing":
+        assert kong is not None
         for p, pts in kong["paid"]:
             pay(exp, kong["seat"], p, pts, "kong_void")
         kong["void"] = True
-    feeder = kind == "gangshanghua" and R["dianganghua"] == "discard" and kong["kind"] == "direct"
+    feeder = kong is not None and kind == "gangshanghua" and R["dianganghua"] == "discard" and kong["kind"] == "direct"
     for w, f in zip(seats, fans):
         pts = None if f is None else win_points(f, R)
         if frm is not None:
             if pts is not None:
                 pay(exp, frm, w, pts, "dianpao")
         elif feeder:
+            assert kong is not None
             if pts is not None:
                 pay(exp, kong["from"], w, pts, "dianpao")
         else:
@@ -559,6 +570,7 @@ def gen_hu(m: Model, draw, rnd) -> bool:
                 if s != w and pts is not None:
                     pay(exp, s, w, pts + extra, "zimo")
     if kind == "gangshangpao":
+        assert kong is not None
         collected = sum(p for _, p in kong["paid"])
         for w in seats:
             pay(exp, frm, w, collected, "transfer")
@@ -586,7 +598,8 @@ def seat_reports(m: Model, draw, rnd, seats):
     """Random status or 13-size hand per seat; returns (entries, statuses or None if a hand was given).
 
     A 血流 winner listed is ting: its kept hand, a status ``ting``, or (hand unknown) a ting hand."""
-    entries, statuses = [], {}
+    entries: list[dict] = []
+    statuses: dict[int, tuple[str, int]] | None = {}  # seat -> (status, dajiao fan); None: a hand was given
     hands_too = draw(st.booleans())                   # half of the lists give statuses only
     for s in seats:
         winner = m.has_won(s)
@@ -656,7 +669,7 @@ def gen_draw(m: Model, draw, rnd) -> bool:
     order = draw(st.permutations(listed))
     entries, statuses = seat_reports(m, draw, rnd, order)
     R = m.R
-    exp = None
+    exp: list[Transfer] | None = None
     if statuses is not None:
         exp = []
         rest = [s for s in act if not m.has_won(s)]    # (血流 winners are ting: they refund nothing)

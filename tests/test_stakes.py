@@ -465,7 +465,7 @@ def body_of(op, state: TableState):
     if kind == "escape":
         return {"type": "escape", "seat": op[1]}
     if kind == "draw":
-        seats = state.round.active if state.playing else range(len(op[1]))
+        seats = state.round.active if state.round is not None and state.playing else range(len(op[1]))
         return {"type": "draw", "seats": [{"seat": s, "status": op[1][s]} | (
             {"dajiao_fan": op[2]} if op[1][s] == "ting" else {}) for s in seats]}
     return buy_in(op[1], op[2])

@@ -274,7 +274,9 @@ def readme_follow(tmp_path) -> Path:
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("### Following a table live"):]
     script = tmp_path / "follow.py"
-    script.write_text(re.search(r"```python\n(.*?)```", section, re.S).group(1))
+    found = re.search(r"```python\n(.*?)```", section, re.S)
+    assert found, "no Python block in the section"
+    script.write_text(found.group(1))
     return script
 
 

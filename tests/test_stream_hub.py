@@ -242,13 +242,18 @@ def test_records_read_back_from_a_table_with_stakes_carry_its_coins(redis_client
     assert streamed(store, table_id, 3) == (items[3:], version)
 
 
+def _bytes(reply: bytes | str | None) -> bytes:
+    assert isinstance(reply, bytes), reply  # (the store's client answers bytes; redis-py types either, or None)
+    return reply
+
+
 def _replayed_from_scratch(store: TableStore, table_id: str, after: int) -> list[dict]:
     """``stream_records`` as it was first written: every void refolds the log from its start."""
     from service.rules.table import fold
 
-    records = codec.read_records(store.r.lrange(keys.log(table_id), 0, -1), 1)
-    meta = store.r.hmget(keys.meta(table_id), "players", "ruleset", "dealer")
-    voided = set(codec.read_state(store.r.get(keys.state(table_id)))["voided"])
+    records = codec.read_records([_bytes(raw) for raw in store.r.lrange(keys.log(table_id), 0, -1)], 1)
+    meta = [_bytes(v) for v in store.r.hmget(keys.meta(table_id), "players", "ruleset", "dealer")]
+    voided = set(codec.read_state(_bytes(store.r.get(keys.state(table_id))))["voided"])
     players, ruleset, dealer = json.loads(meta[0]), json.loads(meta[1]), int(meta[2])
     st, _ = fold(players, ruleset, dealer, records[:after])
     out = []

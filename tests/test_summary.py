@@ -10,6 +10,7 @@ log from scratch and against an independent reading of the log.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 
 import pytest
 from hypothesis import event as hypothesis_event
@@ -32,7 +33,7 @@ class Evening:
     pushed as rounds end, and voids refolded from the round they fall in (``refold_round``)."""
 
     def __init__(self, ruleset, n=4, dealer=0, stakes=None):
-        self.args = (NAMES[:n], ruleset, dealer)
+        self.args: tuple[list[str], Ruleset | str | Mapping | None, int] = (NAMES[:n], ruleset, dealer)
         self.stakes = stakes
         self.state = TableState.new(*self.args, stakes=stakes)
         self.records: list[dict] = []
@@ -358,9 +359,9 @@ def fewest_by_search(balances) -> int:
                 continue
             for j in range(len(state)):
                 if j != i:
-                    nxt = list(state)
-                    nxt[i], nxt[j] = 0, nxt[j] + b
-                    nxt = tuple(nxt)
+                    moved = list(state)
+                    moved[i], moved[j] = 0, moved[j] + b
+                    nxt = tuple(moved)
                     if nxt not in seen:
                         seen.add(nxt)
                         queue.append((nxt, depth + 1))
@@ -437,6 +438,7 @@ def reference_summary(ev: Evening, spec) -> dict:
                 facts["wins"][seat] += 1
                 facts["zimo"][seat] += discarder is None
                 points = sum(t.points for t in out if t.payee == seat and t.reason in ("dianpao", "zimo"))
+                patterns: tuple[str, ...]
                 if "fan" in w:
                     fan, patterns = min(w["fan"], rules.cap or w["fan"]), ()
                 else:

@@ -26,6 +26,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from werkzeug.test import TestResponse
 
 from service.api import create_app
 from service.config import NO_LIMITS
@@ -218,17 +219,23 @@ class TableMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.t = None
-        self.keyed = []   # (url, body, key, response) of accepted keyed writes
+        self.t: dict | None = None  # the table's creation answer
+        # (url, body, key, response) of accepted keyed writes
+        self.keyed: list[tuple[str, dict | None, str, TestResponse]] = []
         self.n = 0
+
+    @property
+    def table(self) -> dict:
+        assert self.t is not None, "no table yet (the machine's initialize makes it)"
+        return self.t
 
     # -- plumbing
     @property
     def auth(self) -> dict:
-        return {"Authorization": "Bearer " + self.t["token"]}
+        return {"Authorization": "Bearer " + self.table["token"]}
 
     def url(self, suffix: str = "") -> str:
-        return f"/v1/tables/{self.t['id']}{suffix}"
+        return f"/v1/tables/{self.table['id']}{suffix}"
 
     def fetch(self) -> list[dict]:
         out, after = [], 0
@@ -242,7 +249,7 @@ class TableMachine(RuleBasedStateMachine):
             after = page["next"]
 
     def model(self, records: list[dict]) -> dict:
-        return replay(records, self.t["ruleset"], self.first_dealer)
+        return replay(records, self.table["ruleset"], self.first_dealer)
 
     def predict(self, records: list[dict], record: dict):
         try:
@@ -451,7 +458,7 @@ class TableMachine(RuleBasedStateMachine):
     @invariant()
     def log_defines_the_table(self):
         records = self.fetch()
-        r = self.client.get(self.url(), headers={"Authorization": "Bearer " + self.t["read_token"]})
+        r = self.client.get(self.url(), headers={"Authorization": "Bearer " + self.table["read_token"]})
         assert r.status_code == 200
         got = r.get_json()
         assert got["version"] == len(records) and r.headers["ETag"] == f'"{len(records)}"'
@@ -478,7 +485,7 @@ class TableMachine(RuleBasedStateMachine):
         else:
             assert got["round"] is None
         # the service's own fold agrees with the replay
-        st_, _ = fold(PLAYERS, self.t["ruleset"], self.first_dealer,
+        st_, _ = fold(PLAYERS, self.table["ruleset"], self.first_dealer,
                       [{k: v for k, v in x.items() if k != "voided"} for x in records])
         assert st_.balances == model["balances"] and st_.version == len(records)
 

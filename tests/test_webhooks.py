@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from service.api import create_app
 from service.config import NO_LIMITS
 from service.store import keys
-from service.store.redis_client import connect
+from service.store.redis_client import connect, text
 from service.webhooks import delivery
 from service.webhooks.delivery import TargetRefused, address_refused, deliver, parse_target, resolve
 from service.webhooks.dispatcher import Dispatcher, DispatcherOptions
@@ -365,9 +365,15 @@ def test_a_dispatcher_that_refuses_private_targets_delivers_nothing_there(client
 
 
 # -- the outbox ---------------------------------------------------------------------------------
-def outbox(r: redis.Redis, table_id: str) -> list[tuple[str, str]]:
+def outbox(r: redis.Redis, table_id: str) -> list[tuple[str, int | None]]:
     """The table's outbox: (type, seq) of each notification."""
-    return [(f[b"t"].decode(), json.loads(f[b"d"])["seq"]) for _, f in r.xrange(keys.outbox(table_id))]
+    entries = r.xrange(keys.outbox(table_id))
+    assert entries is not None  # (redis-py types the reply Optional)
+    out = []
+    for _, fields in entries:
+        assert fields is not None  # (None only for an entry deleted under a pending claim)
+        out.append((text(fields[b"t"]), json.loads(fields[b"d"])["seq"]))
+    return out
 
 
 def test_every_acknowledged_write_has_its_notification_and_a_refused_one_none(client, redis_url, redis_client):

@@ -296,7 +296,9 @@ class SentinelGroup(_Group):
                 c = _client(p)
                 try:
                     ports.add(int(c.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.NAME)[1]))
-                    seen = int(c.sentinel_master(self.NAME)["num-other-sentinels"])
+                    master = c.sentinel_master(self.NAME)
+                    assert isinstance(master, dict), master  # (typed dict | bool: a client's reply is the dict)
+                    seen = int(master["num-other-sentinels"])
                 finally:
                     c.close()
                 if seen < len(self.sentinel_ports) - 1:

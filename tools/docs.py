@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ def rules_blocks() -> dict[str, str]:
     for name in Ruleset.__dataclass_fields__:
         values = [orjson.dumps(getattr(r, name)).decode() for r in PRESETS.values()]
         choices = (", ".join(f"`{c}`" for c in PRESETS) if name == "preset"
-                   else ", ".join(f"`{c}`" for c in ENUMS[name]) if name in ENUMS else _kind(Ruleset, name))
+                   else ", ".join(f"`{c}`" for c in ENUMS[name]) if name in ENUMS else _kind(name))
         presets.append(f"| `{name}` | " + " | ".join(f"`{v}`" for v in values) + f" | {choices} |\n")
 
     def meanings(head: str, rows: Iterator[tuple[str, str]]) -> str:
@@ -139,10 +139,11 @@ def fill_blocks(text: str, blocks: dict[str, str], page: str = "docs/rules.md") 
     return out
 
 
-def _kind(cls: type, name: str) -> str:
-    from service.rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, UNIT_FIELDS
+def _kind(name: str) -> str:
+    """The kind of values of the ruleset field ``name``."""
+    from service.rules.ruleset import MAX_BASE, MAX_CAP, MAX_UNITS, PLAYERS, UNIT_FIELDS, Ruleset
 
-    default = cls.__dataclass_fields__[name].default
+    default = Ruleset.__dataclass_fields__[name].default
     if isinstance(default, bool):
         return "`true`, `false`"
     if name == "players":
@@ -325,6 +326,7 @@ class Recorder:
             self.names.name(club["token"], "<club token>")
             self.names.name(club["read_token"], "<club read_token>")
         shown_headers = ([("Content-Type", content_type)] if content_type else []) + list(headers.items())
+        body: str | None
         if json_body is not None:
             body = orjson.dumps(json_body).decode()
         elif isinstance(data, bytes):
@@ -345,7 +347,7 @@ class Recorder:
 
 
 def _exchange(title: str, line: str, headers: list[tuple[str, str]], body: str | None, response: Any,
-              names: Callable[[str], str], note: str, anchor_id: str | None = None,
+              names: _Placeholders, note: str, anchor_id: str | None = None,
               show: Callable[[str], str] | None = None) -> str:
     out = [f'<a id="{anchor_id}"></a>\n\n' if anchor_id else "", _lead(title, note)]
     out.append("```http\n" + names("\n".join([line] + [f"{k}: {v}" for k, v in headers])) + "\n")
@@ -576,13 +578,14 @@ def _hands(rec: Recorder, client: Any) -> None:
             "win": {"tile": "6p", "self_drawn": True}, "ruleset": {"preset": "xuezhan", "zimo": "fan"}})
     rec(client, "POST", "/v1/hands/score", "A hand that cannot win", "is a 422 with the rule it breaks.",
         json_body={"hand": {"tiles": "11122233345m99p5s"}, "win": {"tile": "5s"}})
+    kong = {"type": "kong", "seat": 1, "kind": "direct", "tile": "5m", "from": 2}
     body = {"dealer": 0, "events": [
-        {"type": "kong", "seat": 1, "kind": "direct", "tile": "5m", "from": 2},
+        kong,
         {"type": "hu", "from": 2, "tile": "9p", "winners": [
             {"seat": 0, "fan": 2}, {"seat": 3, "hand": {"tiles": "11122233344499p"}}]}]}
     rec(client, "POST", "/v1/rounds/settle", "A round without a table",
         "(stateless): transfers name the 0-based index of their event.", json_body=body)
-    bad = {"dealer": 0, "events": [body["events"][0], {"type": "draw", "seats": [
+    bad = {"dealer": 0, "events": [kong, {"type": "draw", "seats": [
         {"seat": s % 4, "status": "not_ting"} for s in range(5)]}]}
     rec(client, "POST", "/v1/rounds/settle", "A refused round", "names the index of the event in `event`.",
         json_body=bad)
@@ -1078,7 +1081,7 @@ def _http_codes_section() -> str:
 
     rows: dict[str, tuple[int, str]] = {}
 
-    def walk(cls: type) -> None:
+    def walk(cls: type[problems.ApiProblem]) -> None:
         for sub in cls.__subclasses__():
             if "code" in vars(sub):
                 rows.setdefault(sub.code, (sub.status, sub.title))
@@ -1138,7 +1141,7 @@ def pages(redis_url: str, recorded: dict | None = None) -> dict[str, str]:
     return {"rules.md": rules_page(), "api.md": api_page(redis_url, recorded=recorded)}
 
 
-def _redis() -> Iterator[str]:
+def _redis() -> Generator[str, None, None]:
     from service.store.embedded import EmbeddedRedis
 
     with tempfile.TemporaryDirectory(prefix="mahjong-docs-") as tmp:

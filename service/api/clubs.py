@@ -46,7 +46,7 @@ blp = Blueprint("clubs", __name__, url_prefix="/v1/clubs",
 
 READ = [{"clubToken": ["read"]}, {"apiKey": []}]
 WRITE = [{"clubToken": ["write"]}, {"apiKey": []}]
-KEYED = [{"apiKey": []}, {}]
+KEYED: list[dict[str, list[str]]] = [{"apiKey": []}, {}]
 _NO_TOKEN = (401, "no club token, or not this club's (`unauthorized`); with API keys on, an `X-API-Key` that is "
                   "not a key of the service (`api_key_invalid`)")
 _READ_TOKEN = (403, "the read token on a write (`forbidden`)")

@@ -87,10 +87,11 @@ def all_codes() -> tuple[str, ...]:
     found |= {code for code, _ in problems.HTTP_CODES.values()}
     found |= {"store_unavailable", "internal_error", *(c for codes in STATUS_CODES.values() for c in codes)}
 
-    def walk(cls: type) -> None:
+    def walk(cls: type[Exception]) -> None:
         for sub in cls.__subclasses__():
-            if isinstance(vars(sub).get("code"), str):
-                found.add(sub.code)
+            code = vars(sub).get("code")  # a code of its own, not one inherited
+            if isinstance(code, str):
+                found.add(code)
             walk(sub)
 
     walk(problems.ApiProblem)

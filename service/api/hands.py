@@ -17,7 +17,7 @@ from .table_views import RESPONSE_EXAMPLES
 blp = Blueprint("hands", __name__, url_prefix="/v1/hands",
                 description="Validate, ting, discard advice, shanten and scoring of one hand.")
 
-KEYED = [{"apiKey": []}, {}]  # X-API-Key when the service has API keys
+KEYED: list[dict[str, list[str]]] = [{"apiKey": []}, {}]  # X-API-Key when the service has API keys
 NO_KEY = (401, "with API keys on: no `X-API-Key`, or not a key of the service (`api_key_required`, "
                "`api_key_invalid`)")
 errors = blp.problems(*JSON_BODY, NO_KEY)

@@ -58,7 +58,9 @@ LATENCY = Histogram(
 
 
 def valid_request_id(value: str | None) -> bool:
-    return bool(value) and _REQUEST_ID.fullmatch(value) is not None
+    if not value:
+        return False
+    return _REQUEST_ID.fullmatch(value) is not None
 
 
 def request_id(environ: dict) -> str:

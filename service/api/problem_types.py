@@ -58,7 +58,7 @@ def _rule_titles() -> dict[str, str]:
 
     found: dict[str, str] = {}
 
-    def walk(cls: type) -> None:
+    def walk(cls: type[RuleError]) -> None:
         for sub in cls.__subclasses__():
             code = vars(sub).get("code")
             if isinstance(code, str):
@@ -82,10 +82,10 @@ def registry() -> dict[str, ProblemType]:
         titles.setdefault(code, title)
 
     rule_titles = _rule_titles()
-    for code in Code:
-        add(str(code), 422, rule_titles.get(str(code), problems.rule_title(RuleError)))
+    for rule_code in Code:
+        add(str(rule_code), 422, rule_titles.get(str(rule_code), problems.rule_title(RuleError)))
 
-    def walk(cls: type) -> None:
+    def walk(cls: type[problems.ApiProblem]) -> None:
         for sub in cls.__subclasses__():
             if isinstance(vars(sub).get("code"), str):
                 add(sub.code, sub.status, sub.title)
@@ -93,7 +93,7 @@ def registry() -> dict[str, ProblemType]:
 
     walk(problems.ApiProblem)
 
-    def walk_store(cls: type) -> None:
+    def walk_store(cls: type[store_errors.StoreError]) -> None:
         for sub in cls.__subclasses__():
             found = next(((s, t) for family, s, t in problems.STORE_STATUS if issubclass(sub, family)), None)
             if isinstance(vars(sub).get("code"), str) and found is not None:
@@ -108,7 +108,7 @@ def registry() -> dict[str, ProblemType]:
                         if issubclass(store_errors.ClubInputError, family)))
     for status, (code, title) in problems.HTTP_CODES.items():
         add(code, status, title)
-    found = {}
+    found: dict[str, ProblemType] = {}
     for code in all_codes():
         if code not in statuses:  # (a code named only in the document: its status from there)
             continue

@@ -277,7 +277,7 @@ _DETAILS = {
     405: "method {method} is not allowed on {path}",
 }
 
-STORE_STATUS: tuple[tuple[type, int, str], ...] = (
+STORE_STATUS: tuple[tuple[type[store_errors.StoreError], int, str], ...] = (
     (store_errors.TableNotFound, 404, "Table not found"),
     (store_errors.EventNotFound, 404, "Event not found"),
     (store_errors.RoundNotFound, 404, "Round not found"),

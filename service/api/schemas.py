@@ -1117,7 +1117,7 @@ def dump_useful(tiles: tuple[UsefulTile, ...]) -> list[dict]:
 
 
 def dump_shanten(r: Shanten | ShantenOptions) -> dict:
-    if type(r) is Shanten:
+    if isinstance(r, Shanten):
         return {"shanten": r.shanten, "tiles": dump_useful(r.tiles), "remaining": r.remaining}
     return {"shanten": r.shanten, "options": [
         {"discard": str(o.discard), "shanten": o.shanten, "tiles": dump_useful(o.tiles), "remaining": o.remaining}

@@ -228,7 +228,7 @@ def _frames(s: TableStore, h: StreamHub, table_id: str, sub: Subscription, last:
             if sub.behind:
                 yield b"event: resync\ndata: %b\n\n" % jsonio.dumps({"after": last})
                 return
-            out = []
+            out: list[bytes] = []
             for item in items:
                 if item is CLOSE:
                     if out:

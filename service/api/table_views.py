@@ -55,7 +55,7 @@ READ = [{"tableToken": ["read"]}]     # the read token or the write token
 WRITE = [{"tableToken": ["write"]}]   # the write token only
 READ_OR_KEY = [*READ, {"apiKey": []}]  # a token, or the API key that created the table
 WRITE_OR_KEY = [*WRITE, {"apiKey": []}]
-KEYED = [{"apiKey": []}, {}]          # X-API-Key when the service has API keys
+KEYED: list[dict[str, list[str]]] = [{"apiKey": []}, {}]  # X-API-Key when the service has API keys
 
 # OpenAPI links: how a client (or a stateful fuzzer) goes from one call to the next.
 _SAME_TABLE = {"path.table_id": "$request.path.table_id", "header.Authorization": "$request.header.Authorization"}

@@ -76,7 +76,7 @@ HOOK_ID = re.compile(r"wh_[0-9a-f]{16}")
 DELIVERY_ID = re.compile(r"msg_[0-9a-f]{16}_[0-9]{1,20}-[0-9]{1,20}")
 DELIVERIES_PAGE = 20
 MAX_DELIVERIES_PAGE = 100
-KEY_ONLY = [{"apiKey": []}]
+KEY_ONLY: list[dict[str, list[str]]] = [{"apiKey": []}]
 _NO_KEY = (401, "no `X-API-Key`, or not a key of the service (`api_key_required`, `api_key_invalid`)")
 _NO_HOOK = (404, "no such webhook of this API key (`webhook_not_found`), or the service runs without API keys "
                  "(`not_found`)")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from enum import StrEnum
+from typing import Self, overload
 
 
 class _Documented(StrEnum):
@@ -29,7 +30,15 @@ class _Documented(StrEnum):
 
     meaning: str
 
-    def __new__(cls, value: str, meaning: str) -> _Documented:
+    @overload
+    def __new__(cls, value: str) -> Self: ...  # Code("id"): the member of that id (EnumMeta.__call__ looks it up)
+
+    @overload
+    def __new__(cls, value: str, meaning: str) -> Self: ...  # a member's definition
+
+    def __new__(cls, value: str, meaning: str | None = None) -> Self:
+        if meaning is None:  # (a look-up never comes here: only a member defined without its meaning)
+            raise TypeError(f"the member {value!r} has no meaning")
         member = str.__new__(cls, value)
         member._value_ = value
         member.meaning = meaning

@@ -132,8 +132,9 @@ class EventError(RuleError):
     on the way); ``event`` is the 0-based index of the offending event.
     """
 
-    def __init__(self, code: Code | str, event: int, message: str, **context: object) -> None:
-        super().__init__(f"event {event}: {message}", **context)
+    def __init__(self, code: Code | str, event: int, message: str, *, text: str | None = None,
+                 **context: object) -> None:
+        super().__init__(f"event {event}: {message}", text=text, **context)
         self.code = Code(code)
         self.event = event
         self.reason = message

@@ -160,7 +160,7 @@ def settle_coins(deltas: Sequence[int], stakes: Stakes) -> CoinSettlement:
             remainders.append((-rest, s))
         for _, s in sorted(remainders)[: pot - sum(won)]:
             won[s] += 1
-    after = [c - p + w for c, p, w in zip(coins, paid, won)]
-    fees = tuple(min(stakes.fee, a) for a in after)  # step 4
-    after = tuple(a - f for a, f in zip(after, fees))
+    before_fees = [c - p + w for c, p, w in zip(coins, paid, won)]
+    fees = tuple(min(stakes.fee, a) for a in before_fees)  # step 4
+    after = tuple(a - f for a, f in zip(before_fees, fees))
     return CoinSettlement(tuple(a - c for a, c in zip(after, coins)), fees, after, tuple(nominal), pot)

@@ -322,16 +322,25 @@ def summarize(state: TableState, ended_round_summaries: Iterable[Mapping[str, An
     best: list[tuple[BiggestWin, WinFact] | None] = [None] * n
     rounds = [(s["number"], RoundFacts.from_dict(s.get("facts"), n)) for s in ended]
     if state.playing:
+        if state.round_meta is None or state.facts is None:
+            raise ValueError("the table plays a round without its number or facts")
         rounds.append((state.round_meta["number"], state.facts))
     for number, facts in rounds:
         for name in FACT_COUNTS:
             counts[name] = [a + b for a, b in zip(counts[name], getattr(facts, name))]
         for seat, win in enumerate(facts.biggest_win):
-            if win is not None and (best[seat] is None or win.beats(best[seat][1])):  # (earlier rounds first)
+            so_far = best[seat]
+            if win is not None and (so_far is None or win.beats(so_far[1])):  # (earlier rounds first)
                 best[seat] = (BiggestWin(number, win.fan, win.patterns, win.points), win)
+    biggest = [None if b is None else b[0] for b in best]
+    adjusted = [0] * n if state.adjusted is None else state.adjusted  # (None: no adjust)
     totals = state.balances
-    coins = fees = buy_ins = None
+    coins: list[int] | None = None
+    fees: list[int] | None = None
+    buy_ins: list[int] | None = None
     if state.stakes is not None:
+        if state.coins is None:
+            raise ValueError("the table plays for stakes without coins")
         coins, fees = [0] * n, [0] * n
         for s in ended:
             coins = [a + b for a, b in zip(coins, s["coins_delta"])]
@@ -345,8 +354,8 @@ def summarize(state: TableState, ended_round_summaries: Iterable[Mapping[str, An
             wins=counts["wins"][s], zimo=counts["zimo"][s], dianpao_paid=counts["dianpao_paid"][s],
             kongs=Kongs(*(counts["kongs_" + kind][s] for kind in KONG_KINDS)),
             huazhu_paid=counts["huazhu_paid"][s], dajiao_paid=counts["dajiao_paid"][s],
-            escapes=counts["escapes"][s], biggest_win=None if best[s] is None else best[s][0],
-            penalties_paid=counts["penalties_paid"][s], adjusted=state.adjusted[s],
+            escapes=counts["escapes"][s], biggest_win=biggest[s],
+            penalties_paid=counts["penalties_paid"][s], adjusted=adjusted[s],
             coins=None if coins is None else coins[s], fees=None if fees is None else fees[s],
             buy_ins=None if buy_ins is None else buy_ins[s],
         )

@@ -55,6 +55,7 @@ class Tile:
     index: int
     rank: int
     suit: str
+    _text: str
 
     def __init__(self, index: int) -> None:  # use Tile.of / Tile.from_str
         object.__setattr__(self, "index", index)

@@ -204,7 +204,7 @@ class ClubStore:
             if key not in names:
                 names.append(key)
             encoded.append([command, names.index(key) + 1, *args])
-        return self._reads(keys=names, args=keys.args(reads=encoded), client=self.r)
+        return self._reads(keys=names, args=keys.args(reads=encoded))  # (registered on self.r)
 
     def _run(self, script, names: list, args: list, wrote=lambda result: True):
         try:
@@ -372,7 +372,7 @@ class ClubStore:
     def standings(self, club_id: str, access: Access | None, season: str = CURRENT, order: str | None = None) -> dict:
         """A season's standings in the club's order (or ``order``): one read of the kept standings."""
         for _ in range(MAX_RETRIES):
-            reads = [("HGETALL", keys.club_players(club_id))]
+            reads: list[tuple[str, ...]] = [("HGETALL", keys.club_players(club_id))]
             if season != CURRENT:
                 reads += [("HGET", keys.club_seasons(club_id), season),
                           ("HGETALL", keys.club_standings(club_id, season))]
@@ -649,7 +649,8 @@ class ClubStore:
         caller's API key (a phone holds the club's token alone); a caller the club refuses (its read token,
         a wrong token, another key) has no replay."""
         found = self.r.hmget(keys.club_meta(club_id), "token", "read_token", "owner")
-        meta = {name: v.decode() for name, v in zip(("token", "read_token", "owner"), found) if v is not None}
+        meta = {name: v.decode() if isinstance(v, bytes) else v
+                for name, v in zip(("token", "read_token", "owner"), found) if v is not None}
         try:
             self._check(club_id, meta, access)
         except (ClubNotFound, Unauthorized, Forbidden):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import io
 import os
 import shutil
 import signal
@@ -254,7 +255,7 @@ class EmbeddedRedis:
         self.extra_args = list(extra_args)
         self.maxmemory = int(maxmemory or 0)
         self._proc: subprocess.Popen[bytes] | None = None
-        self._stdio = None
+        self._stdio: io.BufferedWriter | None = None  # redis-server's output until its logfile is open
         self._lock_fd: int | None = None
         self._owner_pid: int | None = None  # the process that started it (forked children do not own it)
 

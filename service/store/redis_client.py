@@ -91,7 +91,7 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import redis
 import redis.sentinel
@@ -101,6 +101,7 @@ from redis.commands import RedisClusterCommands
 from redis.commands.core import Script
 from redis.retry import Retry
 from redis.sentinel import Sentinel
+from redis.typing import ScriptTextT
 
 log = logging.getLogger("service.store")
 
@@ -112,6 +113,12 @@ HEALTH_CHECK_INTERVAL = 10
 SENTINEL_TIMEOUT = 0.5  # each sentinel asked for the master
 
 SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "redis+cluster")
+
+
+def text(reply: bytes | str) -> str:
+    """A reply's string (redis-py types a reply ``bytes | str``, by ``decode_responses``: the service's
+    clients answer bytes)."""
+    return reply.decode() if isinstance(reply, bytes) else reply
 
 
 class RedisUrlError(ValueError):
@@ -291,10 +298,12 @@ class LazyCluster(RedisClusterCommands):
         return redis.connection.Encoder(k.get("encoding", "utf-8"), k.get("encoding_errors", "strict"),
                                         k.get("decode_responses", False))
 
-    def register_script(self, script: str) -> Script:
-        return Script(self, script)
+    def register_script(self, script: ScriptTextT) -> Script:
+        # redis-py types a Script's client as Redis | RedisCluster; the Script uses only get_encoder, evalsha
+        # and script_load of it, which this holder has (the cluster client's, or its own script_load below)
+        return Script(cast(RedisCluster, self), script)
 
-    def script_load(self, script: str) -> Any:
+    def script_load(self, script: ScriptTextT) -> str:
         """``SCRIPT LOAD`` on each primary that answers; the script's SHA1.  (A Script given ``NOSCRIPT`` loads
         itself with this.  The cluster client sends it to every primary as one command that fails when one
         of them is down, which would stop every script on the others while a fail-over is under way: the
@@ -331,8 +340,11 @@ def connect(url: str, *, socket_timeout: float = SOCKET_TIMEOUT, **extra: Any) -
         auth = {k: v for k, v in (("username", target.username), ("password", target.password)) if v}
         sentinel = Sentinel(list(target.nodes), sentinel_kwargs={
             "socket_timeout": SENTINEL_TIMEOUT, "socket_connect_timeout": SENTINEL_TIMEOUT, **auth})
+        if target.service is None:  # (parse names it for every sentinel URL)
+            raise RedisUrlError("REDIS_URL: a redis+sentinel:// URL names the master's service")
         return sentinel.master_for(target.service, db=target.db, retry=_no_retry(),
-                                   connection_class=FollowMasterConnection, **auth, **common)
+                                   connection_class=FollowMasterConnection, username=auth.get("username"),
+                                   password=auth.get("password"), **common)
     scheme = url.split("://", 1)[0].lower()
     if scheme != "unix":
         common["connection_class"] = FollowPrimarySSLConnection if scheme == "rediss" else FollowPrimaryConnection
@@ -344,6 +356,11 @@ def cluster_of(client: Client) -> RedisCluster | None:
     if isinstance(client, LazyCluster):
         return client.client
     return client if isinstance(client, RedisCluster) else None
+
+
+def _cluster(client: LazyCluster | RedisCluster) -> RedisCluster:
+    """The cluster client itself (made now, for a :class:`LazyCluster`)."""
+    return client.client if isinstance(client, LazyCluster) else client
 
 
 def kind(client: Client) -> str:
@@ -358,12 +375,12 @@ def kind(client: Client) -> str:
 def primaries(client: Client, refresh: bool = True) -> list[redis.Redis]:
     """One client per primary: the cluster's (from a fresh slot map, unless ``refresh`` is False), else
     ``client`` itself."""
-    if kind(client) == "cluster":
+    if isinstance(client, (LazyCluster, RedisCluster)):  # (kind "cluster")
         with _cluster_errors():
-            client = cluster_of(client)
+            cluster = _cluster(client)
             if refresh:
-                client.nodes_manager.initialize()
-            return [client.get_redis_connection(node) for node in client.get_primaries()]
+                cluster.nodes_manager.initialize()
+            return [cluster.get_redis_connection(node) for node in cluster.get_primaries()]
     return [client]
 
 
@@ -375,10 +392,10 @@ def on_node(client: Client, key: str, call: Callable[[redis.Redis], Any]) -> Any
     the cluster client last saw it: nothing was run) sends one command for the key through the cluster
     client, which follows the redirection and learns the slot's node, and ``call`` runs once more.
     """
-    if kind(client) != "cluster":
+    if not isinstance(client, (LazyCluster, RedisCluster)):  # (kind "cluster")
         return call(client)
     with _cluster_errors():
-        cluster = cluster_of(client)
+        cluster = _cluster(client)
     for attempt in range(2):
         with _cluster_errors():
             node = cluster.get_redis_connection(cluster.get_node_from_key(key))
@@ -393,9 +410,9 @@ def on_node(client: Client, key: str, call: Callable[[redis.Redis], Any]) -> Any
 def clock_ms(client: Client, key: str) -> int:
     """The Redis clock (ms) of the primary that holds ``key`` (``TIME`` there: on a cluster, each node has
     its own)."""
-    if kind(client) == "cluster":
+    if isinstance(client, (LazyCluster, RedisCluster)):  # (kind "cluster")
         with _cluster_errors():
-            sec, usec = client.time(target_nodes=cluster_of(client).get_node_from_key(key))
+            sec, usec = client.time(target_nodes=_cluster(client).get_node_from_key(key))
     else:
         sec, usec = client.time()
     return int(sec) * 1000 + int(usec) // 1000

@@ -145,7 +145,8 @@ def _send(body: Body, mimetype: str) -> Response:
         response.content_encoding = "gzip"
     response.set_etag(f"{body.etag}-gzip" if squeezed else body.etag)
     response.vary.add("Accept-Encoding")
-    return response.make_conditional(request)
+    response.make_conditional(request)  # in place (it returns the response itself, typed as werkzeug's)
+    return response
 
 
 def _send_file(directory: Path, filename: str, mimetype: str | None = None) -> Response:

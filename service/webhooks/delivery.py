@@ -173,7 +173,8 @@ def resolve(url: str, allow_private: bool = False, *, timeout: float | None = No
             infos = _lookup_within(lookup, parts.hostname or "", port, timeout)
     except (socket.gaierror, UnicodeError) as exc:
         raise TargetRefused(f"the host {parts.hostname!r} does not resolve ({exc})") from None
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    # (IPv4 and IPv6 addresses, strings: a host name resolves to no other family)
+    addresses = list(dict.fromkeys(info[4][0] for info in infos if isinstance(info[4][0], str)))
     if not addresses:
         raise TargetRefused(f"the host {parts.hostname!r} does not resolve")
     if not allow_private:
@@ -203,7 +204,7 @@ class _PinnedConnection(http.client.HTTPConnection):
     def __init__(self, host: str, port: int, addresses: list[str], timeout: float,
                  tls: ssl.SSLContext | None) -> None:
         super().__init__(host, port, timeout=timeout)
-        self.pinned_addresses, self.pinned_tls = addresses, tls
+        self.pinned_addresses, self.pinned_tls, self.pinned_timeout = addresses, tls, timeout
         self.pinned_deadline = time.monotonic() + timeout  # (the attempt's: :meth:`Sender._post` sets it)
 
     def connect(self) -> None:
@@ -213,7 +214,7 @@ class _PinnedConnection(http.client.HTTPConnection):
             if left <= 0:
                 raise TimeoutError("no connection within the attempt's deadline")
             try:
-                sock = socket.create_connection((address, self.port), min(self.timeout, left))
+                sock = socket.create_connection((address, self.port), min(self.pinned_timeout, left))
                 break
             except OSError as exc:
                 error = exc

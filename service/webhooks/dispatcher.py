@@ -43,6 +43,7 @@ from typing import Any
 
 import orjson
 import redis
+from redis.typing import EncodableT, FieldT
 
 from ..config import Settings
 from ..store import codec, keys, redis_client
@@ -216,7 +217,7 @@ class Dispatcher:
         first = self.r.zrange(keys.WEBHOOKS_DUE, 0, 0, withscores=True)
         wait = self.options.idle
         if first:
-            wait = min(wait, max(self.options.poll, (first[0][1] - now_ms()) / 1000))
+            wait = min(wait, max(self.options.poll, (float(first[0][1]) - now_ms()) / 1000))  # (its score)
         self.r.blpop([keys.WEBHOOKS_WAKE], timeout=wait)
 
     def _sweep_loop(self) -> None:
@@ -244,7 +245,9 @@ class Dispatcher:
                         hinted += self._hint_nonempty(node, batch, figures)
                         batch = []
                 hinted += self._hint_nonempty(node, batch, figures)
-        self.r.hset(keys.WEBHOOKS_OUTBOXES, mapping={**figures, "at": now_ms()})
+        row: dict[FieldT, EncodableT] = dict(figures.items())  # (redis-py's mapping: of its own key type)
+        row["at"] = now_ms()
+        self.r.hset(keys.WEBHOOKS_OUTBOXES, mapping=row)
         return hinted
 
     def _hint_nonempty(self, node: redis.Redis, outboxes: list[str], figures: dict[str, int]) -> int:
@@ -266,7 +269,7 @@ class Dispatcher:
         figures["longest"] = max(figures["longest"], *lengths)
         if ids:
             self._hint(keys=[keys.WEBHOOKS_DUE, keys.WEBHOOKS_WAKE],
-                       args=keys.args(tables=ids, at=now_ms(), lt=True, wake=True), client=self.r)
+                       args=keys.args(tables=ids, at=now_ms(), lt=True, wake=True))
         return len(ids)
 
     def poll_once(self) -> int:
@@ -293,7 +296,7 @@ class Dispatcher:
 
     def _release_lease(self, key: str, token: str) -> None:
         try:
-            self._release(keys=[key], args=keys.args(token=token), client=self.r)
+            self._release(keys=[key], args=keys.args(token=token))
         except redis.exceptions.RedisError:  # it expires by itself
             pass
 
@@ -305,7 +308,7 @@ class Dispatcher:
     def _due_at(self, table_id: str, at: int, *, earlier_only: bool = True) -> None:
         """Visit the table at ``at`` (ms; ``earlier_only``: unless it is due earlier already), waking a
         dispatcher that waits for work when that is before its wait would end."""
-        self._hint(keys=[keys.WEBHOOKS_DUE, keys.WEBHOOKS_WAKE], client=self.r, args=keys.args(
+        self._hint(keys=[keys.WEBHOOKS_DUE, keys.WEBHOOKS_WAKE], args=keys.args(
             tables=[table_id], at=at, lt=earlier_only or None,
             wake=at <= now_ms() + self.options.idle * 1000 or None))
 
@@ -370,7 +373,7 @@ class Dispatcher:
         head, last, stored = redis_client.on_node(self.r, out, read)
         tail = last[0][0].decode() if last else None
         if not head:
-            self._trim(keys=[keys.lease(table_id), out, lanes_key, state], args=keys.args(token=token), client=self.r)
+            self._trim(keys=[keys.lease(table_id), out, lanes_key, state], args=keys.args(token=token))
             return tail, None, []
         owner = head[0][1][b"o"].decode()
         hooks, read_at, failing = self._hooks_of(owner)
@@ -403,8 +406,7 @@ class Dispatcher:
                 self._hooks.put(owner, (time.monotonic(), fresh))
                 gone = [hook_id for hook_id in gone if hook_id not in {h.id for h in fresh[0]}]
             left = self._trim(keys=[keys.lease(table_id), out, lanes_key, state],
-                              args=keys.args(token=token, keep=f"{keep[0]}-{keep[1]}", gone=gone or None),
-                              client=self.r)
+                              args=keys.args(token=token, keep=f"{keep[0]}-{keep[1]}", gone=gone or None))
         except BaseException:
             for hook, _, lane_token, _, job in starts:
                 self._release_lease(keys.lease(table_id, hook.id), lane_token)
@@ -532,7 +534,7 @@ class Dispatcher:
     def _store_lane(self, table_id: str, hook: Webhook, token: str, lane: Lane) -> int:
         lease, lanes_key, out = keys.lease(table_id, hook.id), keys.lanes(table_id), keys.outbox(table_id)
         return int(self._advance(keys=[lease, lanes_key, out],
-                                 args=keys.args(token=token, hook=hook.id, lane=lane.stored().decode()), client=self.r))
+                                 args=keys.args(token=token, hook=hook.id, lane=lane.stored().decode())))
 
     def _judge(self, hook: Webhook, result: Attempt) -> None:
         """Remember whether the webhook is slow (see the module doc)."""
@@ -597,7 +599,7 @@ class Dispatcher:
                         return lane, "more"
                     if time.monotonic() - renewed >= renew_after:
                         argv = keys.args(token=token, ms=opts.lease_ms())
-                        if not self._renew(keys=[lease], args=argv, client=self.r):
+                        if not self._renew(keys=[lease], args=argv):
                             return lane, "lost"
                         renewed = time.monotonic()
                     data = orjson.loads(fields[b"d"])

@@ -153,7 +153,7 @@ class Lane:
         return orjson.dumps({"c": self.cursor, "n": self.attempts, "at": self.at, "since": self.since})
 
     @classmethod
-    def load(cls, raw: bytes | None, created_ms: int) -> Lane:
+    def load(cls, raw: bytes | str | None, created_ms: int) -> Lane:
         if raw is None:
             return cls(f"{created_ms - CLOCK_SLACK_MS}-0")
         d = orjson.loads(raw)

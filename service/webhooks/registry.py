@@ -198,7 +198,7 @@ class Webhook:
         return orjson.dumps(found | {k: v for k, v in optional.items() if v is not None})
 
     @classmethod
-    def load(cls, owner: str, hook_id: str, raw: bytes) -> Webhook:
+    def load(cls, owner: str, hook_id: str, raw: bytes | str) -> Webhook:
         d = orjson.loads(raw)
         return cls(hook_id, owner, d["url"], tuple(d["events"]), None if d["tables"] is None else tuple(d["tables"]),
                    d["created"], int(d["created_ms"]), d["secret"], bool(d.get("enabled", True)),
@@ -282,7 +282,7 @@ class Registry:
                        None if tables is None else tuple(dict.fromkeys(tables)), codec.iso(created_ms), created_ms,
                        seal_secret(self.digests[owner], owner, hook_id, secret))
         argv = keys.args(id=hook_id, registration=hook.stored().decode(), most=MAX_WEBHOOKS)
-        done = self._register(keys=[key], args=argv, client=self.r)
+        done = self._register(keys=[key], args=argv)
         if not done:
             raise TooManyWebhooks(f"an API key has at most {MAX_WEBHOOKS} webhooks")
         return self._view(hook, {}), secret
@@ -298,7 +298,7 @@ class Registry:
         for i, table_id in enumerate(tables):
             meta = keys.meta(table_id)
             found_owner, dealer = self.r.hmget(meta, "owner", "dealer")
-            if dealer is None or found_owner is None or found_owner.decode() != owner:
+            if dealer is None or found_owner is None or redis_client.text(found_owner) != owner:
                 wrong.append(i)
         if wrong:
             raise NotTheOwnersTable(wrong)
@@ -352,8 +352,8 @@ class Registry:
             if raw is None:
                 return None
             hook = change(Webhook.load(owner, hook_id, raw), redis_client.clock_ms(self.r, key) - slack)
-            done = int(self._revise(keys=[key], args=keys.args(id=hook_id, was=raw.decode(),
-                                                               registration=hook.stored().decode()), client=self.r))
+            done = int(self._revise(keys=[key], args=keys.args(id=hook_id, was=redis_client.text(raw),
+                                                               registration=hook.stored().decode())))
             if done == 1:
                 return hook
             if done == 0:
@@ -377,7 +377,7 @@ class Registry:
 
     _STATUS_FIELDS = ("ok", "dead", "dead-count", "last")
 
-    def _states(self, owner: str, hook_id: str) -> dict[str, bytes]:
+    def _states(self, owner: str, hook_id: str) -> dict[str, bytes | str]:
         fields = self.r.hmget(keys.webhook_status(owner), *(f"{hook_id}:{f}" for f in self._STATUS_FIELDS))
         return {f"{hook_id}:{f}": v for f, v in zip(self._STATUS_FIELDS, fields) if v is not None}
 
@@ -403,7 +403,7 @@ class Registry:
 
     def delete(self, owner: str, hook_id: str) -> bool:
         return bool(self._unregister(keys=[keys.webhooks(owner), *self._logs(owner, hook_id)],
-                                     args=keys.args(id=hook_id), client=self.r))
+                                     args=keys.args(id=hook_id)))
 
     @staticmethod
     def _logs(owner: str, hook_id: str) -> list[str]:
@@ -472,7 +472,7 @@ class Registry:
         return self._delivery_view(hook, orjson.loads(record))
 
     @staticmethod
-    def _view(hook: Webhook, states: Mapping[str, bytes]) -> dict:
+    def _view(hook: Webhook, states: Mapping[str, bytes | str]) -> dict:
         def number(name: str) -> int:
             value = states.get(f"{hook.id}:{name}")
             return int(value) if value is not None else 0
@@ -529,8 +529,7 @@ class Registry:
                          outcome=outcome, kept=DEAD_KEPT,
                          dead_letter=orjson.dumps(dead_letter).decode() if dead_letter is not None else None,
                          deliveries=logged or None, logged=DELIVERIES_KEPT)
-        return bool(self._note(keys=[keys.webhooks(hook.owner), *self._logs(hook.owner, hook.id)], args=args,
-                               client=self.r))
+        return bool(self._note(keys=[keys.webhooks(hook.owner), *self._logs(hook.owner, hook.id)], args=args))
 
     def test(self, owner: str, hook_id: str, timeout: float) -> dict | None:
         """Send a signed ``webhook.test`` message to the webhook now (one attempt) and record it as its last
