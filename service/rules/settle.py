@@ -27,7 +27,22 @@ from typing import Any, NamedTuple
 
 from .codes import Code, Reason
 from .errors import EventError, RuleError
-from .events import Draw, Escape, Event, Hu, Kong, Penalty, Peng, SeatReport, parse_event, plain_kong_fields
+from .events import (
+    Draw,
+    Escape,
+    Event,
+    Hu,
+    HuFields,
+    Kong,
+    Penalty,
+    Peng,
+    ReportFields,
+    SeatReport,
+    parse_event,
+    plain_draw,
+    plain_hu,
+    plain_kong_fields,
+)
 from .fan import (
     DIANPAO_PINGHU,
     GANGSHANGHUA_NEEDS_KONG,
@@ -323,12 +338,28 @@ class Round:
         i = self.n if index is None else index
         if self.ended:
             raise EventError(Code.ROUND_ENDED, i, "the round has already ended")
-        if type(event) is dict and event.get("type") == "kong":
-            fields = plain_kong_fields(event, len(self.seats))
-            if fields is not None:  # (what parse_event would build a Kong of)
-                self._make_kong(*fields, i)
-                self.n += 1
-                return
+        if type(event) is dict:  # the common forms, settled from their fields (what parse_event would build of them)
+            kind = event.get("type")
+            if kind == "kong":
+                fields = plain_kong_fields(event, len(self.seats))
+                if fields is not None:
+                    self._make_kong(*fields, i)
+                    self.n += 1
+                    return
+            elif kind == "hu":
+                hu = plain_hu(event, len(self.seats), self.voids)
+                if hu is not None:
+                    self._hu(hu, i)
+                    self.n += 1
+                    return
+            elif kind == "draw":
+                reports = plain_draw(event, len(self.seats), self.voids)
+                if reports is not None:
+                    start = len(self.transfers)
+                    self._draw(reports, i)
+                    self._merge(start)
+                    self.n += 1
+                    return
         ev = parse_event(event, i, self.voids, len(self.seats))
         handler = _HANDLERS.get(type(ev))
         if handler is None:  # (a subclass of an event class)
@@ -540,7 +571,7 @@ class Round:
         self.last = _record(LastEvent, ("kong", i, seat, kind, t, frm))
 
     # -- hu -----------------------------------------------------------------------
-    def _hu(self, ev: Hu, i: int) -> None:
+    def _hu(self, ev: Hu | HuFields, i: int) -> None:
         seats = [w.seat for w in ev.winners]
         if len(seats) > 1 and len(set(seats)) != len(seats):
             raise EventError(Code.DUPLICATE_WINNER, i, "a seat is listed twice among the winners")
@@ -615,7 +646,7 @@ class Round:
             self.ended = True  # 血战: all but one have won (three of four, two of three); 血流: never by a win
         self.last = _record(LastEvent, ("hu", i, seats[0], None, ev.tile.index, ev.from_))
 
-    def _check_hu_flags(self, ev: Hu, i: int) -> tuple:
+    def _check_hu_flags(self, ev: Hu | HuFields, i: int) -> tuple:
         """The situation flags of the win, after checking they can hold together here."""
         flags = (ev.self_drawn, ev.after_kong, ev.robbing_kong, ev.last_tile, ev.heavenly, ev.earthly)
         if ev.robbing_kong or ev.heavenly or ev.earthly:  # the only flags that can clash
@@ -651,7 +682,7 @@ class Round:
                 raise EventError(Code.CONTRADICTORY_FLAGS, i, "earthly by discard is on the dealer's first discard")
         return flags
 
-    def _winner_fan(self, w, ev: Hu, sit, ctx: FanContext, i: int) -> tuple[int, tuple[str, ...]]:
+    def _winner_fan(self, w, ev: Hu | HuFields, sit, ctx: FanContext, i: int) -> tuple[int, tuple[str, ...]]:
         """A winner's total fan before the cap, as declared or its hand's (checked), and the ids of
         its hand's patterns (none for a declared fan)."""
         if w.hand is None:
@@ -683,7 +714,7 @@ class Round:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
         return evn.raw_fan, tuple([p.id for p in evn.patterns])
 
-    def _count_hu_tiles(self, ev: Hu, i: int) -> None:
+    def _count_hu_tiles(self, ev: Hu | HuFields, i: int) -> None:
         first = True
         touched: list[int] = []
         t = ev.tile.index
@@ -717,7 +748,7 @@ class Round:
                 self._set_hand_melds(ev.from_, hand_melds)
         self._check_copies(i, touched)
 
-    def _keep_hands(self, ev: Hu) -> None:
+    def _keep_hands(self, ev: Hu | HuFields) -> None:
         """血流: a winner given with a hand keeps its 13 concealed tiles; the tile won is set aside (§13.2)."""
         for w in ev.winners:
             if w.hand is not None:
@@ -758,7 +789,7 @@ class Round:
         self.last = _record(LastEvent, ("penalty", i, ev.seat, None, None, None))
 
     # -- draw and escape ------------------------------------------------------------
-    def _statuses(self, reports: Iterable[SeatReport], i: int, seats: list[int]) -> dict[int, Standing]:
+    def _statuses(self, reports: Iterable[SeatReport | ReportFields], i: int, seats: list[int]) -> dict[int, Standing]:
         """seat → its :class:`Standing` for the listed seats; hands are evaluated.
 
         In 血流 a seat that has won is ting (§13.5): listed, it must be; its
@@ -822,7 +853,7 @@ class Round:
 
     def _draw_merged(self, ev: Draw, i: int) -> None:
         start = len(self.transfers)
-        self._draw(ev, i)
+        self._draw(ev.seats, i)
         self._merge(start)  # refunds of several kongs between the same two seats
 
     def _escape_merged(self, ev: Escape, i: int) -> None:
@@ -830,9 +861,10 @@ class Round:
         self._escape(ev, i)
         self._merge(start)
 
-    def _draw(self, ev: Draw, i: int) -> None:
+    def _draw(self, reports: Iterable[SeatReport | ReportFields], i: int) -> None:
+        """A draw of these seat reports (its transfers are merged by the caller)."""
         active = self.active
-        status = self._statuses(ev.seats, i, active)
+        status = self._statuses(reports, i, active)
         missing = [s for s in active if s not in status]
         if missing:
             what = "every seat that has not won" if self.xueliu else "every seat still in the round"
@@ -920,7 +952,7 @@ _HOW_WON: tuple[tuple[str, str, bool], ...] = (
 )
 
 
-def _how_won(ev: Hu) -> dict[str, bool]:
+def _how_won(ev: Hu | HuFields) -> dict[str, bool]:
     """Whether each reading of :data:`_HOW_WON` holds for ``ev``."""
     drawn = ev.from_ is None
     return {"robbing_kong": ev.robbing_kong, "after_kong and self-drawn": ev.after_kong and drawn,
@@ -928,7 +960,7 @@ def _how_won(ev: Hu) -> dict[str, bool]:
             "self-drawn": drawn, "heavenly": ev.heavenly, "earthly": ev.earthly}
 
 
-def _check_given_patterns(w, k: int, ev: Hu, ctx: FanContext, i: int) -> None:
+def _check_given_patterns(w, k: int, ev: Hu | HuFields, ctx: FanContext, i: int) -> None:
     """A winner given by ``fan`` with ``patterns`` (the ``k``-th of event ``i``): the ids that say how the
     win happened must agree with the event's flags (§15.1), else ``patterns_contradict_win`` naming both.
 
