@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import filterfalse
 from operator import add, attrgetter, itemgetter, sub
 from typing import Any, NamedTuple
 
@@ -120,7 +121,10 @@ _pair_reason = itemgetter(0, 1, 3)  # a Transfer's payer, payee and reason
 
 _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
 _KONG_REASONS = frozenset(_KONG_REASON.values())
-_DIANPAO, _ZIMO = Reason.DIANPAO.value, Reason.ZIMO.value
+_DIANPAO, _ZIMO, _TRANSFER, _KONG_VOID, _PENALTY, _HUAZHU, _DAJIAO, _REFUND, _ESCAPE, _FORFEIT = (
+    r.value for r in (Reason.DIANPAO, Reason.ZIMO, Reason.TRANSFER, Reason.KONG_VOID, Reason.PENALTY, Reason.HUAZHU,
+                      Reason.DAJIAO, Reason.REFUND, Reason.ESCAPE, Reason.FORFEIT))
+"""The reasons' plain ids, as transfers keep them (read once: an enum member's ``value`` is a property)."""
 _KONG_REASON_ID = {kind: reason.value for kind, reason in _KONG_REASON.items()}
 _OTHERS = {n: tuple(tuple(s for s in range(n) if s != seat) for seat in range(n)) for n in (3, 4)}
 """Per table size, per seat: the other seats in seat order (who pays a kong when every seat is in)."""
@@ -247,9 +251,8 @@ class Round:
     @property
     def active(self) -> list[int]:
         """Seats still in the round, in seat order: not left, and (but in 血流) not won."""
-        if self.xueliu:
-            return [s for s in self.seats if s not in self.left]
-        return [s for s in self.seats if s not in self.won and s not in self.left]
+        gone = self.left if self.xueliu else self.won + self.left
+        return list(filterfalse(gone.__contains__, self.seats)) if gone else list(self.seats)
 
     @property
     def deltas(self) -> tuple[int, ...]:
@@ -368,9 +371,10 @@ class Round:
         self.n += 1
 
     # -- helpers ------------------------------------------------------------------
-    def _pay(self, payer: int, payee: int, points: int, reason: Reason, i: int) -> None:
-        if points and payer != payee:  # (a transfer keeps the plain id: it is data)
-            self.transfers.append(_record(Transfer, (payer, payee, points, reason.value, i)))
+    def _pay(self, payer: int, payee: int, points: int, reason: str, i: int) -> None:
+        """``reason``: a :class:`Reason`'s plain id (a transfer keeps the id: it is data)."""
+        if points and payer != payee:
+            self.transfers.append(_record(Transfer, (payer, payee, points, reason, i)))
 
     def _merge(self, start: int) -> None:
         new = self.transfers[start:]
@@ -597,7 +601,7 @@ class Round:
         kong = None if kong_index is None else self.kongs[kong_index]
         ctx = context(self.rules)
         feeder_pays = (
-            ev.self_drawn and ev.after_kong and self.rules.dianganghua == "discard"
+            ev.from_ is None and ev.after_kong and self.rules.dianganghua == "discard"
             and kong is not None and kong.kind == "direct"
         )
         if feeder_pays:
@@ -625,7 +629,7 @@ class Round:
                 if pts:  # (as _pay: the discarder is no winner)
                     append(_record(Transfer, (ev.from_, w.seat, pts, _DIANPAO, i)))
             elif feeder_pays:
-                self._pay(kong.from_, w.seat, pts, Reason.DIANPAO, i)
+                self._pay(kong.from_, w.seat, pts, _DIANPAO, i)
             else:
                 pts += self.rules.base if self.rules.zimo == "base" else 0
                 if pts:
@@ -634,7 +638,7 @@ class Round:
                             append(_record(Transfer, (s, w.seat, pts, _ZIMO, i)))
         if ev.after_kong and ev.from_ is not None:  # 杠上炮: 呼叫转移
             for w in ev.winners:
-                self._pay(ev.from_, w.seat, kong.collected, Reason.TRANSFER, i)
+                self._pay(ev.from_, w.seat, kong.collected, _TRANSFER, i)
             self.kongs[kong_index] = kong._replace(transferred=True)
         self.scored = tuple(scored)
         if self.first_win is None:
@@ -648,7 +652,7 @@ class Round:
 
     def _check_hu_flags(self, ev: Hu | HuFields, i: int) -> tuple:
         """The situation flags of the win, after checking they can hold together here."""
-        flags = (ev.self_drawn, ev.after_kong, ev.robbing_kong, ev.last_tile, ev.heavenly, ev.earthly)
+        flags = (ev.from_ is None, ev.after_kong, ev.robbing_kong, ev.last_tile, ev.heavenly, ev.earthly)
         if ev.robbing_kong or ev.heavenly or ev.earthly:  # the only flags that can clash
             try:
                 win = Win(ev.tile, *flags)
@@ -770,7 +774,7 @@ class Round:
     def _void_kong(self, kong: KongRecord, i: int) -> None:
         """抢杠胡: the robbed kong's payments are reversed and it counts as a peng."""
         for payer, pts in kong.paid:
-            self._pay(kong.seat, payer, pts, Reason.KONG_VOID, i)
+            self._pay(kong.seat, payer, pts, _KONG_VOID, i)
         self.kongs[self.last.index] = kong._replace(void=True)
         self.pengs[kong.seat].append(kong.tile)
 
@@ -783,7 +787,7 @@ class Round:
         if ev.kind == "zhahu":
             points = points_of(self.rules.zhahu, context(self.rules)).points
             for s in self.active:
-                self._pay(ev.seat, s, points, Reason.PENALTY, i)
+                self._pay(ev.seat, s, points, _PENALTY, i)
         elif ev.seat not in self.xianggong:
             self.xianggong.append(ev.seat)
         self.last = _record(LastEvent, ("penalty", i, ev.seat, None, None, None))
@@ -881,14 +885,14 @@ class Round:
                 payees += [s for s in self.won if s not in self.left]
             for pig in pigs:
                 for s in payees:
-                    self._pay(pig, s, self._unit(self.rules.huazhu), Reason.HUAZHU, i)
+                    self._pay(pig, s, self._unit(self.rules.huazhu), _HUAZHU, i)
         # 3. 查大叫
         everyone = not self.xueliu or self.rules.xueliu_dajiao_winners  # else only seats that have not won
         tings = [s for s in active if status[s].status == "ting" and (everyone or s not in self.won)]
         for s in active:
             if status[s].status == "not_ting":
                 for t in tings:
-                    self._pay(s, t, status[t].dajiao, Reason.DAJIAO, i)
+                    self._pay(s, t, status[t].dajiao, _DAJIAO, i)
         self.ended = True
         self.last = _record(LastEvent, ("draw", i, None, None, None, None))
 
@@ -902,7 +906,7 @@ class Round:
                 if payer not in self.left and pts:
                     owed[payer] = owed.get(payer, 0) + pts
         for payer, pts in owed.items():
-            self._pay(seat, payer, pts, Reason.REFUND, i)
+            self._pay(seat, payer, pts, _REFUND, i)
 
     def _escape(self, ev: Escape, i: int) -> None:
         seat = ev.seat
@@ -921,7 +925,7 @@ class Round:
             if sum(p for _, p in dajiao) > sum(p for _, p in charge):
                 charge = dajiao
         for s, pts in charge:
-            self._pay(seat, s, pts, Reason.ESCAPE, i)
+            self._pay(seat, s, pts, _ESCAPE, i)
         self.left.append(seat)
         self.ended = True
         self.last = LastEvent("escape", i, seat)
@@ -934,7 +938,7 @@ class Round:
                 kong = self.kongs.get(t.event) if t.reason in _KONG_REASONS else None
                 if kong is not None and kong.void:
                     continue  # a robbed kong's payments were already given back (kong_void)
-                self._pay(seat, t.payer, t.points, Reason.FORFEIT, i)
+                self._pay(seat, t.payer, t.points, _FORFEIT, i)
         self.left.append(seat)
         self.last = LastEvent("escape", i, seat)
 
