@@ -1372,3 +1372,51 @@ def test_meld_object_memo_is_bounded_and_keyed_by_what_decides(monkeypatch):
     with pytest.raises(EventError) as info:
         events.parse_event(draw_with([dict(peng, kind="added")]), 3)
     assert info.value.code == "bad_hand" and "a peng has no kind" in info.value.reason
+
+
+# -- the fold's plain objects: settled from their fields, as parse_event reads them ----------------
+def test_plain_hu_and_draw_are_the_events_parse_event_builds():
+    """A hu or draw object in the common form is settled from its fields (events.plain_hu, plain_draw):
+    the same fields, the same hands, as the typed event parse_event builds of it."""
+    from bench.rounds import typical_rounds
+    from service.rules import events
+
+    for r in typical_rounds(30, seed=7):
+        for i, ev in enumerate(r["events"]):
+            if ev["type"] == "hu":
+                fields = events.plain_hu(ev, 4, [None] * 4)
+                typed = events.parse_event(ev, i, [None] * 4)
+                assert fields is not None and tuple(fields[:3]) == (typed.from_, typed.tile, tuple(
+                    events.WinnerFields(w.seat, w.hand, w.fan, w.patterns) for w in typed.winners))
+                assert tuple(fields[3:]) == (typed.after_kong, typed.robbing_kong, typed.last_tile,
+                                             typed.heavenly, typed.earthly)
+                assert fields.self_drawn == typed.self_drawn
+            elif ev["type"] == "draw":
+                reports = events.plain_draw(ev, 4, [None] * 4)
+                typed = events.parse_event(ev, i, [None] * 4)
+                assert reports == tuple(events.ReportFields(s.seat, s.hand, s.status, s.dajiao_fan)
+                                        for s in typed.seats)
+
+
+@pytest.mark.parametrize("event", [
+    {"type": "hu", "from": 1, "tile": "5m", "after_kong": False, "winners": [{"seat": 0, "hand": {"tiles": "5m"}}]},
+    {"type": "hu", "from": 1, "tile": "5万", "winners": [{"seat": 0, "hand": {"tiles": "5m"}}]},
+    {"type": "hu", "from": True, "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "5m"}}]},
+    {"type": "hu", "from": 1, "tile": "5m", "winners": []},
+    {"type": "hu", "from": 1, "tile": "5m", "winners": [{"seat": 0, "fan": 2}]},
+    {"type": "hu", "from": 1, "tile": "5m", "winners": [{"seat": 4, "hand": {"tiles": "5m"}}]},
+    {"type": "hu", "from": 1, "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "5x"}}]},
+    {"type": "hu", "from": 1, "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "5m", "void": "s"}}]},
+    {"type": "hu", "from": 1, "tile": "5m", "winners": [{"seat": 0, "hand": {"tiles": "5m"}, "fan": 2}]},
+    {"type": "draw", "seats": [{"seat": 0, "status": "not_ting"}]},
+    {"type": "draw", "seats": [{"seat": 0, "hand": {"tiles": "5m", "melds": [{"type": "pong", "tile": "5m"}]}}]},
+    {"type": "draw", "seats": {"seat": 0}},
+    {"type": "draw", "seats": [], "extra": 1},
+])
+def test_other_objects_are_not_plain(event):
+    """Anything else (flags, another spelling, a bad value, another form) goes through parse_event, which
+    builds it or tells what is wrong."""
+    from service.rules import events
+
+    plain = events.plain_hu if event["type"] == "hu" else events.plain_draw
+    assert plain(event, 4, [None] * 4) is None

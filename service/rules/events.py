@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, NamedTuple, get_args
 
 from .codes import Code
 from .errors import EventError, RuleError
@@ -267,13 +267,9 @@ class _Parser:
         return value
 
     def hand(self, data: Any, seat: int, path: str) -> Hand:
-        if type(data) is dict and _HAND_REQUIRED <= data.keys() <= _HAND_ALLOWED:
-            tiles, melds, void = data["tiles"], data.get("melds", _NO_MELDS), data.get("void")
-            if (type(tiles) is str and len(tiles) <= MAX_HAND_CHARS and void is None
-                    and type(melds) is list and len(melds) <= MAX_MELDS):
-                parsed = list(map(_meld_object, melds)) if melds else melds
-                if None not in parsed:  # (every check below passes, and so do the melds)
-                    return self._parse_hand(tiles, parsed, None, seat, path)
+        plain = _plain_hand_members(data)
+        if plain is not None:  # (every check below passes, and so do the melds)
+            return self._parse_hand(plain[0], plain[1], None, seat, path)
         if isinstance(data, Hand):
             return data
         data = self.object(data, "hand", path)
@@ -375,6 +371,130 @@ class _Parser:
                                 path + ".dajiao_fan")
             out.append(SeatReport(seat, status=status, dajiao_fan=dajiao))
         return tuple(out)
+
+
+def _plain_hand_members(data: Any) -> tuple[str, list] | None:
+    """``(tiles, melds)`` of a hand object that passes every member check of :meth:`_Parser.hand` (the
+    common case, checked at once: a hand string, no void, melds as :class:`Meld` values), else None."""
+    if type(data) is dict and _HAND_REQUIRED <= data.keys() <= _HAND_ALLOWED:
+        tiles, melds = data["tiles"], data.get("melds", _NO_MELDS)
+        if (type(tiles) is str and len(tiles) <= MAX_HAND_CHARS and data.get("void") is None
+                and type(melds) is list and len(melds) <= MAX_MELDS):
+            parsed = list(map(_meld_object, melds)) if melds else melds
+            if None not in parsed:
+                return tiles, parsed
+    return None
+
+
+def _plain_hand(data: Any, seat: int, voids, players: int) -> Hand | None:
+    """The hand :meth:`_Parser.hand` gives for a plain hand object (:func:`_plain_hand_members`) that
+    parses, else None (the caller then parses the whole event, which reports what is wrong)."""
+    plain = _plain_hand_members(data)
+    if plain is None:
+        return None
+    try:
+        hand = parse_hand(plain[0], plain[1], None if voids is None else voids[seat])
+        if players == 3:
+            require_in_play(hand, 3)
+    except RuleError:
+        return None
+    return hand
+
+
+class WinnerFields(NamedTuple):
+    """A :class:`WinnerEntry`'s fields as a record (what :func:`plain_hu` gives the fold)."""
+
+    seat: int
+    hand: Hand | None = None
+    fan: int | None = None
+    patterns: tuple = ()
+
+
+class HuFields(NamedTuple):
+    """A :class:`Hu`'s fields as a record, read as a :class:`Hu` is (what :func:`plain_hu` gives the fold)."""
+
+    from_: int | None
+    tile: Tile
+    winners: tuple[WinnerEntry | WinnerFields, ...]
+    after_kong: bool = False
+    robbing_kong: bool = False
+    last_tile: bool = False
+    heavenly: bool = False
+    earthly: bool = False
+
+    @property
+    def self_drawn(self) -> bool:
+        return self.from_ is None
+
+
+class ReportFields(NamedTuple):
+    """A :class:`SeatReport`'s fields as a record (what :func:`plain_draw` gives the fold)."""
+
+    seat: int
+    hand: Hand | None = None
+    status: str | None = None
+    dajiao_fan: int | None = None
+
+
+_HU_MEMBERS = (frozenset(("type", "tile", "winners")), frozenset(("type", "tile", "winners", "from")))
+_DRAW_MEMBERS = frozenset(("type", "seats"))
+_record = tuple.__new__
+"""Builds a record (a NamedTuple) from all its fields without its Python-level ``__new__``: the fold's hot path."""
+
+
+def plain_hu(data: dict, players: int, voids=None) -> HuFields | None:
+    """The fields of the :class:`Hu` that :func:`parse_event` builds of a hu object in the common form,
+    checked at once: no flag, a discarder in range or none, a tile in canonical spelling, and winners
+    that are each ``{seat, hand}`` with a seat in range and a plain hand that parses
+    (:func:`_plain_hand`); else None (the object may still be valid: :func:`parse_event` tells).
+
+    (The fold settles such a hu from these fields without building the frozen :class:`Hu` and
+    :class:`WinnerEntry` values, as it does a kong's: :func:`plain_kong_fields`.)
+    """
+    n = len(data)
+    if not 3 <= n <= 4 or data.keys() != _HU_MEMBERS[n - 3]:  # (a flag given: not plain)
+        return None
+    frm, text, winners = data.get("from"), data["tile"], data["winners"]
+    if frm is not None and (type(frm) is not int or not 0 <= frm < players):
+        return None
+    tile = _TILE_TEXT.get(text) if type(text) is str else None
+    if tile is None or players == 3 and tile.suit == "m" or type(winners) is not list or not winners:
+        return None
+    out = []
+    for w in winners:
+        if type(w) is not dict or len(w) != 2 or "hand" not in w:
+            return None
+        seat = w.get("seat")
+        if type(seat) is not int or not 0 <= seat < players:
+            return None
+        hand = _plain_hand(w["hand"], seat, voids, players)
+        if hand is None:
+            return None
+        out.append(_record(WinnerFields, (seat, hand, None, ())))
+    return _record(HuFields, (frm, tile, tuple(out), False, False, False, False, False))
+
+
+def plain_draw(data: dict, players: int, voids=None) -> tuple[ReportFields, ...] | None:
+    """The seats of the :class:`Draw` that :func:`parse_event` builds of a draw object whose seats are
+    each ``{seat, hand}`` with a seat in range and a plain hand that parses (:func:`_plain_hand`),
+    checked at once; else None (the object may still be valid: :func:`parse_event` tells)."""
+    if data.keys() != _DRAW_MEMBERS:
+        return None
+    seats = data["seats"]
+    if type(seats) is not list:
+        return None
+    out = []
+    for item in seats:
+        if type(item) is not dict or len(item) != 2 or "hand" not in item:
+            return None
+        seat = item.get("seat")
+        if type(seat) is not int or not 0 <= seat < players:
+            return None
+        hand = _plain_hand(item["hand"], seat, voids, players)
+        if hand is None:
+            return None
+        out.append(_record(ReportFields, (seat, hand, None, None)))
+    return tuple(out)
 
 
 def _plain_kong(data: dict, players: int) -> Kong | None:

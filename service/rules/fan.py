@@ -160,6 +160,7 @@ class FanContext(NamedTuple):
     wait_parts: dict  # discard advice's waits within one suit (ting.wait_part); filled lazily, bounded
     suit_options: dict  # discard advice's options within one suit (ting.suit_options); filled lazily, bounded
     across_options: dict  # discard advice's options with waits in another suit (ting.across_option); the same
+    dajiao: dict  # a 13-size hand's 大叫 points (ting.dajiao_points) by the hand's value; filled lazily, bounded
 
 
 _SITUATIONS = tuple(product((False, True), repeat=6))
@@ -200,6 +201,7 @@ def context(rules: Ruleset, without: str | None = None) -> FanContext:
         wait_parts={},
         suit_options={},
         across_options={},
+        dajiao={},
     )
     return ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
 

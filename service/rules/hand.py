@@ -193,8 +193,16 @@ class Hand:
             if held[i] > top:
                 top = held[i]
         obj = object.__new__(Hand)  # (kept: see _of)
-        obj.__dict__.update(tiles=self.tiles, melds=melds, void=void, counts=self.counts, held=tuple(held),
-                            keys=self.keys, suit_mask=mask, max_held=top, size=len(self.tiles) + 3 * len(melds))
+        fields = obj.__dict__  # (set one by one, as _of: no dict of keyword arguments built)
+        fields["tiles"] = self.tiles
+        fields["melds"] = melds
+        fields["void"] = void
+        fields["counts"] = self.counts
+        fields["held"] = tuple(held)
+        fields["keys"] = self.keys
+        fields["suit_mask"] = mask
+        fields["max_held"] = top
+        fields["size"] = len(self.tiles) + 3 * len(melds)
         return obj
 
     @property

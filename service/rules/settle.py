@@ -22,12 +22,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import filterfalse
 from operator import add, attrgetter, itemgetter, sub
 from typing import Any, NamedTuple
 
 from .codes import Code, Reason
 from .errors import EventError, RuleError
-from .events import Draw, Escape, Event, Hu, Kong, Penalty, Peng, SeatReport, parse_event, plain_kong_fields
+from .events import (
+    Draw,
+    Escape,
+    Event,
+    Hu,
+    HuFields,
+    Kong,
+    Penalty,
+    Peng,
+    ReportFields,
+    SeatReport,
+    parse_event,
+    plain_draw,
+    plain_hu,
+    plain_kong_fields,
+)
 from .fan import (
     DIANPAO_PINGHU,
     GANGSHANGHUA_NEEDS_KONG,
@@ -105,7 +121,10 @@ _pair_reason = itemgetter(0, 1, 3)  # a Transfer's payer, payee and reason
 
 _KONG_REASON = {"direct": Reason.KONG_DIRECT, "added": Reason.KONG_ADDED, "concealed": Reason.KONG_CONCEALED}
 _KONG_REASONS = frozenset(_KONG_REASON.values())
-_DIANPAO, _ZIMO = Reason.DIANPAO.value, Reason.ZIMO.value
+_DIANPAO, _ZIMO, _TRANSFER, _KONG_VOID, _PENALTY, _HUAZHU, _DAJIAO, _REFUND, _ESCAPE, _FORFEIT = (
+    r.value for r in (Reason.DIANPAO, Reason.ZIMO, Reason.TRANSFER, Reason.KONG_VOID, Reason.PENALTY, Reason.HUAZHU,
+                      Reason.DAJIAO, Reason.REFUND, Reason.ESCAPE, Reason.FORFEIT))
+"""The reasons' plain ids, as transfers keep them (read once: an enum member's ``value`` is a property)."""
 _KONG_REASON_ID = {kind: reason.value for kind, reason in _KONG_REASON.items()}
 _OTHERS = {n: tuple(tuple(s for s in range(n) if s != seat) for seat in range(n)) for n in (3, 4)}
 """Per table size, per seat: the other seats in seat order (who pays a kong when every seat is in)."""
@@ -232,9 +251,8 @@ class Round:
     @property
     def active(self) -> list[int]:
         """Seats still in the round, in seat order: not left, and (but in 血流) not won."""
-        if self.xueliu:
-            return [s for s in self.seats if s not in self.left]
-        return [s for s in self.seats if s not in self.won and s not in self.left]
+        gone = self.left if self.xueliu else self.won + self.left
+        return list(filterfalse(gone.__contains__, self.seats)) if gone else list(self.seats)
 
     @property
     def deltas(self) -> tuple[int, ...]:
@@ -323,12 +341,28 @@ class Round:
         i = self.n if index is None else index
         if self.ended:
             raise EventError(Code.ROUND_ENDED, i, "the round has already ended")
-        if type(event) is dict and event.get("type") == "kong":
-            fields = plain_kong_fields(event, len(self.seats))
-            if fields is not None:  # (what parse_event would build a Kong of)
-                self._make_kong(*fields, i)
-                self.n += 1
-                return
+        if type(event) is dict:  # the common forms, settled from their fields (what parse_event would build of them)
+            kind = event.get("type")
+            if kind == "kong":
+                fields = plain_kong_fields(event, len(self.seats))
+                if fields is not None:
+                    self._make_kong(*fields, i)
+                    self.n += 1
+                    return
+            elif kind == "hu":
+                hu = plain_hu(event, len(self.seats), self.voids)
+                if hu is not None:
+                    self._hu(hu, i)
+                    self.n += 1
+                    return
+            elif kind == "draw":
+                reports = plain_draw(event, len(self.seats), self.voids)
+                if reports is not None:
+                    start = len(self.transfers)
+                    self._draw(reports, i)
+                    self._merge(start)
+                    self.n += 1
+                    return
         ev = parse_event(event, i, self.voids, len(self.seats))
         handler = _HANDLERS.get(type(ev))
         if handler is None:  # (a subclass of an event class)
@@ -337,9 +371,10 @@ class Round:
         self.n += 1
 
     # -- helpers ------------------------------------------------------------------
-    def _pay(self, payer: int, payee: int, points: int, reason: Reason, i: int) -> None:
-        if points and payer != payee:  # (a transfer keeps the plain id: it is data)
-            self.transfers.append(_record(Transfer, (payer, payee, points, reason.value, i)))
+    def _pay(self, payer: int, payee: int, points: int, reason: str, i: int) -> None:
+        """``reason``: a :class:`Reason`'s plain id (a transfer keeps the id: it is data)."""
+        if points and payer != payee:
+            self.transfers.append(_record(Transfer, (payer, payee, points, reason, i)))
 
     def _merge(self, start: int) -> None:
         new = self.transfers[start:]
@@ -540,7 +575,7 @@ class Round:
         self.last = _record(LastEvent, ("kong", i, seat, kind, t, frm))
 
     # -- hu -----------------------------------------------------------------------
-    def _hu(self, ev: Hu, i: int) -> None:
+    def _hu(self, ev: Hu | HuFields, i: int) -> None:
         seats = [w.seat for w in ev.winners]
         if len(seats) > 1 and len(set(seats)) != len(seats):
             raise EventError(Code.DUPLICATE_WINNER, i, "a seat is listed twice among the winners")
@@ -566,7 +601,7 @@ class Round:
         kong = None if kong_index is None else self.kongs[kong_index]
         ctx = context(self.rules)
         feeder_pays = (
-            ev.self_drawn and ev.after_kong and self.rules.dianganghua == "discard"
+            ev.from_ is None and ev.after_kong and self.rules.dianganghua == "discard"
             and kong is not None and kong.kind == "direct"
         )
         if feeder_pays:
@@ -594,7 +629,7 @@ class Round:
                 if pts:  # (as _pay: the discarder is no winner)
                     append(_record(Transfer, (ev.from_, w.seat, pts, _DIANPAO, i)))
             elif feeder_pays:
-                self._pay(kong.from_, w.seat, pts, Reason.DIANPAO, i)
+                self._pay(kong.from_, w.seat, pts, _DIANPAO, i)
             else:
                 pts += self.rules.base if self.rules.zimo == "base" else 0
                 if pts:
@@ -603,7 +638,7 @@ class Round:
                             append(_record(Transfer, (s, w.seat, pts, _ZIMO, i)))
         if ev.after_kong and ev.from_ is not None:  # 杠上炮: 呼叫转移
             for w in ev.winners:
-                self._pay(ev.from_, w.seat, kong.collected, Reason.TRANSFER, i)
+                self._pay(ev.from_, w.seat, kong.collected, _TRANSFER, i)
             self.kongs[kong_index] = kong._replace(transferred=True)
         self.scored = tuple(scored)
         if self.first_win is None:
@@ -615,9 +650,9 @@ class Round:
             self.ended = True  # 血战: all but one have won (three of four, two of three); 血流: never by a win
         self.last = _record(LastEvent, ("hu", i, seats[0], None, ev.tile.index, ev.from_))
 
-    def _check_hu_flags(self, ev: Hu, i: int) -> tuple:
+    def _check_hu_flags(self, ev: Hu | HuFields, i: int) -> tuple:
         """The situation flags of the win, after checking they can hold together here."""
-        flags = (ev.self_drawn, ev.after_kong, ev.robbing_kong, ev.last_tile, ev.heavenly, ev.earthly)
+        flags = (ev.from_ is None, ev.after_kong, ev.robbing_kong, ev.last_tile, ev.heavenly, ev.earthly)
         if ev.robbing_kong or ev.heavenly or ev.earthly:  # the only flags that can clash
             try:
                 win = Win(ev.tile, *flags)
@@ -651,7 +686,7 @@ class Round:
                 raise EventError(Code.CONTRADICTORY_FLAGS, i, "earthly by discard is on the dealer's first discard")
         return flags
 
-    def _winner_fan(self, w, ev: Hu, sit, ctx: FanContext, i: int) -> tuple[int, tuple[str, ...]]:
+    def _winner_fan(self, w, ev: Hu | HuFields, sit, ctx: FanContext, i: int) -> tuple[int, tuple[str, ...]]:
         """A winner's total fan before the cap, as declared or its hand's (checked), and the ids of
         its hand's patterns (none for a declared fan)."""
         if w.hand is None:
@@ -683,7 +718,7 @@ class Round:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
         return evn.raw_fan, tuple([p.id for p in evn.patterns])
 
-    def _count_hu_tiles(self, ev: Hu, i: int) -> None:
+    def _count_hu_tiles(self, ev: Hu | HuFields, i: int) -> None:
         first = True
         touched: list[int] = []
         t = ev.tile.index
@@ -717,7 +752,7 @@ class Round:
                 self._set_hand_melds(ev.from_, hand_melds)
         self._check_copies(i, touched)
 
-    def _keep_hands(self, ev: Hu) -> None:
+    def _keep_hands(self, ev: Hu | HuFields) -> None:
         """血流: a winner given with a hand keeps its 13 concealed tiles; the tile won is set aside (§13.2)."""
         for w in ev.winners:
             if w.hand is not None:
@@ -739,7 +774,7 @@ class Round:
     def _void_kong(self, kong: KongRecord, i: int) -> None:
         """抢杠胡: the robbed kong's payments are reversed and it counts as a peng."""
         for payer, pts in kong.paid:
-            self._pay(kong.seat, payer, pts, Reason.KONG_VOID, i)
+            self._pay(kong.seat, payer, pts, _KONG_VOID, i)
         self.kongs[self.last.index] = kong._replace(void=True)
         self.pengs[kong.seat].append(kong.tile)
 
@@ -752,13 +787,13 @@ class Round:
         if ev.kind == "zhahu":
             points = points_of(self.rules.zhahu, context(self.rules)).points
             for s in self.active:
-                self._pay(ev.seat, s, points, Reason.PENALTY, i)
+                self._pay(ev.seat, s, points, _PENALTY, i)
         elif ev.seat not in self.xianggong:
             self.xianggong.append(ev.seat)
         self.last = _record(LastEvent, ("penalty", i, ev.seat, None, None, None))
 
     # -- draw and escape ------------------------------------------------------------
-    def _statuses(self, reports: Iterable[SeatReport], i: int, seats: list[int]) -> dict[int, Standing]:
+    def _statuses(self, reports: Iterable[SeatReport | ReportFields], i: int, seats: list[int]) -> dict[int, Standing]:
         """seat → its :class:`Standing` for the listed seats; hands are evaluated.
 
         In 血流 a seat that has won is ting (§13.5): listed, it must be; its
@@ -822,7 +857,7 @@ class Round:
 
     def _draw_merged(self, ev: Draw, i: int) -> None:
         start = len(self.transfers)
-        self._draw(ev, i)
+        self._draw(ev.seats, i)
         self._merge(start)  # refunds of several kongs between the same two seats
 
     def _escape_merged(self, ev: Escape, i: int) -> None:
@@ -830,9 +865,10 @@ class Round:
         self._escape(ev, i)
         self._merge(start)
 
-    def _draw(self, ev: Draw, i: int) -> None:
+    def _draw(self, reports: Iterable[SeatReport | ReportFields], i: int) -> None:
+        """A draw of these seat reports (its transfers are merged by the caller)."""
         active = self.active
-        status = self._statuses(ev.seats, i, active)
+        status = self._statuses(reports, i, active)
         missing = [s for s in active if s not in status]
         if missing:
             what = "every seat that has not won" if self.xueliu else "every seat still in the round"
@@ -849,14 +885,14 @@ class Round:
                 payees += [s for s in self.won if s not in self.left]
             for pig in pigs:
                 for s in payees:
-                    self._pay(pig, s, self._unit(self.rules.huazhu), Reason.HUAZHU, i)
+                    self._pay(pig, s, self._unit(self.rules.huazhu), _HUAZHU, i)
         # 3. 查大叫
         everyone = not self.xueliu or self.rules.xueliu_dajiao_winners  # else only seats that have not won
         tings = [s for s in active if status[s].status == "ting" and (everyone or s not in self.won)]
         for s in active:
             if status[s].status == "not_ting":
                 for t in tings:
-                    self._pay(s, t, status[t].dajiao, Reason.DAJIAO, i)
+                    self._pay(s, t, status[t].dajiao, _DAJIAO, i)
         self.ended = True
         self.last = _record(LastEvent, ("draw", i, None, None, None, None))
 
@@ -870,7 +906,7 @@ class Round:
                 if payer not in self.left and pts:
                     owed[payer] = owed.get(payer, 0) + pts
         for payer, pts in owed.items():
-            self._pay(seat, payer, pts, Reason.REFUND, i)
+            self._pay(seat, payer, pts, _REFUND, i)
 
     def _escape(self, ev: Escape, i: int) -> None:
         seat = ev.seat
@@ -889,7 +925,7 @@ class Round:
             if sum(p for _, p in dajiao) > sum(p for _, p in charge):
                 charge = dajiao
         for s, pts in charge:
-            self._pay(seat, s, pts, Reason.ESCAPE, i)
+            self._pay(seat, s, pts, _ESCAPE, i)
         self.left.append(seat)
         self.ended = True
         self.last = LastEvent("escape", i, seat)
@@ -902,7 +938,7 @@ class Round:
                 kong = self.kongs.get(t.event) if t.reason in _KONG_REASONS else None
                 if kong is not None and kong.void:
                     continue  # a robbed kong's payments were already given back (kong_void)
-                self._pay(seat, t.payer, t.points, Reason.FORFEIT, i)
+                self._pay(seat, t.payer, t.points, _FORFEIT, i)
         self.left.append(seat)
         self.last = LastEvent("escape", i, seat)
 
@@ -920,7 +956,7 @@ _HOW_WON: tuple[tuple[str, str, bool], ...] = (
 )
 
 
-def _how_won(ev: Hu) -> dict[str, bool]:
+def _how_won(ev: Hu | HuFields) -> dict[str, bool]:
     """Whether each reading of :data:`_HOW_WON` holds for ``ev``."""
     drawn = ev.from_ is None
     return {"robbing_kong": ev.robbing_kong, "after_kong and self-drawn": ev.after_kong and drawn,
@@ -928,7 +964,7 @@ def _how_won(ev: Hu) -> dict[str, bool]:
             "self-drawn": drawn, "heavenly": ev.heavenly, "earthly": ev.earthly}
 
 
-def _check_given_patterns(w, k: int, ev: Hu, ctx: FanContext, i: int) -> None:
+def _check_given_patterns(w, k: int, ev: Hu | HuFields, ctx: FanContext, i: int) -> None:
     """A winner given by ``fan`` with ``patterns`` (the ``k``-th of event ``i``): the ids that say how the
     win happened must agree with the event's flags (§15.1), else ``patterns_contradict_win`` naming both.
 

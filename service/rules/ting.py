@@ -129,7 +129,25 @@ _NO_TILES = (0,) * 27
 
 
 def dajiao_points(hand: Hand, ctx: FanContext, rules_dajiao: str) -> int | None:
-    """大叫 points of a valid 13-size hand (None when it is not ting), as :func:`ting` gives them."""
+    """大叫 points of a valid 13-size hand (None when it is not ting), as :func:`ting` gives them.
+
+    A function of the hand's value (its concealed tiles, which its suit keys give, its melds and its
+    void): memoized per ruleset (bounded), as a draw's hands are settled again (a round re-read,
+    corrected, or checked before it is sent).
+    """
+    key = (hand.keys, hand.melds, hand.void, rules_dajiao)
+    memo = ctx.dajiao
+    points = memo.get(key, _MISSING)
+    if points is _MISSING:
+        points = _dajiao_points(hand, ctx, rules_dajiao)
+        if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
+            memo.clear()
+        memo[key] = points
+    return points
+
+
+def _dajiao_points(hand: Hand, ctx: FanContext, rules_dajiao: str) -> int | None:
+    """:func:`dajiao_points` computed."""
     tiles = wait_tiles(hand.keys, len(hand.tiles), len(hand.melds), hand.held, hand.suit_mask, _void_index(hand))
     if not tiles:
         return None
