@@ -128,6 +128,27 @@ class DocumentedField(fields.Field):
         raise NotImplementedError
 
 
+class _NotPlain:
+    """The type of :data:`NOT_PLAIN`."""
+
+    def __repr__(self) -> str:
+        return "NOT_PLAIN"
+
+
+NOT_PLAIN: Any = _NotPlain()
+"""What :meth:`PlainField.plain` answers for a value that is not of its field's plain form."""
+
+
+class PlainField(DocumentedField):
+    """A field with a plain form: the values most bodies give, loaded by :meth:`plain` without marshmallow's
+    walk (its ``_deserialize`` runs :meth:`plain` first), for :meth:`_HandRequest.load_plain`."""
+
+    def plain(self, value: Any) -> Any:
+        """``value`` loaded, when it is of the plain form (one that breaks no rule of the field), else
+        :data:`NOT_PLAIN`."""
+        return NOT_PLAIN
+
+
 ENUMS_DOC: dict[str, tuple[str, ...]] = {}
 """Every named enumeration of the document: schema name → values (registered by app.py)."""
 
@@ -307,10 +328,27 @@ def _loaded_ruleset(key: tuple, path: str) -> Ruleset:
     return _rule(path, Ruleset.from_spec, spec)
 
 
-class RulesetField(DocumentedField):
+class RulesetField(PlainField):
     """A preset name or an object of overrides; loads to a :class:`Ruleset`."""
 
+    def plain(self, value: Any) -> Any:
+        """A preset name, or an object of plain members that loaded before, loaded (:data:`NOT_PLAIN`: any
+        other value; see :meth:`_HandRequest.load_plain`)."""
+        if type(value) is str and len(value) <= 64:
+            return _rule(self.name or "ruleset", Ruleset.from_spec, value)
+        if type(value) is dict:
+            key = _spec_key(value)
+            if key is not None:
+                try:
+                    return _loaded_ruleset(key, self.name or "ruleset")
+                except ValidationError:
+                    return NOT_PLAIN
+        return NOT_PLAIN
+
     def _deserialize(self, value, attr, data, **kwargs):
+        loaded = self.plain(value)
+        if loaded is not NOT_PLAIN:
+            return loaded
         path = self.name or "ruleset"
         if isinstance(value, str):
             if len(value) > 64:
@@ -470,7 +508,7 @@ def _nested(schema: type[ma.Schema], value: Any) -> dict:
         raise ValidationError(exc.messages, valid_data=exc.valid_data) from None
 
 
-class HandField(DocumentedField):
+class HandField(PlainField):
     """A hand (documented as :class:`HandSchema`), loaded for the core: a :class:`Hand`, or the hand string
     itself when it is one the core reads straight from the string.
 
@@ -487,14 +525,21 @@ class HandField(DocumentedField):
     'p'
     """
 
-    def _deserialize(self, value, attr, data, **kwargs):
-        path = self.name or "hand"
+    def plain(self, value: Any) -> Any:
+        """The common form loaded (:data:`NOT_PLAIN`: any other value)."""
         if type(value) is dict and len(value) == 1:
             tiles = value.get("tiles")
             if type(tiles) is str and len(tiles) <= MAX_HAND_CHARS:
                 if suit_keys(tiles) is not None:
                     return tiles
-                return _core(f"{path}.tiles", parse_hand, tiles)
+                return _core(f"{self.name or 'hand'}.tiles", parse_hand, tiles)
+        return NOT_PLAIN
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        loaded = self.plain(value)
+        if loaded is not NOT_PLAIN:
+            return loaded
+        path = self.name or "hand"
         return _core(None, load_hand, _nested(HandSchema, value), path)
 
     def openapi(self, converter) -> dict:
@@ -509,20 +554,29 @@ def _win(tile: str, flags: dict) -> Win | Refused:
     return parsed if type(parsed) is Refused else _core("win", lambda: Win(parsed, **flags))
 
 
-class WinField(DocumentedField):
+class WinField(PlainField):
     """How a hand won (documented as :class:`WinSchema`), loaded to a core :class:`Win`.
 
     An object of a tile string and ``true``/``false`` flags is checked here and given to the core;
     anything else is loaded by :class:`WinSchema` (its messages).  A core refusal is a :class:`Refused`.
     """
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def plain(self, value: Any) -> Any:
+        """An object of a tile string and ``true``/``false`` flags loaded (:data:`NOT_PLAIN`: any other value)."""
         if type(value) is dict:
             tile = value.get("tile")
             if type(tile) is str and len(tile) <= MAX_TILE_CHARS:
+                if len(value) == 1:
+                    return _win(tile, {})
                 flags = {k: v for k, v in value.items() if k != "tile"}
                 if all(k in WIN_FLAG_SET and (v is True or v is False) for k, v in flags.items()):
                     return _win(tile, flags)
+        return NOT_PLAIN
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        loaded = self.plain(value)
+        if loaded is not NOT_PLAIN:
+            return loaded
         w = _nested(WinSchema, value)
         return _win(w.pop("tile"), w)
 
@@ -537,19 +591,26 @@ def _absent() -> None:
     return None
 
 
-class VisibleField(DocumentedField):
+class VisibleField(PlainField):
     """Tiles seen elsewhere: a hand string of at most :data:`MAX_VISIBLE_CHARS`, loaded to the core's tiles
     (an empty string: None).  A core refusal is a :class:`Refused`."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(load_default=_absent, **kwargs)  # (a callable: no ``null``, no documented default)
 
+    def plain(self, value: Any) -> Any:
+        """A string within the bound loaded (:data:`NOT_PLAIN`: any other value)."""
+        if type(value) is str and len(value) <= MAX_VISIBLE_CHARS:
+            return _core("visible", parse_tiles, value) if value else None
+        return NOT_PLAIN
+
     def _deserialize(self, value, attr, data, **kwargs):
+        loaded = self.plain(value)
+        if loaded is not NOT_PLAIN:
+            return loaded
         if not isinstance(value, str):
             raise ValidationError("Not a valid string.")
-        if len(value) > MAX_VISIBLE_CHARS:
-            raise ValidationError(f"Longer than maximum length {MAX_VISIBLE_CHARS}.")
-        return _core("visible", parse_tiles, value) if value else None
+        raise ValidationError(f"Longer than maximum length {MAX_VISIBLE_CHARS}.")
 
     def openapi(self, converter) -> dict:
         return {"type": "string", "maxLength": MAX_VISIBLE_CHARS, "description": "tiles seen elsewhere (a hand string)"}
@@ -560,17 +621,64 @@ class _HandRequest(ma.Schema):
     """A hand operation's body.  Loaded alone (``schema.load``, the single endpoints) a core refusal is raised
     by the ``post_load``; loaded with ``many=True`` (a batch's items, :mod:`service.api.batch_items`) each item
     keeps its :class:`Refused` values for the caller to raise item by item
-    (:func:`check_refusals` with :attr:`CORE_FIELDS`), so that one refused item does not fail the others."""
+    (:func:`check_refusals` with :attr:`CORE_FIELDS`), so that one refused item does not fail the others.
+
+    A batch first tries each item's plain load (:meth:`load_plain`), which most items are: only the others
+    go through ``load(..., many=True)``."""
 
     CORE_FIELDS: tuple[str, ...] = ("hand", "visible")
     hand = HandField(required=True)
     ruleset = RulesetField(load_default=DEFAULT_RULESET.get, metadata={"default": "xuezhan"})
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plain_loaders: dict[str, Callable[[Any], Any]] = {
+            name: field.plain for name, field in self.fields.items() if isinstance(field, PlainField)}
+        """Each field's :meth:`PlainField.plain`, by name (:meth:`load_plain`)."""
 
     @post_load(pass_collection=True)  # (once per load: a batch's items are checked by their caller)
     def _to_core(self, data: dict | list[dict], many: bool, **kwargs: Any) -> dict | list[dict]:
         if many or isinstance(data, list):
             return data
         return check_refusals(data, self.CORE_FIELDS)
+
+    def plain_defaults(self) -> dict[str, Any]:
+        """The loaded value of each member a body may leave out, now (the ruleset: :data:`DEFAULT_RULESET`'s):
+        a batch's, taken once for all its items (:meth:`load_plain`)."""
+        return {name: field.load_default() if callable(field.load_default) else field.load_default
+                for name, field in self.fields.items() if not field.required}
+
+    def load_plain(self, body: Any, defaults: dict[str, Any], ignore: str | None = None) -> dict | None:
+        """``body`` loaded as ``load(body, many=True)`` loads an item, when it is of the plain form: an object
+        whose members (but ``ignore``, a batch item's ``op``) are fields of this schema, the required ones
+        among them, each of its field's plain form (the field's ``plain`` method, which its
+        ``_deserialize`` runs first: the same values, :class:`Refused` included); else None (let ``load``
+        give its messages).  ``defaults``: :meth:`plain_defaults`.  A plain body breaks no rule of the
+        schema, so that only the fields' own exceptions may come out, as they would out of ``load``
+        (a ruleset that the core refuses).
+
+        >>> schema = TingRequest()
+        >>> args = schema.load_plain({"hand": {"tiles": "1112345678999m"}, "op": "ting"}, schema.plain_defaults(), "op")
+        >>> args["hand"], args["ruleset"].preset, args["visible"]
+        ('1112345678999m', 'xuezhan', None)
+        >>> schema.load_plain({"hand": {"tiles": "1112345678999m"}, "extra": 1}, schema.plain_defaults()) is None
+        True
+        """
+        if type(body) is not dict:
+            return None
+        loaders = self.plain_loaders
+        out = dict(defaults)
+        for name, value in body.items():
+            if name == ignore:
+                continue
+            plain = loaders.get(name)
+            if plain is None:
+                return None
+            loaded = plain(value)
+            if loaded is NOT_PLAIN:
+                return None
+            out[name] = loaded
+        return out if len(out) == len(self.fields) else None
 
 
 class ValidateRequest(_HandRequest):
@@ -1023,12 +1131,25 @@ class BatchItemField(DocumentedField):
         ]}
 
 
+class BatchItems(fields.List):
+    """A JSON batch's items, documented as a list of :class:`BatchItemField`: a list is taken as it is, not
+    walked item by item (an item is any value, each checked on its own when it is answered)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(BatchItemField(), **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if type(value) is not list:
+            raise self.make_error("invalid")
+        return value
+
+
 class BatchRequest(ma.Schema):
     """A JSON batch: its items, and the ruleset of every item that has no ``ruleset`` member (as if
     the item gave it; default: xuezhan, as for a single request)."""
 
     ruleset = RulesetField()
-    items = fields.List(BatchItemField(), required=True, metadata={
+    items = BatchItems(required=True, metadata={
         "maxItems": BATCH_MAX_ITEMS,
         "description": f"at most `BATCH_MAX_ITEMS` ({BATCH_MAX_ITEMS} by default) items, each the body of "
                        "its operation with `op`; the whole body at most `MAX_BATCH_BYTES` (1 MiB by default)"})
