@@ -74,7 +74,7 @@ from ..rules.settle import Settlement
 from ..rules.shanten import USEFUL, Shanten, ShantenOptions, UsefulTile
 from ..rules.stakes import MAX_COINS, CoinSettlement, Stakes, StakesError
 from ..rules.tiles import SUITS, Tile, parse_suit, parse_tiles
-from ..rules.ting import DiscardAdvice, Ting, Wait
+from ..rules.ting import DiscardAdvice, DiscardOption, Ting, Wait
 from ..rules.validate import Validation
 from .problems import FieldRuleError
 
@@ -1173,8 +1173,19 @@ class BatchResponse(ma.Schema):
 
 
 # -- dump: each answer's one serializer (its schema above documents it: see the module) ------
+MAX_CACHED_PATTERNS = 1 << 10
+"""The bodies of the patterns answered lately that are kept (a :class:`~service.rules.patterns.PatternFan` is an
+immutable value, of a few hundred there can be: an id, its fan, its count): read-only, as a wait's."""
+
+
+@functools.lru_cache(maxsize=MAX_CACHED_PATTERNS)
+def dump_pattern(p: PatternFan) -> dict:
+    """A pattern's body (shared: see :data:`MAX_CACHED_PATTERNS`)."""
+    return p.as_dict()
+
+
 def dump_patterns(patterns: tuple[PatternFan, ...]) -> list[dict]:
-    return [p.as_dict() for p in patterns]
+    return [dump_pattern(p) for p in patterns]
 
 
 MAX_CACHED_WAITS = 1 << 14
@@ -1200,7 +1211,7 @@ def dump_wait(w: Wait) -> dict:
 
 def dump_validation(v: Validation) -> dict:
     return {
-        "valid": v.valid, "size": v.size, "tiles": v.tiles, "suits": list(v.suits),
+        "valid": v.valid, "size": v.size, "tiles": v.tiles, "suits": v.suits,
         "huazhu": v.huazhu, "complete": v.complete,
         "problems": [{"code": p.code, "message": p.message} for p in v.problems],
     }
@@ -1213,17 +1224,48 @@ def dump_ting(t: Ting) -> dict:
     }
 
 
-def dump_discards(a: DiscardAdvice) -> dict:
+class SharedBodies:
+    """The bodies of immutable values that the core's memos share (the same object in many answers), by the
+    value's identity: each is built once, then found by ``id()`` (no hash of the value: a discard option's
+    would walk its waits).  Each entry holds its value, so that no other object takes that id while the entry
+    is kept; a value equal to one kept but another object gets a body of its own.  Bounded: a full memo is
+    emptied (``limit`` entries).  Bodies are read-only, as a wait's.
+
+    >>> bodies = SharedBodies(lambda t: {"tile": str(t)}, 2)
+    >>> from service.rules.tiles import TILES
+    >>> bodies(TILES[0]) is bodies(TILES[0]), bodies(TILES[1])["tile"]
+    (True, '2m')
+    """
+
+    def __init__(self, build: Callable[[Any], Any], limit: int) -> None:
+        self.build, self.limit = build, limit
+        self.memo: dict[int, tuple[Any, Any]] = {}
+
+    def __call__(self, value: Any) -> Any:
+        found = self.memo.get(id(value))
+        if found is not None and found[0] is value:
+            return found[1]
+        body = self.build(value)
+        if len(self.memo) >= self.limit:
+            self.memo.clear()
+        self.memo[id(value)] = (value, body)
+        return body
+
+
+def _option_body(o: DiscardOption) -> dict:
     return {
-        "options": [
-            {
-                "discard": str(o.discard), "waits": [dump_wait(w) for w in o.waits],
-                "remaining": o.remaining, "dajiao": {"fan": o.dajiao.fan, "points": o.dajiao.points},
-            }
-            for o in a.options
-        ],
-        "complete": a.complete,
+        "discard": str(o.discard), "waits": [dump_wait(w) for w in o.waits],
+        "remaining": o.remaining, "dajiao": {"fan": o.dajiao.fan, "points": o.dajiao.points},
     }
+
+
+dump_option = SharedBodies(_option_body, MAX_CACHED_WAITS)
+"""A discard option's body (:class:`SharedBodies`: the core's memos share the options of the hands that have
+them, :func:`~service.rules.ting.suit_options`)."""
+
+
+def dump_discards(a: DiscardAdvice) -> dict:
+    return {"options": [dump_option(o) for o in a.options], "complete": a.complete}
 
 
 _USEFUL_BODIES = {t: {"tile": str(t.tile), "remaining": t.remaining} for by_left in USEFUL for t in by_left}
@@ -1246,7 +1288,7 @@ def dump_shanten(r: Shanten | ShantenOptions) -> dict:
 def dump_score(s: Score) -> dict:
     return {
         "fan": s.fan, "raw_fan": s.raw_fan, "multiplier": s.multiplier, "points": s.points,
-        "capped": s.capped, "patterns": dump_patterns(s.patterns), "decomposition": list(s.decomposition),
+        "capped": s.capped, "patterns": dump_patterns(s.patterns), "decomposition": s.decomposition,
     }
 
 
