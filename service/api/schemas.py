@@ -9,8 +9,10 @@ hand string, and only melds, a ``void`` or a list of tiles go through the nested
 :class:`~service.rules.errors.RuleError` met there becomes a
 :class:`~service.api.problems.FieldRuleError` naming the field, raised once every field has loaded
 (:class:`Refused`), so that a body the schema refuses gets the schema's messages whatever the core
-would say.  A batch loads the items of one operation together (``many=True``, each item still answered
-alone: :mod:`service.api.batch_items`).
+would say.  A batch loads the items of one operation together (each item still answered alone:
+:mod:`service.api.batch_items`): an item of the fields' plain form (:class:`PlainField`, the form most
+bodies have) by :meth:`_HandRequest.load_plain`, the very code the fields' ``_deserialize`` runs first,
+without marshmallow's walk of the schema; the others by ``load(..., many=True)``.
 
 *Response* schemas (``*Response`` and the schemas they nest) document each answer; they are not what
 writes it.  One serializer per shape runs: the ``dump_*`` functions below build each body straight from
@@ -27,7 +29,9 @@ undocumented, each of the documented type) and the schema's own dump of that bod
 byte, and every documented member is written by some body.  The one shape a schema does write is
 ``GET /v1/rulesets`` (:class:`RulesetsResponse`, rarely called, no ``dump_*``).  A wait's body is a
 function of an immutable value the core's memos share: it is built once and shared by the answers that
-list it (:func:`dump_wait`; bodies are read-only).
+list it (:func:`dump_wait`, :func:`dump_pattern` by value; a discard option's by identity,
+:class:`SharedBodies`; bodies are read-only).  A body is built of what orjson writes natively (dicts,
+lists, tuples of strings, numbers).
 
 *Events* are the rules core's to decide (:func:`service.rules.events.parse_event`
 and the table fold: a seat's range depends on the table's ruleset): the event
