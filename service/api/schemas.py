@@ -30,8 +30,8 @@ byte, and every documented member is written by some body.  The one shape a sche
 ``GET /v1/rulesets`` (:class:`RulesetsResponse`, rarely called, no ``dump_*``).  A wait's body is a
 function of an immutable value the core's memos share: it is built once and shared by the answers that
 list it (:func:`dump_wait`, :func:`dump_pattern` by value; a discard option's by identity,
-:class:`SharedBodies`; bodies are read-only).  A body is built of what orjson writes natively (dicts,
-lists, tuples of strings, numbers).
+:class:`SharedBodies`; bodies are read-only).  A body is built of what orjson writes natively and what
+JSON reads back the same (dicts, lists, strings, numbers).
 
 *Events* are the rules core's to decide (:func:`service.rules.events.parse_event`
 and the table fold: a seat's range depends on the table's ruleset): the event
@@ -1215,7 +1215,7 @@ def dump_wait(w: Wait) -> dict:
 
 def dump_validation(v: Validation) -> dict:
     return {
-        "valid": v.valid, "size": v.size, "tiles": v.tiles, "suits": v.suits,
+        "valid": v.valid, "size": v.size, "tiles": v.tiles, "suits": list(v.suits),
         "huazhu": v.huazhu, "complete": v.complete,
         "problems": [{"code": p.code, "message": p.message} for p in v.problems],
     }
@@ -1292,7 +1292,7 @@ def dump_shanten(r: Shanten | ShantenOptions) -> dict:
 def dump_score(s: Score) -> dict:
     return {
         "fan": s.fan, "raw_fan": s.raw_fan, "multiplier": s.multiplier, "points": s.points,
-        "capped": s.capped, "patterns": dump_patterns(s.patterns), "decomposition": s.decomposition,
+        "capped": s.capped, "patterns": dump_patterns(s.patterns), "decomposition": list(s.decomposition),
     }
 
 
