@@ -614,7 +614,9 @@ class VisibleField(PlainField):
             return loaded
         if not isinstance(value, str):
             raise ValidationError("Not a valid string.")
-        raise ValidationError(f"Longer than maximum length {MAX_VISIBLE_CHARS}.")
+        if len(value) > MAX_VISIBLE_CHARS:
+            raise ValidationError(f"Longer than maximum length {MAX_VISIBLE_CHARS}.")
+        return _core("visible", parse_tiles, value) if value else None
 
     def openapi(self, converter) -> dict:
         return {"type": "string", "maxLength": MAX_VISIBLE_CHARS, "description": "tiles seen elsewhere (a hand string)"}
