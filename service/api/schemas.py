@@ -527,14 +527,21 @@ class HandField(PlainField):
     '1112345678999m'
     >>> TingRequest().load({"hand": {"tiles": "1112345678999m", "void": "p"}})["hand"].void
     'p'
+
+    With ``parsed`` the common form is always parsed (:func:`parse_hand`): for an operation that parses a
+    string anyway (scoring), so that it is parsed once.
     """
+
+    def __init__(self, *, parsed: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.parsed = parsed
 
     def plain(self, value: Any) -> Any:
         """The common form loaded (:data:`NOT_PLAIN`: any other value)."""
         if type(value) is dict and len(value) == 1:
             tiles = value.get("tiles")
             if type(tiles) is str and len(tiles) <= MAX_HAND_CHARS:
-                if suit_keys(tiles) is not None:
+                if not self.parsed and suit_keys(tiles) is not None:
                     return tiles
                 return _core(f"{self.name or 'hand'}.tiles", parse_hand, tiles)
         return NOT_PLAIN
@@ -718,6 +725,7 @@ assert tuple(WinSchema().fields)[1:] == WIN_FLAGS
 
 class ScoreRequest(_HandRequest):
     CORE_FIELDS = ("hand", "win")
+    hand = HandField(required=True, parsed=True)  # (scoring parses a hand string: parsed once, here)
     win = WinField(required=True)
 
 
