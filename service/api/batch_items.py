@@ -124,10 +124,40 @@ def answer_value(item: Any, request_id: str | None = None) -> dict:
     return answer_item(item, request_id)
 
 
-def answer_many(op: str, bodies: list[dict], request_id: str | None = None) -> list[dict]:
+def answer_many(op: str, items: list[dict], request_id: str | None = None) -> list[dict]:
+    """The results of ``items`` (objects whose ``op`` is the hand operation ``op``), in order, each answered as
+    :func:`answer` answers it alone (a body the schema refuses gets its own messages, one the core refuses its
+    first refusal).
+
+    The batch's things are resolved once (the operation, its schema, the default ruleset): each item of the
+    plain form is loaded by :meth:`~service.api.schemas._HandRequest.load_plain`, its ``op`` skipped; the
+    others, without their ``op``, at once by the operation's ``many=True`` schema (:func:`_answer_loaded`).
+    """
+    spec = OPS[op]
+    schema, body_of, path = spec.schema, spec.body, spec.path
+    core_fields, defaults = schema.CORE_FIELDS, schema.plain_defaults()
+    check = s.check_refusals
+    out: list = [None] * len(items)
+    rest: list[int] = []
+    for i, item in enumerate(items):
+        try:
+            args = schema.load_plain(item, defaults, "op")
+            if args is None:
+                rest.append(i)
+                continue
+            out[i] = {"status": 200, "body": body_of(check(args, core_fields))}
+        except Exception as exc:  # noqa: BLE001 - as in answer()
+            out[i] = problem_result(exc, path, request_id)
+    if rest:
+        bodies = [{k: v for k, v in items[i].items() if k != "op"} for i in rest]
+        for i, result in zip(rest, _answer_loaded(op, bodies, request_id)):
+            out[i] = result
+    return out
+
+
+def _answer_loaded(op: str, bodies: list[dict], request_id: str | None = None) -> list[dict]:
     """The results of ``bodies`` (items of the hand operation ``op``, without their ``op``), in order: loaded at
-    once by the operation's ``many=True`` schema, each answered as :func:`answer` answers it alone (a body the
-    schema refuses gets its own messages, one the core refuses its first refusal)."""
+    once by the operation's ``many=True`` schema, each answered as :func:`answer` answers it alone."""
     spec = OPS[op]
     try:
         loaded, errors = spec.many.load(bodies), dict[int, Any]()
@@ -163,8 +193,9 @@ def answer_values(values: list, request_id: str | None = None) -> list[dict]:
         else:
             groups.setdefault(item["op"], []).append(i)
     for op, where in groups.items():
-        bodies = [{k: v for k, v in values[i].items() if k != "op"} for i in where]
-        for i, result in zip(where, answer_many(op, bodies, request_id)):
+        if len(where) == len(values):  # (one operation: the items as they are)
+            return answer_many(op, values, request_id)
+        for i, result in zip(where, answer_many(op, [values[i] for i in where], request_id)):
             out[i] = result
     return out
 

@@ -9,8 +9,10 @@ hand string, and only melds, a ``void`` or a list of tiles go through the nested
 :class:`~service.rules.errors.RuleError` met there becomes a
 :class:`~service.api.problems.FieldRuleError` naming the field, raised once every field has loaded
 (:class:`Refused`), so that a body the schema refuses gets the schema's messages whatever the core
-would say.  A batch loads the items of one operation together (``many=True``, each item still answered
-alone: :mod:`service.api.batch_items`).
+would say.  A batch loads the items of one operation together (each item still answered alone:
+:mod:`service.api.batch_items`): an item of the fields' plain form (:class:`PlainField`, the form most
+bodies have) by :meth:`_HandRequest.load_plain`, the very code the fields' ``_deserialize`` runs first,
+without marshmallow's walk of the schema; the others by ``load(..., many=True)``.
 
 *Response* schemas (``*Response`` and the schemas they nest) document each answer; they are not what
 writes it.  One serializer per shape runs: the ``dump_*`` functions below build each body straight from
@@ -27,7 +29,9 @@ undocumented, each of the documented type) and the schema's own dump of that bod
 byte, and every documented member is written by some body.  The one shape a schema does write is
 ``GET /v1/rulesets`` (:class:`RulesetsResponse`, rarely called, no ``dump_*``).  A wait's body is a
 function of an immutable value the core's memos share: it is built once and shared by the answers that
-list it (:func:`dump_wait`; bodies are read-only).
+list it (:func:`dump_wait`, :func:`dump_pattern` by value; a discard option's by identity,
+:class:`SharedBodies`; bodies are read-only).  A body is built of what orjson writes natively and what
+JSON reads back the same (dicts, lists, strings, numbers).
 
 *Events* are the rules core's to decide (:func:`service.rules.events.parse_event`
 and the table fold: a seat's range depends on the table's ruleset): the event
@@ -75,7 +79,7 @@ from ..rules.settle import Settlement
 from ..rules.shanten import USEFUL, Shanten, ShantenOptions, UsefulTile
 from ..rules.stakes import MAX_COINS, CoinSettlement, Stakes, StakesError
 from ..rules.tiles import SUITS, Tile, parse_suit, parse_tiles
-from ..rules.ting import DiscardAdvice, Ting, Wait
+from ..rules.ting import DiscardAdvice, DiscardOption, Ting, Wait
 from ..rules.validate import Validation
 from .problems import FieldRuleError
 
@@ -127,6 +131,27 @@ class DocumentedField(fields.Field):
 
     def openapi(self, converter) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+class _NotPlain:
+    """The type of :data:`NOT_PLAIN`."""
+
+    def __repr__(self) -> str:
+        return "NOT_PLAIN"
+
+
+NOT_PLAIN: Any = _NotPlain()
+"""What :meth:`PlainField.plain` answers for a value that is not of its field's plain form."""
+
+
+class PlainField(DocumentedField):
+    """A field with a plain form: the values most bodies give, loaded by :meth:`plain` without marshmallow's
+    walk (its ``_deserialize`` runs :meth:`plain` first), for :meth:`_HandRequest.load_plain`."""
+
+    def plain(self, value: Any) -> Any:
+        """``value`` loaded, when it is of the plain form (one that breaks no rule of the field), else
+        :data:`NOT_PLAIN`."""
+        return NOT_PLAIN
 
 
 ENUMS_DOC: dict[str, tuple[str, ...]] = {}
@@ -308,10 +333,27 @@ def _loaded_ruleset(key: tuple, path: str) -> Ruleset:
     return _rule(path, Ruleset.from_spec, spec)
 
 
-class RulesetField(DocumentedField):
+class RulesetField(PlainField):
     """A preset name or an object of overrides; loads to a :class:`Ruleset`."""
 
+    def plain(self, value: Any) -> Any:
+        """A preset name, or an object of plain members that loaded before, loaded (:data:`NOT_PLAIN`: any
+        other value; see :meth:`_HandRequest.load_plain`)."""
+        if type(value) is str and len(value) <= 64:
+            return _rule(self.name or "ruleset", Ruleset.from_spec, value)
+        if type(value) is dict:
+            key = _spec_key(value)
+            if key is not None:
+                try:
+                    return _loaded_ruleset(key, self.name or "ruleset")
+                except ValidationError:
+                    return NOT_PLAIN
+        return NOT_PLAIN
+
     def _deserialize(self, value, attr, data, **kwargs):
+        loaded = self.plain(value)
+        if loaded is not NOT_PLAIN:
+            return loaded
         path = self.name or "ruleset"
         if isinstance(value, str):
             if len(value) > 64:
@@ -471,7 +513,7 @@ def _nested(schema: type[ma.Schema], value: Any) -> dict:
         raise ValidationError(exc.messages, valid_data=exc.valid_data) from None
 
 
-class HandField(DocumentedField):
+class HandField(PlainField):
     """A hand (documented as :class:`HandSchema`), loaded for the core: a :class:`Hand`, or the hand string
     itself when it is one the core reads straight from the string.
 
@@ -486,16 +528,30 @@ class HandField(DocumentedField):
     '1112345678999m'
     >>> TingRequest().load({"hand": {"tiles": "1112345678999m", "void": "p"}})["hand"].void
     'p'
+
+    With ``parsed`` the common form is always parsed (:func:`parse_hand`): for an operation that parses a
+    string anyway (scoring), so that it is parsed once.
     """
 
-    def _deserialize(self, value, attr, data, **kwargs):
-        path = self.name or "hand"
+    def __init__(self, *, parsed: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.parsed = parsed
+
+    def plain(self, value: Any) -> Any:
+        """The common form loaded (:data:`NOT_PLAIN`: any other value)."""
         if type(value) is dict and len(value) == 1:
             tiles = value.get("tiles")
             if type(tiles) is str and len(tiles) <= MAX_HAND_CHARS:
-                if suit_keys(tiles) is not None:
+                if not self.parsed and suit_keys(tiles) is not None:
                     return tiles
-                return _core(f"{path}.tiles", parse_hand, tiles)
+                return _core(f"{self.name or 'hand'}.tiles", parse_hand, tiles)
+        return NOT_PLAIN
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        loaded = self.plain(value)
+        if loaded is not NOT_PLAIN:
+            return loaded
+        path = self.name or "hand"
         return _core(None, load_hand, _nested(HandSchema, value), path)
 
     def openapi(self, converter) -> dict:
@@ -510,20 +566,29 @@ def _win(tile: str, flags: dict) -> Win | Refused:
     return parsed if type(parsed) is Refused else _core("win", lambda: Win(parsed, **flags))
 
 
-class WinField(DocumentedField):
+class WinField(PlainField):
     """How a hand won (documented as :class:`WinSchema`), loaded to a core :class:`Win`.
 
     An object of a tile string and ``true``/``false`` flags is checked here and given to the core;
     anything else is loaded by :class:`WinSchema` (its messages).  A core refusal is a :class:`Refused`.
     """
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def plain(self, value: Any) -> Any:
+        """An object of a tile string and ``true``/``false`` flags loaded (:data:`NOT_PLAIN`: any other value)."""
         if type(value) is dict:
             tile = value.get("tile")
             if type(tile) is str and len(tile) <= MAX_TILE_CHARS:
+                if len(value) == 1:
+                    return _win(tile, {})
                 flags = {k: v for k, v in value.items() if k != "tile"}
                 if all(k in WIN_FLAG_SET and (v is True or v is False) for k, v in flags.items()):
                     return _win(tile, flags)
+        return NOT_PLAIN
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        loaded = self.plain(value)
+        if loaded is not NOT_PLAIN:
+            return loaded
         w = _nested(WinSchema, value)
         return _win(w.pop("tile"), w)
 
@@ -538,14 +603,23 @@ def _absent() -> None:
     return None
 
 
-class VisibleField(DocumentedField):
+class VisibleField(PlainField):
     """Tiles seen elsewhere: a hand string of at most :data:`MAX_VISIBLE_CHARS`, loaded to the core's tiles
     (an empty string: None).  A core refusal is a :class:`Refused`."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(load_default=_absent, **kwargs)  # (a callable: no ``null``, no documented default)
 
+    def plain(self, value: Any) -> Any:
+        """A string within the bound loaded (:data:`NOT_PLAIN`: any other value)."""
+        if type(value) is str and len(value) <= MAX_VISIBLE_CHARS:
+            return _core("visible", parse_tiles, value) if value else None
+        return NOT_PLAIN
+
     def _deserialize(self, value, attr, data, **kwargs):
+        loaded = self.plain(value)
+        if loaded is not NOT_PLAIN:
+            return loaded
         if not isinstance(value, str):
             raise ValidationError("Not a valid string.")
         if len(value) > MAX_VISIBLE_CHARS:
@@ -561,17 +635,64 @@ class _HandRequest(ma.Schema):
     """A hand operation's body.  Loaded alone (``schema.load``, the single endpoints) a core refusal is raised
     by the ``post_load``; loaded with ``many=True`` (a batch's items, :mod:`service.api.batch_items`) each item
     keeps its :class:`Refused` values for the caller to raise item by item
-    (:func:`check_refusals` with :attr:`CORE_FIELDS`), so that one refused item does not fail the others."""
+    (:func:`check_refusals` with :attr:`CORE_FIELDS`), so that one refused item does not fail the others.
+
+    A batch first tries each item's plain load (:meth:`load_plain`), which most items are: only the others
+    go through ``load(..., many=True)``."""
 
     CORE_FIELDS: tuple[str, ...] = ("hand", "visible")
     hand = HandField(required=True)
     ruleset = RulesetField(load_default=DEFAULT_RULESET.get, metadata={"default": "xuezhan"})
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plain_loaders: dict[str, Callable[[Any], Any]] = {
+            name: field.plain for name, field in self.fields.items() if isinstance(field, PlainField)}
+        """Each field's :meth:`PlainField.plain`, by name (:meth:`load_plain`)."""
 
     @post_load(pass_collection=True)  # (once per load: a batch's items are checked by their caller)
     def _to_core(self, data: dict | list[dict], many: bool, **kwargs: Any) -> dict | list[dict]:
         if many or isinstance(data, list):
             return data
         return check_refusals(data, self.CORE_FIELDS)
+
+    def plain_defaults(self) -> dict[str, Any]:
+        """The loaded value of each member a body may leave out, now (the ruleset: :data:`DEFAULT_RULESET`'s):
+        a batch's, taken once for all its items (:meth:`load_plain`)."""
+        return {name: field.load_default() if callable(field.load_default) else field.load_default
+                for name, field in self.fields.items() if not field.required}
+
+    def load_plain(self, body: Any, defaults: dict[str, Any], ignore: str | None = None) -> dict | None:
+        """``body`` loaded as ``load(body, many=True)`` loads an item, when it is of the plain form: an object
+        whose members (but ``ignore``, a batch item's ``op``) are fields of this schema, the required ones
+        among them, each of its field's plain form (the field's ``plain`` method, which its
+        ``_deserialize`` runs first: the same values, :class:`Refused` included); else None (let ``load``
+        give its messages).  ``defaults``: :meth:`plain_defaults`.  A plain body breaks no rule of the
+        schema, so that only the fields' own exceptions may come out, as they would out of ``load``
+        (a ruleset that the core refuses).
+
+        >>> schema = TingRequest()
+        >>> args = schema.load_plain({"hand": {"tiles": "1112345678999m"}, "op": "ting"}, schema.plain_defaults(), "op")
+        >>> args["hand"], args["ruleset"].preset, args["visible"]
+        ('1112345678999m', 'xuezhan', None)
+        >>> schema.load_plain({"hand": {"tiles": "1112345678999m"}, "extra": 1}, schema.plain_defaults()) is None
+        True
+        """
+        if type(body) is not dict:
+            return None
+        loaders = self.plain_loaders
+        out = dict(defaults)
+        for name, value in body.items():
+            if name == ignore:
+                continue
+            plain = loaders.get(name)
+            if plain is None:
+                return None
+            loaded = plain(value)
+            if loaded is NOT_PLAIN:
+                return None
+            out[name] = loaded
+        return out if len(out) == len(self.fields) else None
 
 
 class ValidateRequest(_HandRequest):
@@ -605,6 +726,7 @@ assert tuple(WinSchema().fields)[1:] == WIN_FLAGS
 
 class ScoreRequest(_HandRequest):
     CORE_FIELDS = ("hand", "win")
+    hand = HandField(required=True, parsed=True)  # (scoring parses a hand string: parsed once, here)
     win = WinField(required=True)
 
 
@@ -1025,12 +1147,25 @@ class BatchItemField(DocumentedField):
         ]}
 
 
+class BatchItems(fields.List):
+    """A JSON batch's items, documented as a list of :class:`BatchItemField`: a list is taken as it is, not
+    walked item by item (an item is any value, each checked on its own when it is answered)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(BatchItemField(), **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if type(value) is not list:
+            raise self.make_error("invalid")
+        return value
+
+
 class BatchRequest(ma.Schema):
     """A JSON batch: its items, and the ruleset of every item that has no ``ruleset`` member (as if
     the item gave it; default: xuezhan, as for a single request)."""
 
     ruleset = RulesetField()
-    items = fields.List(BatchItemField(), required=True, metadata={
+    items = BatchItems(required=True, metadata={
         "maxItems": BATCH_MAX_ITEMS,
         "description": f"at most `BATCH_MAX_ITEMS` ({BATCH_MAX_ITEMS} by default) items, each the body of "
                        "its operation with `op`; the whole body at most `MAX_BATCH_BYTES` (1 MiB by default)"})
@@ -1054,8 +1189,19 @@ class BatchResponse(ma.Schema):
 
 
 # -- dump: each answer's one serializer (its schema above documents it: see the module) ------
+MAX_CACHED_PATTERNS = 1 << 10
+"""The bodies of the patterns answered lately that are kept (a :class:`~service.rules.patterns.PatternFan` is an
+immutable value, of a few hundred there can be: an id, its fan, its count): read-only, as a wait's."""
+
+
+@functools.lru_cache(maxsize=MAX_CACHED_PATTERNS)
+def dump_pattern(p: PatternFan) -> dict:
+    """A pattern's body (shared: see :data:`MAX_CACHED_PATTERNS`)."""
+    return p.as_dict()
+
+
 def dump_patterns(patterns: tuple[PatternFan, ...]) -> list[dict]:
-    return [p.as_dict() for p in patterns]
+    return [dump_pattern(p) for p in patterns]
 
 
 MAX_CACHED_WAITS = 1 << 14
@@ -1094,17 +1240,48 @@ def dump_ting(t: Ting) -> dict:
     }
 
 
-def dump_discards(a: DiscardAdvice) -> dict:
+class SharedBodies:
+    """The bodies of immutable values that the core's memos share (the same object in many answers), by the
+    value's identity: each is built once, then found by ``id()`` (no hash of the value: a discard option's
+    would walk its waits).  Each entry holds its value, so that no other object takes that id while the entry
+    is kept; a value equal to one kept but another object gets a body of its own.  Bounded: a full memo is
+    emptied (``limit`` entries).  Bodies are read-only, as a wait's.
+
+    >>> bodies = SharedBodies(lambda t: {"tile": str(t)}, 2)
+    >>> from service.rules.tiles import TILES
+    >>> bodies(TILES[0]) is bodies(TILES[0]), bodies(TILES[1])["tile"]
+    (True, '2m')
+    """
+
+    def __init__(self, build: Callable[[Any], Any], limit: int) -> None:
+        self.build, self.limit = build, limit
+        self.memo: dict[int, tuple[Any, Any]] = {}
+
+    def __call__(self, value: Any) -> Any:
+        found = self.memo.get(id(value))
+        if found is not None and found[0] is value:
+            return found[1]
+        body = self.build(value)
+        if len(self.memo) >= self.limit:
+            self.memo.clear()
+        self.memo[id(value)] = (value, body)
+        return body
+
+
+def _option_body(o: DiscardOption) -> dict:
     return {
-        "options": [
-            {
-                "discard": str(o.discard), "waits": [dump_wait(w) for w in o.waits],
-                "remaining": o.remaining, "dajiao": {"fan": o.dajiao.fan, "points": o.dajiao.points},
-            }
-            for o in a.options
-        ],
-        "complete": a.complete,
+        "discard": str(o.discard), "waits": [dump_wait(w) for w in o.waits],
+        "remaining": o.remaining, "dajiao": {"fan": o.dajiao.fan, "points": o.dajiao.points},
     }
+
+
+dump_option = SharedBodies(_option_body, MAX_CACHED_WAITS)
+"""A discard option's body (:class:`SharedBodies`: the core's memos share the options of the hands that have
+them, :func:`~service.rules.ting.suit_options`)."""
+
+
+def dump_discards(a: DiscardAdvice) -> dict:
+    return {"options": [dump_option(o) for o in a.options], "complete": a.complete}
 
 
 _USEFUL_BODIES = {t: {"tile": str(t.tile), "remaining": t.remaining} for by_left in USEFUL for t in by_left}
