@@ -405,7 +405,20 @@ def test_concealed_fourteens_from_strings_agree_with_their_thirteens(counts):
         assert (x.shanten, x.tiles, x.remaining) == (u.shanten, u.tiles, u.remaining)
     ranks = [(x.shanten, -x.remaining, x.discard.index) for x in o.options]
     assert ranks == sorted(ranks)
+    spelled = "".join(str(TILES[t]) for t in range(27) for _ in range(counts[t]))   # 1m1m2m...: the full parse
+    assert shanten_options(spelled) == o
     event(f"suits {sum(1 for s in range(3) if any(counts[9 * s:9 * s + 9]))}")
+
+
+def test_fourteen_tile_strings_that_are_not_hands():
+    # read by suit groups first: what is not a suit's tiles goes to the full parse, which says what is wrong
+    with pytest.raises(TooManyCopies):
+        shanten_options("11111m234p567p789s")
+    with pytest.raises(HandSizeError):
+        shanten_options("1111m234p567p789s")
+    with pytest.raises(UnknownSuit):
+        shanten_options("1112m234p567p789x")
+    assert shanten_options("11112345678999m") == shanten_options("9m1111234567899m")   # (the full parse)
 
 
 # -- invariance -----------------------------------------------------------------------------------------

@@ -38,9 +38,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from operator import itemgetter
 
-from .hand import POW5, Hand, parse_hand, require_in_play, require_valid, suit_groups, suit_keys
+from .hand import POW5, Hand, parse_hand, require_in_play, require_valid, suit_groups
 from .ruleset import XUEZHAN, Ruleset
-from .shanten_table import FULL, KEYS, ROWS, SEVEN_PAIRS, lanes, pair_counts, parity, row_of, suit_raises
+from .shanten_table import (
+    FULL,
+    KEYS,
+    ROWS,
+    SEVEN_PAIRS,
+    key_digits,
+    lanes,
+    pair_counts,
+    parity,
+    row_of,
+    suit_raises,
+)
 from .tiles import SUITS, TILES, Tile
 from .ting import visible_counts
 
@@ -183,6 +194,32 @@ def _group(ranks: str) -> int | None:
 
 
 _RANK_WEIGHT = {str(r + 1): POW5[r] for r in range(9)}
+SUIT_KEYS: dict[str, int] = {"": 0}
+"""One suit's group of a hand string (its ranks) → its suit key (as :data:`GROUPS`, what is not a suit's
+tiles not kept)."""
+
+
+def _suit_key(ranks: str) -> int | None:
+    """The suit key of a suit's ranks (kept in :data:`SUIT_KEYS`), or None (as :func:`_group`)."""
+    found = SUIT_KEYS.get(ranks)
+    if found is not None:
+        return found
+    if len(ranks) > 14:
+        return None
+    try:
+        key = sum(map(_RANK_WEIGHT.__getitem__, ranks))
+    except KeyError:
+        return None
+    if key >= KEYS:
+        return None
+    pairs = pair_counts(key)
+    if 2 * (pairs >> 5) + (pairs & 31) != len(ranks):  # a fifth copy carried into the next rank's digit
+        return None
+    if len(SUIT_KEYS) >= MEMO_LIMIT:
+        SUIT_KEYS.clear()
+        SUIT_KEYS[""] = 0
+    SUIT_KEYS[ranks] = key
+    return key
 
 
 def _paired(a: int, b: int) -> int:
@@ -330,12 +367,12 @@ their total (what :func:`_raised` and :func:`_listed` give, in one look-up)."""
 
 def _suit_useful(memo_key: int, s: int, key: int, cells: int, dr: int) -> tuple[tuple[UsefulTile, ...], int]:
     raises = suit_raises(key)
-    seen = key + (POW5[dr] if dr < 9 else 0)
+    counts = key_digits(key)
     tiles = []
     total = 0
     for r in range(9):
         if raises[r] & cells:
-            left = 4 - seen // POW5[r] % 5
+            left = 4 - counts[r] - (r == dr)  # (its copies seen: the suit's, and the discard)
             if left > 0:
                 tiles.append(USEFUL[9 * s + r][left])
                 total += left
@@ -355,11 +392,11 @@ def _listed(memo_key: int, s: int, key: int, mask: int, dr: int) -> tuple[tuple[
     found = LISTED.get(memo_key)
     if found is not None:
         return found
-    seen = key + (POW5[dr] if dr < 9 else 0)
+    counts = key_digits(key)
     tiles = []
     total = 0
     for r in _RANKS_OF[mask]:
-        left = 4 - seen // POW5[r] % 5
+        left = 4 - counts[r] - (r == dr)  # (its copies seen: the suit's, and the discard)
         if left > 0:
             tiles.append(USEFUL[9 * s + r][left])
             total += left
@@ -490,9 +527,18 @@ def shanten_options(hand: Hand | str, *, ruleset: Ruleset | str | None = None, v
     (0, [('3m', 0, 8), ('6m', 0, 8), ('2p', 1, 44)])
     """
     if ruleset is None and not visible and type(hand) is str:
-        found = suit_keys(hand)
-        if found is not None and found[3] == 14:
-            return _plain_options((found[0], found[1], found[2]))
+        groups = suit_groups(hand)
+        if groups is not None and len(groups[0]) + len(groups[1]) + len(groups[2]) == 14:
+            get = SUIT_KEYS.get
+            k0 = get(groups[0])
+            k1 = get(groups[1])
+            k2 = get(groups[2])
+            if k0 is None or k1 is None or k2 is None:
+                k0 = _suit_key(groups[0])
+                k1 = _suit_key(groups[1])
+                k2 = _suit_key(groups[2])
+            if k0 is not None and k1 is not None and k2 is not None:
+                return _plain_options((k0, k1, k2))
     rules = _rules(ruleset)
     vis, vis_tiles = visible_counts(visible) if visible else (None, ())
     h = _checked(hand, rules, (14,), vis_tiles)
@@ -537,20 +583,22 @@ _OPTION = itemgetter(1)
 _OTHERS = ((1, 2), (0, 2), (0, 1))
 
 
-def _present_parts(digits: int, first: int) -> list[tuple[int, ...]]:
+def _discard_parts(digits: int, first: int) -> list[tuple[tuple[int, int, int], ...]]:
     out = []
     for key in range(5 ** digits):
         ranks = []
         for r in range(first, first + digits):
             key, c = divmod(key, 5)
-            if c:
-                ranks.append(r)
+            if c:  # (one fewer of an even count: a pair fewer, a single more; of an odd count: a single fewer)
+                ranks.append((r, POW5[r], 31 if c % 2 == 0 else 1))
         out.append(tuple(ranks))
     return out
 
 
-_PRESENT_LOW = _present_parts(5, 0)
-_PRESENT_HIGH = _present_parts(4, 5)
+_DISCARDS_LOW = _discard_parts(5, 0)
+_DISCARDS_HIGH = _discard_parts(4, 5)
+"""A suit key's ranks held, by its low five digits and its high four: each with its weight in the key
+and what a copy fewer takes from the suit's seven pairs' view (:func:`~.shanten_table.pair_counts`)."""
 _LOW = 5 ** 5
 
 
@@ -569,6 +617,8 @@ def _plain_options(keys: tuple[int, int, int]) -> ShantenOptions:
     raised = RAISED
     listed = LISTED
     seven_pairs = SEVEN_PAIRS
+    new = _new
+    set_discard, set_shanten, set_tiles, set_remaining = _SET_DISCARD, _SET_SHANTEN, _SET_TILES, _SET_REMAINING
     ranked = []
     best14 = -1
     two14 = (k0 > 0) + (k1 > 0) + (k2 > 0) == 2
@@ -598,10 +648,11 @@ def _plain_options(keys: tuple[int, int, int]) -> ShantenOptions:
         both = kt > 0 and ku > 0
         st_first = s < t  # (a pair's rows go to combine in suit order, as elsewhere)
         su_first = s < u
-        for r in _PRESENT_LOW[ks % _LOW] + _PRESENT_HIGH[ks // _LOW]:
-            k = ks - POW5[r]
+        ps = pcs[s]
+        for r, weight, fewer in _DISCARDS_LOW[ks % _LOW] + _DISCARDS_HIGH[ks // _LOW]:
+            k = ks - weight
             row = ROWS[k]
-            pc = pair_counts(k)
+            pc = ps - fewer
             if k:
                 if kt:
                     with_t = with_tu = True
@@ -732,7 +783,12 @@ def _plain_options(keys: tuple[int, int, int]) -> ShantenOptions:
             else:
                 tiles = found_t[0] + found_u[0] + found_s[0]
             total = found_s[1] + found_t[1] + found_u[1]
-            ranked.append((n << 14 | (511 - total) << 5 | d, ShantenOption._of(TILES[d], n, tiles, total)))
+            option = new(ShantenOption)  # (ShantenOption._of inlined)
+            set_discard(option, TILES[d])
+            set_shanten(option, n)
+            set_tiles(option, tiles)
+            set_remaining(option, total)
+            ranked.append((n << 14 | (511 - total) << 5 | d, option))
     ranked.sort()
     return ShantenOptions(13 - best14, tuple(map(_OPTION, ranked)))
 

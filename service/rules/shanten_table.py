@@ -290,17 +290,16 @@ def suit_raises(key: int, limits=FULL) -> tuple[int, ...]:
     if found is None:
         if limits is FULL:  # (lanes() inlined: one look-up in ROWS per rank)
             spread = _SPREAD
-            code = ROWS[key]
+            rows = ROWS
+            code = rows[key]
             low = code & 0xFFFFF
             before = low | (low + spread[code >> 20]) << 20
             out = []
-            k = key
-            for r in range(9):
-                k, c = divmod(k, 5)
+            for weight, c in zip(POW5, _DIGITS_LOW[key % _LOW] + _DIGITS_HIGH[key // _LOW]):
                 if c >= 4:
                     out.append(0)
                     continue
-                code = ROWS[key + POW5[r]]
+                code = rows[key + weight]
                 low = code & 0xFFFFF
                 out.append((low | (low + spread[code >> 20]) << 20) - before)
         else:
@@ -332,6 +331,17 @@ def _pair_parts(digits: int) -> list[int]:
 _LOW = 5 ** 5
 _PAIRS_LOW = _pair_parts(5)
 _PAIRS_HIGH = _pair_parts(4)
+_DIGITS_LOW = [tuple(key_counts(key)[:5]) for key in range(5 ** 5)]
+_DIGITS_HIGH = [tuple(key_counts(key)[:4]) for key in range(5 ** 4)]
+
+
+def key_digits(key: int) -> tuple[int, ...]:
+    """A suit key's nine counts, as :func:`key_counts` gives them, as a tuple (from two small tables).
+
+    >>> key_digits(suit_key([1, 2, 3, 4, 0, 0, 0, 0, 1]))
+    (1, 2, 3, 4, 0, 0, 0, 0, 1)
+    """
+    return _DIGITS_LOW[key % _LOW] + _DIGITS_HIGH[key // _LOW]
 
 
 def _parity_parts(digits: int, first: int) -> list[int]:
