@@ -22,6 +22,11 @@ best overlap exactly when it raises a cell of its suit's row that some best spli
 of suits uses (the table's neighbouring row tells which cells a draw raises:
 :func:`~.shanten_table.suit_raises`), or raises seven pairs' count where seven pairs are best.
 
+**A 14's options** are its discards' 13s with the discard seen.  Of concealed tiles only (no melds, no
+void, four players, nothing visible: what clients mostly send), a discard changes one suit's key: the
+pair of the two other suits and their useful tiles are worked out once per suit discarded from, the
+discarded suit's new row once per discard (:func:`_plain_options`).
+
 >>> shanten("1112345678999m")                  # ting
 0
 >>> shanten("11122233344456m")                 # 14 tiles that win
