@@ -50,7 +50,6 @@ from .shanten_table import (
     KEYS,
     ROWS,
     SEVEN_PAIRS,
-    key_digits,
     lanes,
     pair_counts,
     parity,
@@ -372,12 +371,12 @@ their total (what :func:`_raised` and :func:`_listed` give, in one look-up)."""
 
 def _suit_useful(memo_key: int, s: int, key: int, cells: int, dr: int) -> tuple[tuple[UsefulTile, ...], int]:
     raises = suit_raises(key)
-    counts = key_digits(key)
+    seen = key + (POW5[dr] if dr < 9 else 0)
     tiles = []
     total = 0
     for r in range(9):
         if raises[r] & cells:
-            left = 4 - counts[r] - (r == dr)  # (its copies seen: the suit's, and the discard)
+            left = 4 - seen // POW5[r] % 5
             if left > 0:
                 tiles.append(USEFUL[9 * s + r][left])
                 total += left
@@ -397,11 +396,11 @@ def _listed(memo_key: int, s: int, key: int, mask: int, dr: int) -> tuple[tuple[
     found = LISTED.get(memo_key)
     if found is not None:
         return found
-    counts = key_digits(key)
+    seen = key + (POW5[dr] if dr < 9 else 0)
     tiles = []
     total = 0
     for r in _RANKS_OF[mask]:
-        left = 4 - counts[r] - (r == dr)  # (its copies seen: the suit's, and the discard)
+        left = 4 - seen // POW5[r] % 5
         if left > 0:
             tiles.append(USEFUL[9 * s + r][left])
             total += left

@@ -290,16 +290,17 @@ def suit_raises(key: int, limits=FULL) -> tuple[int, ...]:
     if found is None:
         if limits is FULL:  # (lanes() inlined: one look-up in ROWS per rank)
             spread = _SPREAD
-            rows = ROWS
-            code = rows[key]
+            code = ROWS[key]
             low = code & 0xFFFFF
             before = low | (low + spread[code >> 20]) << 20
             out = []
-            for weight, c in zip(POW5, _DIGITS_LOW[key % _LOW] + _DIGITS_HIGH[key // _LOW]):
+            k = key
+            for r in range(9):
+                k, c = divmod(k, 5)
                 if c >= 4:
                     out.append(0)
                     continue
-                code = rows[key + weight]
+                code = ROWS[key + POW5[r]]
                 low = code & 0xFFFFF
                 out.append((low | (low + spread[code >> 20]) << 20) - before)
         else:
@@ -331,17 +332,6 @@ def _pair_parts(digits: int) -> list[int]:
 _LOW = 5 ** 5
 _PAIRS_LOW = _pair_parts(5)
 _PAIRS_HIGH = _pair_parts(4)
-_DIGITS_LOW = [tuple(key_counts(key)[:5]) for key in range(5 ** 5)]
-_DIGITS_HIGH = [tuple(key_counts(key)[:4]) for key in range(5 ** 4)]
-
-
-def key_digits(key: int) -> tuple[int, ...]:
-    """A suit key's nine counts, as :func:`key_counts` gives them, as a tuple (from two small tables).
-
-    >>> key_digits(suit_key([1, 2, 3, 4, 0, 0, 0, 0, 1]))
-    (1, 2, 3, 4, 0, 0, 0, 0, 1)
-    """
-    return _DIGITS_LOW[key % _LOW] + _DIGITS_HIGH[key // _LOW]
 
 
 def _parity_parts(digits: int, first: int) -> list[int]:
