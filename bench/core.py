@@ -32,8 +32,8 @@ Riichi rules differ (no 缺一门 / 花猪):
 the corpora are one- and two-suit hands.  riichienv is installed in the benchmark's own
 environment only (see bench/peer-requirements.txt); without it the line says so.
 
-``--baseline DIR``: before/after in one run: ting, discards, score (from strings) and settle
-timed as above, each side in its own interpreter (the ``service`` package of DIR, e.g. a work
+``--baseline DIR``: before/after in one run: ting, discards, score (from strings), settle and the
+three shanten operations timed as above, each side in its own interpreter (the ``service`` package of DIR, e.g. a work
 tree of main, against this one's), sides alternating, ``--runs`` times; medians printed.
 """
 
@@ -103,7 +103,8 @@ def first_seen(n: int) -> dict:
         f"S=[str(h) for h in shanten_hands({n},seed=12)];F=[str(h) for h in shanten_hands({n},seed=13,size=14)];"
         "import service.rules.shanten as m_;"
         "[d.clear() for d in (m_.COMBINED,m_.PAIRED,m_.RAISED,m_.LISTED,m_.SUIT_USEFUL)];"
-        "m_.GROUPS.clear();m_.GROUPS['']=0;import service.rules.shanten_table as t_;t_.RAISES.clear();"
+        "m_.GROUPS.clear();m_.GROUPS['']=0;m_.SUIT_KEYS.clear();m_.SUIT_KEYS['']=0;"
+        "import service.rules.shanten_table as t_;t_.RAISES.clear();"
         "c=time.perf_counter_ns\n"
         "def m(f,xs):\n s=[]\n for x in xs:\n  t=c();f(x);s.append((c()-t)/1000)\n return statistics.median(s)\n"
         "print(json.dumps({'ting_us':round(m(ting,T),3),'discards_us':round(m(discards,D),3),"
@@ -116,7 +117,8 @@ def first_seen(n: int) -> dict:
 
 
 def core_figures(n: int, reps: int) -> dict:
-    """µs of ting, discards and score from strings and of settling a typical round (as main() times them)."""
+    """µs of ting, discards and score from strings, of settling a typical round and of the shanten operations
+    from strings (as main() times them)."""
     from bench.rounds import typical_rounds
     from service import discards, score, settle, ting
 
@@ -126,6 +128,13 @@ def core_figures(n: int, reps: int) -> dict:
     out["score"] = per_hand_us(lambda hw: score(hw[0], hw[1]), wins, reps)
     rounds = typical_rounds(min(n, 1000))
     out["settle"] = per_hand_us(lambda r: settle(r["events"], dealer=r["dealer"]), rounds, max(1, reps // 4))
+    from service import shanten, shanten_options, useful_tiles
+
+    texts = [str(h) for h in shanten_hands(n)]
+    out["shanten"] = per_hand_us(shanten, texts, reps)
+    out["useful_tiles"] = per_hand_us(useful_tiles, texts, reps)
+    out["shanten_options"] = per_hand_us(shanten_options, [str(h) for h in shanten_hands(n, size=14)],
+                                         max(1, reps // 4))
     return out
 
 
@@ -149,7 +158,7 @@ def baseline(args) -> None:
                 cmd += ["--service-from", args.baseline]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT).stdout
             runs[side].append(json.loads(out))
-    for op in ("ting", "discards", "score", "settle"):
+    for op in ("ting", "discards", "score", "settle", "shanten", "useful_tiles", "shanten_options"):
         before = statistics.median(r[op] for r in runs["before"])
         after = statistics.median(r[op] for r in runs["after"])
         print(json.dumps({"op": op, "before_us": round(before, 3), "after_us": round(after, 3),

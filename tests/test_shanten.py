@@ -370,6 +370,57 @@ def test_fourteen_tiles_agree_with_their_thirteens(case):
     assert ranks == sorted(ranks)
 
 
+@st.composite
+def concealed_fourteens(draw):
+    """Counts of 14 concealed tiles: one to three suits, often pairs (seven pairs then ties with sets), now
+    and then a suit of a lone tile (its discard leaves the other two suits)."""
+    rng = random.Random(draw(st.integers(0, 2 ** 32)))
+    suits = rng.sample(range(3), rng.choice((1, 2, 2, 3)))
+    counts = [0] * 27
+    if len(suits) > 1 and rng.random() < 0.3:
+        counts[suits.pop() * 9 + rng.randrange(9)] = 1
+    while sum(counts) < 14:
+        t = rng.choice(suits) * 9 + rng.randrange(9)
+        add = 2 if rng.random() < 0.4 and sum(counts) < 13 else 1
+        if counts[t] + add <= 4:
+            counts[t] += add
+    return counts
+
+
+@SETTINGS
+@given(counts=concealed_fourteens())
+def test_concealed_fourteens_from_strings_agree_with_their_thirteens(counts):
+    """Concealed tiles only, from a hand string (the options' own road: the suits a discard leaves alone
+    worked out once per hand): each option is the 13's answer with the discard seen, the hand as tiles
+    gives the same, the options come best first."""
+    text = str(hand_of(counts, [], None))
+    o = shanten_options(text)
+    assert o == shanten_options(hand_of(counts, [], None))
+    assert o.shanten == shanten(text)
+    assert sorted(x.discard.index for x in o.options) == [t for t in range(27) if counts[t]]
+    for x in o.options:
+        c = list(counts)
+        c[x.discard.index] -= 1
+        u = useful_tiles(hand_of(c, [], None), visible=[x.discard])
+        assert (x.shanten, x.tiles, x.remaining) == (u.shanten, u.tiles, u.remaining)
+    ranks = [(x.shanten, -x.remaining, x.discard.index) for x in o.options]
+    assert ranks == sorted(ranks)
+    spelled = "".join(str(TILES[t]) for t in range(27) for _ in range(counts[t]))   # 1m1m2m...: the full parse
+    assert shanten_options(spelled) == o
+    event(f"suits {sum(1 for s in range(3) if any(counts[9 * s:9 * s + 9]))}")
+
+
+def test_fourteen_tile_strings_that_are_not_hands():
+    # read by suit groups first: what is not a suit's tiles goes to the full parse, which says what is wrong
+    with pytest.raises(TooManyCopies):
+        shanten_options("11111m234p567p789s")
+    with pytest.raises(HandSizeError):
+        shanten_options("1111m234p567p789s")
+    with pytest.raises(UnknownSuit):
+        shanten_options("1112m234p567p789x")
+    assert shanten_options("11112345678999m") == shanten_options("9m1111234567899m")   # (the full parse)
+
+
 # -- invariance -----------------------------------------------------------------------------------------
 @SETTINGS
 @given(case=near_wins(), order=st.permutations(range(3)), data=st.data())

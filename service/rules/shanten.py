@@ -22,6 +22,11 @@ best overlap exactly when it raises a cell of its suit's row that some best spli
 of suits uses (the table's neighbouring row tells which cells a draw raises:
 :func:`~.shanten_table.suit_raises`), or raises seven pairs' count where seven pairs are best.
 
+**A 14's options** are its discards' 13s with the discard seen.  Of concealed tiles only (no melds, no
+void, four players, nothing visible: what clients mostly send), a discard changes one suit's key: the
+pair of the two other suits and their useful tiles are worked out once per suit discarded from, the
+discarded suit's new row once per discard (:func:`_plain_options`).
+
 >>> shanten("1112345678999m")                  # ting
 0
 >>> shanten("11122233344456m")                 # 14 tiles that win
@@ -40,7 +45,17 @@ from operator import itemgetter
 
 from .hand import POW5, Hand, parse_hand, require_in_play, require_valid, suit_groups
 from .ruleset import XUEZHAN, Ruleset
-from .shanten_table import FULL, KEYS, ROWS, SEVEN_PAIRS, lanes, pair_counts, parity, row_of, suit_raises
+from .shanten_table import (
+    FULL,
+    KEYS,
+    ROWS,
+    SEVEN_PAIRS,
+    lanes,
+    pair_counts,
+    parity,
+    row_of,
+    suit_raises,
+)
 from .tiles import SUITS, TILES, Tile
 from .ting import visible_counts
 
@@ -183,6 +198,32 @@ def _group(ranks: str) -> int | None:
 
 
 _RANK_WEIGHT = {str(r + 1): POW5[r] for r in range(9)}
+SUIT_KEYS: dict[str, int] = {"": 0}
+"""One suit's group of a hand string (its ranks) → its suit key (as :data:`GROUPS`, what is not a suit's
+tiles not kept)."""
+
+
+def _suit_key(ranks: str) -> int | None:
+    """The suit key of a suit's ranks (kept in :data:`SUIT_KEYS`), or None (as :func:`_group`)."""
+    found = SUIT_KEYS.get(ranks)
+    if found is not None:
+        return found
+    if len(ranks) > 14:
+        return None
+    try:
+        key = sum(map(_RANK_WEIGHT.__getitem__, ranks))
+    except KeyError:
+        return None
+    if key >= KEYS:
+        return None
+    pairs = pair_counts(key)
+    if 2 * (pairs >> 5) + (pairs & 31) != len(ranks):  # a fifth copy carried into the next rank's digit
+        return None
+    if len(SUIT_KEYS) >= MEMO_LIMIT:
+        SUIT_KEYS.clear()
+        SUIT_KEYS[""] = 0
+    SUIT_KEYS[ranks] = key
+    return key
 
 
 def _paired(a: int, b: int) -> int:
@@ -489,9 +530,24 @@ def shanten_options(hand: Hand | str, *, ruleset: Ruleset | str | None = None, v
     >>> o.shanten, [(str(x.discard), x.shanten, x.remaining) for x in o.options][:3]
     (0, [('3m', 0, 8), ('6m', 0, 8), ('2p', 1, 44)])
     """
+    if ruleset is None and not visible and type(hand) is str:
+        groups = suit_groups(hand)
+        if groups is not None and len(groups[0]) + len(groups[1]) + len(groups[2]) == 14:
+            get = SUIT_KEYS.get
+            k0 = get(groups[0])
+            k1 = get(groups[1])
+            k2 = get(groups[2])
+            if k0 is None or k1 is None or k2 is None:
+                k0 = _suit_key(groups[0])
+                k1 = _suit_key(groups[1])
+                k2 = _suit_key(groups[2])
+            if k0 is not None and k1 is not None and k2 is not None:
+                return _plain_options((k0, k1, k2))
     rules = _rules(ruleset)
     vis, vis_tiles = visible_counts(visible) if visible else (None, ())
     h = _checked(hand, rules, (14,), vis_tiles)
+    if vis is None and not h.melds and h.void is None and rules.players == 4 and h.keys is not None:
+        return _plain_options(h.keys)
     pairs, limits = _suits(h, rules.players)
     if not pairs:
         return ShantenOptions(None, ())
@@ -528,6 +584,227 @@ def shanten_options(hand: Hand | str, *, ruleset: Ruleset | str | None = None, v
 
 
 _OPTION = itemgetter(1)
+_OTHERS = ((1, 2), (0, 2), (0, 1))
+
+
+def _discard_parts(digits: int, first: int) -> list[tuple[tuple[int, int, int], ...]]:
+    out = []
+    for key in range(5 ** digits):
+        ranks = []
+        for r in range(first, first + digits):
+            key, c = divmod(key, 5)
+            if c:  # (one fewer of an even count: a pair fewer, a single more; of an odd count: a single fewer)
+                ranks.append((r, POW5[r], 31 if c % 2 == 0 else 1))
+        out.append(tuple(ranks))
+    return out
+
+
+_DISCARDS_LOW = _discard_parts(5, 0)
+_DISCARDS_HIGH = _discard_parts(4, 5)
+"""A suit key's ranks held, by its low five digits and its high four: each with its weight in the key
+and what a copy fewer takes from the suit's seven pairs' view (:func:`~.shanten_table.pair_counts`)."""
+_LOW = 5 ** 5
+
+
+def _plain_options(keys: tuple[int, int, int]) -> ShantenOptions:
+    """:func:`shanten_options` of 14 concealed tiles (suit keys ``keys``), no melds, no void, four players,
+    nothing visible: :func:`_useful`'s answers, with the work on the two suits a discard leaves alone
+    done once per suit discarded from instead of once per discard.
+
+    A discard of suit ``s`` changes ``s``'s key only: the pair of the two other suits (its best split,
+    cells and seven pairs) is the same for each of them, and so are their useful tiles for given cells
+    or ranks (kept in dicts of this call).  The pairs tried are :func:`_kept`'s of the 13 left."""
+    k0, k1, k2 = keys
+    rows = (ROWS[k0], ROWS[k1], ROWS[k2])
+    pcs = (pair_counts(k0), pair_counts(k1), pair_counts(k2))
+    useful = SUIT_USEFUL
+    raised = RAISED
+    listed = LISTED
+    seven_pairs = SEVEN_PAIRS
+    new = _new
+    set_discard, set_shanten, set_tiles, set_remaining = _SET_DISCARD, _SET_SHANTEN, _SET_TILES, _SET_REMAINING
+    ranked = []
+    best14 = -1
+    two14 = (k0 > 0) + (k1 > 0) + (k2 > 0) == 2
+    for s in (0, 1, 2):
+        t, u = _OTHERS[s]
+        kt = keys[t]
+        ku = keys[u]
+        rt = rows[t]
+        ru = rows[u]
+        pt = pcs[t]
+        pu = pcs[u]
+        # the pair of the two other suits: the same for every discard of s
+        v_tu, ct_tu, cu_tu = COMBINED.get((rt << 32 | ru) << 3 | 4) or combine(rt, ru, 4)
+        seven_tu = seven_pairs[pt + pu]
+        top_tu = v_tu if v_tu > seven_tu else seven_tu
+        if (not two14 or (kt and ku)) and top_tu > best14:
+            best14 = top_tu
+        ks = keys[s]
+        if not ks:
+            continue
+        # t's and u's useful tiles by cells (SUIT_USEFUL), rank masks by cells (RAISED), tiles by ranks (LISTED)
+        by_cells: tuple[dict, dict] = ({}, {})
+        by_raised: tuple[dict, dict] = ({}, {})
+        by_ranks: tuple[dict, dict] = ({}, {})
+        parity_t = parity(kt)
+        parity_u = parity(ku)
+        both = kt > 0 and ku > 0
+        st_first = s < t  # (a pair's rows go to combine in suit order, as elsewhere)
+        su_first = s < u
+        ps = pcs[s]
+        for r, weight, fewer in _DISCARDS_LOW[ks % _LOW] + _DISCARDS_HIGH[ks // _LOW]:
+            k = ks - weight
+            row = ROWS[k]
+            pc = ps - fewer
+            if k:
+                if kt:
+                    with_t = with_tu = True
+                    with_u = ku > 0
+                    if not with_u:  # (s and t only: that pair, as _kept)
+                        with_tu = False
+                elif ku:
+                    with_u = True
+                    with_t = with_tu = False
+                else:  # (s alone: every pair, as _kept)
+                    with_t = with_u = with_tu = True
+            else:
+                with_tu = True
+                with_t = with_u = not both  # (the other two, when both have tiles; else every pair)
+            best = -1
+            if with_t:
+                if st_first:
+                    v_t, a_t, b_t = COMBINED.get((row << 32 | rt) << 3 | 4) or combine(row, rt, 4)
+                else:
+                    v_t, b_t, a_t = COMBINED.get((rt << 32 | row) << 3 | 4) or combine(rt, row, 4)
+                seven_t = seven_pairs[pc + pt]
+                best = v_t if v_t > seven_t else seven_t
+            if with_u:
+                if su_first:
+                    v_u, a_u, b_u = COMBINED.get((row << 32 | ru) << 3 | 4) or combine(row, ru, 4)
+                else:
+                    v_u, b_u, a_u = COMBINED.get((ru << 32 | row) << 3 | 4) or combine(ru, row, 4)
+                seven_u = seven_pairs[pc + pu]
+                if v_u > best:
+                    best = v_u
+                if seven_u > best:
+                    best = seven_u
+            if with_tu and top_tu > best:
+                best = top_tu
+            cs = ct = cu = 0
+            seven_st = seven_su = seven_of_tu = False
+            if with_t:
+                if v_t == best:
+                    cs = a_t
+                    ct = b_t
+                seven_st = seven_t == best
+            if with_u:
+                if v_u == best:
+                    cs |= a_u
+                    cu = b_u
+                seven_su = seven_u == best
+            if with_tu:
+                if v_tu == best:
+                    ct |= ct_tu
+                    cu |= cu_tu
+                seven_of_tu = seven_tu == best
+            n = 13 - best
+            d = 9 * s + r
+            if not (seven_st or seven_su or seven_of_tu):  # each suit's useful tiles by its cells
+                if cs:
+                    memo_key = (((k << 40 | cs) * 10 + r) << 2) + s
+                    found_s = useful.get(memo_key) or _suit_useful(memo_key, s, k, cs, r)
+                else:
+                    found_s = _NONE
+                found_t = found_u = _NONE
+                if ct:
+                    found_t = by_cells[0].get(ct)
+                    if found_t is None:
+                        memo_key = (((kt << 40 | ct) * 10 + 9) << 2) + t
+                        found_t = by_cells[0][ct] = useful.get(memo_key) or _suit_useful(memo_key, t, kt, ct, 9)
+                if cu:
+                    found_u = by_cells[1].get(cu)
+                    if found_u is None:
+                        memo_key = (((ku << 40 | cu) * 10 + 9) << 2) + u
+                        found_u = by_cells[1][cu] = useful.get(memo_key) or _suit_useful(memo_key, u, ku, cu, 9)
+            else:  # seven pairs among the best: each suit's ranks (its cells', seven pairs'), then their tiles
+                ms = mt = mu = 0
+                if cs:
+                    ms = raised.get(k << 40 | cs)
+                    if ms is None:
+                        ms = _raised(k, FULL, cs)
+                if ct:
+                    mt = by_raised[0].get(ct)
+                    if mt is None:
+                        mt = by_raised[0][ct] = _raised(kt, FULL, ct)
+                if cu:
+                    mu = by_raised[1].get(cu)
+                    if mu is None:
+                        mu = by_raised[1][cu] = _raised(ku, FULL, cu)
+                if seven_st or seven_su:
+                    parity_s = parity(k)
+                    if seven_st:
+                        want = _seven_want(pc + pt)
+                        if want:
+                            p = parity_s & want
+                            ms |= (p | p >> 9) & 511
+                            p = parity_t & want
+                            mt |= (p | p >> 9) & 511
+                    if seven_su:
+                        want = _seven_want(pc + pu)
+                        if want:
+                            p = parity_s & want
+                            ms |= (p | p >> 9) & 511
+                            p = parity_u & want
+                            mu |= (p | p >> 9) & 511
+                if seven_of_tu:
+                    want = _seven_want(pt + pu)
+                    if want:
+                        p = parity_t & want
+                        mt |= (p | p >> 9) & 511
+                        p = parity_u & want
+                        mu |= (p | p >> 9) & 511
+                if ms:
+                    memo_key = ((k << 9 | ms) * 10 + r) * 3 + s
+                    found_s = listed.get(memo_key) or _listed(memo_key, s, k, ms, r)
+                else:
+                    found_s = _NONE
+                found_t = found_u = _NONE
+                if mt:
+                    found_t = by_ranks[0].get(mt)
+                    if found_t is None:
+                        memo_key = ((kt << 9 | mt) * 10 + 9) * 3 + t
+                        found_t = by_ranks[0][mt] = listed.get(memo_key) or _listed(memo_key, t, kt, mt, 9)
+                if mu:
+                    found_u = by_ranks[1].get(mu)
+                    if found_u is None:
+                        memo_key = ((ku << 9 | mu) * 10 + 9) * 3 + u
+                        found_u = by_ranks[1][mu] = listed.get(memo_key) or _listed(memo_key, u, ku, mu, 9)
+            if s == 0:
+                tiles = found_s[0] + found_t[0] + found_u[0]
+            elif s == 1:
+                tiles = found_t[0] + found_s[0] + found_u[0]
+            else:
+                tiles = found_t[0] + found_u[0] + found_s[0]
+            total = found_s[1] + found_t[1] + found_u[1]
+            option = new(ShantenOption)  # (ShantenOption._of inlined)
+            set_discard(option, TILES[d])
+            set_shanten(option, n)
+            set_tiles(option, tiles)
+            set_remaining(option, total)
+            ranked.append((n << 14 | (511 - total) << 5 | d, option))
+    ranked.sort()
+    return ShantenOptions(13 - best14, tuple(map(_OPTION, ranked)))
+
+
+def _seven_want(packed: int) -> int:
+    """The parity classes (:func:`~.shanten_table.parity`) whose draw raises seven pairs' count of two suits'
+    ``packed`` view: 511 (a single made a pair), 511 << 9 (one more single), both or none."""
+    now = SEVEN_PAIRS[packed]
+    return (511 if SEVEN_PAIRS[packed + 31] > now else 0) | (511 << 9 if SEVEN_PAIRS[packed + 1] > now else 0)
+
+
+_NONE: tuple[tuple[UsefulTile, ...], int] = ((), 0)
 
 
 def shanten_analysis(hand: Hand | str, *, ruleset: Ruleset | str | None = None, visible=None
