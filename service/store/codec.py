@@ -1,16 +1,28 @@
 """How log records, round summaries and states are written in Redis (compactly), and read back.
 
-* a **log record** is a JSON array ``[at, round, event]``: ``at`` in ms since
-  the epoch (the ISO string it stands for has ms precision), ``round`` as is,
-  and the event's fields with short names (:data:`FIELDS`, at any depth), its
-  ``type`` and a kong's ``kind`` as small integers; ``seq`` is not written (the
-  record at index *i* of the log is seq *i* + 1).  Records are events the rules
-  core has checked (no member it does not know), so the short names never meet
-  a member of the same name;
+* a **log record** is a JSON array ``[at, round, type, value, ...]``: ``at`` in ms
+  since :data:`EPOCH_MS` (the ISO string it stands for has ms precision), ``round``
+  as is, the event's ``type`` as a small integer (:data:`TYPES`), then the values of
+  its fields in the order of its type's :data:`POSITIONS` (a kong's ``kind`` as a small
+  integer), as far as the event lists them in that order, and an object of the fields
+  that follow (short names, :data:`FIELDS`) when there are any; nested objects keep
+  their members with short names.  An event whose ``type`` is not its first member is
+  written as 1.2.0 wrote every record, ``[at, round, {event}]`` (``at`` in ms since the
+  Unix epoch, every field with its short name, ``type`` and ``kind`` as small integers):
+  both forms are read (a record of 1.2.0 is never rewritten).  Either way a record reads
+  back as the event was given, its members in their order.  Records are events the
+  rules core has checked (no member it does not know), so the short names never meet
+  a member of the same name; ``seq`` is not written (the record at index *i* of the log
+  is seq *i* + 1);
 * a **round summary** is a JSON array of its fields in a fixed order
-  (:data:`SUMMARY`), then an object of the other fields (its ``facts`` with
-  short names, :data:`FACTS`; the coins of a table with stakes) when there are any; ``number`` is not written
-  (the summary at index *i* of the rounds list is round *i* + 1);
+  (:data:`SUMMARY`, ``ended_by`` as the small integer of its event type, -1 for none),
+  then its ``facts`` as one flat list (:func:`_pack_facts`: each seat's count that is
+  not 0 as ``fact, seat, count``, each biggest win as ``[seat, seq, fan, points,
+  *patterns]``), then an object of the other fields (the coins of a table with stakes,
+  ``adjusted``) when there are any; ``number`` is not written (the summary at index *i*
+  of the rounds list is round *i* + 1).  1.2.0 wrote ``ended_by`` as its name and the
+  facts with short names (:data:`FACTS`) in that object: both forms are read, and a
+  summary whose fields the compact form does not cover is written so;
 * the **state** leaves out its round's copy of the ruleset when it is the
   table's (it always is).
 
@@ -45,6 +57,20 @@ FACTS = {
 }
 _LONG_FACTS = {short: name for name, short in FACTS.items()}
 SUMMARY = ("dealer", "deltas", "won", "left", "ended_by", "next_dealer", "first_seq", "last_seq")
+# per event type: the fields whose values follow the type, in this order, in a stored record (never to be
+# reordered: the records stored say which field a value is by its place; a new field goes at the end)
+POSITIONS = {
+    "round_start": ("dealer", "voids"), "round_end": (), "kong": ("seat", "kind", "tile", "from"),
+    "peng": ("seat", "tile", "from"),
+    "hu": ("from", "tile", "winners", "after_kong", "robbing_kong", "last_tile", "heavenly", "earthly"),
+    "draw": ("seats",),
+    "escape": ("seat", "last_four", "seats"), "buy_in": ("seat", "coins"), "void": ("target",),
+    "penalty": ("seat", "kind"), "adjust": ("transfers", "note"), "correction": ("events", "dealer", "voids", "note"),
+}
+_POSITIONS = tuple(POSITIONS[name] for name in TYPES)
+EPOCH_MS = 1_767_225_600_000
+"""2026-01-01T00:00:00Z: a compact record's ``at`` counts from it (two digits fewer than from 1970)."""
+_ENDED = {name: i for i, name in enumerate(TYPES)} | {None: -1}
 _AT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
 
 
@@ -85,6 +111,7 @@ def _renamed(value: Any, names: dict[str, str]) -> Any:
 
 
 def _pack_event(record: dict) -> dict:
+    """The event of a record with short names (1.2.0's form, and the fields after a compact record's values)."""
     event = {}
     for k, v in record.items():
         if k in ("seq", "round", "at"):
@@ -97,18 +124,67 @@ def _pack_event(record: dict) -> dict:
     return event
 
 
+def _short(value: Any) -> Any:
+    return _renamed(value, FIELDS) if isinstance(value, (dict, list)) else value
+
+
+def _long(value: Any) -> Any:
+    return _renamed(value, _LONG) if isinstance(value, (dict, list)) else value
+
+
+def _compact(rec: dict) -> list | None:
+    """A record as stored in the compact form, or None when its ``type`` is not its first field (or unknown)."""
+    it = iter(rec.items())
+    first = next(it, None)
+    while first is not None and first[0] in ("seq", "round", "at"):
+        first = next(it, None)
+    if first is None or first[0] != "type" or first[1] not in _TYPE:
+        return None
+    code = _TYPE[first[1]]
+    out: list[Any] = [at_ms(rec["at"]) - EPOCH_MS, rec["round"], code]  # type: ignore[operator]
+    places = _POSITIONS[code]
+    i, rest = 0, None
+    for k, v in it:
+        if k in ("seq", "round", "at"):
+            continue
+        if rest is None and i < len(places) and k == places[i] and not isinstance(v, dict):
+            out.append(_KIND.get(v, v) if k == "kind" and isinstance(v, str) else _short(v))
+            i += 1
+            continue
+        if rest is None:
+            rest = {}
+        rest[FIELDS.get(k, k)] = _short(v)
+    if rest:
+        out.append(rest)
+    return out
+
+
 def _unpack(entry: list, seq: int, with_at: bool = True) -> dict:
-    at, rnd, event = entry
     out: dict[str, Any] = {"seq": seq}
-    for k, v in event.items():
-        name = _LONG.get(k, k)
-        if name == "type" and isinstance(v, int) and not isinstance(v, bool):
-            v = TYPES[v]
-        elif name == "kind" and isinstance(v, int) and not isinstance(v, bool):
-            v = KINDS[v]
-        else:
-            v = _renamed(v, _LONG)
-        out[name] = v
+    kind = entry[2]
+    if isinstance(kind, dict):  # 1.2.0's form: [at, round, {event}], at since 1970
+        at, rnd, event = entry
+        for k, v in event.items():
+            name = _LONG.get(k, k)
+            if name == "type" and isinstance(v, int) and not isinstance(v, bool):
+                v = TYPES[v]
+            elif name == "kind" and isinstance(v, int) and not isinstance(v, bool):
+                v = KINDS[v]
+            else:
+                v = _renamed(v, _LONG)
+            out[name] = v
+    else:
+        at, rnd = entry[0] + EPOCH_MS, entry[1]
+        out["type"] = TYPES[kind]
+        places = _POSITIONS[kind]
+        for i in range(3, len(entry)):
+            v = entry[i]
+            if isinstance(v, dict):  # the fields after the values (the last member)
+                for k, w in v.items():
+                    out[_LONG.get(k, k)] = _long(w)
+                break
+            name = places[i - 3]
+            out[name] = KINDS[v] if name == "kind" and type(v) is int else _long(v)
     out["round"] = rnd
     if with_at:
         out["at"] = iso(at)
@@ -121,15 +197,32 @@ def record(rec: dict) -> bytes:
     >>> r = {"seq": 7, "type": "kong", "seat": 1, "kind": "direct", "tile": "3p", "from": 2,
     ...      "round": 2, "at": "2026-11-30T20:02:22.123Z"}
     >>> record(r)
-    b'[1796068942123,2,{"t":2,"s":1,"k":1,"i":"3p","f":2}]'
+    b'[28843342123,2,2,1,1,"3p",2]'
     >>> read_record(record(r), 7) == r
     True
+
+    Fields out of their place follow in an object; an event whose ``type`` is not first is stored whole:
+
+    >>> record({"type": "hu", "tile": "9p", "from": 2, "winners": [{"seat": 3, "fan": 1}], "round": 1,
+    ...         "at": "2026-11-30T20:02:22.123Z"})
+    b'[28843342123,1,4,{"i":"9p","f":2,"w":[{"s":3,"n":1}]}]'
+    >>> record({"seat": 0, "type": "escape", "round": 1, "at": "2026-11-30T20:02:22.123Z"})
+    b'[1796068942123,1,{"s":0,"t":6}]'
     """
-    return dumps([at_ms(rec["at"]), rec["round"], _pack_event(rec)])
+    compact = _compact(rec) if at_ms(rec["at"]) is not None else None
+    if compact is None:
+        return dumps([at_ms(rec["at"]), rec["round"], _pack_event(rec)])
+    return dumps(compact)
 
 
 def read_record(raw: bytes | str, seq: int, with_at: bool = True) -> dict:
-    """The record stored at seq ``seq``; ``with_at=False`` leaves out ``at`` (a fold needs only the event)."""
+    """The record stored at seq ``seq`` (either form); ``with_at=False`` leaves out ``at`` (a fold needs only
+    the event).
+
+    >>> read_record(b'[1796068942123,2,{"t":2,"s":1,"k":1,"i":"3p","f":2}]', 7)  # as 1.2.0 wrote it
+    {'seq': 7, 'type': 'kong', 'seat': 1, 'kind': 'direct', 'tile': '3p', 'from': 2, 'round': 2, \
+'at': '2026-11-30T20:02:22.123Z'}
+    """
     return _unpack(loads(raw), seq, with_at)
 
 
@@ -138,26 +231,115 @@ def read_records(raws: Iterable[bytes], first_seq: int, with_at: bool = True) ->
     return [read_record(raw, seq, with_at) for seq, raw in enumerate(raws, first_seq)]
 
 
+FACT_COUNTS = ("wins", "zimo", "dianpao_paid", "kongs_direct", "kongs_added", "kongs_concealed", "huazhu_paid",
+               "dajiao_paid", "escapes", "penalties_paid")
+"""A summary's per-seat counts in its ``facts``, numbered by their place here (never to be reordered)."""
+_FACT_COUNT = {name: i for i, name in enumerate(FACT_COUNTS)}
+_WIN = ("seq", "fan", "patterns", "points")
+
+
+def _pack_facts(facts: Any, seats: int) -> list | None:
+    """A summary's ``facts`` as one flat list: ``fact, seat, count`` for each count that is not 0, then
+    ``[seat, seq, fan, points, *patterns]`` for each seat's biggest win; None for facts of another shape
+    (stored as 1.2.0 stored them).
+
+    >>> _pack_facts({"kongs_direct": [0, 1, 0, 0], "biggest_win": [None, None, {"seq": 9, "fan": 2,
+    ...             "patterns": ["qingyise"], "points": 24}, None]}, 4)
+    [3, 1, 1, [2, 9, 2, 24, 'qingyise']]
+    """
+    if not isinstance(facts, dict):
+        return None
+    out: list[Any] = []
+    wins, last = None, -1
+    for name, counts in facts.items():
+        if wins is not None:  # (the biggest wins come last)
+            return None
+        if name == "biggest_win":
+            wins = counts
+            continue
+        fact = _FACT_COUNT.get(name, -1)
+        if (fact <= last or not isinstance(counts, list) or len(counts) != seats or not any(counts)
+                or not all(type(c) is int for c in counts)):  # (members in another order: as 1.2.0 stored them)
+            return None
+        last = fact
+        out.extend(x for seat, c in enumerate(counts) if c for x in (fact, seat, c))
+    if wins is not None:
+        if not isinstance(wins, list) or len(wins) != seats or all(w is None for w in wins):
+            return None
+        for seat, w in enumerate(wins):
+            if w is None:
+                continue
+            if (not isinstance(w, dict) or tuple(w) != _WIN or not isinstance(w["patterns"], list)
+                    or not all(isinstance(p, str) for p in w["patterns"])):
+                return None
+            out.append([seat, w["seq"], w["fan"], w["points"], *w["patterns"]])
+    return out
+
+
+def _unpack_facts(flat: list, seats: int) -> dict:
+    counts: dict[int, list[int]] = {}
+    wins: list[Any] = []
+    i = 0
+    while i < len(flat):
+        item = flat[i]
+        if isinstance(item, list):
+            if not wins:
+                wins = [None] * seats
+            wins[item[0]] = {"seq": item[1], "fan": item[2], "patterns": item[4:], "points": item[3]}
+            i += 1
+        else:
+            counts.setdefault(item, [0] * seats)[flat[i + 1]] = flat[i + 2]
+            i += 3
+    out: dict[str, Any] = {FACT_COUNTS[f]: counts[f] for f in sorted(counts)}
+    if wins:
+        out["biggest_win"] = wins
+    return out
+
+
 def summary(s: dict) -> bytes:
-    """A round summary as stored: the :data:`SUMMARY` fields in order, then any others.
+    """A round summary as stored: the :data:`SUMMARY` fields in order, its facts, then any others.
 
     >>> s = {"number": 3, "dealer": 0, "deltas": [-12, 36, -12, -12], "won": [], "left": [],
-    ...      "ended_by": None, "next_dealer": 0, "first_seq": 9, "last_seq": 12}
+    ...      "ended_by": "round_end", "next_dealer": 0, "first_seq": 9, "last_seq": 12,
+    ...      "facts": {"kongs_direct": [0, 1, 0, 0], "kongs_concealed": [1, 0, 0, 0]}}
     >>> summary(s)
-    b'[0,[-12,36,-12,-12],[],[],null,0,9,12]'
+    b'[0,[-12,36,-12,-12],[],[],1,0,9,12,[3,1,1,5,0,1]]'
     >>> read_summary(summary(s), 3) == s
     True
     """
-    rest = {k: v for k, v in s.items() if k != "number" and k not in SUMMARY}
-    if "facts" in rest:
-        rest = {**{k: v for k, v in rest.items() if k != "facts"}, "F": _renamed(rest["facts"], FACTS)}
-    return dumps([s[k] for k in SUMMARY] + ([rest] if rest else []))
+    rest = {k: v for k, v in s.items() if k != "number" and k != "facts" and k not in SUMMARY}
+    ended = s["ended_by"]
+    facts = (_pack_facts(s["facts"], len(s["deltas"])) if "facts" in s and ended in _ENDED
+             and isinstance(s["deltas"], list) else None)
+    if facts is None:  # (a shape the compact form does not cover: as 1.2.0 stored it)
+        if "facts" in s:
+            rest["F"] = _renamed(s["facts"], FACTS)
+        return dumps([s[k] for k in SUMMARY] + ([rest] if rest else []))
+    out = [s[k] for k in SUMMARY]
+    out[4] = _ENDED[ended]
+    if facts or rest:
+        out.append(facts)
+    if rest:
+        out.append(rest)
+    return dumps(out)
 
 
 def read_summary(raw: bytes | str, number: int) -> dict:
-    """The summary of round ``number``."""
+    """The summary of round ``number`` (either form).
+
+    >>> read_summary(b'[0,[36,-12,-12,-12],[],[],"round_end",0,1,4,{"F":{"kd":[0,1,0,0]}}]', 1)  # 1.2.0's
+    {'number': 1, 'dealer': 0, 'deltas': [36, -12, -12, -12], 'won': [], 'left': [], 'ended_by': 'round_end', \
+'next_dealer': 0, 'first_seq': 1, 'last_seq': 4, 'facts': {'kongs_direct': [0, 1, 0, 0]}}
+    """
     entry = loads(raw)
     out = {"number": number, **dict(zip(SUMMARY, entry))}
+    ended = entry[4]
+    if type(ended) is int:  # the compact form
+        out["ended_by"] = None if ended < 0 else TYPES[ended]
+        if len(entry) > len(SUMMARY) + 1:
+            out.update(entry[len(SUMMARY) + 1])
+        out["facts"] = _unpack_facts(entry[len(SUMMARY)], len(entry[1])) if len(entry) > len(SUMMARY) else {}
+        return out
     if len(entry) > len(SUMMARY):
         rest = entry[len(SUMMARY)]
         if "F" in rest:
