@@ -352,16 +352,106 @@ def read_summaries(raws: Iterable[bytes], first_number: int) -> list[dict]:
     return [read_summary(raw, n) for n, raw in enumerate(raws, first_number)]
 
 
+RULESET_FIELDS = (
+    "preset", "mode", "fan_table", "scoring", "base", "cap", "zimo", "direct_kong", "added_kong", "concealed_kong",
+    "dianganghua", "huazhu", "huazhu_pays_winners", "dajiao", "escape", "winner_leaves", "next_dealer", "haidi",
+    "jingoudiao", "menqing", "zhongzhang", "jiaxinwu", "kaertiao", "yitiaolong", "players", "dianpao_pinghu",
+    "xueliu_dajiao_winners", "zhahu_fan")
+"""A compact state's ruleset: its values in this order (never to be reordered: a new field goes at the end)."""
+_KONG_RECORD = ("seat", "kind", "tile", "from", "paid", "void", "transferred")
+_LAST = ("type", "index", "seat", "kind", "tile", "from")
+_TILES = 27
+COMPACT = "form"
+"""The member that marks a compact state (its value: 2)."""
+
+
+def _sparse(counts: Any) -> list | None:
+    """A vector of the 27 tiles' counts as ``tile, count, ...`` for the counts that are not 0 (None: no such
+    vector)."""
+    if not isinstance(counts, list) or len(counts) != _TILES:
+        return None
+    out: list[int] = []
+    for tile, c in enumerate(counts):
+        if type(c) is not int:
+            return None
+        if c:
+            out += (tile, c)
+    return out
+
+
+def _dense(pairs: list) -> list[int]:
+    counts = [0] * _TILES
+    for i in range(0, len(pairs), 2):
+        counts[pairs[i]] = pairs[i + 1]
+    return counts
+
+
+def _compact_state(d: dict) -> dict | None:
+    """A state's dict in the compact form, or None for a shape it does not cover (stored as 1.2.0 stored it):
+    the ruleset as its values (:data:`RULESET_FIELDS`), the round's tile counts sparse (:func:`_sparse`), its
+    kongs and its last event as their values."""
+    ruleset = d.get("ruleset")
+    if not isinstance(ruleset, dict) or tuple(ruleset) != RULESET_FIELDS[:len(ruleset)] or COMPACT in d:
+        return None
+    out = {**d, "ruleset": list(ruleset.values()), COMPACT: 2}
+    rnd = d.get("round")
+    if rnd is None:
+        return out
+    if not isinstance(rnd, dict) or "ruleset" in rnd:
+        return None
+    r = dict(rnd)
+    for name in ("melds", "hand_melds"):
+        seats = r.get(name)
+        if not isinstance(seats, list):
+            return None
+        r[name] = [_sparse(v) for v in seats]
+        if None in r[name]:
+            return None
+    r["concealed"] = _sparse(r.get("concealed"))
+    kongs, last = r.get("kongs"), r.get("last")
+    if (r["concealed"] is None or not isinstance(kongs, dict)
+            or not all(isinstance(k, dict) and tuple(k) == _KONG_RECORD for k in kongs.values())
+            or not (last is None or isinstance(last, dict) and tuple(last) == _LAST)):
+        return None
+    r["kongs"] = {seq: list(k.values()) for seq, k in kongs.items()}
+    if last is not None:
+        r["last"] = list(last.values())
+    out["round"] = r
+    return out
+
+
 def state(d: dict) -> bytes:
-    """A state's dict as stored: without its round's copy of the ruleset when it is the table's."""
+    """A state's dict as stored: without its round's copy of the ruleset when it is the table's, and in the
+    compact form (:func:`_compact_state`) when it fits.
+
+    >>> from service.rules.table import TableState, fold
+    >>> st = fold(["a", "b", "c", "d"], "xuezhan", 0, [{"seq": 1, "type": "round_start"}, {"seq": 2,
+    ...           "type": "kong", "seat": 1, "kind": "direct", "tile": "3p", "from": 2}])[0]
+    >>> len(state(st.to_dict())) < len(dumps(st.to_dict())) / 2
+    True
+    >>> read_state(state(st.to_dict())) == loads(dumps(st.to_dict()))
+    True
+    """
     rnd = d.get("round")
     if isinstance(rnd, dict) and rnd.get("ruleset") == d.get("ruleset") and "ruleset" in rnd:
         d = {**d, "round": {k: v for k, v in rnd.items() if k != "ruleset"}}
-    return dumps(d)
+    return dumps(_compact_state(d) or d)
 
 
 def read_state(raw: bytes | str) -> dict:
+    """A state's dict as :func:`state` stored it (either form)."""
     d = loads(raw)
+    if d.get(COMPACT) == 2:
+        del d[COMPACT]
+        d["ruleset"] = dict(zip(RULESET_FIELDS, d["ruleset"]))
+        r = d["round"]
+        if r is not None:
+            r["melds"] = [_dense(v) for v in r["melds"]]
+            r["hand_melds"] = [_dense(v) for v in r["hand_melds"]]
+            r["concealed"] = _dense(r["concealed"])
+            r["kongs"] = {seq: dict(zip(_KONG_RECORD, k)) for seq, k in r["kongs"].items()}
+            if r["last"] is not None:
+                r["last"] = dict(zip(_LAST, r["last"]))
     rnd = d.get("round")
     if isinstance(rnd, dict) and "ruleset" not in rnd:
         d["round"] = {"ruleset": d["ruleset"], **rnd}
