@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import datetime, timezone
+from itertools import compress
 from typing import Any
 
 import orjson
@@ -124,36 +125,34 @@ def _pack_event(record: dict) -> dict:
     return event
 
 
-def _short(value: Any) -> Any:
-    return _renamed(value, FIELDS) if isinstance(value, (dict, list)) else value
-
-
-def _long(value: Any) -> Any:
-    return _renamed(value, _LONG) if isinstance(value, (dict, list)) else value
-
-
-def _compact(rec: dict) -> list | None:
-    """A record as stored in the compact form, or None when its ``type`` is not its first field (or unknown)."""
-    it = iter(rec.items())
-    first = next(it, None)
-    while first is not None and first[0] in ("seq", "round", "at"):
-        first = next(it, None)
-    if first is None or first[0] != "type" or first[1] not in _TYPE:
-        return None
-    code = _TYPE[first[1]]
-    out: list[Any] = [at_ms(rec["at"]) - EPOCH_MS, rec["round"], code]  # type: ignore[operator]
-    places = _POSITIONS[code]
-    i, rest = 0, None
-    for k, v in it:
-        if k in ("seq", "round", "at"):
+def _compact(rec: dict, at: int) -> list | None:
+    """A record as stored in the compact form (``at``: its ms since 1970), or None when its ``type`` is not its
+    first field (or unknown)."""
+    out: list[Any] = [at - EPOCH_MS, rec["round"]]
+    places: tuple[str, ...] = ()
+    i, rest = -1, None
+    for k, v in rec.items():
+        if k == "seq" or k == "round" or k == "at":
             continue
-        if rest is None and i < len(places) and k == places[i] and not isinstance(v, dict):
-            out.append(_KIND.get(v, v) if k == "kind" and isinstance(v, str) else _short(v))
+        if i < 0:  # the first field: the type
+            if k != "type" or v not in _TYPE:
+                return None
+            code = _TYPE[v]
+            out.append(code)
+            places, i = _POSITIONS[code], 0
+        elif rest is None and i < len(places) and k == places[i] and type(v) is not dict:
+            if type(v) is list:
+                v = _renamed(v, FIELDS)
+            elif k == "kind" and v in _KIND:
+                v = _KIND[v]
+            out.append(v)
             i += 1
-            continue
-        if rest is None:
-            rest = {}
-        rest[FIELDS.get(k, k)] = _short(v)
+        else:
+            if rest is None:
+                rest = {}
+            rest[FIELDS.get(k, k)] = _renamed(v, FIELDS) if type(v) in (dict, list) else v
+    if i < 0:
+        return None
     if rest:
         out.append(rest)
     return out
@@ -162,7 +161,7 @@ def _compact(rec: dict) -> list | None:
 def _unpack(entry: list, seq: int, with_at: bool = True) -> dict:
     out: dict[str, Any] = {"seq": seq}
     kind = entry[2]
-    if isinstance(kind, dict):  # 1.2.0's form: [at, round, {event}], at since 1970
+    if type(kind) is dict:  # 1.2.0's form: [at, round, {event}], at since 1970
         at, rnd, event = entry
         for k, v in event.items():
             name = _LONG.get(k, k)
@@ -176,15 +175,22 @@ def _unpack(entry: list, seq: int, with_at: bool = True) -> dict:
     else:
         at, rnd = entry[0] + EPOCH_MS, entry[1]
         out["type"] = TYPES[kind]
-        places = _POSITIONS[kind]
-        for i in range(3, len(entry)):
-            v = entry[i]
-            if isinstance(v, dict):  # the fields after the values (the last member)
-                for k, w in v.items():
-                    out[_LONG.get(k, k)] = _long(w)
-                break
-            name = places[i - 3]
-            out[name] = KINDS[v] if name == "kind" and type(v) is int else _long(v)
+        if len(entry) > 3:
+            for name, v in zip(_POSITIONS[kind], entry[3:]):
+                t = type(v)
+                if t is dict:  # the fields after the values (the last member)
+                    for k, w in v.items():
+                        out[_LONG.get(k, k)] = _renamed(w, _LONG) if type(w) in (dict, list) else w
+                    break
+                if t is list:
+                    v = _renamed(v, _LONG)
+                elif t is int and name == "kind":
+                    v = KINDS[v]
+                out[name] = v
+            else:
+                if len(entry) > 3 + len(_POSITIONS[kind]):  # (every place taken, then the others)
+                    for k, w in entry[-1].items():
+                        out[_LONG.get(k, k)] = _renamed(w, _LONG) if type(w) in (dict, list) else w
     out["round"] = rnd
     if with_at:
         out["at"] = iso(at)
@@ -209,9 +215,10 @@ def record(rec: dict) -> bytes:
     >>> record({"seat": 0, "type": "escape", "round": 1, "at": "2026-11-30T20:02:22.123Z"})
     b'[1796068942123,1,{"s":0,"t":6}]'
     """
-    compact = _compact(rec) if at_ms(rec["at"]) is not None else None
+    at = at_ms(rec["at"])
+    compact = None if at is None else _compact(rec, at)
     if compact is None:
-        return dumps([at_ms(rec["at"]), rec["round"], _pack_event(rec)])
+        return dumps([at, rec["round"], _pack_event(rec)])
     return dumps(compact)
 
 
@@ -361,28 +368,28 @@ RULESET_FIELDS = (
 _KONG_RECORD = ("seat", "kind", "tile", "from", "paid", "void", "transferred")
 _LAST = ("type", "index", "seat", "kind", "tile", "from")
 _TILES = 27
+_ALL_TILES = range(_TILES)
 COMPACT = "form"
 """The member that marks a compact state (its value: 2)."""
 
 
 def _sparse(counts: Any) -> list | None:
-    """A vector of the 27 tiles' counts as ``tile, count, ...`` for the counts that are not 0 (None: no such
-    vector)."""
-    if not isinstance(counts, list) or len(counts) != _TILES:
+    """A vector of the 27 tiles' counts (integers) as ``tile, count, ...`` for the counts that are not 0 (None:
+    no such vector)."""
+    if type(counts) is not list or len(counts) != _TILES:
         return None
     out: list[int] = []
-    for tile, c in enumerate(counts):
-        if type(c) is not int:
-            return None
-        if c:
-            out += (tile, c)
+    if any(counts):
+        for tile in compress(_ALL_TILES, counts):  # (those whose count is not 0)
+            out += (tile, counts[tile])
     return out
 
 
 def _dense(pairs: list) -> list[int]:
     counts = [0] * _TILES
-    for i in range(0, len(pairs), 2):
-        counts[pairs[i]] = pairs[i + 1]
+    if pairs:
+        for tile, c in zip(pairs[::2], pairs[1::2]):
+            counts[tile] = c
     return counts
 
 
