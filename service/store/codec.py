@@ -393,34 +393,41 @@ def _dense(pairs: list) -> list[int]:
     return counts
 
 
-def _compact_state(d: dict) -> dict | None:
-    """A state's dict in the compact form, or None for a shape it does not cover (stored as 1.2.0 stored it):
-    the ruleset as its values (:data:`RULESET_FIELDS`), the round's tile counts sparse (:func:`_sparse`), its
-    kongs and its last event as their values."""
-    ruleset = d.get("ruleset")
-    if not isinstance(ruleset, dict) or tuple(ruleset) != RULESET_FIELDS[:len(ruleset)] or COMPACT in d:
+def _seats(vectors: Any) -> list | None:
+    """Each seat's tile counts sparse (:func:`_sparse`); None: no such list."""
+    if type(vectors) is not list:
         return None
-    out = {**d, "ruleset": list(ruleset.values()), COMPACT: 2}
+    if not any(map(any, vectors)):  # (all 0: the common case, at C speed)
+        return [[] if type(v) is list and len(v) == _TILES else None for v in vectors]
+    return [_sparse(v) for v in vectors]
+
+
+def _compact_state(d: dict) -> dict | None:
+    """A state's dict (its round's ruleset left out) in the compact form, or None for a shape it does not
+    cover (stored as 1.2.0 stored it): the ruleset as its values (:data:`RULESET_FIELDS`), the round's tile
+    counts sparse (:func:`_sparse`), its kongs and its last event as their values."""
+    ruleset = d.get("ruleset")
+    if type(ruleset) is not dict or COMPACT in d or tuple(ruleset) != RULESET_FIELDS[:len(ruleset)]:
+        return None
+    out = d.copy()
+    out["ruleset"] = list(ruleset.values())
+    out[COMPACT] = 2
     rnd = d.get("round")
     if rnd is None:
         return out
-    if not isinstance(rnd, dict) or "ruleset" in rnd:
+    if type(rnd) is not dict or "ruleset" in rnd:
         return None
-    r = dict(rnd)
-    for name in ("melds", "hand_melds"):
-        seats = r.get(name)
-        if not isinstance(seats, list):
-            return None
-        r[name] = [_sparse(v) for v in seats]
-        if None in r[name]:
-            return None
-    r["concealed"] = _sparse(r.get("concealed"))
+    r = rnd.copy()
+    melds, hand_melds, concealed = _seats(r.get("melds")), _seats(r.get("hand_melds")), _sparse(r.get("concealed"))
     kongs, last = r.get("kongs"), r.get("last")
-    if (r["concealed"] is None or not isinstance(kongs, dict)
-            or not all(isinstance(k, dict) and tuple(k) == _KONG_RECORD for k in kongs.values())
-            or not (last is None or isinstance(last, dict) and tuple(last) == _LAST)):
+    if (melds is None or None in melds or hand_melds is None or None in hand_melds or concealed is None
+            or type(kongs) is not dict
+            or not all(type(k) is dict and tuple(k) == _KONG_RECORD for k in kongs.values())
+            or not (last is None or type(last) is dict and tuple(last) == _LAST)):
         return None
-    r["kongs"] = {seq: list(k.values()) for seq, k in kongs.items()}
+    r["melds"], r["hand_melds"], r["concealed"] = melds, hand_melds, concealed
+    if kongs:
+        r["kongs"] = {seq: list(k.values()) for seq, k in kongs.items()}
     if last is not None:
         r["last"] = list(last.values())
     out["round"] = r
