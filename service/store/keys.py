@@ -13,9 +13,9 @@ key                            type    holds
                                        and ``follow_fp`` (its creation's request, hex :func:`fp_digest`)
                                        (after DELETE: only the token hashes, owner and ``deleted``, 24 h)
 ``{t:<id>}:log``               list    the log: one record per seq, seq n at index n - 1 (append-only;
-                                       :mod:`~service.store.codec`: ``[at ms, round, event]``)
+                                       :mod:`~service.store.codec`: ``[at ms, round, type, values...]``)
 ``{t:<id>}:state``             string  JSON :class:`~service.rules.table.TableState` at version = LLEN log
-                                       (:func:`~service.store.codec.state`)
+                                       (:func:`~service.store.codec.state`: compact, ``"form": 2``)
 ``{t:<id>}:rounds``            list    summaries of the table's ended rounds (round n at index n - 1;
                                        positional arrays, :func:`~service.store.codec.summary`)
 ``{t:<id>}:snapshots``         hash    field n (a multiple of :data:`SNAPSHOT_EVERY`) = the state at
