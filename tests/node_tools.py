@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import subprocess
@@ -31,12 +32,18 @@ def _stale() -> list[str]:
 
 
 def installed() -> Path:
-    """``tools/openapi/node_modules/.bin``, with every pinned package installed at its version."""
-    if _stale():
-        npm = shutil.which("npm")
-        assert npm, "npm is needed for the OpenAPI tools (tools/openapi/package.json)"
-        run = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=TOOLS,
-                             capture_output=True, text=True, timeout=900)
-        assert run.returncode == 0, run.stdout + run.stderr
-        assert not _stale(), _stale()
+    """``tools/openapi/node_modules/.bin``, with every pinned package installed at its version.
+
+    The test processes (pytest-xdist's workers) take turns here: an exclusive lock on ``package.json``
+    while one checks and installs, so that two never run ``npm ci`` in the same directory at once.
+    """
+    with open(TOOLS / "package.json", "rb") as pinned:
+        fcntl.flock(pinned, fcntl.LOCK_EX)  # (released when the file is closed)
+        if _stale():
+            npm = shutil.which("npm")
+            assert npm, "npm is needed for the OpenAPI tools (tools/openapi/package.json)"
+            run = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=TOOLS,
+                                 capture_output=True, text=True, timeout=900)
+            assert run.returncode == 0, run.stdout + run.stderr
+            assert not _stale(), _stale()
     return BIN

@@ -13,8 +13,10 @@ that add up).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -24,9 +26,14 @@ pytestmark = pytest.mark.slow  # (a real server, or long runs: the fast lane lea
 
 
 def run_bench(script: str, *args: str) -> dict[str, dict]:
-    """Run ``bench/<script>`` with ``args``; its JSON lines by their ``op`` (or ``target``/``ratio``)."""
-    done = subprocess.run([sys.executable, f"bench/{script}", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=180)
+    """Run ``bench/<script>`` with ``args``; its JSON lines by their ``op`` (or ``target``/``ratio``).
+
+    A service it starts without ``REDIS_URL`` keeps its embedded Redis in a directory of its own
+    (``REDIS_DATA_DIR``), not in the tree's ``var/redis``, which a test on the other worker may be using.
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-redis-") as data:
+        done = subprocess.run([sys.executable, f"bench/{script}", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=180, env={**os.environ, "REDIS_DATA_DIR": data})
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, done.stdout

@@ -76,13 +76,19 @@ def join(phone: Phone, url: str, seat: int | None = None) -> None:
     answer_seat(phone, seat)
 
 
+def wait_rooms(phone: Phone) -> None:
+    """Wait for the start page's rooms from the service (until they arrive, the page shows its one
+    fallback room, without the other rooms' options)."""
+    phone.wait(lambda: len(phone.all('[data-testid="ruleset"] option')) > 1, "the rooms the service offers")
+
+
 def create_table(phone: Phone, base_url: str, names=("东", "南", "西", "北"), preset: str | None = None,
                  seat: int | None = None) -> dict:
     phone.d.get(base_url + "/")
     if preset:
         from selenium.webdriver.support.select import Select
 
-        phone.wait(lambda: phone.has("ruleset"), "the room select")
+        wait_rooms(phone)
         Select(phone.el("ruleset")).select_by_value(preset)
     for i, name in enumerate(names):
         phone.type(f"player-{i}", name)
@@ -808,7 +814,7 @@ def test_a_table_with_stakes_shows_the_apis_coins(service, api, phones):
 
     a = phones("a")
     a.d.get(service.url + "/")
-    a.wait(lambda: a.has("ruleset"), "the room select")
+    wait_rooms(a)
     Select(a.el("ruleset")).select_by_value("normal")
     a.js("document.querySelector('details.options').open = true")
     Select(a.el("opt-zimo")).select_by_value("base")                  # 自摸加底
@@ -1489,7 +1495,7 @@ def test_every_round_explained_on_every_phone(service, api, phones):
 
     a = phones("a")
     a.d.get(service.url + "/")
-    a.wait(lambda: a.has("ruleset"), "the start page")
+    wait_rooms(a)
     a.js("document.querySelector('details.options').open = true")
     Select(a.el("opt-cap")).select_by_value("4")
     for i, name in enumerate(("东", "南", "西", "北")):
@@ -1660,7 +1666,7 @@ def test_the_end_of_the_evening(service, api, phones):
     a = phones("a")
     a.allow_downloads()
     a.d.get(service.url + "/")
-    a.wait(lambda: a.has("ruleset"), "the start page")
+    wait_rooms(a)
     Select(a.el("ruleset")).select_by_value("normal")                  # 普通场
     a.js("document.querySelector('details.options').open = true")
     Select(a.el("opt-cap")).select_by_value("4")                      # 封顶 4 番
