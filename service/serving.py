@@ -11,7 +11,9 @@ long-lived responses.  gunicorn's ``gevent`` worker gives each connection a
 greenlet (the app monkey-patched: redis-py, locks and sleeps cooperate), so
 slow clients and idle streams cost a few KiB each and never a thread, and the
 stream is an ordinary Flask view (a generator parked on a per-subscriber
-mailbox, see :mod:`service.api.stream`).  ``docs/performance.md`` has the
+mailbox, see :mod:`service.api.stream`).  Each connection yields after each
+request, so that kept-alive connections are served in turn (the tail: see
+:meth:`ServiceWorker.handle_request`).  ``docs/performance.md`` has the
 figures.  New connections are spread over the workers by the kernel: each
 worker listens on its own socket (gunicorn's ``reuse_port``).
 
@@ -484,7 +486,7 @@ class ServiceWorker(GeventWorker):
             return
         super().handle(listener, client, addr)
 
-    # Five things around gunicorn's own handling of a request, none of which a gunicorn setting gives:
+    # Six things around gunicorn's own handling of a request, none of which a gunicorn setting gives:
     # * a behaviour (the gunicorn-level errors): an HTTP version other than 1.0 and 1.1 is a 505 problem
     #   (gunicorn answers HTTP/1.2 as "HTTP/1.2 200");
     # * a behaviour (the framing tests): a wrong or oversized chunk-size line is a 400 / 413 at once
@@ -497,7 +499,13 @@ class ServiceWorker(GeventWorker):
     #   at once on the client's unread bytes resets the connection, and the client loses the answer;
     # * a behaviour (tests/test_batch_served.py, a sender of one line at a time): a streamed body's reads give
     #   what has arrived (ArrivingLengthReader, StrictChunkedReader with ``arriving``), so that each NDJSON
-    #   line is answered when it arrives; gunicorn's readers wait for the whole size asked (a 408 instead).
+    #   line is answered when it arrives; gunicorn's readers wait for the whole size asked (a 408 instead);
+    # * the tail (tests/test_serving.py, a connection takes its turn; bench/workers.py): after each request the
+    #   connection's greenlet yields (``gevent.sleep(0)``) before it reads the next one, so every connection
+    #   with a request waiting is served in turn.  Without it a greenlet whose client has already sent its
+    #   next request never waits (gevent reads eagerly) and keeps the worker while other connections starve:
+    #   ting at 32 connections had a p50 of 0.6 ms and a p99 of 212 ms (two workers), and on one worker one
+    #   connection was served 59 times in 3 s while another was served 308 times; with it, each alike.
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
         if req.version not in ((1, 0), (1, 1)):
             self._answer(sock, 505, "HTTP Version Not Supported",
@@ -525,6 +533,7 @@ class ServiceWorker(GeventWorker):
         if req.body in _CUT:  # a body given up (give_up): where the next request would start is unknown
             self._linger(sock)
             raise StopIteration
+        gevent.sleep(0)  # (the connection's turn ends here: see above)
         return keep
 
     # A behaviour (tests/test_stream.py, a reload ends the streams at once): on SIGTERM (a stop, a reload's

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import itertools
 import json
 import os
 import re
@@ -364,3 +365,54 @@ def test_a_worker_that_replaces_a_killed_one_takes_new_connections(tmp_path, red
     finally:
         served.stop()
     assert killed not in per_worker and len(per_worker) == 2 and min(per_worker.values()) >= 4, per_worker
+
+
+def test_kept_alive_connections_take_turns(tmp_path, redis_server):
+    """One worker, two kept-alive connections each sending 300 requests pipelined: once both have
+    requests waiting, they are served in turn, not one connection's 300 and then the other's.  Each
+    connection yields after each request; without that, a greenlet whose next request has already
+    arrived never waits and keeps the worker (the order of the access log, one worker: what was served
+    when, whatever the client's own timing)."""
+    n = 300
+
+    def validate(tag: str) -> bytes:
+        body = json.dumps({"hand": {"tiles": "1112345678999m"}}).encode()
+        return (b"POST /v1/hands/validate HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                b"X-Request-ID: %s\r\nContent-Length: %d\r\n\r\n" % (tag.encode(), len(body)) + body)
+
+    def answers(sock: socket.socket, out: list) -> None:
+        with sock.makefile("rb") as stream:
+            for _ in range(n):
+                head = b"".join(iter(stream.readline, b"\r\n"))
+                out.append(int(head.split()[1]))
+                stream.read(int(re.search(rb"(?i)content-length: *(\d+)", head).group(1)))
+
+    served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url}, workers=1)
+    try:
+        with (socket.create_connection(("127.0.0.1", served.port), timeout=30) as a,
+              socket.create_connection(("127.0.0.1", served.port), timeout=30) as b):
+            for sock, tag in ((a, "turn-warm-a"), (b, "turn-warm-b")):  # both connections accepted first
+                sock.sendall(validate(tag))
+                assert read_one(sock)[0] == 200
+            statuses: dict[str, list[int]] = {"a": [], "b": []}
+            readers = [threading.Thread(target=answers, args=(sock, statuses[name]))
+                       for name, sock in (("a", a), ("b", b))]
+            for reader in readers:
+                reader.start()
+            a.sendall(b"".join(validate(f"turn-a-{i}") for i in range(n)))
+            b.sendall(b"".join(validate(f"turn-b-{i}") for i in range(n)))
+            for reader in readers:
+                reader.join(timeout=60)
+            assert statuses == {"a": [200] * n, "b": [200] * n}
+    finally:
+        served.stop()
+    order = [line["request_id"].split("-")[1] for line in (json.loads(x) for x in served.log_lines()
+                                                          if x.startswith("{"))
+             if line.get("logger") == "service.access" and line.get("request_id", "").startswith("turn-")]
+    order = [x for x in order if x in "ab"]
+    assert sorted(order) == ["a"] * n + ["b"] * n
+    both_from = max(order.index("a"), order.index("b"))
+    both_until = min(len(order) - order[::-1].index(x) for x in "ab")
+    assert both_from < both_until, f"one connection's {n} requests were all served before the other's first"
+    runs = [len(list(group)) for _, group in itertools.groupby(order[both_from:both_until])]
+    assert max(runs) <= 3, f"a connection was served {max(runs)} times in a row while the other waited"
