@@ -743,27 +743,15 @@ def _plain_options(keys: tuple[int, int, int]) -> ShantenOptions:
                         mu = by_raised[1][cu] = _raised(ku, FULL, cu)
                 if seven_st or seven_su:
                     parity_s = parity(k)
-                    if seven_st:
-                        want = _seven_want(pc + pt)
-                        if want:
-                            p = parity_s & want
-                            ms |= (p | p >> 9) & 511
-                            p = parity_t & want
-                            mt |= (p | p >> 9) & 511
-                    if seven_su:
-                        want = _seven_want(pc + pu)
-                        if want:
-                            p = parity_s & want
-                            ms |= (p | p >> 9) & 511
-                            p = parity_u & want
-                            mu |= (p | p >> 9) & 511
-                if seven_of_tu:
-                    want = _seven_want(pt + pu)
-                    if want:
-                        p = parity_t & want
-                        mt |= (p | p >> 9) & 511
-                        p = parity_u & want
-                        mu |= (p | p >> 9) & 511
+                    if seven_st and (want := _seven_want(pc + pt)):
+                        ms |= _seven_ranks(parity_s, want)
+                        mt |= _seven_ranks(parity_t, want)
+                    if seven_su and (want := _seven_want(pc + pu)):
+                        ms |= _seven_ranks(parity_s, want)
+                        mu |= _seven_ranks(parity_u, want)
+                if seven_of_tu and (want := _seven_want(pt + pu)):
+                    mt |= _seven_ranks(parity_t, want)
+                    mu |= _seven_ranks(parity_u, want)
                 if ms:
                     memo_key = ((k << 9 | ms) * 10 + r) * 3 + s
                     found_s = listed.get(memo_key) or _listed(memo_key, s, k, ms, r)
@@ -802,6 +790,20 @@ def _seven_want(packed: int) -> int:
     ``packed`` view: 511 (a single made a pair), 511 << 9 (one more single), both or none."""
     now = SEVEN_PAIRS[packed]
     return (511 if SEVEN_PAIRS[packed + 31] > now else 0) | (511 << 9 if SEVEN_PAIRS[packed + 1] > now else 0)
+
+
+def _seven_ranks(parity_classes: int, want: int) -> int:
+    """A suit's ranks (bit r: rank r + 1) whose draw raises seven pairs' count: its ranks of the parity
+    classes (:func:`~.shanten_table.parity`) that ``want`` (:func:`_seven_want`) names, odd and even
+    folded onto one 9-bit set.
+
+    >>> _seven_ranks(0b101 | 0b10 << 9, 511)  # only a single made a pair: ranks 1 and 3
+    5
+    >>> _seven_ranks(0b101 | 0b10 << 9, 511 | 511 << 9)
+    7
+    """
+    p = parity_classes & want
+    return (p | p >> 9) & 511
 
 
 _NONE: tuple[tuple[UsefulTile, ...], int] = ((), 0)
