@@ -43,6 +43,11 @@ MIN_API_KEY_CHARS = 32
 API_KEY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _HASHED = re.compile(r"sha256:([0-9a-f]{64})")
 PROXY_HEADERS = ("x-forwarded-for", "forwarded")
+TURN_SECONDS = 1e-6
+"""How long a request gives up its worker to let the worker's other requests have their turn (after each
+request on a kept-alive connection, between two pieces of a batch): any time above 0.  Under gevent the
+greenlet then resumes only after the event loop's next poll for I/O; a sleep of 0 may resume it before the
+loop cycles (gevent's ``sleep``), so that connections waiting for their request to be read get no turn."""
 
 # Rate limits: setting → (variable, default, what it counts).  "client" limits count
 # per API key when keys are on (and can be set per key), per client address otherwise.

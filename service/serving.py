@@ -80,7 +80,7 @@ from werkzeug.exceptions import BadRequest
 from werkzeug.exceptions import RequestTimeout as BodyTimeout
 from werkzeug.wsgi import get_current_url
 
-from .config import Settings
+from .config import TURN_SECONDS, Settings
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 WORKER_CLASS = "service.serving.ServiceWorker"
@@ -306,7 +306,7 @@ class DeadlineReader:
         except (http_errors.ParseException, OSError) as exc:  # (NoMoreData is an OSError: the client left)
             self._give_up()
             raise BadRequest(f"the request body is malformed or was cut: {exc}") from None
-        gevent.sleep(0)  # (a cooperative yield: the job's reads pace it)
+        gevent.sleep(TURN_SECONDS)  # (the worker's other requests' turn: the job's reads pace it)
         return data
 
     def _give_up(self) -> None:
@@ -500,10 +500,11 @@ class ServiceWorker(GeventWorker):
     # * a behaviour (tests/test_batch_served.py, a sender of one line at a time): a streamed body's reads give
     #   what has arrived (ArrivingLengthReader, StrictChunkedReader with ``arriving``), so that each NDJSON
     #   line is answered when it arrives; gunicorn's readers wait for the whole size asked (a 408 instead);
-    # * the tail (tests/test_serving.py, a connection takes its turn; bench/workers.py): after each request the
-    #   connection's greenlet yields (``gevent.sleep(0)``) before it reads the next one, so every connection
-    #   with a request waiting is served in turn.  Without it a greenlet whose client has already sent its
-    #   next request never waits (gevent reads eagerly) and keeps the worker while other connections starve:
+    # * the tail (tests/test_serving.py, connections take turns; bench/workers.py): after each request the
+    #   connection's greenlet gives up the worker (:data:`~service.config.TURN_SECONDS`) before it reads the
+    #   next one, so every connection with a request waiting is served in turn.  Without it a greenlet whose
+    #   client has already sent its next request never waits (gevent reads eagerly) and keeps the worker
+    #   while other connections starve:
     #   ting at 32 connections had a p50 of 0.6 ms and a p99 of 212 ms (two workers), and on one worker one
     #   connection was served 59 times in 3 s while another was served 308 times; with it, each alike.
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
@@ -533,7 +534,7 @@ class ServiceWorker(GeventWorker):
         if req.body in _CUT:  # a body given up (give_up): where the next request would start is unknown
             self._linger(sock)
             raise StopIteration
-        gevent.sleep(0)  # (the connection's turn ends here: see above)
+        gevent.sleep(TURN_SECONDS)  # (the connection's turn ends here: see above)
         return keep
 
     # A behaviour (tests/test_stream.py, a reload ends the streams at once): on SIGTERM (a stop, a reload's

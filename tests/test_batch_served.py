@@ -10,13 +10,16 @@ as a client piping a file through one request does.
 
 from __future__ import annotations
 
+import http.client
 import json
+import random
 import socket
 import threading
 
 import pytest
 
 from service.api.batch_items import PIECE_LINES, answer_line
+from service.rules.tiles import format_counts
 from tests.loopback import rss_kib
 from tests.served import Served
 
@@ -185,6 +188,50 @@ def test_a_json_batch_of_a_thousand_items(served):
     assert status == 200 and headers["Content-Type"] == "application/json"
     results = json.loads(body)["results"]
     assert len(results) == len(items) and {x["status"] for x in results} == {200, 422}
+
+
+def test_a_json_batch_gives_the_workers_other_requests_their_turn(served):
+    """A JSON batch of a thousand hands never seen before (their shanten options: a few tenths of a second of
+    the one worker's time) is worked out 64 items at a time, the worker's other requests given their turn
+    between two pieces: a client making one request after another on another connection meanwhile is
+    answered again and again while the batch runs, not only before and after it (the access log: each
+    request's end and the batch's duration, one worker)."""
+    rng = random.Random(37)
+    wall = [t for t in range(27) for _ in range(4)]
+    items = []
+    for _ in range(1000):
+        counts = [0] * 27
+        for t in rng.sample(wall, 14):
+            counts[t] += 1
+        items.append({"op": "shanten", "hand": {"tiles": format_counts(counts)}})
+    validate = json.dumps({"hand": {"tiles": "1112345678999m"}})
+    done = threading.Event()
+
+    def other_client() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=60)
+        try:
+            while not done.is_set():
+                conn.request("POST", "/v1/hands/validate", validate, {"Content-Type": "application/json",
+                                                                      "X-Request-ID": "turn-other"})
+                assert conn.getresponse().read()
+        finally:
+            conn.close()
+
+    other = threading.Thread(target=other_client)
+    other.start()
+    try:
+        status, _, answer = served.request("POST", "/v1/batch", {"items": items}, {"X-Request-ID": "turn-batch"},
+                                           timeout=60)
+    finally:
+        done.set()
+        other.join(timeout=60)
+    assert status == 200 and {x["status"] for x in json.loads(answer)["results"]} == {200}
+    lines = [line for line in (json.loads(x) for x in served.log_lines() if x.startswith("{"))
+             if line.get("logger") == "service.access" and line.get("request_id", "").startswith("turn-")]
+    batch = next(line for line in lines if line["request_id"] == "turn-batch")
+    start, end = batch["ts"] - batch["duration_ms"] / 1000, batch["ts"]
+    during = [line for line in lines if line["request_id"] == "turn-other" and start + 0.002 < line["ts"] < end - 0.002]
+    assert batch["duration_ms"] > 50 and len(during) >= 3, (batch["duration_ms"], len(during))
 
 
 def test_the_answer_comes_in_pieces_of_at_most_64_results(served):
