@@ -50,9 +50,7 @@ from .fan import (
     FanContext,
     Win,
     context,
-    evaluate,
-    meld_info,
-    only_wait,
+    hand_win,
     points_of,
     suit_problem,
 )
@@ -711,12 +709,10 @@ class Round:
         problem = suit_problem(hand.suit_mask, hand.void)
         if problem:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat} cannot win: {problem}")
-        t = ev.tile.index
-        evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx, t,
-                       ctx.asks_wait[t] and only_wait(hand, t))
-        if evn is None:
+        value = hand_win(hand, ev.tile.index, sit, ctx)
+        if value is None:
             raise EventError(Code.NOT_A_WIN, i, f"seat {w.seat}'s hand {str(hand)!r} is not a winning shape")
-        return evn.raw_fan, tuple([p.id for p in evn.patterns])
+        return value
 
     def _count_hu_tiles(self, ev: Hu | HuFields, i: int) -> None:
         first = True
