@@ -758,13 +758,12 @@ class Round:
         """Count a given hand's tiles in the round; the hand (for :meth:`_check_copies`: the tiles it touched)."""
         self._unadded.append(hand.counts)  # (added to concealed when it is read)
         self.copies = list(map(add, self.copies, hand.counts))
-        hm = [0] * 27
-        for m in hand.melds:
-            hm[m.tile.index] += 4 if m.type == "kong" else 3
-        if hand.melds or any(self.hand_melds[seat]):
-            self._set_hand_melds(seat, hm)  # (replacing a seat's earlier hand only lowers counts)
-        else:
-            self.hand_melds[seat] = hm  # (no melds before or now: the count is the same)
+        if hand.melds or any(self.hand_melds[seat]):  # (replacing a seat's earlier hand only lowers counts)
+            hm = [0] * 27
+            for m in hand.melds:
+                hm[m.tile.index] += 4 if m.type == "kong" else 3
+            self._set_hand_melds(seat, hm)
+        # (else no melds before or now: the seat's count stays all zeros)
         return hand
 
     def _void_kong(self, kong: KongRecord, i: int) -> None:
