@@ -208,6 +208,7 @@ class Round:
     def __init__(self, ruleset: Ruleset | str | Mapping | None = None, dealer: int = 0,
                  voids: Iterable[str | None] | None = None) -> None:
         self.rules = Ruleset.from_spec(ruleset)
+        self.fan_context = context(self.rules)  # (derived once: the hu and draw events read it)
         n = self.rules.players
         self.seats = tuple(range(n))
         self.xueliu = self.rules.mode == "xueliu"
@@ -597,7 +598,7 @@ class Round:
         sit = self._check_hu_flags(ev, i)
         kong_index = self.last.index if self.last and self.last.type == "kong" else None
         kong = None if kong_index is None else self.kongs[kong_index]
-        ctx = context(self.rules)
+        ctx = self.fan_context
         feeder_pays = (
             ev.from_ is None and ev.after_kong and self.rules.dianganghua == "discard"
             and kong is not None and kong.kind == "direct"
@@ -780,7 +781,7 @@ class Round:
         of the round and is not ting at its end."""
         self._require_active(ev.seat, i, "penalized")
         if ev.kind == "zhahu":
-            points = points_of(self.rules.zhahu, context(self.rules)).points
+            points = points_of(self.rules.zhahu, self.fan_context).points
             for s in self.active:
                 self._pay(ev.seat, s, points, _PENALTY, i)
         elif ev.seat not in self.xianggong:
@@ -794,7 +795,7 @@ class Round:
         In 血流 a seat that has won is ting (§13.5): listed, it must be; its
         大叫 is its kept hand's when that is known, else its entry's.
         """
-        ctx = context(self.rules)
+        ctx = self.fan_context
         pigs = self.rules.huazhu != 0  # §7.2: with huazhu = 0 there is no 花猪, only seats not ting
         out: dict[int, Standing] = {}
         touched: list[int] = []
