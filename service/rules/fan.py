@@ -362,7 +362,8 @@ def hand_win(hand: Hand, tile: int, sit: tuple, ctx: FanContext) -> tuple[int, t
     memo = ctx.wins
     value = memo.get(key, _MISSING)
     if value is _MISSING:
-        evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx, tile,
+        k0, k1, k2 = hand.keys  # (a valid hand: no count over 4)
+        evn = evaluate(k0, k1, k2, len(hand.tiles), meld_info(hand.melds), sit, ctx, tile,
                        ctx.asks_wait[tile] and only_wait(hand, tile))
         value = None if evn is None else (evn.raw_fan, tuple([p.id for p in evn.patterns]))
         if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
