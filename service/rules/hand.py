@@ -178,8 +178,10 @@ class Hand:
                 if held[i] > top:  # (counts only grow: the highest is the concealed one or a meld tile's)
                     top = held[i]
             held_counts = tuple(held)
+            size = len(tiles) + 3 * len(melds)
         else:
             held_counts = counts
+            size = len(tiles)
         obj = object.__new__(cls)
         fields = obj.__dict__  # (the frozen dataclass's fields, set one by one as object.__setattr__ would)
         fields["tiles"] = tiles
@@ -190,7 +192,7 @@ class Hand:
         fields["keys"] = keys
         fields["suit_mask"] = mask
         fields["max_held"] = top
-        fields["size"] = len(tiles) + 3 * len(melds)
+        fields["size"] = size
         return obj
 
     @property
