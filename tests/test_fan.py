@@ -918,3 +918,37 @@ def test_suit_and_parse_memos_are_bounded(monkeypatch):
     parsed = [str(parse_hand(h)) for h in hands]
     assert all(0 < len(memo) <= 8 for memo in hand.PARTS_MEMO)  # (filled: the strings are canonical)
     assert [str(parse_hand(h)) for h in hands] == parsed
+
+
+def test_hand_win_memo_is_bounded_and_per_ruleset(monkeypatch):
+    """hand_win (a settled win's raw fan and pattern ids) is memoized per ruleset by the hand's value, the
+    tile and the situation: bounded (a full memo is emptied), and what it gives, first and again, is what
+    evaluate gives (with only_wait where an extra of the ruleset asks it), a hand not a win giving None."""
+    from service.rules import fan as fan_module
+    from service.rules.fan import context, evaluate, hand_win, meld_info, only_wait
+
+    hands = [(parse_hand(text, melds=melds), tile) for text, tile, melds in [
+        ("11333222456999s", "4s", ()), ("11222244p557799m", "9m", ()), ("123456789m11122p", "5m", ()),
+        ("123456789m22p", "2p", (Meld.kong("5p", "concealed"),)), ("12345678m12355p", "1m", ()),
+        ("11223344556677m", "4m", ()), ("1234566789m1112p", "3m", ())]]
+    sits = [(False,) * 6, (True, False, False, False, False, False), (True, True, False, True, False, False)]
+    rulesets = [Ruleset.from_spec(None), Ruleset.from_spec({"jiaxinwu": True, "kaertiao": True}),
+                Ruleset.from_spec("chengdu-points")]
+    monkeypatch.setattr(fan_module, "MEMO_LIMIT", 4)
+    context.cache_clear()  # (one context per ruleset: its memos start empty under the small limit)
+
+    def direct(hand, t, sit, ctx):
+        evn = evaluate(*hand.keys, len(hand.tiles), meld_info(hand.melds), sit, ctx, t,
+                       ctx.asks_wait[t] and only_wait(hand, t))
+        return None if evn is None else (evn.raw_fan, tuple(p.id for p in evn.patterns))
+
+    cases = [(h, parse_hand(w).tiles[0].index, sit, context(r)) for h, w in hands for sit in sits for r in rulesets]
+    cases = [c for c in cases if c[0].counts[c[1]]]
+    expected = [direct(*c) for c in cases]
+    assert [hand_win(*c) for c in cases] == expected
+    assert [hand_win(*c) for c in cases] == expected
+    assert all(0 < len(context(r).wins) <= 4 for r in rulesets)
+    assert None in expected and any(e is not None and e[1] for e in expected)
+    by_ruleset = [tuple(e for e, c in zip(expected, cases) if c[3] is context(r)) for r in rulesets]
+    assert len(set(by_ruleset)) == len(rulesets)  # (each ruleset values some win of the same hands its own way)
+    context.cache_clear()

@@ -386,14 +386,32 @@ def _plain_hand_members(data: Any) -> tuple[str, list] | None:
     return None
 
 
+PLAIN_HANDS_MEMO: dict[tuple, Hand] = {}
+PLAIN_HANDS_LIMIT = 1024
+"""Entries of the memo of :func:`_plain_hand`; a full memo is emptied (a bound, not a policy)."""
+
+
 def _plain_hand(data: Any, seat: int, voids, players: int) -> Hand | None:
     """The hand :meth:`_Parser.hand` gives for a plain hand object (:func:`_plain_hand_members`) that
-    parses, else None (the caller then parses the whole event, which reports what is wrong)."""
+    parses, else None (the caller then parses the whole event, which reports what is wrong).
+
+    A bounded memo of the hands parsed, keyed by what :func:`.hand.parse_hand` reads (the hand string,
+    the seat's void, the melds): a round's hands are parsed again when it is settled again (re-read,
+    corrected, or checked before it is sent).  A failure is not kept.
+    """
     plain = _plain_hand_members(data)
     if plain is None:
         return None
+    tiles, melds = plain
+    void = None if voids is None else voids[seat]
+    key = (tiles, void, *melds)
+    hand = PLAIN_HANDS_MEMO.get(key)
     try:
-        hand = parse_hand(plain[0], plain[1], None if voids is None else voids[seat])
+        if hand is None:
+            hand = parse_hand(tiles, melds, void)
+            if len(PLAIN_HANDS_MEMO) >= PLAIN_HANDS_LIMIT:
+                PLAIN_HANDS_MEMO.clear()
+            PLAIN_HANDS_MEMO[key] = hand
         if players == 3:
             require_in_play(hand, 3)
     except RuleError:

@@ -53,6 +53,7 @@ from .shapes import (
     F_TRIP,
     F_YAO,
     GEN_SHIFT,
+    MEMO_LIMIT,
     NOT258,
     SHAPES,
     TRIP,
@@ -161,6 +162,7 @@ class FanContext(NamedTuple):
     suit_options: dict  # discard advice's options within one suit (ting.suit_options); filled lazily, bounded
     across_options: dict  # discard advice's options with waits in another suit (ting.across_option); the same
     dajiao: dict  # a 13-size hand's 大叫 points (ting.dajiao_points) by the hand's value; filled lazily, bounded
+    wins: dict  # a 14-size hand's win (hand_win) by the hand's value, the tile and the situation; the same
 
 
 _SITUATIONS = tuple(product((False, True), repeat=6))
@@ -202,6 +204,7 @@ def context(rules: Ruleset, without: str | None = None) -> FanContext:
         suit_options={},
         across_options={},
         dajiao={},
+        wins={},
     )
     return ctx._replace(points=tuple(_points(raw, ctx) for raw in range(_MAX_RAW_FAN + 1)))
 
@@ -340,6 +343,33 @@ def evaluate(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, sit: tup
                                     standard, None))
     pats = _patterns(base, gens, _facts(sit, (k0, k1, k2), anyf, mi, tile, only_wait), ctx)
     return _record(Evaluation, (base, sum(p.fan for p in pats), tuple(pats), standard, None))
+
+
+_MISSING = object()
+
+
+def hand_win(hand: Hand, tile: int, sit: tuple, ctx: FanContext) -> tuple[int, tuple[str, ...]] | None:
+    """``(raw fan, pattern ids)`` of a valid 14-size hand (no count over 4) won on ``tile`` (one of its
+    concealed tiles) in the situation ``sit`` (:func:`evaluate`'s flags), or None when it is not a
+    winning shape; suit rules (缺一门, 定缺) are the caller's.
+
+    :func:`evaluate` of the hand (with :func:`only_wait` where an extra asks it), a function of the
+    hand's value (its concealed tiles, which its suit keys give, its melds and its void), the tile and
+    the situation: memoized per ruleset (bounded), as a round's wins are settled again (a round
+    re-read, corrected, or checked before it is sent), as :func:`.ting.dajiao_points` is.
+    """
+    key = (hand.keys, hand.melds, hand.void, tile, sit)
+    memo = ctx.wins
+    value = memo.get(key, _MISSING)
+    if value is _MISSING:
+        k0, k1, k2 = hand.keys  # (a valid hand: no count over 4)
+        evn = evaluate(k0, k1, k2, len(hand.tiles), meld_info(hand.melds), sit, ctx, tile,
+                       ctx.asks_wait[tile] and only_wait(hand, tile))
+        value = None if evn is None else (evn.raw_fan, tuple([p.id for p in evn.patterns]))
+        if len(memo) >= MEMO_LIMIT:  # (a bounded memo: a full one is emptied)
+            memo.clear()
+        memo[key] = value
+    return value
 
 
 def discard_value(k0: int, k1: int, k2: int, n_concealed: int, mi: MeldInfo, ctx: FanContext) -> tuple | None:

@@ -159,50 +159,40 @@ class Hand:
         )
 
     @classmethod
-    def _of(cls, tiles: tuple, counts: tuple, keys: tuple | None, mask: int, top: int) -> Hand:
-        """A hand of concealed tiles only, from its parts already derived (the parse hot path).
+    def _of(cls, tiles: tuple, counts: tuple, keys: tuple | None, mask: int, top: int,
+            melds: tuple[Meld, ...] = (), void: str | None = None) -> Hand:
+        """A hand from the parts of its concealed tiles already derived (the parse hot path), with
+        ``melds`` and a parsed ``void``: the value ``Hand(tiles, melds, void)`` is, built once.
 
-        ``tiles`` in canonical order; the same value ``Hand(tiles)`` builds, without
-        the frozen ``__init__``'s per-field checks and the per-tile loop.
+        ``tiles`` in canonical order; ``top`` the highest of ``counts``.  Without the frozen
+        ``__init__``'s per-field checks and its per-tile loop.
         """
         # Kept past the frozen __init__: bench/core.py, score and settle from strings, is 1.6 and 1.2 times
-        # slower when this and _with build by Hand(...) (docs/performance.md, "builders past __init__").
+        # slower when this builds by Hand(...) (docs/performance.md, "builders past __init__").
+        if melds:
+            held = list(counts)
+            for m in melds:
+                i = m.tile.index
+                held[i] += 4 if m.type == "kong" else 3
+                mask |= _BIT[i]
+                if held[i] > top:  # (counts only grow: the highest is the concealed one or a meld tile's)
+                    top = held[i]
+            held_counts = tuple(held)
+            size = len(tiles) + 3 * len(melds)
+        else:
+            held_counts = counts
+            size = len(tiles)
         obj = object.__new__(cls)
-        fields = obj.__dict__  # (the frozen dataclass's fields, as object.__setattr__ would set them)
+        fields = obj.__dict__  # (the frozen dataclass's fields, set one by one as object.__setattr__ would)
         fields["tiles"] = tiles
-        fields["melds"] = ()
-        fields["void"] = None
+        fields["melds"] = melds
+        fields["void"] = void
         fields["counts"] = counts
-        fields["held"] = counts
+        fields["held"] = held_counts
         fields["keys"] = keys
         fields["suit_mask"] = mask
         fields["max_held"] = top
-        fields["size"] = len(tiles)
-        return obj
-
-    def _with(self, melds: tuple[Meld, ...], void: str | None) -> Hand:
-        """This hand of concealed tiles only (as :meth:`_of` builds it) with ``melds`` and a parsed ``void``:
-        the value ``Hand(self.tiles, melds, void)`` is."""
-        held = list(self.counts)
-        mask = self.suit_mask
-        top = self.max_held  # (counts only grow: the highest is the old one or a meld tile's)
-        for m in melds:
-            i = m.tile.index
-            held[i] += 4 if m.type == "kong" else 3
-            mask |= _BIT[i]
-            if held[i] > top:
-                top = held[i]
-        obj = object.__new__(Hand)  # (kept: see _of)
-        fields = obj.__dict__  # (set one by one, as _of: no dict of keyword arguments built)
-        fields["tiles"] = self.tiles
-        fields["melds"] = melds
-        fields["void"] = void
-        fields["counts"] = self.counts
-        fields["held"] = tuple(held)
-        fields["keys"] = self.keys
-        fields["suit_mask"] = mask
-        fields["max_held"] = top
-        fields["size"] = len(self.tiles) + 3 * len(melds)
+        fields["size"] = size
         return obj
 
     @property
@@ -247,12 +237,12 @@ def parse_hand(
     0
     """
     if isinstance(text, str):
-        hand = _canonical_hand(text)
-        if hand is not None:
+        parts = _suit_parts(text)
+        if parts is not None:
             if not melds and void is None:
-                return hand
+                return _hand_of_parts(parts)
             parsed = tuple([m if isinstance(m, Meld) else Meld.from_mapping(m) for m in melds]) if melds else ()
-            return hand._with(parsed, None if void is None else parse_suit(void))
+            return _hand_of_parts(parts, parsed, None if void is None else parse_suit(void))
         tiles = parse_tiles(text)
     elif isinstance(text, Hand):
         return text
@@ -341,18 +331,15 @@ def _suit_parts(text: str) -> tuple[tuple, tuple, tuple, str, str, str] | None:
     return part_m, part_p, part_s, m, p, s
 
 
-def _canonical_hand(text: str) -> Hand | None:
-    """The hand of a string in canonical suit order (:func:`suit_groups`), else None."""
-    parts = _suit_parts(text)
-    if parts is None:
-        return None
+def _hand_of_parts(parts: tuple, melds: tuple[Meld, ...] = (), void: str | None = None) -> Hand:
+    """The hand of a string's :func:`_suit_parts` (canonical suit order), with ``melds`` and a parsed ``void``."""
     part_m, part_p, part_s, m, p, s = parts
     tm, cm, km, hm = part_m
     tp, cp, kp, hp = part_p
     ts, cs, ks, hs = part_s
     top = max(hm, hp, hs)
     return Hand._of(tm + tp + ts, cm + cp + cs, (km, kp, ks) if top <= 4 else None,
-                    (1 if m else 0) | (2 if p else 0) | (4 if s else 0), top)
+                    (1 if m else 0) | (2 if p else 0) | (4 if s else 0), top, melds, void)
 
 
 def suit_keys(text: str) -> tuple[int, int, int, int] | None:
