@@ -385,7 +385,9 @@ def test_kept_alive_connections_take_turns(tmp_path, redis_server):
             for _ in range(n):
                 head = b"".join(iter(stream.readline, b"\r\n"))
                 out.append(int(head.split()[1]))
-                stream.read(int(re.search(rb"(?i)content-length: *(\d+)", head).group(1)))
+                length = re.search(rb"(?i)content-length: *(\d+)", head)
+                assert length, head
+                stream.read(int(length[1]))
 
     served = Served(tmp_path / "serve.log", {"REDIS_URL": redis_server.url}, workers=1)
     try:

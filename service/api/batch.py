@@ -175,6 +175,7 @@ def run_batch():
     except Exception:
         rate_limits.charge_batch(1)  # a refused envelope counts as one item
         raise
+    items = data["items"]  # (a list: the envelope loaded)
     rate_limits.charge_batch(len(items))
     ruleset, rid, most = envelope.get("ruleset"), g.get("request_id"), batch_items.PIECE_LINES
     results = batch_items.answer_items(items[:most], ruleset, rid)
