@@ -1374,23 +1374,22 @@ def test_meld_object_memo_is_bounded_and_keyed_by_what_decides(monkeypatch):
     assert info.value.code == "bad_hand" and "a peng has no kind" in info.value.reason
 
 
-def test_plain_hand_memo_is_bounded_and_keyed_by_what_parse_hand_reads(monkeypatch):
-    """The memo of the hands of plain hu and draw objects (events._plain_hand) is bounded (a full memo is
-    emptied, and the hands after that are the same), keyed by the hand string, the seat's void and the
-    melds (the same string with another void or other melds is another hand), and a hand taken from it is
-    still checked against the room: a 万 tile in a three-player round is reported as before."""
+def test_plain_hand_memo_is_keyed_by_what_parse_hand_reads():
+    """The memo of the hands of plain hu and draw objects (events.parsed_hand) gives parse_hand's hands,
+    keyed by the hand string, the seat's void and the melds (the same string with another void or other
+    melds is another hand), and a hand taken from it is still checked against the room: a 万 tile in a
+    three-player round is reported as before."""
     from service.rules import events
     from service.rules.hand import parse_hand
 
-    monkeypatch.setattr(events, "PLAIN_HANDS_LIMIT", 4)
-    monkeypatch.setattr(events, "PLAIN_HANDS_MEMO", {})
+    events.parsed_hand.cache_clear()
 
     def draw_of(tiles, melds=()):
         return {"type": "draw", "seats": [{"seat": 0, "hand": {"tiles": tiles, "melds": list(melds)}}]}
 
     texts = [f"{r}{r}{r}{r}m123456789p" for r in range(1, 10)]
     first = [events.plain_draw(draw_of(t), 4)[0].hand for t in texts]
-    assert 0 < len(events.PLAIN_HANDS_MEMO) <= 4
+    assert events.parsed_hand.cache_info().currsize == len(texts)
     assert [events.plain_draw(draw_of(t), 4)[0].hand for t in texts] == first == [parse_hand(t) for t in texts]
 
     plain = events.plain_draw(draw_of(texts[0]), 4)[0].hand
@@ -1402,7 +1401,7 @@ def test_plain_hand_memo_is_bounded_and_keyed_by_what_parse_hand_reads(monkeypat
     assert events.plain_draw(draw_of("123456789p1s"), 4)[0].hand.melds == ()
 
     three = {"players": 3}
-    events.PLAIN_HANDS_MEMO.clear()
+    events.parsed_hand.cache_clear()
     with pytest.raises(EventError) as fresh:
         settle([draw_of(texts[0])], dealer=0, ruleset=three)
     assert events.plain_draw(draw_of(texts[0]), 4)[0].hand == plain  # (four players: the hand is kept)

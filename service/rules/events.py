@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple, get_args
 
 from .codes import Code
@@ -373,45 +374,36 @@ class _Parser:
         return tuple(out)
 
 
-def _plain_hand_members(data: Any) -> tuple[str, list] | None:
+def _plain_hand_members(data: Any) -> tuple[str, tuple[Meld, ...]] | None:
     """``(tiles, melds)`` of a hand object that passes every member check of :meth:`_Parser.hand` (the
     common case, checked at once: a hand string, no void, melds as :class:`Meld` values), else None."""
     if type(data) is dict and _HAND_REQUIRED <= data.keys() <= _HAND_ALLOWED:
         tiles, melds = data["tiles"], data.get("melds", _NO_MELDS)
         if (type(tiles) is str and len(tiles) <= MAX_HAND_CHARS and data.get("void") is None
                 and type(melds) is list and len(melds) <= MAX_MELDS):
-            parsed = list(map(_meld_object, melds)) if melds else melds
+            parsed = tuple(map(_meld_object, melds)) if melds else ()
             if None not in parsed:
-                return tiles, parsed
+                return tiles, parsed  # type: ignore[return-value]  # (no None in it)
     return None
 
 
-PLAIN_HANDS_MEMO: dict[tuple, Hand] = {}
-PLAIN_HANDS_LIMIT = 1024
-"""Entries of the memo of :func:`_plain_hand`; a full memo is emptied (a bound, not a policy)."""
+@lru_cache(maxsize=1024)
+def parsed_hand(tiles: str, void: str | None, melds: tuple[Meld, ...]) -> Hand:
+    """:func:`.hand.parse_hand` of a plain hand, memoized by what it reads (the hand string, the seat's void,
+    the melds; bounded, a failure not kept): a round's hands are parsed again when it is settled again
+    (re-read, corrected, or checked before it is sent)."""
+    return parse_hand(tiles, melds, void)
 
 
 def _plain_hand(data: Any, seat: int, voids, players: int) -> Hand | None:
     """The hand :meth:`_Parser.hand` gives for a plain hand object (:func:`_plain_hand_members`) that
-    parses, else None (the caller then parses the whole event, which reports what is wrong).
-
-    A bounded memo of the hands parsed, keyed by what :func:`.hand.parse_hand` reads (the hand string,
-    the seat's void, the melds): a round's hands are parsed again when it is settled again (re-read,
-    corrected, or checked before it is sent).  A failure is not kept.
-    """
+    parses (:func:`parsed_hand`), else None (the caller then parses the whole event, which reports what is
+    wrong)."""
     plain = _plain_hand_members(data)
     if plain is None:
         return None
-    tiles, melds = plain
-    void = None if voids is None else voids[seat]
-    key = (tiles, void, *melds)
-    hand = PLAIN_HANDS_MEMO.get(key)
     try:
-        if hand is None:
-            hand = parse_hand(tiles, melds, void)
-            if len(PLAIN_HANDS_MEMO) >= PLAIN_HANDS_LIMIT:
-                PLAIN_HANDS_MEMO.clear()
-            PLAIN_HANDS_MEMO[key] = hand
+        hand = parsed_hand(plain[0], None if voids is None else voids[seat], plain[1])
         if players == 3:
             require_in_play(hand, 3)
     except RuleError:
