@@ -178,18 +178,10 @@ def _group(ranks: str) -> int | None:
     found = GROUPS.get(ranks)
     if found is not None:
         return found
-    if len(ranks) > 14:
+    key = _suit_key(ranks)
+    if key is None:
         return None
-    try:
-        key = sum(map(_RANK_WEIGHT.__getitem__, ranks))
-    except KeyError:
-        return None
-    if key >= KEYS:
-        return None
-    pairs = pair_counts(key)
-    if 2 * (pairs >> 5) + (pairs & 31) != len(ranks):  # a fifth copy carried into the next rank's digit
-        return None
-    packed = ROWS[key] | pairs << 32
+    packed = ROWS[key] | pair_counts(key) << 32
     if len(GROUPS) >= MEMO_LIMIT:
         GROUPS.clear()
         GROUPS[""] = 0
