@@ -146,12 +146,21 @@ NOT_PLAIN: Any = _NotPlain()
 
 class PlainField(DocumentedField):
     """A field with a plain form: the values most bodies give, loaded by :meth:`plain` without marshmallow's
-    walk (its ``_deserialize`` runs :meth:`plain` first), for :meth:`_HandRequest.load_plain`."""
+    walk (its ``_deserialize`` runs :meth:`plain`, then :meth:`full` for any other value), for
+    :meth:`_HandRequest.load_plain`."""
 
     def plain(self, value: Any) -> Any:
         """``value`` loaded, when it is of the plain form (one that breaks no rule of the field), else
         :data:`NOT_PLAIN`."""
         return NOT_PLAIN
+
+    def full(self, value: Any) -> Any:
+        """``value`` loaded by every rule of the field (what :meth:`plain` did not take)."""
+        raise NotImplementedError
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        loaded = self.plain(value)
+        return self.full(value) if loaded is NOT_PLAIN else loaded
 
 
 ENUMS_DOC: dict[str, tuple[str, ...]] = {}
@@ -350,10 +359,7 @@ class RulesetField(PlainField):
                     return NOT_PLAIN
         return NOT_PLAIN
 
-    def _deserialize(self, value, attr, data, **kwargs):
-        loaded = self.plain(value)
-        if loaded is not NOT_PLAIN:
-            return loaded
+    def full(self, value):
         path = self.name or "ruleset"
         if isinstance(value, str):
             if len(value) > 64:
@@ -547,10 +553,7 @@ class HandField(PlainField):
                 return _core(f"{self.name or 'hand'}.tiles", parse_hand, tiles)
         return NOT_PLAIN
 
-    def _deserialize(self, value, attr, data, **kwargs):
-        loaded = self.plain(value)
-        if loaded is not NOT_PLAIN:
-            return loaded
+    def full(self, value):
         path = self.name or "hand"
         return _core(None, load_hand, _nested(HandSchema, value), path)
 
@@ -585,10 +588,7 @@ class WinField(PlainField):
                     return _win(tile, flags)
         return NOT_PLAIN
 
-    def _deserialize(self, value, attr, data, **kwargs):
-        loaded = self.plain(value)
-        if loaded is not NOT_PLAIN:
-            return loaded
+    def full(self, value):
         w = _nested(WinSchema, value)
         return _win(w.pop("tile"), w)
 
@@ -616,10 +616,7 @@ class VisibleField(PlainField):
             return _core("visible", parse_tiles, value) if value else None
         return NOT_PLAIN
 
-    def _deserialize(self, value, attr, data, **kwargs):
-        loaded = self.plain(value)
-        if loaded is not NOT_PLAIN:
-            return loaded
+    def full(self, value):
         if not isinstance(value, str):
             raise ValidationError("Not a valid string.")
         if len(value) > MAX_VISIBLE_CHARS:

@@ -472,15 +472,10 @@ def plain_hu(data: dict, players: int, voids=None) -> HuFields | None:
         return None
     out = []
     for w in winners:
-        if type(w) is not dict or len(w) != 2 or "hand" not in w:
+        found = _plain_seat_hand(w, players, voids)
+        if found is None:
             return None
-        seat = w.get("seat")
-        if type(seat) is not int or not 0 <= seat < players:
-            return None
-        hand = _plain_hand(w["hand"], seat, voids, players)
-        if hand is None:
-            return None
-        out.append(_record(WinnerFields, (seat, hand, None, ())))
+        out.append(_record(WinnerFields, (*found, None, ())))
     return _record(HuFields, (frm, tile, tuple(out), False, False, False, False, False))
 
 
@@ -495,16 +490,23 @@ def plain_draw(data: dict, players: int, voids=None) -> tuple[ReportFields, ...]
         return None
     out = []
     for item in seats:
-        if type(item) is not dict or len(item) != 2 or "hand" not in item:
+        found = _plain_seat_hand(item, players, voids)
+        if found is None:
             return None
-        seat = item.get("seat")
-        if type(seat) is not int or not 0 <= seat < players:
-            return None
-        hand = _plain_hand(item["hand"], seat, voids, players)
-        if hand is None:
-            return None
-        out.append(_record(ReportFields, (seat, hand, None, None)))
+        out.append(_record(ReportFields, (*found, None, None)))
     return tuple(out)
+
+
+def _plain_seat_hand(item: Any, players: int, voids) -> tuple[int, Hand] | None:
+    """``(seat, hand)`` of a hu's winner or a draw's seat given as ``{seat, hand}`` with a seat in range and
+    a plain hand that parses (:func:`_plain_hand`), else None."""
+    if type(item) is not dict or len(item) != 2 or "hand" not in item:
+        return None
+    seat = item.get("seat")
+    if type(seat) is not int or not 0 <= seat < players:
+        return None
+    hand = _plain_hand(item["hand"], seat, voids, players)
+    return None if hand is None else (seat, hand)
 
 
 def _plain_kong(data: dict, players: int) -> Kong | None:
